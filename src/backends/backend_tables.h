@@ -1,0 +1,15 @@
+// What each backend's instantiation file exports to dispatch.cc: the tables
+// of every target it compiled and this CPU supports, best first.
+#pragma once
+
+#include <vector>
+
+#include "dispatch/kernel_table.h"
+
+namespace simd_attention {
+
+std::vector<KernelTable> HighwayKernelTables();
+std::vector<KernelTable> XsimdKernelTables();
+std::vector<KernelTable> ScalarKernelTables();
+
+}  // namespace simd_attention

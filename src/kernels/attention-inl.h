@@ -1,0 +1,214 @@
+// Attention for one (batch, head) with an online softmax, over a vector layer
+// `Ops`, with the policy of attention.h. Needs gemm-inl.h.
+//
+// Per query block of kAttentionQueryBlock queries, walk the key blocks and
+// keep a running max m, running sum l and output accumulator O per query
+// (flash-attention style), so extra memory is O(block x d) whatever T is.
+// Scores are computed transposed, S^T = K_blk * (scale * Q_blk)^T, with the
+// GEMM micro-kernel: queries run along vector lanes, so max, exp and sum are
+// plain vector ops down the columns. Key blocks the causal mask hides from
+// the whole query block are never visited. Probabilities, when requested,
+// are written by a second pass that recomputes each score block and
+// normalizes it with the final m and l: the same numbers the output used.
+//
+// Textual part of a per-target namespace: include only from a backend's
+// instantiation file.
+
+template <class Ops>
+struct Attention {
+  using V = typename Ops::V;
+  using G = Gemm<Ops>;
+  static constexpr size_t kL = Ops::kLanes;
+  static constexpr size_t kBq = kAttentionQueryBlock;
+  static constexpr size_t kBk = kAttentionKeyBlock;
+  static_assert(kBq % G::kPanel == 0, "query block = whole GEMM panels");
+
+  static size_t ScratchFloats(size_t dk, size_t dv) {
+    return AttentionScratchFloats(dk, dv);
+  }
+
+  struct Block {
+    size_t q0, nq;    // queries [q0, q0 + nq)
+    size_t cols;      // nq rounded up to whole panels: columns of S^T
+    size_t key_end;   // keys [0, key_end) may be visible to the block
+    float* qt;        // [cols / kPanel panels][dk][kPanel], scaled
+    float* st;        // [kBk][cols]
+    float* o;         // [kBq][dv]
+    float* m;         // [cols] running max
+    float* l;         // [cols] running sum
+    float* alpha;     // [cols] rescale of O for the current key block
+  };
+
+  static bool AllPadding(const AttentionArgs& a, size_t k0, size_t nk) {
+    if (a.key_valid == nullptr) return false;
+    for (size_t j = 0; j < nk; ++j) {
+      if (a.key_valid[k0 + j] != 0) return false;
+    }
+    return true;
+  }
+
+  // S^T[j][i] = scale * q_i . k_j + masks, for keys [k0, k0 + nk).
+  static void Scores(const AttentionArgs& a, const Block& b, size_t k0,
+                     size_t nk) {
+    const GemmArgs g{a.k + k0 * a.ldk, a.ldk, nk,      a.dk, b.qt, a.dk,
+                     0,                b.cols, nullptr, b.st, b.cols};
+    G::Multiply(g);
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    if (a.key_valid != nullptr) {
+      for (size_t j = 0; j < nk; ++j) {
+        if (a.key_valid[k0 + j] == 0) {
+          std::fill_n(b.st + j * b.cols, b.cols, kNegInf);
+        }
+      }
+    }
+    if (a.additive_mask != nullptr) {
+      for (size_t j = 0; j < nk; ++j) {
+        for (size_t i = 0; i < b.nq; ++i) {
+          b.st[j * b.cols + i] +=
+              a.additive_mask[(b.q0 + i) * a.mask_ld + k0 + j];
+        }
+      }
+    }
+    // Key j is hidden from query i iff j > i + (tk - tq); only blocks that
+    // cross that diagonal need the per-element test.
+    const ptrdiff_t shift = static_cast<ptrdiff_t>(a.tk) -
+                            static_cast<ptrdiff_t>(a.tq) +
+                            static_cast<ptrdiff_t>(b.q0);
+    if (a.causal && static_cast<ptrdiff_t>(k0 + nk) - 1 > shift) {
+      for (size_t j = 0; j < nk; ++j) {
+        const ptrdiff_t first_hidden_from =
+            static_cast<ptrdiff_t>(k0 + j) - shift;  // queries i < this
+        const size_t end = static_cast<size_t>(std::clamp<ptrdiff_t>(
+            first_hidden_from, 0, static_cast<ptrdiff_t>(b.cols)));
+        std::fill_n(b.st + j * b.cols, end, kNegInf);
+      }
+    }
+  }
+
+  // Folds one key block into m, l and O.
+  static void Accumulate(const AttentionArgs& a, const Block& b, size_t k0,
+                         size_t nk) {
+    Scores(a, b, k0, nk);
+    for (size_t c = 0; c < b.cols; c += kL) {
+      const V m_old = Ops::Load(b.m + c);
+      V m_new = m_old;
+      for (size_t j = 0; j < nk; ++j) {
+        m_new = Ops::Max(m_new, Ops::Load(b.st + j * b.cols + c));
+      }
+      V sum = Ops::Zero();
+      for (size_t j = 0; j < nk; ++j) {
+        float* s = b.st + j * b.cols + c;
+        const V p = Ops::Exp(Ops::Sub(Ops::Load(s), m_new));
+        Ops::Store(p, s);
+        sum = Ops::Add(sum, p);
+      }
+      const V alpha = Ops::Exp(Ops::Sub(m_old, m_new));
+      Ops::Store(alpha, b.alpha + c);
+      Ops::Store(m_new, b.m + c);
+      Ops::Store(Ops::MulAdd(Ops::Load(b.l + c), alpha, sum), b.l + c);
+    }
+    for (size_t i = 0; i < b.nq; ++i) {
+      const V alpha = Ops::Set(b.alpha[i]);
+      for (size_t d = 0; d < a.dv; d += kL) {
+        Ops::Store(Ops::Mul(Ops::Load(b.o + i * a.dv + d), alpha),
+                   b.o + i * a.dv + d);
+      }
+    }
+    // O[i][:] += sum_j P[i][j] V[j][:], P read transposed out of S^T.
+    const size_t vecs = a.dv / kL;
+    for (size_t i0 = 0; i0 < b.nq; i0 += G::kRows) {
+      const size_t rows = std::min(G::kRows, b.nq - i0);
+      for (size_t v0 = 0; v0 < vecs; v0 += G::kVecs) {
+        G::TileRowsVecs(rows, std::min(G::kVecs, vecs - v0), b.st + i0, 1,
+                        b.cols, a.v + k0 * a.ldv + v0 * kL, a.ldv, nk,
+                        nullptr, /*accumulate=*/true, b.o + i0 * a.dv + v0 * kL,
+                        a.dv);
+      }
+    }
+  }
+
+  static float InverseSum(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
+
+  // Second pass: probabilities of keys [k0, k0 + nk) for the block's rows.
+  static void WriteProbabilities(const AttentionArgs& a, const Block& b,
+                                 size_t k0, size_t nk) {
+    float* out = a.probs + b.q0 * a.tk + k0;
+    if (k0 >= b.key_end || AllPadding(a, k0, nk)) {
+      for (size_t i = 0; i < b.nq; ++i) std::fill_n(out + i * a.tk, nk, 0.0f);
+      return;
+    }
+    Scores(a, b, k0, nk);
+    for (size_t j = 0; j < nk; ++j) {
+      float* s = b.st + j * b.cols;
+      for (size_t c = 0; c < b.cols; c += kL) {
+        Ops::Store(Ops::Exp(Ops::Sub(Ops::Load(s + c), Ops::Load(b.m + c))),
+                   s + c);
+      }
+    }
+    for (size_t i = 0; i < b.nq; ++i) {
+      const float inv = InverseSum(b.l[i]);
+      for (size_t j = 0; j < nk; ++j) out[i * a.tk + j] = b.st[j * b.cols + i] * inv;
+    }
+  }
+
+  static void Run(const AttentionArgs& a) {
+    const ptrdiff_t diagonal_shift =
+        static_cast<ptrdiff_t>(a.tk) - static_cast<ptrdiff_t>(a.tq);
+    Block b;
+    b.qt = a.scratch;
+    b.st = b.qt + a.dk * kBq;
+    b.o = b.st + kBk * kBq;
+    b.m = b.o + kBq * a.dv;
+    b.l = b.m + kBq;
+    b.alpha = b.l + kBq;
+    for (b.q0 = 0; b.q0 < a.tq; b.q0 += kBq) {
+      b.nq = std::min(kBq, a.tq - b.q0);
+      b.cols = (b.nq + G::kPanel - 1) / G::kPanel * G::kPanel;
+      b.key_end = a.tk;
+      if (a.causal) {
+        b.key_end = static_cast<size_t>(std::clamp<ptrdiff_t>(
+            static_cast<ptrdiff_t>(b.q0 + b.nq) + diagonal_shift, 0,
+            static_cast<ptrdiff_t>(a.tk)));
+      }
+      PackScaledQueries(a, b);
+      // -FLT_MAX, not -inf: exp(m_old - m_new) stays finite while a row has
+      // seen only masked keys, and such a row ends with l = 0 -> zeros.
+      std::fill_n(b.m, b.cols, -std::numeric_limits<float>::max());
+      std::fill_n(b.l, b.cols, 0.0f);
+      std::fill_n(b.o, b.nq * a.dv, 0.0f);
+      for (size_t k0 = 0; k0 < b.key_end; k0 += kBk) {
+        const size_t nk = std::min(kBk, b.key_end - k0);
+        if (!AllPadding(a, k0, nk)) Accumulate(a, b, k0, nk);
+      }
+      for (size_t i = 0; i < b.nq; ++i) {
+        const V inv = Ops::Set(InverseSum(b.l[i]));
+        float* z = a.z + (b.q0 + i) * a.ldz;
+        for (size_t d = 0; d < a.dv; d += kL) {
+          Ops::Store(Ops::Mul(Ops::Load(b.o + i * a.dv + d), inv), z + d);
+        }
+      }
+      if (a.probs != nullptr) {
+        for (size_t k0 = 0; k0 < a.tk; k0 += kBk) {
+          WriteProbabilities(a, b, k0, std::min(kBk, a.tk - k0));
+        }
+      }
+    }
+  }
+
+  // Q^T of the block, times the softmax scale, as GEMM panels; queries past
+  // the end are zero columns.
+  static void PackScaledQueries(const AttentionArgs& a, const Block& b) {
+    for (size_t p = 0; p < b.cols / G::kPanel; ++p) {
+      float* panel = b.qt + p * a.dk * G::kPanel;
+      for (size_t c = 0; c < G::kPanel; ++c) {
+        const size_t i = p * G::kPanel + c;
+        if (i < b.nq) {
+          const float* q = a.q + (b.q0 + i) * a.ldq;
+          for (size_t d = 0; d < a.dk; ++d) panel[d * G::kPanel + c] = q[d] * a.scale;
+        } else {
+          for (size_t d = 0; d < a.dk; ++d) panel[d * G::kPanel + c] = 0.0f;
+        }
+      }
+    }
+  }
+};

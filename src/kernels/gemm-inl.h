@@ -1,0 +1,130 @@
+// Blocked GEMM over a vector layer `Ops` (see simd/ops_highway-inl.h), with
+// the policy of gemm.h. One algorithm for every backend: the backends only
+// instantiate it.
+//
+// Textual part of a per-target namespace: include only from a backend's
+// instantiation file, after the Ops layer and gemm.h / kernel_table.h.
+
+template <class Ops>
+struct Gemm {
+  using V = typename Ops::V;
+  static constexpr size_t kL = Ops::kLanes;
+  static constexpr size_t kRows = GemmTile<Ops::kRegisters>::kRows;
+  static constexpr size_t kVecs = GemmTile<Ops::kRegisters>::kVecs;
+  static constexpr size_t kPanel = kVecs * kL;  // floats per packed B row
+  static constexpr size_t kPanelRows =          // K block, see gemm.h
+      kGemmPanelSliceBytes / (kPanel * sizeof(float));
+
+  // C tile (kRows x kVecs vectors) [+]= A tile * B rows.
+  //   A element (r, kk) is a[r * a_row + kk * a_col]: a row-major matrix has
+  //   a_col = 1; the attention kernel passes a transposed one.
+  //   B row kk starts at b + kk * ldb and holds at least kVecs vectors.
+  //   bias: kVecs vectors added once, or nullptr. accumulate: add to C.
+  template <size_t R, size_t NV>
+  static void Tile(const float* a, size_t a_row, size_t a_col, const float* b,
+                   size_t ldb, size_t k, const float* bias, bool accumulate,
+                   float* c, size_t ldc) {
+    V acc[R][NV];
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t v = 0; v < NV; ++v) {
+        if (accumulate) {
+          acc[r][v] = Ops::Load(c + r * ldc + v * kL);
+        } else if (bias != nullptr) {
+          acc[r][v] = Ops::Load(bias + v * kL);
+        } else {
+          acc[r][v] = Ops::Zero();
+        }
+      }
+    }
+    for (size_t kk = 0; kk < k; ++kk) {
+      V bv[NV];
+      for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Load(b + kk * ldb + v * kL);
+      for (size_t r = 0; r < R; ++r) {
+        const V av = Ops::Set(a[r * a_row + kk * a_col]);
+        for (size_t v = 0; v < NV; ++v) acc[r][v] = Ops::MulAdd(av, bv[v], acc[r][v]);
+      }
+    }
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t v = 0; v < NV; ++v) Ops::Store(acc[r][v], c + r * ldc + v * kL);
+    }
+  }
+
+  // Tile with a run-time row count (1..kRows) for the bottom edge.
+  template <size_t NV, size_t R = kRows>
+  static void TileRows(size_t rows, const float* a, size_t a_row, size_t a_col,
+                       const float* b, size_t ldb, size_t k, const float* bias,
+                       bool accumulate, float* c, size_t ldc) {
+    if constexpr (R > 1) {
+      if (rows < R) {
+        return TileRows<NV, R - 1>(rows, a, a_row, a_col, b, ldb, k, bias,
+                                   accumulate, c, ldc);
+      }
+    }
+    Tile<R, NV>(a, a_row, a_col, b, ldb, k, bias, accumulate, c, ldc);
+  }
+
+  // Tile with a run-time vector count (1..kVecs) for the right edge.
+  template <size_t NV = kVecs>
+  static void TileRowsVecs(size_t rows, size_t vecs, const float* a,
+                           size_t a_row, size_t a_col, const float* b,
+                           size_t ldb, size_t k, const float* bias,
+                           bool accumulate, float* c, size_t ldc) {
+    if constexpr (NV > 1) {
+      if (vecs < NV) {
+        return TileRowsVecs<NV - 1>(rows, vecs, a, a_row, a_col, b, ldb, k,
+                                    bias, accumulate, c, ldc);
+      }
+    }
+    TileRows<NV>(rows, a, a_row, a_col, b, ldb, k, bias, accumulate, c, ldc);
+  }
+
+  static void PackB(const float* w, size_t k, size_t n, float* packed) {
+    const size_t panels = (n + kPanel - 1) / kPanel;
+    for (size_t p = 0; p < panels; ++p) {
+      const size_t col0 = p * kPanel;
+      const size_t cols = std::min(kPanel, n - col0);
+      float* dst = packed + p * kPanel * k;
+      for (size_t kk = 0; kk < k; ++kk) {
+        std::copy_n(w + kk * n + col0, cols, dst + kk * kPanel);
+        std::fill(dst + kk * kPanel + cols, dst + (kk + 1) * kPanel, 0.0f);
+      }
+    }
+  }
+
+  // C = A * packed B (+ bias). Panels of B are walked in K blocks that stay
+  // in L1 while every row tile of A passes over them.
+  static void Multiply(const GemmArgs& g) {
+      alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
+    for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
+      const size_t kc = std::min(kPanelRows, g.k - k0);
+      const bool accumulate = k0 != 0;
+      for (size_t col0 = 0; col0 < g.n; col0 += kPanel) {
+        const float* panel =
+            g.packed_b + (col0 / kPanel) * kPanel * g.packed_rows +
+            (g.k_begin + k0) * kPanel;
+        const float* bias = (g.packed_bias != nullptr && !accumulate)
+                                ? g.packed_bias + col0
+                                : nullptr;
+        const size_t cols = std::min(kPanel, g.n - col0);
+        for (size_t row0 = 0; row0 < g.m; row0 += kRows) {
+          const size_t rows = std::min(kRows, g.m - row0);
+          const float* a = g.a + row0 * g.lda + k0;
+          float* c = g.c + row0 * g.ldc + col0;
+          if (cols == kPanel) {
+            TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias,
+                            accumulate, c, g.ldc);
+            continue;
+          }
+          for (size_t r = 0; r < rows && accumulate; ++r) {
+            std::copy_n(c + r * g.ldc, cols, edge + r * kPanel);
+          }
+          TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias,
+                          accumulate, edge, kPanel);
+          for (size_t r = 0; r < rows; ++r) {
+            std::copy_n(edge + r * kPanel, cols, c + r * g.ldc);
+          }
+        }
+      }
+    }
+  }
+};

@@ -1,0 +1,32 @@
+// GEMM policy: register tile and cache blocking of the micro-kernel in
+// gemm-inl.h, derived from the target's vector registers and L1 size.
+#pragma once
+
+#include <cstddef>
+
+namespace simd_attention {
+
+// The micro-kernel keeps a kRows x kVecs tile of C in registers. Each step
+// over k loads kVecs vectors of B and broadcasts one A element per row, so it
+// needs kRows * kVecs + kVecs + 1 registers, and at least 8 independent
+// accumulators to cover 2 FMA ports x 4 cycles of FMA latency.
+//  - 16 registers (SSE4, AVX2; wasm-simd128, which V8 maps onto x86's 16
+//    xmm): 4 x 2 = 8 accumulators + 2 + 1 = 11, leaving V8 room for
+//    addresses (XNNPACK's 4x8 wasmsimd tile).
+//  - 32 registers (AVX-512): 8 x 2 = 16 accumulators + 2 + 1 = 19.
+template <size_t kRegisters>
+struct GemmTile {
+  static constexpr size_t kRows = kRegisters >= 32 ? 8 : 4;
+  static constexpr size_t kVecs = 2;
+};
+
+// B is packed once (at setWeights) into column panels of kVecs vectors:
+// panel p holds columns [p*W, (p+1)*W) of all K rows, row after row, zero
+// padded to W. A micro-kernel then reads B with unit stride.
+//
+// K is blocked so that one panel's slice of B stays in L1 while every row
+// tile of A passes over it: 16 KiB, half of the smallest L1 data cache we
+// target (32 KiB), leaves the other half for the A rows and C tile.
+constexpr size_t kGemmPanelSliceBytes = 16 * 1024;
+
+}  // namespace simd_attention

@@ -1,0 +1,18 @@
+// Fills a KernelTable with this target's instantiations of the kernels.
+//
+// Textual part of a per-target namespace: include only from a backend's
+// instantiation file, after gemm-inl.h and attention-inl.h.
+
+template <class Ops>
+KernelTable MakeKernelTable(const char* name, Backend backend) {
+  KernelTable t;
+  t.name = name;
+  t.backend = backend;
+  t.lanes = Ops::kLanes;
+  t.panel_width = Gemm<Ops>::kPanel;
+  t.pack_b = &Gemm<Ops>::PackB;
+  t.gemm = &Gemm<Ops>::Multiply;
+  t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
+  t.attention = &Attention<Ops>::Run;
+  return t;
+}

@@ -1,0 +1,15 @@
+// Everything the textual kernel headers (*-inl.h) use, included by each
+// backend's instantiation file before it opens its per-target namespace.
+#pragma once
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "backend.h"
+#include "dispatch/kernel_table.h"
+#include "kernels/attention.h"
+#include "kernels/gemm.h"

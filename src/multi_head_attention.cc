@@ -1,0 +1,272 @@
+#include "multi_head_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "dispatch/dispatch.h"
+#include "kernels/attention.h"
+#include "validate.h"
+
+namespace simd_attention {
+namespace {
+
+size_t RoundUp(size_t x, size_t multiple) {
+  return (x + multiple - 1) / multiple * multiple;
+}
+
+void CheckPositive(const char* what, size_t value) {
+  if (value == 0) {
+    throw std::invalid_argument(std::string(what) + ": must be > 0, got 0");
+  }
+}
+
+MhaConfig Resolve(MhaConfig c) {
+  CheckPositive("config.d_model", c.d_model);
+  CheckPositive("config.num_heads", c.num_heads);
+  if (c.d_model % c.num_heads != 0) {
+    throw std::invalid_argument(
+        "config.d_model: must be divisible by num_heads (" +
+        std::to_string(c.num_heads) + "), got " + std::to_string(c.d_model));
+  }
+  if (c.kdim == 0) c.kdim = c.d_model;
+  if (c.vdim == 0) c.vdim = c.d_model;
+  if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
+  return c;
+}
+
+// w [rows, heads * d] -> [rows, heads * d_pad], each head's columns followed
+// by zero columns, so every head starts on a whole vector.
+std::vector<float> PadHeadColumns(std::span<const float> w, size_t rows,
+                                  size_t heads, size_t d, size_t d_pad) {
+  std::vector<float> out(rows * heads * d_pad, 0.0f);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t h = 0; h < heads; ++h) {
+      std::copy_n(w.data() + (r * heads + h) * d, d,
+                  out.data() + (r * heads + h) * d_pad);
+    }
+  }
+  return out;
+}
+
+void CheckTensor(const char* what, const Tensor3& t, size_t features,
+                 const char* feature_name) {
+  CheckPositive((std::string(what) + ".batch").c_str(), t.batch);
+  CheckPositive((std::string(what) + ".tokens").c_str(), t.tokens);
+  CheckEqual((std::string(what) + ".features").c_str(), t.features, features,
+             feature_name);
+  CheckLength(what, t.data.size(), {t.batch, t.tokens, t.features});
+  CheckFinite(what, t.data);
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(const MhaConfig& config)
+    : MultiHeadAttention(config, BestKernels(config.backend)) {}
+
+MultiHeadAttention::MultiHeadAttention(const MhaConfig& config,
+                                       const KernelTable& kernels)
+    : config_(Resolve(config)), kernels_(&kernels) {
+  config_.backend = kernels.backend;
+  dk_pad_ = RoundUp(head_dim(), kernels.lanes);
+  dv_pad_ = RoundUp(config_.head_dim_v, kernels.lanes);
+}
+
+MultiHeadAttention::Packed MultiHeadAttention::PackProjection(
+    std::span<const float> w, std::span<const float> b, size_t rows,
+    size_t head_in, size_t head_out) const {
+  const size_t heads = config_.num_heads;
+  Packed p;
+  p.rows = rows;
+  p.cols = heads * head_out;
+  const std::vector<float> padded = PadHeadColumns(w, rows, heads, head_in, head_out);
+  p.w.resize(PackedFloats(*kernels_, rows, p.cols));
+  kernels_->pack_b(padded.data(), rows, p.cols, p.w.data());
+  if (!b.empty()) {
+    const std::vector<float> padded_b = PadHeadColumns(b, 1, heads, head_in, head_out);
+    p.bias.resize(PackedFloats(*kernels_, 1, p.cols));
+    kernels_->pack_b(padded_b.data(), 1, p.cols, p.bias.data());
+  }
+  return p;
+}
+
+void MultiHeadAttention::SetWeights(const MhaWeights& w) {
+  const MhaConfig& c = config_;
+  const size_t hk = c.num_heads * head_dim();
+  const size_t hv = c.num_heads * c.head_dim_v;
+  CheckLength("w_q", w.w_q.size(), {c.d_model, hk});
+  CheckLength("w_k", w.w_k.size(), {c.kdim, hk});
+  CheckLength("w_v", w.w_v.size(), {c.vdim, hv});
+  CheckLength("w_o", w.w_o.size(), {hv, c.d_model});
+  const struct {
+    const char* name;
+    std::span<const float> values;
+    size_t length;
+  } biases[] = {{"b_q", w.b_q, hk},
+                {"b_k", w.b_k, hk},
+                {"b_v", w.b_v, hv},
+                {"b_o", w.b_o, c.d_model}};
+  for (const auto& b : biases) {
+    if (c.bias) {
+      CheckLength(b.name, b.values.size(), {b.length});
+    } else if (!b.values.empty()) {
+      throw std::invalid_argument(std::string(b.name) +
+                                  ": config.bias is false, so no bias may be "
+                                  "given; got " +
+                                  std::to_string(b.values.size()) + " values");
+    }
+    CheckFinite(b.name, b.values);
+  }
+  CheckFinite("w_q", w.w_q);
+  CheckFinite("w_k", w.w_k);
+  CheckFinite("w_v", w.w_v);
+  CheckFinite("w_o", w.w_o);
+
+  q_ = PackProjection(w.w_q, w.b_q, c.d_model, head_dim(), dk_pad_);
+  k_ = PackProjection(w.w_k, w.b_k, c.kdim, head_dim(), dk_pad_);
+  v_ = PackProjection(w.w_v, w.b_v, c.vdim, c.head_dim_v, dv_pad_);
+  // W_O's rows follow Z's padded head layout: zero rows under the padding.
+  const size_t rows_o = c.num_heads * dv_pad_;
+  std::vector<float> wo(rows_o * c.d_model, 0.0f);
+  for (size_t h = 0; h < c.num_heads; ++h) {
+    std::copy_n(w.w_o.data() + h * c.head_dim_v * c.d_model,
+                c.head_dim_v * c.d_model, wo.data() + h * dv_pad_ * c.d_model);
+  }
+  o_ = Packed{};
+  o_.rows = rows_o;
+  o_.cols = c.d_model;
+  o_.w.resize(PackedFloats(*kernels_, rows_o, c.d_model));
+  kernels_->pack_b(wo.data(), rows_o, c.d_model, o_.w.data());
+  if (c.bias) {
+    o_.bias.resize(PackedFloats(*kernels_, 1, c.d_model));
+    kernels_->pack_b(w.b_o.data(), 1, c.d_model, o_.bias.data());
+  }
+  has_weights_ = true;
+}
+
+void MultiHeadAttention::Project(const Tensor3& x, const Packed& p,
+                                 float* out) {
+  const GemmArgs g{x.data.data(), x.features, x.batch * x.tokens,
+                   p.rows,        p.w.data(), p.rows,
+                   0,             p.cols,     p.bias.empty() ? nullptr : p.bias.data(),
+                   out,           p.cols};
+  kernels_->gemm(g);
+}
+
+MhaResult MultiHeadAttention::Forward(const Tensor3& x,
+                                      const MhaOptions& options) {
+  return Forward(x, x, x, options);
+}
+
+MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
+                                      const Tensor3& value,
+                                      const MhaOptions& options) {
+  if (!has_weights_) {
+    throw std::logic_error("MultiHeadAttention: Forward before SetWeights");
+  }
+  const MhaConfig& c = config_;
+  const size_t heads = c.num_heads;
+  CheckTensor("query", query, c.d_model, "d_model");
+  CheckTensor("key", key, c.kdim, "kdim");
+  CheckTensor("value", value, c.vdim, "vdim");
+  CheckEqual("key.batch", key.batch, query.batch, "query.batch");
+  CheckEqual("value.batch", value.batch, query.batch, "query.batch");
+  CheckEqual("value.tokens", value.tokens, key.tokens, "key.tokens");
+  const size_t batch = query.batch, tq = query.tokens, tk = key.tokens;
+  if (!options.key_padding_mask.empty()) {
+    CheckLength("key_padding_mask", options.key_padding_mask.size(),
+                {batch, tk});
+  }
+  const bool mask_per_head =
+      options.attn_mask.size() == batch * heads * tq * tk && batch * heads > 1;
+  if (!options.attn_mask.empty()) {
+    if (!mask_per_head && options.attn_mask.size() != tq * tk) {
+      throw std::invalid_argument(
+          "attn_mask: expected " + std::to_string(tq * tk) + " values for " +
+          ShapeString({tq, tk}) + " or " +
+          std::to_string(batch * heads * tq * tk) + " for " +
+          ShapeString({batch, heads, tq, tk}) + ", got " +
+          std::to_string(options.attn_mask.size()));
+    }
+    CheckMask("attn_mask", options.attn_mask);
+  }
+
+  const size_t ld_qk = heads * dk_pad_, ld_v = heads * dv_pad_;
+  const size_t scratch = kernels_->attention_scratch_floats(dk_pad_, dv_pad_);
+  const size_t need = batch * tq * ld_qk + batch * tk * ld_qk +
+                      batch * tk * ld_v + batch * tq * ld_v + scratch;
+  if (workspace_.size() < need) workspace_.resize(need);
+  float* q = workspace_.data();
+  float* k = q + batch * tq * ld_qk;
+  float* v = k + batch * tk * ld_qk;
+  float* z = v + batch * tk * ld_v;
+  float* attention_scratch = z + batch * tq * ld_v;
+
+  Project(query, q_, q);
+  Project(key, k_, k);
+  Project(value, v_, v);
+
+  MhaResult r;
+  r.batch = batch;
+  r.tq = tq;
+  r.tk = tk;
+  if (options.need_weights) r.attn_weights.resize(batch * heads * tq * tk);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t h = 0; h < heads; ++h) {
+      AttentionArgs a{};
+      a.q = q + b * tq * ld_qk + h * dk_pad_;
+      a.ldq = ld_qk;
+      a.k = k + b * tk * ld_qk + h * dk_pad_;
+      a.ldk = ld_qk;
+      a.v = v + b * tk * ld_v + h * dv_pad_;
+      a.ldv = ld_v;
+      a.tq = tq;
+      a.tk = tk;
+      a.dk = dk_pad_;
+      a.dv = dv_pad_;
+      a.scale = scale;
+      a.causal = options.causal;
+      a.key_valid = options.key_padding_mask.empty()
+                        ? nullptr
+                        : options.key_padding_mask.data() + b * tk;
+      if (!options.attn_mask.empty()) {
+        a.additive_mask = options.attn_mask.data() +
+                          (mask_per_head ? (b * heads + h) * tq * tk : 0);
+        a.mask_ld = tk;
+      }
+      a.z = z + b * tq * ld_v + h * dv_pad_;
+      a.ldz = ld_v;
+      a.probs = options.need_weights
+                    ? r.attn_weights.data() + (b * heads + h) * tq * tk
+                    : nullptr;
+      a.scratch = attention_scratch;
+      kernels_->attention(a);
+    }
+  }
+
+  r.output.resize(batch * tq * c.d_model);
+  const GemmArgs out{z,      ld_v,          batch * tq,
+                     o_.rows, o_.w.data(),  o_.rows,
+                     0,      c.d_model,     o_.bias.empty() ? nullptr : o_.bias.data(),
+                     r.output.data(), c.d_model};
+  kernels_->gemm(out);
+
+  if (options.need_per_head_output) {
+    r.per_head_output.resize(batch * heads * tq * c.d_model);
+    for (size_t b = 0; b < batch; ++b) {
+      for (size_t h = 0; h < heads; ++h) {
+        const GemmArgs g{z + b * tq * ld_v + h * dv_pad_, ld_v, tq,
+                         dv_pad_, o_.w.data(), o_.rows, h * dv_pad_,
+                         c.d_model, nullptr,
+                         r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
+                         c.d_model};
+        kernels_->gemm(g);
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace simd_attention

@@ -1,0 +1,50 @@
+// Vector layer on Google Highway for the current HWY_TARGET.
+//
+// The kernels (src/kernels/*-inl.h) are templates over an `Ops` type with
+// this interface, the whole of what they need from a SIMD library:
+//   V                      vector of kLanes floats
+//   kLanes, kRegisters     lanes and architectural vector registers; the
+//                          kernels derive their register tiles from these
+//   Zero Set Load Store    unaligned loads/stores of whole vectors
+//   StoreN(v, p, n)        stores the first n < kLanes lanes (tails)
+//   Add Sub Mul MulAdd Max MulAdd(a, b, c) = a * b + c, fused if the ISA can
+//   Exp                    e^x, 0 for -inf
+//   ReduceSum ReduceMax    horizontal reductions to a float
+// ops_xsimd-inl.h and ops_scalar-inl.h provide the same for xsimd and plain
+// C++, so one algorithm serves every backend.
+//
+// Textual part of the per-target namespace hwy::HWY_NAMESPACE-style block of
+// src/backends/highway.cc: include only from there, after hwy/highway.h and
+// hwy/contrib/math/math-inl.h.
+
+struct HighwayOps {
+  using D = hwy::HWY_NAMESPACE::ScalableTag<float>;
+  using V = hwy::HWY_NAMESPACE::Vec<D>;
+  static constexpr size_t kLanes = hwy::HWY_NAMESPACE::MaxLanes(D());
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  static constexpr size_t kRegisters = 32;  // zmm0-31
+#else
+  static constexpr size_t kRegisters = 16;  // xmm/ymm0-15; wasm: V8 on x86
+#endif
+
+  static V Zero() { return hwy::HWY_NAMESPACE::Zero(D()); }
+  static V Set(float x) { return hwy::HWY_NAMESPACE::Set(D(), x); }
+  static V Load(const float* p) { return hwy::HWY_NAMESPACE::LoadU(D(), p); }
+  static void Store(V v, float* p) { hwy::HWY_NAMESPACE::StoreU(v, D(), p); }
+  static void StoreN(V v, float* p, size_t n) {
+    hwy::HWY_NAMESPACE::BlendedStore(v, hwy::HWY_NAMESPACE::FirstN(D(), n),
+                                     D(), p);
+  }
+  static V Add(V a, V b) { return hwy::HWY_NAMESPACE::Add(a, b); }
+  static V Sub(V a, V b) { return hwy::HWY_NAMESPACE::Sub(a, b); }
+  static V Mul(V a, V b) { return hwy::HWY_NAMESPACE::Mul(a, b); }
+  static V MulAdd(V a, V b, V c) { return hwy::HWY_NAMESPACE::MulAdd(a, b, c); }
+  static V Max(V a, V b) { return hwy::HWY_NAMESPACE::Max(a, b); }
+  static V Exp(V x) { return hwy::HWY_NAMESPACE::Exp(D(), x); }
+  static float ReduceSum(V v) {
+    return hwy::HWY_NAMESPACE::GetLane(hwy::HWY_NAMESPACE::SumOfLanes(D(), v));
+  }
+  static float ReduceMax(V v) {
+    return hwy::HWY_NAMESPACE::GetLane(hwy::HWY_NAMESPACE::MaxOfLanes(D(), v));
+  }
+};

@@ -1,0 +1,30 @@
+// Vector layer, plain C++: a "vector" is one float. The kernels in
+// src/kernels are written against this interface, so the scalar backend runs
+// exactly their algorithm with one lane; see ops_highway-inl.h for the
+// contract every layer meets.
+//
+// Textual part of a per-target namespace: include only from a backend's
+// instantiation file, after <algorithm>, <cfloat>, <cmath>, <cstddef>.
+
+struct ScalarOps {
+  using V = float;
+  static constexpr size_t kLanes = 1;
+  // Accumulators the compiler can keep in registers (x86-64: 16 xmm).
+  static constexpr size_t kRegisters = 16;
+
+  static V Zero() { return 0.0f; }
+  static V Set(float x) { return x; }
+  static V Load(const float* p) { return *p; }
+  static void Store(V v, float* p) { *p = v; }
+  static void StoreN(V v, float* p, size_t n) {
+    if (n != 0) *p = v;
+  }
+  static V Add(V a, V b) { return a + b; }
+  static V Sub(V a, V b) { return a - b; }
+  static V Mul(V a, V b) { return a * b; }
+  static V MulAdd(V a, V b, V c) { return a * b + c; }
+  static V Max(V a, V b) { return std::max(a, b); }
+  static V Exp(V x) { return std::exp(x); }
+  static float ReduceSum(V v) { return v; }
+  static float ReduceMax(V v) { return v; }
+};

@@ -1,0 +1,49 @@
+// Every `mha` case of ../shared/golden through the reference and through the
+// kernels of every target of every backend: output, attention weights and
+// per-head outputs within the case's tolerance.
+#include <gtest/gtest.h>
+
+#include "golden.h"
+#include "multi_head_attention.h"
+#include "reference/attention_reference.h"
+#include "test_util.h"
+
+namespace simd_attention::testing {
+namespace {
+
+void ExpectMatchesGolden(const GoldenCase& c, const MhaResult& r) {
+  EXPECT_TRUE(AllNear(r.output, c.Tensor("output").f32, c.tolerance)) << "output";
+  EXPECT_TRUE(AllNear(r.attn_weights, c.Tensor("attn_weights").f32, c.tolerance))
+      << "attn_weights";
+  EXPECT_TRUE(AllNear(r.per_head_output, c.Tensor("per_head_output").f32,
+                      c.tolerance))
+      << "per_head_output";
+}
+
+class GoldenMha : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenMha, Reference) {
+  const GoldenCase c = LoadGoldenCase(GetParam());
+  const MhaCaseInputs in = MhaInputs(c);
+  const MultiHeadAttention resolved(in.config);
+  ExpectMatchesGolden(c, ReferenceAttention(resolved.config(), in.weights, in.query,
+                                            in.key, in.value, in.options));
+}
+
+TEST_P(GoldenMha, EveryTarget) {
+  const GoldenCase c = LoadGoldenCase(GetParam());
+  const MhaCaseInputs in = MhaInputs(c);
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    MultiHeadAttention mha(in.config, *table);
+    mha.SetWeights(in.weights);
+    ExpectMatchesGolden(c, mha.Forward(in.query, in.key, in.value, in.options));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenMha,
+                         ::testing::ValuesIn(GoldenCaseNames("mha")),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace simd_attention::testing

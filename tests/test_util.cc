@@ -1,0 +1,48 @@
+#include "test_util.h"
+
+#include <cmath>
+
+#include "dispatch/dispatch.h"
+
+namespace simd_attention::testing {
+
+std::vector<const KernelTable*> AllKernelTables() {
+  std::vector<const KernelTable*> tables;
+  for (Backend backend : AvailableBackends()) {
+    for (const KernelTable& t : KernelTables(backend)) tables.push_back(&t);
+  }
+  return tables;
+}
+
+std::string TableTestName(const KernelTable& table) {
+  std::string name = table.name;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+::testing::AssertionResult AllNear(std::span<const float> actual,
+                                   std::span<const float> expected,
+                                   double tolerance) {
+  if (actual.size() != expected.size()) {
+    return ::testing::AssertionFailure()
+           << "size " << actual.size() << " != expected " << expected.size();
+  }
+  double worst = 0;
+  size_t worst_index = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double diff = std::fabs(double(actual[i]) - double(expected[i]));
+    if (!(diff <= worst) || std::isnan(diff)) {  // NaN counts as worst
+      worst = std::isnan(diff) ? INFINITY : diff;
+      worst_index = i;
+    }
+  }
+  if (worst <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "max |diff| " << worst << " > " << tolerance << " at element "
+         << worst_index << " (got " << actual[worst_index] << ", expected "
+         << expected[worst_index] << ")";
+}
+
+}  // namespace simd_attention::testing
