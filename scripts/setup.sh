@@ -5,7 +5,7 @@
 #   scripts/setup.sh               # everything
 #   SA_SETUP_SKIP_APT=1 scripts/setup.sh   # skip the Debian package step
 #
-# Steps: 1. Debian packages  2. xsimd 13 headers from trixie into third_party/xsimd
+# Steps: 1. Debian packages  2. xsimd 13 headers from trixie into .deps/xsimd
 #        3. emcc check (see scripts/env.sh)  4. npm deps  5. .gitignore entries
 set -euo pipefail
 
@@ -22,7 +22,7 @@ die() { echo "setup: ERROR: $*" >&2; exit 1; }
 # 1. Debian packages
 # ---------------------------------------------------------------------------
 APT_PKGS=(emscripten node-acorn binaryen libhwy-dev cmake g++ libgtest-dev
-          libgmock-dev googletest libbenchmark-dev chromium)
+          libgmock-dev googletest libbenchmark-dev nlohmann-json3-dev chromium)
 
 step_apt() {
   if [ "${SA_SETUP_SKIP_APT:-0}" = 1 ]; then
@@ -45,11 +45,11 @@ step_apt() {
 }
 
 # ---------------------------------------------------------------------------
-# 2. xsimd 13.x (header-only) from Debian trixie -> third_party/xsimd
+# 2. xsimd 13.x (header-only) from Debian trixie -> .deps/xsimd
 #    Uses a private apt state under build/apt-trixie/; the system's apt
 #    sources, lists and dpkg status are never touched.
 # ---------------------------------------------------------------------------
-XSIMD_PREFIX="$ROOT/third_party/xsimd"
+XSIMD_PREFIX="$ROOT/.deps/xsimd"
 XSIMD_WANT_MAJOR=13
 
 # Prints "MAJOR.MINOR.PATCH" of the xsimd tree rooted at $1 (the dir holding xsimd/).
@@ -175,7 +175,7 @@ step_xsimd() {
   echo "libxsimd-dev $debver (Debian trixie, $mirror)" > "$stage/VERSION"
   rm -rf "$XSIMD_PREFIX"
   mv "$stage" "$XSIMD_PREFIX"
-  say "xsimd $have ok (installed libxsimd-dev $debver into third_party/xsimd)"
+  say "xsimd $have ok (installed libxsimd-dev $debver into .deps/xsimd)"
 }
 
 # ---------------------------------------------------------------------------
@@ -267,7 +267,7 @@ step_npm() {
 step_gitignore() {
   local added=() e base
   touch .gitignore
-  for e in build/ node_modules/ third_party/ '*.tgz'; do
+  for e in build/ node_modules/ .deps/ '*.tgz'; do
     base="${e%/}"
     # accept equivalent spellings: build, build/, /build, /build/
     if ! grep -qxF -e "$base" -e "$base/" -e "/$base" -e "/$base/" .gitignore; then

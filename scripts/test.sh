@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `npm test`: installs what is missing, builds every tree, runs every suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+bash scripts/build.sh
+
+run_ctest() {  # $1 = build dir
+  echo "test: ctest $1"
+  ctest --test-dir "$1" --output-on-failure -j"$(nproc)"
+}
+run_ctest build/native
+run_ctest build/sanitize
+run_ctest build/wasm
+run_ctest build/wasm-nosimd
