@@ -13,6 +13,7 @@ namespace simd_attention {
 namespace HWY_NAMESPACE {
 
 #include "simd/ops_highway-inl.h"
+#include "kernels/copy-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/attention-inl.h"
 #include "kernels/kernel_table-inl.h"

@@ -9,6 +9,7 @@ namespace simd_attention {
 namespace scalar {
 
 #include "simd/ops_scalar-inl.h"
+#include "kernels/copy-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/attention-inl.h"
 #include "kernels/kernel_table-inl.h"

@@ -57,7 +57,7 @@ struct Attention {
     if (a.key_valid != nullptr) {
       for (size_t j = 0; j < nk; ++j) {
         if (a.key_valid[k0 + j] == 0) {
-          std::fill_n(b.st + j * b.cols, b.cols, kNegInf);
+          FillN(b.st + j * b.cols, b.cols, kNegInf);
         }
       }
     }
@@ -80,7 +80,7 @@ struct Attention {
             static_cast<ptrdiff_t>(k0 + j) - shift;  // queries i < this
         const size_t end = static_cast<size_t>(std::clamp<ptrdiff_t>(
             first_hidden_from, 0, static_cast<ptrdiff_t>(b.cols)));
-        std::fill_n(b.st + j * b.cols, end, kNegInf);
+        FillN(b.st + j * b.cols, end, kNegInf);
       }
     }
   }
@@ -134,7 +134,7 @@ struct Attention {
                                  size_t k0, size_t nk) {
     float* out = a.probs + b.q0 * a.tk + k0;
     if (k0 >= b.key_end || AllPadding(a, k0, nk)) {
-      for (size_t i = 0; i < b.nq; ++i) std::fill_n(out + i * a.tk, nk, 0.0f);
+      for (size_t i = 0; i < b.nq; ++i) FillN(out + i * a.tk, nk, 0.0f);
       return;
     }
     Scores(a, b, k0, nk);
@@ -173,9 +173,9 @@ struct Attention {
       PackScaledQueries(a, b);
       // -FLT_MAX, not -inf: exp(m_old - m_new) stays finite while a row has
       // seen only masked keys, and such a row ends with l = 0 -> zeros.
-      std::fill_n(b.m, b.cols, -std::numeric_limits<float>::max());
-      std::fill_n(b.l, b.cols, 0.0f);
-      std::fill_n(b.o, b.nq * a.dv, 0.0f);
+      FillN(b.m, b.cols, -std::numeric_limits<float>::max());
+      FillN(b.l, b.cols, 0.0f);
+      FillN(b.o, b.nq * a.dv, 0.0f);
       for (size_t k0 = 0; k0 < b.key_end; k0 += kBk) {
         const size_t nk = std::min(kBk, b.key_end - k0);
         if (!AllPadding(a, k0, nk)) Accumulate(a, b, k0, nk);

@@ -3,7 +3,7 @@
 // instantiate it.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after the Ops layer and gemm.h / kernel_table.h.
+// instantiation file, after the Ops layer and copy-inl.h.
 
 template <class Ops>
 struct Gemm {
@@ -85,8 +85,8 @@ struct Gemm {
       const size_t cols = std::min(kPanel, n - col0);
       float* dst = packed + p * kPanel * k;
       for (size_t kk = 0; kk < k; ++kk) {
-        std::copy_n(w + kk * n + col0, cols, dst + kk * kPanel);
-        std::fill(dst + kk * kPanel + cols, dst + (kk + 1) * kPanel, 0.0f);
+        CopyN(w + kk * n + col0, cols, dst + kk * kPanel);
+        FillN(dst + kk * kPanel + cols, kPanel - cols, 0.0f);
       }
     }
   }
@@ -116,12 +116,12 @@ struct Gemm {
             continue;
           }
           for (size_t r = 0; r < rows && accumulate; ++r) {
-            std::copy_n(c + r * g.ldc, cols, edge + r * kPanel);
+            CopyN(c + r * g.ldc, cols, edge + r * kPanel);
           }
           TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias,
                           accumulate, edge, kPanel);
           for (size_t r = 0; r < rows; ++r) {
-            std::copy_n(edge + r * kPanel, cols, c + r * g.ldc);
+            CopyN(edge + r * kPanel, cols, c + r * g.ldc);
           }
         }
       }

@@ -6,10 +6,9 @@
 //   kLanes, kRegisters     lanes and architectural vector registers; the
 //                          kernels derive their register tiles from these
 //   Zero Set Load Store    unaligned loads/stores of whole vectors
-//   StoreN(v, p, n)        stores the first n < kLanes lanes (tails)
 //   Add Sub Mul MulAdd Max MulAdd(a, b, c) = a * b + c, fused if the ISA can
 //   Exp                    e^x, 0 for -inf
-//   ReduceSum ReduceMax    horizontal reductions to a float
+//   ReduceSum              horizontal sum to a float
 // ops_xsimd-inl.h and ops_scalar-inl.h provide the same for xsimd and plain
 // C++, so one algorithm serves every backend.
 //
@@ -31,10 +30,6 @@ struct HighwayOps {
   static V Set(float x) { return hwy::HWY_NAMESPACE::Set(D(), x); }
   static V Load(const float* p) { return hwy::HWY_NAMESPACE::LoadU(D(), p); }
   static void Store(V v, float* p) { hwy::HWY_NAMESPACE::StoreU(v, D(), p); }
-  static void StoreN(V v, float* p, size_t n) {
-    hwy::HWY_NAMESPACE::BlendedStore(v, hwy::HWY_NAMESPACE::FirstN(D(), n),
-                                     D(), p);
-  }
   static V Add(V a, V b) { return hwy::HWY_NAMESPACE::Add(a, b); }
   static V Sub(V a, V b) { return hwy::HWY_NAMESPACE::Sub(a, b); }
   static V Mul(V a, V b) { return hwy::HWY_NAMESPACE::Mul(a, b); }
@@ -43,8 +38,5 @@ struct HighwayOps {
   static V Exp(V x) { return hwy::HWY_NAMESPACE::Exp(D(), x); }
   static float ReduceSum(V v) {
     return hwy::HWY_NAMESPACE::GetLane(hwy::HWY_NAMESPACE::SumOfLanes(D(), v));
-  }
-  static float ReduceMax(V v) {
-    return hwy::HWY_NAMESPACE::GetLane(hwy::HWY_NAMESPACE::MaxOfLanes(D(), v));
   }
 };

@@ -16,9 +16,6 @@ struct ScalarOps {
   static V Set(float x) { return x; }
   static V Load(const float* p) { return *p; }
   static void Store(V v, float* p) { *p = v; }
-  static void StoreN(V v, float* p, size_t n) {
-    if (n != 0) *p = v;
-  }
   static V Add(V a, V b) { return a + b; }
   static V Sub(V a, V b) { return a - b; }
   static V Mul(V a, V b) { return a * b; }
@@ -26,5 +23,4 @@ struct ScalarOps {
   static V Max(V a, V b) { return std::max(a, b); }
   static V Exp(V x) { return std::exp(x); }
   static float ReduceSum(V v) { return v; }
-  static float ReduceMax(V v) { return v; }
 };

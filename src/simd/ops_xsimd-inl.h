@@ -1,0 +1,26 @@
+// Vector layer on xsimd for one architecture `Arch` (xsimd::avx512bw,
+// xsimd::fma3<xsimd::avx2>, xsimd::sse4_2, xsimd::wasm). Same contract as
+// ops_highway-inl.h, which documents it.
+//
+// Textual part of a per-target namespace: include only from
+// src/backends/xsimd.cc, after <xsimd/xsimd.hpp>.
+
+template <class Arch>
+struct XsimdOps {
+  using V = xsimd::batch<float, Arch>;
+  static constexpr size_t kLanes = V::size;
+  static constexpr size_t kRegisters =
+      std::is_base_of_v<xsimd::avx512f, Arch> ? 32 : 16;
+
+  static V Zero() { return V(0.0f); }
+  static V Set(float x) { return V(x); }
+  static V Load(const float* p) { return V::load_unaligned(p); }
+  static void Store(V v, float* p) { v.store_unaligned(p); }
+  static V Add(V a, V b) { return a + b; }
+  static V Sub(V a, V b) { return a - b; }
+  static V Mul(V a, V b) { return a * b; }
+  static V MulAdd(V a, V b, V c) { return xsimd::fma(a, b, c); }
+  static V Max(V a, V b) { return xsimd::max(a, b); }
+  static V Exp(V x) { return xsimd::exp(x); }
+  static float ReduceSum(V v) { return xsimd::reduce_add(v); }
+};
