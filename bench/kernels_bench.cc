@@ -1,0 +1,89 @@
+// Native Google Benchmark of every kernel table (each target of each
+// backend): the GEMM at a few shapes and whole attention forwards on the
+// workloads of the speed issue. Counters report GFLOP/s.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <string>
+
+#include "bench/random_fill.h"
+#include "bench/workloads.h"
+#include "dispatch/dispatch.h"
+#include "multi_head_attention.h"
+
+namespace simd_attention::bench {
+namespace {
+
+void BenchGemm(benchmark::State& state, const KernelTable* t, size_t m,
+               size_t k, size_t n) {
+  const std::vector<float> a = RandomVector(m * k, 1.0f, 1);
+  const std::vector<float> w = RandomVector(k * n, 1.0f, 2);
+  std::vector<float> packed(PackedFloats(*t, k, n));
+  t->pack_b(w.data(), k, n, packed.data());
+  std::vector<float> c(m * n);
+  const GemmArgs g{a.data(), k, m, k, packed.data(), k, 0, n, nullptr, c.data(), n};
+  for (auto _ : state) {
+    t->gemm(g);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate,
+      benchmark::Counter::kIs1000);
+}
+
+void BenchAttention(benchmark::State& state, const KernelTable* t,
+                    const Workload& w) {
+  MhaConfig config;
+  config.d_model = w.d_model;
+  config.num_heads = w.heads;
+  MultiHeadAttention mha(config, *t);
+  const size_t d = w.d_model;
+  const float s = 1.0f / std::sqrt(float(d));
+  const std::vector<float> wq = RandomVector(d * d, s, 1), wk = RandomVector(d * d, s, 2),
+                           wv = RandomVector(d * d, s, 3), wo = RandomVector(d * d, s, 4),
+                           bias = RandomVector(d, 0.1f, 5);
+  mha.SetWeights({wq, wk, wv, wo, bias, bias, bias, bias});
+  const std::vector<float> xq = RandomVector(w.tq * d, 1.0f, 6);
+  const std::vector<float> xkv = RandomVector(w.tk * d, 1.0f, 7);
+  const Tensor3 query{xq, 1, w.tq, d};
+  const Tensor3 kv = w.cross ? Tensor3{xkv, 1, w.tk, d} : query;
+  MhaOptions options;
+  options.causal = w.causal;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(mha.Forward(query, kv, kv, options).output.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      WorkloadFlops(w), benchmark::Counter::kIsIterationInvariantRate,
+      benchmark::Counter::kIs1000);
+}
+
+void RegisterAll() {
+  struct Shape {
+    size_t m, k, n;
+  };
+  const Shape shapes[] = {{128, 768, 768}, {512, 384, 384}, {10, 512, 512}, {1, 768, 768}};
+  for (Backend backend : AvailableBackends()) {
+    for (const KernelTable& t : KernelTables(backend)) {
+      for (const Shape& s : shapes) {
+        const std::string name = std::string("gemm/") + t.name + "/" + std::to_string(s.m) +
+                                 "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+        benchmark::RegisterBenchmark(name.c_str(), BenchGemm, &t, s.m, s.k, s.n);
+      }
+      for (const Workload& w : Workloads()) {
+        const std::string name = std::string("attention/") + t.name + "/" + w.name;
+        benchmark::RegisterBenchmark(name.c_str(), BenchAttention, &t, w);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  simd_attention::bench::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
