@@ -69,8 +69,11 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config,
                                        const KernelTable& kernels)
     : config_(Resolve(config)), kernels_(&kernels) {
   config_.backend = kernels.backend;
-  dk_pad_ = RoundUp(head_dim(), kernels.lanes);
-  dv_pad_ = RoundUp(config_.head_dim_v, kernels.lanes);
+  layout_.heads = config_.num_heads;
+  layout_.dk = head_dim();
+  layout_.dk_pad = RoundUp(layout_.dk, kernels.lanes);
+  layout_.dv = config_.head_dim_v;
+  layout_.dv_pad = RoundUp(layout_.dv, kernels.lanes);
 }
 
 MultiHeadAttention::Packed MultiHeadAttention::PackProjection(
@@ -123,15 +126,15 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   CheckFinite("w_v", w.w_v);
   CheckFinite("w_o", w.w_o);
 
-  q_ = PackProjection(w.w_q, w.b_q, c.d_model, head_dim(), dk_pad_);
-  k_ = PackProjection(w.w_k, w.b_k, c.kdim, head_dim(), dk_pad_);
-  v_ = PackProjection(w.w_v, w.b_v, c.vdim, c.head_dim_v, dv_pad_);
+  q_ = PackProjection(w.w_q, w.b_q, c.d_model, head_dim(), layout_.dk_pad);
+  k_ = PackProjection(w.w_k, w.b_k, c.kdim, head_dim(), layout_.dk_pad);
+  v_ = PackProjection(w.w_v, w.b_v, c.vdim, c.head_dim_v, layout_.dv_pad);
   // W_O's rows follow Z's padded head layout: zero rows under the padding.
-  const size_t rows_o = c.num_heads * dv_pad_;
+  const size_t rows_o = c.num_heads * layout_.dv_pad;
   std::vector<float> wo(rows_o * c.d_model, 0.0f);
   for (size_t h = 0; h < c.num_heads; ++h) {
     std::copy_n(w.w_o.data() + h * c.head_dim_v * c.d_model,
-                c.head_dim_v * c.d_model, wo.data() + h * dv_pad_ * c.d_model);
+                c.head_dim_v * c.d_model, wo.data() + h * layout_.dv_pad * c.d_model);
   }
   o_ = Packed{};
   o_.rows = rows_o;
@@ -145,13 +148,35 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   has_weights_ = true;
 }
 
-void MultiHeadAttention::Project(const Tensor3& x, const Packed& p,
-                                 float* out) {
-  const GemmArgs g{x.data.data(), x.features, x.batch * x.tokens,
-                   p.rows,        p.w.data(), p.rows,
-                   0,             p.cols,     p.bias.empty() ? nullptr : p.bias.data(),
-                   out,           p.cols};
+void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p,
+                                 float* out, size_t ldc) const {
+  const GemmArgs g{x,   p.rows, rows, p.rows, p.w.data(), p.rows, 0, p.cols,
+                   p.bias.empty() ? nullptr : p.bias.data(), out, ldc};
   kernels_->gemm(g);
+}
+
+void MultiHeadAttention::CheckReady() const {
+  if (!has_weights_) {
+    throw std::logic_error("MultiHeadAttention: forward before SetWeights");
+  }
+}
+
+void MultiHeadAttention::CheckOptions(const Tensor3& query, size_t tk,
+                                      const MhaOptions& options) const {
+  const size_t batch = query.batch, tq = query.tokens, heads = config_.num_heads;
+  if (!options.key_padding_mask.empty()) {
+    CheckLength("key_padding_mask", options.key_padding_mask.size(), {batch, tk});
+  }
+  if (options.attn_mask.empty()) return;
+  if (options.attn_mask.size() != tq * tk &&
+      options.attn_mask.size() != batch * heads * tq * tk) {
+    throw std::invalid_argument(
+        "attn_mask: expected " + std::to_string(tq * tk) + " values for " +
+        ShapeString({tq, tk}) + " or " + std::to_string(batch * heads * tq * tk) +
+        " for " + ShapeString({batch, heads, tq, tk}) + ", got " +
+        std::to_string(options.attn_mask.size()));
+  }
+  CheckMask("attn_mask", options.attn_mask);
 }
 
 MhaResult MultiHeadAttention::Forward(const Tensor3& x,
@@ -162,51 +187,130 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& x,
 MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
                                       const Tensor3& value,
                                       const MhaOptions& options) {
-  if (!has_weights_) {
-    throw std::logic_error("MultiHeadAttention: Forward before SetWeights");
-  }
+  CheckReady();
   const MhaConfig& c = config_;
-  const size_t heads = c.num_heads;
   CheckTensor("query", query, c.d_model, "d_model");
   CheckTensor("key", key, c.kdim, "kdim");
   CheckTensor("value", value, c.vdim, "vdim");
   CheckEqual("key.batch", key.batch, query.batch, "query.batch");
   CheckEqual("value.batch", value.batch, query.batch, "query.batch");
   CheckEqual("value.tokens", value.tokens, key.tokens, "key.tokens");
-  const size_t batch = query.batch, tq = query.tokens, tk = key.tokens;
-  if (!options.key_padding_mask.empty()) {
-    CheckLength("key_padding_mask", options.key_padding_mask.size(),
-                {batch, tk});
-  }
-  const bool mask_per_head =
-      options.attn_mask.size() == batch * heads * tq * tk && batch * heads > 1;
-  if (!options.attn_mask.empty()) {
-    if (!mask_per_head && options.attn_mask.size() != tq * tk) {
-      throw std::invalid_argument(
-          "attn_mask: expected " + std::to_string(tq * tk) + " values for " +
-          ShapeString({tq, tk}) + " or " +
-          std::to_string(batch * heads * tq * tk) + " for " +
-          ShapeString({batch, heads, tq, tk}) + ", got " +
-          std::to_string(options.attn_mask.size()));
-    }
-    CheckMask("attn_mask", options.attn_mask);
-  }
+  CheckOptions(query, key.tokens, options);
 
-  const size_t ld_qk = heads * dk_pad_, ld_v = heads * dv_pad_;
-  const size_t scratch = kernels_->attention_scratch_floats(dk_pad_, dv_pad_);
-  const size_t need = batch * tq * ld_qk + batch * tk * ld_qk +
-                      batch * tk * ld_v + batch * tq * ld_v + scratch;
+  const size_t rows = key.batch * key.tokens;
+  const size_t need = rows * (layout_.key_row() + layout_.value_row());
+  if (kv_workspace_.size() < need) kv_workspace_.resize(need);
+  float* k = kv_workspace_.data();
+  float* v = k + rows * layout_.key_row();
+  Project(key.data.data(), rows, k_, k, layout_.key_row());
+  Project(value.data.data(), rows, v_, v, layout_.value_row());
+  return Attend(query, KVView{k, v, key.tokens, key.tokens}, options);
+}
+
+PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
+    const Tensor3& memory, std::span<const uint8_t> key_padding_mask) {
+  CheckReady();
+  if (config_.kdim != config_.vdim) {
+    throw std::invalid_argument(
+        "memory: serves as keys and values, so kdim (" + std::to_string(config_.kdim) +
+        ") must equal vdim (" + std::to_string(config_.vdim) + ")");
+  }
+  CheckTensor("memory", memory, config_.kdim, "kdim");
+  PrecomputedKV kv(layout_, memory.batch, memory.tokens);
+  if (!key_padding_mask.empty()) {
+    CheckLength("key_padding_mask", key_padding_mask.size(),
+                {memory.batch, memory.tokens});
+    kv.key_padding_.assign(key_padding_mask.begin(), key_padding_mask.end());
+  }
+  const size_t rows = memory.batch * memory.tokens;
+  Project(memory.data.data(), rows, k_, kv.k_.data(), layout_.key_row());
+  Project(memory.data.data(), rows, v_, kv.v_.data(), layout_.value_row());
+  return kv;
+}
+
+namespace {
+
+void CheckLayout(const char* what, const KVLayout& given, const KVLayout& own) {
+  if (given.heads != own.heads || given.dk != own.dk || given.dv != own.dv ||
+      given.dk_pad != own.dk_pad || given.dv_pad != own.dv_pad) {
+    throw std::invalid_argument(
+        std::string(what) + ": made by an attention with " +
+        std::to_string(given.heads) + " heads of d_k " + std::to_string(given.dk) +
+        ", d_v " + std::to_string(given.dv) + " (padded " +
+        std::to_string(given.dk_pad) + "), this one has " +
+        std::to_string(own.heads) + " heads of d_k " + std::to_string(own.dk) +
+        ", d_v " + std::to_string(own.dv) + " (padded " +
+        std::to_string(own.dk_pad) + ")");
+  }
+}
+
+}  // namespace
+
+MhaResult MultiHeadAttention::Forward(const Tensor3& query,
+                                      const PrecomputedKV& kv,
+                                      const MhaOptions& options) {
+  CheckReady();
+  CheckLayout("precomputed key/value", kv.layout_, layout_);
+  CheckTensor("query", query, config_.d_model, "d_model");
+  CheckEqual("query.batch", query.batch, kv.batch(), "batch of the precomputed memory");
+  MhaOptions with_mask = options;
+  if (options.key_padding_mask.empty()) with_mask.key_padding_mask = kv.key_padding_;
+  CheckOptions(query, kv.tokens(), with_mask);
+  return Attend(query, KVView{kv.k_.data(), kv.v_.data(), kv.tokens(), kv.tokens()},
+                with_mask);
+}
+
+KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
+  return KVCache(layout_, batch, max_length);
+}
+
+MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
+                                                 KVCache& cache,
+                                                 const MhaOptions& options) {
+  CheckReady();
+  CheckLayout("KV cache", cache.layout_, layout_);
+  if (config_.kdim != config_.d_model || config_.vdim != config_.d_model) {
+    throw std::invalid_argument(
+        "forwardIncremental: self-attention needs kdim == vdim == d_model (" +
+        std::to_string(config_.d_model) + "), got kdim " +
+        std::to_string(config_.kdim) + ", vdim " + std::to_string(config_.vdim));
+  }
+  CheckTensor("x", x, config_.d_model, "d_model");
+  CheckEqual("x.batch", x.batch, cache.batch(), "batch of the KV cache");
+  cache.CheckRoom(x.tokens);
+  const size_t tk = cache.length() + x.tokens;
+  CheckOptions(x, tk, options);
+  for (size_t b = 0; b < x.batch; ++b) {
+    const float* rows = x.data.data() + b * x.tokens * x.features;
+    Project(rows, x.tokens, k_, cache.key_row(b, cache.length()), layout_.key_row());
+    Project(rows, x.tokens, v_, cache.value_row(b, cache.length()),
+            layout_.value_row());
+  }
+  cache.length_ = tk;
+  MhaOptions causal = options;
+  causal.causal = true;
+  return Attend(x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length()},
+                causal);
+}
+
+MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
+                                     const MhaOptions& options) {
+  const MhaConfig& c = config_;
+  const size_t heads = c.num_heads;
+  const size_t batch = query.batch, tq = query.tokens, tk = kv.tk;
+  const size_t ld_q = layout_.key_row(), ld_k = layout_.key_row();
+  const size_t ld_v = layout_.value_row();
+  const size_t dk = layout_.dk_pad, dv = layout_.dv_pad;
+  const size_t scratch = kernels_->attention_scratch_floats(dk, dv);
+  const size_t need = batch * tq * (ld_q + ld_v) + scratch;
   if (workspace_.size() < need) workspace_.resize(need);
   float* q = workspace_.data();
-  float* k = q + batch * tq * ld_qk;
-  float* v = k + batch * tk * ld_qk;
-  float* z = v + batch * tk * ld_v;
+  float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_v;
+  Project(query.data.data(), batch * tq, q_, q, ld_q);
 
-  Project(query, q_, q);
-  Project(key, k_, k);
-  Project(value, v_, v);
-
+  const bool mask_per_head =
+      options.attn_mask.size() == batch * heads * tq * tk && batch * heads > 1;
   MhaResult r;
   r.batch = batch;
   r.tq = tq;
@@ -216,16 +320,16 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   for (size_t b = 0; b < batch; ++b) {
     for (size_t h = 0; h < heads; ++h) {
       AttentionArgs a{};
-      a.q = q + b * tq * ld_qk + h * dk_pad_;
-      a.ldq = ld_qk;
-      a.k = k + b * tk * ld_qk + h * dk_pad_;
-      a.ldk = ld_qk;
-      a.v = v + b * tk * ld_v + h * dv_pad_;
+      a.q = q + b * tq * ld_q + h * dk;
+      a.ldq = ld_q;
+      a.k = kv.k + b * kv.rows_per_batch * ld_k + h * dk;
+      a.ldk = ld_k;
+      a.v = kv.v + b * kv.rows_per_batch * ld_v + h * dv;
       a.ldv = ld_v;
       a.tq = tq;
       a.tk = tk;
-      a.dk = dk_pad_;
-      a.dv = dv_pad_;
+      a.dk = dk;
+      a.dv = dv;
       a.scale = scale;
       a.causal = options.causal;
       a.key_valid = options.key_padding_mask.empty()
@@ -236,7 +340,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
                           (mask_per_head ? (b * heads + h) * tq * tk : 0);
         a.mask_ld = tk;
       }
-      a.z = z + b * tq * ld_v + h * dv_pad_;
+      a.z = z + b * tq * ld_v + h * dv;
       a.ldz = ld_v;
       a.probs = options.need_weights
                     ? r.attn_weights.data() + (b * heads + h) * tq * tk
@@ -247,19 +351,18 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   }
 
   r.output.resize(batch * tq * c.d_model);
-  const GemmArgs out{z,      ld_v,          batch * tq,
-                     o_.rows, o_.w.data(),  o_.rows,
-                     0,      c.d_model,     o_.bias.empty() ? nullptr : o_.bias.data(),
-                     r.output.data(), c.d_model};
+  const GemmArgs out{z, ld_v, batch * tq, o_.rows, o_.w.data(), o_.rows, 0, c.d_model,
+                     o_.bias.empty() ? nullptr : o_.bias.data(), r.output.data(),
+                     c.d_model};
   kernels_->gemm(out);
 
   if (options.need_per_head_output) {
+    // Head h's contribution z_h W_O^h: W_O's packed rows of that head.
     r.per_head_output.resize(batch * heads * tq * c.d_model);
     for (size_t b = 0; b < batch; ++b) {
       for (size_t h = 0; h < heads; ++h) {
-        const GemmArgs g{z + b * tq * ld_v + h * dv_pad_, ld_v, tq,
-                         dv_pad_, o_.w.data(), o_.rows, h * dv_pad_,
-                         c.d_model, nullptr,
+        const GemmArgs g{z + b * tq * ld_v + h * dv, ld_v, tq, dv, o_.w.data(), o_.rows,
+                         h * dv, c.d_model, nullptr,
                          r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
                          c.d_model};
         kernels_->gemm(g);

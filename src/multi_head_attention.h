@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "dispatch/kernel_table.h"
+#include "kv_cache.h"
 
 namespace simd_attention {
 
@@ -81,6 +82,24 @@ class MultiHeadAttention {
   MhaResult Forward(const Tensor3& query, const Tensor3& key,
                     const Tensor3& value, const MhaOptions& options = {});
 
+  // Cross-attention on keys and values projected once by
+  // PrecomputeKeyValue (e.g. an encoder memory reused by every decoding
+  // step). Without options.key_padding_mask, the mask given to
+  // PrecomputeKeyValue applies. Stale after a later SetWeights.
+  MhaResult Forward(const Tensor3& query, const PrecomputedKV& kv,
+                    const MhaOptions& options = {});
+  PrecomputedKV PrecomputeKeyValue(
+      const Tensor3& memory, std::span<const uint8_t> key_padding_mask = {});
+
+  // A cache for up to max_length tokens of this attention's keys/values.
+  KVCache CreateKVCache(size_t batch, size_t max_length) const;
+  // Self-attention of n new tokens x [B, n, d_model]: projects their keys
+  // and values into the cache, then attends causally over all it holds.
+  // options.causal is implied; a key_padding_mask covers [B, length + n].
+  // Throws std::length_error, before changing the cache, if it is full.
+  MhaResult ForwardIncremental(const Tensor3& x, KVCache& cache,
+                               const MhaOptions& options = {});
+
   // The config with defaults resolved (kdim, vdim, head_dim_v filled in).
   const MhaConfig& config() const { return config_; }
   size_t head_dim() const { return config_.d_model / config_.num_heads; }
@@ -92,17 +111,34 @@ class MultiHeadAttention {
     std::vector<float> w, bias;  // panels; bias padded to whole panels
     size_t rows = 0, cols = 0;
   };
+  // Projected keys/values in the padded layout: batch b's row t at
+  // k + (b * rows_per_batch + t) * layout.key_row().
+  struct KVView {
+    const float* k;
+    const float* v;
+    size_t tk;
+    size_t rows_per_batch;
+  };
+
   Packed PackProjection(std::span<const float> w, std::span<const float> b,
                         size_t rows, size_t head_in, size_t head_out) const;
-  void Project(const Tensor3& x, const Packed& p, float* out);
+  // out rows (row stride ldc) = x rows * W + b.
+  void Project(const float* x, size_t rows, const Packed& p, float* out,
+               size_t ldc) const;
+  void CheckReady() const;
+  void CheckOptions(const Tensor3& query, size_t tk,
+                    const MhaOptions& options) const;
+  // The attention proper once K and V are projected.
+  MhaResult Attend(const Tensor3& query, const KVView& kv,
+                   const MhaOptions& options);
 
   MhaConfig config_;
   const KernelTable* kernels_;
-  size_t dk_pad_ = 0;  // head widths padded to whole vectors
-  size_t dv_pad_ = 0;
+  KVLayout layout_;  // head widths padded to whole vectors
   bool has_weights_ = false;
   Packed q_, k_, v_, o_;
-  std::vector<float> workspace_;  // Q, K, V, Z and attention scratch; grows
+  std::vector<float> kv_workspace_;  // K, V projected by Forward; grows
+  std::vector<float> workspace_;     // Q, Z and attention scratch; grows
 };
 
 }  // namespace simd_attention

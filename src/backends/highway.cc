@@ -16,6 +16,7 @@ namespace HWY_NAMESPACE {
 #include "kernels/copy-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/attention-inl.h"
+#include "kernels/elementwise-inl.h"
 #include "kernels/kernel_table-inl.h"
 
 KernelTable HighwayKernelTable() {

@@ -12,6 +12,7 @@ namespace scalar {
 #include "kernels/copy-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/attention-inl.h"
+#include "kernels/elementwise-inl.h"
 #include "kernels/kernel_table-inl.h"
 
 }  // namespace scalar

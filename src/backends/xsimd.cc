@@ -35,6 +35,7 @@ namespace SA_CONCAT(xsimd_, SA_XSIMD_ISA) {
 #include "kernels/copy-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/attention-inl.h"
+#include "kernels/elementwise-inl.h"
 #include "kernels/kernel_table-inl.h"
 
 }  // namespace SA_CONCAT(xsimd_, SA_XSIMD_ISA)

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backend.h"
+#include "kernels/elementwise.h"
 
 namespace simd_attention {
 
@@ -62,6 +63,13 @@ struct KernelTable {
   void (*gemm)(const GemmArgs& args);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
+  // x[0..n) = act(x), in place.
+  void (*activation)(Activation act, float* x, size_t n);
+  // out = x + y; out may alias x or y.
+  void (*add)(const float* x, const float* y, size_t n, float* out);
+  // LayerNorm over each of `rows` rows of width d; out may alias x.
+  void (*layer_norm)(const float* x, size_t rows, size_t d, const float* gamma,
+                     const float* beta, float eps, float* out);
 };
 
 // Floats a packed [k, n] matrix occupies for a table with this panel width.

@@ -12,4 +12,5 @@
 #include "backend.h"
 #include "dispatch/kernel_table.h"
 #include "kernels/attention.h"
+#include "kernels/elementwise.h"
 #include "kernels/gemm.h"

@@ -6,7 +6,9 @@
 //   kLanes, kRegisters     lanes and architectural vector registers; the
 //                          kernels derive their register tiles from these
 //   Zero Set Load Store    unaligned loads/stores of whole vectors
-//   Add Sub Mul MulAdd Max MulAdd(a, b, c) = a * b + c, fused if the ISA can
+//   Add Sub Mul Div Max    element-wise
+//   MulAdd(a, b, c)        a * b + c, fused if the ISA can
+//   Abs CopySign(m, s)     |x|; |m| with the sign of s
 //   Exp                    e^x, 0 for -inf
 //   ReduceSum              horizontal sum to a float
 // ops_xsimd-inl.h and ops_scalar-inl.h provide the same for xsimd and plain
@@ -33,6 +35,9 @@ struct HighwayOps {
   static V Add(V a, V b) { return hwy::HWY_NAMESPACE::Add(a, b); }
   static V Sub(V a, V b) { return hwy::HWY_NAMESPACE::Sub(a, b); }
   static V Mul(V a, V b) { return hwy::HWY_NAMESPACE::Mul(a, b); }
+  static V Div(V a, V b) { return hwy::HWY_NAMESPACE::Div(a, b); }
+  static V Abs(V a) { return hwy::HWY_NAMESPACE::Abs(a); }
+  static V CopySign(V m, V s) { return hwy::HWY_NAMESPACE::CopySign(m, s); }
   static V MulAdd(V a, V b, V c) { return hwy::HWY_NAMESPACE::MulAdd(a, b, c); }
   static V Max(V a, V b) { return hwy::HWY_NAMESPACE::Max(a, b); }
   static V Exp(V x) { return hwy::HWY_NAMESPACE::Exp(D(), x); }

@@ -19,6 +19,9 @@ struct ScalarOps {
   static V Add(V a, V b) { return a + b; }
   static V Sub(V a, V b) { return a - b; }
   static V Mul(V a, V b) { return a * b; }
+  static V Div(V a, V b) { return a / b; }
+  static V Abs(V a) { return std::fabs(a); }
+  static V CopySign(V m, V s) { return std::copysign(m, s); }
   static V MulAdd(V a, V b, V c) { return a * b + c; }
   static V Max(V a, V b) { return std::max(a, b); }
   static V Exp(V x) { return std::exp(x); }

@@ -19,6 +19,9 @@ struct XsimdOps {
   static V Add(V a, V b) { return a + b; }
   static V Sub(V a, V b) { return a - b; }
   static V Mul(V a, V b) { return a * b; }
+  static V Div(V a, V b) { return a / b; }
+  static V Abs(V a) { return xsimd::abs(a); }
+  static V CopySign(V m, V s) { return xsimd::copysign(m, s); }
   static V MulAdd(V a, V b, V c) { return xsimd::fma(a, b, c); }
   static V Max(V a, V b) { return xsimd::max(a, b); }
   static V Exp(V x) { return xsimd::exp(x); }

@@ -1,0 +1,130 @@
+// LayerNorm, FFN activations and the residual add over a vector layer
+// `Ops`. Rows are processed a vector at a time with a scalar tail, so any
+// width works; the scalar tail runs the same formulas through ScalarOps-like
+// single-lane code (Ops on one float would need a masked load, which the
+// vector layer deliberately does not have).
+//
+// Textual part of a per-target namespace: include only from a backend's
+// instantiation file, after the Ops layer.
+
+template <class Ops>
+struct Elementwise {
+  using V = typename Ops::V;
+  static constexpr size_t kL = Ops::kLanes;
+
+  // erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, below float's
+  // resolution at the GELU's scale), from Exp and Div alone so that every
+  // vector layer has it.
+  template <class T, class Math>
+  static T Erf(T x) {
+    const T ax = Math::Abs(x);
+    const T t = Math::Div(Math::Set(1.0f),
+                          Math::MulAdd(Math::Set(0.3275911f), ax, Math::Set(1.0f)));
+    T poly = Math::Set(1.061405429f);
+    poly = Math::MulAdd(poly, t, Math::Set(-1.453152027f));
+    poly = Math::MulAdd(poly, t, Math::Set(1.421413741f));
+    poly = Math::MulAdd(poly, t, Math::Set(-0.284496736f));
+    poly = Math::MulAdd(poly, t, Math::Set(0.254829592f));
+    const T e = Math::Exp(Math::Sub(Math::Zero(), Math::Mul(ax, ax)));
+    const T y = Math::Sub(Math::Set(1.0f), Math::Mul(Math::Mul(poly, t), e));
+    return Math::CopySign(y, x);
+  }
+
+  // tanh(y) = 1 - 2 / (e^{2y} + 1): exact limits at +-inf of e^{2y}.
+  template <class T, class Math>
+  static T Tanh(T y) {
+    const T e = Math::Exp(Math::Add(y, y));
+    return Math::Sub(Math::Set(1.0f),
+                     Math::Div(Math::Set(2.0f), Math::Add(e, Math::Set(1.0f))));
+  }
+
+  template <class T, class Math>
+  static T Activate(Activation act, T x) {
+    switch (act) {
+      case Activation::kRelu:
+        return Math::Max(x, Math::Zero());
+      case Activation::kGeluTanh: {  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        const T x3 = Math::Mul(Math::Mul(x, x), x);
+        const T inner = Math::Mul(Math::Set(0.7978845608f),
+                                  Math::MulAdd(Math::Set(0.044715f), x3, x));
+        return Math::Mul(Math::Mul(Math::Set(0.5f), x),
+                         Math::Add(Math::Set(1.0f), Tanh<T, Math>(inner)));
+      }
+      case Activation::kGeluErf:  // 0.5 x (1 + erf(x / sqrt(2)))
+        return Math::Mul(Math::Mul(Math::Set(0.5f), x),
+                         Math::Add(Math::Set(1.0f),
+                                   Erf<T, Math>(Math::Mul(x, Math::Set(0.7071067812f)))));
+    }
+    return x;
+  }
+
+  // One float through the same formulas, for row tails.
+  struct Lane {
+    static float Zero() { return 0.0f; }
+    static float Set(float x) { return x; }
+    static float Add(float a, float b) { return a + b; }
+    static float Sub(float a, float b) { return a - b; }
+    static float Mul(float a, float b) { return a * b; }
+    static float Div(float a, float b) { return a / b; }
+    static float MulAdd(float a, float b, float c) { return a * b + c; }
+    static float Max(float a, float b) { return a > b ? a : b; }
+    static float Abs(float a) { return std::fabs(a); }
+    static float CopySign(float m, float s) { return std::copysign(m, s); }
+    static float Exp(float x) { return std::exp(x); }
+  };
+
+  static void ApplyActivation(Activation act, float* x, size_t n) {
+    size_t i = 0;
+    for (; i + kL <= n; i += kL) {
+      Ops::Store(Activate<V, Ops>(act, Ops::Load(x + i)), x + i);
+    }
+    for (; i < n; ++i) x[i] = Activate<float, Lane>(act, x[i]);
+  }
+
+  // out = x + y (out may alias either).
+  static void Add(const float* x, const float* y, size_t n, float* out) {
+    size_t i = 0;
+    for (; i + kL <= n; i += kL) {
+      Ops::Store(Ops::Add(Ops::Load(x + i), Ops::Load(y + i)), out + i);
+    }
+    for (; i < n; ++i) out[i] = x[i] + y[i];
+  }
+
+  static float Sum(const float* x, size_t n) {
+    V acc = Ops::Zero();
+    size_t i = 0;
+    for (; i + kL <= n; i += kL) acc = Ops::Add(acc, Ops::Load(x + i));
+    float sum = Ops::ReduceSum(acc);
+    for (; i < n; ++i) sum += x[i];
+    return sum;
+  }
+
+  // Each of `rows` rows of width d: (x - mean) / sqrt(var + eps) * gamma +
+  // beta, variance from the centred values (two passes, no cancellation).
+  static void LayerNorm(const float* x, size_t rows, size_t d,
+                        const float* gamma, const float* beta, float eps,
+                        float* out) {
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = x + r * d;
+      float* o = out + r * d;
+      const float mean = Sum(in, d) / float(d);
+      const V vmean = Ops::Set(mean);
+      V acc = Ops::Zero();
+      size_t i = 0;
+      for (; i + kL <= d; i += kL) {
+        const V c = Ops::Sub(Ops::Load(in + i), vmean);
+        acc = Ops::MulAdd(c, c, acc);
+      }
+      float var = Ops::ReduceSum(acc);
+      for (; i < d; ++i) var += (in[i] - mean) * (in[i] - mean);
+      const float inv = 1.0f / std::sqrt(var / float(d) + eps);
+      const V vinv = Ops::Set(inv);
+      i = 0;
+      for (; i + kL <= d; i += kL) {
+        const V c = Ops::Mul(Ops::Sub(Ops::Load(in + i), vmean), vinv);
+        Ops::Store(Ops::MulAdd(c, Ops::Load(gamma + i), Ops::Load(beta + i)), o + i);
+      }
+      for (; i < d; ++i) o[i] = (in[i] - mean) * inv * gamma[i] + beta[i];
+    }
+  }
+};

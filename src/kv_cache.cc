@@ -1,0 +1,90 @@
+#include "kv_cache.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "validate.h"
+
+namespace simd_attention {
+namespace {
+
+// Copies n rows of `heads` x d floats into rows padded to d_pad (pad stays 0).
+void PadRows(const float* from, size_t n, size_t heads, size_t d, size_t d_pad,
+             float* to) {
+  for (size_t r = 0; r < n * heads; ++r) std::copy_n(from + r * d, d, to + r * d_pad);
+}
+
+void UnpadRows(const float* from, size_t n, size_t heads, size_t d,
+               size_t d_pad, float* to) {
+  for (size_t r = 0; r < n * heads; ++r) std::copy_n(from + r * d_pad, d, to + r * d);
+}
+
+}  // namespace
+
+KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length)
+    : layout_(layout), batch_(batch), max_length_(max_length) {
+  if (batch == 0 || max_length == 0) {
+    throw std::invalid_argument(
+        "KV cache: batch and maxLength must be > 0, got batch " +
+        std::to_string(batch) + ", maxLength " + std::to_string(max_length));
+  }
+  k_.assign(batch * max_length * layout.key_row(), 0.0f);
+  v_.assign(batch * max_length * layout.value_row(), 0.0f);
+}
+
+void KVCache::CheckRoom(size_t n) const {
+  if (length_ + n > max_length_) {
+    throw std::length_error("KV cache full: holds " + std::to_string(length_) +
+                            " of " + std::to_string(max_length_) +
+                            " tokens, cannot add " + std::to_string(n));
+  }
+}
+
+void KVCache::Append(std::span<const float> keys, std::span<const float> values,
+                     size_t n) {
+  const KVLayout& l = layout_;
+  CheckLength("keys", keys.size(), {batch_, n, l.heads * l.dk});
+  CheckLength("values", values.size(), {batch_, n, l.heads * l.dv});
+  CheckFinite("keys", keys);
+  CheckFinite("values", values);
+  CheckRoom(n);
+  for (size_t b = 0; b < batch_; ++b) {
+    PadRows(keys.data() + b * n * l.heads * l.dk, n, l.heads, l.dk, l.dk_pad,
+            key_row(b, length_));
+    PadRows(values.data() + b * n * l.heads * l.dv, n, l.heads, l.dv, l.dv_pad,
+            value_row(b, length_));
+  }
+  length_ += n;
+}
+
+std::vector<float> KVCache::Keys() const {
+  const KVLayout& l = layout_;
+  std::vector<float> out(batch_ * length_ * l.heads * l.dk);
+  for (size_t b = 0; b < batch_; ++b) {
+    UnpadRows(k_.data() + b * max_length_ * l.key_row(), length_, l.heads, l.dk,
+              l.dk_pad, out.data() + b * length_ * l.heads * l.dk);
+  }
+  return out;
+}
+
+std::vector<float> KVCache::Values() const {
+  const KVLayout& l = layout_;
+  std::vector<float> out(batch_ * length_ * l.heads * l.dv);
+  for (size_t b = 0; b < batch_; ++b) {
+    UnpadRows(v_.data() + b * max_length_ * l.value_row(), length_, l.heads,
+              l.dv, l.dv_pad, out.data() + b * length_ * l.heads * l.dv);
+  }
+  return out;
+}
+
+void KVCache::Truncate(size_t n) {
+  if (n > length_) {
+    throw std::invalid_argument("truncate: n must be <= length (" +
+                                std::to_string(length_) + "), got " +
+                                std::to_string(n));
+  }
+  length_ = n;
+}
+
+}  // namespace simd_attention

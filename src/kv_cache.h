@@ -1,0 +1,79 @@
+// Projected keys and values kept between calls: the growing cache of
+// autoregressive self-attention, and the fixed K/V of an encoder memory that
+// every decoding step's cross-attention reuses. Both are created by a
+// MultiHeadAttention and hold its padded per-head layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace simd_attention {
+
+// Layout of projected K/V rows: H heads of d (keys) or d_v (values) floats,
+// each padded to d_pad with zeros so that kernels see whole vectors.
+struct KVLayout {
+  size_t heads = 0;
+  size_t dk = 0, dk_pad = 0;
+  size_t dv = 0, dv_pad = 0;
+  size_t key_row() const { return heads * dk_pad; }
+  size_t value_row() const { return heads * dv_pad; }
+};
+
+class KVCache {
+ public:
+  size_t batch() const { return batch_; }
+  size_t max_length() const { return max_length_; }
+  size_t length() const { return length_; }
+
+  // Appends n already-projected tokens: keys [B, n, H*d_k], values
+  // [B, n, H*d_v], token-major. Throws std::invalid_argument on a wrong
+  // length and std::length_error when the cache would overflow.
+  void Append(std::span<const float> keys, std::span<const float> values,
+              size_t n);
+  // What is cached, [B, length, H*d_k] and [B, length, H*d_v].
+  std::vector<float> Keys() const;
+  std::vector<float> Values() const;
+  // Rolls back to the first n tokens (n <= length).
+  void Truncate(size_t n);
+  void Reset() { length_ = 0; }
+
+ private:
+  friend class MultiHeadAttention;
+  KVCache(const KVLayout& layout, size_t batch, size_t max_length);
+  // Row t of batch b (padded layout).
+  float* key_row(size_t b, size_t t) {
+    return k_.data() + (b * max_length_ + t) * layout_.key_row();
+  }
+  float* value_row(size_t b, size_t t) {
+    return v_.data() + (b * max_length_ + t) * layout_.value_row();
+  }
+  // Throws std::length_error unless n more tokens fit.
+  void CheckRoom(size_t n) const;
+
+  KVLayout layout_;
+  size_t batch_, max_length_, length_ = 0;
+  std::vector<float> k_, v_;  // [B, max_length, padded row]
+};
+
+// Cross-attention keys and values of one memory, projected once.
+class PrecomputedKV {
+ public:
+  size_t batch() const { return batch_; }
+  size_t tokens() const { return tokens_; }
+
+ private:
+  friend class MultiHeadAttention;
+  PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens)
+      : layout_(layout), batch_(batch), tokens_(tokens),
+        k_(batch * tokens * layout.key_row()),
+        v_(batch * tokens * layout.value_row()) {}
+
+  KVLayout layout_;
+  size_t batch_, tokens_;
+  std::vector<float> k_, v_;           // [B, tokens, padded row]
+  std::vector<uint8_t> key_padding_;  // [B, tokens] or empty
+};
+
+}  // namespace simd_attention
