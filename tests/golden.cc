@@ -60,6 +60,7 @@ GoldenCase LoadGoldenCase(const std::string& name) {
   for (const auto& [key, value] : j["config"].items()) {
     if (value.is_number()) c.config[key] = value.get<double>();
     if (value.is_boolean()) c.config[key] = value.get<bool>() ? 1 : 0;
+    if (value.is_string()) c.config_text[key] = value.get<std::string>();
   }
   for (const auto& [key, t] : j["tensors"].items()) {
     GoldenTensor g;

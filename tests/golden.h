@@ -22,6 +22,7 @@ struct GoldenCase {
   std::string kind;  // mha, encoder_layer, decoder_layer, positional_encoding
   double tolerance = 0;
   std::map<std::string, double> config;  // numbers and booleans (0/1)
+  std::map<std::string, std::string> config_text;  // string-valued entries
   std::map<std::string, GoldenTensor> tensors;
 
   bool Has(const std::string& tensor) const { return tensors.count(tensor) != 0; }

@@ -1,0 +1,123 @@
+#include "reference/layers_reference.h"
+
+#include <cmath>
+
+namespace simd_attention {
+namespace {
+
+MhaConfig AttentionConfig(const LayerConfig& c) {
+  MhaConfig m;
+  m.d_model = m.kdim = m.vdim = c.d_model;
+  m.num_heads = c.num_heads;
+  m.head_dim_v = c.d_model / c.num_heads;
+  return m;
+}
+
+double Activate(Activation act, double x) {
+  switch (act) {
+    case Activation::kRelu:
+      return x > 0 ? x : 0;
+    case Activation::kGeluTanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::kGeluErf:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  }
+  return x;
+}
+
+std::vector<float> Add(std::span<const float> a, std::span<const float> b) {
+  std::vector<float> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + b[i];
+  return out;
+}
+
+// post-LN: norm(x + f(x)); pre-LN: x + f(norm(x)).
+template <class F>
+std::vector<float> Residual(const LayerConfig& c, const NormWeights& norm,
+                            const std::vector<float>& x, F&& f) {
+  if (c.norm_first) return Add(x, f(ReferenceLayerNorm(x, c.d_model, norm, c.eps)));
+  return ReferenceLayerNorm(Add(x, f(x)), c.d_model, norm, c.eps);
+}
+
+}  // namespace
+
+std::vector<float> ReferenceLayerNorm(std::span<const float> x, size_t d,
+                                      const NormWeights& w, float eps) {
+  std::vector<float> out(x.size());
+  for (size_t r = 0; r < x.size() / d; ++r) {
+    double mean = 0, var = 0;
+    for (size_t i = 0; i < d; ++i) mean += x[r * d + i];
+    mean /= double(d);
+    for (size_t i = 0; i < d; ++i) var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
+    const double inv = 1 / std::sqrt(var / double(d) + eps);
+    for (size_t i = 0; i < d; ++i) {
+      out[r * d + i] = float((x[r * d + i] - mean) * inv * w.gamma[i] + w.beta[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<float> ReferenceFeedForward(std::span<const float> x, size_t d,
+                                        size_t ffn_dim, Activation act,
+                                        const FfnWeights& w) {
+  const size_t rows = x.size() / d;
+  std::vector<float> out(rows * d);
+  std::vector<double> hidden(ffn_dim);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < ffn_dim; ++j) {
+      double acc = w.b1[j];
+      for (size_t i = 0; i < d; ++i) acc += double(x[r * d + i]) * w.w1[i * ffn_dim + j];
+      hidden[j] = Activate(act, acc);
+    }
+    for (size_t n = 0; n < d; ++n) {
+      double acc = w.b2[n];
+      for (size_t j = 0; j < ffn_dim; ++j) acc += hidden[j] * w.w2[j * d + n];
+      out[r * d + n] = float(acc);
+    }
+  }
+  return out;
+}
+
+std::vector<float> ReferenceEncoderLayer(const LayerConfig& c, const MhaWeights& attention,
+                                         const FfnWeights& ffn, const NormWeights& norm1,
+                                         const NormWeights& norm2, const Tensor3& x,
+                                         const EncoderOptions& options) {
+  MhaOptions mha;
+  mha.causal = options.causal;
+  mha.key_padding_mask = options.key_padding_mask;
+  std::vector<float> h(x.data.begin(), x.data.end());
+  h = Residual(c, norm1, h, [&](const std::vector<float>& in) {
+    const Tensor3 t{in, x.batch, x.tokens, x.features};
+    return ReferenceAttention(AttentionConfig(c), attention, t, t, t, mha).output;
+  });
+  return Residual(c, norm2, h, [&](const std::vector<float>& in) {
+    return ReferenceFeedForward(in, c.d_model, c.ffn_dim, c.activation, ffn);
+  });
+}
+
+std::vector<float> ReferenceDecoderLayer(
+    const LayerConfig& c, const MhaWeights& self_attention,
+    const MhaWeights& cross_attention, const FfnWeights& ffn,
+    const NormWeights& norm1, const NormWeights& norm2, const NormWeights& norm3,
+    const Tensor3& x, const Tensor3& memory, const DecoderOptions& options) {
+  MhaOptions self;
+  self.causal = options.causal;
+  self.key_padding_mask = options.key_padding_mask;
+  MhaOptions cross;
+  cross.key_padding_mask = options.memory_key_padding_mask;
+  std::vector<float> h(x.data.begin(), x.data.end());
+  h = Residual(c, norm1, h, [&](const std::vector<float>& in) {
+    const Tensor3 t{in, x.batch, x.tokens, x.features};
+    return ReferenceAttention(AttentionConfig(c), self_attention, t, t, t, self).output;
+  });
+  h = Residual(c, norm2, h, [&](const std::vector<float>& in) {
+    const Tensor3 t{in, x.batch, x.tokens, x.features};
+    return ReferenceAttention(AttentionConfig(c), cross_attention, t, memory, memory, cross)
+        .output;
+  });
+  return Residual(c, norm3, h, [&](const std::vector<float>& in) {
+    return ReferenceFeedForward(in, c.d_model, c.ffn_dim, c.activation, ffn);
+  });
+}
+
+}  // namespace simd_attention

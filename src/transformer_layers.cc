@@ -1,0 +1,240 @@
+#include "transformer_layers.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "dispatch/dispatch.h"
+#include "validate.h"
+
+namespace simd_attention {
+namespace {
+
+MhaConfig AttentionConfig(const LayerConfig& c) {
+  MhaConfig m;
+  m.d_model = c.d_model;
+  m.num_heads = c.num_heads;
+  m.backend = c.backend;
+  return m;
+}
+
+std::vector<float> Pack(const KernelTable& k, std::span<const float> w,
+                        size_t rows, size_t cols) {
+  std::vector<float> packed(PackedFloats(k, rows, cols));
+  k.pack_b(w.data(), rows, cols, packed.data());
+  return packed;
+}
+
+// One residual sublayer on x [rows, d] in place, f mapping a [rows, d]
+// input to its [rows, d] output:
+//   post-LN (torch default): x = norm(x + f(x))
+//   pre-LN:                  x = x + f(norm(x))
+template <class F>
+void Residual(bool norm_first, const LayerNorm& norm, const KernelTable& k,
+              std::vector<float>& x, size_t rows, F&& f) {
+  if (norm_first) {
+    std::vector<float> normed(x.size());
+    norm.Forward(x.data(), rows, normed.data());
+    const std::vector<float> y = f(normed);
+    k.add(x.data(), y.data(), x.size(), x.data());
+  } else {
+    const std::vector<float> y = f(x);
+    k.add(x.data(), y.data(), x.size(), x.data());
+    norm.Forward(x.data(), rows, x.data());
+  }
+}
+
+void CheckLayerConfig(const LayerConfig& c) {
+  if (c.ffn_dim == 0) throw std::invalid_argument("config.ffn_dim: must be > 0, got 0");
+  if (!(c.eps > 0.0f)) {
+    throw std::invalid_argument("config.eps: must be > 0, got " + std::to_string(c.eps));
+  }
+}
+
+}  // namespace
+
+FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
+                         const KernelTable& kernels)
+    : d_model_(d_model), ffn_dim_(ffn_dim), activation_(activation), kernels_(&kernels) {}
+
+void FeedForward::SetWeights(const FfnWeights& w) {
+  CheckLength("ffn.w1", w.w1.size(), {d_model_, ffn_dim_});
+  CheckLength("ffn.b1", w.b1.size(), {ffn_dim_});
+  CheckLength("ffn.w2", w.w2.size(), {ffn_dim_, d_model_});
+  CheckLength("ffn.b2", w.b2.size(), {d_model_});
+  for (const auto& [name, values] : {std::pair{"ffn.w1", w.w1}, {"ffn.b1", w.b1},
+                                     {"ffn.w2", w.w2}, {"ffn.b2", w.b2}}) {
+    CheckFinite(name, values);
+  }
+  w1_ = Pack(*kernels_, w.w1, d_model_, ffn_dim_);
+  b1_ = Pack(*kernels_, w.b1, 1, ffn_dim_);
+  w2_ = Pack(*kernels_, w.w2, ffn_dim_, d_model_);
+  b2_ = Pack(*kernels_, w.b2, 1, d_model_);
+}
+
+void FeedForward::Forward(const float* x, size_t rows, float* out) {
+  if (w1_.empty()) throw std::logic_error("FeedForward: forward before SetWeights");
+  if (hidden_.size() < rows * ffn_dim_) hidden_.resize(rows * ffn_dim_);
+  kernels_->gemm({x, d_model_, rows, d_model_, w1_.data(), d_model_, 0, ffn_dim_,
+                  b1_.data(), hidden_.data(), ffn_dim_});
+  kernels_->activation(activation_, hidden_.data(), rows * ffn_dim_);
+  kernels_->gemm({hidden_.data(), ffn_dim_, rows, ffn_dim_, w2_.data(), ffn_dim_, 0,
+                  d_model_, b2_.data(), out, d_model_});
+}
+
+void LayerNorm::SetWeights(const char* name, const NormWeights& w) {
+  const std::string gamma = std::string(name) + ".gamma", beta = std::string(name) + ".beta";
+  CheckLength(gamma.c_str(), w.gamma.size(), {d_model_});
+  CheckLength(beta.c_str(), w.beta.size(), {d_model_});
+  CheckFinite(gamma.c_str(), w.gamma);
+  CheckFinite(beta.c_str(), w.beta);
+  gamma_.assign(w.gamma.begin(), w.gamma.end());
+  beta_.assign(w.beta.begin(), w.beta.end());
+}
+
+void LayerNorm::Forward(const float* x, size_t rows, float* out) const {
+  if (gamma_.empty()) throw std::logic_error("LayerNorm: forward before SetWeights");
+  kernels_->layer_norm(x, rows, d_model_, gamma_.data(), beta_.data(), eps_, out);
+}
+
+TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config)
+    : TransformerEncoderLayer(config, BestKernels(config.backend)) {}
+
+TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
+                                                 const KernelTable& kernels)
+    : config_(config),
+      attention_(AttentionConfig(config), kernels),
+      ffn_(config.d_model, config.ffn_dim, config.activation, kernels),
+      norm1_(config.d_model, config.eps, kernels),
+      norm2_(config.d_model, config.eps, kernels) {
+  CheckLayerConfig(config);
+}
+
+void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
+                                         const FfnWeights& ffn,
+                                         const NormWeights& norm1,
+                                         const NormWeights& norm2) {
+  attention_.SetWeights(attention);
+  ffn_.SetWeights(ffn);
+  norm1_.SetWeights("norm1", norm1);
+  norm2_.SetWeights("norm2", norm2);
+}
+
+std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
+                                                    const EncoderOptions& options) {
+  const size_t rows = x.batch * x.tokens;
+  CheckLength("x", x.data.size(), {x.batch, x.tokens, config_.d_model});
+  std::vector<float> h(x.data.begin(), x.data.end());
+  const KernelTable& k = attention_.kernels();
+  MhaOptions mha;
+  mha.causal = options.causal;
+  mha.key_padding_mask = options.key_padding_mask;
+  Residual(config_.norm_first, norm1_, k, h, rows, [&](const std::vector<float>& in) {
+    return attention_.Forward(Tensor3{in, x.batch, x.tokens, x.features}, mha).output;
+  });
+  Residual(config_.norm_first, norm2_, k, h, rows, [&](const std::vector<float>& in) {
+    std::vector<float> out(in.size());
+    ffn_.Forward(in.data(), rows, out.data());
+    return out;
+  });
+  return h;
+}
+
+TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config)
+    : TransformerDecoderLayer(config, BestKernels(config.backend)) {}
+
+TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
+                                                 const KernelTable& kernels)
+    : config_(config),
+      self_attention_(AttentionConfig(config), kernels),
+      cross_attention_(AttentionConfig(config), kernels),
+      ffn_(config.d_model, config.ffn_dim, config.activation, kernels),
+      norm1_(config.d_model, config.eps, kernels),
+      norm2_(config.d_model, config.eps, kernels),
+      norm3_(config.d_model, config.eps, kernels) {
+  CheckLayerConfig(config);
+}
+
+void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
+                                         const MhaWeights& cross_attention,
+                                         const FfnWeights& ffn,
+                                         const NormWeights& norm1,
+                                         const NormWeights& norm2,
+                                         const NormWeights& norm3) {
+  self_attention_.SetWeights(self_attention);
+  cross_attention_.SetWeights(cross_attention);
+  ffn_.SetWeights(ffn);
+  norm1_.SetWeights("norm1", norm1);
+  norm2_.SetWeights("norm2", norm2);
+  norm3_.SetWeights("norm3", norm3);
+}
+
+template <class SelfAttend, class CrossAttend>
+std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
+                                                SelfAttend&& self_attend,
+                                                CrossAttend&& cross_attend) {
+  const size_t rows = x.batch * x.tokens;
+  CheckLength("x", x.data.size(), {x.batch, x.tokens, config_.d_model});
+  std::vector<float> h(x.data.begin(), x.data.end());
+  const KernelTable& k = self_attention_.kernels();
+  auto view = [&](const std::vector<float>& in) {
+    return Tensor3{in, x.batch, x.tokens, x.features};
+  };
+  Residual(config_.norm_first, norm1_, k, h, rows,
+           [&](const std::vector<float>& in) { return self_attend(view(in)); });
+  Residual(config_.norm_first, norm2_, k, h, rows,
+           [&](const std::vector<float>& in) { return cross_attend(view(in)); });
+  Residual(config_.norm_first, norm3_, k, h, rows, [&](const std::vector<float>& in) {
+    std::vector<float> out(in.size());
+    ffn_.Forward(in.data(), rows, out.data());
+    return out;
+  });
+  return h;
+}
+
+std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
+                                                    const Tensor3& memory,
+                                                    const DecoderOptions& options) {
+  const PrecomputedKV kv =
+      cross_attention_.PrecomputeKeyValue(memory, options.memory_key_padding_mask);
+  return Forward(x, kv, options);
+}
+
+std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
+                                                    const PrecomputedKV& memory,
+                                                    const DecoderOptions& options) {
+  MhaOptions self;
+  self.causal = options.causal;
+  self.key_padding_mask = options.key_padding_mask;
+  MhaOptions cross;
+  cross.key_padding_mask = options.memory_key_padding_mask;
+  return Run(
+      x, [&](const Tensor3& in) { return self_attention_.Forward(in, self).output; },
+      [&](const Tensor3& in) { return cross_attention_.Forward(in, memory, cross).output; });
+}
+
+std::vector<float> TransformerDecoderLayer::ForwardIncremental(
+    const Tensor3& x, KVCache& cache, const PrecomputedKV& memory) {
+  return Run(
+      x,
+      [&](const Tensor3& in) { return self_attention_.ForwardIncremental(in, cache).output; },
+      [&](const Tensor3& in) { return cross_attention_.Forward(in, memory).output; });
+}
+
+std::vector<float> PositionalEncoding(size_t t, size_t d_model) {
+  if (t == 0 || d_model == 0) {
+    throw std::invalid_argument("positionalEncoding: t and d_model must be > 0, got t " +
+                                std::to_string(t) + ", d_model " + std::to_string(d_model));
+  }
+  std::vector<float> pe(t * d_model);
+  for (size_t p = 0; p < t; ++p) {
+    for (size_t i = 0; i < d_model; ++i) {
+      const double rate = std::pow(10000.0, -double(i - i % 2) / double(d_model));
+      const double angle = double(p) * rate;
+      pe[p * d_model + i] = float(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  }
+  return pe;
+}
+
+}  // namespace simd_attention

@@ -1,0 +1,132 @@
+// The layers around attention: position-wise FFN, LayerNorm, the encoder
+// and decoder layers (torch.nn.TransformerEncoderLayer / DecoderLayer
+// semantics, dropout 0), and sinusoidal positional encoding.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "kernels/elementwise.h"
+#include "multi_head_attention.h"
+
+namespace simd_attention {
+
+struct LayerConfig {
+  size_t d_model = 0;
+  size_t num_heads = 0;
+  size_t ffn_dim = 0;
+  bool norm_first = false;  // pre-LN; default post-LN as torch
+  Activation activation = Activation::kRelu;
+  float eps = 1e-5f;
+  Backend backend = Backend::kHighway;
+};
+
+struct NormWeights {
+  std::span<const float> gamma;  // [d_model]
+  std::span<const float> beta;   // [d_model]
+};
+
+struct FfnWeights {
+  std::span<const float> w1;  // [d_model, ffn_dim], X @ W layout
+  std::span<const float> b1;  // [ffn_dim]
+  std::span<const float> w2;  // [ffn_dim, d_model]
+  std::span<const float> b2;  // [d_model]
+};
+
+// act(x W1 + b1) W2 + b2 on rows of width d_model.
+class FeedForward {
+ public:
+  FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
+              const KernelTable& kernels);
+  void SetWeights(const FfnWeights& w);
+  void Forward(const float* x, size_t rows, float* out);
+
+ private:
+  size_t d_model_, ffn_dim_;
+  Activation activation_;
+  const KernelTable* kernels_;
+  std::vector<float> w1_, b1_, w2_, b2_;  // packed panels
+  std::vector<float> hidden_;             // [rows, ffn_dim]; grows
+};
+
+class LayerNorm {
+ public:
+  LayerNorm(size_t d_model, float eps, const KernelTable& kernels)
+      : d_model_(d_model), eps_(eps), kernels_(&kernels) {}
+  void SetWeights(const char* name, const NormWeights& w);
+  void Forward(const float* x, size_t rows, float* out) const;
+
+ private:
+  size_t d_model_;
+  float eps_;
+  const KernelTable* kernels_;
+  std::vector<float> gamma_, beta_;
+};
+
+struct EncoderOptions {
+  std::span<const uint8_t> key_padding_mask;  // [B, T], nonzero = real
+  bool causal = false;
+};
+
+class TransformerEncoderLayer {
+ public:
+  explicit TransformerEncoderLayer(const LayerConfig& config);
+  TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels);
+  void SetWeights(const MhaWeights& attention, const FfnWeights& ffn,
+                  const NormWeights& norm1, const NormWeights& norm2);
+  // [B, T, d_model] -> [B, T, d_model].
+  std::vector<float> Forward(const Tensor3& x, const EncoderOptions& options = {});
+
+ private:
+  LayerConfig config_;
+  MultiHeadAttention attention_;
+  FeedForward ffn_;
+  LayerNorm norm1_, norm2_;
+};
+
+struct DecoderOptions {
+  bool causal = true;                                // self-attention
+  std::span<const uint8_t> key_padding_mask;         // [B, T] of x
+  std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of memory
+};
+
+class TransformerDecoderLayer {
+ public:
+  explicit TransformerDecoderLayer(const LayerConfig& config);
+  TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels);
+  void SetWeights(const MhaWeights& self_attention,
+                  const MhaWeights& cross_attention, const FfnWeights& ffn,
+                  const NormWeights& norm1, const NormWeights& norm2,
+                  const NormWeights& norm3);
+  // x [B, T, d_model], memory [B, S, d_model] -> [B, T, d_model].
+  std::vector<float> Forward(const Tensor3& x, const Tensor3& memory,
+                             const DecoderOptions& options = {});
+  // Same, with the memory's cross-attention K/V projected once
+  // (cross_attention().PrecomputeKeyValue); its padding mask applies.
+  std::vector<float> Forward(const Tensor3& x, const PrecomputedKV& memory,
+                             const DecoderOptions& options = {});
+  // One decoding step: n new tokens x [B, n, d_model] against the
+  // self-attention cache (self_attention().CreateKVCache) and the memory.
+  std::vector<float> ForwardIncremental(const Tensor3& x, KVCache& cache,
+                                        const PrecomputedKV& memory);
+
+  MultiHeadAttention& self_attention() { return self_attention_; }
+  MultiHeadAttention& cross_attention() { return cross_attention_; }
+
+ private:
+  template <class SelfAttend, class CrossAttend>
+  std::vector<float> Run(const Tensor3& x, SelfAttend&& self_attend,
+                         CrossAttend&& cross_attend);
+
+  LayerConfig config_;
+  MultiHeadAttention self_attention_, cross_attention_;
+  FeedForward ffn_;
+  LayerNorm norm1_, norm2_, norm3_;
+};
+
+// Sinusoidal positional encoding [t, d_model]: PE[p, 2i] = sin(p / 10000^(2i/d)),
+// PE[p, 2i+1] = cos(p / 10000^(2i/d)).
+std::vector<float> PositionalEncoding(size_t t, size_t d_model);
+
+}  // namespace simd_attention
