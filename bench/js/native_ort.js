@@ -1,0 +1,73 @@
+// Child process of run.js (forked, so it is part of the same process tree but
+// onnxruntime-node and onnxruntime-web never share one onnxruntime-common
+// registry): onnxruntime-node, CPU execution provider, 1 intra-op and 1
+// inter-op thread, on the same two graphs as onnxruntime-web. Checks each
+// output against ours (sent by the parent), then times both graphs
+// interleaved.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { WORKLOADS, makeData } from './workloads.js';
+import { buildModel, ortFeeds } from './peers/ortweb.js';
+import { interleave, summarize, maxAbsDiff } from './timing.js';
+
+const require = createRequire(import.meta.url);
+
+async function main({ names, references, timing, tolerance }) {
+  const ort = require('onnxruntime-node');
+  const results = [];
+  for (const name of names) {
+    const w = WORKLOADS.find((x) => x.name === name);
+    const data = makeData(w);
+    const peers = [];
+    const entries = [];
+    for (const graph of ['contrib', 'plain']) {
+      const label = graph === 'contrib' ? 'ort-node MHA op' : 'ort-node plain';
+      try {
+        const session = await ort.InferenceSession.create(buildModel(data, graph), {
+          executionProviders: ['cpu'],
+          graphOptimizationLevel: 'all',
+          intraOpNumThreads: 1,
+          interOpNumThreads: 1,
+          executionMode: 'sequential',
+        });
+        const feeds = ortFeeds(ort, data, graph);
+        const peer = {
+          name: label,
+          session,
+          async run() {
+            return (await session.run(feeds)).output.data;
+          },
+        };
+        const out = await peer.run();
+        const diff = references[name] ? maxAbsDiff(out, references[name]) : null;
+        const entry = { name: label, maxAbsDiff: diff };
+        if (diff !== null && !(diff <= tolerance)) {
+          entry.error = `output differs from ours by ${diff}`;
+        } else {
+          peers.push(peer);
+        }
+        entries.push(entry);
+      } catch (e) {
+        entries.push({ name: label, error: String(e.message ?? e).split('\n')[0] });
+      }
+    }
+    if (peers.length > 0) {
+      const { samples, rounds } = await interleave(peers, timing);
+      for (const e of entries) {
+        if (samples.has(e.name)) Object.assign(e, summarize(samples.get(e.name)), { rounds });
+      }
+    }
+    for (const p of peers) await p.session.release();
+    results.push({ workload: name, entries });
+  }
+  const pkg = path.join(path.dirname(require.resolve('onnxruntime-node')), '..', 'package.json');
+  return { version: JSON.parse(readFileSync(pkg, 'utf8')).version, results };
+}
+
+process.once('message', (msg) => {
+  main(msg).then(
+    (r) => process.send({ ok: true, ...r }, () => process.exit(0)),
+    (e) => process.send({ ok: false, error: String(e.stack ?? e) }, () => process.exit(1)),
+  );
+});

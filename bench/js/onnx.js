@@ -1,0 +1,266 @@
+// Builds the ONNX models of the benchmark in memory, hand-encoding the
+// protobuf wire format (no model files, no protobuf library): only the few
+// fields of onnx.proto that these graphs use.
+//
+//   mhaContribModel(w):  MatMul/Add projections -> com.microsoft
+//                        MultiHeadAttention -> MatMul/Add output projection
+//   plainModel(w):       MatMul/Add projections -> Reshape/Transpose ->
+//                        MatMul -> Mul(scale) [-> Add(causal mask)] ->
+//                        Softmax -> MatMul -> Transpose/Reshape -> MatMul/Add
+//
+// Both take the same weights as our API (X @ W layout) and compute the same
+// function; D1 (decode step) variants take the already projected K/V cache.
+
+// --- protobuf wire format -------------------------------------------------
+class Writer {
+  constructor() {
+    this.parts = [];
+    this.length = 0;
+  }
+  bytes(u8) {
+    this.parts.push(u8);
+    this.length += u8.length;
+  }
+  varint(v) {
+    // v: non-negative integer (< 2^53) or BigInt
+    let x = BigInt(v);
+    const out = [];
+    do {
+      let b = Number(x & 0x7fn);
+      x >>= 7n;
+      if (x > 0n) b |= 0x80;
+      out.push(b);
+    } while (x > 0n);
+    this.bytes(Uint8Array.from(out));
+  }
+  tag(field, wire) {
+    this.varint((field << 3) | wire);
+  }
+  int(field, v) {
+    this.tag(field, 0);
+    // negative int64 as two's complement
+    this.varint(v < 0 ? (1n << 64n) + BigInt(v) : v);
+  }
+  float(field, v) {
+    this.tag(field, 5);
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setFloat32(0, v, true);
+    this.bytes(b);
+  }
+  lenDelim(field, u8) {
+    this.tag(field, 2);
+    this.varint(u8.length);
+    this.bytes(u8);
+  }
+  string(field, s) {
+    this.lenDelim(field, new TextEncoder().encode(s));
+  }
+  message(field, build) {
+    const w = new Writer();
+    build(w);
+    this.lenDelim(field, w.finish());
+  }
+  finish() {
+    const out = new Uint8Array(this.length);
+    let o = 0;
+    for (const p of this.parts) {
+      out.set(p, o);
+      o += p.length;
+    }
+    return out;
+  }
+}
+
+const FLOAT = 1;
+const INT64 = 7;
+
+// TensorProto: dims=1, data_type=2, name=8, raw_data=9
+function tensorProto(w, name, dims, dataType, raw) {
+  for (const d of dims) w.int(1, d);
+  w.int(2, dataType);
+  w.string(8, name);
+  w.lenDelim(9, raw);
+}
+
+// ValueInfoProto: name=1, type=2 { tensor_type=1 { elem_type=1, shape=2 { dim=1 { dim_value=1 } } } }
+function valueInfo(w, name, dims) {
+  w.string(1, name);
+  w.message(2, (t) =>
+    t.message(1, (tt) => {
+      tt.int(1, FLOAT);
+      tt.message(2, (s) => {
+        for (const d of dims) s.message(1, (dim) => dim.int(1, d));
+      });
+    }),
+  );
+}
+
+// AttributeProto: name=1, f=2, i=3, ints=8, type=20 (FLOAT=1, INT=2, INTS=7)
+function attribute(w, name, value) {
+  w.string(1, name);
+  if (Array.isArray(value)) {
+    for (const v of value) w.int(8, v);
+    w.int(20, 7);
+  } else if (Number.isInteger(value.i)) {
+    w.int(3, value.i);
+    w.int(20, 2);
+  } else {
+    w.float(2, value.f);
+    w.int(20, 1);
+  }
+}
+
+class GraphBuilder {
+  constructor() {
+    this.nodes = [];
+    this.inits = [];
+    this.inputs = [];
+    this.outputs = [];
+    this.counter = 0;
+  }
+  input(name, dims) {
+    this.inputs.push([name, dims]);
+    return name;
+  }
+  output(name, dims) {
+    this.outputs.push([name, dims]);
+  }
+  floatInit(name, dims, data) {
+    const copy = Float32Array.from(data);
+    this.inits.push([name, dims, FLOAT, new Uint8Array(copy.buffer)]);
+    return name;
+  }
+  int64Init(name, values) {
+    const b = new BigInt64Array(values.map((v) => BigInt(v)));
+    this.inits.push([name, [values.length], INT64, new Uint8Array(b.buffer)]);
+    return name;
+  }
+  // op(opType, inputs, attrs, {domain, outputs})
+  op(opType, inputs, attrs = {}, { domain = '', outputs = 1 } = {}) {
+    const outs = [];
+    for (let i = 0; i < outputs; i++) outs.push(`${opType.toLowerCase()}_${this.counter++}`);
+    this.nodes.push({ opType, inputs, outs, attrs, domain });
+    return outputs === 1 ? outs[0] : outs;
+  }
+  // NodeProto: input=1, output=2, name=3, op_type=4, attribute=5, domain=7
+  encode(opsets) {
+    const m = new Writer();
+    m.int(1, 8); // ir_version
+    m.string(2, 'simd-attention-bench'); // producer_name
+    for (const [domain, version] of opsets) {
+      m.message(8, (o) => {
+        o.string(1, domain);
+        o.int(2, version);
+      });
+    }
+    m.message(7, (g) => {
+      for (const n of this.nodes) {
+        g.message(1, (nw) => {
+          for (const i of n.inputs) nw.string(1, i);
+          for (const o of n.outs) nw.string(2, o);
+          nw.string(3, n.outs[0] + '_node');
+          nw.string(4, n.opType);
+          for (const [k, v] of Object.entries(n.attrs)) nw.message(5, (a) => attribute(a, k, v));
+          if (n.domain) nw.string(7, n.domain);
+        });
+      }
+      g.string(2, 'mha');
+      for (const [name, dims, type, raw] of this.inits) {
+        g.message(5, (t) => tensorProto(t, name, dims, type, raw));
+      }
+      for (const [name, dims] of this.inputs) g.message(11, (v) => valueInfo(v, name, dims));
+      for (const [name, dims] of this.outputs) g.message(12, (v) => valueInfo(v, name, dims));
+    });
+    return m.finish();
+  }
+}
+
+function projection(g, x, wName, w, bName, b, d) {
+  const mm = g.op('MatMul', [x, g.floatInit(wName, [d, d], w)]);
+  return g.op('Add', [mm, g.floatInit(bName, [d], b)]);
+}
+
+// Causal (bottom-right aligned, like ours): query i sees keys j <= i + (tk - tq).
+function causalMask(tq, tk) {
+  const m = new Float32Array(tq * tk);
+  for (let i = 0; i < tq; i++) {
+    for (let j = i + (tk - tq) + 1; j < tk; j++) m[i * tk + j] = -1e9;
+  }
+  return m;
+}
+
+/**
+ * The com.microsoft MultiHeadAttention contrib op between MatMul/Add
+ * projections. Inputs: "query" [1,Tq,d] and, for cross-attention, "kv"
+ * [1,Tk,d]; for the decode step (cacheLen > 0) "past_key"/"past_value"
+ * [1,H,cacheLen,dh] (already projected). Output "output" [1,Tq,d].
+ */
+export function mhaContribModel(w) {
+  const { d, heads: H, tq, tk, cross, causal, cacheLen = 0 } = w;
+  const g = new GraphBuilder();
+  const xq = g.input('query', [1, tq, d]);
+  const xkv = cross ? g.input('kv', [1, tk, d]) : xq;
+  const q = projection(g, xq, 'wq', w.wq, 'bq', w.bq, d);
+  const k = projection(g, xkv, 'wk', w.wk, 'bk', w.bk, d);
+  const v = projection(g, xkv, 'wv', w.wv, 'bv', w.bv, d);
+  // inputs: query, key, value, bias, key_padding_mask, attention_bias, past_key, past_value
+  const ins = [q, k, v];
+  const attrs = { num_heads: { i: H } };
+  if (causal) {
+    // An additive [1,1,Tq,Tk] bias: the CPU kernel's `unidirectional`
+    // attribute is top-left aligned for Tq != Tk, ours is bottom-right.
+    const totalK = tk;
+    ins.push('', '', g.floatInit('causal_bias', [1, 1, tq, totalK], causalMask(tq, totalK)));
+  }
+  let outputs = 1;
+  if (cacheLen > 0) {
+    while (ins.length < 6) ins.push('');
+    ins.push(g.input('past_key', [1, H, cacheLen, d / H]), g.input('past_value', [1, H, cacheLen, d / H]));
+    outputs = 3;
+  }
+  let z = g.op('MultiHeadAttention', ins, attrs, { domain: 'com.microsoft', outputs });
+  if (outputs > 1) z = z[0];
+  const out = projection(g, z, 'wo', w.wo, 'bo', w.bo, d);
+  const y = g.op('Identity', [out]);
+  g.nodes[g.nodes.length - 1].outs[0] = 'output';
+  g.output('output', [1, tq, d]);
+  void y;
+  return g.encode([
+    ['', 17],
+    ['com.microsoft', 1],
+  ]);
+}
+
+/**
+ * The same attention from standard ops. For the decode step the cache
+ * arrives as "past_key"/"past_value" [1,cacheLen,d] (projected) and is
+ * concatenated with the new token's K/V.
+ */
+export function plainModel(w) {
+  const { d, heads: H, tq, tk, cross, causal, cacheLen = 0 } = w;
+  const dh = d / H;
+  const g = new GraphBuilder();
+  const xq = g.input('query', [1, tq, d]);
+  const xkv = cross ? g.input('kv', [1, tk - cacheLen, d]) : xq;
+  const q = projection(g, xq, 'wq', w.wq, 'bq', w.bq, d);
+  let k = projection(g, xkv, 'wk', w.wk, 'bk', w.bk, d);
+  let v = projection(g, xkv, 'wv', w.wv, 'bv', w.bv, d);
+  if (cacheLen > 0) {
+    k = g.op('Concat', [g.input('past_key', [1, cacheLen, d]), k], { axis: { i: 1 } });
+    v = g.op('Concat', [g.input('past_value', [1, cacheLen, d]), v], { axis: { i: 1 } });
+  }
+  const split = g.int64Init('split_shape', [1, -1, H, dh]);
+  const merge = g.int64Init('merge_shape', [1, -1, d]);
+  const qh = g.op('Transpose', [g.op('Reshape', [q, split])], { perm: [0, 2, 1, 3] });
+  const kt = g.op('Transpose', [g.op('Reshape', [k, split])], { perm: [0, 2, 3, 1] });
+  const vh = g.op('Transpose', [g.op('Reshape', [v, split])], { perm: [0, 2, 1, 3] });
+  let s = g.op('Mul', [g.op('MatMul', [qh, kt]), g.floatInit('scale', [], [1 / Math.sqrt(dh)])]);
+  if (causal) s = g.op('Add', [s, g.floatInit('causal_mask', [tq, tk], causalMask(tq, tk))]);
+  const p = g.op('Softmax', [s], { axis: { i: -1 } });
+  const z = g.op('Reshape', [g.op('Transpose', [g.op('MatMul', [p, vh])], { perm: [0, 2, 1, 3] }), merge]);
+  const out = projection(g, z, 'wo', w.wo, 'bo', w.bo, d);
+  g.op('Identity', [out]);
+  g.nodes[g.nodes.length - 1].outs[0] = 'output';
+  g.output('output', [1, tq, d]);
+  return g.encode([['', 17]]);
+}

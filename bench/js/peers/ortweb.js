@@ -1,0 +1,71 @@
+// onnxruntime-web, wasm execution provider, one thread, on two graphs built
+// in memory (bench/js/onnx.js): the com.microsoft MultiHeadAttention contrib
+// op between MatMul/Add projections, and the plain MatMul/Softmax graph.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { mhaContribModel, plainModel } from '../onnx.js';
+
+const require = createRequire(import.meta.url);
+let ortPromise = null;
+
+async function loadOrt() {
+  if (!ortPromise) {
+    ortPromise = (async () => {
+      const ort = await import('onnxruntime-web');
+      const dist = path.dirname(require.resolve('onnxruntime-web')) + '/';
+      // Local files only (no CDN): the .mjs/.wasm pair next to the package.
+      ort.env.wasm.wasmPaths = pathToFileURL(dist).href;
+      ort.env.wasm.numThreads = 1;
+      ort.env.wasm.proxy = false;
+      ort.env.logLevel = 'error';
+      return ort;
+    })();
+  }
+  return ortPromise;
+}
+
+export function ortFeeds(ort, data, graph) {
+  const { d, tq, tk, heads: H, cacheLen } = data;
+  const feeds = { query: new ort.Tensor('float32', data.xq, [1, tq, d]) };
+  if (data.cross) feeds.kv = new ort.Tensor('float32', data.xkv, [1, tk, d]);
+  if (cacheLen > 0) {
+    if (graph === 'contrib') {
+      feeds.past_key = new ort.Tensor('float32', data.pastKHeads, [1, H, cacheLen, d / H]);
+      feeds.past_value = new ort.Tensor('float32', data.pastVHeads, [1, H, cacheLen, d / H]);
+    } else {
+      feeds.past_key = new ort.Tensor('float32', data.pastK, [1, cacheLen, d]);
+      feeds.past_value = new ort.Tensor('float32', data.pastV, [1, cacheLen, d]);
+    }
+  }
+  return feeds;
+}
+
+export function buildModel(data, graph) {
+  return graph === 'contrib' ? mhaContribModel(data) : plainModel(data);
+}
+
+/** graph: 'contrib' | 'plain' */
+export async function createOrtWeb(data, graph) {
+  const ort = await loadOrt();
+  const session = await ort.InferenceSession.create(buildModel(data, graph), {
+    executionProviders: ['wasm'],
+    graphOptimizationLevel: 'all',
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+  });
+  const feeds = ortFeeds(ort, data, graph);
+  return {
+    name: graph === 'contrib' ? 'ort-web MHA op' : 'ort-web plain',
+    async run() {
+      const r = await session.run(feeds);
+      const out = r.output.data;
+      for (const t of Object.values(r)) t.dispose?.();
+      return out;
+    },
+    async dispose() {
+      await session.release();
+    },
+  };
+}

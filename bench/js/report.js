@@ -1,0 +1,315 @@
+// Turns the measurements of run.js into Markdown tables and checks the
+// targets of issue 5.
+
+const DEFAULT_OURS = 'ours wasm-simd highway';
+
+const fmt = (x, digits = 2) => {
+  if (x === undefined || x === null || Number.isNaN(x)) return '-';
+  if (x >= 100) return x.toFixed(0);
+  if (x >= 10) return x.toFixed(1);
+  return x.toFixed(digits);
+};
+const ms = (x) => {
+  if (x === undefined || x === null || Number.isNaN(x)) return '-';
+  if (x >= 1000) return x.toFixed(0);
+  if (x >= 100) return x.toFixed(1);
+  if (x >= 1) return x.toFixed(2);
+  return x.toFixed(3);
+};
+const speed = (x) => (x === undefined || x === null || !Number.isFinite(x) ? '-' : `${x >= 10 ? x.toFixed(0) : x.toFixed(1)}x`);
+
+function timedEntry(r, name) {
+  const e = r?.entries.find((x) => x.name === name);
+  return e && e.median !== undefined && !e.error ? e : null;
+}
+
+function bestOf(r, prefix) {
+  let best = null;
+  for (const e of r?.entries ?? []) {
+    if (e.name.startsWith(prefix) && e.median !== undefined && !e.error) {
+      if (!best || e.median < best.median) best = e;
+    }
+  }
+  return best;
+}
+
+/** Native: best table of ours per workload, and per-table results. */
+function nativeOurs(report) {
+  const kb = report.native?.kernelsBench;
+  const byWorkload = new Map();
+  let gemmBest = null;
+  for (const x of kb?.results ?? []) {
+    if (x.kind === 'attention') {
+      const cur = byWorkload.get(x.what);
+      if (!cur || x.median < cur.median) byWorkload.set(x.what, x);
+    } else if (x.kind === 'gemm' && x.what === '128x768x768') {
+      if (!gemmBest || x.median < gemmBest.median) gemmBest = x;
+    }
+  }
+  return { byWorkload, gemmBest };
+}
+
+function ortNodeFor(report, name) {
+  const r = report.native?.ortNode?.results?.find((x) => x.workload === name);
+  return r ?? null;
+}
+
+/** fp32 FMA peak of one core: 1 x GHz x FMA ports x lanes x 2. */
+export function derivePeak(meta, fma) {
+  const ghz = (meta.cpu.mhz || 0) / 1000;
+  const lanes = meta.cpu.avx512 ? 16 : meta.cpu.avx2 ? 8 : 4;
+  const measured = meta.cpu.avx512 ? fma?.fma512_gflops : fma?.fma256_gflops;
+  let ports = 2;
+  if (measured && ghz) ports = Math.min(2, Math.max(1, Math.round(measured / (ghz * lanes * 2))));
+  return {
+    ghz,
+    ports,
+    lanes,
+    gflops: 1 * ghz * ports * lanes * 2,
+    measured,
+    formula: `1 core x ${ghz.toFixed(2)} GHz x ${ports} FMA ports x ${lanes} fp32 lanes x 2 FLOP/FMA`,
+  };
+}
+
+export function evaluateTargets(report) {
+  const t = [];
+  const wasm = new Map(report.wasm.map((r) => [r.workload.name, r]));
+  const add = (target, status, detail) => t.push({ target, status, detail });
+  const ours = (name) => timedEntry(wasm.get(name), DEFAULT_OURS);
+
+  for (const name of ['S1', 'S2', 'S4', 'C1', 'D1']) {
+    const need = name === 'D1' ? 2 : 1.5;
+    const label = `>= ${need}x onnxruntime-web on ${name}`;
+    const r = wasm.get(name);
+    if (!r) continue;
+    const o = ours(name);
+    const peer = bestOf(r, 'ort-web');
+    if (!o) add(label, 'n/a', name === 'D1' ? 'ours n/a (KV cache pending)' : 'ours not timed');
+    else if (!peer) add(label, 'n/a', 'onnxruntime-web not timed');
+    else {
+      const s = peer.median / o.median;
+      add(label, s >= need ? 'met' : 'missed',
+        `${speed(s)}: ours ${ms(o.median)} ms vs ${peer.name} ${ms(peer.median)} ms`);
+    }
+  }
+  if (wasm.has('S4') && wasm.has('S4c') && ours('S4') && ours('S4c')) {
+    const f = ours('S4c').median / ours('S4').median;
+    add('S4c <= 0.8x the time of S4', f <= 0.8 ? 'met' : 'missed',
+      `S4c/S4 = ${f.toFixed(2)} (${ms(ours('S4c').median)} / ${ms(ours('S4').median)} ms)`);
+  }
+  if (wasm.has('S2') && wasm.has('S3') && ours('S2') && ours('S3')) {
+    const f = ours('S3').median / ours('S2').median;
+    add('S3 < S2', f < 1 ? 'met' : 'missed',
+      `S3/S2 = ${f.toFixed(2)} (${ms(ours('S3').median)} / ${ms(ours('S2').median)} ms)`);
+  }
+  for (const r of report.wasm) {
+    if (r.workload.oursOnly) continue;
+    const name = r.workload.name;
+    const label = `>= 3x tfjs-wasm on ${name}`;
+    const o = ours(name);
+    const peer = timedEntry(r, 'tfjs-wasm');
+    if (!o) add(label, 'n/a', name === 'D1' ? 'ours n/a (KV cache pending)' : 'ours not timed');
+    else if (!peer) add(label, 'n/a', 'tfjs-wasm not timed');
+    else {
+      const s = peer.median / o.median;
+      add(label, s >= 3 ? 'met' : 'missed', `${speed(s)}: ${ms(o.median)} vs ${ms(peer.median)} ms`);
+    }
+  }
+  if (report.native) {
+    const { byWorkload, gemmBest } = nativeOurs(report);
+    for (const name of ['S2', 'S4', 'C1']) {
+      if (!wasm.has(name)) continue;
+      const label = `native best target >= 1.0x onnxruntime-node on ${name}`;
+      const o = byWorkload.get(name);
+      const peer = bestOf(ortNodeFor(report, name), 'ort-node');
+      if (!o || !peer) add(label, 'n/a', 'not measured');
+      else {
+        const s = peer.median / o.median;
+        add(label, s >= 1 ? 'met' : 'missed',
+          `${s.toFixed(2)}x: ours ${o.table} ${ms(o.median)} ms vs ${peer.name} ${ms(peer.median)} ms`);
+      }
+    }
+    const peak = derivePeak(report.meta, report.native.fma);
+    if (gemmBest) {
+      const gf = (2 * 128 * 768 * 768) / (gemmBest.median * 1e6);
+      const eff = gf / peak.gflops;
+      add('GEMM 768x768x128 >= 70% of fp32 FMA peak', eff >= 0.7 ? 'met' : 'missed',
+        `${gemmBest.table}: ${gf.toFixed(0)} GFLOP/s = ${(eff * 100).toFixed(0)}% of ${peak.gflops.toFixed(1)} GFLOP/s`);
+    }
+  }
+  const size = report.meta.sizes.simdWasm;
+  if (size) {
+    add('default SIMD .wasm <= 200 KB', size <= 200 * 1000 ? 'met' : 'missed',
+      `${(size / 1000).toFixed(1)} kB (${size} bytes)`);
+  }
+  return t;
+}
+
+function table(header, rows) {
+  const out = [`| ${header.join(' | ')} |`, `|${header.map((h, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
+  for (const r of rows) out.push(`| ${r.join(' | ')} |`);
+  return out.join('\n');
+}
+
+export function renderMarkdown(report) {
+  const { meta } = report;
+  const lines = [];
+  const cpu = meta.cpu;
+  lines.push(`Measured ${meta.date.slice(0, 16).replace('T', ' ')} UTC (commit ${meta.commit})` +
+    `${meta.quick ? ', --quick' : ''}: ${cpu.model}, ${cpu.cpus} vCPUs (${cpu.hypervisor ?? 'bare metal'}), ` +
+    `${cpu.mhz} MHz, L1d ${cpu.l1d}, L2 ${cpu.l2}, L3 ${cpu.l3}; Node ${meta.node} (V8 ${meta.v8}); ` +
+    Object.entries(meta.versions).map(([k, v]) => `${k} ${v}`).join(', ') +
+    `. Load average ${meta.loadAvgStart.map((x) => x.toFixed(1)).join('/')} at start, ` +
+    `${(meta.loadAvgEnd ?? []).map((x) => x.toFixed(1)).join('/')} at the end; ${meta.seconds?.toFixed(0)} s.`);
+  lines.push('');
+
+  // Summary: wasm, one row per workload.
+  const impls = [];
+  for (const r of report.wasm) {
+    for (const e of r.entries) if (!impls.includes(e.name)) impls.push(e.name);
+  }
+  lines.push('**WebAssembly, Node, 1 thread** (median ms per forward; in brackets: how many times faster ours ' +
+    `\`${DEFAULT_OURS}\` is)`);
+  lines.push('');
+  const summaryRows = report.wasm.map((r) => {
+    const o = timedEntry(r, DEFAULT_OURS);
+    return [
+      r.workload.name,
+      fmt(r.workload.flops / 1e9, 3),
+      ...impls.map((name) => {
+        const e = r.entries.find((x) => x.name === name);
+        if (!e) return '';
+        if (e.na) return e.na;
+        if (e.error) return e.error.startsWith('output differs') ? 'mismatch' : 'error';
+        if (name === DEFAULT_OURS || !o) return `**${ms(e.median)}**`;
+        return `${ms(e.median)} (${speed(e.median / o.median)})`;
+      }),
+    ];
+  });
+  lines.push(table(['workload', 'GFLOP', ...impls], summaryRows));
+  lines.push('');
+
+  // Details.
+  lines.push('<details><summary>Details: p25-p75, GFLOP/s, output check, samples</summary>');
+  lines.push('');
+  const detailRows = [];
+  for (const r of report.wasm) {
+    const o = timedEntry(r, DEFAULT_OURS);
+    for (const e of r.entries) {
+      if (e.na) {
+        detailRows.push([r.workload.name, e.name, e.na, '', '', '', '', '']);
+        continue;
+      }
+      if (e.error && e.median === undefined) {
+        detailRows.push([r.workload.name, e.name, e.error, '', '', '', '', '']);
+        continue;
+      }
+      detailRows.push([
+        r.workload.name,
+        e.name + (e.kernels ? ` (${e.kernels})` : ''),
+        ms(e.median),
+        `${ms(e.p25)}-${ms(e.p75)}`,
+        fmt(e.gflops),
+        o && e !== o ? speed(e.median / o.median) : '',
+        e.maxAbsDiff === undefined ? '' : e.maxAbsDiff.toExponential(1),
+        `${e.n}${e.rounds ? ` / ${e.rounds}` : ''}`,
+      ]);
+    }
+  }
+  lines.push(table(['workload', 'implementation', 'median ms', 'p25-p75 ms', 'GFLOP/s', 'ours faster',
+    `max abs diff vs ${report.wasm.some((r) => r.reference?.startsWith('plain')) ? 'ours (D1: plain JS)' : 'ours'}`,
+    'samples / rounds'], detailRows));
+  lines.push('');
+  lines.push('</details>');
+  lines.push('');
+
+  const l1 = report.wasm.find((r) => r.workload.name === 'L1');
+  if (l1) {
+    const e = l1.entries[0];
+    if (e.error && e.median === undefined) lines.push(`**L1** (T = 16384, causal, ours only): failed: ${e.error}`);
+    else {
+      lines.push(`**L1** (T = 16384, d_model 256, 4 heads, causal; ours only, SIMD build, ${e.name.replace('ours wasm-simd ', '')}): ` +
+        `completes in ${(e.median / 1000).toFixed(2)} s per forward (${fmt(e.gflops)} GFLOP/s counted as if dense; ` +
+        `first call ${(e.firstCallMs / 1000).toFixed(2)} s); peak wasm heap ${(e.peakHeapBytes / 2 ** 20).toFixed(0)} MiB ` +
+        `of the ${(e.maxHeapBytes / 2 ** 20).toFixed(0)} MiB maximum (fresh instance; ${(e.heapBefore / 2 ** 20).toFixed(0)} MiB at start); ` +
+        `rows 0, 8191, 16383 within ${e.maxAbsDiff.toExponential(1)} of a double-precision JS reference.`);
+    }
+    lines.push('');
+  }
+
+  if (report.native) {
+    const n = report.native;
+    const { byWorkload, gemmBest } = nativeOurs(report);
+    lines.push('**Native, 1 thread** (ours: `kernels_bench`, Google Benchmark, median of repetitions; ' +
+      `onnxruntime-node ${meta.versions['onnxruntime-node']}, CPU EP, 1 intra-op thread)`);
+    lines.push('');
+    if (n.kernelsBench?.error) lines.push(`kernels_bench: ${n.kernelsBench.error}`);
+    if (n.ortNode?.error) lines.push(`onnxruntime-node: ${n.ortNode.error}`);
+    const rows = [];
+    for (const r of report.wasm) {
+      if (r.workload.oursOnly) continue;
+      const name = r.workload.name;
+      const o = byWorkload.get(name);
+      const on = ortNodeFor(report, name);
+      const cell = (label) => {
+        const e = on?.entries.find((x) => x.name === label);
+        if (!e) return '-';
+        if (e.error) return e.error.startsWith('output differs') ? 'mismatch' : 'error';
+        return `${ms(e.median)} (${ms(e.p25)}-${ms(e.p75)})`;
+      };
+      const best = bestOf(on, 'ort-node');
+      rows.push([
+        name,
+        o ? `${ms(o.median)} (${ms(o.p25)}-${ms(o.p75)})` : name === 'D1' ? 'n/a (KV cache pending)' : '-',
+        o ? o.table : '',
+        o ? fmt(r.workload.flops / (o.median * 1e6)) : '',
+        cell('ort-node MHA op'),
+        cell('ort-node plain'),
+        o && best ? speed(best.median / o.median) : '-',
+      ]);
+    }
+    lines.push(table(['workload', 'ours best, ms (p25-p75)', 'target', 'GFLOP/s', 'ort-node MHA op, ms',
+      'ort-node plain, ms', 'ours faster'], rows));
+    lines.push('');
+    // Per table.
+    const kb = n.kernelsBench?.results ?? [];
+    const tables = [...new Set(kb.map((x) => x.table))];
+    const cols = [...new Set(kb.filter((x) => x.kind === 'attention').map((x) => x.what))];
+    if (tables.length) {
+      lines.push('<details><summary>Native, every backend and target (median ms; GEMM in GFLOP/s)</summary>');
+      lines.push('');
+      lines.push(table(['table', 'GEMM 128x768x768', ...cols], tables.map((tb) => {
+        const g = kb.find((x) => x.table === tb && x.kind === 'gemm');
+        return [tb, g ? fmt((2 * 128 * 768 * 768) / (g.median * 1e6)) : '-',
+          ...cols.map((c) => ms(kb.find((x) => x.table === tb && x.what === c)?.median))];
+      })));
+      lines.push('');
+      lines.push('</details>');
+      lines.push('');
+    }
+    const peak = derivePeak(meta, n.fma);
+    if (!n.fma?.error) {
+      lines.push(`**fp32 peak, one core**: ${peak.formula} = **${peak.gflops.toFixed(1)} GFLOP/s** ` +
+        `(measured with \`fma_peak\`: 512-bit FMA ${n.fma.fma512_gflops}, 256-bit ${n.fma.fma256_gflops}, ` +
+        `128-bit ${n.fma.fma128_gflops}, 128-bit mul+add (what wasm-simd128 has) ${n.fma.muladd128_gflops} GFLOP/s).` +
+        (gemmBest ? ` GEMM 768x768x128 (M=128): ${gemmBest.table} ` +
+          `${fmt((2 * 128 * 768 * 768) / (gemmBest.median * 1e6))} GFLOP/s = ` +
+          `**${((2 * 128 * 768 * 768) / (gemmBest.median * 1e6) / peak.gflops * 100).toFixed(0)}%** of peak.` : ''));
+      lines.push('');
+    }
+  }
+
+  const s = meta.sizes;
+  if (s.simdWasm) {
+    lines.push(`Sizes: SIMD build ${(s.simdWasm / 1000).toFixed(1)} kB .wasm + ${(s.simdJs / 1000).toFixed(1)} kB .js; ` +
+      `non-SIMD ${(s.nosimdWasm / 1000).toFixed(1)} kB + ${(s.nosimdJs / 1000).toFixed(1)} kB (uncompressed).`);
+    lines.push('');
+  }
+
+  lines.push('**Targets of issue 5**');
+  lines.push('');
+  lines.push(table(['target', 'status', 'measured'], report.targets.map((x) => [x.target,
+    x.status === 'met' ? 'met' : x.status === 'missed' ? '**missed**' : x.status, x.detail])));
+  lines.push('');
+  return lines.join('\n');
+}

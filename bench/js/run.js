@@ -1,0 +1,342 @@
+// `npm run bench` (scripts/bench.sh runs this after building): the speed
+// comparison of issue 5, in one process tree.
+//
+//   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
+//                        [--workloads S1,S2,...] [--no-native] [--no-l1]
+//                        [--budget SECONDS]
+//
+// Per workload (bench/js/workloads.js) it sets up every implementation with
+// weights and inputs resident, checks each output against ours (max abs
+// diff <= 1e-3), warms up, then times them interleaved (A B C .., B C .. A,
+// ...; single thread everywhere). Then, natively: kernels_bench (Google
+// Benchmark) and onnxruntime-node. Prints Markdown tables and the targets of
+// issue 5 met or missed; --json/--md write them.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { WORKLOADS, makeData, workloadFlops, linear } from './workloads.js';
+import { interleave, summarize, maxAbsDiff } from './timing.js';
+import { createPlainJs } from './peers/plainjs.js';
+import { createOrtWeb } from './peers/ortweb.js';
+import { createTfjs } from './peers/tfjs.js';
+import { createOurs, oursVariants, variantName } from './peers/ours.js';
+import { createAttentionModule } from '../../web/index.js';
+import { repoRoot, runKernelsBench, runFmaPeak, runOrtNode } from './native.js';
+import { renderMarkdown, evaluateTargets } from './report.js';
+
+const TOLERANCE = 1e-3;
+
+function parseArgs(argv) {
+  const a = { quick: false, native: true, l1: true };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i];
+    const next = () => {
+      if (i + 1 >= argv.length) throw new Error(`${k} needs a value`);
+      return argv[++i];
+    };
+    if (k === '--quick') a.quick = true;
+    else if (k === '--json') a.json = next();
+    else if (k === '--md') a.md = next();
+    else if (k === '--workloads') a.workloads = next().split(',');
+    else if (k === '--no-native') a.native = false;
+    else if (k === '--no-l1') a.l1 = false;
+    else if (k === '--budget') a.budget = Number(next());
+    else if (k === '--help' || k === '-h') {
+      console.log(readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(0, 15).join('\n'));
+      process.exit(0);
+    } else throw new Error(`unknown option ${k}`);
+  }
+  return a;
+}
+
+const log = (...x) => console.error(...x);
+
+function timingOptions(args) {
+  // Default: ~35 s per workload on the wasm side; --quick: ~6 s.
+  const budget = (args.budget ?? (args.quick ? 6 : 35)) * 1000;
+  return {
+    warmupMs: args.quick ? 100 : 300,
+    warmupCalls: 3,
+    slotMs: args.quick ? 20 : 40,
+    budgetMs: budget,
+    minRounds: args.quick ? 3 : 5,
+    maxRounds: args.quick ? 5 : 15,
+  };
+}
+
+function lscpu() {
+  try {
+    const out = execFileSync('lscpu', { encoding: 'utf8' });
+    const get = (k) => (out.match(new RegExp(`^${k}:\\s*(.+)$`, 'm')) || [])[1]?.trim();
+    return {
+      model: get('Model name'),
+      cpus: get('CPU\\(s\\)'),
+      threadsPerCore: get('Thread\\(s\\) per core'),
+      l1d: get('L1d cache'),
+      l2: get('L2 cache'),
+      l3: get('L3 cache'),
+      hypervisor: get('Hypervisor vendor'),
+      avx512: /\bavx512f\b/.test(out),
+      fma: /\bfma\b/.test(out),
+      avx2: /\bavx2\b/.test(out),
+      mhz: Number((readFileSync('/proc/cpuinfo', 'utf8').match(/^cpu MHz\s*:\s*([\d.]+)/m) || [])[1]),
+    };
+  } catch {
+    return { model: os.cpus()[0]?.model };
+  }
+}
+
+function versionOf(pkg) {
+  try {
+    const p = path.join(repoRoot, 'bench/node_modules', pkg, 'package.json');
+    return JSON.parse(readFileSync(p, 'utf8')).version;
+  } catch {
+    return '?';
+  }
+}
+
+async function safeCreate(label, fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    return { name: label, error: String(e.message ?? e).split('\n')[0] };
+  }
+}
+
+async function runWorkload(w, args, variants) {
+  const data = makeData(w);
+  const flops = workloadFlops(w);
+  log(`\n${w.name}: ${w.kind} d=${w.d} H=${w.heads} Tq=${w.tq} Tk=${w.tk}` +
+    `${w.causal ? ' causal' : ''} (${(flops / 1e9).toFixed(3)} GFLOP)`);
+  const entries = [];
+  const candidates = [];
+  const oursAvailable = w.kind !== 'decode';
+  for (const v of variants) {
+    if (!oursAvailable) {
+      entries.push({ name: variantName(v), ours: true, na: 'n/a (KV cache pending)' });
+      continue;
+    }
+    candidates.push({ ours: true, variant: v, peer: await safeCreate(variantName(v), () => createOurs(data, v)) });
+  }
+  candidates.push({ peer: await safeCreate('ort-web MHA op', () => createOrtWeb(data, 'contrib')) });
+  candidates.push({ peer: await safeCreate('ort-web plain', () => createOrtWeb(data, 'plain')) });
+  candidates.push({ peer: await safeCreate('tfjs-wasm', () => createTfjs(data)) });
+  candidates.push({ peer: await safeCreate('plain JS', () => createPlainJs(data)) });
+
+  // The reference: ours (SIMD build, default backend); for D1, where ours is
+  // not available yet, the plain JS implementation.
+  let reference = null;
+  let referenceName = null;
+  const outputs = new Map();
+  for (const c of candidates) {
+    if (c.peer.error) continue;
+    try {
+      const r = c.peer.run();
+      const out = Float32Array.from(r && typeof r.then === 'function' ? await r : r);
+      outputs.set(c.peer.name, out);
+    } catch (e) {
+      c.peer.error = String(e.message ?? e).split('\n')[0];
+    }
+  }
+  const refCandidate = candidates.find((c) => c.ours && !c.peer.error) ??
+    candidates.find((c) => c.peer.name === 'plain JS' && !c.peer.error);
+  if (refCandidate) {
+    reference = outputs.get(refCandidate.peer.name);
+    referenceName = refCandidate.peer.name;
+  }
+  const timed = [];
+  for (const c of candidates) {
+    const e = { name: c.peer.name, ours: !!c.ours };
+    if (c.peer.kernels) e.kernels = c.peer.kernels;
+    if (c.peer.error) {
+      e.error = c.peer.error;
+    } else {
+      e.maxAbsDiff = maxAbsDiff(outputs.get(c.peer.name), reference);
+      if (!(e.maxAbsDiff <= TOLERANCE)) {
+        e.error = `output differs from ${referenceName} by ${e.maxAbsDiff}; not timed`;
+      } else {
+        timed.push(c.peer);
+      }
+    }
+    log(`  ${e.name.padEnd(28)} ${e.error ? 'SKIP ' + e.error : `max |diff| ${e.maxAbsDiff.toExponential(1)}`}`);
+    entries.push(e);
+  }
+  const { samples, rounds } = await interleave(timed, timingOptions(args), log);
+  for (const e of entries) {
+    if (!samples.has(e.name)) continue;
+    const s = summarize(samples.get(e.name));
+    Object.assign(e, s, { rounds, gflops: flops / (s.median * 1e6) });
+  }
+  for (const c of candidates) {
+    if (!c.peer.error) await c.peer.dispose?.();
+  }
+  const oursRef = outputs.get(variantName(variants[0]));
+  globalThis.gc?.();
+  return { workload: { ...w, flops }, reference: referenceName, entries, oursOutput: oursRef };
+}
+
+// L1: T = 16384 causal self-attention, ours only (SIMD build, default
+// backend), in a fresh wasm instance so that its heap size is L1's peak.
+// Checks three output rows against a double-precision JS reference.
+async function runL1(w, args) {
+  const flops = workloadFlops(w);
+  log(`\n${w.name}: ${w.kind} d=${w.d} H=${w.heads} T=${w.tq} causal (${(flops / 1e9).toFixed(1)} GFLOP as if dense)`);
+  const result = { workload: { ...w, flops }, entries: [] };
+  const entry = { name: 'ours wasm-simd highway', ours: true };
+  result.entries.push(entry);
+  let mod;
+  let mha;
+  try {
+    mod = await createAttentionModule({ simd: true });
+    entry.name = `ours wasm-simd ${mod.backend}`;
+    const before = mod.memoryStats();
+    const data = makeData(w);
+    mha = new mod.MultiHeadAttention({ dModel: w.d, numHeads: w.heads });
+    mha.setWeights({
+      wQ: data.wq, wK: data.wk, wV: data.wv, wO: data.wo,
+      bQ: data.bq, bK: data.bk, bV: data.bv, bO: data.bo,
+    });
+    const query = { data: data.xq, shape: [1, w.tq, w.d] };
+    const times = [];
+    let out;
+    const calls = args.quick ? 1 : 3;
+    for (let i = 0; i < calls; i++) {
+      const t0 = performance.now();
+      out = mha.forward(query, undefined, undefined, { causal: true }).output.data;
+      times.push(performance.now() - t0);
+      log(`  call ${i + 1}: ${(times[i] / 1000).toFixed(2)} s`);
+    }
+    const after = mod.memoryStats();
+    entry.heapBefore = before.heapBytes;
+    entry.peakHeapBytes = after.heapBytes;
+    entry.maxHeapBytes = after.maxHeapBytes;
+    const s = summarize(times.length > 1 ? times.slice(1) : times);
+    Object.assign(entry, s, { gflops: flops / (s.median * 1e6), rounds: times.length });
+    entry.firstCallMs = times[0];
+    entry.maxAbsDiff = checkRows(data, w, out, [0, 8191, w.tq - 1]);
+    if (!(entry.maxAbsDiff <= TOLERANCE)) entry.error = `rows differ from the JS reference by ${entry.maxAbsDiff}`;
+    log(`  completed; wasm heap ${(before.heapBytes / 2 ** 20).toFixed(0)} -> ` +
+      `${(after.heapBytes / 2 ** 20).toFixed(0)} MiB (max ${(after.maxHeapBytes / 2 ** 20).toFixed(0)} MiB); ` +
+      `rows 0, 8191, ${w.tq - 1} vs JS reference: max |diff| ${entry.maxAbsDiff.toExponential(1)}`);
+  } catch (e) {
+    entry.error = String(e.message ?? e).split('\n')[0];
+    log(`  FAILED: ${entry.error}`);
+  } finally {
+    mha?.dispose();
+  }
+  return result;
+}
+
+// Double-precision reference for a few query rows of causal self-attention.
+function checkRows(data, w, out, rows) {
+  const { d, heads: H, tq: t } = w;
+  const dh = d / H;
+  const k = linear(data.xq, t, d, data.wk, data.bk);
+  const v = linear(data.xq, t, d, data.wv, data.bv);
+  let worst = 0;
+  for (const i of rows) {
+    const q = linear(data.xq.subarray(i * d, (i + 1) * d), 1, d, data.wq, data.bq);
+    const z = new Float64Array(d);
+    const s = new Float64Array(i + 1);
+    for (let h = 0; h < H; h++) {
+      let max = -Infinity;
+      for (let j = 0; j <= i; j++) {
+        let dot = 0;
+        for (let c = 0; c < dh; c++) dot += q[h * dh + c] * k[j * d + h * dh + c];
+        s[j] = dot / Math.sqrt(dh);
+        max = Math.max(max, s[j]);
+      }
+      let sum = 0;
+      for (let j = 0; j <= i; j++) sum += (s[j] = Math.exp(s[j] - max));
+      for (let j = 0; j <= i; j++) {
+        for (let c = 0; c < dh; c++) z[h * dh + c] += (s[j] / sum) * v[j * d + h * dh + c];
+      }
+    }
+    const y = linear(Float32Array.from(z), 1, d, data.wo, data.bo);
+    for (let c = 0; c < d; c++) worst = Math.max(worst, Math.abs(y[c] - out[i * d + c]));
+  }
+  return worst;
+}
+
+function wasmSizes() {
+  const dist = path.join(repoRoot, 'web/dist');
+  const size = (f) => (existsSync(path.join(dist, f)) ? statSync(path.join(dist, f)).size : null);
+  return {
+    simdWasm: size('simd_attention_simd.wasm'),
+    simdJs: size('simd_attention_simd.js'),
+    nosimdWasm: size('simd_attention_nosimd.wasm'),
+    nosimdJs: size('simd_attention_nosimd.js'),
+  };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const started = new Date();
+  const selected = WORKLOADS.filter((w) => (args.workloads ? args.workloads.includes(w.name) : true))
+    .filter((w) => args.l1 || w.name !== 'L1');
+  const meta = {
+    date: started.toISOString(),
+    quick: args.quick,
+    node: process.version,
+    v8: process.versions.v8,
+    cpu: lscpu(),
+    loadAvgStart: os.loadavg(),
+    versions: {
+      'onnxruntime-web': versionOf('onnxruntime-web'),
+      'onnxruntime-node': versionOf('onnxruntime-node'),
+      '@tensorflow/tfjs-core': versionOf('@tensorflow/tfjs-core'),
+      '@tensorflow/tfjs-backend-wasm': versionOf('@tensorflow/tfjs-backend-wasm'),
+    },
+    sizes: wasmSizes(),
+    timing: timingOptions(args),
+    tolerance: TOLERANCE,
+  };
+  let commit = '?';
+  try {
+    commit = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {}
+  meta.commit = commit;
+  log(`simd-attention bench ${meta.date} on ${meta.cpu.model}, node ${meta.node}` +
+    `${args.quick ? ' (--quick)' : ''}; load average ${meta.loadAvgStart.map((x) => x.toFixed(2)).join(' ')}`);
+
+  const variants = await oursVariants();
+  const wasm = [];
+  for (const w of selected) {
+    if (w.oursOnly) wasm.push(await runL1(w, args));
+    else wasm.push(await runWorkload(w, args, variants));
+  }
+
+  let native = null;
+  if (args.native) {
+    const names = selected.filter((w) => !w.oursOnly).map((w) => w.name);
+    const references = {};
+    for (const r of wasm) if (r.oursOutput) references[r.workload.name] = r.oursOutput;
+    log('\nnative: fma_peak');
+    const fma = await runFmaPeak();
+    log('native: kernels_bench (Google Benchmark)');
+    const kb = await runKernelsBench({ quick: args.quick, workloads: names.filter((n) => n !== 'D1') });
+    log('native: onnxruntime-node');
+    // Two implementations, both fast: a smaller budget than the wasm side's.
+    const nativeTiming = { ...timingOptions(args), budgetMs: args.quick ? 2000 : 8000 };
+    const ortNode = await runOrtNode({ names, references, timing: nativeTiming, tolerance: TOLERANCE });
+    native = { fma, kernelsBench: kb, ortNode };
+    if (kb.error) log(`  kernels_bench: ${kb.error}`);
+    if (ortNode.error) log(`  onnxruntime-node: ${ortNode.error}`);
+  }
+  meta.loadAvgEnd = os.loadavg();
+  meta.seconds = (Date.now() - started.getTime()) / 1000;
+  for (const r of wasm) delete r.oursOutput;
+  const report = { meta, wasm, native };
+  report.targets = evaluateTargets(report);
+  const md = renderMarkdown(report);
+  console.log(md);
+  if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2) + '\n');
+  if (args.md) writeFileSync(args.md, md);
+  log(`done in ${meta.seconds.toFixed(0)} s`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
