@@ -57,6 +57,33 @@ void BenchAttention(benchmark::State& state, const KernelTable* t,
       benchmark::Counter::kIs1000);
 }
 
+// D1: one decoding step, 768 wide, 12 heads, over 512 cached tokens. The
+// cache is rolled back each iteration so every step sees the same length.
+void BenchDecodeStep(benchmark::State& state, const KernelTable* t) {
+  constexpr size_t d = 768, heads = 12, cached = 512;
+  MhaConfig config;
+  config.d_model = d;
+  config.num_heads = heads;
+  MultiHeadAttention mha(config, *t);
+  const float s = 1.0f / std::sqrt(float(d));
+  const std::vector<float> wq = RandomVector(d * d, s, 1), wk = RandomVector(d * d, s, 2),
+                           wv = RandomVector(d * d, s, 3), wo = RandomVector(d * d, s, 4),
+                           bias = RandomVector(d, 0.1f, 5);
+  mha.SetWeights({wq, wk, wv, wo, bias, bias, bias, bias});
+  KVCache cache = mha.CreateKVCache(1, cached + 1);
+  const std::vector<float> prompt = RandomVector(cached * d, 1.0f, 6);
+  mha.ForwardIncremental(Tensor3{prompt, 1, cached, d}, cache);
+  const std::vector<float> token = RandomVector(d, 1.0f, 7);
+  for (auto _ : state) {
+    cache.Truncate(cached);
+    benchmark::DoNotOptimize(
+        mha.ForwardIncremental(Tensor3{token, 1, 1, d}, cache).output.data());
+  }
+  const double flops = 4.0 * 2 * d * d + 2.0 * 2 * (cached + 1) * d;
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
 void RegisterAll() {
   struct Shape {
     size_t m, k, n;
@@ -73,6 +100,8 @@ void RegisterAll() {
         const std::string name = std::string("attention/") + t.name + "/" + w.name;
         benchmark::RegisterBenchmark(name.c_str(), BenchAttention, &t, w);
       }
+      benchmark::RegisterBenchmark((std::string("attention/") + t.name + "/D1").c_str(),
+                                   BenchDecodeStep, &t);
     }
   }
 }

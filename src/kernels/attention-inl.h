@@ -29,9 +29,12 @@ struct Attention {
 
   struct Block {
     size_t q0, nq;    // queries [q0, q0 + nq)
-    size_t cols;      // nq rounded up to whole panels: columns of S^T
+    bool by_dots;     // scores as dot products (few queries), else GEMM
+    size_t cols;      // columns of S^T: nq rounded up to whole panels
+                      // (GEMM) or whole vectors (dots)
     size_t key_end;   // keys [0, key_end) may be visible to the block
-    float* qt;        // [cols / kPanel panels][dk][kPanel], scaled
+    float* qt;        // scaled queries: GEMM panels [cols / kPanel][dk]
+                      // [kPanel], or rows [nq][dk] for dots
     float* st;        // [kBk][cols]
     float* o;         // [kBq][dv]
     float* m;         // [cols] running max
@@ -47,12 +50,58 @@ struct Attention {
     return true;
   }
 
+  // The GEMM computes S^T a whole panel of queries at a time; with few
+  // queries (decoding: one) most of that panel is padding. Per key, the
+  // GEMM costs (kPanel / kL) * dk vector FMAs; dot products cost, per
+  // query, dk / kL FMAs plus a horizontal sum (about log2(kL) + 2 ops).
+  static bool DotsCheaper(size_t nq, size_t dk) {
+    size_t reduce = 2;
+    for (size_t l = kL; l > 1; l /= 2) ++reduce;
+    return nq * (dk / kL + reduce) < (G::kPanel / kL) * dk;
+  }
+
+  // S^T[j][i] = q_i . k_j for the block's queries, four keys at a time.
+  static void ScoresByDots(const AttentionArgs& a, const Block& b, size_t k0,
+                           size_t nk) {
+    for (size_t i = 0; i < b.nq; ++i) {
+      const float* q = b.qt + i * a.dk;
+      size_t j = 0;
+      for (; j + 4 <= nk; j += 4) {
+        const float* k = a.k + (k0 + j) * a.ldk;
+        V s0 = Ops::Zero(), s1 = Ops::Zero(), s2 = Ops::Zero(), s3 = Ops::Zero();
+        for (size_t d = 0; d < a.dk; d += kL) {
+          const V qv = Ops::Load(q + d);
+          s0 = Ops::MulAdd(qv, Ops::Load(k + d), s0);
+          s1 = Ops::MulAdd(qv, Ops::Load(k + a.ldk + d), s1);
+          s2 = Ops::MulAdd(qv, Ops::Load(k + 2 * a.ldk + d), s2);
+          s3 = Ops::MulAdd(qv, Ops::Load(k + 3 * a.ldk + d), s3);
+        }
+        b.st[j * b.cols + i] = Ops::ReduceSum(s0);
+        b.st[(j + 1) * b.cols + i] = Ops::ReduceSum(s1);
+        b.st[(j + 2) * b.cols + i] = Ops::ReduceSum(s2);
+        b.st[(j + 3) * b.cols + i] = Ops::ReduceSum(s3);
+      }
+      for (; j < nk; ++j) {
+        const float* k = a.k + (k0 + j) * a.ldk;
+        V s = Ops::Zero();
+        for (size_t d = 0; d < a.dk; d += kL) {
+          s = Ops::MulAdd(Ops::Load(q + d), Ops::Load(k + d), s);
+        }
+        b.st[j * b.cols + i] = Ops::ReduceSum(s);
+      }
+    }
+    for (size_t j = 0; j < nk; ++j) FillN(b.st + j * b.cols + b.nq, b.cols - b.nq, 0.0f);
+  }
+
   // S^T[j][i] = scale * q_i . k_j + masks, for keys [k0, k0 + nk).
   static void Scores(const AttentionArgs& a, const Block& b, size_t k0,
                      size_t nk) {
-    const GemmArgs g{a.k + k0 * a.ldk, a.ldk, nk,      a.dk, b.qt, a.dk,
-                     0,                b.cols, nullptr, b.st, b.cols};
-    G::Multiply(g);
+    if (b.by_dots) {
+      ScoresByDots(a, b, k0, nk);
+    } else {
+      G::Multiply({a.k + k0 * a.ldk, a.ldk, nk, a.dk, b.qt, a.dk, 0, b.cols,
+                   nullptr, b.st, b.cols});
+    }
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     if (a.key_valid != nullptr) {
       for (size_t j = 0; j < nk; ++j) {
@@ -163,7 +212,9 @@ struct Attention {
     b.alpha = b.l + kBq;
     for (b.q0 = 0; b.q0 < a.tq; b.q0 += kBq) {
       b.nq = std::min(kBq, a.tq - b.q0);
-      b.cols = (b.nq + G::kPanel - 1) / G::kPanel * G::kPanel;
+      b.by_dots = DotsCheaper(b.nq, a.dk);
+      const size_t width = b.by_dots ? kL : G::kPanel;
+      b.cols = (b.nq + width - 1) / width * width;
       b.key_end = a.tk;
       if (a.causal) {
         b.key_end = static_cast<size_t>(std::clamp<ptrdiff_t>(
@@ -195,9 +246,16 @@ struct Attention {
     }
   }
 
-  // Q^T of the block, times the softmax scale, as GEMM panels; queries past
-  // the end are zero columns.
+  // The block's queries times the softmax scale: rows for dot products, or
+  // Q^T as GEMM panels whose columns past the last query are zero.
   static void PackScaledQueries(const AttentionArgs& a, const Block& b) {
+    if (b.by_dots) {
+      for (size_t i = 0; i < b.nq; ++i) {
+        const float* q = a.q + (b.q0 + i) * a.ldq;
+        for (size_t d = 0; d < a.dk; ++d) b.qt[i * a.dk + d] = q[d] * a.scale;
+      }
+      return;
+    }
     for (size_t p = 0; p < b.cols / G::kPanel; ++p) {
       float* panel = b.qt + p * a.dk * G::kPanel;
       for (size_t c = 0; c < G::kPanel; ++c) {
