@@ -1,0 +1,143 @@
+// Backend comparison, native and wasm alike: every kernel table (each target
+// of each backend) on the same GEMM shapes and attention workloads, measured
+// interleaved (table A, B, C, A, B, C, ... for several rounds after a
+// warm-up) so that machine noise hits all of them alike. Prints median
+// GFLOP/s per table, and with --json FILE writes them.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/random_fill.h"
+#include "bench/workloads.h"
+#include "dispatch/dispatch.h"
+#include "multi_head_attention.h"
+
+namespace simd_attention::bench {
+namespace {
+
+struct Case {
+  std::string name;
+  double flops;
+  // Prepares inputs for one table and returns the timed call.
+  std::function<std::function<void()>(const KernelTable&)> prepare;
+};
+
+Case GemmCase(size_t m, size_t k, size_t n) {
+  Case c;
+  c.name = "gemm " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+  c.flops = 2.0 * m * k * n;
+  c.prepare = [m, k, n](const KernelTable& t) -> std::function<void()> {
+    auto a = std::make_shared<std::vector<float>>(RandomVector(m * k, 1.0f, 1));
+    const std::vector<float> w = RandomVector(k * n, 1.0f, 2);
+    auto packed = std::make_shared<std::vector<float>>(PackedFloats(t, k, n));
+    t.pack_b(w.data(), k, n, packed->data());
+    auto out = std::make_shared<std::vector<float>>(m * n);
+    const GemmArgs g{a->data(), k, m, k, packed->data(), k, 0, n, nullptr, out->data(), n};
+    return [&t, g, a, packed, out] { t.gemm(g); };
+  };
+  return c;
+}
+
+Case AttentionCase(const Workload& w) {
+  Case c;
+  c.name = std::string("attention ") + w.name;
+  c.flops = WorkloadFlops(w);
+  c.prepare = [w](const KernelTable& t) -> std::function<void()> {
+    MhaConfig config;
+    config.d_model = w.d_model;
+    config.num_heads = w.heads;
+    auto mha = std::make_shared<MultiHeadAttention>(config, t);
+    const size_t d = w.d_model;
+    const float s = 1.0f / std::sqrt(float(d));
+    const std::vector<float> wq = RandomVector(d * d, s, 1), wk = RandomVector(d * d, s, 2),
+                             wv = RandomVector(d * d, s, 3), wo = RandomVector(d * d, s, 4),
+                             bias = RandomVector(d, 0.1f, 5);
+    mha->SetWeights({wq, wk, wv, wo, bias, bias, bias, bias});
+    auto xq = std::make_shared<std::vector<float>>(RandomVector(w.tq * d, 1.0f, 6));
+    auto xkv = std::make_shared<std::vector<float>>(RandomVector(w.tk * d, 1.0f, 7));
+    return [w, mha, xq, xkv, d] {
+      const Tensor3 q{*xq, 1, w.tq, d};
+      const Tensor3 kv = w.cross ? Tensor3{*xkv, 1, w.tk, d} : q;
+      MhaOptions options;
+      options.causal = w.causal;
+      mha->Forward(q, kv, kv, options);
+    };
+  };
+  return c;
+}
+
+double Seconds(const std::function<void()>& f, int reps) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+         reps;
+}
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) {
+  using namespace simd_attention;
+  using namespace simd_attention::bench;
+  const char* json_path = nullptr;
+  int rounds = 7;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
+  }
+  std::vector<const KernelTable*> tables;
+  for (Backend b : AvailableBackends()) {
+    for (const KernelTable& t : KernelTables(b)) tables.push_back(&t);
+  }
+  std::vector<Case> cases = {GemmCase(128, 768, 768), GemmCase(512, 384, 384),
+                             GemmCase(10, 512, 512)};
+  for (const Workload& w : Workloads()) cases.push_back(AttentionCase(w));
+
+  FILE* json = json_path ? std::fopen(json_path, "w") : nullptr;
+  if (json) std::fprintf(json, "[\n");
+  std::printf("%-18s", "GFLOP/s (median)");
+  for (const KernelTable* t : tables) std::printf(" %15s", t->name);
+  std::printf("\n");
+  bool first = true;
+  for (const Case& c : cases) {
+    std::vector<std::function<void()>> calls;
+    for (const KernelTable* t : tables) calls.push_back(c.prepare(*t));
+    // Repetitions per sample: about 20 ms on the fastest table.
+    std::vector<int> reps(tables.size());
+    for (size_t i = 0; i < tables.size(); ++i) {
+      calls[i]();  // warm-up
+      reps[i] = std::max(1, int(0.02 / std::max(Seconds(calls[i], 1), 1e-7)));
+    }
+    std::vector<std::vector<double>> samples(tables.size());
+    for (int r = 0; r < rounds; ++r) {
+      for (size_t i = 0; i < tables.size(); ++i) {
+        samples[i].push_back(Seconds(calls[i], reps[i]));
+      }
+    }
+    std::printf("%-18s", c.name.c_str());
+    for (size_t i = 0; i < tables.size(); ++i) {
+      std::sort(samples[i].begin(), samples[i].end());
+      const double median = samples[i][samples[i].size() / 2];
+      std::printf(" %15.2f", c.flops / median * 1e-9);
+      if (json) {
+        std::fprintf(json, "%s  {\"case\": \"%s\", \"table\": \"%s\", \"median_ms\": %.6f, "
+                     "\"gflops\": %.3f}", first ? "" : ",\n", c.name.c_str(), tables[i]->name,
+                     median * 1e3, c.flops / median * 1e-9);
+        first = false;
+      }
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (json) {
+    std::fprintf(json, "\n]\n");
+    std::fclose(json);
+  }
+  return 0;
+}
