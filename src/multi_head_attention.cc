@@ -6,7 +6,6 @@
 #include <string>
 
 #include "dispatch/dispatch.h"
-#include "kernels/attention.h"
 #include "validate.h"
 
 namespace simd_attention {
