@@ -1,0 +1,71 @@
+// Shared helpers of the Embind glue: copying JS typed arrays into the wasm
+// heap, returning fresh Float32Array copies, and turning C++ exceptions into
+// values the JS layer (web/index.js) throws as JS errors.
+//
+// Why errors are returned, not thrown: a JS exception thrown from inside wasm
+// (emscripten::val::throw_) unwinds through Embind's generated invoker, which
+// then skips freeing its argument temporaries, and a C++ exception that
+// escapes reaches JS as an opaque WebAssembly.Exception. So every entry point
+// runs inside Guard(), which catches everything C++ throws and returns
+// {saError: kind, message} instead; web/index.js turns that into an
+// Error/RangeError with the same message. Nothing ever unwinds through wasm
+// frames, so the instance stays usable after an error.
+#pragma once
+
+#include <emscripten/val.h>
+
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace simd_attention::bindings {
+
+using emscripten::val;
+
+// A value the JS side recognises as a failure (see web/index.js, unwrap()).
+val ErrorValue(const char* kind, const std::string& message);
+
+// Runs `body` (returning val) and converts any exception into ErrorValue:
+//   std::invalid_argument -> "invalid_argument" (JS RangeError)
+//   std::bad_alloc, std::length_error -> "out_of_memory" (JS RangeError)
+//   std::logic_error -> "logic_error" (JS Error)
+//   anything else -> "error" (JS Error)
+template <typename Body>
+val Guard(Body&& body) {
+  try {
+    return body();
+  } catch (const std::invalid_argument& e) {
+    return ErrorValue("invalid_argument", e.what());
+  } catch (const std::length_error& e) {
+    return ErrorValue("out_of_memory", e.what());
+  } catch (const std::bad_alloc& e) {
+    return ErrorValue("out_of_memory", e.what());
+  } catch (const std::logic_error& e) {
+    return ErrorValue("logic_error", e.what());
+  } catch (const std::exception& e) {
+    return ErrorValue("error", e.what());
+  } catch (...) {
+    return ErrorValue("error", "unknown C++ exception");
+  }
+}
+
+// True if `v` is neither undefined nor null.
+inline bool Given(const val& v) { return !v.isUndefined() && !v.isNull(); }
+
+// One copy of a JS Float32Array / Uint8Array into a heap vector (the
+// TypedArray.prototype.set of a view onto the freshly allocated storage).
+std::vector<float> CopyFloats(const val& array);
+std::vector<uint8_t> CopyBytes(const val& array);
+// Same, for an optional property: empty if undefined/null.
+std::vector<float> CopyFloatsIfGiven(const val& object, const char* key);
+
+// A fresh Float32Array holding a copy of `data` (never a view onto the heap,
+// so it stays valid when the heap grows or the vector is freed).
+val ToFloat32Array(const std::vector<float>& data);
+
+// A non-negative integer property (JS validated it is one).
+size_t SizeOf(const val& object, const char* key);
+
+}  // namespace simd_attention::bindings

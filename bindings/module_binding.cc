@@ -1,0 +1,63 @@
+// Module-level Embind functions: which backends this build has, which
+// kernels a backend runs on, and heap statistics (for leak tests and apps
+// that watch memory).
+#include <emscripten/bind.h>
+#include <emscripten/heap.h>
+#include <malloc.h>
+
+#include <string>
+
+#include "dispatch/dispatch.h"
+#include "glue.h"
+
+namespace simd_attention::bindings {
+namespace {
+
+val Backends() {
+  val names = val::array();
+  for (Backend b : AvailableBackends()) {
+    names.call<void>("push", std::string(BackendName(b)));
+  }
+  return names;
+}
+
+// {backend, kernels: the KernelTable name a new object of this backend runs
+// on, lanes}; an unknown or missing backend is an error value.
+val KernelInfo(const std::string& backend) {
+  return Guard([&] {
+    const KernelTable& t = BestKernels(ParseBackend(backend));
+    val v = val::object();
+    v.set("backend", std::string(BackendName(t.backend)));
+    v.set("kernels", std::string(t.name));
+    v.set("lanes", t.lanes);
+    return v;
+  });
+}
+
+val MemoryStats() {
+  const struct mallinfo m = mallinfo();
+  val v = val::object();
+  v.set("heapBytes", static_cast<double>(emscripten_get_heap_size()));
+  v.set("maxHeapBytes", static_cast<double>(emscripten_get_heap_max()));
+  v.set("allocatedBytes", static_cast<double>(m.uordblks));
+  return v;
+}
+
+bool CompiledWithSimd() {
+#ifdef __wasm_simd128__
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(simd_attention_module) {
+  emscripten::function("backends", &Backends);
+  emscripten::function("kernelInfo", &KernelInfo);
+  emscripten::function("memoryStats", &MemoryStats);
+  emscripten::function("compiledWithSimd", &CompiledWithSimd);
+}
+
+}  // namespace simd_attention::bindings

@@ -1,0 +1,122 @@
+#include "pytorch_weights.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace simd_attention::bindings {
+namespace {
+
+std::string Shape(size_t rows, size_t cols) {
+  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
+void ExpectLength(const char* name, const std::vector<float>& v,
+                  size_t expected, const std::string& shape) {
+  if (v.size() != expected) {
+    throw std::invalid_argument(
+        std::string(name) + ": expected " + std::to_string(expected) +
+        " values for shape " + shape + " (PyTorch layout), got " +
+        std::to_string(v.size()));
+  }
+}
+
+// Rows [row0, row0 + rows) of src [*, cols], transposed: -> [cols, rows].
+std::vector<float> TransposeRows(const std::vector<float>& src, size_t row0,
+                                 size_t rows, size_t cols) {
+  std::vector<float> out(rows * cols);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) {
+      out[c * rows + r] = src[(row0 + r) * cols + c];
+    }
+  }
+  return out;
+}
+
+const std::vector<float>& Required(const std::optional<std::vector<float>>& v,
+                                   const char* name, const char* why) {
+  if (!v) {
+    throw std::invalid_argument(std::string(name) + ": missing (" + why + ")");
+  }
+  return *v;
+}
+
+}  // namespace
+
+MhaWeights OwnedMhaWeights::weights() const {
+  return MhaWeights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o};
+}
+
+OwnedMhaWeights FromTorchState(const MhaConfig& c, const TorchMhaState& s) {
+  const size_t e = c.d_model;
+  const size_t hk = c.d_model;  // num_heads * head_dim, head_dim = E / H
+  const size_t hv = c.num_heads * c.head_dim_v;
+  OwnedMhaWeights w;
+
+  const bool packed = s.in_proj_weight.has_value();
+  const bool separate = s.q_proj_weight || s.k_proj_weight || s.v_proj_weight;
+  if (packed && separate) {
+    throw std::invalid_argument(
+        "in_proj_weight: given together with q_proj_weight/k_proj_weight/"
+        "v_proj_weight; pass either the packed or the separate weights");
+  }
+  if (packed) {
+    if (c.kdim != e || c.vdim != e) {
+      throw std::invalid_argument(
+          "in_proj_weight: PyTorch packs q, k and v only when kdim == vdim == "
+          "d_model (here kdim = " + std::to_string(c.kdim) + ", vdim = " +
+          std::to_string(c.vdim) + ", d_model = " + std::to_string(e) +
+          "); pass q_proj_weight, k_proj_weight and v_proj_weight");
+    }
+    const std::vector<float>& in = *s.in_proj_weight;
+    ExpectLength("in_proj_weight", in, (2 * hk + hv) * e,
+                 Shape(2 * hk + hv, e));
+    w.w_q = TransposeRows(in, 0, hk, e);
+    w.w_k = TransposeRows(in, hk, hk, e);
+    w.w_v = TransposeRows(in, 2 * hk, hv, e);
+  } else {
+    const char* why = "give in_proj_weight or all of q_proj_weight, "
+                      "k_proj_weight, v_proj_weight";
+    const auto& q = Required(s.q_proj_weight, "q_proj_weight", why);
+    const auto& k = Required(s.k_proj_weight, "k_proj_weight", why);
+    const auto& v = Required(s.v_proj_weight, "v_proj_weight", why);
+    ExpectLength("q_proj_weight", q, hk * e, Shape(hk, e));
+    ExpectLength("k_proj_weight", k, hk * c.kdim, Shape(hk, c.kdim));
+    ExpectLength("v_proj_weight", v, hv * c.vdim, Shape(hv, c.vdim));
+    w.w_q = TransposeRows(q, 0, hk, e);
+    w.w_k = TransposeRows(k, 0, hk, c.kdim);
+    w.w_v = TransposeRows(v, 0, hv, c.vdim);
+  }
+
+  const auto& out = Required(s.out_proj_weight, "out_proj.weight",
+                             "the output projection is always needed");
+  ExpectLength("out_proj.weight", out, e * hv, Shape(e, hv));
+  w.w_o = TransposeRows(out, 0, e, hv);
+
+  if (c.bias) {
+    const char* why = "config.bias is true";
+    const auto& in_b = Required(s.in_proj_bias, "in_proj_bias", why);
+    ExpectLength("in_proj_bias", in_b, 2 * hk + hv,
+                 "[" + std::to_string(2 * hk + hv) + "]");
+    w.b_q.assign(in_b.begin(), in_b.begin() + hk);
+    w.b_k.assign(in_b.begin() + hk, in_b.begin() + 2 * hk);
+    w.b_v.assign(in_b.begin() + 2 * hk, in_b.end());
+    const auto& out_b = Required(s.out_proj_bias, "out_proj.bias", why);
+    ExpectLength("out_proj.bias", out_b, e, "[" + std::to_string(e) + "]");
+    w.b_o = out_b;
+  } else {
+    auto reject = [](const char* name,
+                     const std::optional<std::vector<float>>& v) {
+      if (v) {
+        throw std::invalid_argument(
+            std::string(name) +
+            ": config.bias is false, so no bias may be given; got " +
+            std::to_string(v->size()) + " values");
+      }
+    };
+    reject("in_proj_bias", s.in_proj_bias);
+    reject("out_proj.bias", s.out_proj_bias);
+  }
+  return w;
+}
+
+}  // namespace simd_attention::bindings

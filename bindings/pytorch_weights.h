@@ -1,0 +1,40 @@
+// torch.nn.MultiheadAttention's state_dict -> the X @ W weights of
+// simd_attention::MhaWeights. Layout conversion only (transposes and row
+// slices), no arithmetic.
+//
+// PyTorch stores Linear weights as [out, in] (y = x W^T + b); this library
+// uses X @ W with W = [in, out], i.e. the transpose. nn.MultiheadAttention
+// keeps q, k and v either packed in in_proj_weight [3E, E] (rows: q; k; v)
+// when kdim == vdim == embed_dim, or separately as q_proj_weight [E, E],
+// k_proj_weight [E, kdim], v_proj_weight [E, vdim]. in_proj_bias [3E] is
+// always packed. out_proj.weight is [E, E], out_proj.bias [E].
+// Here the head widths may differ (head_dim_v): q/k rows are H*d_k, v rows
+// H*d_v, and out_proj.weight is [E, H*d_v].
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "multi_head_attention.h"
+
+namespace simd_attention::bindings {
+
+struct TorchMhaState {
+  std::optional<std::vector<float>> in_proj_weight, q_proj_weight,
+      k_proj_weight, v_proj_weight, in_proj_bias, out_proj_weight,
+      out_proj_bias;
+};
+
+// Owns the converted weights; weights() views them.
+struct OwnedMhaWeights {
+  std::vector<float> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
+  MhaWeights weights() const;
+};
+
+// `config` must be resolved (MultiHeadAttention::config()). Throws
+// std::invalid_argument naming the state_dict entry, the expected and the
+// given size for anything that does not fit.
+OwnedMhaWeights FromTorchState(const MhaConfig& config,
+                               const TorchMhaState& state);
+
+}  // namespace simd_attention::bindings
