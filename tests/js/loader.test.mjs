@@ -1,0 +1,191 @@
+// The loader: SIMD detection and forcing, where the .wasm comes from (the
+// package's dist/ by default, a folder or URL given as wasmPath, over HTTP as
+// in a browser), and results that are copies, not views onto the heap.
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import {
+  expectMatchesGolden, goldenCaseNames, loadGoldenCase, mhaArguments, webDir,
+} from './support/golden.mjs';
+import { createAttentionModule, wasmSimdSupported, withMha } from './support/modules.mjs';
+
+const distDir = path.join(webDir, 'dist');
+
+async function expectRejects(promise, Class, message) {
+  const error = await promise.then(() => undefined, (e) => e);
+  expect(error).toBeInstanceOf(Class);
+  expect(error.message).toBe(message);
+}
+const c = loadGoldenCase(goldenCaseNames('mha').find((n) => !loadGoldenCase(n).config.self_attention));
+const a = mhaArguments(c);
+
+function expectGolden(module) {
+  withMha(module, a.config, (mha) => {
+    mha.setWeights(a.weights);
+    expectMatchesGolden(mha.forward(a.query, a.key, a.value,
+      { ...a.options, returnAttnWeights: true, returnPerHeadOutput: true }), c);
+  });
+}
+
+test('Node 20 has wasm SIMD, so the SIMD build loads by default', async () => {
+  expect(wasmSimdSupported()).toBe(true);
+  const m = await createAttentionModule();
+  expect(m.simd).toBe(true);
+  expect(m.backend).toBe('highway');
+  expect(m.kernels).toMatch(/^highway:/);
+  expect(Object.isFrozen(m.backends)).toBe(true);
+  expectGolden(m);
+});
+
+test('simd: false forces the non-SIMD build', async () => {
+  const m = await createAttentionModule({ simd: false });
+  expect(m.simd).toBe(false);
+  expectGolden(m);
+});
+
+test('backend option sets the default backend of new objects', async () => {
+  const m = await createAttentionModule({ backend: 'scalar' });
+  expect(m.backend).toBe('scalar');
+  expect(m.kernels).toBe('scalar');
+  withMha(m, { dModel: 8, numHeads: 2 }, (mha) => expect(mha.config.backend).toBe('scalar'));
+  withMha(m, { dModel: 8, numHeads: 2, backend: 'highway' },
+    (mha) => expect(mha.kernels).toMatch(/^highway:/));
+});
+
+test('modules are independent instances', async () => {
+  const [m1, m2] = await Promise.all([createAttentionModule(), createAttentionModule()]);
+  const mha = new m1.MultiHeadAttention(a.config);
+  const before = m2.memoryStats().allocatedBytes;
+  mha.setWeights(a.weights);
+  expect(m2.memoryStats().allocatedBytes).toBe(before);
+  mha.dispose();
+});
+
+describe('wasmPath', () => {
+  test.each([
+    ['an absolute folder path', () => distDir],
+    ['a folder path with a trailing slash', () => `${distDir}/`],
+    ['a path relative to the working directory', () => path.relative(process.cwd(), distDir) || '.'],
+    ['a file: URL object', () => pathToFileURL(`${distDir}/`)],
+    ['a file: URL string without a trailing slash', () => pathToFileURL(distDir).href],
+  ])('%s', async (_, wasmPath) => {
+    for (const simd of [true, false]) {
+      expectGolden(await createAttentionModule({ simd, wasmPath: wasmPath() }));
+    }
+  });
+
+  test('a folder without the files', async () => {
+    const missing = path.join(webDir, 'no-such-folder');
+    await expectRejects(createAttentionModule({ wasmPath: missing }), Error,
+      `createAttentionModule: cannot read the wasm file ${missing}/simd_attention_simd.wasm ` +
+      '(ENOENT); build the package (npm run build) or set options.wasmPath');
+  });
+
+  test('a .wasm file instead of a folder', async () => {
+    await expectRejects(createAttentionModule({ wasmPath: `${distDir}/simd_attention_simd.wasm` }),
+      TypeError, 'createAttentionModule: options.wasmPath: expected the folder (or URL ' +
+      'prefix) that holds simd_attention_simd.wasm and simd_attention_nosimd.wasm, got the ' +
+      `file "${distDir}/simd_attention_simd.wasm"`);
+  });
+});
+
+describe('over HTTP, as in a browser (fetch + instantiateStreaming)', () => {
+  let server;
+  let base;
+  const served = [];
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      const url = new URL(req.url, 'http://x');
+      served.push(url.pathname);
+      const file = path.join(distDir, path.basename(url.pathname));
+      if (!url.pathname.startsWith('/wasm/') || !fs.existsSync(file)) {
+        res.writeHead(404).end();
+        return;
+      }
+      // /wasm/plain/ serves without the wasm MIME type: instantiateStreaming
+      // refuses that and the loader falls back to compiling the bytes.
+      const type = url.pathname.startsWith('/wasm/plain/')
+        ? 'application/octet-stream' : 'application/wasm';
+      res.writeHead(200, { 'Content-Type': type }).end(fs.readFileSync(file));
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${server.address().port}`;
+  });
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+  test.each([['application/wasm', '/wasm/'], ['another MIME type', '/wasm/plain/']])(
+    'served as %s', async (_, folder) => {
+      for (const simd of [true, false]) {
+        expectGolden(await createAttentionModule({ simd, wasmPath: `${base}${folder}` }));
+        expect(served.at(-1)).toBe(`${folder}simd_attention_${simd ? '' : 'no'}simd.wasm`);
+      }
+    });
+
+  test('HTTP 404', async () => {
+    await expectRejects(createAttentionModule({ wasmPath: `${base}/missing` }), Error,
+      `createAttentionModule: fetching ${base}/missing/simd_attention_simd.wasm ` +
+      'failed: HTTP 404; set options.wasmPath to where the .wasm files are served');
+  });
+});
+
+describe('results', () => {
+  test('are fresh arrays that survive heap growth', async () => {
+    const m = await createAttentionModule();
+    withMha(m, a.config, (mha) => {
+      mha.setWeights(a.weights);
+      const first = mha.forward(a.query, a.key, a.value, { returnAttnWeights: true });
+      const copy = first.output.data.slice();
+      expect(first.output.data.byteOffset).toBe(0);
+      expect(first.output.data.buffer.byteLength).toBe(first.output.data.byteLength);
+      const heap = m.memoryStats().heapBytes;
+      // Grow the heap: attention weights of [1, 2, 4096, 4096] take 128 MiB.
+      withMha(m, { dModel: 8, numHeads: 2 }, (big) => {
+        const w = new Float32Array(64).fill(0.1);
+        big.setWeights({ wQ: w, wK: w, wV: w, wO: w, bQ: w.subarray(0, 8),
+          bK: w.subarray(0, 8), bV: w.subarray(0, 8), bO: w.subarray(0, 8) });
+        const t = 4096;
+        const r = big.forward({ data: new Float32Array(t * 8).fill(1), shape: [t, 8] },
+          undefined, undefined, { returnAttnWeights: true });
+        expect(r.attnWeights.shape).toEqual([2, t, t]);
+      });
+      expect(m.memoryStats().heapBytes).toBeGreaterThan(heap);
+      expect(first.output.data).toEqual(copy);
+      expect(first.output.data.length).toBe(copy.length);
+    });
+  });
+
+  test('of an unbatched query are unbatched', async () => {
+    const m = await createAttentionModule();
+    const cfg = { dModel: 8, numHeads: 2 };
+    const w = new Float32Array(64).map((_, i) => Math.sin(i));
+    const b = w.subarray(0, 8);
+    withMha(m, cfg, (mha) => {
+      mha.setWeights({ wQ: w, wK: w, wV: w, wO: w, bQ: b, bK: b, bV: b, bO: b });
+      const x = new Float32Array(5 * 8).map((_, i) => Math.cos(i));
+      const mem = new Float32Array(3 * 8).map((_, i) => Math.sin(3 * i));
+      const opts = { returnAttnWeights: true, returnPerHeadOutput: true };
+      const flat = mha.forward({ data: x, shape: [5, 8] }, { data: mem, shape: [3, 8] },
+        undefined, opts);
+      const batched = mha.forward({ data: x, shape: [1, 5, 8] }, { data: mem, shape: [1, 3, 8] },
+        undefined, opts);
+      expect(flat.output.shape).toEqual([5, 8]);
+      expect(flat.attnWeights.shape).toEqual([2, 5, 3]);
+      expect(flat.perHeadOutput.shape).toEqual([2, 5, 8]);
+      expect(batched.output.shape).toEqual([1, 5, 8]);
+      expect(batched.attnWeights.shape).toEqual([1, 2, 5, 3]);
+      expect(flat.output.data).toEqual(batched.output.data);
+      expect(flat.attnWeights.data).toEqual(batched.attnWeights.data);
+    });
+  });
+
+  test('inputs are copied, not kept', async () => {
+    const m = await createAttentionModule();
+    withMha(m, a.config, (mha) => {
+      const weights = Object.fromEntries(Object.entries(a.weights).map(([k, v]) => [k, v.slice()]));
+      mha.setWeights(weights);
+      for (const v of Object.values(weights)) v.fill(NaN);
+      expectMatchesGolden(mha.forward(a.query, a.key, a.value, a.options), c);
+    });
+  });
+});

@@ -1,0 +1,164 @@
+// The package as a user gets it: `npm pack` web/, install the tarball into a
+// fresh project (offline: it has no dependencies), import 'simd-attention' by
+// name there, run a golden case on both builds, run the README's example
+// and type-check a TypeScript file against the shipped index.d.ts.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { goldenCaseNames, goldenDir, repoRoot, webDir } from './support/golden.mjs';
+
+const SHIPPED = [
+  'README.md', 'dist/simd_attention_nosimd.js', 'dist/simd_attention_nosimd.wasm',
+  'dist/simd_attention_simd.js', 'dist/simd_attention_simd.wasm', 'index.d.ts', 'index.js',
+  'package.json',
+];
+
+let tmp;
+let app;
+let packed;
+
+function run(cmd, args, cwd) {
+  return execFileSync(cmd, args, {
+    cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, npm_config_update_notifier: 'false', NODE_OPTIONS: '' },
+  });
+}
+
+beforeAll(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'simd-attention-pack-'));
+  [packed] = JSON.parse(run('npm', ['pack', webDir, '--json', '--pack-destination', tmp], repoRoot));
+  app = path.join(tmp, 'app');
+  fs.mkdirSync(app);
+  fs.writeFileSync(path.join(app, 'package.json'),
+    JSON.stringify({ name: 'app', private: true, type: 'module' }));
+  run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock',
+    path.join(tmp, packed.filename)], app);
+}, 120000);
+
+afterAll(() => {
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test('the tarball ships only what is needed', () => {
+  expect(packed.name).toBe('simd-attention');
+  expect(packed.files.map((f) => f.path).sort()).toEqual(SHIPPED);
+  const installed = path.join(app, 'node_modules', 'simd-attention');
+  expect(fs.existsSync(path.join(installed, 'dist', 'simd_attention_simd.wasm'))).toBe(true);
+});
+
+test("import('simd-attention') by name runs a golden case on both builds", () => {
+  const name = goldenCaseNames('mha').find((n) => n.startsWith('cross')) ??
+    goldenCaseNames('mha')[0];
+  // Reads the case the way an app would read its own data: raw files.
+  fs.writeFileSync(path.join(app, 'golden.mjs'), `
+import fs from 'node:fs';
+import path from 'node:path';
+import { createAttentionModule } from 'simd-attention';
+
+const dir = path.join(process.argv[2], process.argv[3]);
+const spec = JSON.parse(fs.readFileSync(path.join(dir, 'case.json'), 'utf8'));
+const read = (k) => {
+  const b = fs.readFileSync(path.join(dir, spec.tensors[k].file));
+  const data = spec.tensors[k].dtype === 'f32'
+    ? new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4) : new Uint8Array(b);
+  return { data: data.slice(), shape: spec.tensors[k].shape };
+};
+const c = spec.config;
+const report = [];
+for (const simd of [true, false]) {
+  const sa = await createAttentionModule({ simd });
+  const mha = new sa.MultiHeadAttention({ dModel: c.d_model, numHeads: c.num_heads,
+    kDim: c.kdim, vDim: c.vdim, headDimV: c.head_dim_v });
+  const w = {};
+  for (const [k, js] of [['w_q', 'wQ'], ['w_k', 'wK'], ['w_v', 'wV'], ['w_o', 'wO'],
+    ['b_q', 'bQ'], ['b_k', 'bK'], ['b_v', 'bV'], ['b_o', 'bO']]) w[js] = read(k).data;
+  mha.setWeights(w);
+  const q = read('query');
+  const self = c.self_attention;
+  const r = mha.forward(q, self ? undefined : read('key'), self ? undefined : read('value'),
+    { causal: Boolean(c.causal) });
+  const want = read('output').data;
+  let diff = 0;
+  r.output.data.forEach((v, i) => { diff = Math.max(diff, Math.abs(v - want[i])); });
+  report.push({ simd: sa.simd, backend: sa.backend, shape: r.output.shape, diff,
+    tolerance: spec.tolerance.abs });
+  mha.dispose();
+}
+console.log(JSON.stringify(report));
+`);
+  const report = JSON.parse(run('node', ['golden.mjs', goldenDir, name], app));
+  expect(report.map((r) => r.simd)).toEqual([true, false]);
+  for (const r of report) {
+    expect(r.backend).toBe('highway');
+    expect(r.diff).toBeLessThanOrEqual(r.tolerance);
+  }
+});
+
+test("the README's usage example runs as a Node ESM file", () => {
+  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## JavaScript package'));
+  expect(section.length).toBeGreaterThan(100);
+  const example = /```js\n([\s\S]*?)```/.exec(section)[1];
+  expect(example).toContain("from 'simd-attention'");
+  expect(example.trimEnd().split('\n').length).toBeLessThanOrEqual(10);
+  fs.writeFileSync(path.join(app, 'example.mjs'), example);
+  const printed = run('node', ['example.mjs'], app);
+  expect(printed.trim()).toBe('true [ 2, 5, 8 ] [ 2, 2, 5, 7 ]');
+});
+
+test('TypeScript finds index.d.ts through the exports map and accepts typical use', () => {
+  fs.writeFileSync(path.join(app, 'check.ts'), `
+import createDefault, { createAttentionModule, wasmSimdSupported, type Tensor,
+  type MultiHeadAttention, type ForwardResult } from 'simd-attention';
+
+const sa = await createAttentionModule({ simd: wasmSimdSupported(), backend: 'highway' });
+const other: typeof createAttentionModule = createDefault;
+const mha: MultiHeadAttention = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, backend: sa.backend });
+const w = new Float32Array(64);
+mha.setWeights({ wQ: w, wK: w, wV: w, wO: w });
+mha.setWeightsFromPyTorch({ in_proj_weight: new Float32Array(192), 'out_proj.weight': w });
+const x: Tensor = { data: new Float32Array(40), shape: [5, 8] };
+const r: ForwardResult = mha.forward(x, x, undefined, { causal: true, keyPaddingMask: new Uint8Array(5) });
+const probs: Float32Array | undefined = r.attnWeights?.data;
+const n: number = sa.memoryStats().allocatedBytes + mha.config.headDim + r.output.shape[0];
+const names: string[] = sa.backends;
+mha[Symbol.dispose]();
+export const used = [other, probs, n, names, mha.kernels, mha.disposed];
+
+// @ts-expect-error: data must be a Float32Array
+mha.forward({ data: [1, 2], shape: [1, 2] });
+// @ts-expect-error: unknown backend name for the module
+void createAttentionModule({ backend: 'neon' });
+// @ts-expect-error: wQ is required
+mha.setWeights({ wK: w, wV: w, wO: w });
+`);
+  // With `using`, which needs the esnext.disposable lib (whose Symbol.dispose
+  // must merge with the declaration in index.d.ts).
+  fs.writeFileSync(path.join(app, 'using.ts'), `
+import { createAttentionModule } from 'simd-attention';
+const sa = await createAttentionModule();
+{
+  using mha = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2 });
+  mha.forward({ data: new Float32Array(40), shape: [5, 8] });
+}
+`);
+  const tsc = path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
+  // No DOM or Node typings: the .d.ts must stand on the ES library alone.
+  for (const [file, lib] of [['check.ts', ['es2022']], ['using.ts', ['esnext']]]) {
+    fs.writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: {
+        target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true,
+        noEmit: true, skipLibCheck: false, types: [], lib,
+      },
+      files: [file],
+    }));
+    let output = '';
+    try {
+      output = run(process.execPath, [tsc, '-p', 'tsconfig.json'], app);
+    } catch (e) {
+      output = `${e.stdout}${e.stderr}`;
+    }
+    expect({ file, output }).toEqual({ file, output: '' });
+  }
+}, 60000);

@@ -1,0 +1,36 @@
+// The package under test, straight from web/ (the packaging test imports it
+// by name from an installed tarball instead).
+import { createAttentionModule } from '../../../web/index.js';
+
+export { createAttentionModule };
+export * from '../../../web/index.js';
+
+// One module per build, shared by the tests of a file.
+export async function loadBothBuilds() {
+  const [simd, nosimd] = await Promise.all([
+    createAttentionModule({ simd: true }),
+    createAttentionModule({ simd: false }),
+  ]);
+  return { simd, nosimd };
+}
+
+// Runs fn(mha) and disposes of the object whatever happens. (Node 20 has
+// Symbol.dispose but not yet the `using` declaration.)
+export function withMha(module, config, fn) {
+  const mha = new module.MultiHeadAttention(config);
+  try {
+    return fn(mha);
+  } finally {
+    mha[Symbol.dispose]();
+  }
+}
+
+// Objects disposed after each test of the file that imports this.
+const tracked = [];
+export function track(object) {
+  tracked.push(object);
+  return object;
+}
+afterEach(() => {
+  while (tracked.length) tracked.pop().dispose();
+});
