@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every tree: native (tests, benchmarks), the ASan/UBSan test build,
 # wasm with SIMD and wasm without SIMD (tests under node, the npm package's
-# modules). Usage: scripts/build.sh [native|sanitize|wasm|wasm-nosimd]...
+# modules), then copies the two package modules into web/dist/.
+# Usage: scripts/build.sh [native|sanitize|wasm|wasm-nosimd|package]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -21,9 +22,22 @@ build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128
     >/dev/null
   cmake --build "$1" -j"$jobs"
 }
+# The npm package's wasm files (bindings/, one per wasm tree) -> web/dist/.
+package_web() {
+  local dist=web/dist tree name f
+  mkdir -p "$dist"
+  for tree in wasm:simd_attention_simd wasm-nosimd:simd_attention_nosimd; do
+    name=${tree#*:}
+    for f in "build/${tree%%:*}/bindings/$name".{js,wasm}; do
+      [ -f "$f" ] || { echo "build: $f missing (build the ${tree%%:*} tree first)" >&2; exit 1; }
+      cp "$f" "$dist/"
+    done
+  done
+  ls -l "$dist"
+}
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(native sanitize wasm wasm-nosimd)
+[ ${#targets[@]} -gt 0 ] || targets=(native sanitize wasm wasm-nosimd package)
 for t in "${targets[@]}"; do
   echo "build: $t"
   case "$t" in
@@ -31,6 +45,7 @@ for t in "${targets[@]}"; do
     sanitize) build_sanitize ;;
     wasm) build_wasm build/wasm ON ;;
     wasm-nosimd) build_wasm build/wasm-nosimd OFF ;;
+    package) package_web ;;
     *) echo "build: unknown tree '$t'" >&2; exit 2 ;;
   esac
 done

@@ -14,3 +14,6 @@ run_ctest build/native
 run_ctest build/sanitize
 run_ctest build/wasm
 run_ctest build/wasm-nosimd
+# The npm package (web/) against the wasm builds copied into web/dist/.
+echo "test: jest"
+npm run --silent test:js
