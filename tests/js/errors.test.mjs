@@ -2,7 +2,7 @@
 // argument, the expected and the given value; the instance stays usable.
 import { expectMatchesGolden, goldenCaseNames, loadGoldenCase, mhaArguments, pytorchState }
   from './support/golden.mjs';
-import { createAttentionModule, track } from './support/modules.mjs';
+import { createAttentionModule, disposeSymbol, track } from './support/modules.mjs';
 
 const module = await createAttentionModule();
 // A small self-attention case with batch 1 and a cross case.
@@ -303,13 +303,16 @@ describe('call order and life cycle', () => {
     expectError(() => mha.setWeightsFromPyTorch({}), Error,
       `MultiHeadAttention.setWeightsFromPyTorch: ${gone}`);
     expect(() => mha.dispose()).not.toThrow();
-    expect(() => mha[Symbol.dispose]()).not.toThrow();
+    expect(() => mha[disposeSymbol]()).not.toThrow();
   });
-  test('Symbol.dispose disposes', () => {
+  test('[Symbol.dispose]() disposes; Symbol.for(\'Symbol.dispose\') is the fallback key', () => {
     const mha = ready();
-    mha[Symbol.dispose]();
+    expect(typeof mha[Symbol.for('Symbol.dispose')]).toBe('function');
+    if (typeof Symbol.dispose === 'symbol') {
+      expect(mha[Symbol.for('Symbol.dispose')]).toBe(mha[Symbol.dispose]);
+    }
+    mha[disposeSymbol]();
     expect(mha.disposed).toBe(true);
-    expect(mha[Symbol.for('Symbol.dispose')]).toBe(mha[Symbol.dispose]);
   });
   test('constructor without new', () => {
     expectError(() => module.MultiHeadAttention({ dModel: E, numHeads: H }), TypeError,

@@ -14,14 +14,19 @@ export async function loadBothBuilds() {
   return { simd, nosimd };
 }
 
-// Runs fn(mha) and disposes of the object whatever happens. (Node 20 has
-// Symbol.dispose but not yet the `using` declaration.)
+// Symbol.dispose where the engine has it; else the Symbol.for() key that
+// polyfills use (Node 20 defines Symbol.dispose in its main realm only, not
+// in the vm contexts Jest runs tests in).
+export const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+// Runs fn(mha) and disposes of the object whatever happens, the way a
+// `using` declaration would (Node 20 does not parse `using` yet).
 export function withMha(module, config, fn) {
   const mha = new module.MultiHeadAttention(config);
   try {
     return fn(mha);
   } finally {
-    mha[Symbol.dispose]();
+    mha[disposeSymbol]();
   }
 }
 
