@@ -262,13 +262,14 @@ function makeMultiHeadAttention(wasm, defaultBackend) {
         bias: optionalBoolean(where, 'config.bias', config.bias, true),
         backend,
       });
-      const error = raw.takeError();
-      if (error !== null) {
+      try {
+        unwrap(wasm, where, raw.takeError());
+        this.#info = Object.freeze(unwrap(wasm, where, raw.info()));
+      } catch (e) {
         raw.delete();
-        unwrap(wasm, where, error);
+        throw e;
       }
       this.#raw = raw;
-      this.#info = Object.freeze(unwrap(wasm, where, raw.info()));
       leakWarnings?.register(this, 'MultiHeadAttention', this.#token);
     }
 
