@@ -54,6 +54,40 @@ export async function runKernelsBench({ quick, workloads }) {
   }
 }
 
+/**
+ * GEMM 128x768x768 (M=128, K=768, N=768: the S2 projection; "768x768x128")
+ * of every table, each run sandwiched between two fma_peak measurements so
+ * that its efficiency is taken against the FMA throughput the core has at
+ * that moment (this VM's clock moves between about 2.6 and 3.6 GHz).
+ */
+export async function runGemmEfficiency({ quick }) {
+  const exe = path.join(repoRoot, 'build/native/bench/kernels_bench');
+  if (!existsSync(exe)) return { error: 'kernels_bench not built' };
+  const rounds = [];
+  for (let i = 0; i < (quick ? 1 : 3); i++) {
+    const before = await runFmaPeak();
+    const out = path.join(os.tmpdir(), `kernels_gemm_${process.pid}.json`);
+    try {
+      await execFileP(exe, [
+        '--benchmark_filter=^gemm/.*/128x768x768$',
+        `--benchmark_min_time=${quick ? 0.1 : 0.2}`,
+        `--benchmark_out=${out}`,
+        '--benchmark_out_format=json',
+      ], { maxBuffer: 64 << 20 });
+      const json = JSON.parse(await readFile(out, 'utf8'));
+      const after = await runFmaPeak();
+      const gflops = {};
+      for (const b of json.benchmarks) gflops[b.name.split('/')[1]] = b['GFLOP/s'] / 1e9;
+      rounds.push({ fmaBefore: before, fmaAfter: after, gflops });
+    } catch (e) {
+      return { error: String(e.message ?? e).split('\n')[0] };
+    } finally {
+      await rm(out, { force: true });
+    }
+  }
+  return { rounds };
+}
+
 export async function runFmaPeak() {
   const exe = path.join(repoRoot, 'build/bench-js/fma_peak');
   if (!existsSync(exe)) return { error: 'fma_peak not built (scripts/bench.sh builds it)' };

@@ -22,7 +22,7 @@ import { createOrtWeb } from './peers/ortweb.js';
 import { createTfjs } from './peers/tfjs.js';
 import { createOurs, oursVariants, variantName } from './peers/ours.js';
 import { createAttentionModule } from '../../web/index.js';
-import { repoRoot, runKernelsBench, runFmaPeak, runOrtNode } from './native.js';
+import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode } from './native.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
 
 const TOLERANCE = 1e-3;
@@ -162,11 +162,12 @@ async function runWorkload(w, args, variants) {
     log(`  ${e.name.padEnd(28)} ${e.error ? 'SKIP ' + e.error : `max |diff| ${e.maxAbsDiff.toExponential(1)}`}`);
     entries.push(e);
   }
-  const { samples, rounds } = await interleave(timed, timingOptions(args), log);
+  const { samples, cpuSamples, rounds } = await interleave(timed, timingOptions(args), log);
   for (const e of entries) {
     if (!samples.has(e.name)) continue;
     const s = summarize(samples.get(e.name));
-    Object.assign(e, s, { rounds, gflops: flops / (s.median * 1e6) });
+    const cpu = summarize(cpuSamples.get(e.name));
+    Object.assign(e, s, { rounds, gflops: flops / (s.median * 1e6), cpuMedian: cpu.median });
   }
   for (const c of candidates) {
     if (!c.peer.error) await c.peer.dispose?.();
@@ -314,13 +315,15 @@ async function main() {
     for (const r of wasm) if (r.oursOutput) references[r.workload.name] = r.oursOutput;
     log('\nnative: fma_peak');
     const fma = await runFmaPeak();
+    log('native: GEMM 128x768x768 between fma_peak runs');
+    const gemm = await runGemmEfficiency({ quick: args.quick });
     log('native: kernels_bench (Google Benchmark)');
     const kb = await runKernelsBench({ quick: args.quick, workloads: names.filter((n) => n !== 'D1') });
     log('native: onnxruntime-node');
     // Two implementations, both fast: a smaller budget than the wasm side's.
     const nativeTiming = { ...timingOptions(args), budgetMs: args.quick ? 2000 : 8000 };
     const ortNode = await runOrtNode({ names, references, timing: nativeTiming, tolerance: TOLERANCE });
-    native = { fma, kernelsBench: kb, ortNode };
+    native = { fma, gemm, kernelsBench: kb, ortNode };
     if (kb.error) log(`  kernels_bench: ${kb.error}`);
     if (ortNode.error) log(`  onnxruntime-node: ${ortNode.error}`);
   }

@@ -38,10 +38,18 @@ async function call(peer) {
   return r && typeof r.then === 'function' ? await r : r;
 }
 
-async function timedCall(peer) {
+// Wall time of one call (ms); the process's CPU time of it goes to `cpu`
+// (all threads: a wall time well above it means the core was shared).
+async function timedCall(peer, cpu) {
+  const c0 = cpu ? process.cpuUsage() : null;
   const t0 = performance.now();
   await call(peer);
-  return performance.now() - t0;
+  const wall = performance.now() - t0;
+  if (cpu) {
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
+  }
+  return wall;
 }
 
 /**
@@ -73,12 +81,14 @@ export async function interleave(peers, opts, log = () => {}) {
     .map((p) => `${p.name} ${reps.get(p.name)}`)
     .join(', ')})`);
   const samples = new Map(peers.map((p) => [p.name, []]));
+  const cpuSamples = new Map(peers.map((p) => [p.name, []]));
   for (let r = 0; r < rounds; r++) {
     for (let i = 0; i < peers.length; i++) {
       const p = peers[(i + r) % peers.length];
       const out = samples.get(p.name);
-      for (let k = reps.get(p.name); k > 0; k--) out.push(await timedCall(p));
+      const cpu = cpuSamples.get(p.name);
+      for (let k = reps.get(p.name); k > 0; k--) out.push(await timedCall(p, cpu));
     }
   }
-  return { samples, rounds };
+  return { samples, cpuSamples, rounds };
 }
