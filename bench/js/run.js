@@ -24,6 +24,7 @@ import { createOurs, oursVariants, variantName } from './peers/ours.js';
 import { createAttentionModule } from '../../web/index.js';
 import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode } from './native.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
+import { runDecodePreview } from './decode_preview.js';
 
 const TOLERANCE = 1e-3;
 
@@ -174,7 +175,13 @@ async function runWorkload(w, args, variants) {
   }
   const oursRef = outputs.get(variantName(variants[0]));
   globalThis.gc?.();
-  return { workload: { ...w, flops }, reference: referenceName, entries, oursOutput: oursRef };
+  return {
+    workload: { ...w, flops },
+    reference: referenceName,
+    referenceHead: reference ? [reference[0], reference[1]] : null,
+    entries,
+    oursOutput: oursRef,
+  };
 }
 
 // L1: T = 16384 causal self-attention, ours only (SIMD build, default
@@ -308,6 +315,13 @@ async function main() {
     else wasm.push(await runWorkload(w, args, variants));
   }
 
+  const d1 = wasm.find((r) => r.workload.name === 'D1');
+  let decodePreview = null;
+  if (d1) {
+    log('\nD1 preview through the C++ API (decode_bench, native and wasm)');
+    decodePreview = await runDecodePreview(repoRoot, d1.referenceHead);
+  }
+
   let native = null;
   if (args.native) {
     const names = selected.filter((w) => !w.oursOnly).map((w) => w.name);
@@ -330,7 +344,7 @@ async function main() {
   meta.loadAvgEnd = os.loadavg();
   meta.seconds = (Date.now() - started.getTime()) / 1000;
   for (const r of wasm) delete r.oursOutput;
-  const report = { meta, wasm, native };
+  const report = { meta, wasm, native, decodePreview };
   report.targets = evaluateTargets(report);
   const md = renderMarkdown(report);
   console.log(md);

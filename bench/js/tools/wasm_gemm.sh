@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds and runs bench/js/native/wasm_gemm_bench.cc: the GEMM of every kernel
+# table of the wasm SIMD build, timed inside wasm under node, between two
+# runs of fma_peak (its muladd128 is the roof of wasm-simd128 code here).
+#   bash bench/js/tools/wasm_gemm.sh [BUILD_TREE]   (default build/wasm)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
+cd "$ROOT"
+source scripts/env.sh
+tree="${1:-build/wasm}"
+[ -f "$tree/src/libsimd_attention.a" ] || { echo "no $tree/src/libsimd_attention.a: bash scripts/build.sh wasm" >&2; exit 1; }
+mkdir -p build/bench-js
+em++ -O3 -std=c++20 -msimd128 -fwasm-exceptions -I src \
+  bench/js/native/wasm_gemm_bench.cc "$tree/src/libsimd_attention.a" \
+  -sALLOW_MEMORY_GROWTH=1 -sWASM_ASYNC_COMPILATION=0 -fwasm-exceptions \
+  -o build/bench-js/wasm_gemm_bench.js
+[ -x build/bench-js/fma_peak ] || cc -O2 -Wall -o build/bench-js/fma_peak bench/js/native/fma_peak.c
+build/bench-js/fma_peak
+node build/bench-js/wasm_gemm_bench.js
+build/bench-js/fma_peak
