@@ -97,6 +97,27 @@ void LayerNorm::Forward(const float* x, size_t rows, float* out) const {
   kernels_->layer_norm(x, rows, d_model_, gamma_.data(), beta_.data(), eps_, out);
 }
 
+std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
+                                    float eps, const KernelTable& kernels) {
+  const size_t d = x.features;
+  if (d == 0) throw std::invalid_argument("x.features: must be > 0, got 0");
+  CheckLength("x", x.data.size(), {x.batch, x.tokens, d});
+  CheckLength("gamma", w.gamma.size(), {d});
+  CheckLength("beta", w.beta.size(), {d});
+  if (!(eps > 0.0f) || !std::isfinite(eps)) {
+    throw std::invalid_argument("eps: must be a finite number > 0, got " + std::to_string(eps));
+  }
+  CheckFinite("x", x.data);
+  CheckFinite("gamma", w.gamma);
+  CheckFinite("beta", w.beta);
+  std::vector<float> out(x.data.size());
+  if (!out.empty()) {
+    kernels.layer_norm(x.data.data(), x.batch * x.tokens, d, w.gamma.data(), w.beta.data(),
+                       eps, out.data());
+  }
+  return out;
+}
+
 TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config)
     : TransformerEncoderLayer(config, BestKernels(config.backend)) {}
 
@@ -114,10 +135,19 @@ void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
                                          const FfnWeights& ffn,
                                          const NormWeights& norm1,
                                          const NormWeights& norm2) {
-  attention_.SetWeights(attention);
-  ffn_.SetWeights(ffn);
-  norm1_.SetWeights("norm1", norm1);
-  norm2_.SetWeights("norm2", norm2);
+  // All or nothing: new parts are built aside and swapped in once every
+  // weight has been accepted.
+  MultiHeadAttention new_attention(attention_.config(), attention_.kernels());
+  new_attention.SetWeights(attention);
+  FeedForward new_ffn = ffn_;
+  new_ffn.SetWeights(ffn);
+  LayerNorm new_norm1 = norm1_, new_norm2 = norm2_;
+  new_norm1.SetWeights("norm1", norm1);
+  new_norm2.SetWeights("norm2", norm2);
+  attention_ = std::move(new_attention);
+  ffn_ = std::move(new_ffn);
+  norm1_ = std::move(new_norm1);
+  norm2_ = std::move(new_norm2);
 }
 
 std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
@@ -161,12 +191,23 @@ void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
                                          const NormWeights& norm1,
                                          const NormWeights& norm2,
                                          const NormWeights& norm3) {
-  self_attention_.SetWeights(self_attention);
-  cross_attention_.SetWeights(cross_attention);
-  ffn_.SetWeights(ffn);
-  norm1_.SetWeights("norm1", norm1);
-  norm2_.SetWeights("norm2", norm2);
-  norm3_.SetWeights("norm3", norm3);
+  // All or nothing, as in the encoder.
+  MultiHeadAttention new_self(self_attention_.config(), self_attention_.kernels());
+  new_self.SetWeights(self_attention);
+  MultiHeadAttention new_cross(cross_attention_.config(), cross_attention_.kernels());
+  new_cross.SetWeights(cross_attention);
+  FeedForward new_ffn = ffn_;
+  new_ffn.SetWeights(ffn);
+  LayerNorm new_norm1 = norm1_, new_norm2 = norm2_, new_norm3 = norm3_;
+  new_norm1.SetWeights("norm1", norm1);
+  new_norm2.SetWeights("norm2", norm2);
+  new_norm3.SetWeights("norm3", norm3);
+  self_attention_ = std::move(new_self);
+  cross_attention_ = std::move(new_cross);
+  ffn_ = std::move(new_ffn);
+  norm1_ = std::move(new_norm1);
+  norm2_ = std::move(new_norm2);
+  norm3_ = std::move(new_norm3);
 }
 
 template <class SelfAttend, class CrossAttend>

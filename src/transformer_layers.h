@@ -64,6 +64,13 @@ class LayerNorm {
   std::vector<float> gamma_, beta_;
 };
 
+// LayerNorm over the last dimension of x (rows of x.features floats) on the
+// given kernels, without a LayerNorm object: out = (x - mean) / sqrt(var +
+// eps) * gamma + beta. Throws std::invalid_argument naming x, gamma, beta or
+// eps when a length does not fit, a value is not finite or eps <= 0.
+std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
+                                    float eps, const KernelTable& kernels);
+
 struct EncoderOptions {
   std::span<const uint8_t> key_padding_mask;  // [B, T], nonzero = real
   bool causal = false;

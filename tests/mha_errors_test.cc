@@ -25,28 +25,6 @@ constexpr double kTol = 1e-4;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Succeeds if `f` throws an E whose what() contains every fragment.
-template <class E, class F>
-::testing::AssertionResult ThrowsWith(
-    F&& f, std::initializer_list<std::string_view> fragments) {
-  try {
-    f();
-  } catch (const E& e) {
-    const std::string message = e.what();
-    for (std::string_view fragment : fragments) {
-      if (message.find(fragment) == std::string::npos) {
-        return ::testing::AssertionFailure()
-               << "message \"" << message << "\" lacks \"" << fragment << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess() << message;
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure()
-           << "threw the wrong type, message \"" << e.what() << "\"";
-  }
-  return ::testing::AssertionFailure() << "did not throw";
-}
-
 MhaConfig Config(size_t d_model, size_t num_heads, bool bias = true) {
   MhaConfig c;
   c.d_model = d_model;

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dispatch/kernel_table.h"
@@ -22,5 +24,27 @@ std::string TableTestName(const KernelTable& table);
 ::testing::AssertionResult AllNear(std::span<const float> actual,
                                    std::span<const float> expected,
                                    double tolerance);
+
+// Succeeds if `f` throws an E whose what() contains every fragment.
+template <class E, class F>
+::testing::AssertionResult ThrowsWith(
+    F&& f, std::initializer_list<std::string_view> fragments) {
+  try {
+    f();
+  } catch (const E& e) {
+    const std::string message = e.what();
+    for (std::string_view fragment : fragments) {
+      if (message.find(fragment) == std::string::npos) {
+        return ::testing::AssertionFailure()
+               << "message \"" << message << "\" lacks \"" << fragment << "\"";
+      }
+    }
+    return ::testing::AssertionSuccess() << message;
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure()
+           << "threw the wrong type, message \"" << e.what() << "\"";
+  }
+  return ::testing::AssertionFailure() << "did not throw";
+}
 
 }  // namespace simd_attention::testing

@@ -30,12 +30,15 @@ struct Elementwise {
     return Math::CopySign(y, x);
   }
 
-  // tanh(y) = 1 - 2 / (e^{2y} + 1): exact limits at +-inf of e^{2y}.
+  // tanh(y) = sign(y) (1 - e) / (1 + e) with e = e^{-2|y|} in (0, 1]: Exp
+  // never sees a large positive argument (Highway's Exp is only defined up
+  // to +104 and returns garbage beyond it).
   template <class T, class Math>
   static T Tanh(T y) {
-    const T e = Math::Exp(Math::Add(y, y));
-    return Math::Sub(Math::Set(1.0f),
-                     Math::Div(Math::Set(2.0f), Math::Add(e, Math::Set(1.0f))));
+    const T a = Math::Abs(y);
+    const T e = Math::Exp(Math::Sub(Math::Zero(), Math::Add(a, a)));
+    const T one = Math::Set(1.0f);
+    return Math::CopySign(Math::Div(Math::Sub(one, e), Math::Add(one, e)), y);
   }
 
   template <class T, class Math>

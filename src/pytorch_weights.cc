@@ -3,15 +3,17 @@
 #include <stdexcept>
 #include <string>
 
-namespace simd_attention::bindings {
+namespace simd_attention {
 namespace {
+
+using Entry = std::optional<std::span<const float>>;
 
 std::string Shape(size_t rows, size_t cols) {
   return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
 }
 
-void ExpectLength(const char* name, const std::vector<float>& v,
-                  size_t expected, const std::string& shape) {
+void ExpectLength(const char* name, std::span<const float> v, size_t expected,
+                  const std::string& shape) {
   if (v.size() != expected) {
     throw std::invalid_argument(
         std::string(name) + ": expected " + std::to_string(expected) +
@@ -21,7 +23,7 @@ void ExpectLength(const char* name, const std::vector<float>& v,
 }
 
 // Rows [row0, row0 + rows) of src [*, cols], transposed: -> [cols, rows].
-std::vector<float> TransposeRows(const std::vector<float>& src, size_t row0,
+std::vector<float> TransposeRows(std::span<const float> src, size_t row0,
                                  size_t rows, size_t cols) {
   std::vector<float> out(rows * cols);
   for (size_t r = 0; r < rows; ++r) {
@@ -32,12 +34,25 @@ std::vector<float> TransposeRows(const std::vector<float>& src, size_t row0,
   return out;
 }
 
-const std::vector<float>& Required(const std::optional<std::vector<float>>& v,
-                                   const char* name, const char* why) {
+std::span<const float> Required(const Entry& v, const char* name, const char* why) {
   if (!v) {
     throw std::invalid_argument(std::string(name) + ": missing (" + why + ")");
   }
   return *v;
+}
+
+// kdim, vdim and head_dim_v as MultiHeadAttention resolves them.
+MhaConfig Resolve(MhaConfig c) {
+  if (c.d_model == 0 || c.num_heads == 0 || c.d_model % c.num_heads != 0) {
+    throw std::invalid_argument(
+        "config: d_model (" + std::to_string(c.d_model) +
+        ") must be a positive multiple of num_heads (" +
+        std::to_string(c.num_heads) + ")");
+  }
+  if (c.kdim == 0) c.kdim = c.d_model;
+  if (c.vdim == 0) c.vdim = c.d_model;
+  if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
+  return c;
 }
 
 }  // namespace
@@ -46,7 +61,8 @@ MhaWeights OwnedMhaWeights::weights() const {
   return MhaWeights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o};
 }
 
-OwnedMhaWeights FromTorchState(const MhaConfig& c, const TorchMhaState& s) {
+OwnedMhaWeights FromTorchState(const MhaConfig& config, const TorchMhaState& s) {
+  const MhaConfig c = Resolve(config);
   const size_t e = c.d_model;
   const size_t hk = c.d_model;  // num_heads * head_dim, head_dim = E / H
   const size_t hv = c.num_heads * c.head_dim_v;
@@ -67,18 +83,17 @@ OwnedMhaWeights FromTorchState(const MhaConfig& c, const TorchMhaState& s) {
           std::to_string(c.vdim) + ", d_model = " + std::to_string(e) +
           "); pass q_proj_weight, k_proj_weight and v_proj_weight");
     }
-    const std::vector<float>& in = *s.in_proj_weight;
-    ExpectLength("in_proj_weight", in, (2 * hk + hv) * e,
-                 Shape(2 * hk + hv, e));
+    const std::span<const float> in = *s.in_proj_weight;
+    ExpectLength("in_proj_weight", in, (2 * hk + hv) * e, Shape(2 * hk + hv, e));
     w.w_q = TransposeRows(in, 0, hk, e);
     w.w_k = TransposeRows(in, hk, hk, e);
     w.w_v = TransposeRows(in, 2 * hk, hv, e);
   } else {
     const char* why = "give in_proj_weight or all of q_proj_weight, "
                       "k_proj_weight, v_proj_weight";
-    const auto& q = Required(s.q_proj_weight, "q_proj_weight", why);
-    const auto& k = Required(s.k_proj_weight, "k_proj_weight", why);
-    const auto& v = Required(s.v_proj_weight, "v_proj_weight", why);
+    const auto q = Required(s.q_proj_weight, "q_proj_weight", why);
+    const auto k = Required(s.k_proj_weight, "k_proj_weight", why);
+    const auto v = Required(s.v_proj_weight, "v_proj_weight", why);
     ExpectLength("q_proj_weight", q, hk * e, Shape(hk, e));
     ExpectLength("k_proj_weight", k, hk * c.kdim, Shape(hk, c.kdim));
     ExpectLength("v_proj_weight", v, hv * c.vdim, Shape(hv, c.vdim));
@@ -87,25 +102,24 @@ OwnedMhaWeights FromTorchState(const MhaConfig& c, const TorchMhaState& s) {
     w.w_v = TransposeRows(v, 0, hv, c.vdim);
   }
 
-  const auto& out = Required(s.out_proj_weight, "out_proj.weight",
-                             "the output projection is always needed");
+  const auto out = Required(s.out_proj_weight, "out_proj.weight",
+                            "the output projection is always needed");
   ExpectLength("out_proj.weight", out, e * hv, Shape(e, hv));
   w.w_o = TransposeRows(out, 0, e, hv);
 
   if (c.bias) {
     const char* why = "config.bias is true";
-    const auto& in_b = Required(s.in_proj_bias, "in_proj_bias", why);
+    const auto in_b = Required(s.in_proj_bias, "in_proj_bias", why);
     ExpectLength("in_proj_bias", in_b, 2 * hk + hv,
                  "[" + std::to_string(2 * hk + hv) + "]");
     w.b_q.assign(in_b.begin(), in_b.begin() + hk);
     w.b_k.assign(in_b.begin() + hk, in_b.begin() + 2 * hk);
     w.b_v.assign(in_b.begin() + 2 * hk, in_b.end());
-    const auto& out_b = Required(s.out_proj_bias, "out_proj.bias", why);
+    const auto out_b = Required(s.out_proj_bias, "out_proj.bias", why);
     ExpectLength("out_proj.bias", out_b, e, "[" + std::to_string(e) + "]");
-    w.b_o = out_b;
+    w.b_o.assign(out_b.begin(), out_b.end());
   } else {
-    auto reject = [](const char* name,
-                     const std::optional<std::vector<float>>& v) {
+    auto reject = [](const char* name, const Entry& v) {
       if (v) {
         throw std::invalid_argument(
             std::string(name) +
@@ -119,4 +133,4 @@ OwnedMhaWeights FromTorchState(const MhaConfig& c, const TorchMhaState& s) {
   return w;
 }
 
-}  // namespace simd_attention::bindings
+}  // namespace simd_attention

@@ -1,0 +1,619 @@
+// The layers around attention beyond what the PyTorch golden cases cover:
+// pre-LN and GELU layers against the double-precision layer reference, the
+// element-wise kernels (activation, LayerNorm, residual add) directly on
+// every table, incremental decoding through a whole decoder layer, and
+// configuration and weight errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "golden.h"
+#include "incremental_util.h"
+#include "random_mha.h"
+#include "reference/layers_reference.h"
+#include "test_util.h"
+#include "transformer_layers.h"
+
+namespace simd_attention::testing {
+namespace {
+
+// Float kernels against the double reference through a whole layer.
+constexpr double kLayerTol = 1e-4;
+// One float path against another (same kernels, other tiling or caching).
+constexpr double kTol = 1e-5;
+
+const char* ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kGeluTanh:
+      return "gelu_tanh";
+    case Activation::kGeluErf:
+      return "gelu_erf";
+  }
+  return "?";
+}
+
+constexpr Activation kActivations[] = {Activation::kRelu, Activation::kGeluTanh,
+                                       Activation::kGeluErf};
+
+LayerConfig MakeConfig(size_t d_model, size_t num_heads, size_t ffn_dim,
+                       bool norm_first, Activation activation) {
+  LayerConfig c;
+  c.d_model = d_model;
+  c.num_heads = num_heads;
+  c.ffn_dim = ffn_dim;
+  c.norm_first = norm_first;
+  c.activation = activation;
+  return c;
+}
+
+// Every weight of an encoder or decoder layer, owned; torch-like scales so
+// activations stay O(1), and gamma/beta away from 1/0 so that a swapped or
+// ignored norm weight shows.
+struct LayerWeights {
+  OwnedWeights self_attention, cross_attention;
+  std::vector<float> w1, b1, w2, b2;
+  std::vector<float> gamma[3], beta[3];
+
+  FfnWeights Ffn() const { return {w1, b1, w2, b2}; }
+  NormWeights Norm(int i) const { return {gamma[i - 1], beta[i - 1]}; }
+};
+
+LayerWeights RandomLayerWeights(const LayerConfig& c, std::mt19937& rng) {
+  MhaConfig m;
+  m.d_model = c.d_model;
+  m.num_heads = c.num_heads;
+  m = Resolve(m);
+  LayerWeights w;
+  w.self_attention = RandomWeights(m, rng);
+  w.cross_attention = RandomWeights(m, rng);
+  const float s1 = 1.0f / std::sqrt(float(c.d_model));
+  const float s2 = 1.0f / std::sqrt(float(c.ffn_dim));
+  w.w1 = RandomVector(c.d_model * c.ffn_dim, s1, rng);
+  w.b1 = RandomVector(c.ffn_dim, s1, rng);
+  w.w2 = RandomVector(c.ffn_dim * c.d_model, s2, rng);
+  w.b2 = RandomVector(c.d_model, s2, rng);
+  for (int i = 0; i < 3; ++i) {
+    w.gamma[i] = RandomVector(c.d_model, 0.3f, rng);
+    for (float& g : w.gamma[i]) g += 1.0f;
+    w.beta[i] = RandomVector(c.d_model, 0.3f, rng);
+  }
+  return w;
+}
+
+// ---------------------------------------------------------------------------
+// Whole layers against the reference, every norm placement and activation.
+
+struct LayerShape {
+  size_t d_model, num_heads, ffn_dim;
+};
+// d_k 8 (whole vectors on narrow targets) and d_k 5 with an odd FFN width
+// (padding and row tails everywhere).
+constexpr LayerShape kShapes[] = {{24, 3, 40}, {20, 4, 33}};
+
+TEST(LayersVsReference, EncoderLayer) {
+  constexpr size_t kBatch = 2, kT = 6;
+  std::mt19937 rng(100);
+  for (const LayerShape& shape : kShapes) {
+    for (const bool norm_first : {true, false}) {
+      for (const Activation act : kActivations) {
+        const LayerConfig config =
+            MakeConfig(shape.d_model, shape.num_heads, shape.ffn_dim, norm_first, act);
+        const LayerWeights w = RandomLayerWeights(config, rng);
+        const OwnedTensor x = RandomTensor(kBatch, kT, shape.d_model, rng);
+        const std::vector<uint8_t> padding = RandomKeyPadding(kBatch, kT, 0.6, rng);
+        for (const int variant : {0, 1, 2, 3}) {
+          EncoderOptions options;
+          if (variant & 1) options.key_padding_mask = padding;
+          options.causal = (variant & 2) != 0;
+          SCOPED_TRACE(std::string("d_model ") + std::to_string(shape.d_model) +
+                       (norm_first ? " pre-LN " : " post-LN ") + ActivationName(act) +
+                       ((variant & 1) ? " padded" : "") + (options.causal ? " causal" : ""));
+          const std::vector<float> expected =
+              ReferenceEncoderLayer(config, w.self_attention.View(), w.Ffn(), w.Norm(1),
+                                    w.Norm(2), x.View(), options);
+          for (const KernelTable* table : AllKernelTables()) {
+            SCOPED_TRACE(table->name);
+            TransformerEncoderLayer layer(config, *table);
+            layer.SetWeights(w.self_attention.View(), w.Ffn(), w.Norm(1), w.Norm(2));
+            EXPECT_TRUE(AllNear(layer.Forward(x.View(), options), expected,
+                                ScaledTolerance(expected, kLayerTol)));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LayersVsReference, DecoderLayer) {
+  constexpr size_t kBatch = 2, kT = 5, kS = 7;
+  std::mt19937 rng(200);
+  for (const LayerShape& shape : kShapes) {
+    for (const bool norm_first : {true, false}) {
+      for (const Activation act : kActivations) {
+        const LayerConfig config =
+            MakeConfig(shape.d_model, shape.num_heads, shape.ffn_dim, norm_first, act);
+        const LayerWeights w = RandomLayerWeights(config, rng);
+        const OwnedTensor x = RandomTensor(kBatch, kT, shape.d_model, rng);
+        const OwnedTensor memory = RandomTensor(kBatch, kS, shape.d_model, rng);
+        const std::vector<uint8_t> padding = RandomKeyPadding(kBatch, kT, 0.6, rng);
+        const std::vector<uint8_t> memory_padding = RandomKeyPadding(kBatch, kS, 0.6, rng);
+        for (const int variant : {0, 1, 2}) {
+          DecoderOptions options;  // causal by default, as torch's decoder use
+          if (variant == 1) {
+            options.key_padding_mask = padding;
+            options.memory_key_padding_mask = memory_padding;
+          }
+          if (variant == 2) options.causal = false;
+          SCOPED_TRACE(std::string("d_model ") + std::to_string(shape.d_model) +
+                       (norm_first ? " pre-LN " : " post-LN ") + ActivationName(act) +
+                       (variant == 1 ? " padded" : "") + (options.causal ? " causal" : ""));
+          const std::vector<float> expected = ReferenceDecoderLayer(
+              config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
+              w.Norm(2), w.Norm(3), x.View(), memory.View(), options);
+          for (const KernelTable* table : AllKernelTables()) {
+            SCOPED_TRACE(table->name);
+            TransformerDecoderLayer layer(config, *table);
+            layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(),
+                             w.Norm(1), w.Norm(2), w.Norm(3));
+            EXPECT_TRUE(AllNear(layer.Forward(x.View(), memory.View(), options), expected,
+                                ScaledTolerance(expected, kLayerTol)));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LayersVsReference, FeedForwardEveryActivation) {
+  // Inputs up to +-3 so the hidden pre-activations reach GELU's curved part
+  // on both sides, not just its near-linear middle.
+  constexpr size_t kD = 24, kFfn = 37, kRows = 5;
+  std::mt19937 rng(300);
+  const LayerConfig shape = MakeConfig(kD, 3, kFfn, false, Activation::kRelu);
+  const LayerWeights w = RandomLayerWeights(shape, rng);
+  const std::vector<float> x = RandomVector(kRows * kD, 3.0f, rng);
+  for (const Activation act : kActivations) {
+    SCOPED_TRACE(ActivationName(act));
+    const std::vector<float> expected = ReferenceFeedForward(x, kD, kFfn, act, w.Ffn());
+    for (const KernelTable* table : AllKernelTables()) {
+      SCOPED_TRACE(table->name);
+      FeedForward ffn(kD, kFfn, act, *table);
+      ffn.SetWeights(w.Ffn());
+      std::vector<float> out(kRows * kD);
+      ffn.Forward(x.data(), kRows, out.data());
+      EXPECT_TRUE(AllNear(out, expected, ScaledTolerance(expected, kTol)));
+    }
+  }
+  // The activations must differ on these inputs, or the loop above proves
+  // nothing about which one the FFN applies.
+  const std::vector<float> relu = ReferenceFeedForward(x, kD, kFfn, Activation::kRelu, w.Ffn());
+  const std::vector<float> tanh_form =
+      ReferenceFeedForward(x, kD, kFfn, Activation::kGeluTanh, w.Ffn());
+  const std::vector<float> erf_form =
+      ReferenceFeedForward(x, kD, kFfn, Activation::kGeluErf, w.Ffn());
+  EXPECT_FALSE(AllNear(relu, erf_form, 1e-2));
+  EXPECT_FALSE(AllNear(tanh_form, erf_form, 1e-5));
+}
+
+// ---------------------------------------------------------------------------
+// Element-wise kernels, straight through the table.
+
+double ActivationExact(Activation act, double x) {
+  switch (act) {
+    case Activation::kRelu:
+      return x > 0 ? x : 0;
+    case Activation::kGeluTanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::kGeluErf:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  }
+  return x;
+}
+
+// Inputs covering 0, both saturated tails (where a naive tanh via
+// exp(2y) overflows and erf's exp(-x^2) underflows) and the curved middle,
+// with the extremes both first (vector body) and last (scalar tail).
+std::vector<float> ActivationInputs() {
+  const std::vector<float> extremes = {0.0f,  -0.0f,  20.0f,   -20.0f, 10.5f,  -10.5f,
+                                       13.01f, -13.01f, 100.0f, -100.0f, 9.0f, -9.0f};
+  std::vector<float> x = extremes;
+  for (int i = -80; i <= 80; ++i) x.push_back(0.1f * float(i) + 0.013f);
+  x.insert(x.end(), extremes.rbegin(), extremes.rend());
+  return x;
+}
+
+TEST(ElementwiseKernels, ActivationMatchesClosedForms) {
+  const std::vector<float> inputs = ActivationInputs();
+  // 1: tail only; 37: vectors plus a ragged tail on every width; all.
+  for (const size_t n : {size_t{1}, size_t{37}, inputs.size()}) {
+    for (const Activation act : kActivations) {
+      for (const KernelTable* table : AllKernelTables()) {
+        SCOPED_TRACE(std::string(table->name) + " " + ActivationName(act) + " n=" +
+                     std::to_string(n));
+        // Start one float into the buffer: the kernel must not assume
+        // vector-aligned rows. The sentinels around it must survive.
+        std::vector<float> buffer(n + 2, 1234.5f);
+        std::copy_n(inputs.end() - n, n, buffer.begin() + 1);
+        table->activation(act, buffer.data() + 1, n);
+        EXPECT_EQ(buffer.front(), 1234.5f);
+        EXPECT_EQ(buffer.back(), 1234.5f);
+        for (size_t i = 0; i < n; ++i) {
+          const float x = inputs[inputs.size() - n + i];
+          const double expected = ActivationExact(act, x);
+          // A&S erf is good to 1.5e-7 absolute; times 0.5|x| through the
+          // GELU, plus float rounding of values up to |x|.
+          const double tol = 2e-6 * std::max(1.0, std::fabs(double(x)));
+          EXPECT_NEAR(buffer[i + 1], expected, tol) << "x = " << x;
+        }
+      }
+    }
+  }
+}
+
+TEST(ElementwiseKernels, LayerNormMatchesReferenceInAndOutOfPlace) {
+  constexpr size_t kRows = 3;
+  constexpr float kEps = 1e-5f;
+  std::mt19937 rng(400);
+  for (const size_t d : {size_t{1}, size_t{7}, size_t{40}, size_t{64}, size_t{100}}) {
+    std::vector<float> x = RandomVector(kRows * d, 2.0f, rng);
+    // A row far from zero mean: a one-pass E[x^2] - E[x]^2 variance would
+    // lose it to cancellation.
+    for (size_t i = 0; i < d; ++i) x[d + i] += 50.0f;
+    const std::vector<float> gamma = RandomVector(d, 1.5f, rng);
+    const std::vector<float> beta = RandomVector(d, 0.5f, rng);
+    const NormWeights w{gamma, beta};
+    const std::vector<float> expected = ReferenceLayerNorm(x, d, w, kEps);
+    for (const KernelTable* table : AllKernelTables()) {
+      SCOPED_TRACE(std::string(table->name) + " d=" + std::to_string(d));
+      std::vector<float> out(x.size());
+      table->layer_norm(x.data(), kRows, d, gamma.data(), beta.data(), kEps, out.data());
+      EXPECT_TRUE(AllNear(out, expected, ScaledTolerance(expected, kTol)));
+      std::vector<float> in_place = x;
+      table->layer_norm(in_place.data(), kRows, d, gamma.data(), beta.data(), kEps,
+                        in_place.data());
+      // Aliasing changes nothing: the statistics are read before any write.
+      EXPECT_TRUE(AllNear(in_place, out, 0));
+    }
+  }
+}
+
+TEST(ElementwiseKernels, LayerNormOfConstantRowIsBeta) {
+  // Zero variance: eps keeps it finite and the centred values are exactly 0.
+  constexpr size_t kD = 37;
+  std::mt19937 rng(401);
+  const std::vector<float> x(kD, 3.25f);
+  const std::vector<float> gamma = RandomVector(kD, 1.0f, rng);
+  const std::vector<float> beta = RandomVector(kD, 1.0f, rng);
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    std::vector<float> out(kD);
+    table->layer_norm(x.data(), 1, kD, gamma.data(), beta.data(), 1e-5f, out.data());
+    EXPECT_TRUE(AllNear(out, beta, 0));
+  }
+}
+
+TEST(ElementwiseKernels, ResidualAddWithAliasing) {
+  constexpr size_t kN = 37;
+  std::mt19937 rng(500);
+  const std::vector<float> x = RandomVector(kN, 4.0f, rng);
+  const std::vector<float> y = RandomVector(kN, 4.0f, rng);
+  std::vector<float> sum(kN);
+  for (size_t i = 0; i < kN; ++i) sum[i] = x[i] + y[i];  // one rounding: exact match
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    std::vector<float> out(kN);
+    table->add(x.data(), y.data(), kN, out.data());
+    EXPECT_TRUE(AllNear(out, sum, 0)) << "separate output";
+    std::vector<float> into_x = x;
+    table->add(into_x.data(), y.data(), kN, into_x.data());
+    EXPECT_TRUE(AllNear(into_x, sum, 0)) << "out == x";
+    std::vector<float> into_y = y;
+    table->add(x.data(), into_y.data(), kN, into_y.data());
+    EXPECT_TRUE(AllNear(into_y, sum, 0)) << "out == y";
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Decoding through a decoder layer.
+
+// The golden decoder_layer_small case (post-LN, ReLU, causal) as weights and
+// data only; its PyTorch output pins the full Forward.
+class DecoderGolden : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c_ = LoadGoldenCase("decoder_layer_small");
+    ASSERT_EQ(c_.config_text.at("norm"), "post");
+    ASSERT_EQ(c_.config_text.at("activation"), "relu");
+    ASSERT_EQ(c_.Config("self_attention_causal"), 1u);
+    config_ = MakeConfig(c_.Config("d_model"), c_.Config("num_heads"), c_.Config("ffn_dim"),
+                         false, Activation::kRelu);
+    config_.eps = static_cast<float>(c_.config.at("layer_norm_eps"));
+  }
+
+  std::span<const float> F(const std::string& name) const { return c_.Tensor(name).f32; }
+  MhaWeights Attention(const std::string& p) const {
+    return {F(p + "w_q"), F(p + "w_k"), F(p + "w_v"), F(p + "w_o"),
+            F(p + "b_q"), F(p + "b_k"), F(p + "b_v"), F(p + "b_o")};
+  }
+  NormWeights Norm(int i) const {
+    const std::string n = "ln" + std::to_string(i);
+    return {F(n + "_gamma"), F(n + "_beta")};
+  }
+  Tensor3 Input(const std::string& name) const {
+    const GoldenTensor& t = c_.Tensor(name);
+    return {t.f32, t.shape[0], t.shape[1], t.shape[2]};
+  }
+  TransformerDecoderLayer Make(const KernelTable& table) const {
+    TransformerDecoderLayer layer(config_, table);
+    layer.SetWeights(Attention("self_"), Attention("cross_"),
+                     {F("ffn_w1"), F("ffn_b1"), F("ffn_w2"), F("ffn_b2")}, Norm(1), Norm(2),
+                     Norm(3));
+    return layer;
+  }
+
+  GoldenCase c_;
+  LayerConfig config_;
+};
+
+TEST_F(DecoderGolden, IncrementalEqualsFullCausalForward) {
+  const Tensor3 x = Input("input"), memory = Input("memory");
+  const size_t d = config_.d_model;
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    TransformerDecoderLayer layer = Make(*table);
+    DecoderOptions causal;
+    causal.causal = true;
+    const std::vector<float> full = layer.Forward(x, memory, causal);
+    ASSERT_TRUE(AllNear(full, F("output"), c_.tolerance));
+
+    const PrecomputedKV kv = layer.cross_attention().PrecomputeKeyValue(memory);
+    {
+      SCOPED_TRACE("token by token");
+      KVCache cache = layer.self_attention().CreateKVCache(x.batch, x.tokens);
+      for (size_t t = 0; t < x.tokens; ++t) {
+        SCOPED_TRACE("token " + std::to_string(t));
+        const std::vector<float> step = layer.ForwardIncremental(Tokens(x, t, 1).View(), cache, kv);
+        EXPECT_TRUE(AllNear(step, TokenRows(full, x.batch, x.tokens, d, t, 1), kTol));
+        EXPECT_TRUE(AllNear(step, TokenRows(F("output"), x.batch, x.tokens, d, t, 1),
+                            c_.tolerance));
+      }
+      EXPECT_EQ(cache.length(), x.tokens);
+    }
+    {
+      SCOPED_TRACE("prompt of 3, then 2");
+      KVCache cache = layer.self_attention().CreateKVCache(x.batch, x.tokens);
+      const std::vector<float> prompt = layer.ForwardIncremental(Tokens(x, 0, 3).View(), cache, kv);
+      const std::vector<float> rest = layer.ForwardIncremental(Tokens(x, 3, 2).View(), cache, kv);
+      EXPECT_TRUE(AllNear(prompt, TokenRows(full, x.batch, x.tokens, d, 0, 3), kTol));
+      EXPECT_TRUE(AllNear(rest, TokenRows(full, x.batch, x.tokens, d, 3, 2), kTol));
+    }
+  }
+}
+
+TEST(DecoderIncremental, PreLnGeluTokenByTokenEqualsReference) {
+  // The same through the other norm placement and a GELU, against the
+  // double reference: incremental decoding must not depend on post-LN.
+  constexpr size_t kBatch = 2, kT = 6, kS = 4;
+  const LayerConfig config = MakeConfig(20, 4, 33, true, Activation::kGeluTanh);
+  std::mt19937 rng(600);
+  const LayerWeights w = RandomLayerWeights(config, rng);
+  const OwnedTensor x = RandomTensor(kBatch, kT, config.d_model, rng);
+  const OwnedTensor memory = RandomTensor(kBatch, kS, config.d_model, rng);
+  const std::vector<float> expected =
+      ReferenceDecoderLayer(config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(),
+                            w.Norm(1), w.Norm(2), w.Norm(3), x.View(), memory.View(), {});
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    TransformerDecoderLayer layer(config, *table);
+    layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
+                     w.Norm(2), w.Norm(3));
+    const PrecomputedKV kv = layer.cross_attention().PrecomputeKeyValue(memory.View());
+    KVCache cache = layer.self_attention().CreateKVCache(kBatch, kT);
+    for (size_t t = 0; t < kT; ++t) {
+      SCOPED_TRACE("token " + std::to_string(t));
+      const std::vector<float> step =
+          layer.ForwardIncremental(Tokens(x.View(), t, 1).View(), cache, kv);
+      const std::vector<float> row = TokenRows(expected, kBatch, kT, config.d_model, t, 1);
+      EXPECT_TRUE(AllNear(step, row, ScaledTolerance(row, kLayerTol)));
+    }
+  }
+}
+
+TEST(DecoderPrecomputed, EqualsForwardWithMemoryTensor) {
+  constexpr size_t kBatch = 2, kT = 5, kS = 6;
+  const LayerConfig config = MakeConfig(24, 3, 40, false, Activation::kGeluErf);
+  std::mt19937 rng(700);
+  const LayerWeights w = RandomLayerWeights(config, rng);
+  const OwnedTensor x = RandomTensor(kBatch, kT, config.d_model, rng);
+  const OwnedTensor memory = RandomTensor(kBatch, kS, config.d_model, rng);
+  // Two different memory masks, key 0 real in each row.
+  const std::vector<uint8_t> mask_a = {1, 1, 0, 1, 1, 0, /**/ 1, 0, 0, 1, 1, 1};
+  const std::vector<uint8_t> mask_b = {1, 0, 1, 1, 0, 1, /**/ 1, 1, 1, 1, 0, 0};
+  DecoderOptions plain, with_a, with_b;
+  with_a.memory_key_padding_mask = mask_a;
+  with_b.memory_key_padding_mask = mask_b;
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    TransformerDecoderLayer layer(config, *table);
+    layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
+                     w.Norm(2), w.Norm(3));
+    const std::vector<float> direct = layer.Forward(x.View(), memory.View(), plain);
+    const std::vector<float> direct_a = layer.Forward(x.View(), memory.View(), with_a);
+    const std::vector<float> direct_b = layer.Forward(x.View(), memory.View(), with_b);
+    ASSERT_FALSE(AllNear(direct_a, direct_b, 1e-3)) << "masks make no difference";
+    const std::vector<float> expected_a = ReferenceDecoderLayer(
+        config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
+        w.Norm(2), w.Norm(3), x.View(), memory.View(), with_a);
+    EXPECT_TRUE(AllNear(direct_a, expected_a, ScaledTolerance(expected_a, kLayerTol)));
+
+    const PrecomputedKV unmasked = layer.cross_attention().PrecomputeKeyValue(memory.View());
+    EXPECT_TRUE(AllNear(layer.Forward(x.View(), unmasked, plain), direct, kTol)) << "no mask";
+    EXPECT_TRUE(AllNear(layer.Forward(x.View(), unmasked, with_a), direct_a, kTol))
+        << "mask from options";
+    const PrecomputedKV masked = layer.cross_attention().PrecomputeKeyValue(memory.View(), mask_a);
+    EXPECT_TRUE(AllNear(layer.Forward(x.View(), masked, plain), direct_a, kTol))
+        << "mask from PrecomputeKeyValue";
+    EXPECT_TRUE(AllNear(layer.Forward(x.View(), masked, with_b), direct_b, kTol))
+        << "options' mask overrides";
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Positional encoding, and errors with messages naming the argument.
+
+TEST(PositionalEncodingTest, ValuesFollowTheSinusoidForOddWidth) {
+  // The golden case is even-width; an odd d_model ends on a sine column.
+  constexpr size_t kT = 4, kD = 7;
+  const std::vector<float> pe = PositionalEncoding(kT, kD);
+  ASSERT_EQ(pe.size(), kT * kD);
+  for (size_t p = 0; p < kT; ++p) {
+    for (size_t i = 0; i < kD; ++i) {
+      const double angle = double(p) / std::pow(10000.0, double(i / 2 * 2) / double(kD));
+      EXPECT_NEAR(pe[p * kD + i], i % 2 == 0 ? std::sin(angle) : std::cos(angle), 1e-6)
+          << "p " << p << ", i " << i;
+    }
+  }
+}
+
+TEST(PositionalEncodingTest, RejectsEmptyShapes) {
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([] { PositionalEncoding(0, 8); },
+                                                {"positionalEncoding", "t 0", "d_model 8"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([] { PositionalEncoding(5, 0); },
+                                                {"positionalEncoding", "t 5", "d_model 0"}));
+}
+
+TEST(LayerErrors, BadConfig) {
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    LayerConfig no_ffn = MakeConfig(16, 2, 0, false, Activation::kRelu);
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { TransformerEncoderLayer layer(no_ffn, *table); }, {"config.ffn_dim", "got 0"}));
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { TransformerDecoderLayer layer(no_ffn, *table); }, {"config.ffn_dim", "got 0"}));
+    LayerConfig no_eps = MakeConfig(16, 2, 32, false, Activation::kRelu);
+    no_eps.eps = 0.0f;
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { TransformerEncoderLayer layer(no_eps, *table); }, {"config.eps"}));
+    LayerConfig indivisible = MakeConfig(18, 4, 32, false, Activation::kRelu);
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { TransformerDecoderLayer layer(indivisible, *table); },
+        {"config.d_model", "num_heads (4)", "got 18"}));
+  }
+}
+
+class LayerWeightErrors : public ::testing::Test {
+ protected:
+  // d_model 16, ffn 24: every wrong length below is unambiguous.
+  void SetUp() override {
+    std::mt19937 rng(800);
+    config_ = MakeConfig(16, 2, 24, true, Activation::kGeluErf);
+    w_ = RandomLayerWeights(config_, rng);
+  }
+
+  // Each table's encoder and decoder reject the weights with the fragments.
+  void ExpectRejected(const LayerWeights& bad,
+                      std::initializer_list<std::string_view> fragments,
+                      bool decoder_only = false) {
+    for (const KernelTable* table : AllKernelTables()) {
+      SCOPED_TRACE(table->name);
+      if (!decoder_only) {
+        TransformerEncoderLayer encoder(config_, *table);
+        EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+            [&] {
+              encoder.SetWeights(bad.self_attention.View(), bad.Ffn(), bad.Norm(1),
+                                 bad.Norm(2));
+            },
+            fragments))
+            << "encoder";
+      }
+      TransformerDecoderLayer decoder(config_, *table);
+      EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+          [&] {
+            decoder.SetWeights(bad.self_attention.View(), bad.cross_attention.View(),
+                               bad.Ffn(), bad.Norm(1), bad.Norm(2), bad.Norm(3));
+          },
+          fragments))
+          << "decoder";
+    }
+  }
+
+  LayerConfig config_;
+  LayerWeights w_;
+};
+
+TEST_F(LayerWeightErrors, FfnWeightsOfWrongLength) {
+  LayerWeights bad = w_;
+  bad.w1.pop_back();
+  ExpectRejected(bad, {"ffn.w1", "expected 384", "[16, 24]", "got 383"});
+  bad = w_;
+  bad.b1.push_back(0.0f);
+  ExpectRejected(bad, {"ffn.b1", "expected 24", "got 25"});
+  bad = w_;
+  // w2 given in w1's layout: right count only if ffn_dim == d_model.
+  bad.w2.resize(16 * 16);
+  ExpectRejected(bad, {"ffn.w2", "[24, 16]", "got 256"});
+  bad = w_;
+  bad.b2.clear();
+  ExpectRejected(bad, {"ffn.b2", "expected 16", "got 0"});
+}
+
+TEST_F(LayerWeightErrors, NonFiniteFfnWeight) {
+  LayerWeights bad = w_;
+  bad.b2[3] = std::numeric_limits<float>::infinity();
+  ExpectRejected(bad, {"ffn.b2", "element 3", "Infinity"});
+}
+
+TEST_F(LayerWeightErrors, NormWeightsOfWrongLength) {
+  LayerWeights bad = w_;
+  bad.gamma[1].pop_back();
+  ExpectRejected(bad, {"norm2.gamma", "expected 16", "got 15"});
+  bad = w_;
+  bad.beta[0].push_back(0.0f);
+  ExpectRejected(bad, {"norm1.beta", "expected 16", "got 17"});
+  bad = w_;
+  bad.beta[2].clear();
+  ExpectRejected(bad, {"norm3.beta", "expected 16", "got 0"}, /*decoder_only=*/true);
+  bad = w_;
+  bad.gamma[2][0] = std::nanf("");
+  ExpectRejected(bad, {"norm3.gamma", "element 0", "NaN"}, /*decoder_only=*/true);
+}
+
+TEST(LayerErrors, EncoderInputOfWrongLength) {
+  std::mt19937 rng(900);
+  const LayerConfig config = MakeConfig(16, 2, 24, false, Activation::kRelu);
+  const LayerWeights w = RandomLayerWeights(config, rng);
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    TransformerEncoderLayer layer(config, *table);
+    layer.SetWeights(w.self_attention.View(), w.Ffn(), w.Norm(1), w.Norm(2));
+    const std::vector<float> data(2 * 3 * 16 - 1, 0.5f);
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { layer.Forward(Tensor3{data, 2, 3, 16}); }, {"x", "[2, 3, 16]", "got 95"}));
+  }
+}
+
+TEST(LayerErrors, ForwardBeforeSetWeights) {
+  const LayerConfig config = MakeConfig(16, 2, 24, false, Activation::kRelu);
+  std::mt19937 rng(901);
+  const OwnedTensor x = RandomTensor(1, 2, 16, rng);
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    TransformerEncoderLayer layer(config, *table);
+    EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { layer.Forward(x.View()); },
+                                             {"SetWeights"}));
+  }
+}
+
+}  // namespace
+}  // namespace simd_attention::testing
