@@ -40,6 +40,35 @@ std::vector<float> CopyFloatsIfGiven(const val& object, const char* key) {
   return Given(v) ? CopyFloats(v) : std::vector<float>{};
 }
 
+std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key) {
+  const val v = object[key];
+  return Given(v) ? CopyBytes(v) : std::vector<uint8_t>{};
+}
+
+MhaOptions OptionsFromJs(const val& js, std::vector<uint8_t>& mask,
+                         std::vector<float>& attn_mask) {
+  MhaOptions o;
+  o.causal = js["causal"].as<bool>();
+  o.need_weights = js["needWeights"].as<bool>();
+  o.need_per_head_output = js["needPerHeadOutput"].as<bool>();
+  mask = CopyBytesIfGiven(js, "keyPaddingMask");
+  o.key_padding_mask = mask;
+  attn_mask = CopyFloatsIfGiven(js, "attnMask");
+  o.attn_mask = attn_mask;
+  return o;
+}
+
+val ResultToJs(const MhaResult& r, const MhaOptions& o) {
+  val out = val::object();
+  out.set("batch", r.batch);
+  out.set("tq", r.tq);
+  out.set("tk", r.tk);
+  out.set("output", ToFloat32Array(r.output));
+  if (o.need_weights) out.set("attnWeights", ToFloat32Array(r.attn_weights));
+  if (o.need_per_head_output) out.set("perHeadOutput", ToFloat32Array(r.per_head_output));
+  return out;
+}
+
 val ToFloat32Array(const std::vector<float>& data) {
   // new Float32Array(view) copies the view's elements into a new buffer.
   return val::global("Float32Array")

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "multi_head_attention.h"
+
 namespace simd_attention::bindings {
 
 using emscripten::val;
@@ -67,5 +69,28 @@ val ToFloat32Array(const std::vector<float>& data);
 
 // A non-negative integer property (JS validated it is one).
 size_t SizeOf(const val& object, const char* key);
+
+// A tensor from JS ({data: Float32Array, batch, tokens, features}, as
+// web/index.js normalises it), copied into the heap once; `tensor` views it.
+struct Input {
+  std::vector<float> data;
+  Tensor3 tensor;
+  explicit Input(const val& js)
+      : data(CopyFloats(js["data"])),
+        tensor{data, SizeOf(js, "batch"), SizeOf(js, "tokens"),
+               SizeOf(js, "features")} {}
+};
+
+// An optional Uint8Array property, copied; empty if undefined/null.
+std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key);
+
+// MultiHeadAttention's forward options from JS ({causal, keyPaddingMask,
+// attnMask, needWeights, needPerHeadOutput}); `o`'s spans view `mask` and
+// `attn_mask`, which must outlive it.
+MhaOptions OptionsFromJs(const val& js, std::vector<uint8_t>& mask,
+                         std::vector<float>& attn_mask);
+
+// {batch, tq, tk, output, attnWeights?, perHeadOutput?} as fresh arrays.
+val ResultToJs(const MhaResult& r, const MhaOptions& o);
 
 }  // namespace simd_attention::bindings

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "glue.h"
+#include "kv_binding.h"
 #include "multi_head_attention.h"
 #include "pytorch_weights.h"
 
@@ -25,16 +26,6 @@ MhaConfig ConfigFromJs(const val& js) {
   c.backend = ParseBackend(js["backend"].as<std::string>());
   return c;
 }
-
-// A copied input tensor: owns its data, views it as a Tensor3.
-struct Input {
-  std::vector<float> data;
-  Tensor3 tensor;
-  explicit Input(const val& js)
-      : data(CopyFloats(js["data"])),
-        tensor{data, SizeOf(js, "batch"), SizeOf(js, "tokens"),
-               SizeOf(js, "features")} {}
-};
 
 }  // namespace
 
@@ -90,22 +81,25 @@ class MhaBinding {
   }
 
   // `state` uses the state_dict names with '.' replaced by '_'
-  // (out_proj_weight, out_proj_bias); web/index.js normalises the keys.
+  // (out_proj_weight, out_proj_bias); web/index.js normalises the keys. The
+  // transposes are the C++ API's (src/pytorch_weights.h).
   val setWeightsFromPyTorch(const val& state) {
     return Guard([&] {
       MultiHeadAttention& mha = Checked();
+      std::vector<float> copies[7];
+      const char* keys[7] = {"in_proj_weight", "q_proj_weight", "k_proj_weight",
+                             "v_proj_weight",  "in_proj_bias",  "out_proj_weight",
+                             "out_proj_bias"};
       TorchMhaState s;
-      auto take = [&](const char* key, std::optional<std::vector<float>>& to) {
-        const val v = state[key];
-        if (Given(v)) to = CopyFloats(v);
-      };
-      take("in_proj_weight", s.in_proj_weight);
-      take("q_proj_weight", s.q_proj_weight);
-      take("k_proj_weight", s.k_proj_weight);
-      take("v_proj_weight", s.v_proj_weight);
-      take("in_proj_bias", s.in_proj_bias);
-      take("out_proj_weight", s.out_proj_weight);
-      take("out_proj_bias", s.out_proj_bias);
+      std::optional<std::span<const float>>* entries[7] = {
+          &s.in_proj_weight, &s.q_proj_weight, &s.k_proj_weight, &s.v_proj_weight,
+          &s.in_proj_bias,   &s.out_proj_weight, &s.out_proj_bias};
+      for (int i = 0; i < 7; ++i) {
+        const val v = state[keys[i]];
+        if (!Given(v)) continue;
+        copies[i] = CopyFloats(v);
+        *entries[i] = std::span<const float>(copies[i]);
+      }
       const OwnedMhaWeights w = FromTorchState(mha.config(), s);
       mha.SetWeights(w.weights());
       return val::undefined();
@@ -118,21 +112,9 @@ class MhaBinding {
               const val& options) {
     return Guard([&] {
       MultiHeadAttention& mha = Checked();
-      MhaOptions o;
-      o.causal = options["causal"].as<bool>();
-      o.need_weights = options["needWeights"].as<bool>();
-      o.need_per_head_output = options["needPerHeadOutput"].as<bool>();
-      std::vector<uint8_t> key_padding_mask;
-      if (Given(options["keyPaddingMask"])) {
-        key_padding_mask = CopyBytes(options["keyPaddingMask"]);
-        o.key_padding_mask = key_padding_mask;
-      }
+      std::vector<uint8_t> mask;
       std::vector<float> attn_mask;
-      if (Given(options["attnMask"])) {
-        attn_mask = CopyFloats(options["attnMask"]);
-        o.attn_mask = attn_mask;
-      }
-
+      const MhaOptions o = OptionsFromJs(options, mask, attn_mask);
       const Input q(query);
       MhaResult r;
       if (!Given(key)) {
@@ -146,17 +128,55 @@ class MhaBinding {
           r = mha.Forward(q.tensor, k.tensor, v.tensor, o);
         }
       }
+      return ResultToJs(r, o);
+    });
+  }
 
-      val out = val::object();
-      out.set("batch", r.batch);
-      out.set("tq", r.tq);
-      out.set("tk", r.tk);
-      out.set("output", ToFloat32Array(r.output));
-      if (o.need_weights) out.set("attnWeights", ToFloat32Array(r.attn_weights));
-      if (o.need_per_head_output) {
-        out.set("perHeadOutput", ToFloat32Array(r.per_head_output));
-      }
-      return out;
+  // Cross-attention on K/V projected by precomputeKeyValue.
+  val forwardPrecomputed(const val& query, const PrecomputedBinding& kv,
+                         const val& options) {
+    return Guard([&] {
+      MultiHeadAttention& mha = Checked();
+      std::vector<uint8_t> mask;
+      std::vector<float> attn_mask;
+      const MhaOptions o = OptionsFromJs(options, mask, attn_mask);
+      const Input q(query);
+      return ResultToJs(mha.Forward(q.tensor, kv.Checked(), o), o);
+    });
+  }
+
+  // Fills `into` (a fresh PrecomputedBinding) with memory's projected K/V.
+  val precomputeKeyValue(PrecomputedBinding& into, const val& memory,
+                         const val& mask) {
+    return Guard([&] {
+      MultiHeadAttention& mha = Checked();
+      const Input m(memory);
+      const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
+      into.kv.emplace(mha.PrecomputeKeyValue(m.tensor, bytes));
+      return val::undefined();
+    });
+  }
+
+  // Fills `into` (a fresh KVCacheBinding) with an empty cache.
+  val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
+    return Guard([&] {
+      into.cache.emplace(Checked().CreateKVCache(batch, max_length));
+      return val::undefined();
+    });
+  }
+
+  // n new tokens x against the cache; a failed call leaves the cache as it was.
+  val forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
+    return Guard([&] {
+      MultiHeadAttention& mha = Checked();
+      KVCache& c = cache.Checked();
+      std::vector<uint8_t> mask;
+      std::vector<float> attn_mask;
+      const MhaOptions o = OptionsFromJs(options, mask, attn_mask);
+      const Input in(x);
+      return WithCacheRollback(c, in.tensor.tokens, [&] {
+        return ResultToJs(mha.ForwardIncremental(in.tensor, c, o), o);
+      });
     });
   }
 
@@ -177,7 +197,11 @@ EMSCRIPTEN_BINDINGS(simd_attention_mha) {
       .function("info", &MhaBinding::info)
       .function("setWeights", &MhaBinding::setWeights)
       .function("setWeightsFromPyTorch", &MhaBinding::setWeightsFromPyTorch)
-      .function("forward", &MhaBinding::forward);
+      .function("forward", &MhaBinding::forward)
+      .function("forwardPrecomputed", &MhaBinding::forwardPrecomputed)
+      .function("precomputeKeyValue", &MhaBinding::precomputeKeyValue)
+      .function("createKVCache", &MhaBinding::createKVCache)
+      .function("forwardIncremental", &MhaBinding::forwardIncremental);
 }
 
 }  // namespace simd_attention::bindings

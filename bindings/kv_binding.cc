@@ -1,0 +1,75 @@
+#include "kv_binding.h"
+
+#include <emscripten/bind.h>
+
+namespace simd_attention::bindings {
+
+val KVCacheBinding::info() {
+  return Guard([&] {
+    const KVCache& c = Checked();
+    val v = val::object();
+    v.set("batch", c.batch());
+    v.set("maxLength", c.max_length());
+    v.set("length", c.length());
+    return v;
+  });
+}
+
+val KVCacheBinding::append(const val& keys, const val& values) {
+  return Guard([&] {
+    KVCache& c = Checked();
+    const Input k(keys), v(values);
+    const size_t n = k.tensor.tokens;
+    WithCacheRollback(c, n, [&] { c.Append(k.data, v.data, n); });
+    return val::undefined();
+  });
+}
+
+val KVCacheBinding::keys() {
+  return Guard([&] { return ToFloat32Array(Checked().Keys()); });
+}
+
+val KVCacheBinding::values() {
+  return Guard([&] { return ToFloat32Array(Checked().Values()); });
+}
+
+val KVCacheBinding::truncate(size_t n) {
+  return Guard([&] {
+    Checked().Truncate(n);
+    return val::undefined();
+  });
+}
+
+val KVCacheBinding::reset() {
+  return Guard([&] {
+    Checked().Reset();
+    return val::undefined();
+  });
+}
+
+val PrecomputedBinding::info() {
+  return Guard([&] {
+    const PrecomputedKV& kv = Checked();
+    val v = val::object();
+    v.set("batch", kv.batch());
+    v.set("tokens", kv.tokens());
+    return v;
+  });
+}
+
+EMSCRIPTEN_BINDINGS(simd_attention_kv) {
+  emscripten::class_<KVCacheBinding>("KVCacheBinding")
+      .constructor<>()
+      .function("info", &KVCacheBinding::info)
+      .function("length", &KVCacheBinding::length)
+      .function("append", &KVCacheBinding::append)
+      .function("keys", &KVCacheBinding::keys)
+      .function("values", &KVCacheBinding::values)
+      .function("truncate", &KVCacheBinding::truncate)
+      .function("reset", &KVCacheBinding::reset);
+  emscripten::class_<PrecomputedBinding>("PrecomputedBinding")
+      .constructor<>()
+      .function("info", &PrecomputedBinding::info);
+}
+
+}  // namespace simd_attention::bindings

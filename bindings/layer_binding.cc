@@ -1,0 +1,302 @@
+// Embind classes behind TransformerEncoderLayer and TransformerDecoderLayer
+// of web/index.js, and the module functions positionalEncoding and
+// layerNorm. As in mha_binding.cc, JS has checked types and names; shapes
+// and values are checked by the C++ API, except that the attention weights
+// of a layer are checked here first so that a message says which attention
+// ("selfAttention.wQ: ...", not a bare "w_q: ...").
+#include <emscripten/bind.h>
+
+#include <memory>
+#include <string>
+
+#include "dispatch/dispatch.h"
+#include "glue.h"
+#include "kv_binding.h"
+#include "transformer_layers.h"
+#include "validate.h"
+
+namespace simd_attention::bindings {
+namespace {
+
+Activation ParseActivation(const std::string& name) {
+  if (name == "relu") return Activation::kRelu;
+  if (name == "gelu" || name == "gelu_erf") return Activation::kGeluErf;
+  if (name == "gelu_tanh") return Activation::kGeluTanh;
+  throw std::invalid_argument("config.activation: expected 'relu', 'gelu' (or 'gelu_erf') or "
+                              "'gelu_tanh', got '" + name + "'");
+}
+
+const char* ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kRelu: return "relu";
+    case Activation::kGeluErf: return "gelu";
+    case Activation::kGeluTanh: return "gelu_tanh";
+  }
+  return "?";
+}
+
+LayerConfig LayerConfigFromJs(const val& js) {
+  LayerConfig c;
+  c.d_model = SizeOf(js, "dModel");
+  c.num_heads = SizeOf(js, "numHeads");
+  c.ffn_dim = SizeOf(js, "ffnDim");
+  c.norm_first = js["normFirst"].as<bool>();
+  c.activation = ParseActivation(js["activation"].as<std::string>());
+  c.eps = js["eps"].as<float>();
+  c.backend = ParseBackend(js["backend"].as<std::string>());
+  return c;
+}
+
+// One attention's weights from JS, copied; `weights` views the copies.
+struct AttentionWeights {
+  std::vector<float> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
+  MhaWeights weights;
+  // Copies js.{wQ..bO} and checks them against a layer's attention (d_model
+  // wide, biased), naming them "<prefix>.wQ" etc.
+  AttentionWeights(const val& js, const std::string& prefix, size_t d) {
+    struct Entry {
+      const char* key;
+      std::vector<float>* to;
+      size_t rows, cols;
+    } entries[] = {{"wQ", &w_q, d, d}, {"wK", &w_k, d, d}, {"wV", &w_v, d, d},
+                   {"wO", &w_o, d, d}, {"bQ", &b_q, 1, d}, {"bK", &b_k, 1, d},
+                   {"bV", &b_v, 1, d}, {"bO", &b_o, 1, d}};
+    for (const Entry& e : entries) {
+      *e.to = CopyFloats(js[e.key]);
+      const std::string name = prefix + "." + e.key;
+      if (e.rows == 1) {
+        CheckLength(name.c_str(), e.to->size(), {e.cols});
+      } else {
+        CheckLength(name.c_str(), e.to->size(), {e.rows, e.cols});
+      }
+      CheckFinite(name.c_str(), *e.to);
+    }
+    weights = MhaWeights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o};
+  }
+};
+
+struct Ffn {
+  std::vector<float> w1, b1, w2, b2;
+  explicit Ffn(const val& js)
+      : w1(CopyFloats(js["w1"])), b1(CopyFloats(js["b1"])),
+        w2(CopyFloats(js["w2"])), b2(CopyFloats(js["b2"])) {}
+  FfnWeights weights() const { return FfnWeights{w1, b1, w2, b2}; }
+};
+
+struct Norm {
+  std::vector<float> gamma, beta;
+  explicit Norm(const val& js)
+      : gamma(CopyFloats(js["gamma"])), beta(CopyFloats(js["beta"])) {}
+  NormWeights weights() const { return NormWeights{gamma, beta}; }
+};
+
+val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
+  val v = val::object();
+  v.set("dModel", c.d_model);
+  v.set("numHeads", c.num_heads);
+  v.set("headDim", c.d_model / c.num_heads);
+  v.set("ffnDim", c.ffn_dim);
+  v.set("normFirst", c.norm_first);
+  v.set("activation", std::string(ActivationName(c.activation)));
+  v.set("eps", c.eps);
+  v.set("backend", std::string(BackendName(kernels.backend)));
+  v.set("kernels", std::string(kernels.name));
+  return v;
+}
+
+val TensorToJs(const std::vector<float>& data) { return ToFloat32Array(data); }
+
+}  // namespace
+
+// Both layer bindings never throw from their constructor (see MhaBinding).
+class EncoderLayerBinding {
+ public:
+  explicit EncoderLayerBinding(const val& config) {
+    error_ = Guard([&] {
+      config_ = LayerConfigFromJs(config);
+      layer_ = std::make_unique<TransformerEncoderLayer>(config_);
+      return val::null();
+    });
+  }
+  val takeError() {
+    val e = error_;
+    error_ = val::null();
+    return e;
+  }
+  val info() {
+    return Guard([&] { return LayerInfo(config_, BestKernels(config_.backend)); });
+  }
+  val setWeights(const val& w) {
+    return Guard([&] {
+      TransformerEncoderLayer& layer = Checked();
+      const AttentionWeights attention(w["attention"], "attention", config_.d_model);
+      const Ffn ffn(w["ffn"]);
+      const Norm norm1(w["norm1"]), norm2(w["norm2"]);
+      layer.SetWeights(attention.weights, ffn.weights(), norm1.weights(), norm2.weights());
+      return val::undefined();
+    });
+  }
+  val forward(const val& x, const val& options) {
+    return Guard([&] {
+      TransformerEncoderLayer& layer = Checked();
+      const Input in(x);
+      const std::vector<uint8_t> mask = CopyBytesIfGiven(options, "keyPaddingMask");
+      EncoderOptions o;
+      o.causal = options["causal"].as<bool>();
+      o.key_padding_mask = mask;
+      return TensorToJs(layer.Forward(in.tensor, o));
+    });
+  }
+
+ private:
+  TransformerEncoderLayer& Checked() const {
+    if (!layer_) throw std::logic_error("TransformerEncoderLayer: not constructed");
+    return *layer_;
+  }
+  LayerConfig config_;
+  std::unique_ptr<TransformerEncoderLayer> layer_;
+  val error_ = val::null();
+};
+
+class DecoderLayerBinding {
+ public:
+  explicit DecoderLayerBinding(const val& config) {
+    error_ = Guard([&] {
+      config_ = LayerConfigFromJs(config);
+      layer_ = std::make_unique<TransformerDecoderLayer>(config_);
+      return val::null();
+    });
+  }
+  val takeError() {
+    val e = error_;
+    error_ = val::null();
+    return e;
+  }
+  val info() {
+    return Guard([&] { return LayerInfo(config_, Checked().self_attention().kernels()); });
+  }
+  val setWeights(const val& w) {
+    return Guard([&] {
+      TransformerDecoderLayer& layer = Checked();
+      const size_t d = config_.d_model;
+      const AttentionWeights self(w["selfAttention"], "selfAttention", d);
+      const AttentionWeights cross(w["crossAttention"], "crossAttention", d);
+      const Ffn ffn(w["ffn"]);
+      const Norm norm1(w["norm1"]), norm2(w["norm2"]), norm3(w["norm3"]);
+      layer.SetWeights(self.weights, cross.weights, ffn.weights(), norm1.weights(),
+                       norm2.weights(), norm3.weights());
+      return val::undefined();
+    });
+  }
+  // memory: a tensor.
+  val forward(const val& x, const val& memory, const val& options) {
+    return Guard([&] {
+      TransformerDecoderLayer& layer = Checked();
+      const Input in(x), m(memory);
+      Masks masks(options);
+      return TensorToJs(layer.Forward(in.tensor, m.tensor, masks.options));
+    });
+  }
+  // memory: K/V from precomputeMemory (or any attention of the same layout).
+  val forwardPrecomputed(const val& x, const PrecomputedBinding& memory,
+                         const val& options) {
+    return Guard([&] {
+      TransformerDecoderLayer& layer = Checked();
+      const Input in(x);
+      Masks masks(options);
+      return TensorToJs(layer.Forward(in.tensor, memory.Checked(), masks.options));
+    });
+  }
+  // One decoding step; a failed step leaves the cache as it was.
+  val forwardIncremental(const val& x, KVCacheBinding& cache,
+                         const PrecomputedBinding& memory) {
+    return Guard([&] {
+      TransformerDecoderLayer& layer = Checked();
+      KVCache& c = cache.Checked();
+      const PrecomputedKV& kv = memory.Checked();
+      const Input in(x);
+      return WithCacheRollback(c, in.tensor.tokens, [&] {
+        return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv));
+      });
+    });
+  }
+  val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
+    return Guard([&] {
+      into.cache.emplace(Checked().self_attention().CreateKVCache(batch, max_length));
+      return val::undefined();
+    });
+  }
+  val precomputeMemory(PrecomputedBinding& into, const val& memory, const val& mask) {
+    return Guard([&] {
+      TransformerDecoderLayer& layer = Checked();
+      const Input m(memory);
+      const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
+      into.kv.emplace(layer.cross_attention().PrecomputeKeyValue(m.tensor, bytes));
+      return val::undefined();
+    });
+  }
+
+ private:
+  // DecoderOptions viewing copies of the JS masks.
+  struct Masks {
+    std::vector<uint8_t> self, memory;
+    DecoderOptions options;
+    explicit Masks(const val& js)
+        : self(CopyBytesIfGiven(js, "keyPaddingMask")),
+          memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
+      options.causal = js["causal"].as<bool>();
+      options.key_padding_mask = self;
+      options.memory_key_padding_mask = memory;
+    }
+  };
+  TransformerDecoderLayer& Checked() const {
+    if (!layer_) throw std::logic_error("TransformerDecoderLayer: not constructed");
+    return *layer_;
+  }
+  LayerConfig config_;
+  std::unique_ptr<TransformerDecoderLayer> layer_;
+  val error_ = val::null();
+};
+
+namespace {
+
+val PositionalEncodingJs(size_t t, size_t d_model) {
+  return Guard([&] { return ToFloat32Array(PositionalEncoding(t, d_model)); });
+}
+
+// x {data, batch, tokens, features}; options {gamma, beta, eps, backend}.
+val LayerNormJs(const val& x, const val& options) {
+  return Guard([&] {
+    const Input in(x);
+    const std::vector<float> gamma = CopyFloats(options["gamma"]);
+    const std::vector<float> beta = CopyFloats(options["beta"]);
+    const KernelTable& kernels = BestKernels(ParseBackend(options["backend"].as<std::string>()));
+    return ToFloat32Array(LayerNormForward(in.tensor, NormWeights{gamma, beta},
+                                           options["eps"].as<float>(), kernels));
+  });
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(simd_attention_layers) {
+  emscripten::class_<EncoderLayerBinding>("EncoderLayerBinding")
+      .constructor<const val&>()
+      .function("takeError", &EncoderLayerBinding::takeError)
+      .function("info", &EncoderLayerBinding::info)
+      .function("setWeights", &EncoderLayerBinding::setWeights)
+      .function("forward", &EncoderLayerBinding::forward);
+  emscripten::class_<DecoderLayerBinding>("DecoderLayerBinding")
+      .constructor<const val&>()
+      .function("takeError", &DecoderLayerBinding::takeError)
+      .function("info", &DecoderLayerBinding::info)
+      .function("setWeights", &DecoderLayerBinding::setWeights)
+      .function("forward", &DecoderLayerBinding::forward)
+      .function("forwardPrecomputed", &DecoderLayerBinding::forwardPrecomputed)
+      .function("forwardIncremental", &DecoderLayerBinding::forwardIncremental)
+      .function("createKVCache", &DecoderLayerBinding::createKVCache)
+      .function("precomputeMemory", &DecoderLayerBinding::precomputeMemory);
+  emscripten::function("positionalEncoding", &PositionalEncodingJs);
+  emscripten::function("layerNorm", &LayerNormJs);
+}
+
+}  // namespace simd_attention::bindings
