@@ -262,8 +262,11 @@ export function renderMarkdown(report) {
     `max abs diff vs ${report.wasm.some((r) => r.reference?.startsWith('plain')) ? 'ours (D1: plain JS)' : 'ours'}`,
     'samples / rounds'], detailRows));
   lines.push('');
+  const shared = report.wasm.filter((r) => r.contention > 1.05);
   lines.push('CPU ms: the process\'s CPU time per call, all threads (median); a wall time well above it means ' +
-    'the core was shared with other work during the run. Speed-ups compare medians of interleaved rounds.');
+    'the core was shared with other work during the run (such a workload is timed again, up to twice, and the ' +
+    'least disturbed run kept). Speed-ups compare medians of interleaved rounds.' +
+    (shared.length ? ` Still disturbed (median wall/CPU): ${shared.map((r) => `${r.workload.name} ${r.contention.toFixed(2)}`).join(', ')}.` : ''));
   lines.push('');
   lines.push('</details>');
   lines.push('');
