@@ -11,6 +11,24 @@ val ErrorValue(const char* kind, const std::string& message) {
   return error;
 }
 
+val GuardCall(val (*call)(void* body), void* body) {
+  try {
+    return call(body);
+  } catch (const std::invalid_argument& e) {
+    return ErrorValue("invalid_argument", e.what());
+  } catch (const std::length_error& e) {
+    return ErrorValue("out_of_memory", e.what());
+  } catch (const std::bad_alloc& e) {
+    return ErrorValue("out_of_memory", e.what());
+  } catch (const std::logic_error& e) {
+    return ErrorValue("logic_error", e.what());
+  } catch (const std::exception& e) {
+    return ErrorValue("error", e.what());
+  } catch (...) {
+    return ErrorValue("error", "unknown C++ exception");
+  }
+}
+
 namespace {
 
 template <typename T>

@@ -18,6 +18,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "multi_head_attention.h"
@@ -34,23 +35,14 @@ val ErrorValue(const char* kind, const std::string& message);
 //   std::bad_alloc, std::length_error -> "out_of_memory" (JS RangeError)
 //   std::logic_error -> "logic_error" (JS Error)
 //   anything else -> "error" (JS Error)
+// The catch clauses live once, in GuardCall; each Guard is a trampoline.
+val GuardCall(val (*call)(void* body), void* body);
+
 template <typename Body>
 val Guard(Body&& body) {
-  try {
-    return body();
-  } catch (const std::invalid_argument& e) {
-    return ErrorValue("invalid_argument", e.what());
-  } catch (const std::length_error& e) {
-    return ErrorValue("out_of_memory", e.what());
-  } catch (const std::bad_alloc& e) {
-    return ErrorValue("out_of_memory", e.what());
-  } catch (const std::logic_error& e) {
-    return ErrorValue("logic_error", e.what());
-  } catch (const std::exception& e) {
-    return ErrorValue("error", e.what());
-  } catch (...) {
-    return ErrorValue("error", "unknown C++ exception");
-  }
+  using B = std::remove_reference_t<Body>;
+  return GuardCall([](void* b) -> val { return (*static_cast<B*>(b))(); },
+                   const_cast<void*>(static_cast<const void*>(&body)));
 }
 
 // True if `v` is neither undefined nor null.

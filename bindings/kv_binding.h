@@ -60,7 +60,7 @@ auto WithCacheRollback(KVCache& cache, size_t adding, Body&& body) {
     if (cache.length() > before) cache.Truncate(before);
     if (!fits) {
       throw std::invalid_argument(std::string(e.what()) +
-                                  " (maxLength); create the cache with a larger maxLength, "
+                                  "; create the cache with a larger maxLength, "
                                   "or truncate() or reset() it");
     }
     throw;
