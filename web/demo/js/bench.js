@@ -1,0 +1,151 @@
+// Live benchmark page: runs bench-worker.js and shows its numbers.
+import { WORKLOADS, workloadFlops } from '../../../bench/js/workloads.js';
+import { initPage, el, formatNumber, showError, wasmSimdSupported, niceTicks, tickLabel, onWidthChange } from './common.js';
+
+const SHOWN = ['S1', 'S2', 'S4', 'C1'];
+const ui = {};
+let lastResult = null;
+
+function describeWorkload(w) {
+  const kind = w.cross ? `cross-attention, ${w.tq} queries over ${w.tk} keys` : `self-attention, T = ${w.tq}`;
+  return `${w.name}: ${kind}, d_model ${w.d}, ${w.heads} heads${w.causal ? ', causal' : ''}, ` +
+    `${formatNumber(workloadFlops(w) / 1e9, 3)} GFLOP per call`;
+}
+
+function envList(simd) {
+  const rows = [
+    ['WebAssembly SIMD', el('span', { class: `pill ${simd ? 'ok' : 'bad'}` },
+      simd ? 'supported: the SIMD build runs' : 'not supported: only the non-SIMD build runs')],
+    ['Cross-origin isolated', globalThis.crossOriginIsolated ? 'yes (COOP/COEP headers)' : 'no'],
+    ['Logical processors', String(navigator.hardwareConcurrency ?? 'unknown')],
+    ['User agent', navigator.userAgent],
+  ];
+  ui.env.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+}
+
+function table(result) {
+  const best = Math.max(...result.rows.map((r) => r.gflops));
+  const plain = result.rows.find((r) => r.name === 'plain JS');
+  const head = ['implementation', 'kernels', 'median ms', 'p25–p75 ms', 'GFLOP/s', 'vs plain JS', 'calls', 'max |diff|'];
+  const optional = new Set([1, 3, 6]); // hidden on narrow screens
+  const caption = el('p', { class: 'note', style: 'margin:0.5rem 0 0.8rem' },
+    `${describeWorkload(WORKLOADS.find((w) => w.name === result.workload))}; ${result.rounds} interleaved rounds.`);
+  const wrap = el('div', { class: 'table-wrap' }, el('table', { id: 'results-table' },
+    el('thead', {}, el('tr', {}, ...head.map((h, i) =>
+      el('th', { class: `${i >= 2 ? 'num' : ''}${optional.has(i) ? ' opt' : ''}` }, h)))),
+    el('tbody', {}, ...result.rows.map((r) => el('tr', {
+      class: r.gflops === best ? 'best' : '',
+      dataset: { impl: r.name, medianMs: r.median, gflops: r.gflops, maxDiff: r.maxDiff, ok: String(r.ok) },
+    },
+    el('td', {}, r.name),
+    el('td', { class: 'mono opt' }, r.kernels),
+    el('td', { class: 'num' }, formatNumber(r.median, 3)),
+    el('td', { class: 'num opt' }, `${formatNumber(r.p25, 3)}–${formatNumber(r.p75, 3)}`),
+    el('td', { class: 'num' }, formatNumber(r.gflops, 2)),
+    el('td', { class: 'num' }, plain ? `${formatNumber(plain.median / r.median, 2)}×` : ''),
+    el('td', { class: 'num opt' }, String(r.n)),
+    el('td', { class: 'num' }, el('span', { class: `pill ${r.ok ? 'ok' : 'bad'}` }, r.maxDiff.toExponential(1))))))));
+  return [wrap, caption];
+}
+
+const colourOf = (name) => (name === 'plain JS' ? '#8a93a6' : name.includes('no-SIMD') ? '#f0a04b' : '#2456c8');
+
+function chart(result) {
+  const rows = result.rows;
+  const width = Math.max(300, ui.chart.clientWidth);
+  const above = width < 560; // labels above the bars on narrow screens
+  const margin = { top: 8, right: 70, bottom: 46, left: above ? 18 : 215 };
+  const barH = 22;
+  const rowH = above ? 44 : 32;
+  const height = margin.top + margin.bottom + rows.length * rowH;
+  const plotW = width - margin.left - margin.right;
+  const ticks = niceTicks(Math.max(...rows.map((r) => r.gflops)), above ? 3 : 5);
+  const top = ticks[ticks.length - 1];
+  const x = (v) => margin.left + (plotW * v) / top;
+  const svg = el('svg:svg', { width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
+    'aria-label': 'Bar chart: GFLOP/s of each implementation' });
+  const plotBottom = margin.top + rows.length * rowH;
+  for (const t of ticks) {
+    svg.append(el('svg:line', { class: 'grid', x1: x(t), x2: x(t), y1: margin.top, y2: plotBottom }));
+    svg.append(el('svg:text', { class: 'tick', x: x(t), y: plotBottom + 16, 'text-anchor': 'middle' }, tickLabel(t)));
+  }
+  rows.forEach((r, i) => {
+    const y0 = margin.top + i * rowH + (above ? 16 : (rowH - barH) / 2);
+    const colour = colourOf(r.name);
+    svg.append(el('svg:text', {
+      x: above ? margin.left : margin.left - 8, y: above ? y0 - 4 : y0 + barH / 2 + 5,
+      'text-anchor': above ? 'start' : 'end', 'font-size': 13,
+    }, r.name));
+    svg.append(el('svg:rect', { x: margin.left, y: y0, width: Math.max(1, x(r.gflops) - margin.left), height: barH, fill: colour, rx: 3 },
+      el('svg:title', {}, `${r.name}: ${formatNumber(r.gflops, 3)} GFLOP/s, median ${formatNumber(r.median, 3)} ms`)));
+    svg.append(el('svg:text', { x: x(r.gflops) + 6, y: y0 + barH / 2 + 5, 'font-size': 13 }, formatNumber(r.gflops, 2)));
+  });
+  svg.append(el('svg:line', { x1: margin.left, x2: margin.left, y1: margin.top, y2: plotBottom, stroke: '#5a6375' }));
+  svg.append(el('svg:text', { class: 'axis-title', x: margin.left + plotW / 2, y: height - 6, 'text-anchor': 'middle' },
+    'GFLOP/s (higher is faster)'));
+  const key = (colour, text) => el('span', {}, el('span', { class: 'swatch', style: `background:${colour}` }), text);
+  ui.chart.replaceChildren(svg, el('div', { class: 'chart-legend' },
+    key('#2456c8', 'wasm SIMD build'), key('#f0a04b', 'wasm non-SIMD build'), key('#8a93a6', 'plain JavaScript')));
+}
+
+function show(result) {
+  lastResult = result;
+  ui.results.replaceChildren(...table(result));
+  chart(result);
+}
+
+async function main() {
+  initPage();
+  for (const id of ['env', 'workload', 'mode', 'run', 'progress', 'results', 'chart']) ui[id] = document.getElementById(id);
+  ui.note = document.getElementById('workload-note');
+  envList(wasmSimdSupported());
+  const shown = WORKLOADS.filter((w) => SHOWN.includes(w.name));
+  for (const w of shown) ui.workload.append(el('option', { value: w.name }, w.name));
+  const params = new URLSearchParams(location.search);
+  if (shown.some((w) => w.name === params.get('workload'))) ui.workload.value = params.get('workload');
+  if (params.get('quick') === '1') ui.mode.value = 'quick';
+  const noteFor = () => { ui.note.textContent = describeWorkload(shown.find((w) => w.name === ui.workload.value)); };
+  ui.workload.addEventListener('change', noteFor);
+  noteFor();
+
+  const worker = new Worker(new URL('./bench-worker.js', import.meta.url), { type: 'module' });
+  const lines = [];
+  const log = (text) => {
+    lines.push(text);
+    ui.progress.textContent = lines.slice(-8).join('\n');
+  };
+  let started = 0;
+  worker.onerror = (e) => {
+    showError(new Error(`benchmark worker: ${e.message ?? 'failed to load'}`));
+    ui.run.disabled = false;
+  };
+  worker.onmessage = ({ data: m }) => {
+    if (m.type === 'ready') {
+      document.body.dataset.state = 'ready';
+      ui.run.disabled = false;
+      if (params.get('autorun') === '1') ui.run.click();
+    } else if (m.type === 'progress') {
+      log(m.text);
+    } else if (m.type === 'result') {
+      log(`done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      show(m);
+      ui.run.disabled = false;
+      document.body.dataset.state = 'done';
+    } else if (m.type === 'error') {
+      ui.run.disabled = false;
+      showError(new Error(m.message));
+    }
+  };
+  ui.run.disabled = true;
+  ui.run.addEventListener('click', () => {
+    ui.run.disabled = true;
+    lines.length = 0;
+    started = performance.now();
+    document.body.dataset.state = 'running';
+    log(`running ${ui.workload.value} (${ui.mode.value}) …`);
+    worker.postMessage({ workload: ui.workload.value, mode: ui.mode.value });
+  });
+  onWidthChange(() => lastResult && chart(lastResult));
+}
+
+main().catch((e) => showError(e));

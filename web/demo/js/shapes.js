@@ -1,0 +1,398 @@
+// Shapes walk-through: the worked example (B=2, T=10, d_model=512, 8 heads)
+// stage by stage, self- or cross-attention (T_k = 16).
+import {
+  attentionModule, initPage, el, heatmap, legend, randn, formatShape, formatNumber, showError,
+  withMha, requireFunction, onWidthChange, scaleRange,
+} from './common.js';
+
+const B = 2;
+const T = 10;
+const D = 512;
+const H = 8;
+const DK = D / H;
+const TK_CROSS = 16;
+const SHOWN_FEATURES = 64;
+
+// Inputs and weights: fixed seeds, so every visit shows the same numbers.
+const X = randn(B * T * D, 1, 1);
+const MEMORY = randn(B * TK_CROSS * D, 1, 2);
+const WS = 1 / Math.sqrt(D);
+const WEIGHTS = {
+  wQ: randn(D * D, WS, 11), wK: randn(D * D, WS, 12), wV: randn(D * D, WS, 13), wO: randn(D * D, WS, 14),
+  bQ: randn(D, 0.02, 15), bK: randn(D, 0.02, 16), bV: randn(D, 0.02, 17), bO: randn(D, 0.02, 18),
+};
+
+// ---------------------------------------------------------------------------
+// The page's own loops (for the tensors the fused library never stores)
+// ---------------------------------------------------------------------------
+
+// x [m, k] @ w [k, n] + b
+function linear(x, m, k, w, n, b) {
+  const out = new Float32Array(m * n);
+  for (let i = 0; i < m; i++) {
+    const o = i * n;
+    if (b) out.set(b, o);
+    for (let p = 0; p < k; p++) {
+      const a = x[i * k + p];
+      const r = p * n;
+      for (let j = 0; j < n; j++) out[o + j] += a * w[r + j];
+    }
+  }
+  return out;
+}
+
+// [B, t, H*dk] -> [B, H, t, dk]
+function splitHeads(x, t) {
+  const out = new Float32Array(x.length);
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < t; i++) {
+        const src = (b * t + i) * D + h * DK;
+        out.set(x.subarray(src, src + DK), ((b * H + h) * t + i) * DK);
+      }
+    }
+  }
+  return out;
+}
+
+// [B, H, t, dk] -> [B, t, H*dk]
+function concatHeads(z, t) {
+  const out = new Float32Array(z.length);
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < t; i++) {
+        const src = ((b * H + h) * t + i) * DK;
+        out.set(z.subarray(src, src + DK), (b * t + i) * D + h * DK);
+      }
+    }
+  }
+  return out;
+}
+
+// Q_h K_h^T / sqrt(dk): [B, H, T, Tk]
+function scores(qh, kh, tk) {
+  const out = new Float32Array(B * H * T * tk);
+  const s = 1 / Math.sqrt(DK);
+  for (let bh = 0; bh < B * H; bh++) {
+    for (let i = 0; i < T; i++) {
+      for (let j = 0; j < tk; j++) {
+        let acc = 0;
+        const q = (bh * T + i) * DK;
+        const k = (bh * tk + j) * DK;
+        for (let c = 0; c < DK; c++) acc += qh[q + c] * kh[k + c];
+        out[(bh * T + i) * tk + j] = acc * s;
+      }
+    }
+  }
+  return out;
+}
+
+function softmaxRows(x, cols) {
+  const out = new Float32Array(x.length);
+  for (let r = 0; r < x.length / cols; r++) {
+    let max = -Infinity;
+    for (let c = 0; c < cols; c++) max = Math.max(max, x[r * cols + c]);
+    let sum = 0;
+    for (let c = 0; c < cols; c++) sum += (out[r * cols + c] = Math.exp(x[r * cols + c] - max));
+    for (let c = 0; c < cols; c++) out[r * cols + c] /= sum;
+  }
+  return out;
+}
+
+// P [B, H, T, Tk] @ V_h [B, H, Tk, dk] -> [B, H, T, dk]
+function headOutputs(p, vh, tk) {
+  const out = new Float32Array(B * H * T * DK);
+  for (let bh = 0; bh < B * H; bh++) {
+    for (let i = 0; i < T; i++) {
+      const o = (bh * T + i) * DK;
+      for (let j = 0; j < tk; j++) {
+        const w = p[(bh * T + i) * tk + j];
+        const v = (bh * tk + j) * DK;
+        for (let c = 0; c < DK; c++) out[o + c] += w * vh[v + c];
+      }
+    }
+  }
+  return out;
+}
+
+function maxAbsDiff(a, b) {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// One run: every stage's tensors
+// ---------------------------------------------------------------------------
+
+function compute(module, mode) {
+  const cross = mode === 'cross';
+  const tk = cross ? TK_CROSS : T;
+  const kvInput = cross ? MEMORY : X;
+  const query = { data: X, shape: [B, T, D] };
+  const memory = cross ? { data: MEMORY, shape: [B, TK_CROSS, D] } : undefined;
+
+  const lib = withMha(module, { dModel: D, numHeads: H }, WEIGHTS, (mha) =>
+    mha.forward(query, memory, undefined, { returnAttnWeights: true, returnPerHeadOutput: true }));
+
+  const q = linear(X, B * T, D, WEIGHTS.wQ, D, WEIGHTS.bQ);
+  const k = linear(kvInput, B * tk, D, WEIGHTS.wK, D, WEIGHTS.bK);
+  const v = linear(kvInput, B * tk, D, WEIGHTS.wV, D, WEIGHTS.bV);
+  const qh = splitHeads(q, T);
+  const kh = splitHeads(k, tk);
+  const vh = splitHeads(v, tk);
+  const s = scores(qh, kh, tk);
+  const pPage = softmaxRows(s, tk);
+  const p = lib.attnWeights.data;
+  const z = headOutputs(p, vh, tk);
+  const concat = concatHeads(z, T);
+  const outPage = linear(concat, B * T, D, WEIGHTS.wO, D, WEIGHTS.bO);
+  const out = lib.output.data;
+
+  // sum_h z_h W_O^h + b_O == output
+  const summed = new Float32Array(B * T * D);
+  const ph = lib.perHeadOutput.data;
+  for (let b = 0; b < B; b++) {
+    for (let i = 0; i < T; i++) {
+      for (let c = 0; c < D; c++) {
+        let acc = WEIGHTS.bO[c];
+        for (let h = 0; h < H; h++) acc += ph[((b * H + h) * T + i) * D + c];
+        summed[(b * T + i) * D + c] = acc;
+      }
+    }
+  }
+
+  const residual = new Float32Array(B * T * D);
+  for (let i = 0; i < residual.length; i++) residual[i] = X[i] + out[i];
+  // The library's LayerNorm (the layers API); without it the last stage
+  // says so instead of computing it here.
+  let normed = null;
+  let normError = null;
+  let mean = NaN;
+  let std = NaN;
+  try {
+    normed = requireFunction(module, 'layerNorm')({ data: residual, shape: [B, T, D] },
+      { gamma: new Float32Array(D).fill(1), beta: new Float32Array(D), eps: 1e-5 });
+    // Mean and standard deviation of one normalised token (should be 0 and 1).
+    const row = normed.data.subarray(0, D);
+    mean = row.reduce((a, x) => a + x, 0) / D;
+    std = Math.sqrt(row.reduce((a, x) => a + (x - mean) ** 2, 0) / D);
+  } catch (e) {
+    normError = e;
+  }
+
+  const tokens = (t) => ({ kind: 'tokens', t });
+  const heads = (t) => ({ kind: 'heads', t });
+  const attn = { kind: 'attn', tk };
+  return [
+    {
+      id: 'input', title: 'Input', formula: cross ? 'X (queries), M (memory)' : 'X',
+      explain: cross
+        ? 'Queries come from X; keys and values from the memory M, here 16 tokens of an encoder output.'
+        : 'Each of the B sequences has T tokens, each a d_model-wide vector.',
+      tensors: [
+        { id: 'X', name: 'X', shape: query.shape, data: X, view: tokens(T) },
+        cross && { id: 'M', name: 'M (memory)', shape: memory.shape, data: MEMORY, view: tokens(TK_CROSS), isNew: true },
+      ],
+    },
+    {
+      id: 'project', title: 'Project to Q, K, V',
+      formula: cross ? 'Q = X W_Q + b_Q,  K = M W_K + b_K,  V = M W_V + b_V'
+        : 'Q = X W_Q + b_Q,  K = X W_K + b_K,  V = X W_V + b_V',
+      explain: 'Three [512, 512] projections; every head reads its own 64 of the 512 columns.',
+      tensors: [
+        { id: 'Q', name: 'Q', shape: [B, T, D], data: q, view: tokens(T) },
+        { id: 'K', name: 'K', shape: [B, tk, D], data: k, view: tokens(tk) },
+        { id: 'V', name: 'V', shape: [B, tk, D], data: v, view: tokens(tk) },
+      ],
+    },
+    {
+      id: 'split', title: 'Split into heads',
+      formula: 'reshape [B, T, H, d_k], transpose → [B, H, T, d_k]',
+      explain: 'No arithmetic: head h takes features 64h … 64h+63 of every token.',
+      tensors: [
+        { id: 'Qh', name: 'Q heads', shape: [B, H, T, DK], data: qh, view: heads(T) },
+        { id: 'Kh', name: 'K heads', shape: [B, H, tk, DK], data: kh, view: heads(tk) },
+        { id: 'Vh', name: 'V heads', shape: [B, H, tk, DK], data: vh, view: heads(tk) },
+      ],
+    },
+    {
+      id: 'scores', title: 'Scores', formula: 'S_h = Q_h K_hᵀ / √d_k   (√64 = 8)',
+      explain: 'One score per (query, key) pair and head: how well query i matches key j.',
+      tensors: [{ id: 'scores', name: 'scores', shape: [B, H, T, tk], data: s, view: attn }],
+    },
+    {
+      id: 'softmax', title: 'Softmax over keys', formula: 'P_h = softmax(S_h) along each row',
+      explain: 'Every row is a probability distribution over the keys (sums to 1).',
+      check: `library vs this page's softmax: max |diff| = ${formatNumber(maxAbsDiff(p, pPage), 2)}`,
+      checkOk: maxAbsDiff(p, pPage) < 1e-4,
+      tensors: [{ id: 'probs', name: 'attention weights', shape: lib.attnWeights.shape, data: p, view: attn, scale: 'prob', library: true }],
+    },
+    {
+      id: 'heads', title: 'Head outputs', formula: 'z_h = P_h V_h',
+      explain: 'Each query gets a weighted average of the value vectors, per head.',
+      tensors: [{ id: 'z', name: 'z', shape: [B, H, T, DK], data: z, view: heads(T) }],
+    },
+    {
+      id: 'concat', title: 'Concatenate heads', formula: 'concat(z_0, …, z_7) → [B, T, H·d_k]',
+      explain: 'The inverse of the split: head h\'s 64 values go back to features 64h … 64h+63 (shown: the selected head\'s slot).',
+      tensors: [{ id: 'concat', name: 'concat', shape: [B, T, H * DK], data: concat, view: { kind: 'tokens', t: T, slot: true } }],
+    },
+    {
+      id: 'wo', title: 'Output projection', formula: 'O = concat W_O + b_O = Σ_h z_h W_Oʰ + b_O',
+      explain: 'W_Oʰ are rows 64h … 64h+63 of W_O: each head\'s own contribution to the output, in model space.',
+      check: `library vs this page: max |diff| = ${formatNumber(maxAbsDiff(out, outPage), 2)}; ` +
+        `Σ_h contributions + b_O vs output: ${formatNumber(maxAbsDiff(out, summed), 2)}`,
+      checkOk: maxAbsDiff(out, outPage) < 1e-3 && maxAbsDiff(out, summed) < 1e-3,
+      tensors: [
+        { id: 'output', name: 'O', shape: lib.output.shape, data: out, view: tokens(T), library: true },
+        { id: 'perHead', name: 'z_h W_Oʰ (per head)', shape: lib.perHeadOutput.shape, data: ph, view: { kind: 'headsModel', t: T }, library: true },
+      ],
+    },
+    {
+      id: 'norm', title: 'Residual + LayerNorm', formula: 'Y = LayerNorm(X + O)',
+      explain: 'Add the layer\'s input back, then normalise each token to mean 0 and variance 1 (then γ, β).',
+      check: normError ? `not available: ${normError.message}`
+        : `token 0 of batch 0 after LayerNorm: mean ${formatNumber(mean, 3)}, std ${formatNumber(std, 3)}`,
+      checkOk: !normError && Math.abs(mean) < 1e-3 && Math.abs(std - 1) < 1e-2,
+      error: normError,
+      tensors: [normed && { id: 'Y', name: 'Y', shape: normed.shape, data: normed.data, view: tokens(T), library: true }],
+    },
+  ].map((stage) => ({ ...stage, tensors: stage.tensors.filter(Boolean) }));
+}
+
+// ---------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------
+
+// A rows x cols matrix copied out of a tensor for the chosen batch and head.
+function viewOf(tensor, b, h) {
+  const { view, shape, data } = tensor;
+  const copy = (rows, cols, offset, stride, col0) => {
+    const out = new Float32Array(rows * cols);
+    for (let r = 0; r < rows; r++) {
+      out.set(data.subarray(offset + r * stride + col0, offset + r * stride + col0 + cols), r * cols);
+    }
+    return out;
+  };
+  switch (view.kind) {
+    case 'tokens': {
+      const width = shape[2];
+      const col0 = view.slot ? h * DK : 0;
+      return {
+        data: copy(view.t, SHOWN_FEATURES, b * view.t * width, width, col0), rows: view.t, cols: SHOWN_FEATURES,
+        slice: view.slot ? `batch ${b}, features ${col0}–${col0 + DK - 1} (head ${h}'s slot)`
+          : `batch ${b}, features 0–${SHOWN_FEATURES - 1} of ${width}`,
+        xTitle: 'features', yTitle: 'tokens',
+      };
+    }
+    case 'heads':
+      return {
+        data: copy(view.t, DK, (b * H + h) * view.t * DK, DK, 0), rows: view.t, cols: DK,
+        slice: `batch ${b}, head ${h}: all ${DK} features`, xTitle: 'features of the head', yTitle: 'tokens',
+      };
+    case 'headsModel':
+      return {
+        data: copy(view.t, SHOWN_FEATURES, (b * H + h) * view.t * D, D, 0), rows: view.t, cols: SHOWN_FEATURES,
+        slice: `batch ${b}, head ${h}, features 0–${SHOWN_FEATURES - 1} of ${D}`, xTitle: 'features', yTitle: 'tokens',
+      };
+    case 'attn':
+      return {
+        data: copy(T, view.tk, (b * H + h) * T * view.tk, view.tk, 0), rows: T, cols: view.tk,
+        slice: `batch ${b}, head ${h}`, xTitle: 'keys (columns)', yTitle: 'queries (rows)', square: true,
+      };
+    default:
+      throw new Error(`unknown view ${view.kind}`);
+  }
+}
+
+const state = { mode: 'self', batch: 0, head: 0, results: {}, shapes: {} };
+
+function render() {
+  const stages = state.results[state.mode];
+  const other = state.shapes[state.mode === 'self' ? 'cross' : 'self'] ?? {};
+  const pipeline = document.getElementById('pipeline');
+  const width = Math.min(240, pipeline.clientWidth - 40);
+  const changedNames = [];
+  const blocks = stages.map((stage) => {
+    let stageChanged = false;
+    const tensors = stage.tensors.map((t) => {
+      const otherShape = other[t.id];
+      const changed = t.isNew || (otherShape !== undefined && formatShape(otherShape) !== formatShape(t.shape));
+      if (changed) {
+        stageChanged = true;
+        changedNames.push(t.name);
+      }
+      const v = viewOf(t, state.batch, state.head);
+      const scale = t.scale ?? 'signed';
+      const [vmin, vmax] = scale === 'prob' ? [0, 1] : scaleRange('signed', v.data);
+      const note = t.isNew ? 'only in cross-attention'
+        : changed ? `${state.mode === 'self' ? 'cross' : 'self'}: ${formatShape(otherShape)}` : null;
+      return el('div', {
+        class: `tensor${changed ? ' changed' : ''}`,
+        dataset: { tensor: t.id, shape: t.shape.join(','), changed: String(changed) },
+      },
+      el('div', { class: 'tensor-head' },
+        el('span', { class: 'tensor-name' }, t.name),
+        el('span', { class: 'shape' }, formatShape(t.shape)),
+        note ? el('span', { class: 'was' }, note) : null),
+      heatmap({
+        data: v.data, rows: v.rows, cols: v.cols, scale, vmin, vmax,
+        width, maxCell: v.square ? 22 : 5, cellHeight: v.square ? undefined : 9,
+        xTitle: v.xTitle, yTitle: v.yTitle,
+        hint: `${v.slice}${t.library ? ' · from the library' : ''}`,
+        describe: (r, c, x) => `${v.yTitle.split(' ')[0]} ${r}, ${v.xTitle.split(' ')[0]} ${c}: ${formatNumber(x, 4)}`,
+      }),
+      legend({ scale, vmin, vmax, title: scale === 'prob' ? 'probability' : 'value' }));
+    });
+    return el('section', { class: `stage${stageChanged ? ' changed' : ''}`, dataset: { stage: stage.id } },
+      el('div', {},
+        el('h3', {}, stage.title),
+        el('div', { class: 'formula' }, stage.formula),
+        el('p', { class: 'explain' }, stage.explain),
+        stage.check ? el('p', { class: 'check' },
+          el('span', { class: `pill ${stage.checkOk ? 'ok' : 'bad'}` }, stage.checkOk ? 'agrees' : 'differs'),
+          ' ', stage.check) : null),
+      el('div', { class: 'tensors' }, tensors));
+  });
+  pipeline.replaceChildren(...blocks);
+  const summary = document.getElementById('changed-summary');
+  summary.replaceChildren(state.mode === 'self'
+    ? `Outlined: the shapes that differ in cross-attention (${changedNames.join(', ')}).`
+    : `Outlined: what changes from self-attention: ${changedNames.join(', ')}. Q, the head outputs and everything after keep T = 10 rows.`);
+  document.body.dataset.mode = state.mode;
+}
+
+function setMode(mode) {
+  state.mode = mode;
+  document.getElementById('mode-self').setAttribute('aria-pressed', String(mode === 'self'));
+  document.getElementById('mode-cross').setAttribute('aria-pressed', String(mode === 'cross'));
+  render();
+}
+
+async function main() {
+  initPage();
+  const headSelect = document.getElementById('head');
+  for (let h = 0; h < H; h++) headSelect.append(el('option', { value: h }, `h = ${h}`));
+  const module = await attentionModule();
+  document.getElementById('module-info').replaceChildren(
+    el('span', { class: 'pill' }, module.simd ? 'wasm SIMD build' : 'wasm non-SIMD build'),
+    el('span', {}, `kernels ${module.kernels}`));
+  for (const mode of ['self', 'cross']) {
+    state.results[mode] = compute(module, mode);
+    state.shapes[mode] = Object.fromEntries(state.results[mode]
+      .flatMap((s) => s.tensors.map((t) => [t.id, t.shape])));
+  }
+  const failed = state.results.self.find((s) => s.error);
+  if (failed) showError(failed.error);
+  document.getElementById('mode-self').addEventListener('click', () => setMode('self'));
+  document.getElementById('mode-cross').addEventListener('click', () => setMode('cross'));
+  document.getElementById('batch').addEventListener('change', (e) => { state.batch = Number(e.target.value); render(); });
+  headSelect.addEventListener('change', (e) => { state.head = Number(e.target.value); render(); });
+  onWidthChange(render);
+  const wanted = new URLSearchParams(location.search).get('mode');
+  setMode(wanted === 'cross' ? 'cross' : 'self');
+  if (!failed) document.body.dataset.state = 'ready';
+}
+
+main().catch((e) => showError(e));
