@@ -17,3 +17,6 @@ run_ctest build/wasm-nosimd
 # The npm package (web/) against the wasm builds copied into web/dist/.
 echo "test: jest"
 npm run --silent test:js
+# The demos (web/demo/) in Debian's chromium, driven by playwright-core.
+echo "test: browser"
+npm run --silent test:browser

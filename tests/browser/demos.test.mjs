@@ -1,0 +1,352 @@
+// Browser tests of the demos (web/demo/): Debian's chromium, driven by
+// playwright-core (which never downloads a browser), against the demo server
+// started on a free port. Run with `node --test tests/browser/` (npm test
+// does, after the Jest suite). Screenshots go to build/screenshots/.
+//
+// SA_CHROMIUM overrides the browser binary (default /usr/bin/chromium).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../web/demo/server.mjs';
+import { createAttentionModule } from '../../web/index.js';
+import { repoRoot, loadGoldenCase, mhaArguments, maxAbsDiff } from '../js/support/golden.mjs';
+
+const CHROMIUM = process.env.SA_CHROMIUM ?? '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const SHOTS = path.join(repoRoot, 'build', 'screenshots');
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
+const TIMEOUT = 120_000;
+
+let server;
+let browser;
+
+before(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  server = await startServer({ port: 0 });
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/**
+ * Opens a demo page and waits until it says it is ready (body[data-state]).
+ * Every console error, page error, failed request and HTTP error is kept in
+ * `problems`.
+ */
+async function open(pagePath, { viewport = DESKTOP, until = ['ready', 'done'] } = {}) {
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  await page.goto(new URL(`web/demo/${pagePath}`, server.url).href);
+  await page.waitForFunction((states) => states.includes(document.body.dataset.state) ||
+    document.body.dataset.state === 'error', until, { timeout: TIMEOUT });
+  const state = await page.evaluate(() => document.body.dataset.state);
+  return { page, context, problems, state };
+}
+
+async function shoot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+function assertClean({ problems, state }, what) {
+  assert.deepEqual(problems, [], `${what}: console or page errors`);
+  assert.notEqual(state, 'error', `${what}: the page shows an error`);
+}
+
+/** Nothing wider than the phone's screen (which would make the page scroll sideways). */
+async function assertNoHorizontalOverflow(page, what) {
+  const { scroll, client } = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+  }));
+  assert.ok(scroll <= client, `${what}: page is ${scroll}px wide on a ${client}px screen`);
+}
+
+// ---------------------------------------------------------------------------
+// The server
+// ---------------------------------------------------------------------------
+
+// A raw GET (no URL normalisation, unlike fetch), so '..' reaches the server.
+function rawGet(rawPath) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: server.port, path: rawPath, method: 'GET' }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('server: COOP/COEP headers, application/wasm, redirect to the demos, nothing outside the served folders', async () => {
+  const root = await rawGet('/');
+  assert.equal(root.status, 302);
+  assert.equal(root.headers.location, '/web/demo/');
+  const page = await rawGet('/web/demo/');
+  assert.equal(page.status, 200);
+  assert.match(page.headers['content-type'], /^text\/html/);
+  assert.equal(page.headers['cross-origin-opener-policy'], 'same-origin');
+  assert.equal(page.headers['cross-origin-embedder-policy'], 'require-corp');
+  for (const file of ['simd_attention_simd.wasm', 'simd_attention_nosimd.wasm']) {
+    const wasm = await rawGet(`/web/dist/${file}`);
+    assert.equal(wasm.status, 200, file);
+    assert.equal(wasm.headers['content-type'], 'application/wasm');
+    assert.equal(wasm.headers['cross-origin-embedder-policy'], 'require-corp');
+  }
+  assert.equal((await rawGet('/web/index.js')).headers['content-type'], 'text/javascript; charset=utf-8');
+  assert.equal((await rawGet('/bench/js/workloads.js')).status, 200);
+  const refused = [
+    '/package.json', '/web/../package.json', '/web/%2e%2e/package.json', '/web/..%2fpackage.json',
+    '/web/demo/../../package.json', '/web/%2e%2e%2f%2e%2e%2fetc/passwd', '/../../etc/passwd',
+    '/bench/js/../../CMakeLists.txt', '/bench/js/native/', '/bench/node_modules/', '/.git/config',
+    '/web/.npmignore', '/web/%00index.js', '/web/..\\package.json', '/src/backend.h',
+  ];
+  for (const p of refused) {
+    const r = await rawGet(p);
+    assert.equal(r.status, 404, `${p} gave ${r.status}`);
+  }
+});
+
+// ---------------------------------------------------------------------------
+// Pages
+// ---------------------------------------------------------------------------
+
+test('home page loads without errors', { timeout: TIMEOUT }, async () => {
+  for (const [viewport, tag] of [[DESKTOP, '1280x800'], [PHONE, '390']]) {
+    const p = await open('index.html', { viewport });
+    assertClean(p, `home ${tag}`);
+    await assertNoHorizontalOverflow(p.page, `home ${tag}`);
+    await shoot(p.page, `home-${tag}`);
+    await p.context.close();
+  }
+});
+
+async function shapesShown(page) {
+  return page.$$eval('[data-tensor]', (nodes) => Object.fromEntries(nodes.map((n) => [n.dataset.tensor, {
+    shape: n.querySelector('.shape').textContent, changed: n.dataset.changed === 'true',
+  }])));
+}
+
+test('shapes walk-through prints the right shapes, self and cross', { timeout: TIMEOUT }, async () => {
+  const p = await open('shapes.html');
+  assertClean(p, 'shapes');
+  const self = {
+    X: '[2, 10, 512]', Q: '[2, 10, 512]', K: '[2, 10, 512]', V: '[2, 10, 512]',
+    Qh: '[2, 8, 10, 64]', Kh: '[2, 8, 10, 64]', Vh: '[2, 8, 10, 64]',
+    scores: '[2, 8, 10, 10]', probs: '[2, 8, 10, 10]', z: '[2, 8, 10, 64]',
+    concat: '[2, 10, 512]', output: '[2, 10, 512]', perHead: '[2, 8, 10, 512]', Y: '[2, 10, 512]',
+  };
+  const cross = {
+    ...self, M: '[2, 16, 512]', K: '[2, 16, 512]', V: '[2, 16, 512]',
+    Kh: '[2, 8, 16, 64]', Vh: '[2, 8, 16, 64]', scores: '[2, 8, 10, 16]', probs: '[2, 8, 10, 16]',
+  };
+  const changing = ['M', 'K', 'V', 'Kh', 'Vh', 'scores', 'probs'];
+  const shown = await shapesShown(p.page);
+  assert.deepEqual(Object.fromEntries(Object.entries(shown).map(([k, v]) => [k, v.shape])), self);
+  for (const [id, { changed }] of Object.entries(shown)) {
+    assert.equal(changed, changing.includes(id), `self: ${id} marked changed=${changed}`);
+  }
+  // The stage order of the issue.
+  const stages = await p.page.$$eval('[data-stage]', (n) => n.map((s) => s.dataset.stage));
+  assert.deepEqual(stages, ['input', 'project', 'split', 'scores', 'softmax', 'heads', 'concat', 'wo', 'norm']);
+  // Every check the page makes (library vs its own loops, LayerNorm mean/std) agrees.
+  assert.equal(await p.page.locator('.check .pill.bad').count(), 0);
+  assert.equal(await p.page.locator('.check .pill.ok').count(), 3);
+  await shoot(p.page, 'shapes-self-1280x800');
+
+  await p.page.click('#mode-cross');
+  await p.page.waitForFunction(() => document.body.dataset.mode === 'cross');
+  const shownCross = await shapesShown(p.page);
+  assert.deepEqual(Object.fromEntries(Object.entries(shownCross).map(([k, v]) => [k, v.shape])), cross);
+  for (const [id, { changed }] of Object.entries(shownCross)) {
+    assert.equal(changed, changing.includes(id), `cross: ${id} marked changed=${changed}`);
+  }
+  assert.equal(await p.page.locator('.check .pill.bad').count(), 0);
+  await shoot(p.page, 'shapes-cross-1280x800');
+  assert.deepEqual(p.problems, []);
+  await p.context.close();
+
+  const phone = await open('shapes.html?mode=cross', { viewport: PHONE });
+  assertClean(phone, 'shapes 390');
+  await assertNoHorizontalOverflow(phone.page, 'shapes 390');
+  await shoot(phone.page, 'shapes-cross-390');
+  await phone.context.close();
+});
+
+async function headCards(page) {
+  return page.$$eval('[data-head][data-pattern]', (nodes) => nodes.map((n) => ({
+    head: Number(n.dataset.head), pattern: n.dataset.pattern,
+    rows: Number(n.dataset.rows), cols: Number(n.dataset.cols),
+    argmax: n.dataset.argmax.split(',').map(Number), rowmax: n.dataset.rowmax.split(',').map(Number),
+  })));
+}
+
+// What the hand-built heads must do: key index per query row (null = no claim).
+function expected(pattern, tq, tk) {
+  return Array.from({ length: tq }, (_, i) => {
+    if (pattern === 'first') return 0;
+    if (pattern === 'self') return i < tk ? i : null;
+    if (pattern === 'previous') return i - 1 < tk ? Math.max(0, i - 1) : null;
+    throw new Error(pattern);
+  });
+}
+
+function checkBuiltHeads(cards, tq, tk, what) {
+  const built = cards.filter((c) => c.pattern !== 'random');
+  assert.deepEqual(built.map((c) => c.pattern).sort(), ['first', 'previous', 'self'], what);
+  for (const c of built) {
+    assert.equal(c.rows, tq, `${what}: head ${c.head} rows`);
+    assert.equal(c.cols, tk, `${what}: head ${c.head} cols`);
+    const want = expected(c.pattern, tq, tk);
+    want.forEach((j, i) => {
+      if (j === null) return;
+      assert.equal(c.argmax[i], j, `${what}: head ${c.head} (${c.pattern}) row ${i}: argmax ${c.argmax[i]}, want ${j}`);
+      assert.ok(c.rowmax[i] > 0.99, `${what}: head ${c.head} (${c.pattern}) row ${i}: top weight ${c.rowmax[i]} is not crisp`);
+    });
+  }
+  assert.equal(cards.length, 8, `${what}: 8 heads shown`);
+}
+
+test('explorer: the hand-built heads show their pattern (self, causal, cross)', { timeout: TIMEOUT }, async () => {
+  const text = 'the quick brown fox jumps over the lazy dog near the river bank';
+  const tq = text.split(' ').length;
+  const p = await open(`explorer.html?text=${encodeURIComponent(text)}`);
+  assertClean(p, 'explorer');
+  checkBuiltHeads(await headCards(p.page), tq, tq, 'self-attention');
+  // Token labels on the axes.
+  const labels = await p.page.$$eval('[data-pattern="self"] .hm-rowlabels span', (s) => s.map((x) => x.textContent));
+  assert.deepEqual(labels, text.split(' '));
+  // Contribution bars: one per token and selected head, all finite and positive.
+  const bars = await p.page.$$eval('#chart rect[data-head]', (r) => r.map((x) => Number(x.dataset.value)));
+  assert.equal(bars.length, tq * 8);
+  assert.ok(bars.every((v) => Number.isFinite(v) && v > 0));
+  await shoot(p.page, 'explorer-self-1280x800');
+
+  await p.page.check('#causal');
+  await p.page.waitForFunction(() => document.body.dataset.causal === 'true');
+  const causal = await headCards(p.page);
+  checkBuiltHeads(causal, tq, tq, 'causal');
+  // Causal: nothing above the diagonal wins, in any head.
+  for (const c of causal) c.argmax.forEach((j, i) => assert.ok(j <= i, `causal head ${c.head} row ${i} -> ${j}`));
+
+  // Cross-attention: a shorter second sentence.
+  const text2 = 'one small cat slept on my rug';
+  const tk = text2.split(' ').length;
+  await p.page.uncheck('#causal');
+  await p.page.check('#cross');
+  await p.page.fill('#sentence2', text2);
+  await p.page.waitForFunction((n) => document.body.dataset.mode === 'cross' &&
+    document.querySelector('[data-pattern="self"]')?.dataset.cols === String(n), tk);
+  checkBuiltHeads(await headCards(p.page), tq, tk, 'cross-attention');
+  await shoot(p.page, 'explorer-cross-1280x800');
+
+  // Deselecting a head removes its heatmap and its bars.
+  await p.page.uncheck('#heads input[data-head="5"]');
+  assert.equal(await p.page.locator('[data-head="5"][data-pattern]').count(), 0);
+  assert.equal(await p.page.locator('#chart rect[data-head="5"]').count(), 0);
+  assert.deepEqual(p.problems, []);
+  await p.context.close();
+
+  const phone = await open(`explorer.html?text=${encodeURIComponent(text)}&causal=1`, { viewport: PHONE });
+  assertClean(phone, 'explorer 390');
+  checkBuiltHeads(await headCards(phone.page), tq, tq, 'phone, causal');
+  await assertNoHorizontalOverflow(phone.page, 'explorer 390');
+  await shoot(phone.page, 'explorer-causal-390');
+  await phone.context.close();
+});
+
+test('benchmark: numbers for every backend, the non-SIMD build and plain JS (S1, quick)', { timeout: TIMEOUT }, async () => {
+  const p = await open('bench.html?workload=S1&quick=1&autorun=1', { until: ['done'] });
+  assertClean(p, 'bench');
+  const simd = await p.page.evaluate(async () => (await import('/web/index.js')).wasmSimdSupported());
+  assert.equal(simd, true, 'Chromium has wasm SIMD');
+  const rows = await p.page.$$eval('#results-table tbody tr', (trs) => trs.map((t) => ({
+    impl: t.dataset.impl, median: Number(t.dataset.medianMs), gflops: Number(t.dataset.gflops), ok: t.dataset.ok,
+  })));
+  assert.deepEqual(rows.map((r) => r.impl), [
+    'ours wasm-simd highway', 'ours wasm-simd xsimd', 'ours wasm-simd scalar',
+    'ours wasm no-SIMD (highway)', 'plain JS',
+  ]);
+  for (const r of rows) {
+    assert.ok(r.median > 0 && Number.isFinite(r.median), `${r.impl}: median ${r.median}`);
+    assert.ok(r.gflops > 0 && Number.isFinite(r.gflops), `${r.impl}: GFLOP/s ${r.gflops}`);
+    assert.equal(r.ok, 'true', `${r.impl}: output differs from the reference`);
+  }
+  assert.equal(await p.page.locator('#chart svg rect').count(), rows.length);
+  await shoot(p.page, 'bench-S1-1280x800');
+  await p.context.close();
+
+  const phone = await open('bench.html?workload=S1&quick=1&autorun=1', { viewport: PHONE, until: ['done'] });
+  assertClean(phone, 'bench 390');
+  await assertNoHorizontalOverflow(phone.page, 'bench 390');
+  await shoot(phone.page, 'bench-S1-390');
+  await phone.context.close();
+});
+
+// ---------------------------------------------------------------------------
+// The library in the browser = the library in Node
+// ---------------------------------------------------------------------------
+
+test('golden cases: the library in Chromium equals Node (both builds) and PyTorch', { timeout: TIMEOUT }, async () => {
+  const p = await open('index.html');
+  for (const name of ['self_tiny', 'cross_basic']) {
+    const c = loadGoldenCase(name);
+    const a = mhaArguments(c);
+    const plain = (x) => (x ? Array.from(x) : undefined);
+    const args = {
+      config: a.config,
+      weights: Object.fromEntries(Object.entries(a.weights).map(([k, v]) => [k, plain(v)])),
+      query: { data: plain(a.query.data), shape: a.query.shape },
+      key: a.key && { data: plain(a.key.data), shape: a.key.shape },
+      value: a.value && { data: plain(a.value.data), shape: a.value.shape },
+      causal: a.options.causal,
+    };
+    for (const simd of [true, false]) {
+      const inBrowser = await p.page.evaluate(async ({ args: x, simd: s }) => {
+        const { createAttentionModule: create } = await import('/web/index.js');
+        const m = await create({ simd: s });
+        const f32 = (t) => t && { data: Float32Array.from(t.data), shape: t.shape };
+        const mha = new m.MultiHeadAttention(x.config);
+        try {
+          mha.setWeights(Object.fromEntries(Object.entries(x.weights).map(([k, v]) => [k, Float32Array.from(v)])));
+          const r = mha.forward(f32(x.query), f32(x.key), f32(x.value),
+            { causal: x.causal, returnAttnWeights: true, returnPerHeadOutput: true });
+          return {
+            simd: m.simd,
+            output: Array.from(r.output.data), attnWeights: Array.from(r.attnWeights.data),
+            perHeadOutput: Array.from(r.perHeadOutput.data), shape: r.output.shape,
+          };
+        } finally {
+          mha.dispose();
+        }
+      }, { args, simd });
+      assert.equal(inBrowser.simd, simd);
+      const node = await createAttentionModule({ simd });
+      const mha = new node.MultiHeadAttention(a.config);
+      mha.setWeights(a.weights);
+      const r = mha.forward(a.query, a.key, a.value,
+        { ...a.options, returnAttnWeights: true, returnPerHeadOutput: true });
+      mha.dispose();
+      assert.deepEqual(inBrowser.shape, r.output.shape);
+      for (const [key, golden] of [['output', 'output'], ['attnWeights', 'attn_weights'], ['perHeadOutput', 'per_head_output']]) {
+        const vsNode = maxAbsDiff(Float32Array.from(inBrowser[key]), r[key].data);
+        assert.ok(vsNode <= 1e-6, `${name} simd=${simd} ${key}: browser vs Node ${vsNode}`);
+        const vsTorch = maxAbsDiff(Float32Array.from(inBrowser[key]), c.tensors[golden].data);
+        assert.ok(vsTorch <= c.tolerance, `${name} simd=${simd} ${key}: browser vs PyTorch ${vsTorch}`);
+      }
+    }
+  }
+  assertClean(p, 'golden');
+  await p.context.close();
+});
