@@ -140,6 +140,7 @@ class EncoderLayerBinding {
     return Guard([&] {
       TransformerEncoderLayer& layer = Checked();
       const Input in(x);
+      CheckFinite("x", in.data);  // named x, not the attention's query
       const std::vector<uint8_t> mask = CopyBytesIfGiven(options, "keyPaddingMask");
       EncoderOptions o;
       o.causal = options["causal"].as<bool>();
@@ -193,6 +194,7 @@ class DecoderLayerBinding {
     return Guard([&] {
       TransformerDecoderLayer& layer = Checked();
       const Input in(x), m(memory);
+      CheckFinite("x", in.data);
       Masks masks(options);
       return TensorToJs(layer.Forward(in.tensor, m.tensor, masks.options));
     });
@@ -203,6 +205,7 @@ class DecoderLayerBinding {
     return Guard([&] {
       TransformerDecoderLayer& layer = Checked();
       const Input in(x);
+      CheckFinite("x", in.data);
       Masks masks(options);
       return TensorToJs(layer.Forward(in.tensor, memory.Checked(), masks.options));
     });
@@ -215,6 +218,7 @@ class DecoderLayerBinding {
       KVCache& c = cache.Checked();
       const PrecomputedKV& kv = memory.Checked();
       const Input in(x);
+      CheckFinite("x", in.data);
       return WithCacheRollback(c, in.tensor.tokens, [&] {
         return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv));
       });
