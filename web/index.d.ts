@@ -87,6 +87,23 @@ export interface AttentionModule {
   readonly kernels: string;
   /** Multi-head attention running on this module's wasm instance. */
   readonly MultiHeadAttention: MultiHeadAttentionConstructor;
+  /** `torch.nn.TransformerEncoderLayer` (dropout 0, batch-first). */
+  readonly TransformerEncoderLayer: TransformerEncoderLayerConstructor;
+  /** `torch.nn.TransformerDecoderLayer` (dropout 0, batch-first), with incremental decoding. */
+  readonly TransformerDecoderLayer: TransformerDecoderLayerConstructor;
+  /**
+   * Sinusoidal positional encoding `[t, dModel]`:
+   * `PE[p, 2i] = sin(p / 10000^(2i/dModel))`, `PE[p, 2i+1] = cos(p / 10000^(2i/dModel))`.
+   * Add it to token embeddings before the first layer. RangeError unless
+   * both are positive integers.
+   */
+  positionalEncoding(t: number, dModel: number): Tensor;
+  /**
+   * LayerNorm over the last dimension: `(x - mean) / sqrt(var + eps) * gamma + beta`
+   * per row of `x` (`[B, T, D]` or `[T, D]`; `gamma`, `beta` are `[D]`).
+   * Returns a new tensor of x's shape.
+   */
+  layerNorm(x: Tensor, options: LayerNormOptions): Tensor;
   /** Heap statistics, e.g. to watch for leaks. */
   memoryStats(): MemoryStats;
 }
@@ -235,13 +252,334 @@ export interface MultiHeadAttention {
    * kept.
    */
   forward(query: Tensor, key?: Tensor, value?: Tensor, options?: ForwardOptions): ForwardResult;
+  /**
+   * Cross-attention of `query` over keys/values projected once by
+   * `precomputeKeyValue` (value must be omitted). Same results as passing the
+   * memory tensor itself; the options' `keyPaddingMask`, if given, replaces
+   * the one the object was made with.
+   */
+  forward(query: Tensor, precomputed: PrecomputedKeyValue, value?: undefined,
+    options?: ForwardOptions): ForwardResult;
+  /**
+   * An empty cache of this attention's keys/values for `forwardIncremental`.
+   * Needs no weights. RangeError for a zero batch or maxLength.
+   */
+  createKVCache(options: KVCacheOptions): KVCache;
+  /**
+   * Self-attention of `n >= 1` new tokens `x` (`[B, n, dModel]`, B = the
+   * cache's batch): projects their keys and values into the cache, then
+   * attends causally over everything it holds, so feeding a sequence token by
+   * token gives the rows of `forward(x, undefined, undefined, { causal: true })`.
+   * Needs kDim == vDim == dModel. A full cache is a RangeError naming the
+   * numbers, and a failed call leaves the cache unchanged.
+   */
+  forwardIncremental(x: Tensor, cache: KVCache, options?: IncrementalForwardOptions): ForwardResult;
+  /**
+   * Projects `memory` (`[B, S, kDim]`, used as keys and values; needs
+   * kDim == vDim) once, for cross-attention of many queries:
+   * `forward(query, precomputed)`.
+   */
+  precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): PrecomputedKeyValue;
   /** Frees the wasm memory; later calls throw. Calling it again does nothing. */
   dispose(): void;
   [Symbol.dispose](): void;
+}
+
+// ---------------------------------------------------------------------------
+// KV cache and precomputed keys/values
+// ---------------------------------------------------------------------------
+
+/** Options of `createKVCache`. */
+export interface KVCacheOptions {
+  /** Sequences decoded side by side; every `forwardIncremental` input must have this batch. */
+  batch: number;
+  /** Tokens the cache can hold. It is allocated once; a step past it is a RangeError. */
+  maxLength: number;
+}
+
+/**
+ * Projected keys and values of the tokens seen so far, for autoregressive
+ * self-attention (`forwardIncremental`). Made by `createKVCache()` of a
+ * MultiHeadAttention or a TransformerDecoderLayer; usable with any attention
+ * of the same head layout in the same module (another layout, or another
+ * module, is an error). The values are tied to the weights that projected
+ * them: after `setWeights`, start a new cache (or `reset()`).
+ *
+ * Owns wasm memory: call `dispose()` (or declare it with `using`). Any use
+ * after `dispose()` throws an Error.
+ */
+export interface KVCache {
+  /** Batch the cache was created for. */
+  readonly batch: number;
+  /** Capacity in tokens. */
+  readonly maxLength: number;
+  /** Tokens cached now (0 .. maxLength). */
+  readonly length: number;
+  /** Whether dispose() was called. */
+  readonly disposed: boolean;
+  /**
+   * Appends n already-projected tokens: `keys [B, n, H*d_k]` and
+   * `values [B, n, H*d_v]` (token-major; a 2-D `[n, ...]` tensor means B = 1),
+   * e.g. what `keys()` / `values()` of another cache returned, to restore a
+   * saved prompt. RangeError naming the numbers if they do not fit (the
+   * cache is then unchanged).
+   */
+  append(keys: Tensor, values: Tensor): void;
+  /** A copy of the cached keys, `[B, length, H*d_k]`. */
+  keys(): Tensor;
+  /** A copy of the cached values, `[B, length, H*d_v]`. */
+  values(): Tensor;
+  /**
+   * Rolls back to the first `n` tokens (0 <= n <= length), e.g. to drop a
+   * rejected draft or a beam's tail. RangeError otherwise.
+   */
+  truncate(n: number): void;
+  /** Empties the cache (length 0), keeping its memory. */
+  reset(): void;
+  /** Frees the wasm memory; later calls throw. Calling it again does nothing. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** Options of `precomputeKeyValue` / `precomputeMemory`. */
+export interface PrecomputeOptions {
+  /**
+   * `[B*S]` over the memory's tokens, 1 = real token, 0 = padding. It
+   * applies whenever the object is used, unless that call passes its own
+   * mask.
+   */
+  keyPaddingMask?: Uint8Array;
+}
+
+/**
+ * An encoder memory's cross-attention keys and values, projected once and
+ * reused by every decoding step: pass it where a key (MultiHeadAttention
+ * `forward(query, precomputed)`) or a memory (TransformerDecoderLayer) is
+ * expected. Usable with any attention of the same head layout in the same
+ * module; its values are tied to the weights that projected them.
+ *
+ * Owns wasm memory: call `dispose()` (or declare it with `using`). Any use
+ * after `dispose()` throws an Error.
+ */
+export interface PrecomputedKeyValue {
+  /** Batch of the memory. */
+  readonly batch: number;
+  /** Tokens of the memory (S). */
+  readonly tokens: number;
+  /** Whether dispose() was called. */
+  readonly disposed: boolean;
+  /** Frees the wasm memory; later uses throw. Calling it again does nothing. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** Options of `MultiHeadAttention.forwardIncremental` (causal is implied). */
+export interface IncrementalForwardOptions {
+  /** `[B*(length+n)]` over everything cached plus the new tokens; 1 = real token. */
+  keyPaddingMask?: Uint8Array;
+  /** Added to the scaled scores: `[n*(length+n)]` or `[B*H*n*(length+n)]`. */
+  attnMask?: Float32Array;
+  /** Also return the probabilities over every cached token, `[B, H, n, length+n]`. */
+  returnAttnWeights?: boolean;
+  /** Also return each head's contribution, `[B, H, n, dModel]`. */
+  returnPerHeadOutput?: boolean;
 }
 
 export interface MultiHeadAttentionConstructor {
   /** Throws a RangeError for an invalid config or an unknown backend. */
   new (config: MultiHeadAttentionConfig): MultiHeadAttention;
   readonly prototype: MultiHeadAttention;
+}
+
+// ---------------------------------------------------------------------------
+// Transformer layers
+// ---------------------------------------------------------------------------
+
+/** Activation of the position-wise FFN. `'gelu'` and `'gelu_erf'` are the exact (erf) GELU, as torch's `'gelu'`. */
+export type ActivationName = 'relu' | 'gelu' | 'gelu_erf' | 'gelu_tanh';
+
+export interface TransformerLayerConfig {
+  /** Model width; numHeads must divide it. */
+  dModel: number;
+  /** Attention heads (d_k = d_v = dModel / numHeads). */
+  numHeads: number;
+  /** Hidden width of the FFN. */
+  ffnDim: number;
+  /**
+   * Pre-LN (`h = x + MHA(LN1(x)); out = h + FFN(LN2(h))`) instead of the
+   * default post-LN (`h = LN1(x + MHA(x)); out = LN2(h + FFN(h))`), as torch's `norm_first`.
+   */
+  normFirst?: boolean;
+  /** Default `'relu'`. */
+  activation?: ActivationName;
+  /** LayerNorm epsilon, default 1e-5. */
+  eps?: number;
+  /** Backend for this layer; default the module's `backend`. */
+  backend?: string;
+}
+
+/** A layer config with every default filled in. */
+export interface ResolvedTransformerLayerConfig {
+  dModel: number;
+  numHeads: number;
+  /** dModel / numHeads. */
+  headDim: number;
+  ffnDim: number;
+  normFirst: boolean;
+  /** `'relu'`, `'gelu'` (also for `'gelu_erf'`) or `'gelu_tanh'`. */
+  activation: 'relu' | 'gelu' | 'gelu_tanh';
+  eps: number;
+  backend: string;
+}
+
+/**
+ * An attention sublayer's weights, `X @ W` layout as for
+ * `MultiHeadAttention.setWeights`; inside a layer every matrix is
+ * `[dModel, dModel]` and every bias `[dModel]`, all required.
+ */
+export interface LayerAttentionWeights {
+  wQ: Float32Array;
+  wK: Float32Array;
+  wV: Float32Array;
+  wO: Float32Array;
+  bQ: Float32Array;
+  bK: Float32Array;
+  bV: Float32Array;
+  bO: Float32Array;
+}
+
+/**
+ * The FFN `act(x W1 + b1) W2 + b2`, `X @ W` layout (the transpose of
+ * torch's `linear1.weight` / `linear2.weight`).
+ */
+export interface FeedForwardWeights {
+  /** `[dModel, ffnDim]` */
+  w1: Float32Array;
+  /** `[ffnDim]` */
+  b1: Float32Array;
+  /** `[ffnDim, dModel]` */
+  w2: Float32Array;
+  /** `[dModel]` */
+  b2: Float32Array;
+}
+
+/** A LayerNorm's weight (`gamma`, torch's `weight`) and bias (`beta`), each `[dModel]`. */
+export interface LayerNormWeights {
+  gamma: Float32Array;
+  beta: Float32Array;
+}
+
+export interface LayerNormOptions extends LayerNormWeights {
+  /** Default 1e-5. */
+  eps?: number;
+  /** Backend of the kernel; default the module's `backend`. */
+  backend?: string;
+}
+
+/** torch: `self_attn`, `linear1`/`linear2`, `norm1`, `norm2`. */
+export interface TransformerEncoderLayerWeights {
+  attention: LayerAttentionWeights;
+  ffn: FeedForwardWeights;
+  norm1: LayerNormWeights;
+  norm2: LayerNormWeights;
+}
+
+/** torch: `self_attn`, `multihead_attn`, `linear1`/`linear2`, `norm1`..`norm3`. */
+export interface TransformerDecoderLayerWeights {
+  selfAttention: LayerAttentionWeights;
+  crossAttention: LayerAttentionWeights;
+  ffn: FeedForwardWeights;
+  /** After (post-LN) or before (pre-LN) the self-attention. */
+  norm1: LayerNormWeights;
+  /** Around the cross-attention. */
+  norm2: LayerNormWeights;
+  /** Around the FFN. */
+  norm3: LayerNormWeights;
+}
+
+export interface EncoderForwardOptions {
+  /** `[B*T]`, 1 = real token, 0 = padding (the opposite of torch's src_key_padding_mask). */
+  keyPaddingMask?: Uint8Array;
+  /** Causal self-attention (query i sees keys <= i). Default false. */
+  causal?: boolean;
+}
+
+export interface DecoderForwardOptions {
+  /** Causal self-attention, default **true** (torch's tgt_is_causal with a square subsequent mask). */
+  causal?: boolean;
+  /** `[B*T]` over x's tokens, 1 = real token. */
+  keyPaddingMask?: Uint8Array;
+  /**
+   * `[B*S]` over the memory's tokens, 1 = real token. With a
+   * PrecomputedKeyValue memory it replaces the object's own mask.
+   */
+  memoryKeyPaddingMask?: Uint8Array;
+}
+
+/** Members both layer kinds have. */
+export interface TransformerLayerBase {
+  readonly config: ResolvedTransformerLayerConfig;
+  /** The kernel table in use, e.g. `"highway:WASM"`. */
+  readonly kernels: string;
+  readonly disposed: boolean;
+  /** Frees the wasm memory; later calls throw. Calling it again does nothing. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/**
+ * `torch.nn.TransformerEncoderLayer` (batch-first, dropout 0). Owns wasm
+ * memory: `dispose()` when done. Errors as for MultiHeadAttention; weight
+ * errors name the entry (`ffn.w1: expected 2048 values for shape [32, 64], got 3`).
+ */
+export interface TransformerEncoderLayer extends TransformerLayerBase {
+  /**
+   * Copies the weights. All or nothing: after an error the layer keeps its
+   * previous weights.
+   */
+  setWeights(weights: TransformerEncoderLayerWeights): void;
+  /** `x [B, T, dModel]` (or `[T, dModel]`) -> a tensor of the same shape. */
+  forward(x: Tensor, options?: EncoderForwardOptions): Tensor;
+}
+
+/**
+ * `torch.nn.TransformerDecoderLayer` (batch-first, dropout 0): masked
+ * self-attention, cross-attention over an encoder memory, FFN, each with
+ * residual + LayerNorm. Owns wasm memory: `dispose()` when done.
+ */
+export interface TransformerDecoderLayer extends TransformerLayerBase {
+  /** Copies the weights; all or nothing. */
+  setWeights(weights: TransformerDecoderLayerWeights): void;
+  /**
+   * `x [B, T, dModel]` attending (causally by default) to itself and to
+   * `memory`: a tensor `[B, S, dModel]` or a PrecomputedKeyValue made by
+   * `precomputeMemory` (the cheap way to run many calls on one memory).
+   * Returns a tensor of x's shape.
+   */
+  forward(x: Tensor, memory: Tensor | PrecomputedKeyValue, options?: DecoderForwardOptions): Tensor;
+  /**
+   * One decoding step: `n >= 1` new tokens `x [B, n, dModel]` against the
+   * self-attention `cache` (from this layer's `createKVCache`, which grows by
+   * n) and the memory (best precomputed once with `precomputeMemory`; a
+   * tensor is projected anew on every call). Token by token this equals the
+   * rows of the causal `forward`. A full cache is a RangeError, and a failed
+   * step leaves the cache unchanged.
+   */
+  forwardIncremental(x: Tensor, cache: KVCache, memory: PrecomputedKeyValue | Tensor): Tensor;
+  /** An empty self-attention cache for `forwardIncremental`. */
+  createKVCache(options: KVCacheOptions): KVCache;
+  /** The memory's cross-attention keys/values, projected once with this layer's weights. */
+  precomputeMemory(memory: Tensor, options?: PrecomputeOptions): PrecomputedKeyValue;
+}
+
+export interface TransformerEncoderLayerConstructor {
+  /** Throws a RangeError for an invalid config (e.g. numHeads not dividing dModel). */
+  new (config: TransformerLayerConfig): TransformerEncoderLayer;
+  readonly prototype: TransformerEncoderLayer;
+}
+
+export interface TransformerDecoderLayerConstructor {
+  /** Throws a RangeError for an invalid config. */
+  new (config: TransformerLayerConfig): TransformerDecoderLayer;
+  readonly prototype: TransformerDecoderLayer;
 }

@@ -169,7 +169,7 @@ const CPP_NAMES = [
   ['b_q', 'bQ'], ['b_k', 'bK'], ['b_v', 'bV'], ['b_o', 'bO'],
   ['key_padding_mask', 'options.keyPaddingMask'], ['attn_mask', 'options.attnMask'],
   ['d_model', 'dModel'], ['num_heads', 'numHeads'], ['head_dim_v', 'headDimV'],
-  ['kdim', 'kDim'], ['vdim', 'vDim'],
+  ['kdim', 'kDim'], ['vdim', 'vDim'], ['ffn_dim', 'ffnDim'],
 ].map(([cpp, js]) => [new RegExp(`(?<!\\w)${cpp}\\b`, 'g'), js]);
 
 function jsNames(message) {
@@ -186,7 +186,12 @@ function unwrap(wasm, where, result) {
   if (result === null || typeof result !== 'object' || typeof result.saError !== 'string') {
     return result;
   }
-  const message = `${where}: ${jsNames(result.message)}`;
+  // "forwardIncremental: ..." from C++ under where = "X.forwardIncremental"
+  // is said once.
+  const method = where.slice(where.lastIndexOf('.') + 1);
+  const text = result.message.startsWith(`${method}: `)
+    ? result.message.slice(method.length + 2) : result.message;
+  const message = `${where}: ${jsNames(text)}`;
   switch (result.saError) {
     case 'invalid_argument':
       return fail(new RangeError(message));
@@ -229,6 +234,254 @@ function defineDispose(Class) {
 }
 
 // ---------------------------------------------------------------------------
+// Keys and values kept between calls: KVCache, PrecomputedKeyValue
+// ---------------------------------------------------------------------------
+
+// Every KVCache / PrecomputedKeyValue of every module -> { wasm, raw, kind }
+// (raw: the Embind object, null once disposed). Lets the objects that
+// consume them find the raw handle, and tell "disposed", "from another
+// module" and "not one of ours" apart.
+const kvHandles = new WeakMap();
+// Passed by this file to the constructors below; anything else is refused.
+const INTERNAL = Symbol('simd-attention internal');
+
+// The live Embind object behind a KVCache / PrecomputedKeyValue argument.
+function kvRaw(wasm, where, name, v, kind) {
+  const h = kvHandles.get(v);
+  if (h === undefined || h.kind !== kind) {
+    const from = kind === 'KVCache' ? 'createKVCache()' : 'precomputeKeyValue() or precomputeMemory()';
+    throw new TypeError(`${where}: ${name}: expected a ${kind} (from ${from}), got ` +
+      `${h ? `a ${h.kind}` : describe(v)}`);
+  }
+  if (h.wasm !== wasm) {
+    throw new Error(`${where}: ${name}: this ${kind} belongs to another module ` +
+      '(another createAttentionModule() call, i.e. another wasm instance); it can only be ' +
+      'used with the objects of the module that created it');
+  }
+  if (h.raw === null) {
+    throw new Error(`${where}: ${name}: the ${kind} was disposed; create a new one`);
+  }
+  return h.raw;
+}
+
+// Makes an empty Embind `Binding` object, lets `fill` (a call into the
+// creating object) fill it, and returns it with its info; frees it on error.
+function createFilled(wasm, where, Binding, fill) {
+  const raw = new Binding();
+  try {
+    unwrap(wasm, where, fill(raw));
+    return { raw, info: unwrap(wasm, where, raw.info()) };
+  } catch (e) {
+    raw.delete();
+    throw e;
+  }
+}
+
+function makeKeyValueClasses(wasm) {
+  class KVCache {
+    #token = {};
+    #batch;
+    #maxLength;
+    #keyWidth;
+    #valueWidth;
+
+    constructor(internal, raw, info, keyWidth, valueWidth) {
+      if (internal !== INTERNAL) {
+        throw new TypeError('KVCache: not constructible; use createKVCache() of a ' +
+          'MultiHeadAttention or a TransformerDecoderLayer');
+      }
+      kvHandles.set(this, { wasm, raw, kind: 'KVCache' });
+      this.#batch = info.batch;
+      this.#maxLength = info.maxLength;
+      this.#keyWidth = keyWidth;
+      this.#valueWidth = valueWidth;
+      leakWarnings?.register(this, 'KVCache', this.#token);
+    }
+
+    #live(where) {
+      const { raw } = kvHandles.get(this);
+      if (raw === null) {
+        throw new Error(`KVCache.${where}: this KVCache was disposed; create a new one`);
+      }
+      return raw;
+    }
+
+    /** Sequences cached side by side. */
+    get batch() { return this.#batch; }
+    /** Tokens the cache can hold. */
+    get maxLength() { return this.#maxLength; }
+    /** Tokens it holds now. */
+    get length() { return this.#live('length').length(); }
+    get disposed() { return kvHandles.get(this).raw === null; }
+
+    append(keys, values) {
+      const where = 'KVCache.append';
+      const raw = this.#live('append');
+      const k = readTensor(where, 'keys', keys);
+      const v = readTensor(where, 'values', values);
+      const check = (name, given, expected, what) => {
+        if (given !== expected) {
+          throw new RangeError(`${where}: ${name}: expected ${expected} (${what}), got ${given}`);
+        }
+      };
+      check('keys.batch', k.batch, this.#batch, 'batch of the KV cache');
+      check('keys.features', k.features, this.#keyWidth, 'numHeads * headDim');
+      check('values.batch', v.batch, this.#batch, 'batch of the KV cache');
+      check('values.tokens', v.tokens, k.tokens, 'keys.tokens');
+      check('values.features', v.features, this.#valueWidth, 'numHeads * headDimV');
+      unwrap(wasm, where, raw.append(k, v));
+    }
+
+    keys() {
+      const raw = this.#live('keys');
+      const data = unwrap(wasm, 'KVCache.keys', raw.keys());
+      return { data, shape: [this.#batch, raw.length(), this.#keyWidth] };
+    }
+
+    values() {
+      const raw = this.#live('values');
+      const data = unwrap(wasm, 'KVCache.values', raw.values());
+      return { data, shape: [this.#batch, raw.length(), this.#valueWidth] };
+    }
+
+    truncate(n) {
+      const where = 'KVCache.truncate';
+      const raw = this.#live('truncate');
+      const length = raw.length();
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > length) {
+        const Class = typeof n === 'number' ? RangeError : TypeError;
+        throw new Class(`${where}: n: expected an integer from 0 to the cache's length ` +
+          `(${length}), got ${describe(n)}`);
+      }
+      unwrap(wasm, where, raw.truncate(n));
+    }
+
+    reset() {
+      unwrap(wasm, 'KVCache.reset', this.#live('reset').reset());
+    }
+
+    dispose() {
+      const h = kvHandles.get(this);
+      if (h.raw === null) return;
+      h.raw.delete();
+      h.raw = null;
+      leakWarnings?.unregister(this.#token);
+    }
+  }
+  defineDispose(KVCache);
+
+  class PrecomputedKeyValue {
+    #token = {};
+    #batch;
+    #tokens;
+
+    constructor(internal, raw, info) {
+      if (internal !== INTERNAL) {
+        throw new TypeError('PrecomputedKeyValue: not constructible; use ' +
+          'MultiHeadAttention.precomputeKeyValue() or TransformerDecoderLayer.precomputeMemory()');
+      }
+      kvHandles.set(this, { wasm, raw, kind: 'PrecomputedKeyValue' });
+      this.#batch = info.batch;
+      this.#tokens = info.tokens;
+      leakWarnings?.register(this, 'PrecomputedKeyValue', this.#token);
+    }
+
+    /** Batch of the memory. */
+    get batch() { return this.#batch; }
+    /** Tokens of the memory (keys every query attends over). */
+    get tokens() { return this.#tokens; }
+    get disposed() { return kvHandles.get(this).raw === null; }
+
+    dispose() {
+      const h = kvHandles.get(this);
+      if (h.raw === null) return;
+      h.raw.delete();
+      h.raw = null;
+      leakWarnings?.unregister(this.#token);
+    }
+  }
+  defineDispose(PrecomputedKeyValue);
+
+  return {
+    // A new cache filled by fill(rawCache), e.g. mha.createKVCache(raw, b, n).
+    newCache(where, keyWidth, valueWidth, fill) {
+      const { raw, info } = createFilled(wasm, where, wasm.KVCacheBinding, fill);
+      return new KVCache(INTERNAL, raw, info, keyWidth, valueWidth);
+    },
+    newPrecomputed(where, fill) {
+      const { raw, info } = createFilled(wasm, where, wasm.PrecomputedBinding, fill);
+      return new PrecomputedKeyValue(INTERNAL, raw, info);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Shared pieces of MultiHeadAttention and the layers
+// ---------------------------------------------------------------------------
+
+// The module's backend unless the config names one.
+function readBackend(where, config, defaultBackend) {
+  const backend = config.backend === undefined ? defaultBackend : config.backend;
+  if (typeof backend !== 'string') {
+    throw new TypeError(`${where}: config.backend: expected a string, got ${describe(backend)}`);
+  }
+  return backend;
+}
+
+function optionalMask(where, name, v) {
+  if (v !== undefined && !isUint8Array(v)) {
+    throw new TypeError(`${where}: ${name}: expected a Uint8Array ` +
+      `(1 = real token, 0 = padding), got ${describe(v)}`);
+  }
+  return v;
+}
+
+// A mask the JS side can check against the shapes it knows: [batch, tokens].
+function checkMaskLength(where, name, mask, batch, tokens) {
+  if (mask !== undefined && mask.length !== batch * tokens) {
+    throw new RangeError(`${where}: ${name}: expected ${batch * tokens} values for shape ` +
+      `[${batch}, ${tokens}], got ${mask.length}`);
+  }
+}
+
+// Attention options -> what the glue reads (OptionsFromJs in bindings/glue.cc).
+function readAttentionOptions(where, options, allowed) {
+  const o = options === undefined ? {} : options;
+  checkObject(where, 'options', o, allowed);
+  return {
+    causal: optionalBoolean(where, 'options.causal', o.causal, false),
+    keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
+    attnMask: float32(where, 'options.attnMask', o.attnMask, true),
+    needWeights: optionalBoolean(where, 'options.returnAttnWeights', o.returnAttnWeights, false),
+    needPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
+      o.returnPerHeadOutput, false),
+  };
+}
+
+// The glue's result -> ForwardResult; unbatched shapes for a 2-D query.
+function attentionResult(r, rank, heads, dModel) {
+  const batched = (dims) => (rank === 3 ? [r.batch, ...dims] : dims);
+  const out = { output: { data: r.output, shape: batched([r.tq, dModel]) } };
+  if (r.attnWeights) out.attnWeights = { data: r.attnWeights, shape: batched([heads, r.tq, r.tk]) };
+  if (r.perHeadOutput) {
+    out.perHeadOutput = { data: r.perHeadOutput, shape: batched([heads, r.tq, dModel]) };
+  }
+  return out;
+}
+
+// Checks a layer input against the layer's width (messages name it as JS
+// sees it, before C++ would name the attention's query).
+function checkActivation(where, name, t, dModel) {
+  if (t.features !== dModel) {
+    throw new RangeError(`${where}: ${name}.features: expected ${dModel} (dModel), ` +
+      `got ${t.features}`);
+  }
+  for (const d of ['batch', 'tokens']) {
+    if (t[d] === 0) throw new RangeError(`${where}: ${name}.${d}: must be > 0, got 0`);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // MultiHeadAttention
 // ---------------------------------------------------------------------------
 
@@ -238,8 +491,26 @@ const TORCH_KEYS = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight', 'v_proj_
   'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias', 'out_proj.bias'];
 const FORWARD_OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask',
   'returnAttnWeights', 'returnPerHeadOutput'];
+const INCREMENTAL_OPTION_KEYS = ['keyPaddingMask', 'attnMask', 'returnAttnWeights',
+  'returnPerHeadOutput'];
+const CACHE_OPTION_KEYS = ['batch', 'maxLength'];
+const PRECOMPUTE_OPTION_KEYS = ['keyPaddingMask'];
 
-function makeMultiHeadAttention(wasm, defaultBackend) {
+function readCacheOptions(where, options) {
+  checkObject(where, 'options', options, CACHE_OPTION_KEYS);
+  return {
+    batch: requiredSize(where, 'options.batch', options.batch),
+    maxLength: requiredSize(where, 'options.maxLength', options.maxLength),
+  };
+}
+
+function readPrecomputeOptions(where, options) {
+  const o = options === undefined ? {} : options;
+  checkObject(where, 'options', o, PRECOMPUTE_OPTION_KEYS);
+  return optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
+}
+
+function makeMultiHeadAttention(wasm, defaultBackend, kv) {
   class MultiHeadAttention {
     #raw;
     #hasWeights = false;
@@ -249,10 +520,7 @@ function makeMultiHeadAttention(wasm, defaultBackend) {
     constructor(config) {
       const where = 'MultiHeadAttention';
       checkObject(where, 'config', config, CONFIG_KEYS);
-      const backend = config.backend === undefined ? defaultBackend : config.backend;
-      if (typeof backend !== 'string') {
-        throw new TypeError(`${where}: config.backend: expected a string, got ${describe(backend)}`);
-      }
+      const backend = readBackend(where, config, defaultBackend);
       const raw = new wasm.MhaBinding({
         dModel: requiredSize(where, 'config.dModel', config.dModel),
         numHeads: requiredSize(where, 'config.numHeads', config.numHeads),
@@ -294,6 +562,15 @@ function makeMultiHeadAttention(wasm, defaultBackend) {
           'create a new one');
       }
       return this.#raw;
+    }
+
+    #ready(where) {
+      const raw = this.#live(where);
+      if (!this.#hasWeights) {
+        throw new Error(`${where}: no weights yet; call setWeights() or ` +
+          'setWeightsFromPyTorch() first');
+      }
+      return raw;
     }
 
     setWeights(weights) {
@@ -342,12 +619,20 @@ function makeMultiHeadAttention(wasm, defaultBackend) {
 
     forward(query, key, value, options) {
       const where = 'MultiHeadAttention.forward';
-      const raw = this.#live(where);
-      if (!this.#hasWeights) {
-        throw new Error(`${where}: no weights yet; call setWeights() or ` +
-          'setWeightsFromPyTorch() first');
-      }
+      const raw = this.#ready(where);
       const q = readTensor(where, 'query', query);
+      const { numHeads: h, dModel } = this.#info;
+      // Cross-attention on K/V projected once by precomputeKeyValue.
+      if (kvHandles.has(key)) {
+        const kvRawHandle = kvRaw(wasm, where, 'key', key, 'PrecomputedKeyValue');
+        if (value !== undefined && value !== null) {
+          throw new TypeError(`${where}: value given with precomputed keys/values; ` +
+            'omit it (the PrecomputedKeyValue holds both)');
+        }
+        const o = readAttentionOptions(where, options, FORWARD_OPTION_KEYS);
+        const r = unwrap(wasm, where, raw.forwardPrecomputed(q, kvRawHandle, o));
+        return attentionResult(r, q.rank, h, dModel);
+      }
       // The same tensor as key (or value) is copied once, not twice.
       const selfAttention = key === undefined || key === null || key === query;
       const k = selfAttention ? undefined : readTensor(where, 'key', key);
@@ -357,29 +642,36 @@ function makeMultiHeadAttention(wasm, defaultBackend) {
       }
       const v = selfAttention || value === undefined || value === null || value === key
         ? undefined : readTensor(where, 'value', value);
-      const o = options === undefined ? {} : options;
-      checkObject(where, 'options', o, FORWARD_OPTION_KEYS);
-      if (o.keyPaddingMask !== undefined && !isUint8Array(o.keyPaddingMask)) {
-        throw new TypeError(`${where}: options.keyPaddingMask: expected a Uint8Array ` +
-          `(1 = real token, 0 = padding), got ${describe(o.keyPaddingMask)}`);
-      }
-      const r = unwrap(wasm, where, raw.forward(q, k, v, {
-        causal: optionalBoolean(where, 'options.causal', o.causal, false),
-        keyPaddingMask: o.keyPaddingMask,
-        attnMask: float32(where, 'options.attnMask', o.attnMask, true),
-        needWeights: optionalBoolean(where, 'options.returnAttnWeights', o.returnAttnWeights, false),
-        needPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
-          o.returnPerHeadOutput, false),
-      }));
-      // An unbatched [T, features] query gives unbatched results.
-      const batched = (dims) => (q.rank === 3 ? [r.batch, ...dims] : dims);
-      const { numHeads: h, dModel } = this.#info;
-      const out = { output: { data: r.output, shape: batched([r.tq, dModel]) } };
-      if (r.attnWeights) out.attnWeights = { data: r.attnWeights, shape: batched([h, r.tq, r.tk]) };
-      if (r.perHeadOutput) {
-        out.perHeadOutput = { data: r.perHeadOutput, shape: batched([h, r.tq, dModel]) };
-      }
-      return out;
+      const o = readAttentionOptions(where, options, FORWARD_OPTION_KEYS);
+      const r = unwrap(wasm, where, raw.forward(q, k, v, o));
+      return attentionResult(r, q.rank, h, dModel);
+    }
+
+    createKVCache(options) {
+      const where = 'MultiHeadAttention.createKVCache';
+      const raw = this.#live(where);
+      const { batch, maxLength } = readCacheOptions(where, options);
+      const { numHeads, headDim, headDimV } = this.#info;
+      return kv.newCache(where, numHeads * headDim, numHeads * headDimV,
+        (into) => raw.createKVCache(into, batch, maxLength));
+    }
+
+    forwardIncremental(x, cache, options) {
+      const where = 'MultiHeadAttention.forwardIncremental';
+      const raw = this.#ready(where);
+      const t = readTensor(where, 'x', x);
+      const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
+      const o = readAttentionOptions(where, options, INCREMENTAL_OPTION_KEYS);
+      const r = unwrap(wasm, where, raw.forwardIncremental(t, rawCache, o));
+      return attentionResult(r, t.rank, this.#info.numHeads, this.#info.dModel);
+    }
+
+    precomputeKeyValue(memory, options) {
+      const where = 'MultiHeadAttention.precomputeKeyValue';
+      const raw = this.#ready(where);
+      const m = readTensor(where, 'memory', memory);
+      const mask = readPrecomputeOptions(where, options);
+      return kv.newPrecomputed(where, (into) => raw.precomputeKeyValue(into, m, mask));
     }
 
     dispose() {
@@ -391,6 +683,294 @@ function makeMultiHeadAttention(wasm, defaultBackend) {
   }
   defineDispose(MultiHeadAttention);
   return MultiHeadAttention;
+}
+
+// ---------------------------------------------------------------------------
+// TransformerEncoderLayer, TransformerDecoderLayer
+// ---------------------------------------------------------------------------
+
+const LAYER_CONFIG_KEYS = ['dModel', 'numHeads', 'ffnDim', 'normFirst', 'activation', 'eps',
+  'backend'];
+const ACTIVATIONS = ['relu', 'gelu', 'gelu_erf', 'gelu_tanh'];
+const FFN_KEYS = ['w1', 'b1', 'w2', 'b2'];
+const NORM_KEYS = ['gamma', 'beta'];
+const ENCODER_WEIGHT_GROUPS = { attention: WEIGHT_KEYS, ffn: FFN_KEYS, norm1: NORM_KEYS,
+  norm2: NORM_KEYS };
+const DECODER_WEIGHT_GROUPS = { selfAttention: WEIGHT_KEYS, crossAttention: WEIGHT_KEYS,
+  ffn: FFN_KEYS, norm1: NORM_KEYS, norm2: NORM_KEYS, norm3: NORM_KEYS };
+
+function readEps(where, name, v) {
+  if (v === undefined) return 1e-5;
+  if (typeof v !== 'number') {
+    throw new TypeError(`${where}: ${name}: expected a number, got ${describe(v)}`);
+  }
+  if (!(v > 0) || !Number.isFinite(v)) {
+    throw new RangeError(`${where}: ${name}: expected a finite number > 0, got ${v}`);
+  }
+  return v;
+}
+
+function readLayerConfig(where, config, defaultBackend) {
+  checkObject(where, 'config', config, LAYER_CONFIG_KEYS);
+  const activation = config.activation === undefined ? 'relu' : config.activation;
+  if (typeof activation !== 'string') {
+    throw new TypeError(`${where}: config.activation: expected a string, got ` +
+      `${describe(activation)}`);
+  }
+  if (!ACTIVATIONS.includes(activation)) {
+    throw new RangeError(`${where}: config.activation: expected 'relu', 'gelu' (or ` +
+      `'gelu_erf') or 'gelu_tanh', got ${describe(activation)}`);
+  }
+  return {
+    dModel: requiredSize(where, 'config.dModel', config.dModel),
+    numHeads: requiredSize(where, 'config.numHeads', config.numHeads),
+    ffnDim: requiredSize(where, 'config.ffnDim', config.ffnDim),
+    normFirst: optionalBoolean(where, 'config.normFirst', config.normFirst, false),
+    activation,
+    eps: readEps(where, 'config.eps', config.eps),
+    backend: readBackend(where, config, defaultBackend),
+  };
+}
+
+// { group: { key: Float32Array } } with every key of every group required.
+function readLayerWeights(where, weights, groups) {
+  const names = Object.keys(groups);
+  checkObject(where, 'weights', weights, names);
+  const out = {};
+  for (const group of names) {
+    if (weights[group] === undefined) {
+      throw new TypeError(`${where}: ${group}: expected an object { ${groups[group].join(', ')} }, ` +
+        'got undefined');
+    }
+    checkObject(where, group, weights[group], groups[group]);
+    out[group] = {};
+    for (const key of groups[group]) {
+      out[group][key] = float32(where, `${group}.${key}`, weights[group][key]);
+    }
+  }
+  return out;
+}
+
+// Methods of the layer base class that its subclasses call (not public API).
+const LIVE = Symbol('live');
+const READY = Symbol('ready');
+
+// What both layer classes share: construction, config, weights, dispose.
+function makeLayerBase(wasm, defaultBackend, kind, Binding, groups) {
+  return class LayerBase {
+    #raw;
+    #info;
+    #hasWeights = false;
+    #token = {};
+
+    constructor(config) {
+      const where = kind;
+      const resolved = readLayerConfig(where, config, defaultBackend);
+      const raw = new Binding(resolved);
+      try {
+        unwrap(wasm, where, raw.takeError());
+        // eps as given (C++ holds it as a float32).
+        this.#info = Object.freeze({ ...unwrap(wasm, where, raw.info()), eps: resolved.eps });
+      } catch (e) {
+        raw.delete();
+        throw e;
+      }
+      this.#raw = raw;
+      leakWarnings?.register(this, kind, this.#token);
+    }
+
+    /** The config with defaults filled in (headDim, activation, eps, backend). */
+    get config() {
+      const { kernels, ...config } = this.#info;
+      return config;
+    }
+
+    get kernels() {
+      return this.#info.kernels;
+    }
+
+    get disposed() {
+      return this.#raw === null;
+    }
+
+    // For the subclasses (private fields are per class).
+    [LIVE](where) {
+      if (this.#raw === null) {
+        throw new Error(`${where}: this ${kind} was disposed; create a new one`);
+      }
+      return this.#raw;
+    }
+
+    [READY](where) {
+      const raw = this[LIVE](where);
+      if (!this.#hasWeights) {
+        throw new Error(`${where}: no weights yet; call setWeights() first`);
+      }
+      return raw;
+    }
+
+    setWeights(weights) {
+      const where = `${kind}.setWeights`;
+      const raw = this[LIVE](where);
+      const w = readLayerWeights(where, weights, groups);
+      // All or nothing (C++): after an error the layer keeps its old weights.
+      unwrap(wasm, where, raw.setWeights(w));
+      this.#hasWeights = true;
+    }
+
+    dispose() {
+      if (this.#raw === null) return;
+      this.#raw.delete();
+      this.#raw = null;
+      leakWarnings?.unregister(this.#token);
+    }
+  };
+}
+
+function makeEncoderLayer(wasm, defaultBackend) {
+  const Base = makeLayerBase(wasm, defaultBackend, 'TransformerEncoderLayer',
+    wasm.EncoderLayerBinding, ENCODER_WEIGHT_GROUPS);
+  class TransformerEncoderLayer extends Base {
+    forward(x, options) {
+      const where = 'TransformerEncoderLayer.forward';
+      const raw = this[READY](where);
+      const t = readTensor(where, 'x', x);
+      const { dModel } = this.config;
+      checkActivation(where, 'x', t, dModel);
+      const o = options === undefined ? {} : options;
+      checkObject(where, 'options', o, ['keyPaddingMask', 'causal']);
+      const keyPaddingMask = optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
+      checkMaskLength(where, 'options.keyPaddingMask', keyPaddingMask, t.batch, t.tokens);
+      const data = unwrap(wasm, where, raw.forward(t, {
+        keyPaddingMask, causal: optionalBoolean(where, 'options.causal', o.causal, false),
+      }));
+      return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
+    }
+  }
+  defineDispose(TransformerEncoderLayer);
+  return TransformerEncoderLayer;
+}
+
+function makeDecoderLayer(wasm, defaultBackend, kv) {
+  const Base = makeLayerBase(wasm, defaultBackend, 'TransformerDecoderLayer',
+    wasm.DecoderLayerBinding, DECODER_WEIGHT_GROUPS);
+
+  // memory: a Tensor (checked against x) or a PrecomputedKeyValue.
+  function readMemory(where, memory, x, dModel) {
+    if (kvHandles.has(memory)) {
+      const raw = kvRaw(wasm, where, 'memory', memory, 'PrecomputedKeyValue');
+      if (memory.batch !== x.batch) {
+        throw new RangeError(`${where}: x.batch: expected ${memory.batch} (batch of the ` +
+          `precomputed memory), got ${x.batch}`);
+      }
+      return { precomputed: raw, batch: memory.batch, tokens: memory.tokens };
+    }
+    const m = readTensor(where, 'memory', memory);
+    checkActivation(where, 'memory', m, dModel);
+    if (m.batch !== x.batch) {
+      throw new RangeError(`${where}: memory.batch: expected ${x.batch} (x.batch), got ${m.batch}`);
+    }
+    return { tensor: m, batch: m.batch, tokens: m.tokens };
+  }
+
+  class TransformerDecoderLayer extends Base {
+    forward(x, memory, options) {
+      const where = 'TransformerDecoderLayer.forward';
+      const raw = this[READY](where);
+      const t = readTensor(where, 'x', x);
+      const { dModel } = this.config;
+      checkActivation(where, 'x', t, dModel);
+      const m = readMemory(where, memory, t, dModel);
+      const o = options === undefined ? {} : options;
+      checkObject(where, 'options', o, ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask']);
+      const keyPaddingMask = optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
+      checkMaskLength(where, 'options.keyPaddingMask', keyPaddingMask, t.batch, t.tokens);
+      const memoryKeyPaddingMask = optionalMask(where, 'options.memoryKeyPaddingMask',
+        o.memoryKeyPaddingMask);
+      checkMaskLength(where, 'options.memoryKeyPaddingMask', memoryKeyPaddingMask, m.batch,
+        m.tokens);
+      const opts = {
+        causal: optionalBoolean(where, 'options.causal', o.causal, true),
+        keyPaddingMask,
+        memoryKeyPaddingMask,
+      };
+      const data = unwrap(wasm, where, m.precomputed
+        ? raw.forwardPrecomputed(t, m.precomputed, opts)
+        : raw.forward(t, m.tensor, opts));
+      return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
+    }
+
+    forwardIncremental(x, cache, memory) {
+      const where = 'TransformerDecoderLayer.forwardIncremental';
+      const raw = this[READY](where);
+      const t = readTensor(where, 'x', x);
+      const { dModel } = this.config;
+      checkActivation(where, 'x', t, dModel);
+      const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
+      const m = readMemory(where, memory, t, dModel);
+      // A memory tensor is projected for this call only.
+      const temporary = m.precomputed ? null : this.precomputeMemory(memory);
+      try {
+        const precomputed = m.precomputed ?? kvHandles.get(temporary).raw;
+        const data = unwrap(wasm, where, raw.forwardIncremental(t, rawCache, precomputed));
+        return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
+      } finally {
+        temporary?.dispose();
+      }
+    }
+
+    createKVCache(options) {
+      const where = 'TransformerDecoderLayer.createKVCache';
+      const raw = this[LIVE](where);
+      const { batch, maxLength } = readCacheOptions(where, options);
+      const { dModel } = this.config;
+      return kv.newCache(where, dModel, dModel,
+        (into) => raw.createKVCache(into, batch, maxLength));
+    }
+
+    precomputeMemory(memory, options) {
+      const where = 'TransformerDecoderLayer.precomputeMemory';
+      const raw = this[READY](where);
+      const m = readTensor(where, 'memory', memory);
+      checkActivation(where, 'memory', m, this.config.dModel);
+      const mask = readPrecomputeOptions(where, options);
+      checkMaskLength(where, 'options.keyPaddingMask', mask, m.batch, m.tokens);
+      return kv.newPrecomputed(where, (into) => raw.precomputeMemory(into, m, mask));
+    }
+  }
+  defineDispose(TransformerDecoderLayer);
+  return TransformerDecoderLayer;
+}
+
+// ---------------------------------------------------------------------------
+// Module functions: positionalEncoding, layerNorm
+// ---------------------------------------------------------------------------
+
+function makeFunctions(wasm, defaultBackend) {
+  function positionalEncoding(t, dModel) {
+    const where = 'positionalEncoding';
+    for (const [name, v] of [['t', t], ['dModel', dModel]]) {
+      if (requiredSize(where, name, v) === 0) {
+        throw new RangeError(`${where}: ${name}: must be > 0, got 0`);
+      }
+    }
+    return { data: unwrap(wasm, where, wasm.positionalEncoding(t, dModel)), shape: [t, dModel] };
+  }
+
+  function layerNorm(x, options) {
+    const where = 'layerNorm';
+    const t = readTensor(where, 'x', x);
+    checkObject(where, 'options', options, ['gamma', 'beta', 'eps', 'backend']);
+    const data = unwrap(wasm, where, wasm.layerNorm(t, {
+      gamma: float32(where, 'options.gamma', options.gamma),
+      beta: float32(where, 'options.beta', options.beta),
+      eps: readEps(where, 'options.eps', options.eps),
+      backend: readBackend(where, options, defaultBackend),
+    }));
+    return { data, shape: [...x.shape] };
+  }
+
+  return { positionalEncoding, layerNorm };
 }
 
 // ---------------------------------------------------------------------------
@@ -514,12 +1094,16 @@ export async function createAttentionModule(options = {}) {
   const backend = options.backend ?? backends[0];
   const { kernels } = unwrap(wasm, where, wasm.kernelInfo(backend));
 
+  const kv = makeKeyValueClasses(wasm);
   return Object.freeze({
     backend,
     simd,
     backends,
     kernels,
-    MultiHeadAttention: makeMultiHeadAttention(wasm, backend),
+    MultiHeadAttention: makeMultiHeadAttention(wasm, backend, kv),
+    TransformerEncoderLayer: makeEncoderLayer(wasm, backend),
+    TransformerDecoderLayer: makeDecoderLayer(wasm, backend, kv),
+    ...makeFunctions(wasm, backend),
     memoryStats: () => {
       const { heapBytes, maxHeapBytes, allocatedBytes } = wasm.memoryStats();
       return { heapBytes, maxHeapBytes, allocatedBytes, jsHandles: wasm.count_emval_handles() };
