@@ -27,7 +27,7 @@ function table(result) {
   const best = Math.max(...result.rows.map((r) => r.gflops));
   const plain = result.rows.find((r) => r.name === 'plain JS');
   const head = ['implementation', 'kernels', 'median ms', 'p25–p75 ms', 'GFLOP/s', 'vs plain JS', 'calls', 'max |diff|'];
-  const optional = new Set([1, 3, 6]); // hidden on narrow screens
+  const optional = new Set([1, 3, 5, 6]); // hidden on narrow screens
   const caption = el('p', { class: 'note', style: 'margin:0.5rem 0 0.8rem' },
     `${describeWorkload(WORKLOADS.find((w) => w.name === result.workload))}; ${result.rounds} interleaved rounds.`);
   const wrap = el('div', { class: 'table-wrap' }, el('table', { id: 'results-table' },
@@ -42,7 +42,7 @@ function table(result) {
     el('td', { class: 'num' }, formatNumber(r.median, 3)),
     el('td', { class: 'num opt' }, `${formatNumber(r.p25, 3)}–${formatNumber(r.p75, 3)}`),
     el('td', { class: 'num' }, formatNumber(r.gflops, 2)),
-    el('td', { class: 'num' }, plain ? `${formatNumber(plain.median / r.median, 2)}×` : ''),
+    el('td', { class: 'num opt' }, plain ? `${formatNumber(plain.median / r.median, 2)}×` : ''),
     el('td', { class: 'num opt' }, String(r.n)),
     el('td', { class: 'num' }, el('span', { class: `pill ${r.ok ? 'ok' : 'bad'}` }, r.maxDiff.toExponential(1))))))));
   return [wrap, caption];

@@ -150,9 +150,17 @@ function headCard(h, run, width) {
     `Head ${h}`, el('span', { class: 'note' }, `· ${head.name}`),
     el('span', { class: `pill kind ${head.built ? 'tag-built' : 'tag-random'}` }, head.built ? 'hand-built' : 'random')),
   fig,
-  head.built ? el('p', { class: 'note', style: 'margin:0.2rem 0 0' },
+  head.built ? builtNote(argmax, rowMax, expected, matches) : null);
+}
+
+// Under a built head: does every row's strongest key match, and how crisp.
+function builtNote(argmax, rowMax, expected, matches) {
+  const claimed = expected.flatMap((e, i) => (e === null ? [] : [rowMax[i]]));
+  const unclaimed = expected.length - claimed.length;
+  return el('p', { class: 'note', style: 'margin:0.2rem 0 0' },
     el('span', { class: `pill ${matches ? 'ok' : 'bad'}` }, matches ? 'pattern as built' : 'pattern differs'),
-    ` strongest key per row: ${argmax.join(' ')}; lowest top weight ${formatNumber(Math.min(...rowMax), 4)}`) : null);
+    ` strongest key per row: ${argmax.join(' ')}; its weight is at least ${formatNumber(Math.min(...claimed), 4)}`,
+    unclaimed ? `; the last ${unclaimed} ${unclaimed === 1 ? 'query has' : 'queries have'} no such key in the second sentence` : '');
 }
 
 function contributionChart(run) {
@@ -275,7 +283,8 @@ function explainConstruction() {
       `a margin of ${f(MARGIN, 3)}. Scaling the queries by α = ${f(ALPHA, 1)} makes the best key's score beat the runner-up's by at least `,
       `${TARGET_GAP} before the softmax, so the best key gets more than 99.9% of the weight in a sentence of up to ${MAX_TOKENS} tokens: `,
       'the patterns are crisp. In cross-attention the keys are positions of the second sentence, so the heads attend to the key at the ',
-      'same position, the one before it, and the first key.'),
+      'same position, the one before it, and the first key; a query past the end of the second sentence has no such key and its ',
+      'weights follow whichever position is most alike.'),
     el('p', { class: 'note' }, 'Heads 3–7 draw their query and key weights from a seeded generator: no designed pattern, but they mix word ',
       'and position features as a trained head would. Every head\'s values and output weights are random.'));
 }
