@@ -107,10 +107,23 @@ test("the README's usage example runs as a Node ESM file", () => {
   expect(printed.trim()).toBe('true [ 2, 5, 8 ] [ 2, 2, 5, 7 ]');
 });
 
+test("the README's generation loop (Layers and incremental decoding) runs as a Node ESM file", () => {
+  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  const at = readme.indexOf('\n## Layers and incremental decoding');
+  expect(at).toBeGreaterThan(0);
+  const example = /```js\n([\s\S]*?)```/.exec(readme.slice(at))[1];
+  expect(example).toContain("from 'simd-attention'");
+  expect(example).toContain('forwardIncremental');
+  fs.writeFileSync(path.join(app, 'generate.mjs'), example);
+  const printed = run('node', ['generate.mjs'], app).trim().split('\n');
+  expect(printed.at(-1)).toBe('true');
+});
+
 test('TypeScript finds index.d.ts through the exports map and accepts typical use', () => {
   fs.writeFileSync(path.join(app, 'check.ts'), `
 import createDefault, { createAttentionModule, wasmSimdSupported, type Tensor,
-  type MultiHeadAttention, type ForwardResult } from 'simd-attention';
+  type MultiHeadAttention, type ForwardResult, type KVCache, type PrecomputedKeyValue }
+  from 'simd-attention';
 
 const sa = await createAttentionModule({ simd: wasmSimdSupported(), backend: 'highway' });
 const other: typeof createAttentionModule = createDefault;
@@ -125,6 +138,35 @@ const n: number = sa.memoryStats().allocatedBytes + mha.config.headDim + r.outpu
 const names: string[] = sa.backends;
 mha[Symbol.dispose]();
 export const used = [other, probs, n, names, mha.kernels, mha.disposed];
+
+
+// Layers, caches, precomputed K/V.
+const f = new Float32Array(64);
+const att = { wQ: f, wK: f, wV: f, wO: f, bQ: f, bK: f, bV: f, bO: f };
+const nrm = { gamma: f, beta: f };
+const enc = new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'gelu' });
+enc.setWeights({ attention: att, ffn: { w1: f, b1: f, w2: f, b2: f }, norm1: nrm, norm2: nrm });
+const encoded: Tensor = enc.forward(x, { causal: false });
+const dec = new sa.TransformerDecoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, normFirst: true });
+const memory: PrecomputedKeyValue = dec.precomputeMemory(encoded);
+const cache: KVCache = dec.createKVCache({ batch: 1, maxLength: 4 });
+const step: Tensor = dec.forwardIncremental(x, cache, memory);
+dec.forward(x, encoded, { memoryKeyPaddingMask: new Uint8Array(5) });
+const kv = mha.precomputeKeyValue(x, { keyPaddingMask: new Uint8Array(5) });
+const cross: ForwardResult = mha.forward(x, kv, undefined, { returnAttnWeights: true });
+const c2 = mha.createKVCache({ batch: 1, maxLength: 8 });
+mha.forwardIncremental(x, c2, { returnPerHeadOutput: true });
+c2.append(c2.keys(), c2.values());
+c2.truncate(c2.length - 1);
+c2.reset();
+const pe: Tensor = sa.positionalEncoding(5, 8);
+const ln: Tensor = sa.layerNorm(pe, { gamma: f.subarray(0, 8), beta: f.subarray(0, 8) });
+for (const o of [enc, dec, memory, cache, kv, c2]) o[Symbol.dispose]();
+export const more = [step, cross, ln, enc.config.activation, cache.maxLength, memory.tokens];
+// @ts-expect-error: unknown activation
+void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'swish' });
+// @ts-expect-error: a KVCache is not a memory
+dec.forward(x, cache);
 
 // @ts-expect-error: data must be a Float32Array
 mha.forward({ data: [1, 2], shape: [1, 2] });
