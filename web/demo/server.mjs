@@ -124,7 +124,8 @@ async function handle(req, res, log) {
     send(res, 400, 'bad request\n');
     return 400;
   }
-  if (url.pathname === '/' || url.pathname === '/index.html' || url.pathname === '/web/demo') {
+  if (url.pathname === '/' || url.pathname === '/index.html' || url.pathname === '/web' ||
+      url.pathname === '/web/demo') {
     send(res, 302, `see ${DEMO_PATH}\n`, { Location: DEMO_PATH });
     return 302;
   }

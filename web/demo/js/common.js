@@ -227,7 +227,9 @@ export function legend({ scale, vmin, vmax, title }) {
  *
  * opts: data, rows, cols, offset = 0, scale ('prob' | 'signed'), vmin, vmax,
  * width (px available), maxCell, minCell, rowLabels, colLabels, xTitle,
- * yTitle, title, describe(r, c, v) -> string for the read-out.
+ * yTitle, title (shown above), label (for screen readers), hint (the
+ * read-out line when the pointer is elsewhere), isMasked(r, c) (drawn grey),
+ * describe(r, c, v) -> string for the read-out.
  */
 export function heatmap(opts) {
   const { data, rows, cols, offset = 0, scale = 'signed' } = opts;
@@ -242,7 +244,7 @@ export function heatmap(opts) {
   const ch = opts.cellHeight ?? Math.max(labelled ? 14 : 3, Math.min(maxCell, cw));
 
   const canvas = el('canvas', { width: cols, height: rows, class: 'hm-canvas',
-    role: 'img', 'aria-label': opts.title ?? 'heatmap' });
+    role: 'img', 'aria-label': opts.label ?? opts.title ?? 'heatmap' });
   canvas.style.width = `${cols * cw}px`;
   canvas.style.height = `${rows * ch}px`;
   const ctx = canvas.getContext('2d');

@@ -133,6 +133,7 @@ function headCard(h, run, width) {
   const fig = heatmap({
     data: probs, offset, rows: tq, cols: tk, scale: 'prob', vmin: 0, vmax: 1, width,
     rowLabels: queries, colLabels: keys, xTitle: 'keys', yTitle: 'queries',
+    label: `Attention weights of head ${h} (${head.name}): ${tq} queries by ${tk} keys`,
     // Causal (bottom-right aligned): query i sees keys j <= i + (tk - tq).
     isMasked: run.causal ? (r, c) => c > r + (tk - tq) : undefined,
     describe: (r, c, v) => `"${queries[r]}" \u2192 "${keys[c]}": ${run.causal && c > r + (tk - tq) ? 'masked' : formatNumber(v, 3)}`,
@@ -328,7 +329,6 @@ async function main() {
     el('span', {}, `kernels ${state.module.kernels}`));
   state.mha = new state.module.MultiHeadAttention({ dModel: D, numHeads: H });
   state.mha.setWeights(buildWeights());
-  addEventListener('pagehide', () => state.mha?.dispose());
 
   let timer = 0;
   const update = () => {

@@ -341,6 +341,7 @@ function render() {
         width, maxCell: v.square ? 22 : 5, cellHeight: v.square ? undefined : 9,
         xTitle: v.xTitle, yTitle: v.yTitle,
         hint: `${v.slice}${t.library ? ' · from the library' : ''}`,
+        label: `${t.name}, ${formatShape(t.shape)}: heatmap of ${v.slice}`,
         describe: (r, c, x) => `${v.yTitle.split(' ')[0]} ${r}, ${v.xTitle.split(' ')[0]} ${c}: ${formatNumber(x, 4)}`,
       }),
       legend({ scale, vmin, vmax, title: scale === 'prob' ? 'probability' : 'value' }));
