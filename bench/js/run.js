@@ -114,13 +114,13 @@ async function runWorkload(w, args, variants) {
     `${w.causal ? ' causal' : ''} (${(flops / 1e9).toFixed(3)} GFLOP)`);
   const entries = [];
   const candidates = [];
-  const oursAvailable = w.kind !== 'decode';
   for (const v of variants) {
-    if (!oursAvailable) {
-      entries.push({ name: variantName(v), ours: true, na: 'n/a (KV cache pending)' });
-      continue;
+    try {
+      candidates.push({ ours: true, variant: v, peer: await createOurs(data, v) });
+    } catch (e) {
+      if (e.notAvailable) entries.push({ name: variantName(v), ours: true, na: e.message });
+      else candidates.push({ ours: true, variant: v, peer: { name: variantName(v), error: String(e.message ?? e).split('\n')[0] } });
     }
-    candidates.push({ ours: true, variant: v, peer: await safeCreate(variantName(v), () => createOurs(data, v)) });
   }
   candidates.push({ peer: await safeCreate('ort-web MHA op', () => createOrtWeb(data, 'contrib')) });
   candidates.push({ peer: await safeCreate('ort-web plain', () => createOrtWeb(data, 'plain')) });

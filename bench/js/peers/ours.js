@@ -25,22 +25,51 @@ export function variantName({ simd, backend }) {
 
 export async function createOurs(data, variant) {
   const mod = await oursModule(variant.simd);
-  const { d, heads, tq, tk, cross, causal } = data;
+  const { d, heads, tq, tk, cross, causal, cacheLen } = data;
   const mha = new mod.MultiHeadAttention({ dModel: d, numHeads: heads, backend: variant.backend });
   mha.setWeights({
     wQ: data.wq, wK: data.wk, wV: data.wv, wO: data.wo,
     bQ: data.bq, bK: data.bk, bV: data.bv, bO: data.bo,
   });
+  const common = {
+    name: variantName(variant),
+    kernels: mha.kernels,
+    memoryStats: () => mod.memoryStats(),
+  };
+  if (cacheLen > 0) {
+    // Decode step: the cache holds the projected keys/values of cacheLen
+    // tokens (prefilled once); each call projects the new token, attends over
+    // cacheLen + 1 keys, then truncates the cache back (included in the time).
+    if (typeof mha.createKVCache !== 'function') {
+      mha.dispose();
+      const e = new Error('n/a (KV cache pending)');
+      e.notAvailable = true;
+      throw e;
+    }
+    const cache = mha.createKVCache({ batch: 1, maxLength: cacheLen + 1 });
+    mha.forwardIncremental({ data: data.xpast, shape: [1, cacheLen, d] }, cache);
+    const x = { data: data.xq, shape: [1, 1, d] };
+    return {
+      ...common,
+      run() {
+        const out = mha.forwardIncremental(x, cache).output.data;
+        cache.truncate(cacheLen);
+        return out;
+      },
+      dispose() {
+        cache.dispose();
+        mha.dispose();
+      },
+    };
+  }
   const query = { data: data.xq, shape: [1, tq, d] };
   const kv = cross ? { data: data.xkv, shape: [1, tk, d] } : undefined;
   const options = { causal };
   return {
-    name: variantName(variant),
-    kernels: mha.kernels,
+    ...common,
     run() {
       return mha.forward(query, kv, undefined, options).output.data;
     },
-    memoryStats: () => mod.memoryStats(),
     dispose() {
       mha.dispose();
     },
