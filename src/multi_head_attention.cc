@@ -49,6 +49,23 @@ std::vector<float> PadHeadColumns(std::span<const float> w, size_t rows,
   return out;
 }
 
+// Rows of H heads, each d_pad wide (row t of batch b at
+// src + (b * rows_per_batch + t) * heads * d_pad) -> [B, H, T, d].
+std::vector<float> HeadMajor(const float* src, size_t batch, size_t tokens,
+                             size_t rows_per_batch, size_t heads, size_t d,
+                             size_t d_pad) {
+  std::vector<float> out(batch * heads * tokens * d);
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t h = 0; h < heads; ++h) {
+      for (size_t t = 0; t < tokens; ++t) {
+        std::copy_n(src + ((b * rows_per_batch + t) * heads + h) * d_pad, d,
+                    out.data() + ((b * heads + h) * tokens + t) * d);
+      }
+    }
+  }
+  return out;
+}
+
 void CheckTensor(const char* what, const Tensor3& t, size_t features,
                  const char* feature_name) {
   CheckPositive((std::string(what) + ".batch").c_str(), t.batch);
@@ -347,6 +364,14 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
       a.scratch = attention_scratch;
       kernels_->attention(a);
     }
+  }
+
+  if (options.need_intermediates) {
+    const KVLayout& l = layout_;
+    r.q = HeadMajor(q, batch, tq, tq, heads, l.dk, l.dk_pad);
+    r.k = HeadMajor(kv.k, batch, tk, kv.rows_per_batch, heads, l.dk, l.dk_pad);
+    r.v = HeadMajor(kv.v, batch, tk, kv.rows_per_batch, heads, l.dv, l.dv_pad);
+    r.head_output = HeadMajor(z, batch, tq, tq, heads, l.dv, l.dv_pad);
   }
 
   r.output.resize(batch * tq * c.d_model);

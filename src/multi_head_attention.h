@@ -54,6 +54,10 @@ struct MhaOptions {
   std::span<const float> attn_mask;
   bool need_weights = false;          // fill MhaResult::attn_weights
   bool need_per_head_output = false;  // fill MhaResult::per_head_output
+  // Fill MhaResult::q, k, v and head_output: the intermediate per-head
+  // tensors, for inspecting and teaching (copies; the fast path never
+  // keeps them in this layout).
+  bool need_intermediates = false;
 };
 
 // A query row whose every key is masked gets all-zero probabilities and a
@@ -62,6 +66,10 @@ struct MhaResult {
   size_t batch = 0, tq = 0, tk = 0;
   std::vector<float> output;           // [B, Tq, d_model]
   std::vector<float> attn_weights;     // [B, H, Tq, Tk], if requested
+  std::vector<float> q;                // [B, H, Tq, d_k], if intermediates
+  std::vector<float> k;                // [B, H, Tk, d_k]
+  std::vector<float> v;                // [B, H, Tk, d_v]
+  std::vector<float> head_output;      // [B, H, Tq, d_v]: z_h = P_h V_h
   std::vector<float> per_head_output;  // [B, H, Tq, d_model], if requested:
                                        // z_h W_O^h, output = sum_h + b_o
 };

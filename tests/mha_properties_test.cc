@@ -425,5 +425,76 @@ TEST(MhaProperties, CausalWithFewerQueriesThanKeysIsBottomRightAligned) {
   }
 }
 
+// The intermediates follow the specification stage by stage: q, k, v are the
+// projections split into heads; z_h = P_h V_h; per-head output = z_h W_O^h.
+TEST(MhaProperties, IntermediatesFollowTheStages) {
+  std::mt19937 rng(21);
+  MhaConfig config = Config(20, 4);
+  config.head_dim_v = 3;
+  config.kdim = 7;
+  config.vdim = 9;
+  const MhaProblem p = RandomProblem(Resolve(config), 2, 5, 6, rng);
+  const size_t B = 2, H = 4, tq = 5, tk = 6, dk = 5, dv = 3, d = 20;
+  // X W + b, plainly: [rows, n].
+  auto linear = [](const std::vector<float>& x, size_t rows, size_t in,
+                   const std::vector<float>& w, const std::vector<float>& b, size_t n) {
+    std::vector<double> y(rows * n);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t j = 0; j < n; ++j) {
+        double acc = b[j];
+        for (size_t i = 0; i < in; ++i) acc += double(x[r * in + i]) * w[i * n + j];
+        y[r * n + j] = acc;
+      }
+    }
+    return y;
+  };
+  const std::vector<double> q = linear(p.query.data, B * tq, d, p.weights.w_q, p.weights.b_q, H * dk);
+  const std::vector<double> k = linear(p.key.data, B * tk, 7, p.weights.w_k, p.weights.b_k, H * dk);
+  const std::vector<double> v = linear(p.value.data, B * tk, 9, p.weights.w_v, p.weights.b_v, H * dv);
+  for (const KernelTable* table : AllKernelTables()) {
+    SCOPED_TRACE(table->name);
+    MultiHeadAttention mha(p.config, *table);
+    mha.SetWeights(p.weights.View());
+    MhaOptions options = WithEverything({});
+    options.need_intermediates = true;
+    const MhaResult r = mha.Forward(p.query.View(), p.key.View(), p.value.View(), options);
+    ASSERT_EQ(r.q.size(), B * H * tq * dk);
+    ASSERT_EQ(r.k.size(), B * H * tk * dk);
+    ASSERT_EQ(r.v.size(), B * H * tk * dv);
+    ASSERT_EQ(r.head_output.size(), B * H * tq * dv);
+    for (size_t b = 0; b < B; ++b) {
+      for (size_t h = 0; h < H; ++h) {
+        for (size_t t = 0; t < tq; ++t) {
+          for (size_t e = 0; e < dk; ++e) {
+            EXPECT_NEAR(r.q[((b * H + h) * tq + t) * dk + e], q[(b * tq + t) * H * dk + h * dk + e], kTol);
+          }
+          for (size_t e = 0; e < dv; ++e) {
+            double z = 0;  // P_h V_h from the returned weights and values
+            for (size_t j = 0; j < tk; ++j) {
+              z += r.attn_weights[WeightIndex(r, H, b, h, t, j)] * r.v[((b * H + h) * tk + j) * dv + e];
+            }
+            EXPECT_NEAR(r.head_output[((b * H + h) * tq + t) * dv + e], z, kTol);
+          }
+          for (size_t n = 0; n < d; ++n) {
+            double contribution = 0;  // z_h W_O^h
+            for (size_t e = 0; e < dv; ++e) {
+              contribution += r.head_output[((b * H + h) * tq + t) * dv + e] * p.weights.w_o[(h * dv + e) * d + n];
+            }
+            EXPECT_NEAR(r.per_head_output[((b * H + h) * tq + t) * d + n], contribution, kTol);
+          }
+        }
+        for (size_t t = 0; t < tk; ++t) {
+          for (size_t e = 0; e < dk; ++e) {
+            EXPECT_NEAR(r.k[((b * H + h) * tk + t) * dk + e], k[(b * tk + t) * H * dk + h * dk + e], kTol);
+          }
+          for (size_t e = 0; e < dv; ++e) {
+            EXPECT_NEAR(r.v[((b * H + h) * tk + t) * dv + e], v[(b * tk + t) * H * dv + h * dv + e], kTol);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace simd_attention::testing
