@@ -53,5 +53,9 @@ if [ ! -f bench/node_modules/.package-lock.json ] ||
   touch bench/node_modules/.package-lock.json
 fi
 
+# Measure a snapshot of the package, so that a rebuild of web/dist while the
+# benchmark runs (minutes) cannot mix two builds.
+snap="$ROOT/build/bench-js/web-snapshot"
+rm -rf "$snap" && mkdir -p "$snap" && cp -r web/package.json web/index.js web/dist "$snap/"
 cd "$CALLER_DIR"
-exec node --expose-gc "$ROOT/bench/js/run.js" "$@"
+SA_BENCH_WEB_DIR="$snap" exec node --expose-gc "$ROOT/bench/js/run.js" "$@"

@@ -20,8 +20,7 @@ import { interleave, summarize, maxAbsDiff } from './timing.js';
 import { createPlainJs } from './peers/plainjs.js';
 import { createOrtWeb } from './peers/ortweb.js';
 import { createTfjs } from './peers/tfjs.js';
-import { createOurs, oursVariants, variantName } from './peers/ours.js';
-import { createAttentionModule } from '../../web/index.js';
+import { createOurs, oursVariants, variantName, loadPackage } from './peers/ours.js';
 import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode } from './native.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
 import { runDecodePreview } from './decode_preview.js';
@@ -222,7 +221,7 @@ async function runL1(w, args) {
   let mod;
   let mha;
   try {
-    mod = await createAttentionModule({ simd: true });
+    mod = await (await loadPackage()).createAttentionModule({ simd: true });
     entry.name = `ours wasm-simd ${mod.backend}`;
     const before = mod.memoryStats();
     const data = makeData(w);
@@ -294,7 +293,7 @@ function checkRows(data, w, out, rows) {
 }
 
 function wasmSizes() {
-  const dist = path.join(repoRoot, 'web/dist');
+  const dist = path.join(process.env.SA_BENCH_WEB_DIR ? path.resolve(process.env.SA_BENCH_WEB_DIR) : path.join(repoRoot, 'web'), 'dist');
   const size = (f) => (existsSync(path.join(dist, f)) ? statSync(path.join(dist, f)).size : null);
   return {
     simdWasm: size('simd_attention_simd.wasm'),

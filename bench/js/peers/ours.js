@@ -1,6 +1,19 @@
 // This package (web/, imported from the repository, not from npm): the wasm
 // SIMD build with each of its backends and the non-SIMD build.
-import { createAttentionModule } from '../../../web/index.js';
+// SA_BENCH_WEB_DIR points at another copy of web/ (e.g. a snapshot, so that
+// a rebuild of web/dist during a long run cannot mix two builds).
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+let pkgPromise = null;
+export function loadPackage() {
+  const dir = process.env.SA_BENCH_WEB_DIR;
+  pkgPromise ??= import(dir ? pathToFileURL(path.resolve(dir, 'index.js')).href : '../../../web/index.js');
+  return pkgPromise;
+}
+async function createAttentionModule(options) {
+  return (await loadPackage()).createAttentionModule(options);
+}
 
 const modules = new Map();
 
