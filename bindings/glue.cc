@@ -69,6 +69,7 @@ MhaOptions OptionsFromJs(const val& js, std::vector<uint8_t>& mask,
   o.causal = js["causal"].as<bool>();
   o.need_weights = js["needWeights"].as<bool>();
   o.need_per_head_output = js["needPerHeadOutput"].as<bool>();
+  o.need_intermediates = js["needIntermediates"].as<bool>();
   mask = CopyBytesIfGiven(js, "keyPaddingMask");
   o.key_padding_mask = mask;
   attn_mask = CopyFloatsIfGiven(js, "attnMask");
@@ -84,6 +85,12 @@ val ResultToJs(const MhaResult& r, const MhaOptions& o) {
   out.set("output", ToFloat32Array(r.output));
   if (o.need_weights) out.set("attnWeights", ToFloat32Array(r.attn_weights));
   if (o.need_per_head_output) out.set("perHeadOutput", ToFloat32Array(r.per_head_output));
+  if (o.need_intermediates) {
+    out.set("q", ToFloat32Array(r.q));
+    out.set("k", ToFloat32Array(r.k));
+    out.set("v", ToFloat32Array(r.v));
+    out.set("headOutput", ToFloat32Array(r.head_output));
+  }
   return out;
 }
 

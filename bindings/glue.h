@@ -77,12 +77,13 @@ struct Input {
 std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key);
 
 // MultiHeadAttention's forward options from JS ({causal, keyPaddingMask,
-// attnMask, needWeights, needPerHeadOutput}); `o`'s spans view `mask` and
-// `attn_mask`, which must outlive it.
+// attnMask, needWeights, needPerHeadOutput, needIntermediates}); `o`'s
+// spans view `mask` and `attn_mask`, which must outlive it.
 MhaOptions OptionsFromJs(const val& js, std::vector<uint8_t>& mask,
                          std::vector<float>& attn_mask);
 
-// {batch, tq, tk, output, attnWeights?, perHeadOutput?} as fresh arrays.
+// {batch, tq, tk, output, attnWeights?, perHeadOutput?, q?, k?, v?,
+// headOutput?} as fresh arrays (the last four with need_intermediates).
 val ResultToJs(const MhaResult& r, const MhaOptions& o);
 
 }  // namespace simd_attention::bindings

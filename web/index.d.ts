@@ -210,6 +210,12 @@ export interface ForwardOptions {
   returnAttnWeights?: boolean;
   /** Also return each head's contribution z_h W_O^h in model space. */
   returnPerHeadOutput?: boolean;
+  /**
+   * Also return the per-head intermediate tensors `q`, `k`, `v` and
+   * `headOutput` (z_h = P_h V_h), for inspecting and teaching: copies that
+   * cost time and memory, so off by default.
+   */
+  returnIntermediates?: boolean;
 }
 
 /**
@@ -224,6 +230,26 @@ export interface ForwardResult {
   attnWeights?: Tensor;
   /** `[B, H, Tq, dModel]`, with `returnPerHeadOutput`: output = sum over h + bO. */
   perHeadOutput?: Tensor;
+  /**
+   * `[B, H, Tq, d_k]`, with `returnIntermediates`: the projected queries
+   * query·wQ + bQ, split into heads (head h = columns h*d_k .. of the
+   * projection).
+   */
+  q?: Tensor;
+  /**
+   * `[B, H, Tk, d_k]`, with `returnIntermediates`: the projected keys, split
+   * into heads. With a PrecomputedKeyValue, its keys; with
+   * `forwardIncremental`, every key in the cache (Tk = length + n).
+   */
+  k?: Tensor;
+  /** `[B, H, Tk, d_v]`, with `returnIntermediates`: the projected values, split into heads. */
+  v?: Tensor;
+  /**
+   * `[B, H, Tq, d_v]`, with `returnIntermediates`: each head's output
+   * z_h = P_h V_h (attnWeights times v), before the output projection:
+   * perHeadOutput's head h = z_h times rows h*d_v .. of wO.
+   */
+  headOutput?: Tensor;
 }
 
 /**
@@ -383,6 +409,12 @@ export interface IncrementalForwardOptions {
   returnAttnWeights?: boolean;
   /** Also return each head's contribution, `[B, H, n, dModel]`. */
   returnPerHeadOutput?: boolean;
+  /**
+   * Also return `q` `[B, H, n, d_k]`, `k` `[B, H, length+n, d_k]` and `v`
+   * `[B, H, length+n, d_v]` (everything cached, the new tokens included) and
+   * `headOutput` `[B, H, n, d_v]`.
+   */
+  returnIntermediates?: boolean;
 }
 
 export interface MultiHeadAttentionConstructor {

@@ -455,16 +455,26 @@ function readAttentionOptions(where, options, allowed) {
     needWeights: optionalBoolean(where, 'options.returnAttnWeights', o.returnAttnWeights, false),
     needPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
       o.returnPerHeadOutput, false),
+    needIntermediates: optionalBoolean(where, 'options.returnIntermediates',
+      o.returnIntermediates, false),
   };
 }
 
 // The glue's result -> ForwardResult; unbatched shapes for a 2-D query.
-function attentionResult(r, rank, heads, dModel) {
+// info: the resolved config (numHeads, dModel, headDim, headDimV).
+function attentionResult(r, rank, info) {
+  const { numHeads: heads, dModel, headDim, headDimV } = info;
   const batched = (dims) => (rank === 3 ? [r.batch, ...dims] : dims);
   const out = { output: { data: r.output, shape: batched([r.tq, dModel]) } };
   if (r.attnWeights) out.attnWeights = { data: r.attnWeights, shape: batched([heads, r.tq, r.tk]) };
   if (r.perHeadOutput) {
     out.perHeadOutput = { data: r.perHeadOutput, shape: batched([heads, r.tq, dModel]) };
+  }
+  if (r.q) {
+    out.q = { data: r.q, shape: batched([heads, r.tq, headDim]) };
+    out.k = { data: r.k, shape: batched([heads, r.tk, headDim]) };
+    out.v = { data: r.v, shape: batched([heads, r.tk, headDimV]) };
+    out.headOutput = { data: r.headOutput, shape: batched([heads, r.tq, headDimV]) };
   }
   return out;
 }
@@ -490,9 +500,9 @@ const WEIGHT_KEYS = ['wQ', 'wK', 'wV', 'wO', 'bQ', 'bK', 'bV', 'bO'];
 const TORCH_KEYS = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight', 'v_proj_weight',
   'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias', 'out_proj.bias'];
 const FORWARD_OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask',
-  'returnAttnWeights', 'returnPerHeadOutput'];
+  'returnAttnWeights', 'returnPerHeadOutput', 'returnIntermediates'];
 const INCREMENTAL_OPTION_KEYS = ['keyPaddingMask', 'attnMask', 'returnAttnWeights',
-  'returnPerHeadOutput'];
+  'returnPerHeadOutput', 'returnIntermediates'];
 const CACHE_OPTION_KEYS = ['batch', 'maxLength'];
 const PRECOMPUTE_OPTION_KEYS = ['keyPaddingMask'];
 
@@ -621,7 +631,6 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
       const where = 'MultiHeadAttention.forward';
       const raw = this.#ready(where);
       const q = readTensor(where, 'query', query);
-      const { numHeads: h, dModel } = this.#info;
       // Cross-attention on K/V projected once by precomputeKeyValue.
       if (kvHandles.has(key)) {
         const kvRawHandle = kvRaw(wasm, where, 'key', key, 'PrecomputedKeyValue');
@@ -631,7 +640,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
         }
         const o = readAttentionOptions(where, options, FORWARD_OPTION_KEYS);
         const r = unwrap(wasm, where, raw.forwardPrecomputed(q, kvRawHandle, o));
-        return attentionResult(r, q.rank, h, dModel);
+        return attentionResult(r, q.rank, this.#info);
       }
       // The same tensor as key (or value) is copied once, not twice.
       const selfAttention = key === undefined || key === null || key === query;
@@ -644,7 +653,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
         ? undefined : readTensor(where, 'value', value);
       const o = readAttentionOptions(where, options, FORWARD_OPTION_KEYS);
       const r = unwrap(wasm, where, raw.forward(q, k, v, o));
-      return attentionResult(r, q.rank, h, dModel);
+      return attentionResult(r, q.rank, this.#info);
     }
 
     createKVCache(options) {
@@ -663,7 +672,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
       const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
       const o = readAttentionOptions(where, options, INCREMENTAL_OPTION_KEYS);
       const r = unwrap(wasm, where, raw.forwardIncremental(t, rawCache, o));
-      return attentionResult(r, t.rank, this.#info.numHeads, this.#info.dModel);
+      return attentionResult(r, t.rank, this.#info);
     }
 
     precomputeKeyValue(memory, options) {

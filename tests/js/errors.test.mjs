@@ -167,7 +167,8 @@ describe('masks of the wrong size or type', () => {
   test('unknown option', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { needWeights: true }),
       TypeError, "MultiHeadAttention.forward: options: unknown key 'needWeights' (expected " +
-      'causal, keyPaddingMask, attnMask, returnAttnWeights, returnPerHeadOutput)');
+      'causal, keyPaddingMask, attnMask, returnAttnWeights, returnPerHeadOutput, ' +
+      'returnIntermediates)');
   });
   test('option of the wrong type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { causal: 1 }),

@@ -36,7 +36,7 @@ describe.each(Object.keys(builds))('%s build', (build) => {
       const step = sliceTokens(dec.input, 0, 1);
       expectFlat(module, () => {
         const cache = mha.createKVCache({ batch: 2, maxLength: 8 });
-        mha.forwardIncremental(step, cache, { returnAttnWeights: true });
+        mha.forwardIncremental(step, cache, { returnAttnWeights: true, returnIntermediates: true });
         mha.forwardIncremental(step, cache);
         const copy = mha.createKVCache({ batch: 2, maxLength: 8 });
         copy.append(cache.keys(), cache.values());
@@ -57,7 +57,7 @@ describe.each(Object.keys(builds))('%s build', (build) => {
       const mask = new Uint8Array(14).fill(1);
       expectFlat(module, () => {
         const kv = mha.precomputeKeyValue(dec.memory, { keyPaddingMask: mask });
-        mha.forward(dec.input, kv, undefined, { returnPerHeadOutput: true });
+        mha.forward(dec.input, kv, undefined, { returnPerHeadOutput: true, returnIntermediates: true });
         kv.dispose();
       });
     } finally {

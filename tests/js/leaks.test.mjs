@@ -24,7 +24,9 @@ describe.each(Object.keys(builds))('%s build', (build) => {
     const mha = new module.MultiHeadAttention(a.config);
     try {
       mha.setWeights(a.weights);
-      const options = { ...a.options, returnAttnWeights: true, returnPerHeadOutput: true };
+      const options = {
+        ...a.options, returnAttnWeights: true, returnPerHeadOutput: true, returnIntermediates: true,
+      };
       mha.forward(a.query, a.key, a.value, options); // workspace reaches its size
       const before = snapshot(module);
       for (let i = 0; i < N; i++) mha.forward(a.query, a.key, a.value, options);

@@ -154,15 +154,18 @@ const step: Tensor = dec.forwardIncremental(x, cache, memory);
 dec.forward(x, encoded, { memoryKeyPaddingMask: new Uint8Array(5) });
 const kv = mha.precomputeKeyValue(x, { keyPaddingMask: new Uint8Array(5) });
 const cross: ForwardResult = mha.forward(x, kv, undefined, { returnAttnWeights: true });
-const c2 = mha.createKVCache({ batch: 1, maxLength: 8 });
+const c2 = mha.createKVCache({ batch: 1, maxLength: 16 });
 mha.forwardIncremental(x, c2, { returnPerHeadOutput: true });
+const inner: ForwardResult = mha.forwardIncremental(x, c2, { returnIntermediates: true });
+const z: Tensor | undefined = inner.headOutput;
+const qkv: (Tensor | undefined)[] = [inner.q, inner.k, inner.v, mha.forward(x, x, x, { returnIntermediates: true }).q];
 c2.append(c2.keys(), c2.values());
 c2.truncate(c2.length - 1);
 c2.reset();
 const pe: Tensor = sa.positionalEncoding(5, 8);
 const ln: Tensor = sa.layerNorm(pe, { gamma: f.subarray(0, 8), beta: f.subarray(0, 8) });
 for (const o of [enc, dec, memory, cache, kv, c2]) o[Symbol.dispose]();
-export const more = [step, cross, ln, enc.config.activation, cache.maxLength, memory.tokens];
+export const more = [step, cross, ln, enc.config.activation, cache.maxLength, memory.tokens, z, qkv];
 // @ts-expect-error: unknown activation
 void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'swish' });
 // @ts-expect-error: a KVCache is not a memory
