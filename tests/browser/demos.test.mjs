@@ -135,7 +135,76 @@ test('home page loads without errors', { timeout: TIMEOUT }, async () => {
 async function shapesShown(page) {
   return page.$$eval('[data-tensor]', (nodes) => Object.fromEntries(nodes.map((n) => [n.dataset.tensor, {
     shape: n.querySelector('.shape').textContent, changed: n.dataset.changed === 'true',
+    source: n.dataset.source,
   }])));
+}
+
+// Where each walk-through tensor comes from: the library's own result
+// (returnIntermediates and the others), the library's heads merged back on
+// the page (a reshape), or the page's loops (only the scores).
+const SHAPES_SOURCES = {
+  X: 'input', M: 'input', Q: 'library-merged', K: 'library-merged', V: 'library-merged',
+  Qh: 'library', Kh: 'library', Vh: 'library', scores: 'page', probs: 'library', z: 'library',
+  concat: 'library-merged', output: 'library', perHead: 'library', Y: 'library',
+};
+
+// The read-out of cell (row, col) of a tensor's heatmap, by pointing at it.
+async function readCell(page, tensor, row, col) {
+  const fig = page.locator(`[data-tensor="${tensor}"] figure.hm`);
+  const { rows, cols } = await fig.evaluate((f) => ({ rows: Number(f.dataset.rows), cols: Number(f.dataset.cols) }));
+  const canvas = fig.locator('canvas');
+  const box = await canvas.boundingBox();
+  await canvas.hover({ position: { x: ((col + 0.5) * box.width) / cols, y: ((row + 0.5) * box.height) / rows } });
+  const text = await fig.locator('.hm-readout').textContent();
+  await page.mouse.move(0, 0);
+  return text.slice(text.lastIndexOf(': ') + 2);
+}
+
+// The walk-through's blocks against a library call of this test: for the
+// batch and head shown, cells of the tensors the page takes from the
+// library, formatted as the page formats them; scores from q and k.
+async function expectedCells(page, mode, b, h, cells) {
+  return page.evaluate(async ({ mode: m, b: bi, h: hi, cells: wanted }) => {
+    const { INPUTS } = await import('/web/demo/js/shapes.js');
+    const { attentionModule, withMha, formatNumber } = await import('/web/demo/js/common.js');
+    const { X, MEMORY, WEIGHTS, config } = INPUTS;
+    const module = await attentionModule();
+    const batch = 2;
+    const t = X.length / batch / config.dModel;
+    const memory = m === 'cross'
+      ? { data: MEMORY, shape: [batch, MEMORY.length / batch / config.dModel, config.dModel] } : undefined;
+    const r = withMha(module, config, WEIGHTS, (mha) => mha.forward({ data: X, shape: [batch, t, config.dModel] },
+      memory, undefined, { returnIntermediates: true, returnAttnWeights: true }));
+    const at = (x, row, col) => {
+      const [, heads, rows, width] = x.shape;
+      return x.data[((bi * heads + hi) * rows + row) * width + col];
+    };
+    const dk = r.q.shape[3];
+    const score = (i, j) => {
+      let acc = 0;
+      for (let c = 0; c < dk; c++) acc += at(r.q, i, c) * at(r.k, j, c);
+      return Math.fround(acc / Math.sqrt(dk)); // as the page stores it
+    };
+    const tensors = { Qh: r.q, Kh: r.k, Vh: r.v, z: r.headOutput, probs: r.attnWeights };
+    return wanted.map(([id, row, col]) =>
+      formatNumber(id === 'scores' ? score(row, col) : at(tensors[id], row, col), 4));
+  }, { mode, b, h, cells });
+}
+
+async function checkCells(page, mode) {
+  const [b, h] = [1, 3];
+  await page.selectOption('#batch', String(b));
+  await page.selectOption('#head', String(h));
+  const last = mode === 'cross' ? 15 : 9;
+  const cells = [['Qh', 2, 5], ['Kh', last, 60], ['Vh', last, 1], ['scores', 7, last],
+    ['probs', 4, last], ['z', 9, 33]];
+  const want = await expectedCells(page, mode, b, h, cells);
+  for (const [i, [id, row, col]] of cells.entries()) {
+    assert.equal(await readCell(page, id, row, col), want[i],
+      `${mode}: ${id}[b=${b}, h=${h}, ${row}, ${col}] is not the library's value`);
+  }
+  await page.selectOption('#batch', '0');
+  await page.selectOption('#head', '0');
 }
 
 test('shapes walk-through prints the right shapes, self and cross', { timeout: TIMEOUT }, async () => {
@@ -154,13 +223,29 @@ test('shapes walk-through prints the right shapes, self and cross', { timeout: T
   const changing = ['M', 'K', 'V', 'Kh', 'Vh', 'scores', 'probs'];
   const shown = await shapesShown(p.page);
   assert.deepEqual(Object.fromEntries(Object.entries(shown).map(([k, v]) => [k, v.shape])), self);
-  for (const [id, { changed }] of Object.entries(shown)) {
+  for (const [id, { changed, source }] of Object.entries(shown)) {
     assert.equal(changed, changing.includes(id), `self: ${id} marked changed=${changed}`);
+    assert.equal(source, SHAPES_SOURCES[id], `self: ${id} comes from ${source}`);
   }
+  await checkCells(p.page, 'self');
+  // Each heatmap says where its numbers come from; so does the scores stage.
+  const hints = await p.page.$$eval('[data-tensor]', (nodes) => Object.fromEntries(nodes.map((n) =>
+    [n.dataset.tensor, n.querySelector('.hm-readout').textContent])));
+  for (const [id, source] of Object.entries(SHAPES_SOURCES)) {
+    if (!hints[id]) continue;
+    const said = { input: null, library: 'from the library', 'library-merged': 'from the library, heads merged',
+      page: 'computed on this page' }[source];
+    if (said) assert.ok(hints[id].endsWith(` · ${said}`), `${id}: hint "${hints[id]}"`);
+    else assert.ok(!hints[id].includes(' · '), `${id}: hint "${hints[id]}"`);
+  }
+  assert.match(await p.page.locator('[data-stage="scores"] .explain').textContent(),
+    /Computed on this page from the library's Q and K heads/);
   // The stage order of the issue.
   const stages = await p.page.$$eval('[data-stage]', (n) => n.map((s) => s.dataset.stage));
   assert.deepEqual(stages, ['input', 'project', 'split', 'scores', 'softmax', 'heads', 'concat', 'wo', 'norm']);
-  // Every check the page makes (library vs its own loops, LayerNorm mean/std) agrees.
+  // Every check the page makes (softmax of its scores vs the library's
+  // weights, output vs concat W_O + b_O and vs the heads' sum, LayerNorm
+  // mean/std) agrees.
   assert.equal(await p.page.locator('.check .pill.bad').count(), 0);
   assert.equal(await p.page.locator('.check .pill.ok').count(), 3);
   await shoot(p.page, 'shapes-self-1280x800');
@@ -169,9 +254,11 @@ test('shapes walk-through prints the right shapes, self and cross', { timeout: T
   await p.page.waitForFunction(() => document.body.dataset.mode === 'cross');
   const shownCross = await shapesShown(p.page);
   assert.deepEqual(Object.fromEntries(Object.entries(shownCross).map(([k, v]) => [k, v.shape])), cross);
-  for (const [id, { changed }] of Object.entries(shownCross)) {
+  for (const [id, { changed, source }] of Object.entries(shownCross)) {
     assert.equal(changed, changing.includes(id), `cross: ${id} marked changed=${changed}`);
+    assert.equal(source, SHAPES_SOURCES[id], `cross: ${id} comes from ${source}`);
   }
+  await checkCells(p.page, 'cross');
   assert.equal(await p.page.locator('.check .pill.bad').count(), 0);
   await shoot(p.page, 'shapes-cross-1280x800');
   assert.deepEqual(p.problems, []);

@@ -21,9 +21,12 @@ const WEIGHTS = {
   wQ: randn(D * D, WS, 11), wK: randn(D * D, WS, 12), wV: randn(D * D, WS, 13), wO: randn(D * D, WS, 14),
   bQ: randn(D, 0.02, 15), bK: randn(D, 0.02, 16), bV: randn(D, 0.02, 17), bO: randn(D, 0.02, 18),
 };
+// For the browser test, which checks the blocks against its own library call.
+export const INPUTS = { X, MEMORY, WEIGHTS, config: { dModel: D, numHeads: H } };
 
 // ---------------------------------------------------------------------------
-// The page's own loops (for the tensors the fused library never stores)
+// The page's own loops: the scores (which the fused library never stores),
+// the checks, and merging the library's per-head tensors back into tokens
 // ---------------------------------------------------------------------------
 
 // x [m, k] @ w [k, n] + b
@@ -41,21 +44,7 @@ function linear(x, m, k, w, n, b) {
   return out;
 }
 
-// [B, t, H*dk] -> [B, H, t, dk]
-function splitHeads(x, t) {
-  const out = new Float32Array(x.length);
-  for (let b = 0; b < B; b++) {
-    for (let h = 0; h < H; h++) {
-      for (let i = 0; i < t; i++) {
-        const src = (b * t + i) * D + h * DK;
-        out.set(x.subarray(src, src + DK), ((b * H + h) * t + i) * DK);
-      }
-    }
-  }
-  return out;
-}
-
-// [B, H, t, dk] -> [B, t, H*dk]
+// [B, H, t, dk] -> [B, t, H*dk] (no arithmetic)
 function concatHeads(z, t) {
   const out = new Float32Array(z.length);
   for (let b = 0; b < B; b++) {
@@ -99,22 +88,6 @@ function softmaxRows(x, cols) {
   return out;
 }
 
-// P [B, H, T, Tk] @ V_h [B, H, Tk, dk] -> [B, H, T, dk]
-function headOutputs(p, vh, tk) {
-  const out = new Float32Array(B * H * T * DK);
-  for (let bh = 0; bh < B * H; bh++) {
-    for (let i = 0; i < T; i++) {
-      const o = (bh * T + i) * DK;
-      for (let j = 0; j < tk; j++) {
-        const w = p[(bh * T + i) * tk + j];
-        const v = (bh * tk + j) * DK;
-        for (let c = 0; c < DK; c++) out[o + c] += w * vh[v + c];
-      }
-    }
-  }
-  return out;
-}
-
 function maxAbsDiff(a, b) {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
@@ -128,23 +101,26 @@ function maxAbsDiff(a, b) {
 function compute(module, mode) {
   const cross = mode === 'cross';
   const tk = cross ? TK_CROSS : T;
-  const kvInput = cross ? MEMORY : X;
   const query = { data: X, shape: [B, T, D] };
   const memory = cross ? { data: MEMORY, shape: [B, TK_CROSS, D] } : undefined;
 
   const lib = withMha(module, { dModel: D, numHeads: H }, WEIGHTS, (mha) =>
-    mha.forward(query, memory, undefined, { returnAttnWeights: true, returnPerHeadOutput: true }));
+    mha.forward(query, memory, undefined,
+      { returnAttnWeights: true, returnPerHeadOutput: true, returnIntermediates: true }));
 
-  const q = linear(X, B * T, D, WEIGHTS.wQ, D, WEIGHTS.bQ);
-  const k = linear(kvInput, B * tk, D, WEIGHTS.wK, D, WEIGHTS.bK);
-  const v = linear(kvInput, B * tk, D, WEIGHTS.wV, D, WEIGHTS.bV);
-  const qh = splitHeads(q, T);
-  const kh = splitHeads(k, tk);
-  const vh = splitHeads(v, tk);
+  // The library returns Q, K, V already split into heads; the projection
+  // stage shows them before the split, heads merged back (a reshape).
+  const qh = lib.q.data;
+  const kh = lib.k.data;
+  const vh = lib.v.data;
+  const q = concatHeads(qh, T);
+  const k = concatHeads(kh, tk);
+  const v = concatHeads(vh, tk);
+  // The scores from the library's q and k: the fused kernels never store them.
   const s = scores(qh, kh, tk);
   const pPage = softmaxRows(s, tk);
   const p = lib.attnWeights.data;
-  const z = headOutputs(p, vh, tk);
+  const z = lib.headOutput.data;
   const concat = concatHeads(z, T);
   const outPage = linear(concat, B * T, D, WEIGHTS.wO, D, WEIGHTS.bO);
   const out = lib.output.data;
@@ -191,19 +167,20 @@ function compute(module, mode) {
         ? 'Queries come from X; keys and values from the memory M, here 16 tokens of an encoder output.'
         : 'Each of the B sequences has T tokens, each a d_model-wide vector.',
       tensors: [
-        { id: 'X', name: 'X', shape: query.shape, data: X, view: tokens(T) },
-        cross && { id: 'M', name: 'M (memory)', shape: memory.shape, data: MEMORY, view: tokens(TK_CROSS), isNew: true },
+        { id: 'X', name: 'X', shape: query.shape, data: X, view: tokens(T), source: 'input' },
+        cross && { id: 'M', name: 'M (memory)', shape: memory.shape, data: MEMORY, view: tokens(TK_CROSS), isNew: true, source: 'input' },
       ],
     },
     {
       id: 'project', title: 'Project to Q, K, V',
       formula: cross ? 'Q = X W_Q + b_Q,  K = M W_K + b_K,  V = M W_V + b_V'
         : 'Q = X W_Q + b_Q,  K = X W_K + b_K,  V = X W_V + b_V',
-      explain: 'Three [512, 512] projections; every head reads its own 64 of the 512 columns.',
+      explain: 'Three [512, 512] projections; every head reads its own 64 of the 512 columns. ' +
+        'The library returns Q, K and V already split into heads; shown here with the heads put back side by side.',
       tensors: [
-        { id: 'Q', name: 'Q', shape: [B, T, D], data: q, view: tokens(T) },
-        { id: 'K', name: 'K', shape: [B, tk, D], data: k, view: tokens(tk) },
-        { id: 'V', name: 'V', shape: [B, tk, D], data: v, view: tokens(tk) },
+        { id: 'Q', name: 'Q', shape: [B, T, D], data: q, view: tokens(T), source: 'library-merged' },
+        { id: 'K', name: 'K', shape: [B, tk, D], data: k, view: tokens(tk), source: 'library-merged' },
+        { id: 'V', name: 'V', shape: [B, tk, D], data: v, view: tokens(tk), source: 'library-merged' },
       ],
     },
     {
@@ -211,42 +188,43 @@ function compute(module, mode) {
       formula: 'reshape [B, T, H, d_k], transpose → [B, H, T, d_k]',
       explain: 'No arithmetic: head h takes features 64h … 64h+63 of every token.',
       tensors: [
-        { id: 'Qh', name: 'Q heads', shape: [B, H, T, DK], data: qh, view: heads(T) },
-        { id: 'Kh', name: 'K heads', shape: [B, H, tk, DK], data: kh, view: heads(tk) },
-        { id: 'Vh', name: 'V heads', shape: [B, H, tk, DK], data: vh, view: heads(tk) },
+        { id: 'Qh', name: 'Q heads', shape: lib.q.shape, data: qh, view: heads(T), source: 'library' },
+        { id: 'Kh', name: 'K heads', shape: lib.k.shape, data: kh, view: heads(tk), source: 'library' },
+        { id: 'Vh', name: 'V heads', shape: lib.v.shape, data: vh, view: heads(tk), source: 'library' },
       ],
     },
     {
       id: 'scores', title: 'Scores', formula: 'S_h = Q_h K_hᵀ / √d_k   (√64 = 8)',
-      explain: 'One score per (query, key) pair and head: how well query i matches key j.',
-      tensors: [{ id: 'scores', name: 'scores', shape: [B, H, T, tk], data: s, view: attn }],
+      explain: 'One score per (query, key) pair and head: how well query i matches key j. ' +
+        'Computed on this page from the library\'s Q and K heads: the fused kernels never store the scores.',
+      tensors: [{ id: 'scores', name: 'scores', shape: [B, H, T, tk], data: s, view: attn, source: 'page' }],
     },
     {
       id: 'softmax', title: 'Softmax over keys', formula: 'P_h = softmax(S_h) along each row',
       explain: 'Every row is a probability distribution over the keys (sums to 1).',
-      check: `library vs this page's softmax: max |diff| = ${formatNumber(maxAbsDiff(p, pPage), 2)}`,
+      check: `library's weights vs softmax of this page's scores: max |diff| = ${formatNumber(maxAbsDiff(p, pPage), 2)}`,
       checkOk: maxAbsDiff(p, pPage) < 1e-4,
-      tensors: [{ id: 'probs', name: 'attention weights', shape: lib.attnWeights.shape, data: p, view: attn, scale: 'prob', library: true }],
+      tensors: [{ id: 'probs', name: 'attention weights', shape: lib.attnWeights.shape, data: p, view: attn, scale: 'prob', source: 'library' }],
     },
     {
       id: 'heads', title: 'Head outputs', formula: 'z_h = P_h V_h',
       explain: 'Each query gets a weighted average of the value vectors, per head.',
-      tensors: [{ id: 'z', name: 'z', shape: [B, H, T, DK], data: z, view: heads(T) }],
+      tensors: [{ id: 'z', name: 'z', shape: lib.headOutput.shape, data: z, view: heads(T), source: 'library' }],
     },
     {
       id: 'concat', title: 'Concatenate heads', formula: 'concat(z_0, …, z_7) → [B, T, H·d_k]',
       explain: 'The inverse of the split: head h\'s 64 values go back to features 64h … 64h+63 (shown: the selected head\'s slot).',
-      tensors: [{ id: 'concat', name: 'concat', shape: [B, T, H * DK], data: concat, view: { kind: 'tokens', t: T, slot: true } }],
+      tensors: [{ id: 'concat', name: 'concat', shape: [B, T, H * DK], data: concat, view: { kind: 'tokens', t: T, slot: true }, source: 'library-merged' }],
     },
     {
       id: 'wo', title: 'Output projection', formula: 'O = concat W_O + b_O = Σ_h z_h W_Oʰ + b_O',
       explain: 'W_Oʰ are rows 64h … 64h+63 of W_O: each head\'s own contribution to the output, in model space.',
-      check: `library vs this page: max |diff| = ${formatNumber(maxAbsDiff(out, outPage), 2)}; ` +
+      check: `library's O vs concat W_O + b_O on this page: max |diff| = ${formatNumber(maxAbsDiff(out, outPage), 2)}; ` +
         `Σ_h contributions + b_O vs output: ${formatNumber(maxAbsDiff(out, summed), 2)}`,
       checkOk: maxAbsDiff(out, outPage) < 1e-3 && maxAbsDiff(out, summed) < 1e-3,
       tensors: [
-        { id: 'output', name: 'O', shape: lib.output.shape, data: out, view: tokens(T), library: true },
-        { id: 'perHead', name: 'z_h W_Oʰ (per head)', shape: lib.perHeadOutput.shape, data: ph, view: { kind: 'headsModel', t: T }, library: true },
+        { id: 'output', name: 'O', shape: lib.output.shape, data: out, view: tokens(T), source: 'library' },
+        { id: 'perHead', name: 'z_h W_Oʰ (per head)', shape: lib.perHeadOutput.shape, data: ph, view: { kind: 'headsModel', t: T }, source: 'library' },
       ],
     },
     {
@@ -256,7 +234,7 @@ function compute(module, mode) {
         : `token 0 of batch 0 after LayerNorm: mean ${formatNumber(mean, 3)}, std ${formatNumber(std, 3)}`,
       checkOk: !normError && Math.abs(mean) < 1e-3 && Math.abs(std - 1) < 1e-2,
       error: normError,
-      tensors: [normed && { id: 'Y', name: 'Y', shape: normed.shape, data: normed.data, view: tokens(T), library: true }],
+      tensors: [normed && { id: 'Y', name: 'Y', shape: normed.shape, data: normed.data, view: tokens(T), source: 'library' }],
     },
   ].map((stage) => ({ ...stage, tensors: stage.tensors.filter(Boolean) }));
 }
@@ -306,6 +284,14 @@ function viewOf(tensor, b, h) {
   }
 }
 
+// Where a tensor's numbers come from, said under its heatmap.
+const SOURCES = {
+  input: null,
+  library: 'from the library',
+  'library-merged': 'from the library, heads merged',
+  page: 'computed on this page',
+};
+
 const state = { mode: 'self', batch: 0, head: 0, results: {}, shapes: {} };
 
 function render() {
@@ -330,7 +316,7 @@ function render() {
         : changed ? `${state.mode === 'self' ? 'cross' : 'self'}: ${formatShape(otherShape)}` : null;
       return el('div', {
         class: `tensor${changed ? ' changed' : ''}`,
-        dataset: { tensor: t.id, shape: t.shape.join(','), changed: String(changed) },
+        dataset: { tensor: t.id, shape: t.shape.join(','), changed: String(changed), source: t.source },
       },
       el('div', { class: 'tensor-head' },
         el('span', { class: 'tensor-name' }, t.name),
@@ -340,7 +326,7 @@ function render() {
         data: v.data, rows: v.rows, cols: v.cols, scale, vmin, vmax,
         width, maxCell: v.square ? 22 : 5, cellHeight: v.square ? undefined : 9,
         xTitle: v.xTitle, yTitle: v.yTitle,
-        hint: `${v.slice}${t.library ? ' · from the library' : ''}`,
+        hint: `${v.slice}${SOURCES[t.source] ? ` · ${SOURCES[t.source]}` : ''}`,
         label: `${t.name}, ${formatShape(t.shape)}: heatmap of ${v.slice}`,
         describe: (r, c, x) => `${v.yTitle.split(' ')[0]} ${r}, ${v.xTitle.split(' ')[0]} ${c}: ${formatNumber(x, 4)}`,
       }),
