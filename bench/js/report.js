@@ -173,7 +173,7 @@ export function evaluateTargets(report) {
     const g = gemmEfficiency(report.meta, report.native);
     if (g) {
       add('GEMM 768x768x128 >= 70% of fp32 FMA peak', g.efficiency >= 0.7 ? 'met' : 'missed',
-        `${g.table}: ${g.gflops.toFixed(0)} GFLOP/s = ${(g.efficiency * 100).toFixed(0)}% of the ` +
+        `${g.table}: ${g.gflops.toFixed(0)} GFLOP/s = ${(g.efficiency * 100).toFixed(1)}% of the ` +
         `${g.around.toFixed(0)} GFLOP/s FMA throughput measured around it ` +
         `(${(g.nominalEfficiency * 100).toFixed(0)}% of the ${g.peak.nominal.toFixed(1)} GFLOP/s nominal peak)`);
     }
@@ -369,7 +369,7 @@ export function renderMarkdown(report) {
         (n.fma && !n.fma.error ? `Other widths: 256-bit FMA ${n.fma.fma256_gflops}, 128-bit FMA ${n.fma.fma128_gflops}, ` +
           `128-bit mul+add (all that wasm-simd128 has: no FMA) ${n.fma.muladd128_gflops} GFLOP/s. ` : '') +
         (g ? `GEMM 768x768x128 (M=128, K=N=768), best table ${g.table}: ${g.gflops.toFixed(0)} GFLOP/s = ` +
-          `**${(g.efficiency * 100).toFixed(0)}%** of the FMA throughput measured just before and after it ` +
+          `**${(g.efficiency * 100).toFixed(1)}%** of the FMA throughput measured just before and after it ` +
           `(${g.around.toFixed(0)} GFLOP/s; median of ${g.rounds}), ${(g.nominalEfficiency * 100).toFixed(0)}% of the nominal peak.` : ''));
       lines.push('');
     }

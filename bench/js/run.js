@@ -4,6 +4,7 @@
 //   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
 //                        [--workloads S1,S2,...] [--no-native] [--no-l1]
 //                        [--budget SECONDS] [--retries N]
+//   node bench/js/run.js --render FILE.json [--md FILE]   (tables of an earlier run)
 //
 // Per workload (bench/js/workloads.js) it sets up every implementation with
 // weights and inputs resident, checks each output against ours (max abs
@@ -43,6 +44,7 @@ function parseArgs(argv) {
     else if (k === '--no-l1') a.l1 = false;
     else if (k === '--budget') a.budget = Number(next());
     else if (k === '--retries') a.retries = Number(next());
+    else if (k === '--render') a.render = next();
     else if (k === '--help' || k === '-h') {
       console.log(readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(0, 15).join('\n'));
       process.exit(0);
@@ -305,6 +307,15 @@ function wasmSizes() {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  if (args.render) {
+    // Re-render the tables of an earlier --json file (no measuring).
+    const report = JSON.parse(readFileSync(args.render, 'utf8'));
+    report.targets = evaluateTargets(report);
+    const md = renderMarkdown(report);
+    console.log(md);
+    if (args.md) writeFileSync(args.md, md);
+    return;
+  }
   const started = new Date();
   args.started = started.getTime();
   const selected = WORKLOADS.filter((w) => (args.workloads ? args.workloads.includes(w.name) : true))
