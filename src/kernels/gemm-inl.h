@@ -15,37 +15,60 @@ struct Gemm {
   static constexpr size_t kPanelRows =          // K block, see gemm.h
       kGemmPanelSliceBytes / (kPanel * sizeof(float));
 
-  // C tile (kRows x kVecs vectors) [+]= A tile * B rows.
+  // Independent FMA chains for a tile of R rows: 2 FMA ports x 4 cycles of
+  // latency want 8 accumulators in flight, and a tile of fewer than 4 rows
+  // (decoding projects one token) has only 2R, so it splits K into chains.
+  static constexpr size_t Chains(size_t rows) { return rows >= 4 ? 1 : 4 / rows; }
+
+  // C tile (R rows x NV vectors) [+]= A tile * B rows.
   //   A element (r, kk) is a[r * a_row + kk * a_col]: a row-major matrix has
-  //   a_col = 1; the attention kernel passes a transposed one.
-  //   B row kk starts at b + kk * ldb and holds at least kVecs vectors.
-  //   bias: kVecs vectors added once, or nullptr. accumulate: add to C.
+  //   a_col = 1; the attention kernel passes a transposed one. The loop walks
+  //   one pointer per row, so neither costs a multiply per step.
+  //   B row kk starts at b + kk * ldb and holds at least NV vectors.
+  //   bias: NV vectors added once, or nullptr. accumulate: add to C.
   template <size_t R, size_t NV>
   static void Tile(const float* a, size_t a_row, size_t a_col, const float* b,
                    size_t ldb, size_t k, const float* bias, bool accumulate,
                    float* c, size_t ldc) {
-    V acc[R][NV];
+    constexpr size_t kChains = Chains(R);
+    V acc[kChains][R][NV];
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < NV; ++v) {
         if (accumulate) {
-          acc[r][v] = Ops::Load(c + r * ldc + v * kL);
+          acc[0][r][v] = Ops::Load(c + r * ldc + v * kL);
         } else if (bias != nullptr) {
-          acc[r][v] = Ops::Load(bias + v * kL);
+          acc[0][r][v] = Ops::Load(bias + v * kL);
         } else {
-          acc[r][v] = Ops::Zero();
+          acc[0][r][v] = Ops::Zero();
         }
+        for (size_t ch = 1; ch < kChains; ++ch) acc[ch][r][v] = Ops::Zero();
       }
     }
-    for (size_t kk = 0; kk < k; ++kk) {
+    const float* ap[R];
+    for (size_t r = 0; r < R; ++r) ap[r] = a + r * a_row;
+    const float* bp = b;
+    auto step = [&](V (&chain)[R][NV]) {
       V bv[NV];
-      for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Load(b + kk * ldb + v * kL);
+      for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Load(bp + v * kL);
+      bp += ldb;
       for (size_t r = 0; r < R; ++r) {
-        const V av = Ops::Set(a[r * a_row + kk * a_col]);
-        for (size_t v = 0; v < NV; ++v) acc[r][v] = Ops::MulAdd(av, bv[v], acc[r][v]);
+        const V av = Ops::Set(*ap[r]);
+        ap[r] += a_col;
+        for (size_t v = 0; v < NV; ++v) chain[r][v] = Ops::MulAdd(av, bv[v], chain[r][v]);
       }
+    };
+    size_t kk = 0;
+    for (; kk + kChains <= k; kk += kChains) {
+      for (size_t ch = 0; ch < kChains; ++ch) step(acc[ch]);
     }
+    for (; kk < k; ++kk) step(acc[0]);
     for (size_t r = 0; r < R; ++r) {
-      for (size_t v = 0; v < NV; ++v) Ops::Store(acc[r][v], c + r * ldc + v * kL);
+      for (size_t v = 0; v < NV; ++v) {
+        for (size_t ch = 1; ch < kChains; ++ch) {
+          acc[0][r][v] = Ops::Add(acc[0][r][v], acc[ch][r][v]);
+        }
+        Ops::Store(acc[0][r][v], c + r * ldc + v * kL);
+      }
     }
   }
 
