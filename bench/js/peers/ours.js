@@ -2,13 +2,14 @@
 // SIMD build with each of its backends and the non-SIMD build.
 // SA_BENCH_WEB_DIR points at another copy of web/ (e.g. a snapshot, so that
 // a rebuild of web/dist during a long run cannot mix two builds).
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-
+// Also imported by the demos' benchmark worker in a browser: no static
+// node: imports, and `process` only where it exists.
 let pkgPromise = null;
 export function loadPackage() {
-  const dir = process.env.SA_BENCH_WEB_DIR;
-  pkgPromise ??= import(dir ? pathToFileURL(path.resolve(dir, 'index.js')).href : '../../../web/index.js');
+  const dir = globalThis.process?.env?.SA_BENCH_WEB_DIR;
+  pkgPromise ??= dir
+    ? import('node:url').then(({ pathToFileURL }) => import(pathToFileURL(`${dir}/index.js`).href))
+    : import('../../../web/index.js');
   return pkgPromise;
 }
 async function createAttentionModule(options) {
