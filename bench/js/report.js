@@ -295,7 +295,7 @@ export function renderMarkdown(report) {
       (peer ? `, ${speed(peer.median / p.median_ms)} vs ${peer.name}` : '') : `${label}: not measured`);
     const pkgD1 = timedEntry(d1, DEFAULT_OURS);
     lines.push('**D1 through the C++ API** (`bench/js/native/decode_bench.cc`: `ForwardIncremental` on a 512-token ' +
-      'KV cache, its own process, not interleaved; output checked against the plain JS one; kernels_bench has no D1): ' +
+      'KV cache, its own process, not interleaved; output checked against the plain JS one; it also runs in wasm, which kernels_bench does not): ' +
       `${part(pn, ortNode, 'native')}; ${part(pw, ortWeb, 'wasm-simd128')}` +
       (pkgD1 ? ` (through the package: ${ms(pkgD1.median)} ms, in the table).` : ' (the package itself: n/a above).'));
     lines.push('');
