@@ -13,18 +13,6 @@ MhaConfig AttentionConfig(const LayerConfig& c) {
   return m;
 }
 
-double Activate(Activation act, double x) {
-  switch (act) {
-    case Activation::kRelu:
-      return x > 0 ? x : 0;
-    case Activation::kGeluTanh:
-      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case Activation::kGeluErf:
-      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-  }
-  return x;
-}
-
 std::vector<float> Add(std::span<const float> a, std::span<const float> b) {
   std::vector<float> out(a.size());
   for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + b[i];
@@ -40,6 +28,18 @@ std::vector<float> Residual(const LayerConfig& c, const NormWeights& norm,
 }
 
 }  // namespace
+
+double ReferenceActivation(Activation act, double x) {
+  switch (act) {
+    case Activation::kRelu:
+      return x > 0 ? x : 0;
+    case Activation::kGeluTanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::kGeluErf:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  }
+  return x;
+}
 
 std::vector<float> ReferenceLayerNorm(std::span<const float> x, size_t d,
                                       const NormWeights& w, float eps) {
@@ -67,7 +67,7 @@ std::vector<float> ReferenceFeedForward(std::span<const float> x, size_t d,
     for (size_t j = 0; j < ffn_dim; ++j) {
       double acc = w.b1[j];
       for (size_t i = 0; i < d; ++i) acc += double(x[r * d + i]) * w.w1[i * ffn_dim + j];
-      hidden[j] = Activate(act, acc);
+      hidden[j] = ReferenceActivation(act, acc);
     }
     for (size_t n = 0; n < d; ++n) {
       double acc = w.b2[n];

@@ -9,6 +9,9 @@
 
 namespace simd_attention {
 
+// The activation in double precision, by the closed forms (std::tanh,
+// std::erf).
+double ReferenceActivation(Activation act, double x);
 std::vector<float> ReferenceLayerNorm(std::span<const float> x, size_t d,
                                       const NormWeights& w, float eps);
 std::vector<float> ReferenceFeedForward(std::span<const float> x, size_t d,
