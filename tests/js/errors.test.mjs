@@ -3,6 +3,7 @@
 import { expectMatchesGolden, goldenCaseNames, loadGoldenCase, mhaArguments, pytorchState }
   from './support/golden.mjs';
 import { createAttentionModule, disposeSymbol, track } from './support/modules.mjs';
+import { expectError } from './support/errors.mjs';
 
 const module = await createAttentionModule();
 // A small self-attention case with batch 1 and a cross case.
@@ -41,18 +42,6 @@ function expectStillUsable() {
   const mha = track(new module.MultiHeadAttention(a.config));
   mha.setWeights(a.weights);
   expectMatchesGolden(mha.forward(a.query, a.key, a.value, a.options), selfCase);
-}
-
-function expectError(fn, Class, message) {
-  let error;
-  try {
-    fn();
-  } catch (e) {
-    error = e;
-  }
-  expect(error).toBeInstanceOf(Class);
-  expect(error.constructor).toBe(Class);
-  expect(error.message).toBe(message);
 }
 
 afterEach(expectStillUsable);

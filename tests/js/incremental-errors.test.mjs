@@ -4,6 +4,7 @@
 import { loadGoldenCase, mhaArguments } from './support/golden.mjs';
 import { decoderArguments, encoderArguments, sliceTokens } from './support/layers.mjs';
 import { createAttentionModule, disposeSymbol, track } from './support/modules.mjs';
+import { expectError } from './support/errors.mjs';
 
 const module = await createAttentionModule();
 const causalCase = loadGoldenCase('self_causal');
@@ -30,18 +31,6 @@ function ready(config = { dModel: E, numHeads: H }) {
     bQ: ones(hk), bK: ones(hk), bV: ones(hv), bO: ones(d),
   });
   return mha;
-}
-
-function expectError(fn, Class, message) {
-  let error;
-  try {
-    fn();
-  } catch (e) {
-    error = e;
-  }
-  expect(error).toBeInstanceOf(Class);
-  expect(error.constructor).toBe(Class);
-  expect(error.message).toBe(message);
 }
 
 describe('KV cache', () => {
