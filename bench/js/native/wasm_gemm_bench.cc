@@ -1,4 +1,5 @@
-// The GEMM of every kernel table of a wasm build, timed inside wasm.
+// The GEMM and attention kernels of every kernel table of a wasm build, and
+// a forward against the sum of its parts, timed inside wasm.
 // kernels_bench is native only (no Google Benchmark for Emscripten), so this
 // is its wasm analogue for the GEMM shapes of the workloads; the roof to
 // compare with is fma_peak's "muladd128" (V8 turns f32x4.mul/add into the
@@ -8,10 +9,13 @@
 //
 //   bash bench/js/tools/wasm_gemm.sh        # prints one JSON line per shape
 #include <chrono>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
 #include "dispatch/dispatch.h"
+#include "multi_head_attention.h"
 
 using namespace simd_attention;
 
@@ -21,21 +25,34 @@ double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n) {
+double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n, size_t weights = 1, size_t misalign = 0) {
   std::vector<float> a(m * k), w(k * n), c(m * n);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 13) * 0.01f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 7) * 0.01f;
-  std::vector<float> packed(PackedFloats(t, k, n));
-  t.pack_b(w.data(), k, n, packed.data());
-  const GemmArgs g{a.data(), k, m, k, packed.data(), k, 0, n, nullptr, c.data(), n};
-  for (int i = 0; i < 3; ++i) t.gemm(g);
+  std::vector<std::vector<float>> packed(weights);
+  for (auto& p : packed) {
+    p.resize(PackedFloats(t, k, n) + 16);
+  }
+  auto aligned = [&](std::vector<float>& p) {
+    float* x = p.data();
+    while (reinterpret_cast<uintptr_t>(x) % 64 != 0) ++x;
+    return x + misalign;
+  };
+  for (auto& p : packed) t.pack_b(w.data(), k, n, aligned(p));
+  size_t which = 0;
+  auto run = [&] {
+    const GemmArgs g{a.data(), k, m, k, aligned(packed[which]), k, 0, n, nullptr, c.data(), n};
+    which = (which + 1) % weights;
+    t.gemm(g);
+  };
+  for (int i = 0; i < 3; ++i) run();
   double best = 1e30;
   for (int trial = 0; trial < 5; ++trial) {
     int iters = 0;
     const double t0 = Seconds();
     double el = 0;
     do {
-      t.gemm(g);
+      run();
       ++iters;
       el = Seconds() - t0;
     } while (el < 0.1);
@@ -44,13 +61,85 @@ double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n) {
   return 2.0 * m * n * k / best / 1e9;
 }
 
+// One head's attention over T x T (causal or not), all heads in turn, as in
+// a forward: GFLOP/s counts 2 * 2 * tq * tk * d like the table does.
+double TimeAttention(const KernelTable& t, size_t tq, size_t tk, size_t heads,
+                     size_t dk, bool causal) {
+  const size_t d = heads * dk;
+  std::vector<float> q(tq * d), kv(tk * d), z(tq * d);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = float(i % 11) * 0.01f;
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = float(i % 5) * 0.01f;
+  std::vector<float> scratch(t.attention_scratch_floats(dk, dk));
+  auto run = [&] {
+    for (size_t h = 0; h < heads; ++h) {
+      t.attention({q.data() + h * dk, d, kv.data() + h * dk, d, kv.data() + h * dk, d, tq, tk,
+                   dk, dk, 0.125f, causal, nullptr, nullptr, 0, z.data() + h * dk, d, nullptr,
+                   scratch.data()});
+    }
+  };
+  for (int i = 0; i < 3; ++i) run();
+  double best = 1e30;
+  for (int trial = 0; trial < 5; ++trial) {
+    int iters = 0;
+    const double t0 = Seconds();
+    double el = 0;
+    do {
+      run();
+      ++iters;
+      el = Seconds() - t0;
+    } while (el < 0.1);
+    if (el / iters < best) best = el / iters;
+  }
+  return 4.0 * tq * tk * d / best / 1e9;
+}
+
+template <class F>
+double BestMs(F f) {
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<double> v;
+  for (int trial = 0; trial < 15; ++trial) {
+    const double t0 = Seconds();
+    f();
+    v.push_back((Seconds() - t0) * 1e3);
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void ForwardBreakdown(size_t d, size_t heads, size_t t) {
+  const KernelTable& kt = KernelTables(Backend::kHighway)[0];
+  MultiHeadAttention mha({d, heads}, kt);
+  std::vector<float> w(d * d), b(d), x(t * d);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 7) * 0.01f - 0.03f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 13) * 0.1f - 0.6f;
+  mha.SetWeights({w, w, w, w, b, b, b, b});
+  const Tensor3 in{x, 1, t, d};
+  for (int round = 0; round < 3; ++round) {
+    const double fwd = BestMs([&] { mha.Forward(in); });
+    const double g = 1e3 * 2.0 * t * d * d / (TimeGemm(kt, t, d, d, 4) * 1e9);
+    const double att = 1e3 * 4.0 * t * t * d / (TimeAttention(kt, t, t, heads, d / heads, false) * 1e9);
+    std::printf("T=%zu d=%zu: forward %.2f ms; 4 gemm %.2f ms + attention %.2f ms = %.2f\n", t, d,
+                fwd, 4 * g, att, 4 * g + att);
+  }
+}
+
 }  // namespace
 
 int main() {
+  ForwardBreakdown(768, 12, 128);
+  ForwardBreakdown(384, 6, 512);
   struct Shape {
     size_t m, k, n;
   };
   const Shape shapes[] = {{128, 768, 768}, {512, 384, 384}, {10, 512, 512}, {256, 512, 512}};
+  for (const KernelTable& t : KernelTables(Backend::kHighway)) {
+    for (size_t mis : {0, 1, 2}) {
+      for (size_t weights : {1, 4}) {
+        std::printf("128x768x768 misalign %zu floats, %zu weights: %.1f\n", mis, weights,
+                    TimeGemm(t, 128, 768, 768, weights, mis));
+      }
+    }
+  }
   std::printf("{\"gemm\": [");
   bool first = true;
   for (Backend backend : AvailableBackends()) {
@@ -58,6 +147,26 @@ int main() {
       for (const Shape& s : shapes) {
         std::printf("%s{\"table\": \"%s\", \"shape\": \"%zux%zux%zu\", \"gflops\": %.1f}",
                     first ? "" : ", ", t.name, s.m, s.k, s.n, TimeGemm(t, s.m, s.k, s.n));
+        first = false;
+      }
+    }
+  }
+  std::printf("], \"attention\": [");
+  struct Att {
+    const char* name;
+    size_t tq, tk, heads, dk;
+    bool causal;
+  };
+  const Att atts[] = {{"S2", 128, 128, 12, 64, false}, {"S3", 128, 128, 12, 64, true},
+                      {"S4", 512, 512, 6, 64, false}, {"S4c", 512, 512, 6, 64, true},
+                      {"C1", 32, 256, 8, 64, false}, {"D1", 1, 513, 12, 64, false}};
+  first = true;
+  for (Backend backend : AvailableBackends()) {
+    for (const KernelTable& t : KernelTables(backend)) {
+      for (const Att& a : atts) {
+        std::printf("%s{\"table\": \"%s\", \"workload\": \"%s\", \"gflops\": %.1f}",
+                    first ? "" : ", ", t.name, a.name,
+                    TimeAttention(t, a.tq, a.tk, a.heads, a.dk, a.causal));
         first = false;
       }
     }

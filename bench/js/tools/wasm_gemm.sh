@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs bench/js/native/wasm_gemm_bench.cc: the GEMM of every kernel
+# Builds and runs bench/js/native/wasm_gemm_bench.cc: the GEMM and attention of every kernel
 # table of the wasm SIMD build, timed inside wasm under node, between two
 # runs of fma_peak (its muladd128 is the roof of wasm-simd128 code here).
 #   bash bench/js/tools/wasm_gemm.sh [BUILD_TREE]   (default build/wasm)
