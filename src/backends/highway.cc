@@ -4,7 +4,6 @@
 #define HWY_TARGET_INCLUDE "backends/highway.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
-#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/kernels_prelude.h"
 
@@ -13,7 +12,9 @@ namespace simd_attention {
 namespace HWY_NAMESPACE {
 
 #include "simd/ops_highway-inl.h"
+#include "simd/ops_scalar-inl.h"  // row tails of the elementwise kernels
 #include "kernels/copy-inl.h"
+#include "kernels/exp-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/attention-inl.h"
 #include "kernels/elementwise-inl.h"

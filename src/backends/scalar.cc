@@ -10,6 +10,7 @@ namespace scalar {
 
 #include "simd/ops_scalar-inl.h"
 #include "kernels/copy-inl.h"
+#include "kernels/exp-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/attention-inl.h"
 #include "kernels/elementwise-inl.h"

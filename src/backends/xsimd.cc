@@ -3,6 +3,13 @@
 // selects instructions by compiler flags, not by attributes). Each object
 // exports XsimdKernelTable_<isa>(); xsimd_tables.cc picks among them.
 #include <type_traits>
+
+// GCC 12 reports its own AVX-512 intrinsics' _mm512_undefined_*() (a
+// self-initialized variable) as used uninitialized once they are inlined
+// (GCC bug 105593, fixed in 13); the pragma must precede <immintrin.h>.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <xsimd/xsimd.hpp>
 
 #include "kernels/kernels_prelude.h"
@@ -32,7 +39,9 @@ namespace simd_attention {
 namespace SA_CONCAT(xsimd_, SA_XSIMD_ISA) {
 
 #include "simd/ops_xsimd-inl.h"
+#include "simd/ops_scalar-inl.h"  // row tails of the elementwise kernels
 #include "kernels/copy-inl.h"
+#include "kernels/exp-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/attention-inl.h"
 #include "kernels/elementwise-inl.h"

@@ -1,5 +1,5 @@
 // Attention for one (batch, head) with an online softmax, over a vector layer
-// `Ops`, with the policy of attention.h. Needs gemm-inl.h.
+// `Ops`, with the policy of attention.h. Needs gemm-inl.h and exp-inl.h.
 //
 // Per query block of kAttentionQueryBlock queries, walk the key blocks and
 // keep a running max m, running sum l and output accumulator O per query
@@ -147,11 +147,11 @@ struct Attention {
       V sum = Ops::Zero();
       for (size_t j = 0; j < nk; ++j) {
         float* s = b.st + j * b.cols + c;
-        const V p = Ops::Exp(Ops::Sub(Ops::Load(s), m_new));
+        const V p = ExpNonPositive<V, Ops>(Ops::Sub(Ops::Load(s), m_new));
         Ops::Store(p, s);
         sum = Ops::Add(sum, p);
       }
-      const V alpha = Ops::Exp(Ops::Sub(m_old, m_new));
+      const V alpha = ExpNonPositive<V, Ops>(Ops::Sub(m_old, m_new));
       Ops::Store(alpha, b.alpha + c);
       Ops::Store(m_new, b.m + c);
       Ops::Store(Ops::MulAdd(Ops::Load(b.l + c), alpha, sum), b.l + c);
@@ -190,7 +190,7 @@ struct Attention {
     for (size_t j = 0; j < nk; ++j) {
       float* s = b.st + j * b.cols;
       for (size_t c = 0; c < b.cols; c += kL) {
-        Ops::Store(Ops::Exp(Ops::Sub(Ops::Load(s + c), Ops::Load(b.m + c))),
+        Ops::Store(ExpNonPositive<V, Ops>(Ops::Sub(Ops::Load(s + c), Ops::Load(b.m + c))),
                    s + c);
       }
     }

@@ -1,11 +1,11 @@
 // LayerNorm, FFN activations and the residual add over a vector layer
 // `Ops`. Rows are processed a vector at a time with a scalar tail, so any
-// width works; the scalar tail runs the same formulas through ScalarOps-like
-// single-lane code (Ops on one float would need a masked load, which the
-// vector layer deliberately does not have).
+// width works; the scalar tail runs the same formulas through ScalarOps, the
+// one-float vector layer (Ops on a partial vector would need a masked load,
+// which the vector layer deliberately does not have).
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after the Ops layer.
+// instantiation file, after the Ops layer, ops_scalar-inl.h and exp-inl.h.
 
 template <class Ops>
 struct Elementwise {
@@ -13,7 +13,7 @@ struct Elementwise {
   static constexpr size_t kL = Ops::kLanes;
 
   // erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, below float's
-  // resolution at the GELU's scale), from Exp and Div alone so that every
+  // resolution at the GELU's scale), from exp and Div alone so that every
   // vector layer has it.
   template <class T, class Math>
   static T Erf(T x) {
@@ -25,18 +25,17 @@ struct Elementwise {
     poly = Math::MulAdd(poly, t, Math::Set(1.421413741f));
     poly = Math::MulAdd(poly, t, Math::Set(-0.284496736f));
     poly = Math::MulAdd(poly, t, Math::Set(0.254829592f));
-    const T e = Math::Exp(Math::Sub(Math::Zero(), Math::Mul(ax, ax)));
+    const T e = ExpNonPositive<T, Math>(Math::Sub(Math::Zero(), Math::Mul(ax, ax)));
     const T y = Math::Sub(Math::Set(1.0f), Math::Mul(Math::Mul(poly, t), e));
     return Math::CopySign(y, x);
   }
 
-  // tanh(y) = sign(y) (1 - e) / (1 + e) with e = e^{-2|y|} in (0, 1]: Exp
-  // never sees a large positive argument (Highway's Exp is only defined up
-  // to +104 and returns garbage beyond it).
+  // tanh(y) = sign(y) (1 - e) / (1 + e) with e = e^{-2|y|} in (0, 1]: the
+  // exponent is never positive, which ExpNonPositive requires.
   template <class T, class Math>
   static T Tanh(T y) {
     const T a = Math::Abs(y);
-    const T e = Math::Exp(Math::Sub(Math::Zero(), Math::Add(a, a)));
+    const T e = ExpNonPositive<T, Math>(Math::Sub(Math::Zero(), Math::Add(a, a)));
     const T one = Math::Set(1.0f);
     return Math::CopySign(Math::Div(Math::Sub(one, e), Math::Add(one, e)), y);
   }
@@ -61,27 +60,12 @@ struct Elementwise {
     return x;
   }
 
-  // One float through the same formulas, for row tails.
-  struct Lane {
-    static float Zero() { return 0.0f; }
-    static float Set(float x) { return x; }
-    static float Add(float a, float b) { return a + b; }
-    static float Sub(float a, float b) { return a - b; }
-    static float Mul(float a, float b) { return a * b; }
-    static float Div(float a, float b) { return a / b; }
-    static float MulAdd(float a, float b, float c) { return a * b + c; }
-    static float Max(float a, float b) { return a > b ? a : b; }
-    static float Abs(float a) { return std::fabs(a); }
-    static float CopySign(float m, float s) { return std::copysign(m, s); }
-    static float Exp(float x) { return std::exp(x); }
-  };
-
   static void ApplyActivation(Activation act, float* x, size_t n) {
     size_t i = 0;
     for (; i + kL <= n; i += kL) {
       Ops::Store(Activate<V, Ops>(act, Ops::Load(x + i)), x + i);
     }
-    for (; i < n; ++i) x[i] = Activate<float, Lane>(act, x[i]);
+    for (; i < n; ++i) x[i] = Activate<float, ScalarOps>(act, x[i]);
   }
 
   // out = x + y (out may alias either).

@@ -9,14 +9,14 @@
 //   Add Sub Mul Div Max    element-wise
 //   MulAdd(a, b, c)        a * b + c, fused if the ISA can
 //   Abs CopySign(m, s)     |x|; |m| with the sign of s
-//   Exp                    e^x, 0 for -inf
+//   Pow2(n)                2^n for an integral n in [-127, 127], straight
+//                          into the exponent bits; n = -127 gives +0
 //   ReduceSum              horizontal sum to a float
 // ops_xsimd-inl.h and ops_scalar-inl.h provide the same for xsimd and plain
 // C++, so one algorithm serves every backend.
 //
 // Textual part of the per-target namespace hwy::HWY_NAMESPACE-style block of
-// src/backends/highway.cc: include only from there, after hwy/highway.h and
-// hwy/contrib/math/math-inl.h.
+// src/backends/highway.cc: include only from there, after hwy/highway.h.
 
 struct HighwayOps {
   using D = hwy::HWY_NAMESPACE::ScalableTag<float>;
@@ -40,7 +40,12 @@ struct HighwayOps {
   static V CopySign(V m, V s) { return hwy::HWY_NAMESPACE::CopySign(m, s); }
   static V MulAdd(V a, V b, V c) { return hwy::HWY_NAMESPACE::MulAdd(a, b, c); }
   static V Max(V a, V b) { return hwy::HWY_NAMESPACE::Max(a, b); }
-  static V Exp(V x) { return hwy::HWY_NAMESPACE::Exp(D(), x); }
+  static V Pow2(V n) {
+    const hwy::HWY_NAMESPACE::RebindToSigned<D> di;
+    return hwy::HWY_NAMESPACE::BitCast(
+        D(), hwy::HWY_NAMESPACE::ShiftLeft<23>(hwy::HWY_NAMESPACE::Add(
+                 hwy::HWY_NAMESPACE::ConvertTo(di, n), hwy::HWY_NAMESPACE::Set(di, 127))));
+  }
   static float ReduceSum(V v) {
     return hwy::HWY_NAMESPACE::GetLane(hwy::HWY_NAMESPACE::SumOfLanes(D(), v));
   }

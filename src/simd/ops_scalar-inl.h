@@ -1,10 +1,11 @@
 // Vector layer, plain C++: a "vector" is one float. The kernels in
 // src/kernels are written against this interface, so the scalar backend runs
-// exactly their algorithm with one lane; see ops_highway-inl.h for the
-// contract every layer meets.
+// exactly their algorithm with one lane, and the other backends run their
+// row tails through it; see ops_highway-inl.h for the contract every layer
+// meets.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after <algorithm>, <cfloat>, <cmath>, <cstddef>.
+// instantiation file, after kernels/kernels_prelude.h.
 
 struct ScalarOps {
   using V = float;
@@ -24,6 +25,11 @@ struct ScalarOps {
   static V CopySign(V m, V s) { return std::copysign(m, s); }
   static V MulAdd(V a, V b, V c) { return a * b + c; }
   static V Max(V a, V b) { return std::max(a, b); }
-  static V Exp(V x) { return std::exp(x); }
+  static V Pow2(V n) {
+    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    float x;
+    std::memcpy(&x, &bits, sizeof x);  // std::bit_cast: not in Emscripten 3.1.6's libc++
+    return x;
+  }
   static float ReduceSum(V v) { return v; }
 };

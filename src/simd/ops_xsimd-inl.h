@@ -24,6 +24,8 @@ struct XsimdOps {
   static V CopySign(V m, V s) { return xsimd::copysign(m, s); }
   static V MulAdd(V a, V b, V c) { return xsimd::fma(a, b, c); }
   static V Max(V a, V b) { return xsimd::max(a, b); }
-  static V Exp(V x) { return xsimd::exp(x); }
+  static V Pow2(V n) {
+    return xsimd::bitwise_cast<float>((xsimd::to_int(n) + 127) << 23);
+  }
   static float ReduceSum(V v) { return xsimd::reduce_add(v); }
 };

@@ -10,7 +10,7 @@
 //   bash bench/js/tools/wasm_gemm.sh        # prints one JSON line per shape
 #include <chrono>
 #include <algorithm>
-#include <cstdint>
+#include <string>
 #include <cstdio>
 #include <vector>
 
@@ -25,23 +25,20 @@ double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n, size_t weights = 1, size_t misalign = 0) {
+// weights > 1 rotates through that many copies of B, as a forward does
+// (four 2.36 MB matrices do not stay in a 2 MiB L2).
+double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n, size_t weights = 1) {
   std::vector<float> a(m * k), w(k * n), c(m * n);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 13) * 0.01f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 7) * 0.01f;
   std::vector<std::vector<float>> packed(weights);
   for (auto& p : packed) {
-    p.resize(PackedFloats(t, k, n) + 16);
+    p.resize(PackedFloats(t, k, n));
+    t.pack_b(w.data(), k, n, p.data());
   }
-  auto aligned = [&](std::vector<float>& p) {
-    float* x = p.data();
-    while (reinterpret_cast<uintptr_t>(x) % 64 != 0) ++x;
-    return x + misalign;
-  };
-  for (auto& p : packed) t.pack_b(w.data(), k, n, aligned(p));
   size_t which = 0;
   auto run = [&] {
-    const GemmArgs g{a.data(), k, m, k, aligned(packed[which]), k, 0, n, nullptr, c.data(), n};
+    const GemmArgs g{a.data(), k, m, k, packed[which].data(), k, 0, n, nullptr, c.data(), n};
     which = (which + 1) % weights;
     t.gemm(g);
   };
@@ -125,25 +122,26 @@ void ForwardBreakdown(size_t d, size_t heads, size_t t) {
 
 }  // namespace
 
-int main() {
-  ForwardBreakdown(768, 12, 128);
-  ForwardBreakdown(384, 6, 512);
+// Usage: wasm_gemm_bench [gemm|attention|forward|all] [table name filter]
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "all";
+  const std::string filter = argc > 2 ? argv[2] : "";
+  auto wanted = [&](const KernelTable& t) {
+    return std::string(t.name).find(filter) != std::string::npos;
+  };
+  if (mode == "forward" || mode == "all") {
+    ForwardBreakdown(768, 12, 128);
+    ForwardBreakdown(384, 6, 512);
+  }
   struct Shape {
     size_t m, k, n;
   };
   const Shape shapes[] = {{128, 768, 768}, {512, 384, 384}, {10, 512, 512}, {256, 512, 512}};
-  for (const KernelTable& t : KernelTables(Backend::kHighway)) {
-    for (size_t mis : {0, 1, 2}) {
-      for (size_t weights : {1, 4}) {
-        std::printf("128x768x768 misalign %zu floats, %zu weights: %.1f\n", mis, weights,
-                    TimeGemm(t, 128, 768, 768, weights, mis));
-      }
-    }
-  }
   std::printf("{\"gemm\": [");
   bool first = true;
   for (Backend backend : AvailableBackends()) {
     for (const KernelTable& t : KernelTables(backend)) {
+      if (!wanted(t) || (mode != "gemm" && mode != "all")) continue;
       for (const Shape& s : shapes) {
         std::printf("%s{\"table\": \"%s\", \"shape\": \"%zux%zux%zu\", \"gflops\": %.1f}",
                     first ? "" : ", ", t.name, s.m, s.k, s.n, TimeGemm(t, s.m, s.k, s.n));
@@ -163,6 +161,7 @@ int main() {
   first = true;
   for (Backend backend : AvailableBackends()) {
     for (const KernelTable& t : KernelTables(backend)) {
+      if (!wanted(t) || (mode != "attention" && mode != "all")) continue;
       for (const Att& a : atts) {
         std::printf("%s{\"table\": \"%s\", \"workload\": \"%s\", \"gflops\": %.1f}",
                     first ? "" : ", ", t.name, a.name,

@@ -2,7 +2,10 @@
 # Builds and runs bench/js/native/wasm_gemm_bench.cc: the GEMM and attention of every kernel
 # table of the wasm SIMD build, timed inside wasm under node, between two
 # runs of fma_peak (its muladd128 is the roof of wasm-simd128 code here).
-#   bash bench/js/tools/wasm_gemm.sh [BUILD_TREE]   (default build/wasm)
+#   bash bench/js/tools/wasm_gemm.sh [BUILD_TREE [gemm|attention|forward|all [TABLE]]]
+# (default build/wasm, all, every table). The same source builds natively:
+#   g++ -O2 -std=c++20 -I src bench/js/native/wasm_gemm_bench.cc \
+#     build/native/src/libsimd_attention.a -lhwy -o build/bench-js/gemm_bench
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$ROOT"
@@ -16,5 +19,5 @@ em++ -O3 -std=c++20 -msimd128 -fwasm-exceptions -I src \
   -o build/bench-js/wasm_gemm_bench.js
 [ -x build/bench-js/fma_peak ] || cc -O2 -Wall -o build/bench-js/fma_peak bench/js/native/fma_peak.c
 build/bench-js/fma_peak
-node build/bench-js/wasm_gemm_bench.js
+node build/bench-js/wasm_gemm_bench.js "${@:2}"
 build/bench-js/fma_peak
