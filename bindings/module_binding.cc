@@ -1,5 +1,5 @@
-// Module-level Embind functions: which backends this build has, which
-// kernels a backend runs on, and heap statistics (for leak tests and apps
+// Module-level Embind functions: which build this is, which backends it has,
+// which kernels a backend runs on, and heap statistics (for leak tests and apps
 // that watch memory).
 #include <emscripten/bind.h>
 #include <emscripten/heap.h>
@@ -43,11 +43,15 @@ val MemoryStats() {
   return v;
 }
 
-bool CompiledWithSimd() {
-#ifdef __wasm_simd128__
-  return true;
+// Which of the package's builds this is, as web/index.js names them; the
+// loader checks it against the file it meant to load.
+std::string Build() {
+#if defined(__wasm_relaxed_simd__)
+  return "relaxed-simd";
+#elif defined(__wasm_simd128__)
+  return "simd";
 #else
-  return false;
+  return "nosimd";
 #endif
 }
 
@@ -57,7 +61,7 @@ EMSCRIPTEN_BINDINGS(simd_attention_module) {
   emscripten::function("backends", &Backends);
   emscripten::function("kernelInfo", &KernelInfo);
   emscripten::function("memoryStats", &MemoryStats);
-  emscripten::function("compiledWithSimd", &CompiledWithSimd);
+  emscripten::function("build", &Build);
 }
 
 }  // namespace simd_attention::bindings

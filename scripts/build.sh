@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds every tree: native (tests, benchmarks), the ASan/UBSan test build,
-# wasm with SIMD and wasm without SIMD (tests under node, the npm package's
-# modules), then copies the two package modules into web/dist/.
-# Usage: scripts/build.sh [native|sanitize|wasm|wasm-nosimd|package]...
+# wasm with SIMD, wasm with SIMD and relaxed SIMD's FMA, and wasm without SIMD
+# (tests under node, the npm package's modules), then copies the three
+# package modules into web/dist/.
+# Usage: scripts/build.sh [native|sanitize|wasm|wasm-relaxed|wasm-nosimd|package]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -17,18 +18,24 @@ build_sanitize() {
     -DSA_SANITIZE=ON >/dev/null
   cmake --build build/sanitize -j"$jobs" --target sa_tests
 }
-build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128
-  # ctest runs the wasm tests with plain node: emcmake's default emulator
-  # adds --experimental-wasm-threads, which node 20 rejects ("bad option").
+build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128, $3 = ON/OFF for relaxed SIMD
+  # ctest runs the wasm tests with plain node (emcmake's default emulator
+  # adds --experimental-wasm-threads, which node 20 rejects: "bad option"),
+  # the relaxed tree's through scripts/node-wasm.sh, which adds
+  # --experimental-wasm-relaxed-simd where the node has it (Node 20).
+  local emulator
+  emulator="$(command -v node)"
+  if [ "$3" = ON ]; then emulator="$PWD/scripts/node-wasm.sh"; fi
   emcmake cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Release -DSA_WASM_SIMD="$2" \
-    -DCMAKE_CROSSCOMPILING_EMULATOR="$(command -v node)" >/dev/null
+    -DSA_WASM_RELAXED="$3" -DCMAKE_CROSSCOMPILING_EMULATOR="$emulator" >/dev/null
   cmake --build "$1" -j"$jobs"
 }
 # The npm package's wasm files (bindings/, one per wasm tree) -> web/dist/.
 package_web() {
   local dist=web/dist tree name f
   mkdir -p "$dist"
-  for tree in wasm:simd_attention_simd wasm-nosimd:simd_attention_nosimd; do
+  for tree in wasm:simd_attention_simd wasm-relaxed:simd_attention_relaxed \
+              wasm-nosimd:simd_attention_nosimd; do
     name=${tree#*:}
     for f in "build/${tree%%:*}/bindings/$name".{js,wasm}; do
       [ -f "$f" ] || { echo "build: $f missing (build the ${tree%%:*} tree first)" >&2; exit 1; }
@@ -39,14 +46,15 @@ package_web() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(native sanitize wasm wasm-nosimd package)
+[ ${#targets[@]} -gt 0 ] || targets=(native sanitize wasm wasm-relaxed wasm-nosimd package)
 for t in "${targets[@]}"; do
   echo "build: $t"
   case "$t" in
     native) build_native ;;
     sanitize) build_sanitize ;;
-    wasm) build_wasm build/wasm ON ;;
-    wasm-nosimd) build_wasm build/wasm-nosimd OFF ;;
+    wasm) build_wasm build/wasm ON OFF ;;
+    wasm-relaxed) build_wasm build/wasm-relaxed ON ON ;;
+    wasm-nosimd) build_wasm build/wasm-nosimd OFF OFF ;;
     package) package_web ;;
     *) echo "build: unknown tree '$t'" >&2; exit 2 ;;
   esac

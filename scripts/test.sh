@@ -13,6 +13,7 @@ run_ctest() {  # $1 = build dir
 run_ctest build/native
 run_ctest build/sanitize
 run_ctest build/wasm
+run_ctest build/wasm-relaxed
 run_ctest build/wasm-nosimd
 # The npm package (web/) against the wasm builds copied into web/dist/.
 echo "test: jest"

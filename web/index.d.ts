@@ -29,15 +29,26 @@ export interface AttentionModuleOptions {
    */
   backend?: BackendName;
   /**
-   * `true` forces the SIMD build (rejects if the engine lacks WebAssembly
-   * SIMD), `false` forces the non-SIMD build. Default: the SIMD build when
-   * `WebAssembly.validate` accepts a SIMD module.
+   * `true` forces a SIMD build (rejects if the engine lacks WebAssembly
+   * SIMD): the relaxed-SIMD one where the engine has relaxed SIMD and
+   * `relaxedSimd` is not `false`, else the SIMD one. `false` forces the
+   * non-SIMD build. Default: a SIMD build when `WebAssembly.validate` accepts
+   * a SIMD module.
    */
   simd?: boolean;
   /**
+   * `true` forces the relaxed-SIMD build, whose matrix products use relaxed
+   * SIMD's fused multiply-add (rejects if the engine lacks relaxed SIMD, and
+   * with `simd: false`); `false` never loads it. Default: the relaxed-SIMD
+   * build when `WebAssembly.validate` accepts a relaxed-SIMD module (Chrome
+   * and Edge 114+, Node 22+, Node 20 with `--experimental-wasm-relaxed-simd`).
+   */
+  relaxedSimd?: boolean;
+  /**
    * Folder (Node: a path or `file:` URL; browsers: a URL, relative ones
-   * resolved against the document) holding `simd_attention_simd.wasm` and
-   * `simd_attention_nosimd.wasm`, for apps that serve the files themselves.
+   * resolved against the document) holding `simd_attention_relaxed.wasm`,
+   * `simd_attention_simd.wasm` and `simd_attention_nosimd.wasm`, for apps
+   * that serve the files themselves.
    * Default: the package's own `dist/`, found relative to the module
    * (`import.meta.url`).
    */
@@ -50,7 +61,8 @@ export interface URLLike {
 }
 
 /**
- * Loads the wasm build (SIMD or not) and resolves to a module whose
+ * Loads a wasm build (the fastest the engine runs: relaxed SIMD, SIMD, or
+ * neither) and resolves to a module whose
  * `MultiHeadAttention` class runs on it. Each call instantiates a separate
  * wasm instance with its own heap.
  *
@@ -63,6 +75,15 @@ export default createAttentionModule;
 
 /** Whether this JS engine runs WebAssembly SIMD (the check the loader uses). */
 export function wasmSimdSupported(): boolean;
+
+/** Whether this JS engine runs WebAssembly relaxed SIMD (the check the loader uses). */
+export function wasmRelaxedSimdSupported(): boolean;
+
+/**
+ * The package's wasm builds: `'relaxed-simd'` (wasm SIMD with relaxed SIMD's
+ * fused multiply-add), `'simd'` (wasm SIMD), `'nosimd'`.
+ */
+export type BuildName = 'relaxed-simd' | 'simd' | 'nosimd';
 
 /** Heap statistics of one module's wasm instance, in bytes. */
 export interface MemoryStats {
@@ -79,7 +100,9 @@ export interface MemoryStats {
 export interface AttentionModule {
   /** Default backend of new MultiHeadAttention objects. */
   readonly backend: string;
-  /** Whether this is the wasm SIMD build. */
+  /** Which build this module runs on. */
+  readonly build: BuildName;
+  /** Whether the build uses wasm SIMD (`'relaxed-simd'` and `'simd'`). */
   readonly simd: boolean;
   /** Backends compiled into this build, fastest first. */
   readonly backends: string[];

@@ -1,6 +1,6 @@
 // simd-attention: multi-head attention as SIMD C++ kernels compiled to
 // WebAssembly. This file is the whole JS side of the package: it picks and
-// loads one of the two wasm builds (dist/), checks what is cheap and
+// loads one of the three wasm builds (dist/), checks what is cheap and
 // JS-specific (types, disposed objects), and forwards to the Embind glue
 // (bindings/ in the repository), which checks shapes and values in C++ and
 // returns every failure as a value that is thrown here as a JS error.
@@ -24,8 +24,24 @@ const SIMD_PROBE = new Uint8Array([
   0x0b, // end
 ]);
 
-// (module (func try catch_all end)): the exception-handling instructions both
-// builds use (C++ exceptions compiled with -fwasm-exceptions).
+// (module (func (result v128) i32.const 0 i8x16.splat i32.const 0
+//   i8x16.splat i32.const 0 i8x16.splat f32x4.relaxed_madd)): relaxed SIMD
+// with its standard opcode (0xfd 0x85 0x02), the one the relaxed build uses.
+// Engines that only knew the proposal's drafts reject it.
+const RELAXED_SIMD_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
+  0x03, 0x02, 0x01, 0x00, // func 0 has type 0
+  0x0a, 0x13, 0x01, 0x11, 0x00, // code: 1 body, 17 bytes, no locals
+  0x41, 0x00, 0xfd, 0x0f, // i32.const 0, i8x16.splat
+  0x41, 0x00, 0xfd, 0x0f,
+  0x41, 0x00, 0xfd, 0x0f,
+  0xfd, 0x85, 0x02, // f32x4.relaxed_madd
+  0x0b, // end
+]);
+
+// (module (func try catch_all end)): the exception-handling instructions
+// every build uses (C++ exceptions compiled with -fwasm-exceptions).
 const EH_PROBE = new Uint8Array([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
   0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type: () -> ()
@@ -45,9 +61,14 @@ function validates(bytes) {
   }
 }
 
-/** Whether this JS engine runs WebAssembly SIMD (the fast build). */
+/** Whether this JS engine runs WebAssembly SIMD (the SIMD build). */
 export function wasmSimdSupported() {
   return validates(SIMD_PROBE);
+}
+
+/** Whether this JS engine runs WebAssembly relaxed SIMD (the fastest build). */
+export function wasmRelaxedSimdSupported() {
+  return validates(RELAXED_SIMD_PROBE);
 }
 
 // ---------------------------------------------------------------------------
@@ -989,7 +1010,20 @@ function makeFunctions(wasm, defaultBackend) {
 const isNode = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
-const BUILD_FILES = ['simd_attention_simd.wasm', 'simd_attention_nosimd.wasm'];
+// The builds, fastest first: dist/<file>.{js,wasm}. The imports are spelled
+// out so that bundlers see every file.
+const BUILDS = {
+  'relaxed-simd': {
+    file: 'simd_attention_relaxed',
+    factory: () => import('./dist/simd_attention_relaxed.js'),
+  },
+  simd: { file: 'simd_attention_simd', factory: () => import('./dist/simd_attention_simd.js') },
+  nosimd: {
+    file: 'simd_attention_nosimd',
+    factory: () => import('./dist/simd_attention_nosimd.js'),
+  },
+};
+const WASM_FILES = Object.values(BUILDS).map((b) => `${b.file}.wasm`);
 
 // Where a .wasm file is: a URL, or in Node a file path.
 function wasmLocation(file, wasmPath) {
@@ -998,8 +1032,8 @@ function wasmLocation(file, wasmPath) {
   let dir = isUrl ? wasmPath.href : wasmPath;
   if (/\.wasm$/i.test(dir)) {
     throw new TypeError('createAttentionModule: options.wasmPath: expected the ' +
-      `folder (or URL prefix) that holds ${BUILD_FILES.join(' and ')}, got the file ` +
-      `${JSON.stringify(dir)}`);
+      `folder (or URL prefix) that holds ${WASM_FILES.slice(0, -1).join(', ')} and ` +
+      `${WASM_FILES.at(-1)}, got the file ${JSON.stringify(dir)}`);
   }
   if (!dir.endsWith('/')) dir += '/';
   // A scheme of two letters or more (file:, http:, blob: ...), not a drive letter.
@@ -1060,7 +1094,29 @@ async function startBuild(factory, where) {
   return Promise.race([ready, loadFailed]);
 }
 
-const MODULE_OPTION_KEYS = ['backend', 'simd', 'wasmPath'];
+const MODULE_OPTION_KEYS = ['backend', 'simd', 'relaxedSimd', 'wasmPath'];
+
+// Which build to load: the fastest the engine runs, unless forced.
+function pickBuild(where, forceSimd, forceRelaxed) {
+  if (forceSimd === false && forceRelaxed === true) {
+    throw new RangeError(`${where}: options.relaxedSimd: true asks for the relaxed-SIMD ` +
+      'build, which needs WebAssembly SIMD, but options.simd is false; pass only one of them');
+  }
+  const hasSimd = wasmSimdSupported();
+  if (forceSimd === true && !hasSimd) {
+    throw new Error(`${where}: options.simd: true asks for the SIMD build, but this ` +
+      'engine does not support WebAssembly SIMD; omit the option or pass false');
+  }
+  const hasRelaxed = hasSimd && wasmRelaxedSimdSupported();
+  if (forceRelaxed === true && !hasRelaxed) {
+    throw new Error(`${where}: options.relaxedSimd: true asks for the relaxed-SIMD build, ` +
+      'but this engine does not support WebAssembly relaxed SIMD (Chrome/Edge 114+, ' +
+      'Node 22+; Node 20 with --experimental-wasm-relaxed-simd); omit the option or ' +
+      'pass false');
+  }
+  if (!(forceSimd ?? hasSimd)) return 'nosimd';
+  return (forceRelaxed ?? hasRelaxed) ? 'relaxed-simd' : 'simd';
+}
 
 export async function createAttentionModule(options = {}) {
   const where = 'createAttentionModule';
@@ -1070,6 +1126,8 @@ export async function createAttentionModule(options = {}) {
       `${describe(options.backend)}`);
   }
   const forceSimd = optionalBoolean(where, 'options.simd', options.simd, undefined);
+  const forceRelaxed = optionalBoolean(where, 'options.relaxedSimd', options.relaxedSimd,
+    undefined);
   const isUrl = (v) => v !== null && typeof v === 'object' && typeof v.href === 'string';
   if (options.wasmPath !== undefined && typeof options.wasmPath !== 'string' &&
       !isUrl(options.wasmPath)) {
@@ -1081,22 +1139,15 @@ export async function createAttentionModule(options = {}) {
   }
   if (!validates(EH_PROBE)) {
     throw new Error(`${where}: this engine lacks WebAssembly exception handling, which ` +
-      'both builds need (Chrome/Edge 95+, Firefox 100+, Safari 15.2+, Node 17+)');
+      'every build needs (Chrome/Edge 95+, Firefox 100+, Safari 15.2+, Node 17+)');
   }
-  const hasSimd = wasmSimdSupported();
-  if (forceSimd === true && !hasSimd) {
-    throw new Error(`${where}: options.simd: true asks for the SIMD build, but this ` +
-      'engine does not support WebAssembly SIMD; omit the option or pass false');
-  }
-  const simd = forceSimd ?? hasSimd;
-  const file = simd ? BUILD_FILES[0] : BUILD_FILES[1];
-  const factory = (simd
-    ? await import('./dist/simd_attention_simd.js')
-    : await import('./dist/simd_attention_nosimd.js')).default;
+  const build = pickBuild(where, forceSimd, forceRelaxed);
+  const file = `${BUILDS[build].file}.wasm`;
+  const factory = (await BUILDS[build].factory()).default;
   const wasm = await startBuild(factory, wasmLocation(file, options.wasmPath));
-  if (wasm.compiledWithSimd() !== simd) {
-    throw new Error(`${where}: ${file} is the ${simd ? 'non-' : ''}SIMD build; the ` +
-      'files in dist/ are mixed up');
+  if (wasm.build() !== build) {
+    throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +
+      'build; the files in dist/ are mixed up');
   }
 
   const backends = Object.freeze(wasm.backends());
@@ -1106,7 +1157,8 @@ export async function createAttentionModule(options = {}) {
   const kv = makeKeyValueClasses(wasm);
   return Object.freeze({
     backend,
-    simd,
+    build,
+    simd: build !== 'nosimd',
     backends,
     kernels,
     MultiHeadAttention: makeMultiHeadAttention(wasm, backend, kv),

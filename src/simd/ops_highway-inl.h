@@ -38,7 +38,16 @@ struct HighwayOps {
   static V Div(V a, V b) { return hwy::HWY_NAMESPACE::Div(a, b); }
   static V Abs(V a) { return hwy::HWY_NAMESPACE::Abs(a); }
   static V CopySign(V m, V s) { return hwy::HWY_NAMESPACE::CopySign(m, s); }
+#if HWY_TARGET == HWY_WASM && defined(__wasm_relaxed_simd__)
+  // Highway 1.0.3 lowers MulAdd on WASM to mul + add (wasm-simd128 has no
+  // FMA). Relaxed SIMD's madd becomes one vfmadd231ps in V8; it may round
+  // once or twice depending on the host, which the kernels' tolerances allow.
+  static V MulAdd(V a, V b, V c) {
+    return V{__builtin_wasm_fma_f32x4(a.raw, b.raw, c.raw)};
+  }
+#else
   static V MulAdd(V a, V b, V c) { return hwy::HWY_NAMESPACE::MulAdd(a, b, c); }
+#endif
   static V Max(V a, V b) { return hwy::HWY_NAMESPACE::Max(a, b); }
   static V Pow2(V n) {
     const hwy::HWY_NAMESPACE::RebindToSigned<D> di;

@@ -22,7 +22,17 @@ struct XsimdOps {
   static V Div(V a, V b) { return a / b; }
   static V Abs(V a) { return xsimd::abs(a); }
   static V CopySign(V m, V s) { return xsimd::copysign(m, s); }
+#if defined(__wasm_relaxed_simd__)
+  // xsimd 13.2's fma for wasm is mul + add (wasm-simd128 has no FMA);
+  // relaxed SIMD's madd becomes one vfmadd231ps in V8 (see ops_highway-inl.h).
+  static V MulAdd(V a, V b, V c) {
+    static_assert(std::is_same_v<Arch, xsimd::wasm>);
+    using F = __f32x4;
+    return V(v128_t(__builtin_wasm_fma_f32x4(F(v128_t(a)), F(v128_t(b)), F(v128_t(c)))));
+  }
+#else
   static V MulAdd(V a, V b, V c) { return xsimd::fma(a, b, c); }
+#endif
   static V Max(V a, V b) { return xsimd::max(a, b); }
   static V Pow2(V n) {
     return xsimd::bitwise_cast<float>((xsimd::to_int(n) + 127) << 23);

@@ -352,11 +352,13 @@ describe('config and backend', () => {
   test('module options of the wrong type', async () => {
     await expect(createAttentionModule({ simd: 'yes' })).rejects.toThrow(new TypeError(
       'createAttentionModule: options.simd: expected a boolean, got "yes"'));
+    await expect(createAttentionModule({ relaxedSimd: 1 })).rejects.toThrow(new TypeError(
+      'createAttentionModule: options.relaxedSimd: expected a boolean, got 1'));
     await expect(createAttentionModule({ wasmPath: 3 })).rejects.toThrow(new TypeError(
       'createAttentionModule: options.wasmPath: expected a string or URL, got 3'));
     await expect(createAttentionModule({ threads: 4 })).rejects.toThrow(new TypeError(
       "createAttentionModule: options: unknown key 'threads' (expected backend, simd, " +
-      'wasmPath)'));
+      'relaxedSimd, wasmPath)'));
   });
 });
 

@@ -1,12 +1,12 @@
-// Every `kind: mha` golden case through every backend of both wasm builds,
+// Every `kind: mha` golden case through every backend of every wasm build,
 // with setWeights (X @ W layout) and with setWeightsFromPyTorch (the same
 // weights as torch.nn.MultiheadAttention stores them).
 import {
   expectMatchesGolden, goldenCaseNames, loadGoldenCase, mhaArguments, pytorchState,
 } from './support/golden.mjs';
-import { loadBothBuilds, track, withMha } from './support/modules.mjs';
+import { loadBuilds, track, withMha } from './support/modules.mjs';
 
-const builds = await loadBothBuilds();
+const builds = await loadBuilds();
 const cases = goldenCaseNames('mha').map(loadGoldenCase);
 
 test('the golden folder has mha cases, self and cross', () => {
@@ -16,8 +16,10 @@ test('the golden folder has mha cases, self and cross', () => {
 });
 
 test('each build reports what it is', () => {
-  expect(builds.simd.simd).toBe(true);
-  expect(builds.nosimd.simd).toBe(false);
+  expect([builds.relaxed.build, builds.simd.build, builds.nosimd.build])
+    .toEqual(['relaxed-simd', 'simd', 'nosimd']);
+  expect([builds.relaxed.simd, builds.simd.simd, builds.nosimd.simd]).toEqual([true, true, false]);
+  expect(builds.relaxed.backends).toEqual(builds.simd.backends);
   for (const m of Object.values(builds)) {
     expect(m.backends).toContain('highway');
     expect(m.backends).toContain('scalar');
@@ -50,13 +52,15 @@ describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
   });
 });
 
-test('kernel tables differ between the builds', () => {
+test('kernel tables: both SIMD builds run the same Highway target, the non-SIMD build another', () => {
   const kernels = (m, backend) =>
     withMha(m, { dModel: 8, numHeads: 2, backend }, (mha) => mha.kernels);
   expect(kernels(builds.simd, 'highway')).toMatch(/^highway:/);
   expect(kernels(builds.nosimd, 'highway')).toMatch(/^highway:/);
   expect(kernels(builds.simd, 'highway')).not.toBe(kernels(builds.nosimd, 'highway'));
   expect(kernels(builds.simd, 'scalar')).toBe('scalar');
+  // Relaxed SIMD changes the instructions, not the Highway target.
+  expect(kernels(builds.relaxed, 'highway')).toBe(kernels(builds.simd, 'highway'));
 });
 
 test('PyTorch state with underscore names (out_proj_weight) and a 2-D query', () => {

@@ -4,9 +4,9 @@
 // Nothing here relies on garbage collection.
 import { loadGoldenCase } from './support/golden.mjs';
 import { decoderArguments, encoderArguments, sliceTokens } from './support/layers.mjs';
-import { loadBothBuilds } from './support/modules.mjs';
+import { loadBuilds } from './support/modules.mjs';
 
-const builds = await loadBothBuilds();
+const builds = await loadBuilds();
 const enc = encoderArguments(loadGoldenCase('encoder_layer_small'));
 const dec = decoderArguments(loadGoldenCase('decoder_layer_small'));
 const N = 1000;

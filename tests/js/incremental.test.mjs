@@ -1,15 +1,15 @@
 // Incremental decoding: the KV cache of MultiHeadAttention and of the
 // decoder layer, precomputed cross-attention keys/values. Token by token
 // equals the full causal forward (golden self_causal and
-// decoder_layer_small), on every backend of both builds; prefix + truncate
+// decoder_layer_small), on every backend of every build; prefix + truncate
 // + continue equals the straight run; a cache exported with keys()/values()
 // and appended to a new one continues identically; precomputed K/V equals
 // direct cross-attention.
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { concatTokens, decoderArguments, randomFloats, sliceTokens } from './support/layers.mjs';
-import { loadBothBuilds, track } from './support/modules.mjs';
+import { loadBuilds, track } from './support/modules.mjs';
 
-const builds = await loadBothBuilds();
+const builds = await loadBuilds();
 const causalCase = loadGoldenCase('self_causal');
 const decoderCase = loadGoldenCase('decoder_layer_small');
 const crossCases = goldenCaseNames('mha').map(loadGoldenCase)

@@ -1,6 +1,6 @@
 // returnIntermediates: the per-head q, k, v and headOutput (z_h = P_h V_h)
 // of forward() and forwardIncremental(). On every golden `mha` case, every
-// backend of both builds, each stage is recomputed here with plain loops (in
+// backend of every build, each stage is recomputed here with plain loops (in
 // float64) from the case's weights, never copied from anywhere:
 //   q = query W_q + b_q split into heads, k and v likewise from key / value;
 //   softmax(q kᵀ / √d_k, masked) = attnWeights;
@@ -9,9 +9,9 @@
 // Plus: off by default, 2-D queries, precomputed K/V, the KV cache.
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { sliceTokens } from './support/layers.mjs';
-import { loadBothBuilds, track } from './support/modules.mjs';
+import { loadBuilds, track } from './support/modules.mjs';
 
-const builds = await loadBothBuilds();
+const builds = await loadBuilds();
 const cases = goldenCaseNames('mha').map(loadGoldenCase);
 const INTERMEDIATES = ['q', 'k', 'v', 'headOutput'];
 

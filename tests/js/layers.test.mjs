@@ -1,6 +1,6 @@
 // TransformerEncoderLayer, TransformerDecoderLayer, positionalEncoding and
 // layerNorm: the golden encoder_layer / decoder_layer / positional_encoding
-// cases of ../shared/golden on every backend of both builds, and the
+// cases of ../shared/golden on every backend of every build, and the
 // variants the golden folder has no case of (pre-LN, GELU in both forms,
 // masks, unbatched input) against a float64 reference written from the
 // definitions (support/layers.mjs).
@@ -9,9 +9,9 @@ import {
   decoderArguments, encoderArguments, randomFloats, randomLayerWeights, referenceDecoder,
   referenceEncoder, referenceLayerNorm,
 } from './support/layers.mjs';
-import { loadBothBuilds, track } from './support/modules.mjs';
+import { loadBuilds, track } from './support/modules.mjs';
 
-const builds = await loadBothBuilds();
+const builds = await loadBuilds();
 const encoderCases = goldenCaseNames('encoder_layer').map(loadGoldenCase);
 const decoderCases = goldenCaseNames('decoder_layer').map(loadGoldenCase);
 const peCases = goldenCaseNames('positional_encoding').map(loadGoldenCase);

@@ -2,9 +2,9 @@
 // Embind handles stay flat over thousands of forward calls, failing calls
 // and create/dispose cycles. Nothing here relies on garbage collection.
 import { goldenCaseNames, loadGoldenCase, mhaArguments, pytorchState } from './support/golden.mjs';
-import { loadBothBuilds } from './support/modules.mjs';
+import { loadBuilds } from './support/modules.mjs';
 
-const builds = await loadBothBuilds();
+const builds = await loadBuilds();
 const c = loadGoldenCase(goldenCaseNames('mha').find((n) => {
   const x = loadGoldenCase(n);
   return x.tensors.key_padding_mask !== undefined;

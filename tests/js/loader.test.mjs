@@ -1,16 +1,26 @@
-// The loader: SIMD detection and forcing, where the .wasm comes from (the
-// package's dist/ by default, a folder or URL given as wasmPath, over HTTP as
-// in a browser), and results that are copies, not views onto the heap.
+// The loader: which build (relaxed SIMD, SIMD, neither) by feature detection
+// and by force, where the .wasm comes from (the package's dist/ by default, a
+// folder or URL given as wasmPath, over HTTP as in a browser), and results
+// that are copies, not views onto the heap.
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   expectMatchesGolden, goldenCaseNames, loadGoldenCase, mhaArguments, webDir,
 } from './support/golden.mjs';
-import { createAttentionModule, wasmSimdSupported, withMha } from './support/modules.mjs';
+import {
+  createAttentionModule, wasmRelaxedSimdSupported, wasmSimdSupported, withMha,
+} from './support/modules.mjs';
 
 const distDir = path.join(webDir, 'dist');
+// Options that force each build, and its file.
+const BUILDS = [
+  ['relaxed-simd', { relaxedSimd: true }, 'simd_attention_relaxed.wasm'],
+  ['simd', { relaxedSimd: false }, 'simd_attention_simd.wasm'],
+  ['nosimd', { simd: false }, 'simd_attention_nosimd.wasm'],
+];
 
 async function expectRejects(promise, Class, message) {
   const error = await promise.then(() => undefined, (e) => e);
@@ -28,20 +38,89 @@ function expectGolden(module) {
   });
 }
 
-test('Node 20 has wasm SIMD, so the SIMD build loads by default', async () => {
+// `npm run test:js` starts node with --experimental-wasm-relaxed-simd where
+// the node needs it (scripts/node-wasm.sh), so relaxed SIMD is there.
+test('this node has relaxed SIMD, so the relaxed-SIMD build loads by default', async () => {
   expect(wasmSimdSupported()).toBe(true);
+  expect(wasmRelaxedSimdSupported()).toBe(true);
   const m = await createAttentionModule();
+  expect(m.build).toBe('relaxed-simd');
   expect(m.simd).toBe(true);
   expect(m.backend).toBe('highway');
   expect(m.kernels).toMatch(/^highway:/);
   expect(Object.isFrozen(m.backends)).toBe(true);
   expectGolden(m);
+  expect((await createAttentionModule({ simd: true })).build).toBe('relaxed-simd');
 });
 
-test('simd: false forces the non-SIMD build', async () => {
-  const m = await createAttentionModule({ simd: false });
-  expect(m.simd).toBe(false);
-  expectGolden(m);
+test('relaxedSimd: false loads the SIMD build, simd: false the non-SIMD build', async () => {
+  const simd = await createAttentionModule({ relaxedSimd: false });
+  expect([simd.build, simd.simd]).toEqual(['simd', true]);
+  expectGolden(simd);
+  const nosimd = await createAttentionModule({ simd: false });
+  expect([nosimd.build, nosimd.simd]).toEqual(['nosimd', false]);
+  expectGolden(nosimd);
+});
+
+test('relaxedSimd: true with simd: false is a contradiction', async () => {
+  await expectRejects(createAttentionModule({ simd: false, relaxedSimd: true }), RangeError,
+    'createAttentionModule: options.relaxedSimd: true asks for the relaxed-SIMD build, which ' +
+    'needs WebAssembly SIMD, but options.simd is false; pass only one of them');
+});
+
+// An engine that lacks a feature, as the loader sees it: WebAssembly.validate
+// refuses the probe modules that use it (relaxed SIMD: the relaxed_madd
+// opcode 0xfd 0x85 0x02; SIMD: any 0xfd-prefixed opcode).
+describe('engines without relaxed SIMD, or without SIMD', () => {
+  const realValidate = WebAssembly.validate;
+  const has = (bytes, pattern) => bytes.some((_, i) => pattern.every((b, j) => bytes[i + j] === b));
+  function engineWithout(pattern) {
+    WebAssembly.validate = (bytes) => !has(new Uint8Array(bytes), pattern) && realValidate(bytes);
+  }
+  afterEach(() => {
+    WebAssembly.validate = realValidate;
+  });
+
+  test('without relaxed SIMD: the SIMD build by default, relaxedSimd: true rejects', async () => {
+    engineWithout([0xfd, 0x85, 0x02]);
+    expect([wasmSimdSupported(), wasmRelaxedSimdSupported()]).toEqual([true, false]);
+    const m = await createAttentionModule();
+    expect(m.build).toBe('simd');
+    expectGolden(m);
+    expect((await createAttentionModule({ simd: true })).build).toBe('simd');
+    await expectRejects(createAttentionModule({ relaxedSimd: true }), Error,
+      'createAttentionModule: options.relaxedSimd: true asks for the relaxed-SIMD build, but ' +
+      'this engine does not support WebAssembly relaxed SIMD (Chrome/Edge 114+, Node 22+; ' +
+      'Node 20 with --experimental-wasm-relaxed-simd); omit the option or pass false');
+  });
+
+  test('without SIMD: the non-SIMD build by default, simd: true rejects', async () => {
+    engineWithout([0xfd]);
+    expect([wasmSimdSupported(), wasmRelaxedSimdSupported()]).toEqual([false, false]);
+    const m = await createAttentionModule();
+    expect(m.build).toBe('nosimd');
+    expectGolden(m);
+    await expectRejects(createAttentionModule({ simd: true }), Error,
+      'createAttentionModule: options.simd: true asks for the SIMD build, but this engine ' +
+      'does not support WebAssembly SIMD; omit the option or pass false');
+    await expectRejects(createAttentionModule({ relaxedSimd: true }), Error,
+      'createAttentionModule: options.relaxedSimd: true asks for the relaxed-SIMD build, but ' +
+      'this engine does not support WebAssembly relaxed SIMD (Chrome/Edge 114+, Node 22+; ' +
+      'Node 20 with --experimental-wasm-relaxed-simd); omit the option or pass false');
+  });
+});
+
+test('a build file that is not the build it is named after', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'simd-attention-mixed-'));
+  try {
+    fs.copyFileSync(path.join(distDir, 'simd_attention_simd.wasm'),
+      path.join(dir, 'simd_attention_relaxed.wasm'));
+    await expectRejects(createAttentionModule({ relaxedSimd: true, wasmPath: dir }), Error,
+      'createAttentionModule: simd_attention_relaxed.wasm is the simd build, not the ' +
+      'relaxed-simd build; the files in dist/ are mixed up');
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
 });
 
 test('backend option sets the default backend of new objects', async () => {
@@ -70,23 +149,25 @@ describe('wasmPath', () => {
     ['a file: URL object', () => pathToFileURL(`${distDir}/`)],
     ['a file: URL string without a trailing slash', () => pathToFileURL(distDir).href],
   ])('%s', async (_, wasmPath) => {
-    for (const simd of [true, false]) {
-      expectGolden(await createAttentionModule({ simd, wasmPath: wasmPath() }));
+    for (const [build, options] of BUILDS) {
+      const m = await createAttentionModule({ ...options, wasmPath: wasmPath() });
+      expect(m.build).toBe(build);
+      expectGolden(m);
     }
   });
 
   test('a folder without the files', async () => {
     const missing = path.join(webDir, 'no-such-folder');
     await expectRejects(createAttentionModule({ wasmPath: missing }), Error,
-      `createAttentionModule: cannot read the wasm file ${missing}/simd_attention_simd.wasm ` +
+      `createAttentionModule: cannot read the wasm file ${missing}/simd_attention_relaxed.wasm ` +
       '(ENOENT); build the package (npm run build) or set options.wasmPath');
   });
 
   test('a .wasm file instead of a folder', async () => {
     await expectRejects(createAttentionModule({ wasmPath: `${distDir}/simd_attention_simd.wasm` }),
       TypeError, 'createAttentionModule: options.wasmPath: expected the folder (or URL ' +
-      'prefix) that holds simd_attention_simd.wasm and simd_attention_nosimd.wasm, got the ' +
-      `file "${distDir}/simd_attention_simd.wasm"`);
+      'prefix) that holds simd_attention_relaxed.wasm, simd_attention_simd.wasm and ' +
+      `simd_attention_nosimd.wasm, got the file "${distDir}/simd_attention_simd.wasm"`);
   });
 });
 
@@ -116,15 +197,17 @@ describe('over HTTP, as in a browser (fetch + instantiateStreaming)', () => {
 
   test.each([['application/wasm', '/wasm/'], ['another MIME type', '/wasm/plain/']])(
     'served as %s', async (_, folder) => {
-      for (const simd of [true, false]) {
-        expectGolden(await createAttentionModule({ simd, wasmPath: `${base}${folder}` }));
-        expect(served.at(-1)).toBe(`${folder}simd_attention_${simd ? '' : 'no'}simd.wasm`);
+      for (const [build, options, file] of BUILDS) {
+        const m = await createAttentionModule({ ...options, wasmPath: `${base}${folder}` });
+        expect(m.build).toBe(build);
+        expectGolden(m);
+        expect(served.at(-1)).toBe(`${folder}${file}`);
       }
     });
 
   test('HTTP 404', async () => {
     await expectRejects(createAttentionModule({ wasmPath: `${base}/missing` }), Error,
-      `createAttentionModule: fetching ${base}/missing/simd_attention_simd.wasm ` +
+      `createAttentionModule: fetching ${base}/missing/simd_attention_relaxed.wasm ` +
       'failed: HTTP 404; set options.wasmPath to where the .wasm files are served');
   });
 });

@@ -1,6 +1,6 @@
 // The package as a user gets it: `npm pack` web/, install the tarball into a
 // fresh project (offline: it has no dependencies), import 'simd-attention' by
-// name there, run a golden case on both builds, run the README's example
+// name there, run a golden case on every build, run the README's example
 // and type-check a TypeScript file against the shipped index.d.ts.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +10,7 @@ import { goldenCaseNames, goldenDir, repoRoot, webDir } from './support/golden.m
 
 const SHIPPED = [
   'README.md', 'dist/simd_attention_nosimd.js', 'dist/simd_attention_nosimd.wasm',
+  'dist/simd_attention_relaxed.js', 'dist/simd_attention_relaxed.wasm',
   'dist/simd_attention_simd.js', 'dist/simd_attention_simd.wasm', 'index.d.ts', 'index.js',
   'package.json',
 ];
@@ -47,7 +48,7 @@ test('the tarball ships only what is needed', () => {
   expect(fs.existsSync(path.join(installed, 'dist', 'simd_attention_simd.wasm'))).toBe(true);
 });
 
-test("import('simd-attention') by name runs a golden case on both builds", () => {
+test("import('simd-attention') by name runs a golden case on every build", () => {
   const name = goldenCaseNames('mha').find((n) => n.startsWith('cross')) ??
     goldenCaseNames('mha')[0];
   // Reads the case the way an app would read its own data: raw files.
@@ -66,8 +67,8 @@ const read = (k) => {
 };
 const c = spec.config;
 const report = [];
-for (const simd of [true, false]) {
-  const sa = await createAttentionModule({ simd });
+for (const options of [{ relaxedSimd: true }, { relaxedSimd: false }, { simd: false }]) {
+  const sa = await createAttentionModule(options);
   const mha = new sa.MultiHeadAttention({ dModel: c.d_model, numHeads: c.num_heads,
     kDim: c.kdim, vDim: c.vdim, headDimV: c.head_dim_v });
   const w = {};
@@ -81,14 +82,16 @@ for (const simd of [true, false]) {
   const want = read('output').data;
   let diff = 0;
   r.output.data.forEach((v, i) => { diff = Math.max(diff, Math.abs(v - want[i])); });
-  report.push({ simd: sa.simd, backend: sa.backend, shape: r.output.shape, diff,
+  report.push({ build: sa.build, backend: sa.backend, shape: r.output.shape, diff,
     tolerance: spec.tolerance.abs });
   mha.dispose();
 }
 console.log(JSON.stringify(report));
 `);
-  const report = JSON.parse(run('node', ['golden.mjs', goldenDir, name], app));
-  expect(report.map((r) => r.simd)).toEqual([true, false]);
+  // With --experimental-wasm-relaxed-simd where this node needs it (Node 20).
+  const node = path.join(repoRoot, 'scripts', 'node-wasm.sh');
+  const report = JSON.parse(run('bash', [node, 'golden.mjs', goldenDir, name], app));
+  expect(report.map((r) => r.build)).toEqual(['relaxed-simd', 'simd', 'nosimd']);
   for (const r of report) {
     expect(r.backend).toBe('highway');
     expect(r.diff).toBeLessThanOrEqual(r.tolerance);
@@ -121,11 +124,14 @@ test("the README's generation loop (Layers and incremental decoding) runs as a N
 
 test('TypeScript finds index.d.ts through the exports map and accepts typical use', () => {
   fs.writeFileSync(path.join(app, 'check.ts'), `
-import createDefault, { createAttentionModule, wasmSimdSupported, type Tensor,
+import createDefault, { createAttentionModule, wasmSimdSupported, wasmRelaxedSimdSupported,
+  type BuildName, type Tensor,
   type MultiHeadAttention, type ForwardResult, type KVCache, type PrecomputedKeyValue }
   from 'simd-attention';
 
-const sa = await createAttentionModule({ simd: wasmSimdSupported(), backend: 'highway' });
+const sa = await createAttentionModule({ simd: wasmSimdSupported(),
+  relaxedSimd: wasmRelaxedSimdSupported(), backend: 'highway' });
+const build: BuildName = sa.build;
 const other: typeof createAttentionModule = createDefault;
 const mha: MultiHeadAttention = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, backend: sa.backend });
 const w = new Float32Array(64);
@@ -137,7 +143,7 @@ const probs: Float32Array | undefined = r.attnWeights?.data;
 const n: number = sa.memoryStats().allocatedBytes + mha.config.headDim + r.output.shape[0];
 const names: string[] = sa.backends;
 mha[Symbol.dispose]();
-export const used = [other, probs, n, names, mha.kernels, mha.disposed];
+export const used = [other, probs, n, names, mha.kernels, mha.disposed, build];
 
 
 // Layers, caches, precomputed K/V.
@@ -175,6 +181,8 @@ dec.forward(x, cache);
 mha.forward({ data: [1, 2], shape: [1, 2] });
 // @ts-expect-error: unknown backend name for the module
 void createAttentionModule({ backend: 'neon' });
+// @ts-expect-error: relaxedSimd is a boolean
+void createAttentionModule({ relaxedSimd: 'auto' });
 // @ts-expect-error: wQ is required
 mha.setWeights({ wK: w, wV: w, wO: w });
 `);

@@ -5,13 +5,17 @@ import { createAttentionModule } from '../../../web/index.js';
 export { createAttentionModule };
 export * from '../../../web/index.js';
 
-// One module per build, shared by the tests of a file.
-export async function loadBothBuilds() {
-  const [simd, nosimd] = await Promise.all([
-    createAttentionModule({ simd: true }),
+// One module per build, shared by the tests of a file. Each is forced, so a
+// build the engine cannot run fails the tests instead of being left out: the
+// relaxed-SIMD one needs `npm run test:js`, which starts node with
+// --experimental-wasm-relaxed-simd where the node needs it (Node 20).
+export async function loadBuilds() {
+  const [relaxed, simd, nosimd] = await Promise.all([
+    createAttentionModule({ relaxedSimd: true }),
+    createAttentionModule({ simd: true, relaxedSimd: false }),
     createAttentionModule({ simd: false }),
   ]);
-  return { simd, nosimd };
+  return { relaxed, simd, nosimd };
 }
 
 // Symbol.dispose where the engine has it; else the Symbol.for() key that
