@@ -49,11 +49,15 @@ struct HighwayOps {
   static V MulAdd(V a, V b, V c) { return hwy::HWY_NAMESPACE::MulAdd(a, b, c); }
 #endif
   static V Max(V a, V b) { return hwy::HWY_NAMESPACE::Max(a, b); }
+  // n + 1.5 * 2^23 + 127 holds n + 127 in its low mantissa bits, which a
+  // shift moves into the exponent field: no float-to-int conversion, which
+  // wasm-simd128 makes costly (V8 wraps i32x4.trunc_sat_f32x4_s in NaN and
+  // overflow fix-ups). The other layers do the same.
   static V Pow2(V n) {
     const hwy::HWY_NAMESPACE::RebindToSigned<D> di;
+    const V biased = hwy::HWY_NAMESPACE::Add(n, Set(0x1.8000FEp23f));
     return hwy::HWY_NAMESPACE::BitCast(
-        D(), hwy::HWY_NAMESPACE::ShiftLeft<23>(hwy::HWY_NAMESPACE::Add(
-                 hwy::HWY_NAMESPACE::ConvertTo(di, n), hwy::HWY_NAMESPACE::Set(di, 127))));
+        D(), hwy::HWY_NAMESPACE::ShiftLeft<23>(hwy::HWY_NAMESPACE::BitCast(di, biased)));
   }
   static float ReduceSum(V v) {
     return hwy::HWY_NAMESPACE::GetLane(hwy::HWY_NAMESPACE::SumOfLanes(D(), v));

@@ -26,9 +26,13 @@ struct ScalarOps {
   static V MulAdd(V a, V b, V c) { return a * b + c; }
   static V Max(V a, V b) { return std::max(a, b); }
   static V Pow2(V n) {
-    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    const float biased = n + 0x1.8000FEp23f;  // see ops_highway-inl.h
+    // std::bit_cast is not in Emscripten 3.1.6's libc++.
+    int32_t bits;
+    std::memcpy(&bits, &biased, sizeof bits);
+    bits = static_cast<int32_t>(static_cast<uint32_t>(bits) << 23);
     float x;
-    std::memcpy(&x, &bits, sizeof x);  // std::bit_cast: not in Emscripten 3.1.6's libc++
+    std::memcpy(&x, &bits, sizeof x);
     return x;
   }
   static float ReduceSum(V v) { return v; }

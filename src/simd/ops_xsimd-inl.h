@@ -35,7 +35,8 @@ struct XsimdOps {
 #endif
   static V Max(V a, V b) { return xsimd::max(a, b); }
   static V Pow2(V n) {
-    return xsimd::bitwise_cast<float>((xsimd::to_int(n) + 127) << 23);
+    const V biased = n + V(0x1.8000FEp23f);  // see ops_highway-inl.h
+    return xsimd::bitwise_cast<float>(xsimd::bitwise_cast<int32_t>(biased) << 23);
   }
   static float ReduceSum(V v) { return xsimd::reduce_add(v); }
 };
