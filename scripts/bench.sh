@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm run bench`: the speed comparison of issue 5 (see README, "Speed").
-# Installs what is missing, builds the native tree and both wasm builds,
+# Installs what is missing, builds the native tree and the three wasm builds,
 # installs the benchmark peers (bench/package.json: onnxruntime-web,
 # onnxruntime-node, tfjs; a separate npm project so `npm test` never installs
 # them), then runs bench/js/run.js in one process tree.
@@ -19,11 +19,11 @@ cd "$ROOT"
 
 if [ "${SA_BENCH_SKIP_BUILD:-0}" != 1 ]; then
   bash scripts/setup.sh
-  bash scripts/build.sh native wasm wasm-nosimd package
+  bash scripts/build.sh native wasm wasm-relaxed wasm-nosimd package
 fi
-for f in web/dist/simd_attention_simd.wasm web/dist/simd_attention_nosimd.wasm \
-         build/native/bench/kernels_bench; do
-  [ -e "$f" ] || { echo "bench: $f is missing; run bash scripts/build.sh native wasm wasm-nosimd package" >&2; exit 1; }
+for f in web/dist/simd_attention_simd.wasm web/dist/simd_attention_relaxed.wasm \
+         web/dist/simd_attention_nosimd.wasm build/native/bench/kernels_bench; do
+  [ -e "$f" ] || { echo "bench: $f is missing; run bash scripts/build.sh native wasm wasm-relaxed wasm-nosimd package" >&2; exit 1; }
 done
 
 # Measured FMA throughput per vector width (x86-64 only; the README's peak).
@@ -58,4 +58,8 @@ fi
 snap="$ROOT/build/bench-js/web-snapshot"
 rm -rf "$snap" && mkdir -p "$snap" && cp -r web/package.json web/index.js web/dist "$snap/"
 cd "$CALLER_DIR"
-SA_BENCH_WEB_DIR="$snap" exec node --expose-gc "$ROOT/bench/js/run.js" "$@"
+# node-wasm.sh: with --experimental-wasm-relaxed-simd where the node needs it
+# (Node 20), for the relaxed-SIMD rows. The peers load the same .wasm files
+# either way (onnxruntime-web ships one SIMD build and only checks for
+# relaxed SIMD when asked to; tfjs picks its SIMD build by its own flag).
+SA_BENCH_WEB_DIR="$snap" exec bash "$ROOT/scripts/node-wasm.sh" --expose-gc "$ROOT/bench/js/run.js" "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm start`: installs what is missing, builds the npm package (both wasm
+# `npm start`: installs what is missing, builds the npm package (all three wasm
 # builds into web/dist/) and serves the in-browser demos (web/demo/) on
 # http://localhost:8080/ until Ctrl-C.
 #
@@ -26,6 +26,6 @@ while [ $# -gt 0 ]; do
 done
 
 bash scripts/setup.sh
-bash scripts/build.sh wasm wasm-nosimd package
+bash scripts/build.sh wasm wasm-relaxed wasm-nosimd package
 echo
 exec node web/demo/server.mjs --port "$port" --host "$host"

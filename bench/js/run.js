@@ -119,8 +119,8 @@ async function runWorkload(w, args, variants) {
     try {
       candidates.push({ ours: true, variant: v, peer: await createOurs(data, v) });
     } catch (e) {
-      if (e.notAvailable) entries.push({ name: variantName(v), ours: true, na: e.message });
-      else candidates.push({ ours: true, variant: v, peer: { name: variantName(v), error: String(e.message ?? e).split('\n')[0] } });
+      const failure = e.notAvailable ? { na: e.message } : { error: String(e.message ?? e).split('\n')[0] };
+      candidates.push({ ours: true, variant: v, peer: { name: variantName(v), ...failure } });
     }
   }
   candidates.push({ peer: await safeCreate('ort-web MHA op', () => createOrtWeb(data, 'contrib')) });
@@ -134,7 +134,7 @@ async function runWorkload(w, args, variants) {
   let referenceName = null;
   const outputs = new Map();
   for (const c of candidates) {
-    if (c.peer.error) continue;
+    if (c.peer.error || c.peer.na) continue;
     try {
       const r = c.peer.run();
       const out = Float32Array.from(r && typeof r.then === 'function' ? await r : r);
@@ -143,7 +143,7 @@ async function runWorkload(w, args, variants) {
       c.peer.error = String(e.message ?? e).split('\n')[0];
     }
   }
-  const refCandidate = candidates.find((c) => c.ours && !c.peer.error) ??
+  const refCandidate = candidates.find((c) => c.ours && !c.peer.error && !c.peer.na) ??
     candidates.find((c) => c.peer.name === 'plain JS' && !c.peer.error);
   if (refCandidate) {
     reference = outputs.get(refCandidate.peer.name);
@@ -152,6 +152,11 @@ async function runWorkload(w, args, variants) {
   const timed = [];
   for (const c of candidates) {
     const e = { name: c.peer.name, ours: !!c.ours };
+    if (c.peer.na) {
+      entries.push({ ...e, na: c.peer.na });
+      log(`  ${e.name.padEnd(28)} ${c.peer.na}`);
+      continue;
+    }
     if (c.peer.kernels) e.kernels = c.peer.kernels;
     if (c.peer.error) {
       e.error = c.peer.error;
@@ -197,7 +202,7 @@ async function runWorkload(w, args, variants) {
   }
   const contention = best.contention;
   for (const c of candidates) {
-    if (!c.peer.error) await c.peer.dispose?.();
+    if (!c.peer.error && !c.peer.na) await c.peer.dispose?.();
   }
   const oursRef = outputs.get(variantName(variants[0]));
   globalThis.gc?.();
@@ -223,7 +228,7 @@ async function runL1(w, args) {
   let mod;
   let mha;
   try {
-    mod = await (await loadPackage()).createAttentionModule({ simd: true });
+    mod = await (await loadPackage()).createAttentionModule({ simd: true, relaxedSimd: false });
     entry.name = `ours wasm-simd ${mod.backend}`;
     const before = mod.memoryStats();
     const data = makeData(w);
@@ -300,6 +305,8 @@ function wasmSizes() {
   return {
     simdWasm: size('simd_attention_simd.wasm'),
     simdJs: size('simd_attention_simd.js'),
+    relaxedWasm: size('simd_attention_relaxed.wasm'),
+    relaxedJs: size('simd_attention_relaxed.js'),
     nosimdWasm: size('simd_attention_nosimd.wasm'),
     nosimdJs: size('simd_attention_nosimd.js'),
   };
@@ -325,6 +332,7 @@ async function main() {
     quick: args.quick,
     node: process.version,
     v8: process.versions.v8,
+    nodeFlags: process.execArgv,
     cpu: lscpu(),
     loadAvgStart: os.loadavg(),
     versions: {

@@ -98,7 +98,7 @@ test('server: COOP/COEP headers, application/wasm, redirect to the demos, nothin
   assert.match(page.headers['content-type'], /^text\/html/);
   assert.equal(page.headers['cross-origin-opener-policy'], 'same-origin');
   assert.equal(page.headers['cross-origin-embedder-policy'], 'require-corp');
-  for (const file of ['simd_attention_simd.wasm', 'simd_attention_nosimd.wasm']) {
+  for (const file of ['simd_attention_relaxed.wasm', 'simd_attention_simd.wasm', 'simd_attention_nosimd.wasm']) {
     const wasm = await rawGet(`/web/dist/${file}`);
     assert.equal(wasm.status, 200, file);
     assert.equal(wasm.headers['content-type'], 'application/wasm');
@@ -385,7 +385,27 @@ test('benchmark: numbers for every backend, the non-SIMD build and plain JS (S1,
 // The library in the browser = the library in Node
 // ---------------------------------------------------------------------------
 
-test('golden cases: the library in Chromium equals Node (both builds) and PyTorch', { timeout: TIMEOUT }, async () => {
+test('Chromium loads the relaxed-SIMD build by default', { timeout: TIMEOUT }, async () => {
+  const p = await open('index.html');
+  const loaded = await p.page.evaluate(async () => {
+    const sa = await import('/web/index.js');
+    const m = await sa.createAttentionModule();
+    return { build: m.build, simd: sa.wasmSimdSupported(), relaxed: sa.wasmRelaxedSimdSupported() };
+  });
+  assert.deepEqual(loaded, { build: 'relaxed-simd', simd: true, relaxed: true });
+  assertClean(p, 'default build');
+  await p.context.close();
+});
+
+// Options that force each build (run under scripts/node-wasm.sh, Node has
+// relaxed SIMD too).
+const BUILDS = [
+  ['relaxed-simd', { relaxedSimd: true }],
+  ['simd', { relaxedSimd: false }],
+  ['nosimd', { simd: false }],
+];
+
+test('golden cases: the library in Chromium equals Node (every build) and PyTorch', { timeout: TIMEOUT }, async () => {
   const p = await open('index.html');
   for (const name of ['self_tiny', 'cross_basic']) {
     const c = loadGoldenCase(name);
@@ -399,10 +419,10 @@ test('golden cases: the library in Chromium equals Node (both builds) and PyTorc
       value: a.value && { data: plain(a.value.data), shape: a.value.shape },
       causal: a.options.causal,
     };
-    for (const simd of [true, false]) {
-      const inBrowser = await p.page.evaluate(async ({ args: x, simd: s }) => {
+    for (const [build, options] of BUILDS) {
+      const inBrowser = await p.page.evaluate(async ({ args: x, options: o }) => {
         const { createAttentionModule: create } = await import('/web/index.js');
-        const m = await create({ simd: s });
+        const m = await create(o);
         const f32 = (t) => t && { data: Float32Array.from(t.data), shape: t.shape };
         const mha = new m.MultiHeadAttention(x.config);
         try {
@@ -410,16 +430,17 @@ test('golden cases: the library in Chromium equals Node (both builds) and PyTorc
           const r = mha.forward(f32(x.query), f32(x.key), f32(x.value),
             { causal: x.causal, returnAttnWeights: true, returnPerHeadOutput: true });
           return {
-            simd: m.simd,
+            build: m.build,
             output: Array.from(r.output.data), attnWeights: Array.from(r.attnWeights.data),
             perHeadOutput: Array.from(r.perHeadOutput.data), shape: r.output.shape,
           };
         } finally {
           mha.dispose();
         }
-      }, { args, simd });
-      assert.equal(inBrowser.simd, simd);
-      const node = await createAttentionModule({ simd });
+      }, { args, options });
+      assert.equal(inBrowser.build, build);
+      const node = await createAttentionModule(options);
+      assert.equal(node.build, build);
       const mha = new node.MultiHeadAttention(a.config);
       mha.setWeights(a.weights);
       const r = mha.forward(a.query, a.key, a.value,
@@ -428,9 +449,9 @@ test('golden cases: the library in Chromium equals Node (both builds) and PyTorc
       assert.deepEqual(inBrowser.shape, r.output.shape);
       for (const [key, golden] of [['output', 'output'], ['attnWeights', 'attn_weights'], ['perHeadOutput', 'per_head_output']]) {
         const vsNode = maxAbsDiff(Float32Array.from(inBrowser[key]), r[key].data);
-        assert.ok(vsNode <= 1e-6, `${name} simd=${simd} ${key}: browser vs Node ${vsNode}`);
+        assert.ok(vsNode <= 1e-6, `${name} ${build} ${key}: browser vs Node ${vsNode}`);
         const vsTorch = maxAbsDiff(Float32Array.from(inBrowser[key]), c.tensors[golden].data);
-        assert.ok(vsTorch <= c.tolerance, `${name} simd=${simd} ${key}: browser vs PyTorch ${vsTorch}`);
+        assert.ok(vsTorch <= c.tolerance, `${name} ${build} ${key}: browser vs PyTorch ${vsTorch}`);
       }
     }
   }

@@ -1,5 +1,6 @@
 // This package (web/, imported from the repository, not from npm): the wasm
-// SIMD build with each of its backends and the non-SIMD build.
+// SIMD build with each of its backends, the relaxed-SIMD build with its
+// vector backends, and the non-SIMD build.
 // SA_BENCH_WEB_DIR points at another copy of web/ (e.g. a snapshot, so that
 // a rebuild of web/dist during a long run cannot mix two builds).
 // Also imported by the demos' benchmark worker in a browser: no static
@@ -18,27 +19,48 @@ async function createAttentionModule(options) {
 
 const modules = new Map();
 
-/** The module of one build (simd: true/false), created once per process. */
-export async function oursModule(simd) {
-  if (!modules.has(simd)) modules.set(simd, createAttentionModule({ simd }));
-  return modules.get(simd);
+/**
+ * The module of one build, created once per process: the SIMD build
+ * (simd: true), the non-SIMD build (false) or, with relaxed: true, the
+ * relaxed-SIMD build.
+ */
+export async function oursModule(simd, relaxed = false) {
+  const key = relaxed ? 'relaxed' : simd;
+  if (!modules.has(key)) {
+    modules.set(key, createAttentionModule(relaxed ? { relaxedSimd: true } : { simd, relaxedSimd: false }));
+  }
+  return modules.get(key);
 }
 
-/** The variants to run: every backend of the SIMD build, then the non-SIMD build's default. */
+// The relaxed build changes only the vector layers' multiply-add: its scalar
+// backend is the SIMD build's.
+const RELAXED_BACKENDS = ['highway', 'xsimd'];
+
+/**
+ * The variants to run: every backend of the SIMD build, the relaxed-SIMD
+ * build's vector backends, then the non-SIMD build's default.
+ */
 export async function oursVariants() {
   const simdModule = await oursModule(true);
   const variants = simdModule.backends.map((backend) => ({ simd: true, backend }));
+  for (const backend of RELAXED_BACKENDS) variants.push({ simd: true, relaxed: true, backend });
   const nosimd = await oursModule(false);
   variants.push({ simd: false, backend: nosimd.backend });
   return variants;
 }
 
-export function variantName({ simd, backend }) {
+export function variantName({ simd, relaxed, backend }) {
+  if (relaxed) return `ours wasm-relaxed ${backend}`;
   return simd ? `ours wasm-simd ${backend}` : `ours wasm no-SIMD (${backend})`;
 }
 
 export async function createOurs(data, variant) {
-  const mod = await oursModule(variant.simd);
+  if (variant.relaxed && !(await loadPackage()).wasmRelaxedSimdSupported()) {
+    const e = new Error('n/a (no relaxed SIMD: Node 20 needs --experimental-wasm-relaxed-simd)');
+    e.notAvailable = true;
+    throw e;
+  }
+  const mod = await oursModule(variant.simd, variant.relaxed);
   const { d, heads, tq, tk, cross, causal, cacheLen } = data;
   const mha = new mod.MultiHeadAttention({ dModel: d, numHeads: heads, backend: variant.backend });
   mha.setWeights({

@@ -3,7 +3,9 @@
 # table of the wasm SIMD build, timed inside wasm under node, between two
 # runs of fma_peak (its muladd128 is the roof of wasm-simd128 code here).
 #   bash bench/js/tools/wasm_gemm.sh [BUILD_TREE [gemm|attention|forward|all [TABLE]]]
-# (default build/wasm, all, every table). The same source builds natively:
+# (default build/wasm, all, every table; build/wasm-relaxed: relaxed SIMD's
+# fma, rewritten to the standard opcode, node with the relaxed flag where it
+# needs it). The same source builds natively:
 #   g++ -O2 -std=c++20 -I src bench/js/native/wasm_gemm_bench.cc \
 #     build/native/src/libsimd_attention.a -lhwy -o build/bench-js/gemm_bench
 set -euo pipefail
@@ -12,12 +14,16 @@ cd "$ROOT"
 source scripts/env.sh
 tree="${1:-build/wasm}"
 [ -f "$tree/src/libsimd_attention.a" ] || { echo "no $tree/src/libsimd_attention.a: bash scripts/build.sh wasm" >&2; exit 1; }
+relaxed=()
+grep -qs '^SA_WASM_RELAXED:BOOL=ON' "$tree/CMakeCache.txt" && relaxed=(-mrelaxed-simd)
+out="build/bench-js/wasm_gemm_bench-$(basename "$tree").js"
 mkdir -p build/bench-js
-em++ -O3 -std=c++20 -msimd128 -fwasm-exceptions -I src \
+em++ -O3 -std=c++20 -msimd128 "${relaxed[@]}" -fwasm-exceptions -I src \
   bench/js/native/wasm_gemm_bench.cc "$tree/src/libsimd_attention.a" \
   -sALLOW_MEMORY_GROWTH=1 -sWASM_ASYNC_COMPILATION=0 -fwasm-exceptions \
-  -o build/bench-js/wasm_gemm_bench.js
+  -o "$out"
+[ ${#relaxed[@]} -eq 0 ] || bash scripts/node-wasm.sh scripts/wasm_relaxed_opcodes.mjs "${out%.js}.wasm" >&2
 [ -x build/bench-js/fma_peak ] || cc -O2 -Wall -o build/bench-js/fma_peak bench/js/native/fma_peak.c
 build/bench-js/fma_peak
-node build/bench-js/wasm_gemm_bench.js "${@:2}"
+bash scripts/node-wasm.sh "$out" "${@:2}"
 build/bench-js/fma_peak
