@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
   if (mode == "forward" || mode == "all") {
     ForwardBreakdown(768, 12, 128);
     ForwardBreakdown(384, 6, 512);
+    ForwardBreakdown(512, 8, 10);
   }
   struct Shape {
     size_t m, k, n;
