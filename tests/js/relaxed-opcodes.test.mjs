@@ -312,6 +312,33 @@ describe('the command line', () => {
     expect(cli().status).toBe(2);
   });
 
+  // scripts/wasm_link_relaxed.sh, CMake's linker launcher in the relaxed
+  // tree, around a stand-in "linker" that writes NAME.js and NAME.wasm.
+  function linkThroughLauncher(wasmBytes) {
+    const wasm = path.join(dir, 'linked.wasm');
+    const js = path.join(dir, 'linked.js');
+    fs.writeFileSync(path.join(dir, 'input.wasm'), wasmBytes);
+    const link = `cp ${dir}/input.wasm ${wasm} && echo glue > ${js}`;
+    let status = 0;
+    try {
+      execFileSync('bash', [path.join(repoRoot, 'scripts', 'wasm_link_relaxed.sh'), 'sh', '-c', link,
+        '-o', js], { stdio: 'pipe' });
+    } catch (e) {
+      status = e.status;
+    }
+    return { status, js: fs.existsSync(js), wasm: fs.existsSync(wasm) && Array.from(fs.readFileSync(wasm)) };
+  }
+
+  test('the link launcher rewrites what the link wrote', () => {
+    expect(linkThroughLauncher(assemble(FMA_DRAFT)))
+      .toEqual({ status: 0, js: true, wasm: Array.from(assemble(FMA_STANDARD)) });
+  });
+
+  test('the link launcher deletes the outputs of a link it cannot rewrite', () => {
+    expect(linkThroughLauncher(assemble(FMA_DRAFT, simd(0xb0))))
+      .toEqual({ status: 1, js: false, wasm: false });
+  });
+
   test('fails when the rewritten module does not validate', () => {
     const file = path.join(dir, 'invalid.wasm');
     // Decodes fine but does not type-check: f32x4.abs of an i32.
