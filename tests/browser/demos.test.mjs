@@ -126,6 +126,9 @@ test('home page loads without errors', { timeout: TIMEOUT }, async () => {
   for (const [viewport, tag] of [[DESKTOP, '1280x800'], [PHONE, '390']]) {
     const p = await open('index.html', { viewport });
     assertClean(p, `home ${tag}`);
+    const env = await p.page.locator('#env').innerText();
+    assert.match(env, /relaxed SIMD: yes/, 'Chromium has relaxed SIMD');
+    assert.match(env, /loaded the relaxed-SIMD build, backends highway, xsimd, scalar/);
     await assertNoHorizontalOverflow(p.page, `home ${tag}`);
     await shoot(p.page, `home-${tag}`);
     await p.context.close();
@@ -353,15 +356,20 @@ test('explorer: the hand-built heads show their pattern (self, causal, cross)', 
   await phone.context.close();
 });
 
-test('benchmark: numbers for every backend, the non-SIMD build and plain JS (S1, quick)', { timeout: TIMEOUT }, async () => {
+test('benchmark: numbers for every backend of every build and plain JS (S1, quick)', { timeout: TIMEOUT }, async () => {
   const p = await open('bench.html?workload=S1&quick=1&autorun=1', { until: ['done'] });
   assertClean(p, 'bench');
-  const simd = await p.page.evaluate(async () => (await import('/web/index.js')).wasmSimdSupported());
+  const { simd, relaxed } = await p.page.evaluate(async () => {
+    const m = await import('/web/index.js');
+    return { simd: m.wasmSimdSupported(), relaxed: m.wasmRelaxedSimdSupported() };
+  });
   assert.equal(simd, true, 'Chromium has wasm SIMD');
+  assert.equal(relaxed, true, 'Chromium has relaxed SIMD');
   const rows = await p.page.$$eval('#results-table tbody tr', (trs) => trs.map((t) => ({
     impl: t.dataset.impl, median: Number(t.dataset.medianMs), gflops: Number(t.dataset.gflops), ok: t.dataset.ok,
   })));
   assert.deepEqual(rows.map((r) => r.impl), [
+    'ours wasm-relaxed highway', 'ours wasm-relaxed xsimd',
     'ours wasm-simd highway', 'ours wasm-simd xsimd', 'ours wasm-simd scalar',
     'ours wasm no-SIMD (highway)', 'plain JS',
   ]);

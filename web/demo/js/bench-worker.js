@@ -6,7 +6,7 @@ import { WORKLOADS, makeData, workloadFlops } from '../../../bench/js/workloads.
 import { summarize, maxAbsDiff } from '../../../bench/js/timing.js';
 import { createPlainJs } from '../../../bench/js/peers/plainjs.js';
 import { createOurs, oursModule } from '../../../bench/js/peers/ours.js';
-import { wasmSimdSupported } from '../../index.js';
+import { wasmSimdSupported, wasmRelaxedSimdSupported } from '../../index.js';
 
 const TOLERANCE = 1e-3;
 const TIMING = {
@@ -55,9 +55,19 @@ function interleaveInBrowser(peers, opts, log) {
 }
 const progress = (text) => post({ type: 'progress', text });
 
-/** Every backend of the SIMD build (when the engine has wasm SIMD), then the non-SIMD build's default. */
+/**
+ * The relaxed-SIMD build's vector backends (when the engine has relaxed
+ * SIMD), every backend of the SIMD build (when it has wasm SIMD), then the
+ * non-SIMD build's default.
+ */
 async function variants() {
   const out = [];
+  if (wasmRelaxedSimdSupported()) {
+    const relaxed = await oursModule(true, true);
+    for (const backend of relaxed.backends.filter((b) => b !== 'scalar')) {
+      out.push({ simd: true, relaxed: true, backend });
+    }
+  }
   if (wasmSimdSupported()) {
     const simd = await oursModule(true);
     for (const backend of simd.backends) out.push({ simd: true, backend });
@@ -97,4 +107,4 @@ async function run({ workload, mode }) {
 self.onmessage = (e) => {
   run(e.data).catch((err) => post({ type: 'error', message: String(err?.stack ?? err) }));
 };
-post({ type: 'ready', simd: wasmSimdSupported() });
+post({ type: 'ready', simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported() });

@@ -1,6 +1,6 @@
 // Live benchmark page: runs bench-worker.js and shows its numbers.
 import { WORKLOADS, workloadFlops } from '../../../bench/js/workloads.js';
-import { initPage, el, formatNumber, showError, wasmSimdSupported, niceTicks, tickLabel, onWidthChange } from './common.js';
+import { initPage, el, formatNumber, showError, wasmSimdSupported, wasmRelaxedSimdSupported, niceTicks, tickLabel, onWidthChange } from './common.js';
 
 const SHOWN = ['S1', 'S2', 'S4', 'C1'];
 const ui = {};
@@ -12,10 +12,13 @@ function describeWorkload(w) {
     `${formatNumber(workloadFlops(w) / 1e9, 3)} GFLOP per call`;
 }
 
-function envList(simd) {
+function envList(simd, relaxed) {
   const rows = [
     ['WebAssembly SIMD', el('span', { class: `pill ${simd ? 'ok' : 'bad'}` },
       simd ? 'supported: the SIMD build runs' : 'not supported: only the non-SIMD build runs')],
+    ['Relaxed SIMD', el('span', { class: `pill ${relaxed ? 'ok' : 'bad'}` },
+      relaxed ? 'supported: the relaxed-SIMD build (fused multiply-add) runs too'
+        : 'not supported: no relaxed-SIMD rows')],
     ['Cross-origin isolated', globalThis.crossOriginIsolated ? 'yes (COOP/COEP headers)' : 'no'],
     ['Logical processors', String(navigator.hardwareConcurrency ?? 'unknown')],
     ['User agent', navigator.userAgent],
@@ -98,7 +101,7 @@ async function main() {
   initPage();
   for (const id of ['env', 'workload', 'mode', 'run', 'progress', 'results', 'chart']) ui[id] = document.getElementById(id);
   ui.note = document.getElementById('workload-note');
-  envList(wasmSimdSupported());
+  envList(wasmSimdSupported(), wasmRelaxedSimdSupported());
   const shown = WORKLOADS.filter((w) => SHOWN.includes(w.name));
   for (const w of shown) ui.workload.append(el('option', { value: w.name }, w.name));
   const params = new URLSearchParams(location.search);

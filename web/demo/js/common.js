@@ -1,8 +1,8 @@
 // Shared by the demo pages: the package (one wasm module per page), the nav,
 // seeded random numbers, heatmaps, colour legends and small DOM helpers.
-import { createAttentionModule, wasmSimdSupported } from '../../index.js';
+import { createAttentionModule, wasmSimdSupported, wasmRelaxedSimdSupported } from '../../index.js';
 
-export { createAttentionModule, wasmSimdSupported };
+export { createAttentionModule, wasmSimdSupported, wasmRelaxedSimdSupported };
 
 // ---------------------------------------------------------------------------
 // The library

@@ -1,16 +1,19 @@
 // Home: the nav and what this browser supports.
-import { attentionModule, initPage, el, showError, wasmSimdSupported } from './common.js';
+import { attentionModule, initPage, el, showError, wasmSimdSupported, wasmRelaxedSimdSupported } from './common.js';
 
 async function main() {
   initPage();
   const env = document.getElementById('env');
   const simd = wasmSimdSupported();
+  const relaxed = wasmRelaxedSimdSupported();
   const module = await attentionModule();
+  const buildNames = { 'relaxed-simd': 'relaxed-SIMD', simd: 'SIMD', nosimd: 'non-SIMD' };
   env.replaceChildren(
     el('span', { class: `pill ${simd ? 'ok' : 'bad'}` }, simd ? 'WebAssembly SIMD: yes' : 'WebAssembly SIMD: no'),
+    el('span', { class: `pill ${relaxed ? 'ok' : ''}` }, relaxed ? 'relaxed SIMD: yes' : 'relaxed SIMD: no'),
     el('span', { class: `pill ${globalThis.crossOriginIsolated ? 'ok' : ''}` },
       globalThis.crossOriginIsolated ? 'cross-origin isolated' : 'not cross-origin isolated'),
-    el('span', {}, `loaded the ${module.simd ? 'SIMD' : 'non-SIMD'} build, backends ${module.backends.join(', ')}, kernels ${module.kernels}`));
+    el('span', {}, `loaded the ${buildNames[module.build]} build, backends ${module.backends.join(', ')}, kernels ${module.kernels}`));
   document.body.dataset.state = 'ready';
 }
 
