@@ -156,7 +156,10 @@ struct Attention {
       Ops::Store(m_new, b.m + c);
       Ops::Store(Ops::MulAdd(Ops::Load(b.l + c), alpha, sum), b.l + c);
     }
+    // Once a query's running max has settled, alpha is exactly 1 for most
+    // later blocks: skip those rows' rescale.
     for (size_t i = 0; i < b.nq; ++i) {
+      if (b.alpha[i] == 1.0f) continue;
       const V alpha = Ops::Set(b.alpha[i]);
       for (size_t d = 0; d < a.dv; d += kL) {
         Ops::Store(Ops::Mul(Ops::Load(b.o + i * a.dv + d), alpha),
