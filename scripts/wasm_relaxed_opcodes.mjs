@@ -23,6 +23,7 @@
 
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { wasmRelaxedSimdSupported } from '../web/index.js';
 
 export class WasmRewriteError extends Error {
   constructor(message) {
@@ -394,24 +395,11 @@ export function rewriteRelaxedOpcodes(bytes) {
   return { bytes: out, ...totals };
 }
 
-// (module (func (result v128) i32.const 0 i8x16.splat i32.const 0
-//   i8x16.splat i32.const 0 i8x16.splat f32x4.relaxed_madd)): the standard
-// encoding this tool writes (web/index.js probes with the same module).
-export const RELAXED_SIMD_PROBE = new Uint8Array([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
-  0x03, 0x02, 0x01, 0x00, // func 0 has type 0
-  0x0a, 0x13, 0x01, 0x11, 0x00, // code: 1 body, 17 bytes, no locals
-  0x41, 0x00, 0xfd, 0x0f, // i32.const 0, i8x16.splat
-  0x41, 0x00, 0xfd, 0x0f,
-  0x41, 0x00, 0xfd, 0x0f,
-  0xfd, 0x85, 0x02, // f32x4.relaxed_madd
-  0x0b, // end
-]);
-
 /** Checks the rewritten bytes with the engine; throws with its reason. */
 export function validateRelaxed(bytes) {
-  if (!WebAssembly.validate(RELAXED_SIMD_PROBE)) {
+  // The package's own probe module carries the standard relaxed_madd
+  // encoding this tool writes.
+  if (!wasmRelaxedSimdSupported()) {
     throw new WasmRewriteError('this node does not validate relaxed SIMD, so the result cannot ' +
       'be checked: run it with --experimental-wasm-relaxed-simd (Node 20; scripts/node-wasm.sh ' +
       'adds it when the node has it) or use Node 22+');

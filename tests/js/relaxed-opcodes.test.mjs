@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  rewriteRelaxedOpcodes, RELAXED_SIMD_PROBE, WasmRewriteError,
+  rewriteRelaxedOpcodes, WasmRewriteError,
 } from '../../scripts/wasm_relaxed_opcodes.mjs';
 import { repoRoot, webDir } from './support/golden.mjs';
 import { createAttentionModule } from './support/modules.mjs';
@@ -258,12 +258,12 @@ describe('the shipped builds', () => {
     }
   });
 
-  test('web/index.js probes with the same relaxed-SIMD module the tool writes', () => {
+  test("web/index.js probes with the opcode the tool writes (its relaxed_madd encoding)", () => {
     const source = fs.readFileSync(path.join(webDir, 'index.js'), 'utf8');
     const bytes = /const RELAXED_SIMD_PROBE = new Uint8Array\(\[([^\]]*)\]\)/.exec(source)[1]
       .replace(/\/\/.*$/gm, '').split(',').map((x) => x.trim()).filter(Boolean).map(Number);
-    expect(bytes).toEqual(Array.from(RELAXED_SIMD_PROBE));
-    expect(WebAssembly.validate(RELAXED_SIMD_PROBE)).toBe(true);
+    expect(bytes.slice(-4, -1)).toEqual([0xfd, 0x85, 0x02]);
+    expect(WebAssembly.validate(Uint8Array.from(bytes))).toBe(true);
   });
 });
 

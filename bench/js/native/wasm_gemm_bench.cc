@@ -25,6 +25,25 @@ double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// After warm-up, the best of 5 trials of 0.1 s each: seconds per call.
+template <class F>
+double BestSecondsPerCall(F run) {
+  for (int i = 0; i < 3; ++i) run();
+  double best = 1e30;
+  for (int trial = 0; trial < 5; ++trial) {
+    int iters = 0;
+    const double t0 = Seconds();
+    double el = 0;
+    do {
+      run();
+      ++iters;
+      el = Seconds() - t0;
+    } while (el < 0.1);
+    if (el / iters < best) best = el / iters;
+  }
+  return best;
+}
+
 // weights > 1 rotates through that many copies of B, as a forward does
 // (four 2.36 MB matrices do not stay in a 2 MiB L2).
 double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n, size_t weights = 1) {
@@ -42,20 +61,7 @@ double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n, size_t weigh
     which = (which + 1) % weights;
     t.gemm(g);
   };
-  for (int i = 0; i < 3; ++i) run();
-  double best = 1e30;
-  for (int trial = 0; trial < 5; ++trial) {
-    int iters = 0;
-    const double t0 = Seconds();
-    double el = 0;
-    do {
-      run();
-      ++iters;
-      el = Seconds() - t0;
-    } while (el < 0.1);
-    if (el / iters < best) best = el / iters;
-  }
-  return 2.0 * m * n * k / best / 1e9;
+  return 2.0 * m * n * k / BestSecondsPerCall(run) / 1e9;
 }
 
 // One head's attention over T x T (causal or not), all heads in turn, as in
@@ -74,20 +80,7 @@ double TimeAttention(const KernelTable& t, size_t tq, size_t tk, size_t heads,
                    scratch.data()});
     }
   };
-  for (int i = 0; i < 3; ++i) run();
-  double best = 1e30;
-  for (int trial = 0; trial < 5; ++trial) {
-    int iters = 0;
-    const double t0 = Seconds();
-    double el = 0;
-    do {
-      run();
-      ++iters;
-      el = Seconds() - t0;
-    } while (el < 0.1);
-    if (el / iters < best) best = el / iters;
-  }
-  return 4.0 * tq * tk * d / best / 1e9;
+  return 4.0 * tq * tk * d / BestSecondsPerCall(run) / 1e9;
 }
 
 template <class F>
