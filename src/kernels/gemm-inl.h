@@ -20,17 +20,36 @@ struct Gemm {
   // (decoding projects one token) has only 2R, so it splits K into chains.
   static constexpr size_t Chains(size_t rows) { return rows >= 4 ? 1 : 4 / rows; }
 
+  // One k step: acc[r][v] += A element ap[r][at] * B vector v at b.
+  template <size_t R, size_t NV>
+  static SA_GEMM_INLINE void Step(const float* const (&ap)[R], size_t at,
+                                  const float* b, V (&acc)[R][NV]) {
+    V bv[NV];
+    for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Load(b + v * kL);
+    for (size_t r = 0; r < R; ++r) {
+      const V av = Ops::Set(ap[r][at]);
+      for (size_t v = 0; v < NV; ++v) acc[r][v] = Ops::MulAdd(av, bv[v], acc[r][v]);
+    }
+  }
+
   // C tile (R rows x NV vectors) [+]= A tile * B rows.
   //   A element (r, kk) is a[r * a_row + kk * a_col]: a row-major matrix has
-  //   a_col = 1; the attention kernel passes a transposed one. The loop walks
-  //   one pointer per row, so neither costs a multiply per step.
+  //   a_col = 1; the attention kernel passes a transposed one.
   //   B row kk starts at b + kk * ldb and holds at least NV vectors.
   //   bias: NV vectors added once, or nullptr. accumulate: add to C.
+  // The loop runs kSteps steps per iteration and walks a pointer into every
+  // row of A plus one offset shared by all rows, so no step multiplies:
+  // unrolled (kUnroll > 1, x86 with 32 registers) the pointers stay put and
+  // the offset moves (one add per iteration; x86 addresses are register +
+  // register + constant); rolled they move and the offset stays 0 (one add
+  // per row; wasm addresses are register + constant only).
   template <size_t R, size_t NV>
   static void Tile(const float* a, size_t a_row, size_t a_col, const float* b,
                    size_t ldb, size_t k, const float* bias, bool accumulate,
                    float* c, size_t ldc) {
+    constexpr size_t kUnroll = GemmTile<Ops::kRegisters>::kUnroll;
     constexpr size_t kChains = Chains(R);
+    constexpr size_t kSteps = std::max(kChains, kUnroll);
     V acc[kChains][R][NV];
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < NV; ++v) {
@@ -46,22 +65,28 @@ struct Gemm {
     }
     const float* ap[R];
     for (size_t r = 0; r < R; ++r) ap[r] = a + r * a_row;
-    const float* bp = b;
-    auto step = [&](V (&chain)[R][NV]) {
-      V bv[NV];
-      for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Load(bp + v * kL);
-      bp += ldb;
-      for (size_t r = 0; r < R; ++r) {
-        const V av = Ops::Set(*ap[r]);
-        ap[r] += a_col;
-        for (size_t v = 0; v < NV; ++v) chain[r][v] = Ops::MulAdd(av, bv[v], chain[r][v]);
+    size_t at = 0;
+    auto advance = [&](size_t steps) {
+      if constexpr (kUnroll > 1) {
+        at += steps * a_col;
+      } else {
+        for (size_t r = 0; r < R; ++r) ap[r] += steps * a_col;
       }
     };
+    const float* bk = b;
     size_t kk = 0;
-    for (; kk + kChains <= k; kk += kChains) {
-      for (size_t ch = 0; ch < kChains; ++ch) step(acc[ch]);
+    for (; kk + kSteps <= k; kk += kSteps) {
+      for (size_t s = 0; s < kSteps; ++s) {
+        Step(ap, at + s * a_col, bk + s * ldb, acc[s % kChains]);
+      }
+      advance(kSteps);
+      bk += kSteps * ldb;
     }
-    for (; kk < k; ++kk) step(acc[0]);
+    for (; kk < k; ++kk) {
+      Step(ap, at, bk, acc[0]);
+      advance(1);
+      bk += ldb;
+    }
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < NV; ++v) {
         for (size_t ch = 1; ch < kChains; ++ch) {
@@ -117,7 +142,7 @@ struct Gemm {
   // C = A * packed B (+ bias). Panels of B are walked in K blocks that stay
   // in L1 while every row tile of A passes over them.
   static void Multiply(const GemmArgs& g) {
-      alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
+    alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;

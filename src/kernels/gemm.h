@@ -1,5 +1,6 @@
-// GEMM policy: register tile and cache blocking of the micro-kernel in
-// gemm-inl.h, derived from the target's vector registers and L1 size.
+// GEMM policy: register tile, unrolling and cache blocking of the
+// micro-kernel in gemm-inl.h, derived from the target's vector registers and
+// L1 size.
 #pragma once
 
 #include <cstddef>
@@ -14,11 +15,30 @@ namespace simd_attention {
 //    xmm): 4 x 2 = 8 accumulators + 2 + 1 = 11, leaving V8 room for
 //    addresses (XNNPACK's 4x8 wasmsimd tile).
 //  - 32 registers (AVX-512): 8 x 2 = 16 accumulators + 2 + 1 = 19.
+//
+// kUnroll: k steps per loop iteration.
+//  - 32 registers: 4. The loop's counter, pointer adds and branch are
+//    integer ops, which can issue on ports 0 and 5 next to the 512-bit FMAs;
+//    3 adds per 16 FMAs cost 3-7% in an asm loop of this tile, so they are
+//    paid once per 64 FMAs.
+//  - 16 registers: 1. Unrolled, GCC spilled the 4-row tile's row pointers
+//    (AVX2: 5 stack accesses per iteration), and wasm addresses are a
+//    register plus a constant, so a rolled loop walking a pointer per row
+//    (see Gemm::Tile) costs wasm the fewest adds.
 template <size_t kRegisters>
 struct GemmTile {
   static constexpr size_t kRows = kRegisters >= 32 ? 8 : 4;
   static constexpr size_t kVecs = 2;
+  static constexpr size_t kUnroll = kRegisters >= 32 ? 4 : 1;
 };
+
+#if defined(__GNUC__) || defined(__clang__)
+// Gemm::Step must inline: called out of line, its accumulators live in
+// memory (GCC did that to the lambda it replaced, on highway AVX2).
+#define SA_GEMM_INLINE inline __attribute__((always_inline))
+#else
+#define SA_GEMM_INLINE inline
+#endif
 
 // B is packed once (at setWeights) into column panels of kVecs vectors:
 // panel p holds columns [p*W, (p+1)*W) of all K rows, row after row, zero
