@@ -13,7 +13,7 @@ struct Gemm {
   static constexpr size_t kVecs = GemmTile<Ops::kRegisters>::kVecs;
   static constexpr size_t kPanel = kVecs * kL;  // floats per packed B row
   static constexpr size_t kPanelRows =          // K block, see gemm.h
-      kGemmPanelSliceBytes / (kPanel * sizeof(float));
+      GemmTile<Ops::kRegisters>::kSliceBytes / (kPanel * sizeof(float));
 
   // Independent FMA chains for a tile of R rows: 2 FMA ports x 4 cycles of
   // latency want 8 accumulators in flight, and a tile of fewer than 4 rows

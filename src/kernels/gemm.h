@@ -25,12 +25,27 @@ namespace simd_attention {
 //    (AVX2: 5 stack accesses per iteration), and wasm addresses are a
 //    register plus a constant, so a rolled loop walking a pointer per row
 //    (see Gemm::Tile) costs wasm the fewest adds.
+//
+// kSliceBytes: K is blocked so that one panel's slice of B stays in L1 while
+// every row tile of A passes over it.
+//  - 16 registers: 16 KiB, half of the smallest L1d we target (32 KiB),
+//    leaves the other half for the A rows and the C tile.
+//  - 32 registers: 32 KiB (256 K rows of a 32-float panel), two thirds of
+//    the 48 KiB L1d of Intel's AVX-512 cores since Ice Lake (Sapphire Rapids
+//    here); the rest holds a tile's A rows (8 x 256 floats, 8 KiB) and C.
+//    Against 16 KiB, C is loaded and stored half as often. On a 32 KiB L1d
+//    (Skylake-SP, Zen 4) part of the slice would come from L2.
 template <size_t kRegisters>
 struct GemmTile {
   static constexpr size_t kRows = kRegisters >= 32 ? 8 : 4;
   static constexpr size_t kVecs = 2;
   static constexpr size_t kUnroll = kRegisters >= 32 ? 4 : 1;
+  static constexpr size_t kSliceBytes = (kRegisters >= 32 ? 32 : 16) * 1024;
 };
+
+// B is packed once (at setWeights) into column panels of kVecs vectors:
+// panel p holds columns [p*W, (p+1)*W) of all K rows, row after row, zero
+// padded to W. A micro-kernel then reads B with unit stride.
 
 #if defined(__GNUC__) || defined(__clang__)
 // Gemm::Step must inline: called out of line, its accumulators live in
@@ -39,14 +54,5 @@ struct GemmTile {
 #else
 #define SA_GEMM_INLINE inline
 #endif
-
-// B is packed once (at setWeights) into column panels of kVecs vectors:
-// panel p holds columns [p*W, (p+1)*W) of all K rows, row after row, zero
-// padded to W. A micro-kernel then reads B with unit stride.
-//
-// K is blocked so that one panel's slice of B stays in L1 while every row
-// tile of A passes over it: 16 KiB, half of the smallest L1 data cache we
-// target (32 KiB), leaves the other half for the A rows and C tile.
-constexpr size_t kGemmPanelSliceBytes = 16 * 1024;
 
 }  // namespace simd_attention
