@@ -140,24 +140,32 @@ struct Gemm {
   }
 
   // C = A * packed B (+ bias). Panels of B are walked in K blocks that stay
-  // in L1 while every row tile of A passes over them.
+  // in L1 while every row tile of A passes over them. The m rows are split
+  // into tiles of near-equal height (10 rows on AVX-512: 5 + 5, not 8 + 2)
+  // unless that leaves tiles under 4 rows, which would need split-K chains
+  // (see Chains): then kRows and one short tile.
   static void Multiply(const GemmArgs& g) {
+    if (g.m == 0) return;
     alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
+    const size_t tiles = (g.m + kRows - 1) / kRows;
+    const bool even = g.m / tiles >= 4;
+    const size_t panel_floats = kPanel * g.packed_rows;
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
       for (size_t col0 = 0; col0 < g.n; col0 += kPanel) {
-        const float* panel =
-            g.packed_b + (col0 / kPanel) * kPanel * g.packed_rows +
-            (g.k_begin + k0) * kPanel;
+        const float* panel = g.packed_b + (col0 / kPanel) * panel_floats +
+                             (g.k_begin + k0) * kPanel;
         const float* bias = (g.packed_bias != nullptr && !accumulate)
                                 ? g.packed_bias + col0
                                 : nullptr;
         const size_t cols = std::min(kPanel, g.n - col0);
-        for (size_t row0 = 0; row0 < g.m; row0 += kRows) {
-          const size_t rows = std::min(kRows, g.m - row0);
+        for (size_t t = 0, row0 = 0; t < tiles; ++t) {
+          const size_t rows = even ? g.m / tiles + (t < g.m % tiles ? 1 : 0)
+                                   : std::min(kRows, g.m - row0);
           const float* a = g.a + row0 * g.lda + k0;
           float* c = g.c + row0 * g.ldc + col0;
+          row0 += rows;
           if (cols == kPanel) {
             TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias,
                             accumulate, c, g.ldc);
