@@ -140,16 +140,18 @@ struct Gemm {
   }
 
   // C = A * packed B (+ bias). Panels of B are walked in K blocks that stay
-  // in L1 while every row tile of A passes over them. The m rows are split
-  // into tiles of near-equal height (10 rows on AVX-512: 5 + 5, not 8 + 2)
-  // unless that leaves tiles under 4 rows, which would need split-K chains
-  // (see Chains): then kRows and one short tile.
+  // in L1 while every row tile of A passes over them; before each tile, a
+  // share of the slice walked next is prefetched into L2 (kGemmPrefetchLines).
+  // The m rows are split into tiles of near-equal height (10 rows on
+  // AVX-512: 5 + 5, not 8 + 2) unless that leaves tiles under 4 rows, which
+  // would need split-K chains (see Chains): then kRows and one short tile.
   static void Multiply(const GemmArgs& g) {
     if (g.m == 0) return;
     alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
     const size_t tiles = (g.m + kRows - 1) / kRows;
     const bool even = g.m / tiles >= 4;
     const size_t panel_floats = kPanel * g.packed_rows;
+    constexpr size_t kLineFloats = 64 / sizeof(float);
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
@@ -160,9 +162,24 @@ struct Gemm {
                                 ? g.packed_bias + col0
                                 : nullptr;
         const size_t cols = std::min(kPanel, g.n - col0);
+        // Next: this K block of the next panel, else the next K block of
+        // the first panel.
+        const float* next = panel + panel_floats;
+        size_t next_rows = kc;
+        if (col0 + kPanel >= g.n) {
+          next = g.packed_b + (g.k_begin + k0 + kc) * kPanel;
+          next_rows = std::min(kPanelRows, g.k - k0 - kc);
+        }
+        const size_t next_lines = next_rows * kPanel / kLineFloats;
+        const size_t tile_lines =
+            std::min(kGemmPrefetchLines, (next_lines + tiles - 1) / tiles);
         for (size_t t = 0, row0 = 0; t < tiles; ++t) {
           const size_t rows = even ? g.m / tiles + (t < g.m % tiles ? 1 : 0)
                                    : std::min(kRows, g.m - row0);
+          const size_t lines_end = std::min(next_lines, (t + 1) * tile_lines);
+          for (size_t line = t * tile_lines; line < lines_end; ++line) {
+            SA_GEMM_PREFETCH_L2(next + line * kLineFloats);
+          }
           const float* a = g.a + row0 * g.lda + k0;
           float* c = g.c + row0 * g.ldc + col0;
           row0 += rows;
