@@ -541,38 +541,35 @@ function readPrecomputeOptions(where, options) {
   return optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
 }
 
-function makeMultiHeadAttention(wasm, defaultBackend, kv) {
-  class MultiHeadAttention {
+// Methods of the base class that its subclasses call (not public API).
+const LIVE = Symbol('live');
+const READY = Symbol('ready');
+const INFO = Symbol('info');
+const WEIGHTS_SET = Symbol('weights set');
+
+// What MultiHeadAttention and the layers share: one Embind object (created by
+// the subclass from its checked config, then asked for its error and info()),
+// config, kernels, the disposed and weights states, dispose.
+function makeWasmObjectBase(wasm, kind, weightMethods) {
+  return class WasmObject {
     #raw;
-    #hasWeights = false;
     #info;
+    #hasWeights = false;
     #token = {};
 
-    constructor(config) {
-      const where = 'MultiHeadAttention';
-      checkObject(where, 'config', config, CONFIG_KEYS);
-      const backend = readBackend(where, config, defaultBackend);
-      const raw = new wasm.MhaBinding({
-        dModel: requiredSize(where, 'config.dModel', config.dModel),
-        numHeads: requiredSize(where, 'config.numHeads', config.numHeads),
-        kDim: optionalSize(where, 'config.kDim', config.kDim),
-        vDim: optionalSize(where, 'config.vDim', config.vDim),
-        headDimV: optionalSize(where, 'config.headDimV', config.headDimV),
-        bias: optionalBoolean(where, 'config.bias', config.bias, true),
-        backend,
-      });
+    constructor(raw, extraInfo) {
       try {
-        unwrap(wasm, where, raw.takeError());
-        this.#info = Object.freeze(unwrap(wasm, where, raw.info()));
+        unwrap(wasm, kind, raw.takeError());
+        this.#info = Object.freeze({ ...unwrap(wasm, kind, raw.info()), ...extraInfo });
       } catch (e) {
         raw.delete();
         throw e;
       }
       this.#raw = raw;
-      leakWarnings?.register(this, 'MultiHeadAttention', this.#token);
+      leakWarnings?.register(this, kind, this.#token);
     }
 
-    /** The config with defaults filled in (kDim, vDim, headDim, headDimV, backend). */
+    /** The config with defaults filled in (and the backend). */
     get config() {
       const { kernels, ...config } = this.#info;
       return config;
@@ -587,28 +584,64 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
       return this.#raw === null;
     }
 
-    #live(where) {
+    // For the subclasses (private fields are per class).
+    get [INFO]() {
+      return this.#info;
+    }
+
+    [LIVE](where) {
       if (this.#raw === null) {
-        throw new Error(`${where}: this MultiHeadAttention was disposed; ` +
-          'create a new one');
+        throw new Error(`${where}: this ${kind} was disposed; create a new one`);
       }
       return this.#raw;
     }
 
-    #ready(where) {
-      const raw = this.#live(where);
+    [READY](where) {
+      const raw = this[LIVE](where);
       if (!this.#hasWeights) {
-        throw new Error(`${where}: no weights yet; call setWeights() or ` +
-          'setWeightsFromPyTorch() first');
+        throw new Error(`${where}: no weights yet; call ${weightMethods} first`);
       }
       return raw;
     }
 
+    [WEIGHTS_SET]() {
+      this.#hasWeights = true;
+    }
+
+    dispose() {
+      if (this.#raw === null) return;
+      this.#raw.delete();
+      this.#raw = null;
+      leakWarnings?.unregister(this.#token);
+    }
+  };
+}
+
+function makeMultiHeadAttention(wasm, defaultBackend, kv) {
+  const Base = makeWasmObjectBase(wasm, 'MultiHeadAttention',
+    'setWeights() or setWeightsFromPyTorch()');
+  class MultiHeadAttention extends Base {
+    constructor(config) {
+      const where = 'MultiHeadAttention';
+      checkObject(where, 'config', config, CONFIG_KEYS);
+      const backend = readBackend(where, config, defaultBackend);
+      const raw = new wasm.MhaBinding({
+        dModel: requiredSize(where, 'config.dModel', config.dModel),
+        numHeads: requiredSize(where, 'config.numHeads', config.numHeads),
+        kDim: optionalSize(where, 'config.kDim', config.kDim),
+        vDim: optionalSize(where, 'config.vDim', config.vDim),
+        headDimV: optionalSize(where, 'config.headDimV', config.headDimV),
+        bias: optionalBoolean(where, 'config.bias', config.bias, true),
+        backend,
+      });
+      super(raw);
+    }
+
     setWeights(weights) {
       const where = 'MultiHeadAttention.setWeights';
-      const raw = this.#live(where);
+      const raw = this[LIVE](where);
       checkObject(where, 'weights', weights, WEIGHT_KEYS);
-      const { bias } = this.#info;
+      const { bias } = this[INFO];
       const w = {};
       for (const key of WEIGHT_KEYS) {
         const isBias = key.startsWith('b');
@@ -619,12 +652,12 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
         w[key] = float32(where, key, weights[key], isBias);
       }
       unwrap(wasm, where, raw.setWeights(w));
-      this.#hasWeights = true;
+      this[WEIGHTS_SET]();
     }
 
     setWeightsFromPyTorch(state) {
       const where = 'MultiHeadAttention.setWeightsFromPyTorch';
-      const raw = this.#live(where);
+      const raw = this[LIVE](where);
       checkObject(where, 'state', state);
       for (const key of Object.keys(state)) {
         if (key === 'bias_k' || key === 'bias_v') {
@@ -645,12 +678,12 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
         if (state[key] !== undefined) s[key.replace('.', '_')] = float32(where, key, state[key]);
       }
       unwrap(wasm, where, raw.setWeightsFromPyTorch(s));
-      this.#hasWeights = true;
+      this[WEIGHTS_SET]();
     }
 
     forward(query, key, value, options) {
       const where = 'MultiHeadAttention.forward';
-      const raw = this.#ready(where);
+      const raw = this[READY](where);
       const q = readTensor(where, 'query', query);
       // Cross-attention on K/V projected once by precomputeKeyValue.
       if (kvHandles.has(key)) {
@@ -661,7 +694,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
         }
         const o = readAttentionOptions(where, options, FORWARD_OPTION_KEYS);
         const r = unwrap(wasm, where, raw.forwardPrecomputed(q, kvRawHandle, o));
-        return attentionResult(r, q.rank, this.#info);
+        return attentionResult(r, q.rank, this[INFO]);
       }
       // The same tensor as key (or value) is copied once, not twice.
       const selfAttention = key === undefined || key === null || key === query;
@@ -674,41 +707,34 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
         ? undefined : readTensor(where, 'value', value);
       const o = readAttentionOptions(where, options, FORWARD_OPTION_KEYS);
       const r = unwrap(wasm, where, raw.forward(q, k, v, o));
-      return attentionResult(r, q.rank, this.#info);
+      return attentionResult(r, q.rank, this[INFO]);
     }
 
     createKVCache(options) {
       const where = 'MultiHeadAttention.createKVCache';
-      const raw = this.#live(where);
+      const raw = this[LIVE](where);
       const { batch, maxLength } = readCacheOptions(where, options);
-      const { numHeads, headDim, headDimV } = this.#info;
+      const { numHeads, headDim, headDimV } = this[INFO];
       return kv.newCache(where, numHeads * headDim, numHeads * headDimV,
         (into) => raw.createKVCache(into, batch, maxLength));
     }
 
     forwardIncremental(x, cache, options) {
       const where = 'MultiHeadAttention.forwardIncremental';
-      const raw = this.#ready(where);
+      const raw = this[READY](where);
       const t = readTensor(where, 'x', x);
       const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
       const o = readAttentionOptions(where, options, INCREMENTAL_OPTION_KEYS);
       const r = unwrap(wasm, where, raw.forwardIncremental(t, rawCache, o));
-      return attentionResult(r, t.rank, this.#info);
+      return attentionResult(r, t.rank, this[INFO]);
     }
 
     precomputeKeyValue(memory, options) {
       const where = 'MultiHeadAttention.precomputeKeyValue';
-      const raw = this.#ready(where);
+      const raw = this[READY](where);
       const m = readTensor(where, 'memory', memory);
       const mask = readPrecomputeOptions(where, options);
       return kv.newPrecomputed(where, (into) => raw.precomputeKeyValue(into, m, mask));
-    }
-
-    dispose() {
-      if (this.#raw === null) return;
-      this.#raw.delete();
-      this.#raw = null;
-      leakWarnings?.unregister(this.#token);
     }
   }
   defineDispose(MultiHeadAttention);
@@ -781,62 +807,13 @@ function readLayerWeights(where, weights, groups) {
   return out;
 }
 
-// Methods of the layer base class that its subclasses call (not public API).
-const LIVE = Symbol('live');
-const READY = Symbol('ready');
-
-// What both layer classes share: construction, config, weights, dispose.
+// The layers' weights and construction on top of the shared base.
 function makeLayerBase(wasm, defaultBackend, kind, Binding, groups) {
-  return class LayerBase {
-    #raw;
-    #info;
-    #hasWeights = false;
-    #token = {};
-
+  return class LayerBase extends makeWasmObjectBase(wasm, kind, 'setWeights()') {
     constructor(config) {
-      const where = kind;
-      const resolved = readLayerConfig(where, config, defaultBackend);
-      const raw = new Binding(resolved);
-      try {
-        unwrap(wasm, where, raw.takeError());
-        // eps as given (C++ holds it as a float32).
-        this.#info = Object.freeze({ ...unwrap(wasm, where, raw.info()), eps: resolved.eps });
-      } catch (e) {
-        raw.delete();
-        throw e;
-      }
-      this.#raw = raw;
-      leakWarnings?.register(this, kind, this.#token);
-    }
-
-    /** The config with defaults filled in (headDim, activation, eps, backend). */
-    get config() {
-      const { kernels, ...config } = this.#info;
-      return config;
-    }
-
-    get kernels() {
-      return this.#info.kernels;
-    }
-
-    get disposed() {
-      return this.#raw === null;
-    }
-
-    // For the subclasses (private fields are per class).
-    [LIVE](where) {
-      if (this.#raw === null) {
-        throw new Error(`${where}: this ${kind} was disposed; create a new one`);
-      }
-      return this.#raw;
-    }
-
-    [READY](where) {
-      const raw = this[LIVE](where);
-      if (!this.#hasWeights) {
-        throw new Error(`${where}: no weights yet; call setWeights() first`);
-      }
-      return raw;
+      const resolved = readLayerConfig(kind, config, defaultBackend);
+      // eps as given (C++ holds it as a float32).
+      super(new Binding(resolved), { eps: resolved.eps });
     }
 
     setWeights(weights) {
@@ -845,14 +822,7 @@ function makeLayerBase(wasm, defaultBackend, kind, Binding, groups) {
       const w = readLayerWeights(where, weights, groups);
       // All or nothing (C++): after an error the layer keeps its old weights.
       unwrap(wasm, where, raw.setWeights(w));
-      this.#hasWeights = true;
-    }
-
-    dispose() {
-      if (this.#raw === null) return;
-      this.#raw.delete();
-      this.#raw = null;
-      leakWarnings?.unregister(this.#token);
+      this[WEIGHTS_SET]();
     }
   };
 }
