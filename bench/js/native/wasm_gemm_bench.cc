@@ -9,7 +9,6 @@
 //
 //   bash bench/js/tools/wasm_gemm.sh        # prints one JSON line per shape
 #include <chrono>
-#include <algorithm>
 #include <string>
 #include <cstdio>
 #include <vector>
@@ -83,19 +82,6 @@ double TimeAttention(const KernelTable& t, size_t tq, size_t tk, size_t heads,
   return 4.0 * tq * tk * d / BestSecondsPerCall(run) / 1e9;
 }
 
-template <class F>
-double BestMs(F f) {
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<double> v;
-  for (int trial = 0; trial < 15; ++trial) {
-    const double t0 = Seconds();
-    f();
-    v.push_back((Seconds() - t0) * 1e3);
-  }
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void ForwardBreakdown(size_t d, size_t heads, size_t t) {
   const KernelTable& kt = KernelTables(Backend::kHighway)[0];
   MultiHeadAttention mha({d, heads}, kt);
@@ -105,7 +91,7 @@ void ForwardBreakdown(size_t d, size_t heads, size_t t) {
   mha.SetWeights({w, w, w, w, b, b, b, b});
   const Tensor3 in{x, 1, t, d};
   for (int round = 0; round < 3; ++round) {
-    const double fwd = BestMs([&] { mha.Forward(in); });
+    const double fwd = 1e3 * BestSecondsPerCall([&] { mha.Forward(in); });
     const double g = 1e3 * 2.0 * t * d * d / (TimeGemm(kt, t, d, d, 4) * 1e9);
     const double att = 1e3 * 4.0 * t * t * d / (TimeAttention(kt, t, t, heads, d / heads, false) * 1e9);
     std::printf("T=%zu d=%zu: forward %.2f ms; 4 gemm %.2f ms + attention %.2f ms = %.2f\n", t, d,
