@@ -9,8 +9,8 @@
 //
 //   bash bench/js/tools/wasm_gemm.sh        # prints one JSON line per shape
 #include <chrono>
-#include <string>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "dispatch/dispatch.h"
