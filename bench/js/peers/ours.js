@@ -34,7 +34,7 @@ export async function oursModule(simd, relaxed = false) {
 
 // The relaxed build changes only the vector layers' multiply-add: its scalar
 // backend is the SIMD build's.
-const RELAXED_BACKENDS = ['highway', 'xsimd'];
+export const RELAXED_BACKENDS = ['highway', 'xsimd'];
 
 /**
  * The variants to run: every backend of the SIMD build, the relaxed-SIMD

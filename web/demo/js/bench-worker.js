@@ -5,7 +5,7 @@
 import { WORKLOADS, makeData, workloadFlops } from '../../../bench/js/workloads.js';
 import { summarize, maxAbsDiff } from '../../../bench/js/timing.js';
 import { createPlainJs } from '../../../bench/js/peers/plainjs.js';
-import { createOurs, oursModule } from '../../../bench/js/peers/ours.js';
+import { createOurs, oursModule, RELAXED_BACKENDS } from '../../../bench/js/peers/ours.js';
 import { wasmSimdSupported, wasmRelaxedSimdSupported } from '../../index.js';
 
 const TOLERANCE = 1e-3;
@@ -63,10 +63,7 @@ const progress = (text) => post({ type: 'progress', text });
 async function variants() {
   const out = [];
   if (wasmRelaxedSimdSupported()) {
-    const relaxed = await oursModule(true, true);
-    for (const backend of relaxed.backends.filter((b) => b !== 'scalar')) {
-      out.push({ simd: true, relaxed: true, backend });
-    }
+    for (const backend of RELAXED_BACKENDS) out.push({ simd: true, relaxed: true, backend });
   }
   if (wasmSimdSupported()) {
     const simd = await oursModule(true);
