@@ -1,5 +1,7 @@
 #include "glue.h"
 
+#include "checked_size.h"
+
 #include <cmath>
 
 namespace simd_attention::bindings {
@@ -15,6 +17,10 @@ val GuardCall(val (*call)(void* body), void* body) {
   try {
     return call(body);
   } catch (const std::invalid_argument& e) {
+    return ErrorValue("invalid_argument", e.what());
+  } catch (const SizeLimitError& e) {  // says what was asked for: as given
+    return ErrorValue("invalid_argument", e.what());
+  } catch (const std::range_error& e) {  // float32 overflow of valid inputs
     return ErrorValue("invalid_argument", e.what());
   } catch (const std::length_error& e) {
     return ErrorValue("out_of_memory", e.what());

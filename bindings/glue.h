@@ -31,7 +31,9 @@ using emscripten::val;
 val ErrorValue(const char* kind, const std::string& message);
 
 // Runs `body` (returning val) and converts any exception into ErrorValue:
-//   std::invalid_argument -> "invalid_argument" (JS RangeError)
+//   std::invalid_argument, SizeLimitError (a request too large to allocate,
+//   message with its size), std::range_error (float32 overflow of valid
+//   inputs) -> "invalid_argument" (JS RangeError with the message)
 //   std::bad_alloc, std::length_error -> "out_of_memory" (JS RangeError)
 //   std::logic_error -> "logic_error" (JS Error)
 //   anything else -> "error" (JS Error)

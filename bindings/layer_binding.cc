@@ -42,7 +42,9 @@ LayerConfig LayerConfigFromJs(const val& js) {
   c.ffn_dim = SizeOf(js, "ffnDim");
   c.norm_first = js["normFirst"].as<bool>();
   c.activation = ParseActivation(js["activation"].as<std::string>());
-  c.eps = js["eps"].as<float>();
+  const double eps = js["eps"].as<double>();
+  CheckEps("config.eps", eps);  // before float32 could round it to +inf
+  c.eps = static_cast<float>(eps);
   c.backend = ParseBackend(js["backend"].as<std::string>());
   return c;
 }
@@ -276,7 +278,7 @@ val LayerNormJs(const val& x, const val& options) {
     const std::vector<float> beta = CopyFloats(options["beta"]);
     const KernelTable& kernels = BestKernels(ParseBackend(options["backend"].as<std::string>()));
     return ToFloat32Array(LayerNormForward(in.tensor, NormWeights{gamma, beta},
-                                           options["eps"].as<float>(), kernels));
+                                           options["eps"].as<double>(), kernels));
   });
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "checked_size.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -29,12 +30,27 @@ KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length)
         "KV cache: batch and maxLength must be > 0, got batch " +
         std::to_string(batch) + ", maxLength " + std::to_string(max_length));
   }
-  k_.assign(batch * max_length * layout.key_row(), 0.0f);
-  v_.assign(batch * max_length * layout.value_row(), 0.0f);
+  const size_t keys = CheckedCount(
+      "KV cache keys",
+      {{"batch", batch}, {"maxLength", max_length}, {"padded key row", layout.key_row()}});
+  const size_t values = CheckedCount(
+      "KV cache values",
+      {{"batch", batch}, {"maxLength", max_length}, {"padded value row", layout.value_row()}});
+  k_.assign(keys, 0.0f);
+  v_.assign(values, 0.0f);
+}
+
+PrecomputedKV::PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens)
+    : layout_(layout), batch_(batch), tokens_(tokens) {
+  k_.resize(CheckedCount("precomputed keys", {{"memory.batch * memory.tokens", batch * tokens},
+                                              {"padded key row", layout.key_row()}}));
+  v_.resize(CheckedCount("precomputed values",
+                         {{"memory.batch * memory.tokens", batch * tokens},
+                          {"padded value row", layout.value_row()}}));
 }
 
 void KVCache::CheckRoom(size_t n) const {
-  if (length_ + n > max_length_) {
+  if (n > max_length_ - length_) {
     throw std::length_error("KV cache full: holds " + std::to_string(length_) +
                             " of " + std::to_string(max_length_) +
                             " tokens, cannot add " + std::to_string(n));
@@ -56,6 +72,7 @@ void KVCache::Append(std::span<const float> keys, std::span<const float> values,
             value_row(b, length_));
   }
   length_ += n;
+  max_abs_key_ = std::max(max_abs_key_, MaxAbs(keys));
 }
 
 std::vector<float> KVCache::Keys() const {

@@ -37,7 +37,10 @@ class KVCache {
   std::vector<float> Values() const;
   // Rolls back to the first n tokens (n <= length).
   void Truncate(size_t n);
-  void Reset() { length_ = 0; }
+  void Reset() {
+    length_ = 0;
+    max_abs_key_ = 0;
+  }
 
  private:
   friend class MultiHeadAttention;
@@ -54,6 +57,9 @@ class KVCache {
 
   KVLayout layout_;
   size_t batch_, max_length_, length_ = 0;
+  // Largest |k| appended since the last Reset (kept, not recomputed, after a
+  // Truncate): bounds the attention scores without a pass over the cache.
+  double max_abs_key_ = 0;
   std::vector<float> k_, v_;  // [B, max_length, padded row]
 };
 
@@ -65,13 +71,11 @@ class PrecomputedKV {
 
  private:
   friend class MultiHeadAttention;
-  PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens)
-      : layout_(layout), batch_(batch), tokens_(tokens),
-        k_(batch * tokens * layout.key_row()),
-        v_(batch * tokens * layout.value_row()) {}
+  PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens);
 
   KVLayout layout_;
   size_t batch_, tokens_;
+  double max_abs_key_ = 0;             // largest |k|
   std::vector<float> k_, v_;           // [B, tokens, padded row]
   std::vector<uint8_t> key_padding_;  // [B, tokens] or empty
 };

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "checked_size.h"
 #include "dispatch/dispatch.h"
 #include "validate.h"
 
@@ -32,14 +35,27 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
   if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
+  // The weight matrices must be allocatable before anything pads them.
+  const size_t hk = c.d_model, hv = c.num_heads * c.head_dim_v;
+  if (ProductOf({c.num_heads, c.head_dim_v}).overflow) {
+    throw SizeLimitError("config.head_dim_v: num_heads * head_dim_v = " +
+                         std::to_string(c.num_heads) + " * " +
+                         std::to_string(c.head_dim_v) + " overflows a 64-bit size");
+  }
+  CheckedCount("w_q", {{"d_model", c.d_model}, {"d_model", hk}});
+  CheckedCount("w_k", {{"kdim", c.kdim}, {"d_model", hk}});
+  CheckedCount("w_v", {{"vdim", c.vdim}, {"(num_heads * head_dim_v)", hv}});
+  CheckedCount("w_o", {{"(num_heads * head_dim_v)", hv}, {"d_model", c.d_model}});
   return c;
 }
 
 // w [rows, heads * d] -> [rows, heads * d_pad], each head's columns followed
 // by zero columns, so every head starts on a whole vector.
-std::vector<float> PadHeadColumns(std::span<const float> w, size_t rows,
-                                  size_t heads, size_t d, size_t d_pad) {
-  std::vector<float> out(rows * heads * d_pad, 0.0f);
+std::vector<float> PadHeadColumns(const char* what, std::span<const float> w,
+                                  size_t rows, size_t heads, size_t d, size_t d_pad) {
+  std::vector<float> out(
+      CheckedCount(what, {{"rows", rows}, {"heads", heads}, {"padded head width", d_pad}}),
+      0.0f);
   for (size_t r = 0; r < rows; ++r) {
     for (size_t h = 0; h < heads; ++h) {
       std::copy_n(w.data() + (r * heads + h) * d, d,
@@ -51,10 +67,11 @@ std::vector<float> PadHeadColumns(std::span<const float> w, size_t rows,
 
 // Rows of H heads, each d_pad wide (row t of batch b at
 // src + (b * rows_per_batch + t) * heads * d_pad) -> [B, H, T, d].
-std::vector<float> HeadMajor(const float* src, size_t batch, size_t tokens,
-                             size_t rows_per_batch, size_t heads, size_t d,
-                             size_t d_pad) {
-  std::vector<float> out(batch * heads * tokens * d);
+std::vector<float> HeadMajor(const char* what, const float* src, size_t batch,
+                             size_t tokens, size_t rows_per_batch, size_t heads,
+                             size_t d, size_t d_pad) {
+  std::vector<float> out(CheckedCount(
+      what, {{"batch", batch}, {"num_heads", heads}, {"tokens", tokens}, {"head width", d}}));
   for (size_t b = 0; b < batch; ++b) {
     for (size_t h = 0; h < heads; ++h) {
       for (size_t t = 0; t < tokens; ++t) {
@@ -76,6 +93,27 @@ void CheckTensor(const char* what, const Tensor3& t, size_t features,
   CheckLength(what, t.data.size(), {t.batch, t.tokens, t.features});
   if (!values_checked) CheckFinite(what, t.data);
 }
+
+// Scores scale * q . k of rows with |q_i| <= max_q and |k_i| <= max_k are at
+// most scale * d_k * max_q * max_k in magnitude. Above float32's largest value
+// a score could be +-inf and the softmax's running max would turn inf - inf
+// into NaN, so such inputs are refused instead of computed wrong.
+void CheckScoreRange(double scale, size_t dk, double max_q, double max_k) {
+  const double bound = scale * double(dk) * max_q * max_k;
+  if (bound > double(std::numeric_limits<float>::max())) {
+    char text[160];
+    std::snprintf(text, sizeof(text),
+                  "attention scores may overflow float32: scale * head_dim * max|q| * "
+                  "max|k| = %g * %zu * %g * %g = %g exceeds %g",
+                  scale, dk, max_q, max_k, bound,
+                  double(std::numeric_limits<float>::max()));
+    throw std::range_error(std::string(text) +
+                           "; the query and key inputs or weights are too large in "
+                           "magnitude: scale them down");
+  }
+}
+
+constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
 
 }  // namespace
 
@@ -100,11 +138,13 @@ MultiHeadAttention::Packed MultiHeadAttention::PackProjection(
   Packed p;
   p.rows = rows;
   p.cols = heads * head_out;
-  const std::vector<float> padded = PadHeadColumns(w, rows, heads, head_in, head_out);
+  const std::vector<float> padded =
+      PadHeadColumns("padded weights", w, rows, heads, head_in, head_out);
   p.w.resize(PackedFloats(*kernels_, rows, p.cols));
   kernels_->pack_b(padded.data(), rows, p.cols, p.w.data());
   if (!b.empty()) {
-    const std::vector<float> padded_b = PadHeadColumns(b, 1, heads, head_in, head_out);
+    const std::vector<float> padded_b =
+        PadHeadColumns("padded bias", b, 1, heads, head_in, head_out);
     p.bias.resize(PackedFloats(*kernels_, 1, p.cols));
     kernels_->pack_b(padded_b.data(), 1, p.cols, p.bias.data());
   }
@@ -148,7 +188,8 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   v_ = PackProjection(w.w_v, w.b_v, c.vdim, c.head_dim_v, layout_.dv_pad);
   // W_O's rows follow Z's padded head layout: zero rows under the padding.
   const size_t rows_o = c.num_heads * layout_.dv_pad;
-  std::vector<float> wo(rows_o * c.d_model, 0.0f);
+  std::vector<float> wo(
+      CheckedCount("padded w_o", {{"padded rows", rows_o}, {"d_model", c.d_model}}), 0.0f);
   for (size_t h = 0; h < c.num_heads; ++h) {
     std::copy_n(w.w_o.data() + h * c.head_dim_v * c.d_model,
                 c.head_dim_v * c.d_model, wo.data() + h * layout_.dv_pad * c.d_model);
@@ -185,13 +226,14 @@ void MultiHeadAttention::CheckOptions(const Tensor3& query, size_t tk,
     CheckLength("key_padding_mask", options.key_padding_mask.size(), {batch, tk});
   }
   if (options.attn_mask.empty()) return;
-  if (options.attn_mask.size() != tq * tk &&
-      options.attn_mask.size() != batch * heads * tq * tk) {
+  const Product shared = ProductOf({tq, tk}), per_head = ProductOf({batch, heads, tq, tk});
+  const size_t given = options.attn_mask.size();
+  if ((shared.overflow || given != shared.value) &&
+      (per_head.overflow || given != per_head.value)) {
     throw std::invalid_argument(
-        "attn_mask: expected " + std::to_string(tq * tk) + " values for " +
-        ShapeString({tq, tk}) + " or " + std::to_string(batch * heads * tq * tk) +
-        " for " + ShapeString({batch, heads, tq, tk}) + ", got " +
-        std::to_string(options.attn_mask.size()));
+        "attn_mask: expected " + ProductString(shared) + " values for " +
+        ShapeString({tq, tk}) + " or " + ProductString(per_head) + " for " +
+        ShapeString({batch, heads, tq, tk}) + ", got " + std::to_string(given));
   }
   CheckMask("attn_mask", options.attn_mask);
 }
@@ -218,14 +260,21 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   CheckEqual("value.tokens", value.tokens, key.tokens, "key.tokens");
   CheckOptions(query, key.tokens, options);
 
-  const size_t rows = key.batch * key.tokens;
-  const size_t need = rows * (layout_.key_row() + layout_.value_row());
+  const size_t rows = key.batch * key.tokens;  // <= key.data.size()
+  const size_t need = CheckedCount(
+      "projected keys and values",
+      {{"key.batch * key.tokens", rows},
+       {"padded key and value row", layout_.key_row() + layout_.value_row()}});
   if (kv_workspace_.size() < need) kv_workspace_.resize(need);
   float* k = kv_workspace_.data();
   float* v = k + rows * layout_.key_row();
   Project(key.data.data(), rows, k_, k, layout_.key_row());
   Project(value.data.data(), rows, v_, v, layout_.value_row());
-  return Attend(query, KVView{k, v, key.tokens, key.tokens}, options);
+  const std::span<const float> keys(k, rows * layout_.key_row());
+  CheckComputed("the key projection key W_k + b_k", keys, kTooLarge);
+  CheckComputed("the value projection value W_v + b_v",
+                {v, rows * layout_.value_row()}, kTooLarge);
+  return Attend(query, KVView{k, v, key.tokens, key.tokens, MaxAbs(keys)}, options);
 }
 
 PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
@@ -246,6 +295,9 @@ PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
   const size_t rows = memory.batch * memory.tokens;
   Project(memory.data.data(), rows, k_, kv.k_.data(), layout_.key_row());
   Project(memory.data.data(), rows, v_, kv.v_.data(), layout_.value_row());
+  CheckComputed("the key projection memory W_k + b_k", kv.k_, kTooLarge);
+  CheckComputed("the value projection memory W_v + b_v", kv.v_, kTooLarge);
+  kv.max_abs_key_ = MaxAbs(kv.k_);
   return kv;
 }
 
@@ -277,7 +329,8 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
   MhaOptions with_mask = options;
   if (options.key_padding_mask.empty()) with_mask.key_padding_mask = kv.key_padding_;
   CheckOptions(query, kv.tokens(), with_mask);
-  return Attend(query, KVView{kv.k_.data(), kv.v_.data(), kv.tokens(), kv.tokens()},
+  return Attend(query,
+                KVView{kv.k_.data(), kv.v_.data(), kv.tokens(), kv.tokens(), kv.max_abs_key_},
                 with_mask);
 }
 
@@ -301,16 +354,27 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   cache.CheckRoom(x.tokens);
   const size_t tk = cache.length() + x.tokens;
   CheckOptions(x, tk, options);
+  double max_abs_key = cache.max_abs_key_;
   for (size_t b = 0; b < x.batch; ++b) {
     const float* rows = x.data.data() + b * x.tokens * x.features;
-    Project(rows, x.tokens, k_, cache.key_row(b, cache.length()), layout_.key_row());
-    Project(rows, x.tokens, v_, cache.value_row(b, cache.length()),
-            layout_.value_row());
+    float* k = cache.key_row(b, cache.length());
+    float* v = cache.value_row(b, cache.length());
+    Project(rows, x.tokens, k_, k, layout_.key_row());
+    Project(rows, x.tokens, v_, v, layout_.value_row());
+    // Checked before the cache takes the tokens: it never holds a non-finite
+    // value, so its keys() and values() can always be appended again.
+    const std::span<const float> keys(k, x.tokens * layout_.key_row());
+    CheckComputed("the key projection x W_k + b_k", keys, kTooLarge);
+    CheckComputed("the value projection x W_v + b_v", {v, x.tokens * layout_.value_row()},
+                  kTooLarge);
+    max_abs_key = std::max(max_abs_key, MaxAbs(keys));
   }
   cache.length_ = tk;
+  cache.max_abs_key_ = max_abs_key;
   MhaOptions causal = options;
   causal.causal = true;
-  return Attend(x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length()},
+  return Attend(x,
+                KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key},
                 causal);
 }
 
@@ -323,12 +387,19 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const size_t ld_v = layout_.value_row();
   const size_t dk = layout_.dk_pad, dv = layout_.dv_pad;
   const size_t scratch = kernels_->attention_scratch_floats(dk, dv);
-  const size_t need = batch * tq * (ld_q + ld_v) + scratch;
+  const size_t need = CheckedCount("projected queries and head outputs",
+                                   {{"query.batch * query.tokens", batch * tq},
+                                    {"padded query and value row", ld_q + ld_v}}) +
+                      scratch;
   if (workspace_.size() < need) workspace_.resize(need);
   float* q = workspace_.data();
   float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_v;
   Project(query.data.data(), batch * tq, q_, q, ld_q);
+  const std::span<const float> queries(q, batch * tq * ld_q);
+  CheckComputed("the query projection query W_q + b_q", queries, kTooLarge);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
+  CheckScoreRange(scale, head_dim(), MaxAbs(queries), kv.max_abs_key);
 
   const bool mask_per_head =
       options.attn_mask.size() == batch * heads * tq * tk && batch * heads > 1;
@@ -336,8 +407,20 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   r.batch = batch;
   r.tq = tq;
   r.tk = tk;
-  if (options.need_weights) r.attn_weights.resize(batch * heads * tq * tk);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
+  // Every output is sized before the first kernel runs: a request too large
+  // fails with nothing half done.
+  r.output.resize(CheckedCount(
+      "output", {{"batch", batch}, {"tokens", tq}, {"d_model", c.d_model}}));
+  if (options.need_weights) {
+    r.attn_weights.resize(CheckedCount(
+        "attention weights",
+        {{"batch", batch}, {"num_heads", heads}, {"query tokens", tq}, {"key tokens", tk}}));
+  }
+  if (options.need_per_head_output) {
+    r.per_head_output.resize(CheckedCount(
+        "per-head output",
+        {{"batch", batch}, {"num_heads", heads}, {"tokens", tq}, {"d_model", c.d_model}}));
+  }
   for (size_t b = 0; b < batch; ++b) {
     for (size_t h = 0; h < heads; ++h) {
       AttentionArgs a{};
@@ -373,21 +456,20 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
 
   if (options.need_intermediates) {
     const KVLayout& l = layout_;
-    r.q = HeadMajor(q, batch, tq, tq, heads, l.dk, l.dk_pad);
-    r.k = HeadMajor(kv.k, batch, tk, kv.rows_per_batch, heads, l.dk, l.dk_pad);
-    r.v = HeadMajor(kv.v, batch, tk, kv.rows_per_batch, heads, l.dv, l.dv_pad);
-    r.head_output = HeadMajor(z, batch, tq, tq, heads, l.dv, l.dv_pad);
+    r.q = HeadMajor("q", q, batch, tq, tq, heads, l.dk, l.dk_pad);
+    r.k = HeadMajor("k", kv.k, batch, tk, kv.rows_per_batch, heads, l.dk, l.dk_pad);
+    r.v = HeadMajor("v", kv.v, batch, tk, kv.rows_per_batch, heads, l.dv, l.dv_pad);
+    r.head_output = HeadMajor("head output", z, batch, tq, tq, heads, l.dv, l.dv_pad);
   }
 
-  r.output.resize(batch * tq * c.d_model);
   const GemmArgs out{z, ld_v, batch * tq, o_.rows, o_.w.data(), o_.rows, 0, c.d_model,
                      o_.bias.empty() ? nullptr : o_.bias.data(), r.output.data(),
                      c.d_model};
   kernels_->gemm(out);
+  CheckComputed("the output projection z W_o + b_o", r.output, kTooLarge);
 
   if (options.need_per_head_output) {
     // Head h's contribution z_h W_O^h: W_O's packed rows of that head.
-    r.per_head_output.resize(batch * heads * tq * c.d_model);
     for (size_t b = 0; b < batch; ++b) {
       for (size_t h = 0; h < heads; ++h) {
         const GemmArgs g{z + b * tq * ld_v + h * dv, ld_v, tq, dv, o_.w.data(), o_.rows,
@@ -397,6 +479,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
         kernels_->gemm(g);
       }
     }
+    CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);
   }
   return r;
 }

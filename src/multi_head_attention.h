@@ -126,6 +126,7 @@ class MultiHeadAttention {
     const float* v;
     size_t tk;
     size_t rows_per_batch;
+    double max_abs_key;  // largest |k|, bounds the scores (CheckScoreRange)
   };
 
   Packed PackProjection(std::span<const float> w, std::span<const float> b,

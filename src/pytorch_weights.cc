@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "checked_size.h"
+
 namespace simd_attention {
 namespace {
 
@@ -12,13 +14,14 @@ std::string Shape(size_t rows, size_t cols) {
   return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
 }
 
-void ExpectLength(const char* name, std::span<const float> v, size_t expected,
-                  const std::string& shape) {
-  if (v.size() != expected) {
+// v holds [rows, cols] (cols 1 for a vector, shown as [rows]).
+void ExpectLength(const char* name, std::span<const float> v, size_t rows, size_t cols) {
+  const Product expected = ProductOf({rows, cols});
+  if (expected.overflow || v.size() != expected.value) {
     throw std::invalid_argument(
-        std::string(name) + ": expected " + std::to_string(expected) +
-        " values for shape " + shape + " (PyTorch layout), got " +
-        std::to_string(v.size()));
+        std::string(name) + ": expected " + ProductString(expected) +
+        " values for shape " + (cols == 1 ? "[" + std::to_string(rows) + "]" : Shape(rows, cols)) +
+        " (PyTorch layout), got " + std::to_string(v.size()));
   }
 }
 
@@ -52,6 +55,12 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
   if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
+  // Bounds every row count below (2 * d_model + num_heads * head_dim_v
+  // cannot wrap once both products fit).
+  CheckedCount("in_proj_weight", {{"d_model", c.d_model}, {"d_model", c.d_model}});
+  CheckedCount("v_proj_weight",
+               {{"num_heads", c.num_heads}, {"head_dim_v", c.head_dim_v}, {"vdim", c.vdim}});
+  CheckedCount("k_proj_weight", {{"d_model", c.d_model}, {"kdim", c.kdim}});
   return c;
 }
 
@@ -84,7 +93,7 @@ OwnedMhaWeights FromTorchState(const MhaConfig& config, const TorchMhaState& s) 
           "); pass q_proj_weight, k_proj_weight and v_proj_weight");
     }
     const std::span<const float> in = *s.in_proj_weight;
-    ExpectLength("in_proj_weight", in, (2 * hk + hv) * e, Shape(2 * hk + hv, e));
+    ExpectLength("in_proj_weight", in, 2 * hk + hv, e);
     w.w_q = TransposeRows(in, 0, hk, e);
     w.w_k = TransposeRows(in, hk, hk, e);
     w.w_v = TransposeRows(in, 2 * hk, hv, e);
@@ -94,9 +103,9 @@ OwnedMhaWeights FromTorchState(const MhaConfig& config, const TorchMhaState& s) 
     const auto q = Required(s.q_proj_weight, "q_proj_weight", why);
     const auto k = Required(s.k_proj_weight, "k_proj_weight", why);
     const auto v = Required(s.v_proj_weight, "v_proj_weight", why);
-    ExpectLength("q_proj_weight", q, hk * e, Shape(hk, e));
-    ExpectLength("k_proj_weight", k, hk * c.kdim, Shape(hk, c.kdim));
-    ExpectLength("v_proj_weight", v, hv * c.vdim, Shape(hv, c.vdim));
+    ExpectLength("q_proj_weight", q, hk, e);
+    ExpectLength("k_proj_weight", k, hk, c.kdim);
+    ExpectLength("v_proj_weight", v, hv, c.vdim);
     w.w_q = TransposeRows(q, 0, hk, e);
     w.w_k = TransposeRows(k, 0, hk, c.kdim);
     w.w_v = TransposeRows(v, 0, hv, c.vdim);
@@ -104,19 +113,18 @@ OwnedMhaWeights FromTorchState(const MhaConfig& config, const TorchMhaState& s) 
 
   const auto out = Required(s.out_proj_weight, "out_proj.weight",
                             "the output projection is always needed");
-  ExpectLength("out_proj.weight", out, e * hv, Shape(e, hv));
+  ExpectLength("out_proj.weight", out, e, hv);
   w.w_o = TransposeRows(out, 0, e, hv);
 
   if (c.bias) {
     const char* why = "config.bias is true";
     const auto in_b = Required(s.in_proj_bias, "in_proj_bias", why);
-    ExpectLength("in_proj_bias", in_b, 2 * hk + hv,
-                 "[" + std::to_string(2 * hk + hv) + "]");
+    ExpectLength("in_proj_bias", in_b, 2 * hk + hv, 1);
     w.b_q.assign(in_b.begin(), in_b.begin() + hk);
     w.b_k.assign(in_b.begin() + hk, in_b.begin() + 2 * hk);
     w.b_v.assign(in_b.begin() + 2 * hk, in_b.end());
     const auto out_b = Required(s.out_proj_bias, "out_proj.bias", why);
-    ExpectLength("out_proj.bias", out_b, e, "[" + std::to_string(e) + "]");
+    ExpectLength("out_proj.bias", out_b, e, 1);
     w.b_o.assign(out_b.begin(), out_b.end());
   } else {
     auto reject = [](const char* name, const Entry& v) {

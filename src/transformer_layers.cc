@@ -1,9 +1,12 @@
 #include "transformer_layers.h"
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "checked_size.h"
 #include "dispatch/dispatch.h"
 #include "validate.h"
 
@@ -25,29 +28,50 @@ std::vector<float> Pack(const KernelTable& k, std::span<const float> w,
   return packed;
 }
 
+constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
+
 // One residual sublayer on x [rows, d] in place, f mapping a [rows, d]
 // input to its [rows, d] output:
 //   post-LN (torch default): x = norm(x + f(x))
 //   pre-LN:                  x = x + f(norm(x))
+// The sum is checked before it goes on: the next sublayer would otherwise
+// see an overflow as if the caller had passed a non-finite value.
 template <class F>
-void Residual(bool norm_first, const LayerNorm& norm, const KernelTable& k,
-              std::vector<float>& x, size_t rows, F&& f) {
+void Residual(const char* name, bool norm_first, const LayerNorm& norm,
+              const KernelTable& k, std::vector<float>& x, size_t rows, F&& f) {
   if (norm_first) {
     std::vector<float> normed(x.size());
     norm.Forward(x.data(), rows, normed.data());
     const std::vector<float> y = f(normed);
     k.add(x.data(), y.data(), x.size(), x.data());
+    CheckComputed(name, x, kTooLarge);
   } else {
     const std::vector<float> y = f(x);
     k.add(x.data(), y.data(), x.size(), x.data());
+    CheckComputed(name, x, kTooLarge);
     norm.Forward(x.data(), rows, x.data());
   }
 }
 
 void CheckLayerConfig(const LayerConfig& c) {
   if (c.ffn_dim == 0) throw std::invalid_argument("config.ffn_dim: must be > 0, got 0");
-  if (!(c.eps > 0.0f)) {
-    throw std::invalid_argument("config.eps: must be > 0, got " + std::to_string(c.eps));
+  CheckEps("config.eps", c.eps);
+  CheckedCount("ffn.w1", {{"d_model", c.d_model}, {"ffn_dim", c.ffn_dim}});
+}
+
+// LayerNorm sums d squares of x - mean, each up to (2 max|x|)^2: beyond
+// sqrt(FLT_MAX / 4d) the variance could be +inf and every output would be
+// beta, so such rows are refused instead.
+void CheckNormRange(const char* what, std::span<const float> x, size_t d) {
+  const double limit = std::sqrt(double(std::numeric_limits<float>::max()) / (4.0 * double(d)));
+  const double max_abs = MaxAbs(x);
+  if (max_abs > limit) {
+    char text[200];
+    std::snprintf(text, sizeof(text),
+                  "%s: values up to %g would overflow LayerNorm's float32 variance "
+                  "(the limit for %zu features is %g); %s",
+                  what, max_abs, d, limit, kTooLarge);
+    throw std::range_error(text);
   }
 }
 
@@ -74,7 +98,9 @@ void FeedForward::SetWeights(const FfnWeights& w) {
 
 void FeedForward::Forward(const float* x, size_t rows, float* out) {
   if (w1_.empty()) throw std::logic_error("FeedForward: forward before SetWeights");
-  if (hidden_.size() < rows * ffn_dim_) hidden_.resize(rows * ffn_dim_);
+  const size_t hidden = CheckedCount("feed-forward hidden units",
+                                     {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
+  if (hidden_.size() < hidden) hidden_.resize(hidden);
   kernels_->gemm({x, d_model_, rows, d_model_, w1_.data(), d_model_, 0, ffn_dim_,
                   b1_.data(), hidden_.data(), ffn_dim_});
   kernels_->activation(activation_, hidden_.data(), rows * ffn_dim_);
@@ -94,26 +120,26 @@ void LayerNorm::SetWeights(const char* name, const NormWeights& w) {
 
 void LayerNorm::Forward(const float* x, size_t rows, float* out) const {
   if (gamma_.empty()) throw std::logic_error("LayerNorm: forward before SetWeights");
+  CheckNormRange("the LayerNorm input", {x, rows * d_model_}, d_model_);
   kernels_->layer_norm(x, rows, d_model_, gamma_.data(), beta_.data(), eps_, out);
 }
 
 std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
-                                    float eps, const KernelTable& kernels) {
+                                    double eps, const KernelTable& kernels) {
   const size_t d = x.features;
   if (d == 0) throw std::invalid_argument("x.features: must be > 0, got 0");
   CheckLength("x", x.data.size(), {x.batch, x.tokens, d});
   CheckLength("gamma", w.gamma.size(), {d});
   CheckLength("beta", w.beta.size(), {d});
-  if (!(eps > 0.0f) || !std::isfinite(eps)) {
-    throw std::invalid_argument("eps: must be a finite number > 0, got " + std::to_string(eps));
-  }
+  CheckEps("eps", eps);
   CheckFinite("x", x.data);
   CheckFinite("gamma", w.gamma);
   CheckFinite("beta", w.beta);
+  CheckNormRange("x", x.data, d);
   std::vector<float> out(x.data.size());
   if (!out.empty()) {
     kernels.layer_norm(x.data.data(), x.batch * x.tokens, d, w.gamma.data(), w.beta.data(),
-                       eps, out.data());
+                       static_cast<float>(eps), out.data());
   }
   return out;
 }
@@ -154,15 +180,18 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
                                                     const EncoderOptions& options) {
   const size_t rows = x.batch * x.tokens;
   CheckLength("x", x.data.size(), {x.batch, x.tokens, config_.d_model});
+  CheckFinite("x", x.data);
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = attention_.kernels();
   MhaOptions mha;
   mha.causal = options.causal;
   mha.key_padding_mask = options.key_padding_mask;
-  Residual(config_.norm_first, norm1_, k, h, rows, [&](const std::vector<float>& in) {
-    return attention_.Forward(Tensor3{in, x.batch, x.tokens, x.features}, mha).output;
-  });
-  Residual(config_.norm_first, norm2_, k, h, rows, [&](const std::vector<float>& in) {
+  Residual("the self-attention sublayer", config_.norm_first, norm1_, k, h, rows,
+           [&](const std::vector<float>& in) {
+             return attention_.Forward(Tensor3{in, x.batch, x.tokens, x.features}, mha).output;
+           });
+  Residual("the feed-forward sublayer", config_.norm_first, norm2_, k, h, rows,
+           [&](const std::vector<float>& in) {
     std::vector<float> out(in.size());
     ffn_.Forward(in.data(), rows, out.data());
     return out;
@@ -216,16 +245,18 @@ std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
                                                 CrossAttend&& cross_attend) {
   const size_t rows = x.batch * x.tokens;
   CheckLength("x", x.data.size(), {x.batch, x.tokens, config_.d_model});
+  CheckFinite("x", x.data);
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = self_attention_.kernels();
   auto view = [&](const std::vector<float>& in) {
     return Tensor3{in, x.batch, x.tokens, x.features};
   };
-  Residual(config_.norm_first, norm1_, k, h, rows,
+  Residual("the self-attention sublayer", config_.norm_first, norm1_, k, h, rows,
            [&](const std::vector<float>& in) { return self_attend(view(in)); });
-  Residual(config_.norm_first, norm2_, k, h, rows,
+  Residual("the cross-attention sublayer", config_.norm_first, norm2_, k, h, rows,
            [&](const std::vector<float>& in) { return cross_attend(view(in)); });
-  Residual(config_.norm_first, norm3_, k, h, rows, [&](const std::vector<float>& in) {
+  Residual("the feed-forward sublayer", config_.norm_first, norm3_, k, h, rows,
+           [&](const std::vector<float>& in) {
     std::vector<float> out(in.size());
     ffn_.Forward(in.data(), rows, out.data());
     return out;
@@ -267,7 +298,7 @@ std::vector<float> PositionalEncoding(size_t t, size_t d_model) {
     throw std::invalid_argument("positionalEncoding: t and d_model must be > 0, got t " +
                                 std::to_string(t) + ", d_model " + std::to_string(d_model));
   }
-  std::vector<float> pe(t * d_model);
+  std::vector<float> pe(CheckedCount("positionalEncoding", {{"t", t}, {"d_model", d_model}}));
   for (size_t p = 0; p < t; ++p) {
     for (size_t i = 0; i < d_model; ++i) {
       const double rate = std::pow(10000.0, -double(i - i % 2) / double(d_model));

@@ -67,9 +67,12 @@ class LayerNorm {
 // LayerNorm over the last dimension of x (rows of x.features floats) on the
 // given kernels, without a LayerNorm object: out = (x - mean) / sqrt(var +
 // eps) * gamma + beta. Throws std::invalid_argument naming x, gamma, beta or
-// eps when a length does not fit, a value is not finite or eps <= 0.
+// eps when a length does not fit, a value is not finite or eps is not a
+// positive float32; std::range_error when x is so large that the variance
+// would overflow float32. eps is a double so that one too large for float32
+// is refused, not rounded to +inf.
 std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
-                                    float eps, const KernelTable& kernels);
+                                    double eps, const KernelTable& kernels);
 
 struct EncoderOptions {
   std::span<const uint8_t> key_padding_mask;  // [B, T], nonzero = real

@@ -1,9 +1,14 @@
 #include "validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+
+#include "checked_size.h"
 
 namespace simd_attention {
 
@@ -18,11 +23,10 @@ std::string ShapeString(std::initializer_list<size_t> dims) {
 
 void CheckLength(const char* what, size_t given,
                  std::initializer_list<size_t> shape) {
-  size_t expected = 1;
-  for (size_t d : shape) expected *= d;
-  if (given != expected) {
+  const Product expected = ProductOf(shape);
+  if (expected.overflow || given != expected.value) {
     throw std::invalid_argument(std::string(what) + ": expected " +
-                                std::to_string(expected) +
+                                ProductString(expected) +
                                 " values for shape " + ShapeString(shape) +
                                 ", got " + std::to_string(given));
   }
@@ -39,10 +43,13 @@ void CheckEqual(const char* what, size_t given, size_t expected,
 
 namespace {
 
+const char* ValueName(float value) {
+  return std::isnan(value) ? "NaN" : value > 0 ? "+Infinity" : "-Infinity";
+}
+
 void ThrowBadValue(const char* what, size_t index, float value) {
-  throw std::invalid_argument(
-      std::string(what) + ": element " + std::to_string(index) + " is " +
-      (std::isnan(value) ? "NaN" : value > 0 ? "+Infinity" : "-Infinity"));
+  throw std::invalid_argument(std::string(what) + ": element " + std::to_string(index) +
+                              " is " + ValueName(value));
 }
 
 // Every input value is checked on every call, so the common case is one
@@ -65,6 +72,33 @@ void CheckFinite(const char* what, std::span<const float> values) {
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) ThrowBadValue(what, i, values[i]);
   }
+}
+
+void CheckEps(const char* what, double eps) {
+  if (!(eps > 0) || !(eps <= double(std::numeric_limits<float>::max()))) {
+    char given[32];
+    std::snprintf(given, sizeof(given), "%g", eps);
+    throw std::invalid_argument(std::string(what) +
+                                ": expected a finite number > 0 that float32 can hold "
+                                "(at most 3.4e38), got " + given);
+  }
+}
+
+void CheckComputed(const char* what, std::span<const float> values, const char* hint) {
+  if (AllFinite(values)) return;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      throw std::range_error(std::string(what) + " overflowed float32 (element " +
+                             std::to_string(i) + " is " + ValueName(values[i]) + "); " +
+                             hint);
+    }
+  }
+}
+
+double MaxAbs(std::span<const float> values) {
+  float m = 0.0f;
+  for (const float x : values) m = std::max(m, std::fabs(x));
+  return m;
 }
 
 void CheckMask(const char* what, std::span<const float> values) {
