@@ -7,6 +7,8 @@
 #if defined(__EMSCRIPTEN__)
 #include <emscripten/heap.h>
 #include <malloc.h>
+#else
+#include <unistd.h>
 #endif
 
 namespace simd_attention {
@@ -15,6 +17,19 @@ namespace {
 // The largest single allocation: std::vector holds at most PTRDIFF_MAX bytes.
 constexpr uint64_t kMaxAllocationBytes =
     static_cast<uint64_t>(std::numeric_limits<ptrdiff_t>::max());
+
+#if !defined(__EMSCRIPTEN__)
+// Natively one buffer larger than the machine's memory cannot be used: with
+// overcommit the allocation may even succeed and the process be killed when
+// the buffer is first written. 0 if the system does not say.
+uint64_t PhysicalMemoryBytes() {
+  static const uint64_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t{0};
+  }();
+  return bytes;
+}
+#endif
 
 #if defined(__EMSCRIPTEN__)
 // Below this, a request is let through without asking the allocator how
@@ -105,6 +120,12 @@ size_t CheckedCount(const char* what, std::initializer_list<Dim> dims,
                  " this module can still allocate (" + BytesString(double(in_use)) +
                  " of its " + BytesString(double(heap_max)) + " are in use)");
     }
+  }
+#else
+  const uint64_t physical = PhysicalMemoryBytes();
+  if (physical != 0 && bytes > physical) {
+    Refuse(what, dims, count, element_bytes,
+           "exceeds the " + BytesString(double(physical)) + " of memory this machine has");
   }
 #endif
   if (bytes > kMaxAllocationBytes) {

@@ -369,13 +369,14 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
                   kTooLarge);
     max_abs_key = std::max(max_abs_key, MaxAbs(keys));
   }
-  cache.length_ = tk;
-  cache.max_abs_key_ = max_abs_key;
   MhaOptions causal = options;
   causal.causal = true;
-  return Attend(x,
-                KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key},
-                causal);
+  MhaResult r = Attend(
+      x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, causal);
+  // Only a step that succeeded adds its tokens.
+  cache.length_ = tk;
+  cache.max_abs_key_ = max_abs_key;
+  return r;
 }
 
 MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,

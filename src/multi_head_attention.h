@@ -104,7 +104,8 @@ class MultiHeadAttention {
   // Self-attention of n new tokens x [B, n, d_model]: projects their keys
   // and values into the cache, then attends causally over all it holds.
   // options.causal is implied; a key_padding_mask covers [B, length + n].
-  // Throws std::length_error, before changing the cache, if it is full.
+  // Throws std::length_error if the cache is full; on any error the cache
+  // keeps the tokens it had.
   MhaResult ForwardIncremental(const Tensor3& x, KVCache& cache,
                                const MhaOptions& options = {});
 

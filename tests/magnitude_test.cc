@@ -1,0 +1,196 @@
+// Large finite inputs on every kernel table: the contract is that a result is
+// either right (within float32 error of the float64 reference, relative to
+// its own scale) or refused with std::range_error naming the computation that
+// would overflow float32; never NaN, never a silently wrong value, and never
+// an error that blames an argument the caller did not pass.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "multi_head_attention.h"
+#include "random_mha.h"
+#include "test_util.h"
+#include "transformer_layers.h"
+
+namespace simd_attention {
+namespace {
+
+using testing::MhaProblem;
+using testing::ThrowsWith;
+
+class Magnitude : public ::testing::TestWithParam<const KernelTable*> {
+ protected:
+  const KernelTable& table() const { return *GetParam(); }
+};
+
+void Scale(std::vector<float>& v, float s) {
+  for (float& x : v) x *= s;
+}
+
+MhaProblem ScaledProblem(float input_scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  MhaProblem p = testing::RandomProblem(MhaConfig{.d_model = 16, .num_heads = 2}, 2, 5, 7, rng);
+  Scale(p.query.data, input_scale);
+  Scale(p.key.data, input_scale);
+  Scale(p.value.data, input_scale);
+  return p;
+}
+
+bool AllFinite(const std::vector<float>& v) {
+  for (const float x : v) {
+    if (!std::isfinite(x)) return false;
+  }
+  return true;
+}
+
+// Scores up to ~1e25 are finite in float32: the softmax is (nearly) one-hot
+// and the output is the chosen values, which float64 agrees with.
+TEST_P(Magnitude, LargeButRepresentableScoresGiveTheReferenceResult) {
+  for (const float s : {1e3f, 1e6f, 1e9f, 1e12f}) {
+    for (uint32_t seed = 1; seed <= 3; ++seed) {
+      const MhaProblem p = ScaledProblem(s, seed);
+      const MhaResult got = testing::RunKernels(table(), p, {});
+      const MhaResult want = testing::RunReference(p, {});
+      // Scores of magnitude S carry float32 errors of ~S * 2^-24, which move
+      // near-tied probabilities by that much: 1e-4 of the output's scale.
+      EXPECT_TRUE(testing::AllNear(got.output, want.output,
+                                   testing::ScaledTolerance(want.output, 1e-4)))
+          << "input scale " << s << ", seed " << seed;
+    }
+  }
+}
+
+// |q . k| can reach ~1e41 and more: past float32, so refused by name.
+TEST_P(Magnitude, ScoresBeyondFloat32AreRefusedNotNaN) {
+  for (const float s : {1e20f, 1e25f, 1e30f}) {
+    const MhaProblem p = ScaledProblem(s, 11);
+    EXPECT_TRUE(ThrowsWith<std::range_error>(
+        [&] { testing::RunKernels(table(), p, {}); },
+        {"overflow", "float32", "too large in magnitude"}))
+        << s;
+  }
+}
+
+// Inputs near float32's maximum overflow in the projection itself.
+TEST_P(Magnitude, ProjectionOverflowNamesTheProjection) {
+  const MhaProblem p = ScaledProblem(3e38f, 5);
+  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { testing::RunKernels(table(), p, {}); },
+                                           {"projection", "overflowed float32"}));
+}
+
+TEST_P(Magnitude, KVCacheKeepsOnlyFiniteValuesAndStaysUsable) {
+  std::mt19937 rng(9);
+  const MhaConfig config{.d_model = 16, .num_heads = 2};
+  MultiHeadAttention mha(config, table());
+  const testing::OwnedWeights w = testing::RandomWeights(testing::Resolve(config), rng);
+  mha.SetWeights(w.View());
+  KVCache cache = mha.CreateKVCache(1, 8);
+  const testing::OwnedTensor a = testing::RandomTensor(1, 2, 16, rng);
+  mha.ForwardIncremental(a.View(), cache);
+  testing::OwnedTensor huge = testing::RandomTensor(1, 1, 16, rng);
+  Scale(huge.data, 1e30f);
+  EXPECT_THROW(mha.ForwardIncremental(huge.View(), cache), std::range_error);
+  EXPECT_EQ(cache.length(), 2u);
+  // What it holds goes back in.
+  const std::vector<float> keys = cache.Keys(), values = cache.Values();
+  ASSERT_TRUE(AllFinite(keys) && AllFinite(values));
+  cache.Append(keys, values, 2);
+  EXPECT_EQ(cache.length(), 4u);
+  EXPECT_TRUE(AllFinite(mha.ForwardIncremental(a.View(), cache).output));
+}
+
+LayerConfig SmallLayer() {
+  return LayerConfig{.d_model = 16, .num_heads = 2, .ffn_dim = 32};
+}
+
+// Random layer weights of scale 1/sqrt(fan_in) and unit LayerNorms.
+struct LayerWeights {
+  testing::OwnedWeights self, cross;
+  std::vector<float> w1, b1, w2, b2, gamma, beta;
+  explicit LayerWeights(std::mt19937& rng) {
+    const MhaConfig c = testing::Resolve(MhaConfig{.d_model = 16, .num_heads = 2});
+    self = testing::RandomWeights(c, rng);
+    cross = testing::RandomWeights(c, rng);
+    w1 = testing::RandomVector(16 * 32, 0.25f, rng);
+    b1 = testing::RandomVector(32, 0.25f, rng);
+    w2 = testing::RandomVector(32 * 16, 0.18f, rng);
+    b2 = testing::RandomVector(16, 0.18f, rng);
+    gamma.assign(16, 1.0f);
+    beta.assign(16, 0.0f);
+  }
+  FfnWeights ffn() const { return {w1, b1, w2, b2}; }
+  NormWeights norm() const { return {gamma, beta}; }
+};
+
+TEST_P(Magnitude, LayersRefuseOverflowWithoutBlamingAnArgument) {
+  std::mt19937 rng(4);
+  const LayerWeights w(rng);
+  TransformerEncoderLayer encoder(SmallLayer(), table());
+  encoder.SetWeights(w.self.View(), w.ffn(), w.norm(), w.norm());
+  TransformerDecoderLayer decoder(SmallLayer(), table());
+  decoder.SetWeights(w.self.View(), w.cross.View(), w.ffn(), w.norm(), w.norm(), w.norm());
+  testing::OwnedTensor x = testing::RandomTensor(1, 3, 16, rng);
+  const testing::OwnedTensor memory = testing::RandomTensor(1, 4, 16, rng);
+  const std::vector<float> fine = encoder.Forward(x.View());
+  ASSERT_TRUE(AllFinite(fine));
+  Scale(x.data, 1e30f);
+  for (const bool norm_first : {false, true}) {
+    LayerConfig c = SmallLayer();
+    c.norm_first = norm_first;
+    TransformerEncoderLayer e(c, table());
+    e.SetWeights(w.self.View(), w.ffn(), w.norm(), w.norm());
+    TransformerDecoderLayer d(c, table());
+    d.SetWeights(w.self.View(), w.cross.View(), w.ffn(), w.norm(), w.norm(), w.norm());
+    for (const auto& call : {std::function<void()>([&] { e.Forward(x.View()); }),
+                             std::function<void()>([&] { d.Forward(x.View(), memory.View()); })}) {
+      try {
+        call();
+        ADD_FAILURE() << "no error";
+      } catch (const std::range_error& error) {
+        const std::string m = error.what();
+        EXPECT_NE(m.find("float32"), std::string::npos) << m;
+        EXPECT_EQ(m.find("query:"), std::string::npos) << m;
+      }
+    }
+  }
+  // The layer still gives its earlier answer.
+  Scale(x.data, 1e-30f);
+  EXPECT_TRUE(testing::AllNear(encoder.Forward(x.View()), fine, 1e-5));
+}
+
+TEST_P(Magnitude, LayerNormVarianceOverflowIsRefused) {
+  std::vector<float> x(16, 1e20f);
+  x[0] = -1e20f;
+  const std::vector<float> gamma(16, 1.0f), beta(16, 0.5f);
+  EXPECT_TRUE(ThrowsWith<std::range_error>(
+      [&] { LayerNormForward(Tensor3{x, 1, 1, 16}, {gamma, beta}, 1e-5, table()); },
+      {"x: values up to 1e+20 would overflow LayerNorm's float32 variance"}));
+  Scale(x, 1e-10f);  // 1e10: the variance (1e20) is representable
+  const std::vector<float> y = LayerNormForward(Tensor3{x, 1, 1, 16}, {gamma, beta}, 1e-5, table());
+  EXPECT_NEAR(y[0], 0.5f - std::sqrt(15.0f), 1e-4);
+  EXPECT_NEAR(y[1], 0.5f + 1.0f / std::sqrt(15.0f), 1e-4);
+}
+
+TEST(Eps, OneRuleForLayersAndLayerNorm) {
+  const std::vector<float> x(4, 1.0f), gamma(4, 1.0f), beta(4, 0.0f);
+  for (const double eps : {0.0, -1.0, 1e40, double(INFINITY), double(NAN)}) {
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { LayerNormForward(Tensor3{x, 1, 1, 4}, {gamma, beta}, eps, *testing::AllKernelTables()[0]); },
+        {"eps: expected a finite number > 0 that float32 can hold"}))
+        << eps;
+  }
+  LayerConfig c{.d_model = 4, .num_heads = 1, .ffn_dim = 4, .eps = INFINITY};
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { TransformerEncoderLayer l(c); },
+                                                {"config.eps: expected a finite number > 0"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTables, Magnitude, ::testing::ValuesIn(testing::AllKernelTables()),
+                         [](const ::testing::TestParamInfo<const KernelTable*>& info) {
+                           return testing::TableTestName(*info.param);
+                         });
+
+}  // namespace
+}  // namespace simd_attention
