@@ -3,7 +3,7 @@
 # wasm with SIMD, wasm with SIMD and relaxed SIMD's FMA, and wasm without SIMD
 # (tests under node, the npm package's modules), then copies the three
 # package modules into web/dist/.
-# Usage: scripts/build.sh [native|sanitize|wasm|wasm-relaxed|wasm-nosimd|package]...
+# Usage: scripts/build.sh [native|sanitize|fuzz|wasm|wasm-relaxed|wasm-nosimd|package]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -30,6 +30,13 @@ build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128, $3 = ON/OFF for 
     -DSA_WASM_RELAXED="$3" -DCMAKE_CROSSCOMPILING_EMULATOR="$emulator" >/dev/null
   cmake --build "$1" -j"$jobs"
 }
+# The libFuzzer target over the C++ API (tests/fuzz/), instrumented with
+# clang's ASan + UBSan; scripts/fuzz.sh runs it.
+build_fuzz() {
+  CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSA_FUZZ=ON -DSA_BUILD_TESTS=OFF >/dev/null
+  cmake --build build/fuzz -j"$jobs" --target api_fuzzer
+}
 # The npm package's wasm files (bindings/, one per wasm tree) -> web/dist/.
 package_web() {
   local dist=web/dist tree name f
@@ -46,12 +53,13 @@ package_web() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(native sanitize wasm wasm-relaxed wasm-nosimd package)
+[ ${#targets[@]} -gt 0 ] || targets=(native sanitize fuzz wasm wasm-relaxed wasm-nosimd package)
 for t in "${targets[@]}"; do
   echo "build: $t"
   case "$t" in
     native) build_native ;;
     sanitize) build_sanitize ;;
+    fuzz) build_fuzz ;;
     wasm) build_wasm build/wasm ON OFF ;;
     wasm-relaxed) build_wasm build/wasm-relaxed ON ON ;;
     wasm-nosimd) build_wasm build/wasm-nosimd OFF OFF ;;
