@@ -22,7 +22,8 @@ die() { echo "setup: ERROR: $*" >&2; exit 1; }
 # 1. Debian packages
 # ---------------------------------------------------------------------------
 APT_PKGS=(emscripten node-acorn binaryen libhwy-dev cmake g++ libgtest-dev
-          libgmock-dev googletest libbenchmark-dev nlohmann-json3-dev chromium)
+          libgmock-dev googletest libbenchmark-dev nlohmann-json3-dev chromium
+          clang libclang-rt-14-dev)
 
 step_apt() {
   if [ "${SA_SETUP_SKIP_APT:-0}" = 1 ]; then

@@ -15,6 +15,9 @@ run_ctest build/sanitize
 run_ctest build/wasm
 run_ctest build/wasm-relaxed
 run_ctest build/wasm-nosimd
+# The C++ API under libFuzzer with ASan + UBSan, for a bounded time.
+echo "test: fuzz"
+bash scripts/fuzz.sh 60
 # The npm package (web/) against the wasm builds copied into web/dist/.
 echo "test: jest"
 npm run --silent test:js

@@ -1,7 +1,6 @@
 #include "checked_size.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #if defined(__EMSCRIPTEN__)
@@ -82,10 +81,40 @@ std::string BytesString(double bytes) {
     bytes /= 1024;
     ++unit;
   }
-  char text[32];
-  std::snprintf(text, sizeof(text), bytes == std::floor(bytes) ? "%.0f %s" : "%.1f %s",
-                bytes, kUnits[unit]);
-  return text;
+  // One decimal, dropped when it is zero: "16 GiB", "1.5 MiB".
+  const long long tenths = std::llround(bytes * 10);
+  std::string s = std::to_string(tenths / 10);
+  if (tenths % 10 != 0) s += "." + std::to_string(tenths % 10);
+  return s + " " + kUnits[unit];
+}
+
+std::string NumberString(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  if (x == 0) return "0";
+  std::string s = x < 0 ? "-" : "";
+  x = std::fabs(x);
+  int exponent = static_cast<int>(std::floor(std::log10(x)));
+  long long digits = std::llround(x / std::pow(10.0, exponent - 5));  // 6 significant
+  if (digits >= 1000000) {  // rounded up to the next power of ten
+    digits /= 10;
+    ++exponent;
+  }
+  std::string d = std::to_string(digits);
+  if (exponent < -4 || exponent >= 6) {
+    d.erase(d.find_last_not_of('0') + 1);
+    s += d.substr(0, 1);
+    if (d.size() > 1) s += "." + d.substr(1);
+    s += exponent < 0 ? "e-" : "e+";
+    const int e = std::abs(exponent);
+    return s + (e < 10 ? "0" : "") + std::to_string(e);
+  }
+  // Fixed: the point after exponent + 1 digits (zeros before for e < 0).
+  if (exponent < 0) d = std::string(size_t(-exponent), '0') + d;
+  const size_t point = size_t(std::max(exponent, 0)) + 1;
+  std::string whole = d.substr(0, point), fraction = d.substr(point);
+  fraction.erase(fraction.find_last_not_of('0') + 1);
+  return s + whole + (fraction.empty() ? "" : "." + fraction);
 }
 
 size_t CheckedCount(const char* what, std::initializer_list<Dim> dims,

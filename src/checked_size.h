@@ -39,6 +39,11 @@ Product ProductOf(std::initializer_list<size_t> dims);
 // "4294967296", or "more than 18446744073709551615" on overflow.
 std::string ProductString(const Product& p);
 
+// A number as %g writes it, 6 significant digits ("1e+20", "0.353553",
+// "3.40282e+38"), without printf: its formatting code would add several kB
+// to every .wasm for the few messages that print a double.
+std::string NumberString(double x);
+
 // The number of elements of a buffer [dims...] of `element_bytes` each.
 // Throws SizeLimitError ("what: a * b = 2 * 3 = 6 floats (24 B) exceeds ...")
 // if the product overflows, its bytes exceed the largest allocation the

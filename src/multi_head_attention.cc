@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -101,15 +100,12 @@ void CheckTensor(const char* what, const Tensor3& t, size_t features,
 void CheckScoreRange(double scale, size_t dk, double max_q, double max_k) {
   const double bound = scale * double(dk) * max_q * max_k;
   if (bound > double(std::numeric_limits<float>::max())) {
-    char text[160];
-    std::snprintf(text, sizeof(text),
-                  "attention scores may overflow float32: scale * head_dim * max|q| * "
-                  "max|k| = %g * %zu * %g * %g = %g exceeds %g",
-                  scale, dk, max_q, max_k, bound,
-                  double(std::numeric_limits<float>::max()));
-    throw std::range_error(std::string(text) +
-                           "; the query and key inputs or weights are too large in "
-                           "magnitude: scale them down");
+    throw std::range_error(
+        "attention scores may overflow float32: scale * head_dim * max|q| * max|k| = " +
+        NumberString(scale) + " * " + std::to_string(dk) + " * " + NumberString(max_q) +
+        " * " + NumberString(max_k) + " = " + NumberString(bound) + " exceeds " +
+        NumberString(std::numeric_limits<float>::max()) +
+        "; the query and key inputs or weights are too large in magnitude: scale them down");
   }
 }
 

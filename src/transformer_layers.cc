@@ -1,7 +1,6 @@
 #include "transformer_layers.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -66,12 +65,10 @@ void CheckNormRange(const char* what, std::span<const float> x, size_t d) {
   const double limit = std::sqrt(double(std::numeric_limits<float>::max()) / (4.0 * double(d)));
   const double max_abs = MaxAbs(x);
   if (max_abs > limit) {
-    char text[200];
-    std::snprintf(text, sizeof(text),
-                  "%s: values up to %g would overflow LayerNorm's float32 variance "
-                  "(the limit for %zu features is %g); %s",
-                  what, max_abs, d, limit, kTooLarge);
-    throw std::range_error(text);
+    throw std::range_error(std::string(what) + ": values up to " + NumberString(max_abs) +
+                           " would overflow LayerNorm's float32 variance (the limit for " +
+                           std::to_string(d) + " features is " + NumberString(limit) +
+                           "); " + kTooLarge);
   }
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -76,11 +75,9 @@ void CheckFinite(const char* what, std::span<const float> values) {
 
 void CheckEps(const char* what, double eps) {
   if (!(eps > 0) || !(eps <= double(std::numeric_limits<float>::max()))) {
-    char given[32];
-    std::snprintf(given, sizeof(given), "%g", eps);
     throw std::invalid_argument(std::string(what) +
                                 ": expected a finite number > 0 that float32 can hold "
-                                "(at most 3.4e38), got " + given);
+                                "(at most 3.4e38), got " + NumberString(eps));
   }
 }
 
