@@ -96,7 +96,9 @@ function describe(v) {
   if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   if (typeof v === 'function') return 'a function';
-  return `an object (${Object.prototype.toString.call(v).slice(8, -1)})`;
+  const tag = Object.prototype.toString.call(v).slice(8, -1);
+  const name = tag === 'Object' ? v.constructor?.name : undefined;
+  return `an object (${typeof name === 'string' && name !== '' ? name : tag})`;
 }
 
 function checkObject(where, name, v, allowed) {
@@ -235,15 +237,35 @@ function fail(error) {
 // Objects that own wasm memory
 // ---------------------------------------------------------------------------
 
-// Warns about objects that were never disposed. Embind frees their C++ side
-// once they are garbage-collected, but that may be much later: dispose() is
-// how memory is meant to be released.
-const leakWarnings = typeof FinalizationRegistry === 'function'
-  ? new FinalizationRegistry((kind) => {
-    console.warn(`simd-attention: a ${kind} was garbage-collected without ` +
-      'dispose(); call dispose() (or declare it with `using`) when done with it');
-  })
-  : null;
+// Frees the wasm object of every JS object that was garbage-collected without
+// dispose() (Embind 3.1.6 frees nothing by itself), and warns once per kind
+// and module: dispose() releases memory at once, the collector maybe never.
+// Each object registers a handle { raw, kind } that it shares with its
+// collector entry; dispose() deletes raw, sets it to null and unregisters.
+function makeReclaimer() {
+  const warned = new Set();
+  const registry = typeof FinalizationRegistry === 'function'
+    ? new FinalizationRegistry((handle) => {
+      if (handle.raw === null) return;
+      handle.raw.delete();
+      handle.raw = null;
+      if (warned.has(handle.kind)) return;
+      warned.add(handle.kind);
+      console.warn(`simd-attention: a ${handle.kind} was garbage-collected without ` +
+        'dispose(); its wasm memory was freed then. Call dispose() (or declare it with ' +
+        '`using`) when done with it');
+    })
+    : null;
+  return {
+    track(object, handle) { registry?.register(object, handle, handle); },
+    release(handle) {
+      if (handle.raw === null) return;
+      handle.raw.delete();
+      handle.raw = null;
+      registry?.unregister(handle);
+    },
+  };
+}
 
 // obj[Symbol.dispose]() = obj.dispose(), under Symbol.dispose and under the
 // Symbol.for('Symbol.dispose') that polyfills use where it is missing.
@@ -298,9 +320,8 @@ function createFilled(wasm, where, Binding, fill) {
   }
 }
 
-function makeKeyValueClasses(wasm) {
+function makeKeyValueClasses(wasm, reclaimer) {
   class KVCache {
-    #token = {};
     #batch;
     #maxLength;
     #keyWidth;
@@ -311,16 +332,21 @@ function makeKeyValueClasses(wasm) {
         throw new TypeError('KVCache: not constructible; use createKVCache() of a ' +
           'MultiHeadAttention or a TransformerDecoderLayer');
       }
-      kvHandles.set(this, { wasm, raw, kind: 'KVCache' });
+      const handle = { wasm, raw, kind: 'KVCache' };
+      kvHandles.set(this, handle);
       this.#batch = info.batch;
       this.#maxLength = info.maxLength;
       this.#keyWidth = keyWidth;
       this.#valueWidth = valueWidth;
-      leakWarnings?.register(this, 'KVCache', this.#token);
+      reclaimer.track(this, handle);
     }
 
-    #live(where) {
-      const { raw } = kvHandles.get(this);
+    // The live Embind object of `self`, which must be a KVCache of this module.
+    static #live(self, where) {
+      if (!(#batch in self)) {
+        throw new TypeError(`KVCache.${where}: called on ${describe(self)}, not a KVCache`);
+      }
+      const { raw } = kvHandles.get(self);
       if (raw === null) {
         throw new Error(`KVCache.${where}: this KVCache was disposed; create a new one`);
       }
@@ -332,12 +358,12 @@ function makeKeyValueClasses(wasm) {
     /** Tokens the cache can hold. */
     get maxLength() { return this.#maxLength; }
     /** Tokens it holds now. */
-    get length() { return this.#live('length').length(); }
+    get length() { return KVCache.#live(this, 'length').length(); }
     get disposed() { return kvHandles.get(this).raw === null; }
 
     append(keys, values) {
       const where = 'KVCache.append';
-      const raw = this.#live('append');
+      const raw = KVCache.#live(this, 'append');
       const k = readTensor(where, 'keys', keys);
       const v = readTensor(where, 'values', values);
       const check = (name, given, expected, what) => {
@@ -354,20 +380,20 @@ function makeKeyValueClasses(wasm) {
     }
 
     keys() {
-      const raw = this.#live('keys');
+      const raw = KVCache.#live(this, 'keys');
       const data = unwrap(wasm, 'KVCache.keys', raw.keys());
       return { data, shape: [this.#batch, raw.length(), this.#keyWidth] };
     }
 
     values() {
-      const raw = this.#live('values');
+      const raw = KVCache.#live(this, 'values');
       const data = unwrap(wasm, 'KVCache.values', raw.values());
       return { data, shape: [this.#batch, raw.length(), this.#valueWidth] };
     }
 
     truncate(n) {
       const where = 'KVCache.truncate';
-      const raw = this.#live('truncate');
+      const raw = KVCache.#live(this, 'truncate');
       const length = raw.length();
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > length) {
         const Class = typeof n === 'number' ? RangeError : TypeError;
@@ -378,21 +404,19 @@ function makeKeyValueClasses(wasm) {
     }
 
     reset() {
-      unwrap(wasm, 'KVCache.reset', this.#live('reset').reset());
+      unwrap(wasm, 'KVCache.reset', KVCache.#live(this, 'reset').reset());
     }
 
     dispose() {
-      const h = kvHandles.get(this);
-      if (h.raw === null) return;
-      h.raw.delete();
-      h.raw = null;
-      leakWarnings?.unregister(this.#token);
+      if (!(#batch in this)) {
+        throw new TypeError(`KVCache.dispose: called on ${describe(this)}, not a KVCache`);
+      }
+      reclaimer.release(kvHandles.get(this));
     }
   }
   defineDispose(KVCache);
 
   class PrecomputedKeyValue {
-    #token = {};
     #batch;
     #tokens;
 
@@ -401,10 +425,11 @@ function makeKeyValueClasses(wasm) {
         throw new TypeError('PrecomputedKeyValue: not constructible; use ' +
           'MultiHeadAttention.precomputeKeyValue() or TransformerDecoderLayer.precomputeMemory()');
       }
-      kvHandles.set(this, { wasm, raw, kind: 'PrecomputedKeyValue' });
+      const handle = { wasm, raw, kind: 'PrecomputedKeyValue' };
+      kvHandles.set(this, handle);
       this.#batch = info.batch;
       this.#tokens = info.tokens;
-      leakWarnings?.register(this, 'PrecomputedKeyValue', this.#token);
+      reclaimer.track(this, handle);
     }
 
     /** Batch of the memory. */
@@ -414,11 +439,11 @@ function makeKeyValueClasses(wasm) {
     get disposed() { return kvHandles.get(this).raw === null; }
 
     dispose() {
-      const h = kvHandles.get(this);
-      if (h.raw === null) return;
-      h.raw.delete();
-      h.raw = null;
-      leakWarnings?.unregister(this.#token);
+      if (!(#batch in this)) {
+        throw new TypeError('PrecomputedKeyValue.dispose: called on ' +
+          `${describe(this)}, not a PrecomputedKeyValue`);
+      }
+      reclaimer.release(kvHandles.get(this));
     }
   }
   defineDispose(PrecomputedKeyValue);
@@ -549,13 +574,15 @@ const WEIGHTS_SET = Symbol('weights set');
 
 // What MultiHeadAttention and the layers share: one Embind object (created by
 // the subclass from its checked config, then asked for its error and info()),
-// config, kernels, the disposed and weights states, dispose.
-function makeWasmObjectBase(wasm, kind, weightMethods) {
+// config, kernels, the disposed and weights states, dispose. Subclass methods
+// reach it through super[LIVE] / super[READY], which also check that `this`
+// is of their class (a method called on another kind of object is a
+// TypeError naming the method, not an Embind error).
+function makeWasmObjectBase(wasm, reclaimer, kind, weightMethods) {
   return class WasmObject {
-    #raw;
+    #handle; // { raw, kind }: raw is null once disposed or collected
     #info;
     #hasWeights = false;
-    #token = {};
 
     constructor(raw, extraInfo) {
       try {
@@ -565,8 +592,8 @@ function makeWasmObjectBase(wasm, kind, weightMethods) {
         raw.delete();
         throw e;
       }
-      this.#raw = raw;
-      leakWarnings?.register(this, kind, this.#token);
+      this.#handle = { raw, kind };
+      reclaimer.track(this, this.#handle);
     }
 
     /** The config with defaults filled in (and the backend). */
@@ -581,7 +608,7 @@ function makeWasmObjectBase(wasm, kind, weightMethods) {
     }
 
     get disposed() {
-      return this.#raw === null;
+      return this.#handle.raw === null;
     }
 
     // For the subclasses (private fields are per class).
@@ -590,14 +617,17 @@ function makeWasmObjectBase(wasm, kind, weightMethods) {
     }
 
     [LIVE](where) {
-      if (this.#raw === null) {
+      if (!(#handle in this)) {
+        throw new TypeError(`${where}: called on ${describe(this)}, not a ${kind}`);
+      }
+      if (this.#handle.raw === null) {
         throw new Error(`${where}: this ${kind} was disposed; create a new one`);
       }
-      return this.#raw;
+      return this.#handle.raw;
     }
 
     [READY](where) {
-      const raw = this[LIVE](where);
+      const raw = WasmObject.prototype[LIVE].call(this, where);
       if (!this.#hasWeights) {
         throw new Error(`${where}: no weights yet; call ${weightMethods} first`);
       }
@@ -609,16 +639,16 @@ function makeWasmObjectBase(wasm, kind, weightMethods) {
     }
 
     dispose() {
-      if (this.#raw === null) return;
-      this.#raw.delete();
-      this.#raw = null;
-      leakWarnings?.unregister(this.#token);
+      if (!(#handle in this)) {
+        throw new TypeError(`${kind}.dispose: called on ${describe(this)}, not a ${kind}`);
+      }
+      reclaimer.release(this.#handle);
     }
   };
 }
 
-function makeMultiHeadAttention(wasm, defaultBackend, kv) {
-  const Base = makeWasmObjectBase(wasm, 'MultiHeadAttention',
+function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
+  const Base = makeWasmObjectBase(wasm, reclaimer, 'MultiHeadAttention',
     'setWeights() or setWeightsFromPyTorch()');
   class MultiHeadAttention extends Base {
     constructor(config) {
@@ -639,7 +669,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
 
     setWeights(weights) {
       const where = 'MultiHeadAttention.setWeights';
-      const raw = this[LIVE](where);
+      const raw = super[LIVE](where);
       checkObject(where, 'weights', weights, WEIGHT_KEYS);
       const { bias } = this[INFO];
       const w = {};
@@ -657,7 +687,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
 
     setWeightsFromPyTorch(state) {
       const where = 'MultiHeadAttention.setWeightsFromPyTorch';
-      const raw = this[LIVE](where);
+      const raw = super[LIVE](where);
       checkObject(where, 'state', state);
       for (const key of Object.keys(state)) {
         if (key === 'bias_k' || key === 'bias_v') {
@@ -683,7 +713,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
 
     forward(query, key, value, options) {
       const where = 'MultiHeadAttention.forward';
-      const raw = this[READY](where);
+      const raw = super[READY](where);
       const q = readTensor(where, 'query', query);
       // Cross-attention on K/V projected once by precomputeKeyValue.
       if (kvHandles.has(key)) {
@@ -712,7 +742,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
 
     createKVCache(options) {
       const where = 'MultiHeadAttention.createKVCache';
-      const raw = this[LIVE](where);
+      const raw = super[LIVE](where);
       const { batch, maxLength } = readCacheOptions(where, options);
       const { numHeads, headDim, headDimV } = this[INFO];
       return kv.newCache(where, numHeads * headDim, numHeads * headDimV,
@@ -721,7 +751,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
 
     forwardIncremental(x, cache, options) {
       const where = 'MultiHeadAttention.forwardIncremental';
-      const raw = this[READY](where);
+      const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
       const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
       const o = readAttentionOptions(where, options, INCREMENTAL_OPTION_KEYS);
@@ -731,7 +761,7 @@ function makeMultiHeadAttention(wasm, defaultBackend, kv) {
 
     precomputeKeyValue(memory, options) {
       const where = 'MultiHeadAttention.precomputeKeyValue';
-      const raw = this[READY](where);
+      const raw = super[READY](where);
       const m = readTensor(where, 'memory', memory);
       const mask = readPrecomputeOptions(where, options);
       return kv.newPrecomputed(where, (into) => raw.precomputeKeyValue(into, m, mask));
@@ -808,8 +838,8 @@ function readLayerWeights(where, weights, groups) {
 }
 
 // The layers' weights and construction on top of the shared base.
-function makeLayerBase(wasm, defaultBackend, kind, Binding, groups) {
-  return class LayerBase extends makeWasmObjectBase(wasm, kind, 'setWeights()') {
+function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
+  return class LayerBase extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
     constructor(config) {
       const resolved = readLayerConfig(kind, config, defaultBackend);
       // eps as given (C++ holds it as a float32).
@@ -818,7 +848,7 @@ function makeLayerBase(wasm, defaultBackend, kind, Binding, groups) {
 
     setWeights(weights) {
       const where = `${kind}.setWeights`;
-      const raw = this[LIVE](where);
+      const raw = super[LIVE](where);
       const w = readLayerWeights(where, weights, groups);
       // All or nothing (C++): after an error the layer keeps its old weights.
       unwrap(wasm, where, raw.setWeights(w));
@@ -827,13 +857,13 @@ function makeLayerBase(wasm, defaultBackend, kind, Binding, groups) {
   };
 }
 
-function makeEncoderLayer(wasm, defaultBackend) {
-  const Base = makeLayerBase(wasm, defaultBackend, 'TransformerEncoderLayer',
+function makeEncoderLayer(wasm, reclaimer, defaultBackend) {
+  const Base = makeLayerBase(wasm, reclaimer, defaultBackend, 'TransformerEncoderLayer',
     wasm.EncoderLayerBinding, ENCODER_WEIGHT_GROUPS);
   class TransformerEncoderLayer extends Base {
     forward(x, options) {
       const where = 'TransformerEncoderLayer.forward';
-      const raw = this[READY](where);
+      const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
       const { dModel } = this.config;
       checkActivation(where, 'x', t, dModel);
@@ -851,8 +881,8 @@ function makeEncoderLayer(wasm, defaultBackend) {
   return TransformerEncoderLayer;
 }
 
-function makeDecoderLayer(wasm, defaultBackend, kv) {
-  const Base = makeLayerBase(wasm, defaultBackend, 'TransformerDecoderLayer',
+function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
+  const Base = makeLayerBase(wasm, reclaimer, defaultBackend, 'TransformerDecoderLayer',
     wasm.DecoderLayerBinding, DECODER_WEIGHT_GROUPS);
 
   // memory: a Tensor (checked against x) or a PrecomputedKeyValue.
@@ -876,7 +906,7 @@ function makeDecoderLayer(wasm, defaultBackend, kv) {
   class TransformerDecoderLayer extends Base {
     forward(x, memory, options) {
       const where = 'TransformerDecoderLayer.forward';
-      const raw = this[READY](where);
+      const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
       const { dModel } = this.config;
       checkActivation(where, 'x', t, dModel);
@@ -902,7 +932,7 @@ function makeDecoderLayer(wasm, defaultBackend, kv) {
 
     forwardIncremental(x, cache, memory) {
       const where = 'TransformerDecoderLayer.forwardIncremental';
-      const raw = this[READY](where);
+      const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
       const { dModel } = this.config;
       checkActivation(where, 'x', t, dModel);
@@ -921,7 +951,7 @@ function makeDecoderLayer(wasm, defaultBackend, kv) {
 
     createKVCache(options) {
       const where = 'TransformerDecoderLayer.createKVCache';
-      const raw = this[LIVE](where);
+      const raw = super[LIVE](where);
       const { batch, maxLength } = readCacheOptions(where, options);
       const { dModel } = this.config;
       return kv.newCache(where, dModel, dModel,
@@ -930,7 +960,7 @@ function makeDecoderLayer(wasm, defaultBackend, kv) {
 
     precomputeMemory(memory, options) {
       const where = 'TransformerDecoderLayer.precomputeMemory';
-      const raw = this[READY](where);
+      const raw = super[READY](where);
       const m = readTensor(where, 'memory', memory);
       checkActivation(where, 'memory', m, this.config.dModel);
       const mask = readPrecomputeOptions(where, options);
@@ -1124,16 +1154,17 @@ export async function createAttentionModule(options = {}) {
   const backend = options.backend ?? backends[0];
   const { kernels } = unwrap(wasm, where, wasm.kernelInfo(backend));
 
-  const kv = makeKeyValueClasses(wasm);
+  const reclaimer = makeReclaimer();
+  const kv = makeKeyValueClasses(wasm, reclaimer);
   return Object.freeze({
     backend,
     build,
     simd: build !== 'nosimd',
     backends,
     kernels,
-    MultiHeadAttention: makeMultiHeadAttention(wasm, backend, kv),
-    TransformerEncoderLayer: makeEncoderLayer(wasm, backend),
-    TransformerDecoderLayer: makeDecoderLayer(wasm, backend, kv),
+    MultiHeadAttention: makeMultiHeadAttention(wasm, reclaimer, backend, kv),
+    TransformerEncoderLayer: makeEncoderLayer(wasm, reclaimer, backend),
+    TransformerDecoderLayer: makeDecoderLayer(wasm, reclaimer, backend, kv),
     ...makeFunctions(wasm, backend),
     memoryStats: () => {
       const { heapBytes, maxHeapBytes, allocatedBytes } = wasm.memoryStats();

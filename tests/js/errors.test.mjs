@@ -364,7 +364,7 @@ describe('config and backend', () => {
 
 describe('a heap that cannot grow', () => {
   test('attention weights larger than the 2 GiB heap', () => {
-    // [1, 1, 30000, 30000] floats = 3.6 GB: the allocation fails cleanly.
+    // [1, 1, 30000, 30000] floats = 3.4 GiB: refused before anything is allocated.
     const m = track(new module.MultiHeadAttention({ dModel: 1, numHeads: 1 }));
     m.setWeights({ wQ: ones(1), wK: ones(1), wV: ones(1), wO: ones(1),
       bQ: ones(1), bK: ones(1), bV: ones(1), bO: ones(1) });
@@ -377,11 +377,33 @@ describe('a heap that cannot grow', () => {
       error = e;
     }
     expect(error).toBeInstanceOf(RangeError);
-    expect(error.message).toMatch(new RegExp('^MultiHeadAttention\\.forward: out of wasm ' +
-      'memory: the heap is \\d+ MiB and cannot grow past 2048 MiB \\(C\\+\\+: ' +
-      'std::bad_alloc\\); use smaller inputs or fewer outputs$'));
+    expect(error.message).toBe('MultiHeadAttention.forward: attention weights: batch * ' +
+      'numHeads * query tokens * key tokens = 1 * 1 * 30000 * 30000 = 900000000 floats ' +
+      '(3.4 GiB) exceeds the 2 GiB a wasm32 module can hold');
     // The same object still works with sizes that fit.
     expect(m.forward({ data: ones(100), shape: [1, 100, 1] }, undefined, undefined,
       { returnAttnWeights: true }).attnWeights.shape).toEqual([1, 1, 100, 100]);
+  });
+});
+
+describe('a method called on another kind of object', () => {
+  test('is a TypeError naming the method and what it was called on', () => {
+    const mha = track(new module.MultiHeadAttention({ dModel: E, numHeads: H }));
+    mha.setWeights(weights());
+    const layer = track(new module.TransformerDecoderLayer({ dModel: E, numHeads: H, ffnDim: 4 }));
+    const cache = track(mha.createKVCache({ batch: 1, maxLength: 2 }));
+    const x = { data: ones(E), shape: [1, E] };
+    expectError(() => module.MultiHeadAttention.prototype.forwardIncremental.call(layer, x, cache),
+      TypeError, 'MultiHeadAttention.forwardIncremental: called on an object ' +
+      '(TransformerDecoderLayer), not a MultiHeadAttention');
+    expectError(() => module.TransformerDecoderLayer.prototype.createKVCache.call(mha,
+      { batch: 1, maxLength: 2 }), TypeError, 'TransformerDecoderLayer.createKVCache: called on ' +
+      'an object (MultiHeadAttention), not a TransformerDecoderLayer');
+    expectError(() => Object.getPrototypeOf(cache).append.call(mha, x, x), TypeError,
+      'KVCache.append: called on an object (MultiHeadAttention), not a KVCache');
+    expectError(() => module.MultiHeadAttention.prototype.dispose.call(cache), TypeError,
+      'MultiHeadAttention.dispose: called on an object (KVCache), not a MultiHeadAttention');
+    // Both still work.
+    expect(mha.forwardIncremental(x, cache).output.shape).toEqual([1, E]);
   });
 });
