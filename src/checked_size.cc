@@ -81,11 +81,9 @@ std::string BytesString(double bytes) {
     bytes /= 1024;
     ++unit;
   }
-  // One decimal, dropped when it is zero: "16 GiB", "1.5 MiB".
-  const long long tenths = std::llround(bytes * 10);
-  std::string s = std::to_string(tenths / 10);
-  if (tenths % 10 != 0) s += "." + std::to_string(tenths % 10);
-  return s + " " + kUnits[unit];
+  // Six significant digits, so that a request and a limit a few MiB apart
+  // read apart: "16 GiB", "1.99992 GiB".
+  return NumberString(bytes) + " " + kUnits[unit];
 }
 
 std::string NumberString(double x) {

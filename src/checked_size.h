@@ -53,7 +53,7 @@ std::string NumberString(double x);
 size_t CheckedCount(const char* what, std::initializer_list<Dim> dims,
                     size_t element_bytes = sizeof(float));
 
-// Bytes as people read them: "24 B", "16 GiB", "1.5 MiB".
+// Bytes as people read them: "24 B", "16 GiB", "1.5 MiB", "1.99992 GiB".
 std::string BytesString(double bytes);
 
 }  // namespace simd_attention

@@ -111,6 +111,21 @@ void CheckScoreRange(double scale, size_t dk, double max_q, double max_k) {
 
 constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
 
+// attn_mask: [Tq, Tk] or [B, H, Tq, Tk], finite or -inf.
+void CheckAttnMask(std::span<const float> mask, size_t batch, size_t heads, size_t tq,
+                   size_t tk) {
+  const Product shared = ProductOf({tq, tk}), per_head = ProductOf({batch, heads, tq, tk});
+  const size_t given = mask.size();
+  if ((shared.overflow || given != shared.value) &&
+      (per_head.overflow || given != per_head.value)) {
+    throw std::invalid_argument(
+        "attn_mask: expected " + ProductString(shared) + " values for " +
+        ShapeString({tq, tk}) + " or " + ProductString(per_head) + " for " +
+        ShapeString({batch, heads, tq, tk}) + ", got " + std::to_string(given));
+  }
+  CheckMask("attn_mask", mask);
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(const MhaConfig& config)
@@ -215,23 +230,30 @@ void MultiHeadAttention::CheckReady() const {
   }
 }
 
-void MultiHeadAttention::CheckOptions(const Tensor3& query, size_t tk,
-                                      const MhaOptions& options) const {
+MhaResult MultiHeadAttention::PrepareResult(const Tensor3& query, size_t tk,
+                                            const MhaOptions& options) const {
   const size_t batch = query.batch, tq = query.tokens, heads = config_.num_heads;
   if (!options.key_padding_mask.empty()) {
     CheckLength("key_padding_mask", options.key_padding_mask.size(), {batch, tk});
   }
-  if (options.attn_mask.empty()) return;
-  const Product shared = ProductOf({tq, tk}), per_head = ProductOf({batch, heads, tq, tk});
-  const size_t given = options.attn_mask.size();
-  if ((shared.overflow || given != shared.value) &&
-      (per_head.overflow || given != per_head.value)) {
-    throw std::invalid_argument(
-        "attn_mask: expected " + ProductString(shared) + " values for " +
-        ShapeString({tq, tk}) + " or " + ProductString(per_head) + " for " +
-        ShapeString({batch, heads, tq, tk}) + ", got " + std::to_string(given));
+  if (!options.attn_mask.empty()) CheckAttnMask(options.attn_mask, batch, heads, tq, tk);
+  MhaResult r;
+  r.batch = batch;
+  r.tq = tq;
+  r.tk = tk;
+  r.output.resize(CheckedCount(
+      "output", {{"batch", batch}, {"tokens", tq}, {"d_model", config_.d_model}}));
+  if (options.need_weights) {
+    r.attn_weights.resize(CheckedCount(
+        "attention weights",
+        {{"batch", batch}, {"num_heads", heads}, {"query tokens", tq}, {"key tokens", tk}}));
   }
-  CheckMask("attn_mask", options.attn_mask);
+  if (options.need_per_head_output) {
+    r.per_head_output.resize(CheckedCount(
+        "per-head output",
+        {{"batch", batch}, {"num_heads", heads}, {"tokens", tq}, {"d_model", config_.d_model}}));
+  }
+  return r;
 }
 
 MhaResult MultiHeadAttention::Forward(const Tensor3& x,
@@ -254,7 +276,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   CheckEqual("key.batch", key.batch, query.batch, "query.batch");
   CheckEqual("value.batch", value.batch, query.batch, "query.batch");
   CheckEqual("value.tokens", value.tokens, key.tokens, "key.tokens");
-  CheckOptions(query, key.tokens, options);
+  MhaResult result = PrepareResult(query, key.tokens, options);
 
   const size_t rows = key.batch * key.tokens;  // <= key.data.size()
   const size_t need = CheckedCount(
@@ -270,7 +292,8 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   CheckComputed("the key projection key W_k + b_k", keys, kTooLarge);
   CheckComputed("the value projection value W_v + b_v",
                 {v, rows * layout_.value_row()}, kTooLarge);
-  return Attend(query, KVView{k, v, key.tokens, key.tokens, MaxAbs(keys)}, options);
+  return Attend(query, KVView{k, v, key.tokens, key.tokens, MaxAbs(keys)}, options,
+                std::move(result));
 }
 
 PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
@@ -324,10 +347,10 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
   CheckEqual("query.batch", query.batch, kv.batch(), "batch of the precomputed memory");
   MhaOptions with_mask = options;
   if (options.key_padding_mask.empty()) with_mask.key_padding_mask = kv.key_padding_;
-  CheckOptions(query, kv.tokens(), with_mask);
+  MhaResult result = PrepareResult(query, kv.tokens(), with_mask);
   return Attend(query,
                 KVView{kv.k_.data(), kv.v_.data(), kv.tokens(), kv.tokens(), kv.max_abs_key_},
-                with_mask);
+                with_mask, std::move(result));
 }
 
 KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
@@ -349,7 +372,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   CheckEqual("x.batch", x.batch, cache.batch(), "batch of the KV cache");
   cache.CheckRoom(x.tokens);
   const size_t tk = cache.length() + x.tokens;
-  CheckOptions(x, tk, options);
+  MhaResult result = PrepareResult(x, tk, options);
   double max_abs_key = cache.max_abs_key_;
   for (size_t b = 0; b < x.batch; ++b) {
     const float* rows = x.data.data() + b * x.tokens * x.features;
@@ -368,7 +391,8 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   MhaOptions causal = options;
   causal.causal = true;
   MhaResult r = Attend(
-      x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, causal);
+      x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, causal,
+      std::move(result));
   // Only a step that succeeded adds its tokens.
   cache.length_ = tk;
   cache.max_abs_key_ = max_abs_key;
@@ -376,7 +400,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
 }
 
 MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
-                                     const MhaOptions& options) {
+                                     const MhaOptions& options, MhaResult r) {
   const MhaConfig& c = config_;
   const size_t heads = c.num_heads;
   const size_t batch = query.batch, tq = query.tokens, tk = kv.tk;
@@ -400,24 +424,6 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
 
   const bool mask_per_head =
       options.attn_mask.size() == batch * heads * tq * tk && batch * heads > 1;
-  MhaResult r;
-  r.batch = batch;
-  r.tq = tq;
-  r.tk = tk;
-  // Every output is sized before the first kernel runs: a request too large
-  // fails with nothing half done.
-  r.output.resize(CheckedCount(
-      "output", {{"batch", batch}, {"tokens", tq}, {"d_model", c.d_model}}));
-  if (options.need_weights) {
-    r.attn_weights.resize(CheckedCount(
-        "attention weights",
-        {{"batch", batch}, {"num_heads", heads}, {"query tokens", tq}, {"key tokens", tk}}));
-  }
-  if (options.need_per_head_output) {
-    r.per_head_output.resize(CheckedCount(
-        "per-head output",
-        {{"batch", batch}, {"num_heads", heads}, {"tokens", tq}, {"d_model", c.d_model}}));
-  }
   for (size_t b = 0; b < batch; ++b) {
     for (size_t h = 0; h < heads; ++h) {
       AttentionArgs a{};

@@ -136,11 +136,14 @@ class MultiHeadAttention {
   void Project(const float* x, size_t rows, const Packed& p, float* out,
                size_t ldc) const;
   void CheckReady() const;
-  void CheckOptions(const Tensor3& query, size_t tk,
-                    const MhaOptions& options) const;
+  // Checks the masks against [B, Tq, Tk] and allocates the outputs the
+  // options ask for, before any workspace grows: a request too large to
+  // allocate fails with nothing else changed.
+  MhaResult PrepareResult(const Tensor3& query, size_t tk,
+                          const MhaOptions& options) const;
   // The attention proper once K and V are projected.
   MhaResult Attend(const Tensor3& query, const KVView& kv,
-                   const MhaOptions& options);
+                   const MhaOptions& options, MhaResult r);
 
   MhaConfig config_;
   const KernelTable* kernels_;

@@ -379,7 +379,7 @@ describe('a heap that cannot grow', () => {
     expect(error).toBeInstanceOf(RangeError);
     expect(error.message).toBe('MultiHeadAttention.forward: attention weights: batch * ' +
       'numHeads * query tokens * key tokens = 1 * 1 * 30000 * 30000 = 900000000 floats ' +
-      '(3.4 GiB) exceeds the 2 GiB a wasm32 module can hold');
+      '(3.35276 GiB) exceeds the 2 GiB a wasm32 module can hold');
     // The same object still works with sizes that fit.
     expect(m.forward({ data: ones(100), shape: [1, 100, 1] }, undefined, undefined,
       { returnAttnWeights: true }).attnWeights.shape).toEqual([1, 1, 100, 100]);

@@ -90,7 +90,7 @@ describe.each(cases)('%s build, %s', (build, backend) => {
     m.forwardIncremental({ data: random(2 * D, 13, 1), shape: [2, D] }, cache);
     const e = thrown(() => m.forwardIncremental({ data: random(D, 14, 3e38), shape: [1, D] }, cache));
     expect(e).toBeInstanceOf(RangeError);
-    expect(e.message).toMatch(/^MultiHeadAttention\.forwardIncremental: the (key|value) projection x W_[kv] \+ b_[kv] overflowed float32/);
+    expect(e.message).toMatch(/^MultiHeadAttention\.forwardIncremental: (the (key|value) projection x W_[kv] \+ b_[kv] overflowed float32|attention scores may overflow float32)/);
     expect(cache.length).toBe(2);
     cache.append(cache.keys(), cache.values());
     expect(cache.length).toBe(4);
@@ -112,7 +112,7 @@ describe.each(cases)('%s build, %s', (build, backend) => {
       for (const e of [thrown(() => encoder.forward(x)), thrown(() => decoder.forward(x, memory))]) {
         expect(e).toBeInstanceOf(RangeError);
         expect(e.message).toMatch(/float32/);
-        expect(e.message).not.toMatch(/query|element 0 is NaN/);
+        expect(e.message).not.toMatch(/query:|element \d+ is NaN/);
       }
     });
 });
