@@ -219,9 +219,17 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
 
 void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p,
                                  float* out, size_t ldc) const {
-  const GemmArgs g{x,   p.rows, rows, p.rows, p.w.data(), p.rows, 0, p.cols,
-                   p.bias.empty() ? nullptr : p.bias.data(), out, ldc};
-  kernels_->gemm(g);
+  kernels_->gemm({.a = x,
+                  .lda = p.rows,
+                  .m = rows,
+                  .k = p.rows,
+                  .packed_b = p.w.data(),
+                  .packed_rows = p.rows,
+                  .k_begin = 0,
+                  .n = p.cols,
+                  .packed_bias = p.bias.empty() ? nullptr : p.bias.data(),
+                  .c = out,
+                  .ldc = ldc});
 }
 
 void MultiHeadAttention::CheckReady() const {
@@ -465,21 +473,34 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     r.head_output = HeadMajor("head output", z, batch, tq, tq, heads, l.dv, l.dv_pad);
   }
 
-  const GemmArgs out{z, ld_v, batch * tq, o_.rows, o_.w.data(), o_.rows, 0, c.d_model,
-                     o_.bias.empty() ? nullptr : o_.bias.data(), r.output.data(),
-                     c.d_model};
-  kernels_->gemm(out);
+  kernels_->gemm({.a = z,
+                  .lda = ld_v,
+                  .m = batch * tq,
+                  .k = o_.rows,
+                  .packed_b = o_.w.data(),
+                  .packed_rows = o_.rows,
+                  .k_begin = 0,
+                  .n = c.d_model,
+                  .packed_bias = o_.bias.empty() ? nullptr : o_.bias.data(),
+                  .c = r.output.data(),
+                  .ldc = c.d_model});
   CheckComputed("the output projection z W_o + b_o", r.output, kTooLarge);
 
   if (options.need_per_head_output) {
     // Head h's contribution z_h W_O^h: W_O's packed rows of that head.
     for (size_t b = 0; b < batch; ++b) {
       for (size_t h = 0; h < heads; ++h) {
-        const GemmArgs g{z + b * tq * ld_v + h * dv, ld_v, tq, dv, o_.w.data(), o_.rows,
-                         h * dv, c.d_model, nullptr,
-                         r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
-                         c.d_model};
-        kernels_->gemm(g);
+        kernels_->gemm({.a = z + b * tq * ld_v + h * dv,
+                        .lda = ld_v,
+                        .m = tq,
+                        .k = dv,
+                        .packed_b = o_.w.data(),
+                        .packed_rows = o_.rows,
+                        .k_begin = h * dv,
+                        .n = c.d_model,
+                        .packed_bias = nullptr,
+                        .c = r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
+                        .ldc = c.d_model});
       }
     }
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);

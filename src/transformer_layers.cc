@@ -98,11 +98,29 @@ void FeedForward::Forward(const float* x, size_t rows, float* out) {
   const size_t hidden = CheckedCount("feed-forward hidden units",
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
-  kernels_->gemm({x, d_model_, rows, d_model_, w1_.data(), d_model_, 0, ffn_dim_,
-                  b1_.data(), hidden_.data(), ffn_dim_});
+  kernels_->gemm({.a = x,
+                  .lda = d_model_,
+                  .m = rows,
+                  .k = d_model_,
+                  .packed_b = w1_.data(),
+                  .packed_rows = d_model_,
+                  .k_begin = 0,
+                  .n = ffn_dim_,
+                  .packed_bias = b1_.data(),
+                  .c = hidden_.data(),
+                  .ldc = ffn_dim_});
   kernels_->activation(activation_, hidden_.data(), rows * ffn_dim_);
-  kernels_->gemm({hidden_.data(), ffn_dim_, rows, ffn_dim_, w2_.data(), ffn_dim_, 0,
-                  d_model_, b2_.data(), out, d_model_});
+  kernels_->gemm({.a = hidden_.data(),
+                  .lda = ffn_dim_,
+                  .m = rows,
+                  .k = ffn_dim_,
+                  .packed_b = w2_.data(),
+                  .packed_rows = ffn_dim_,
+                  .k_begin = 0,
+                  .n = d_model_,
+                  .packed_bias = b2_.data(),
+                  .c = out,
+                  .ldc = d_model_});
 }
 
 void LayerNorm::SetWeights(const char* name, const NormWeights& w) {
