@@ -447,6 +447,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
       a.dv = dv;
       a.scale = scale;
       a.causal = options.causal;
+      a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq);
       a.key_valid = options.key_padding_mask.empty()
                         ? nullptr
                         : options.key_padding_mask.data() + b * tk;

@@ -43,7 +43,12 @@ struct AttentionArgs {
   size_t dk;  // padded head width of Q and K
   size_t dv;  // padded head width of V and Z
   float scale;
-  bool causal;                 // key j visible to query i iff j <= i + tk - tq
+  // Causal: key j visible to query i iff j <= i + causal_diagonal; tk - tq
+  // aligns the last query with the last key (bottom-right, as when decoding
+  // with a cache). A block of queries starting at row q0 of a larger tq
+  // passes tk - tq + q0, and computes exactly what the whole call would.
+  bool causal;
+  ptrdiff_t causal_diagonal;
   const uint8_t* key_valid;    // [tk], 1 = real token; nullptr = all real
   const float* additive_mask;  // [tq, tk] with row stride mask_ld; or nullptr
   size_t mask_ld;

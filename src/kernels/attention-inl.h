@@ -118,11 +118,9 @@ struct Attention {
         }
       }
     }
-    // Key j is hidden from query i iff j > i + (tk - tq); only blocks that
-    // cross that diagonal need the per-element test.
-    const ptrdiff_t shift = static_cast<ptrdiff_t>(a.tk) -
-                            static_cast<ptrdiff_t>(a.tq) +
-                            static_cast<ptrdiff_t>(b.q0);
+    // Key j is hidden from query i iff j > i + causal_diagonal; only blocks
+    // that cross that diagonal need the per-element test.
+    const ptrdiff_t shift = a.causal_diagonal + static_cast<ptrdiff_t>(b.q0);
     if (a.causal && static_cast<ptrdiff_t>(k0 + nk) - 1 > shift) {
       for (size_t j = 0; j < nk; ++j) {
         const ptrdiff_t first_hidden_from =
@@ -204,8 +202,6 @@ struct Attention {
   }
 
   static void Run(const AttentionArgs& a) {
-    const ptrdiff_t diagonal_shift =
-        static_cast<ptrdiff_t>(a.tk) - static_cast<ptrdiff_t>(a.tq);
     Block b;
     b.qt = a.scratch;
     b.st = b.qt + a.dk * kBq;
@@ -221,7 +217,7 @@ struct Attention {
       b.key_end = a.tk;
       if (a.causal) {
         b.key_end = static_cast<size_t>(std::clamp<ptrdiff_t>(
-            static_cast<ptrdiff_t>(b.q0 + b.nq) + diagonal_shift, 0,
+            static_cast<ptrdiff_t>(b.q0 + b.nq) + a.causal_diagonal, 0,
             static_cast<ptrdiff_t>(a.tk)));
       }
       PackScaledQueries(a, b);

@@ -74,9 +74,13 @@ double TimeAttention(const KernelTable& t, size_t tq, size_t tk, size_t heads,
   std::vector<float> scratch(t.attention_scratch_floats(dk, dk));
   auto run = [&] {
     for (size_t h = 0; h < heads; ++h) {
-      t.attention({q.data() + h * dk, d, kv.data() + h * dk, d, kv.data() + h * dk, d, tq, tk,
-                   dk, dk, 0.125f, causal, nullptr, nullptr, 0, z.data() + h * dk, d, nullptr,
-                   scratch.data()});
+      t.attention({.q = q.data() + h * dk, .ldq = d, .k = kv.data() + h * dk, .ldk = d,
+                   .v = kv.data() + h * dk, .ldv = d, .tq = tq, .tk = tk, .dk = dk, .dv = dk,
+                   .scale = 0.125f, .causal = causal,
+                   .causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq),
+                   .key_valid = nullptr, .additive_mask = nullptr, .mask_ld = 0,
+                   .z = z.data() + h * dk, .ldz = d, .probs = nullptr,
+                   .scratch = scratch.data()});
     }
   };
   return 4.0 * tq * tk * d / BestSecondsPerCall(run) / 1e9;
