@@ -3,7 +3,7 @@
 # wasm with SIMD, wasm with SIMD and relaxed SIMD's FMA, and wasm without SIMD
 # (tests under node, the npm package's modules), then copies the three
 # package modules into web/dist/.
-# Usage: scripts/build.sh [native|sanitize|fuzz|wasm|wasm-relaxed|wasm-nosimd|package]...
+# Usage: scripts/build.sh [native|sanitize|tsan|fuzz|wasm|wasm-relaxed|wasm-nosimd|package]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -30,6 +30,11 @@ build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128, $3 = ON/OFF for 
     -DSA_WASM_RELAXED="$3" -DCMAKE_CROSSCOMPILING_EMULATOR="$emulator" >/dev/null
   cmake --build "$1" -j"$jobs"
 }
+# ThreadSanitizer over the tests of the threaded paths.
+build_tsan() {
+  cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSA_TSAN=ON >/dev/null
+  cmake --build build/tsan -j"$jobs" --target threads_test
+}
 # The libFuzzer target over the C++ API (tests/fuzz/), instrumented with
 # clang's ASan + UBSan; scripts/fuzz.sh runs it.
 build_fuzz() {
@@ -53,12 +58,13 @@ package_web() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(native sanitize fuzz wasm wasm-relaxed wasm-nosimd package)
+[ ${#targets[@]} -gt 0 ] || targets=(native sanitize tsan fuzz wasm wasm-relaxed wasm-nosimd package)
 for t in "${targets[@]}"; do
   echo "build: $t"
   case "$t" in
     native) build_native ;;
     sanitize) build_sanitize ;;
+    tsan) build_tsan ;;
     fuzz) build_fuzz ;;
     wasm) build_wasm build/wasm ON OFF ;;
     wasm-relaxed) build_wasm build/wasm-relaxed ON ON ;;

@@ -15,6 +15,9 @@ run_ctest build/sanitize
 run_ctest build/wasm
 run_ctest build/wasm-relaxed
 run_ctest build/wasm-nosimd
+# The thread pool and the threaded splits under ThreadSanitizer.
+echo "test: tsan"
+ctest --test-dir build/tsan --output-on-failure -R threads_test
 # The C++ API under libFuzzer with ASan + UBSan, for a bounded time.
 echo "test: fuzz"
 bash scripts/fuzz.sh 60

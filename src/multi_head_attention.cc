@@ -8,6 +8,9 @@
 
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
+#include "kernels/attention.h"
+#include "threading/parallel.h"
+#include "threading/thread_pool.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -34,6 +37,7 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
   if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
+  if (c.threads == 0) c.threads = ThreadPool::HardwareThreads();
   // The weight matrices must be allocatable before anything pads them.
   const size_t hk = c.d_model, hv = c.num_heads * c.head_dim_v;
   if (ProductOf({c.num_heads, c.head_dim_v}).overflow) {
@@ -133,7 +137,13 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config)
 
 MultiHeadAttention::MultiHeadAttention(const MhaConfig& config,
                                        const KernelTable& kernels)
-    : config_(Resolve(config)), kernels_(&kernels) {
+    : MultiHeadAttention(config, kernels, nullptr) {}
+
+MultiHeadAttention::MultiHeadAttention(const MhaConfig& config, const KernelTable& kernels,
+                                       std::shared_ptr<ThreadPool> pool)
+    : config_(Resolve(config)), kernels_(&kernels), pool_(std::move(pool)) {
+  if (pool_ == nullptr) pool_ = SharedThreadPool(config_.threads);
+  config_.threads = pool_->threads();
   config_.backend = kernels.backend;
   layout_.heads = config_.num_heads;
   layout_.dk = head_dim();
@@ -219,7 +229,8 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
 
 void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p,
                                  float* out, size_t ldc) const {
-  kernels_->gemm({.a = x,
+  ParallelGemm(*pool_, *kernels_,
+               {.a = x,
                   .lda = p.rows,
                   .m = rows,
                   .k = p.rows,
@@ -416,10 +427,11 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const size_t ld_v = layout_.value_row();
   const size_t dk = layout_.dk_pad, dv = layout_.dv_pad;
   const size_t scratch = kernels_->attention_scratch_floats(dk, dv);
+  const size_t threads = pool_->threads();
   const size_t need = CheckedCount("projected queries and head outputs",
                                    {{"query.batch * query.tokens", batch * tq},
                                     {"padded query and value row", ld_q + ld_v}}) +
-                      scratch;
+                      scratch * threads;
   if (workspace_.size() < need) workspace_.resize(need);
   float* q = workspace_.data();
   float* z = q + batch * tq * ld_q;
@@ -430,41 +442,56 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
   CheckScoreRange(scale, head_dim(), MaxAbs(queries), kv.max_abs_key);
 
+  // Work items: (batch, head, chunk of whole query blocks). A chunk starting
+  // at query q0 passes causal_diagonal tk - tq + q0 and so computes what the
+  // whole head would for those rows. Cost model: 4 * tq * tk * d_k FLOPs per
+  // head at ~40 GFLOP/s (causal: about half); heads are split into chunks
+  // only when there are fewer heads than tasks wanted. The last chunks, the
+  // most expensive under a causal mask, are handed out first.
   const bool mask_per_head =
       options.attn_mask.size() == batch * heads * tq * tk && batch * heads > 1;
-  for (size_t b = 0; b < batch; ++b) {
-    for (size_t h = 0; h < heads; ++h) {
-      AttentionArgs a{};
-      a.q = q + b * tq * ld_q + h * dk;
-      a.ldq = ld_q;
-      a.k = kv.k + b * kv.rows_per_batch * ld_k + h * dk;
-      a.ldk = ld_k;
-      a.v = kv.v + b * kv.rows_per_batch * ld_v + h * dv;
-      a.ldv = ld_v;
-      a.tq = tq;
-      a.tk = tk;
-      a.dk = dk;
-      a.dv = dv;
-      a.scale = scale;
-      a.causal = options.causal;
-      a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq);
-      a.key_valid = options.key_padding_mask.empty()
-                        ? nullptr
-                        : options.key_padding_mask.data() + b * tk;
-      if (!options.attn_mask.empty()) {
-        a.additive_mask = options.attn_mask.data() +
-                          (mask_per_head ? (b * heads + h) * tq * tk : 0);
-        a.mask_ld = tk;
-      }
-      a.z = z + b * tq * ld_v + h * dv;
-      a.ldz = ld_v;
-      a.probs = options.need_weights
-                    ? r.attn_weights.data() + (b * heads + h) * tq * tk
-                    : nullptr;
-      a.scratch = attention_scratch;
-      kernels_->attention(a);
+  const size_t heads_total = batch * heads;
+  const size_t query_blocks = (tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
+  const double head_ns =
+      4.0 * double(tq) * double(tk) * double(dk) / 40.0 * (options.causal ? 0.5 : 1.0);
+  const size_t tasks = TaskCount(*pool_, head_ns * double(heads_total), heads_total * query_blocks);
+  const size_t chunks = std::min(query_blocks, (tasks + heads_total - 1) / heads_total);
+  pool_->Run(heads_total * chunks, [&](size_t item, size_t thread) {
+    const size_t chunk = chunks - 1 - item / heads_total;
+    const size_t b = item % heads_total / heads, h = item % heads;
+    const size_t q0 = query_blocks * chunk / chunks * kAttentionQueryBlock;
+    const size_t q1 = std::min(tq, query_blocks * (chunk + 1) / chunks * kAttentionQueryBlock);
+    AttentionArgs a{};
+    a.q = q + (b * tq + q0) * ld_q + h * dk;
+    a.ldq = ld_q;
+    a.k = kv.k + b * kv.rows_per_batch * ld_k + h * dk;
+    a.ldk = ld_k;
+    a.v = kv.v + b * kv.rows_per_batch * ld_v + h * dv;
+    a.ldv = ld_v;
+    a.tq = q1 - q0;
+    a.tk = tk;
+    a.dk = dk;
+    a.dv = dv;
+    a.scale = scale;
+    a.causal = options.causal;
+    a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq) +
+                        static_cast<ptrdiff_t>(q0);
+    a.key_valid = options.key_padding_mask.empty()
+                      ? nullptr
+                      : options.key_padding_mask.data() + b * tk;
+    if (!options.attn_mask.empty()) {
+      a.additive_mask = options.attn_mask.data() +
+                        (mask_per_head ? (b * heads + h) * tq * tk : 0) + q0 * tk;
+      a.mask_ld = tk;
     }
-  }
+    a.z = z + (b * tq + q0) * ld_v + h * dv;
+    a.ldz = ld_v;
+    a.probs = options.need_weights
+                  ? r.attn_weights.data() + ((b * heads + h) * tq + q0) * tk
+                  : nullptr;
+    a.scratch = attention_scratch + thread * scratch;
+    kernels_->attention(a);
+  });
 
   if (options.need_intermediates) {
     const KVLayout& l = layout_;
@@ -474,7 +501,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     r.head_output = HeadMajor("head output", z, batch, tq, tq, heads, l.dv, l.dv_pad);
   }
 
-  kernels_->gemm({.a = z,
+  ParallelGemm(*pool_, *kernels_,
+               {.a = z,
                   .lda = ld_v,
                   .m = batch * tq,
                   .k = o_.rows,
@@ -488,9 +516,13 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   CheckComputed("the output projection z W_o + b_o", r.output, kTooLarge);
 
   if (options.need_per_head_output) {
-    // Head h's contribution z_h W_O^h: W_O's packed rows of that head.
-    for (size_t b = 0; b < batch; ++b) {
-      for (size_t h = 0; h < heads; ++h) {
+    // Head h's contribution z_h W_O^h: W_O's packed rows of that head, one
+    // GEMM of 2 * tq * d_v * d_model FLOPs per (batch, head).
+    const double gemm_ns = 2.0 * double(tq) * double(dv) * double(c.d_model) / 50.0;
+    const size_t per_head_tasks = TaskCount(*pool_, gemm_ns * double(heads_total), heads_total);
+    ParallelRanges(*pool_, heads_total, per_head_tasks, [&](size_t begin, size_t end) {
+      for (size_t item = begin; item < end; ++item) {
+        const size_t b = item / heads, h = item % heads;
         kernels_->gemm({.a = z + b * tq * ld_v + h * dv,
                         .lda = ld_v,
                         .m = tq,
@@ -503,7 +535,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
                         .c = r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
                         .ldc = c.d_model});
       }
-    }
+    });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);
   }
   return r;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -16,6 +17,8 @@
 
 namespace simd_attention {
 
+class ThreadPool;
+
 struct MhaConfig {
   size_t d_model = 0;
   size_t num_heads = 0;
@@ -24,6 +27,10 @@ struct MhaConfig {
   size_t head_dim_v = 0;  // d_v; 0 = d_model / num_heads
   bool bias = true;
   Backend backend = Backend::kHighway;
+  // Threads a forward runs on, the caller's included: a pool shared by
+  // every object asking for the same count. 0 = every logical processor.
+  // Results are bit-identical for every count.
+  size_t threads = 1;
 };
 
 // A read-only [batch, tokens, features] tensor, row-major.
@@ -81,6 +88,10 @@ class MultiHeadAttention {
   // Runs on the given kernels (one target of one backend) instead of the
   // backend's best; for tests and benchmarks that compare targets.
   MultiHeadAttention(const MhaConfig& config, const KernelTable& kernels);
+  // On the given pool (config.threads is then pool->threads()), e.g. one
+  // pool an application shares between its own work and these objects.
+  MultiHeadAttention(const MhaConfig& config, const KernelTable& kernels,
+                     std::shared_ptr<ThreadPool> pool);
 
   // Copies and packs the weights; throws std::invalid_argument on a wrong
   // length or a non-finite value.
@@ -114,6 +125,8 @@ class MultiHeadAttention {
   size_t head_dim() const { return config_.d_model / config_.num_heads; }
   size_t head_dim_v() const { return config_.head_dim_v; }
   const KernelTable& kernels() const { return *kernels_; }
+  ThreadPool& pool() const { return *pool_; }
+  const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
  private:
   struct Packed {
@@ -145,8 +158,9 @@ class MultiHeadAttention {
   MhaResult Attend(const Tensor3& query, const KVView& kv,
                    const MhaOptions& options, MhaResult r);
 
-  MhaConfig config_;
+  MhaConfig config_;  // threads resolved (never 0)
   const KernelTable* kernels_;
+  std::shared_ptr<ThreadPool> pool_;
   KVLayout layout_;  // head widths padded to whole vectors
   bool has_weights_ = false;
   Packed q_, k_, v_, o_;

@@ -7,6 +7,8 @@
 
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
+#include "threading/parallel.h"
+#include "threading/thread_pool.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -17,6 +19,7 @@ MhaConfig AttentionConfig(const LayerConfig& c) {
   m.d_model = c.d_model;
   m.num_heads = c.num_heads;
   m.backend = c.backend;
+  m.threads = c.threads;
   return m;
 }
 
@@ -35,18 +38,27 @@ constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
 //   pre-LN:                  x = x + f(norm(x))
 // The sum is checked before it goes on: the next sublayer would otherwise
 // see an overflow as if the caller had passed a non-finite value.
+// x += y, split across the pool (element-wise: any split is exact).
+void AddInPlace(ThreadPool& pool, const KernelTable& k, std::vector<float>& x,
+                const std::vector<float>& y) {
+  const size_t tasks = TaskCount(pool, 0.1 * double(x.size()), x.size() / 1024 + 1);
+  ParallelRanges(pool, x.size(), tasks, [&](size_t begin, size_t end) {
+    k.add(x.data() + begin, y.data() + begin, end - begin, x.data() + begin);
+  });
+}
+
 template <class F>
-void Residual(const char* name, bool norm_first, const LayerNorm& norm,
+void Residual(const char* name, bool norm_first, const LayerNorm& norm, ThreadPool& pool,
               const KernelTable& k, std::vector<float>& x, size_t rows, F&& f) {
   if (norm_first) {
     std::vector<float> normed(x.size());
     norm.Forward(x.data(), rows, normed.data());
     const std::vector<float> y = f(normed);
-    k.add(x.data(), y.data(), x.size(), x.data());
+    AddInPlace(pool, k, x, y);
     CheckComputed(name, x, kTooLarge);
   } else {
     const std::vector<float> y = f(x);
-    k.add(x.data(), y.data(), x.size(), x.data());
+    AddInPlace(pool, k, x, y);
     CheckComputed(name, x, kTooLarge);
     norm.Forward(x.data(), rows, x.data());
   }
@@ -75,8 +87,19 @@ void CheckNormRange(const char* what, std::span<const float> x, size_t d) {
 }  // namespace
 
 FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
+                         const KernelTable& kernels, std::shared_ptr<ThreadPool> pool)
+    : d_model_(d_model),
+      ffn_dim_(ffn_dim),
+      activation_(activation),
+      kernels_(&kernels),
+      pool_(std::move(pool)) {}
+
+FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                          const KernelTable& kernels)
-    : d_model_(d_model), ffn_dim_(ffn_dim), activation_(activation), kernels_(&kernels) {}
+    : FeedForward(d_model, ffn_dim, activation, kernels, SharedThreadPool(1)) {}
+
+LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels)
+    : LayerNorm(d_model, eps, kernels, SharedThreadPool(1)) {}
 
 void FeedForward::SetWeights(const FfnWeights& w) {
   CheckLength("ffn.w1", w.w1.size(), {d_model_, ffn_dim_});
@@ -98,7 +121,8 @@ void FeedForward::Forward(const float* x, size_t rows, float* out) {
   const size_t hidden = CheckedCount("feed-forward hidden units",
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
-  kernels_->gemm({.a = x,
+  ParallelGemm(*pool_, *kernels_,
+               {.a = x,
                   .lda = d_model_,
                   .m = rows,
                   .k = d_model_,
@@ -109,8 +133,14 @@ void FeedForward::Forward(const float* x, size_t rows, float* out) {
                   .packed_bias = b1_.data(),
                   .c = hidden_.data(),
                   .ldc = ffn_dim_});
-  kernels_->activation(activation_, hidden_.data(), rows * ffn_dim_);
-  kernels_->gemm({.a = hidden_.data(),
+  // The activation at ~0.5 ns an element (GELU's exp), element-wise.
+  const size_t n = rows * ffn_dim_;
+  ParallelRanges(*pool_, n, TaskCount(*pool_, 0.5 * double(n), n / 1024 + 1),
+                 [&](size_t begin, size_t end) {
+                   kernels_->activation(activation_, hidden_.data() + begin, end - begin);
+                 });
+  ParallelGemm(*pool_, *kernels_,
+               {.a = hidden_.data(),
                   .lda = ffn_dim_,
                   .m = rows,
                   .k = ffn_dim_,
@@ -136,7 +166,12 @@ void LayerNorm::SetWeights(const char* name, const NormWeights& w) {
 void LayerNorm::Forward(const float* x, size_t rows, float* out) const {
   if (gamma_.empty()) throw std::logic_error("LayerNorm: forward before SetWeights");
   CheckNormRange("the LayerNorm input", {x, rows * d_model_}, d_model_);
-  kernels_->layer_norm(x, rows, d_model_, gamma_.data(), beta_.data(), eps_, out);
+  // Rows are independent; ~0.5 ns an element over its two passes.
+  const size_t tasks = TaskCount(*pool_, 0.5 * double(rows * d_model_), rows);
+  ParallelRanges(*pool_, rows, tasks, [&](size_t begin, size_t end) {
+    kernels_->layer_norm(x + begin * d_model_, end - begin, d_model_, gamma_.data(),
+                         beta_.data(), eps_, out + begin * d_model_);
+  });
 }
 
 std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
@@ -164,11 +199,17 @@ TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config)
 
 TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
                                                  const KernelTable& kernels)
+    : TransformerEncoderLayer(config, kernels, nullptr) {}
+
+TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
+                                                 const KernelTable& kernels,
+                                                 std::shared_ptr<ThreadPool> pool)
     : config_(config),
-      attention_(AttentionConfig(config), kernels),
-      ffn_(config.d_model, config.ffn_dim, config.activation, kernels),
-      norm1_(config.d_model, config.eps, kernels),
-      norm2_(config.d_model, config.eps, kernels) {
+      attention_(AttentionConfig(config), kernels, std::move(pool)),
+      ffn_(config.d_model, config.ffn_dim, config.activation, kernels,
+           attention_.shared_pool()),
+      norm1_(config.d_model, config.eps, kernels, attention_.shared_pool()),
+      norm2_(config.d_model, config.eps, kernels, attention_.shared_pool()) {
   CheckLayerConfig(config);
 }
 
@@ -178,7 +219,8 @@ void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
                                          const NormWeights& norm2) {
   // All or nothing: new parts are built aside and swapped in once every
   // weight has been accepted.
-  MultiHeadAttention new_attention(attention_.config(), attention_.kernels());
+  MultiHeadAttention new_attention(attention_.config(), attention_.kernels(),
+                                   attention_.shared_pool());
   new_attention.SetWeights(attention);
   FeedForward new_ffn = ffn_;
   new_ffn.SetWeights(ffn);
@@ -198,14 +240,15 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
   CheckFinite("x", x.data);
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = attention_.kernels();
+  ThreadPool& pool = attention_.pool();
   MhaOptions mha;
   mha.causal = options.causal;
   mha.key_padding_mask = options.key_padding_mask;
-  Residual("the self-attention sublayer", config_.norm_first, norm1_, k, h, rows,
+  Residual("the self-attention sublayer", config_.norm_first, norm1_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
              return attention_.Forward(Tensor3{in, x.batch, x.tokens, x.features}, mha).output;
            });
-  Residual("the feed-forward sublayer", config_.norm_first, norm2_, k, h, rows,
+  Residual("the feed-forward sublayer", config_.norm_first, norm2_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
     std::vector<float> out(in.size());
     ffn_.Forward(in.data(), rows, out.data());
@@ -219,13 +262,19 @@ TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config)
 
 TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
                                                  const KernelTable& kernels)
+    : TransformerDecoderLayer(config, kernels, nullptr) {}
+
+TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
+                                                 const KernelTable& kernels,
+                                                 std::shared_ptr<ThreadPool> pool)
     : config_(config),
-      self_attention_(AttentionConfig(config), kernels),
-      cross_attention_(AttentionConfig(config), kernels),
-      ffn_(config.d_model, config.ffn_dim, config.activation, kernels),
-      norm1_(config.d_model, config.eps, kernels),
-      norm2_(config.d_model, config.eps, kernels),
-      norm3_(config.d_model, config.eps, kernels) {
+      self_attention_(AttentionConfig(config), kernels, std::move(pool)),
+      cross_attention_(AttentionConfig(config), kernels, self_attention_.shared_pool()),
+      ffn_(config.d_model, config.ffn_dim, config.activation, kernels,
+           self_attention_.shared_pool()),
+      norm1_(config.d_model, config.eps, kernels, self_attention_.shared_pool()),
+      norm2_(config.d_model, config.eps, kernels, self_attention_.shared_pool()),
+      norm3_(config.d_model, config.eps, kernels, self_attention_.shared_pool()) {
   CheckLayerConfig(config);
 }
 
@@ -236,9 +285,11 @@ void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
                                          const NormWeights& norm2,
                                          const NormWeights& norm3) {
   // All or nothing, as in the encoder.
-  MultiHeadAttention new_self(self_attention_.config(), self_attention_.kernels());
+  MultiHeadAttention new_self(self_attention_.config(), self_attention_.kernels(),
+                              self_attention_.shared_pool());
   new_self.SetWeights(self_attention);
-  MultiHeadAttention new_cross(cross_attention_.config(), cross_attention_.kernels());
+  MultiHeadAttention new_cross(cross_attention_.config(), cross_attention_.kernels(),
+                               cross_attention_.shared_pool());
   new_cross.SetWeights(cross_attention);
   FeedForward new_ffn = ffn_;
   new_ffn.SetWeights(ffn);
@@ -263,14 +314,15 @@ std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
   CheckFinite("x", x.data);
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = self_attention_.kernels();
+  ThreadPool& pool = self_attention_.pool();
   auto view = [&](const std::vector<float>& in) {
     return Tensor3{in, x.batch, x.tokens, x.features};
   };
-  Residual("the self-attention sublayer", config_.norm_first, norm1_, k, h, rows,
+  Residual("the self-attention sublayer", config_.norm_first, norm1_, pool, k, h, rows,
            [&](const std::vector<float>& in) { return self_attend(view(in)); });
-  Residual("the cross-attention sublayer", config_.norm_first, norm2_, k, h, rows,
+  Residual("the cross-attention sublayer", config_.norm_first, norm2_, pool, k, h, rows,
            [&](const std::vector<float>& in) { return cross_attend(view(in)); });
-  Residual("the feed-forward sublayer", config_.norm_first, norm3_, k, h, rows,
+  Residual("the feed-forward sublayer", config_.norm_first, norm3_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
     std::vector<float> out(in.size());
     ffn_.Forward(in.data(), rows, out.data());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct LayerConfig {
   Activation activation = Activation::kRelu;
   float eps = 1e-5f;
   Backend backend = Backend::kHighway;
+  size_t threads = 1;  // as MhaConfig::threads; 0 = every logical processor
 };
 
 struct NormWeights {
@@ -37,6 +39,9 @@ struct FfnWeights {
 // act(x W1 + b1) W2 + b2 on rows of width d_model.
 class FeedForward {
  public:
+  // On the given pool, or on the calling thread alone.
+  FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
+              const KernelTable& kernels, std::shared_ptr<ThreadPool> pool);
   FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
               const KernelTable& kernels);
   void SetWeights(const FfnWeights& w);
@@ -46,14 +51,18 @@ class FeedForward {
   size_t d_model_, ffn_dim_;
   Activation activation_;
   const KernelTable* kernels_;
+  std::shared_ptr<ThreadPool> pool_;
   std::vector<float> w1_, b1_, w2_, b2_;  // packed panels
   std::vector<float> hidden_;             // [rows, ffn_dim]; grows
 };
 
 class LayerNorm {
  public:
-  LayerNorm(size_t d_model, float eps, const KernelTable& kernels)
-      : d_model_(d_model), eps_(eps), kernels_(&kernels) {}
+  // On the given pool, or on the calling thread alone.
+  LayerNorm(size_t d_model, float eps, const KernelTable& kernels,
+            std::shared_ptr<ThreadPool> pool)
+      : d_model_(d_model), eps_(eps), kernels_(&kernels), pool_(std::move(pool)) {}
+  LayerNorm(size_t d_model, float eps, const KernelTable& kernels);
   void SetWeights(const char* name, const NormWeights& w);
   void Forward(const float* x, size_t rows, float* out) const;
 
@@ -61,6 +70,7 @@ class LayerNorm {
   size_t d_model_;
   float eps_;
   const KernelTable* kernels_;
+  std::shared_ptr<ThreadPool> pool_;
   std::vector<float> gamma_, beta_;
 };
 
@@ -83,6 +93,9 @@ class TransformerEncoderLayer {
  public:
   explicit TransformerEncoderLayer(const LayerConfig& config);
   TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels);
+  // On the given pool (config.threads is then ignored).
+  TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels,
+                          std::shared_ptr<ThreadPool> pool);
   void SetWeights(const MhaWeights& attention, const FfnWeights& ffn,
                   const NormWeights& norm1, const NormWeights& norm2);
   // [B, T, d_model] -> [B, T, d_model].
@@ -105,6 +118,8 @@ class TransformerDecoderLayer {
  public:
   explicit TransformerDecoderLayer(const LayerConfig& config);
   TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels);
+  TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels,
+                          std::shared_ptr<ThreadPool> pool);
   void SetWeights(const MhaWeights& self_attention,
                   const MhaWeights& cross_attention, const FfnWeights& ffn,
                   const NormWeights& norm1, const NormWeights& norm2,

@@ -1,0 +1,44 @@
+// The kernels split across a ThreadPool. Every split gives each output
+// element to exactly one task, computed with the same tiles and the same
+// summation order as one call on one thread: results are bit-identical for
+// every thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "dispatch/kernel_table.h"
+#include "threading/thread_pool.h"
+
+namespace simd_attention {
+
+// Tasks per thread: enough that dynamic hand-out evens out uneven tasks and
+// threads that start late, few enough that each is still long.
+constexpr size_t kTasksPerThread = 4;
+
+// How many tasks to split `work_ns` of work into: 1 below the pool's
+// min_parallel_ns, else up to kTasksPerThread per thread, each of at least
+// min_task_ns, at most `max_tasks`.
+inline size_t TaskCount(const ThreadPool& pool, double work_ns, size_t max_tasks) {
+  if (pool.threads() == 1 || work_ns < pool.min_parallel_ns()) return 1;
+  const double by_time_f = pool.min_task_ns() > 0 ? work_ns / pool.min_task_ns() : 1e18;
+  const size_t by_time = by_time_f > 1e18 ? SIZE_MAX : static_cast<size_t>(by_time_f);
+  return std::max<size_t>(1, std::min({max_tasks, pool.threads() * kTasksPerThread, by_time}));
+}
+
+// C = A * packed B (+ bias), split by column panels. A panel's columns meet
+// the same row tiles and K blocks as in one call (rows are never split: the
+// GEMM's tiling, and for short tiles its split-K chains, depend on m).
+// Estimated time: 2mkn FLOPs at ~50 GFLOP/s plus the packed B from memory at
+// ~20 GB/s (a decode step's 1 x 768 x 768 is all weight traffic).
+void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g);
+
+// f(begin, end) over [0, n) in `tasks` contiguous ranges of near-equal size.
+template <class F>
+void ParallelRanges(ThreadPool& pool, size_t n, size_t tasks, const F& f) {
+  tasks = std::max<size_t>(1, std::min(tasks, n));
+  pool.Run(tasks, [&](size_t t, size_t) { f(n * t / tasks, n * (t + 1) / tasks); });
+}
+
+}  // namespace simd_attention

@@ -1,0 +1,93 @@
+// A fixed pool of threads that runs one parallel loop at a time.
+//
+// Why our own: Highway 1.0.3 has no contrib/thread_pool, and the loops here
+// are few and coarse (GEMM tiles, attention work items, LayerNorm rows), so
+// a counter that hands out indices and two condition variables suffice. The
+// calling thread takes part as thread 0, so a pool of 1 has no other thread
+// and Run is a plain loop. Work is handed out dynamically (the next index to
+// whoever is free), which balances uneven items such as causal query blocks.
+//
+// Results never depend on the thread count: callers split work so that each
+// output element is computed by exactly one item, in the same order as a
+// single thread would (see the cost models where Run is called).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace simd_attention {
+
+// Below this estimated single-thread time a loop runs on the calling thread
+// alone: waking the workers and waiting for the last one costs 5-20 us.
+constexpr double kMinParallelNs = 30000;
+// Each task should run at least this long, so that hand-out and wake-up
+// costs stay under ~10% of it.
+constexpr double kMinTaskNs = 8000;
+
+class ThreadPool {
+ public:
+  // `threads` >= 1 in total, the caller included. Throws
+  // std::invalid_argument for 0 or, in a wasm build without threads, > 1.
+  // The two thresholds feed the cost models (threading/parallel.h); tests
+  // pass 0 to split even the smallest loop.
+  explicit ThreadPool(size_t threads, double min_parallel_ns = kMinParallelNs,
+                      double min_task_ns = kMinTaskNs);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  size_t threads() const { return workers_.size() + 1; }
+  double min_parallel_ns() const { return min_parallel_ns_; }
+  double min_task_ns() const { return min_task_ns_; }
+
+  // Calls task(i, thread) for every i in [0, count), thread in [0,
+  // threads()), and returns when all calls have returned. Tasks must not
+  // throw. One Run at a time: concurrent callers wait their turn. Not
+  // reentrant (a task must not call Run on the same pool).
+  template <class Task>
+  void Run(size_t count, const Task& task) {
+    if (threads() == 1 || count <= 1) {
+      for (size_t i = 0; i < count; ++i) task(i, 0);
+      return;
+    }
+    RunErased(count, &Call<Task>, &task);
+  }
+
+  // Logical processors of this machine (1 where unknown or without threads).
+  static size_t HardwareThreads();
+
+ private:
+  using Erased = void (*)(const void* task, size_t i, size_t thread);
+  template <class Task>
+  static void Call(const void* task, size_t i, size_t thread) {
+    (*static_cast<const Task*>(task))(i, thread);
+  }
+  void RunErased(size_t count, Erased call, const void* task);
+  void Work(size_t thread);  // takes indices of the current job until none is left
+  void WorkerLoop(size_t thread);
+
+  double min_parallel_ns_, min_task_ns_;
+  std::mutex run_mutex_;  // one job at a time
+  std::mutex mutex_;      // guards the fields below and the wake-ups
+  std::condition_variable wake_, finished_;
+  size_t generation_ = 0;  // counts jobs; a worker runs each new one once
+  bool stop_ = false;
+  Erased call_ = nullptr;
+  const void* task_ = nullptr;
+  size_t count_ = 0;
+  size_t busy_ = 0;  // workers still inside the current job
+  std::atomic<size_t> next_{0};
+  std::vector<std::thread> workers_;
+};
+
+// The process's pool of `threads` threads (0 = HardwareThreads()), created
+// on first use and shared by every object that asks for the same count for
+// as long as one of them holds it.
+std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads);
+
+}  // namespace simd_attention

@@ -1,0 +1,181 @@
+// Results are bit-identical for every thread count: 1, 2, 3, 4 and 7 threads
+// on every kernel table, for every golden `mha` case, random problems with
+// every mask and output, incremental decoding through a KV cache, and both
+// layers. The pools here split every loop however small (thresholds 0), so
+// the splits are exercised on small shapes too.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "golden.h"
+#include "multi_head_attention.h"
+#include "random_mha.h"
+#include "test_util.h"
+#include "threading/thread_pool.h"
+#include "transformer_layers.h"
+
+namespace simd_attention {
+namespace {
+
+using testing::MhaProblem;
+
+constexpr size_t kThreadCounts[] = {2, 3, 4, 7};
+
+std::shared_ptr<ThreadPool> SplittingPool(size_t threads) {
+  return std::make_shared<ThreadPool>(threads, 0.0, 0.0);
+}
+
+class Threads : public ::testing::TestWithParam<const KernelTable*> {
+ protected:
+  const KernelTable& table() const { return *GetParam(); }
+};
+
+void ExpectSameResult(const MhaResult& a, const MhaResult& b, size_t threads) {
+  EXPECT_EQ(a.output, b.output) << threads << " threads";
+  EXPECT_EQ(a.attn_weights, b.attn_weights) << threads << " threads";
+  EXPECT_EQ(a.per_head_output, b.per_head_output) << threads << " threads";
+  EXPECT_EQ(a.head_output, b.head_output) << threads << " threads";
+}
+
+MhaResult ForwardOn(const MhaProblem& p, const KernelTable& table, std::shared_ptr<ThreadPool> pool,
+              const MhaOptions& o) {
+  MultiHeadAttention mha(p.config, table, std::move(pool));
+  mha.SetWeights(p.weights.View());
+  return mha.Forward(p.query.View(), p.key.View(), p.value.View(), o);
+}
+
+TEST_P(Threads, GoldenCasesAreBitIdentical) {
+  for (const std::string& name : testing::GoldenCaseNames("mha")) {
+    const testing::GoldenCase c = testing::LoadGoldenCase(name);
+    const testing::MhaCaseInputs in = testing::MhaInputs(c);
+    MhaOptions o = in.options;
+    o.need_weights = o.need_per_head_output = o.need_intermediates = true;
+    MultiHeadAttention one(in.config, table(), SplittingPool(1));
+    one.SetWeights(in.weights);
+    const MhaResult want = one.Forward(in.query, in.key, in.value, o);
+    for (const size_t threads : kThreadCounts) {
+      MultiHeadAttention mha(in.config, table(), SplittingPool(threads));
+      mha.SetWeights(in.weights);
+      ExpectSameResult(mha.Forward(in.query, in.key, in.value, o), want, threads);
+    }
+  }
+}
+
+// Shapes with several query blocks per head (tq > 32), ragged edges, every
+// mask, causal with tq < tk, so that query chunks and column panels split.
+TEST_P(Threads, RandomProblemsWithEveryMaskAreBitIdentical) {
+  std::mt19937 rng(17);
+  for (const bool causal : {false, true}) {
+    for (const int mask : {0, 1, 2}) {
+      MhaProblem p = testing::RandomProblem(MhaConfig{.d_model = 40, .num_heads = 5}, 2, 75, 97, rng);
+      MhaOptions o;
+      o.causal = causal;
+      o.need_weights = o.need_per_head_output = true;
+      std::vector<uint8_t> padding;
+      std::vector<float> additive;
+      if (mask == 1) {
+        padding = testing::RandomKeyPadding(2, 97, 0.7, rng);
+        o.key_padding_mask = padding;
+      } else if (mask == 2) {
+        additive = testing::RandomAdditiveMask(2 * 5 * 75 * 97, 0.2, rng);
+        o.attn_mask = additive;
+      }
+      const MhaResult want = ForwardOn(p, table(), SplittingPool(1), o);
+      for (const size_t threads : kThreadCounts) {
+        ExpectSameResult(ForwardOn(p, table(), SplittingPool(threads), o), want, threads);
+      }
+    }
+  }
+}
+
+TEST_P(Threads, IncrementalDecodingIsBitIdentical) {
+  std::mt19937 rng(23);
+  const MhaConfig config{.d_model = 48, .num_heads = 6};
+  const testing::OwnedWeights w = testing::RandomWeights(testing::Resolve(config), rng);
+  const testing::OwnedTensor prompt = testing::RandomTensor(2, 40, 48, rng);
+  const testing::OwnedTensor step = testing::RandomTensor(2, 1, 48, rng);
+  auto decode = [&](std::shared_ptr<ThreadPool> pool) {
+    MultiHeadAttention mha(config, table(), std::move(pool));
+    mha.SetWeights(w.View());
+    KVCache cache = mha.CreateKVCache(2, 48);
+    std::vector<float> out = mha.ForwardIncremental(prompt.View(), cache).output;
+    for (int i = 0; i < 5; ++i) {
+      const std::vector<float> o = mha.ForwardIncremental(step.View(), cache).output;
+      out.insert(out.end(), o.begin(), o.end());
+    }
+    return out;
+  };
+  const std::vector<float> want = decode(SplittingPool(1));
+  for (const size_t threads : kThreadCounts) {
+    EXPECT_EQ(decode(SplittingPool(threads)), want) << threads << " threads";
+  }
+}
+
+TEST_P(Threads, LayersAreBitIdentical) {
+  std::mt19937 rng(29);
+  const size_t d = 32, f = 72;
+  const MhaConfig mc = testing::Resolve(MhaConfig{.d_model = d, .num_heads = 4});
+  const testing::OwnedWeights self = testing::RandomWeights(mc, rng);
+  const testing::OwnedWeights cross = testing::RandomWeights(mc, rng);
+  const std::vector<float> w1 = testing::RandomVector(d * f, 0.2f, rng), b1 = testing::RandomVector(f, 0.2f, rng);
+  const std::vector<float> w2 = testing::RandomVector(f * d, 0.1f, rng), b2 = testing::RandomVector(d, 0.1f, rng);
+  const std::vector<float> g = testing::RandomVector(d, 1.0f, rng), be = testing::RandomVector(d, 1.0f, rng);
+  const testing::OwnedTensor x = testing::RandomTensor(2, 37, d, rng);
+  const testing::OwnedTensor memory = testing::RandomTensor(2, 45, d, rng);
+  for (const bool norm_first : {false, true}) {
+    LayerConfig c{.d_model = d, .num_heads = 4, .ffn_dim = f, .norm_first = norm_first,
+                  .activation = Activation::kGeluErf};
+    auto run = [&](std::shared_ptr<ThreadPool> pool) {
+      TransformerEncoderLayer enc(c, table(), pool);
+      enc.SetWeights(self.View(), {w1, b1, w2, b2}, {g, be}, {g, be});
+      TransformerDecoderLayer dec(c, table(), pool);
+      dec.SetWeights(self.View(), cross.View(), {w1, b1, w2, b2}, {g, be}, {g, be}, {g, be});
+      std::vector<float> out = enc.Forward(x.View());
+      const std::vector<float> o = dec.Forward(x.View(), memory.View());
+      out.insert(out.end(), o.begin(), o.end());
+      return out;
+    };
+    const std::vector<float> want = run(SplittingPool(1));
+    for (const size_t threads : kThreadCounts) {
+      EXPECT_EQ(run(SplittingPool(threads)), want) << threads << " threads";
+    }
+  }
+}
+
+// The shared pools of MhaConfig::threads: one per count, alive while used.
+TEST(SharedThreadPool, OnePerCountWhileHeld) {
+  const std::shared_ptr<ThreadPool> a = SharedThreadPool(3), b = SharedThreadPool(3);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a->threads(), 3u);
+  EXPECT_NE(SharedThreadPool(2), a);
+  EXPECT_EQ(SharedThreadPool(0)->threads(), ThreadPool::HardwareThreads());
+  MultiHeadAttention mha(MhaConfig{.d_model = 8, .num_heads = 2, .threads = 3});
+  EXPECT_EQ(&mha.pool(), a.get());
+  EXPECT_EQ(mha.config().threads, 3u);
+}
+
+TEST(ThreadPool, RunsEveryIndexOnceOnEveryThreadCount) {
+  for (const size_t threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (const size_t count : {0, 1, 5, 1000}) {
+      std::vector<int> hits(count, 0);
+      std::vector<int> by_thread(threads, 0);
+      pool.Run(count, [&](size_t i, size_t thread) {
+        ++hits[i];  // each index is given to one thread only
+        ASSERT_LT(thread, threads);
+      });
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(hits[i], 1) << i;
+    }
+  }
+  EXPECT_THROW(ThreadPool(0), std::invalid_argument);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTables, Threads, ::testing::ValuesIn(testing::AllKernelTables()),
+                         [](const ::testing::TestParamInfo<const KernelTable*>& info) {
+                           return testing::TableTestName(*info.param);
+                         });
+
+}  // namespace
+}  // namespace simd_attention
