@@ -1,5 +1,6 @@
 #include "checked_size.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -87,32 +88,48 @@ std::string BytesString(double bytes) {
 }
 
 std::string NumberString(double x) {
-  if (std::isnan(x)) return "NaN";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  if (x != x) return "NaN";
+  char text[32];
+  char* out = text;
+  if (x < 0) {
+    *out++ = '-';
+    x = -x;
+  }
+  if (x > std::numeric_limits<double>::max()) return std::string(text, out) + "inf";
   if (x == 0) return "0";
-  std::string s = x < 0 ? "-" : "";
-  x = std::fabs(x);
-  int exponent = static_cast<int>(std::floor(std::log10(x)));
-  long long digits = std::llround(x / std::pow(10.0, exponent - 5));  // 6 significant
-  if (digits >= 1000000) {  // rounded up to the next power of ten
-    digits /= 10;
+  // x = m * 10^exponent with m in [1, 10), then 6 significant digits of m.
+  int exponent = 0;
+  for (; x >= 10; x /= 10) ++exponent;
+  for (; x < 1; x *= 10) --exponent;
+  long long m = std::llround(x * 1e5);
+  if (m >= 1000000) {
+    m /= 10;
     ++exponent;
   }
-  std::string d = std::to_string(digits);
-  if (exponent < -4 || exponent >= 6) {
-    d.erase(d.find_last_not_of('0') + 1);
-    s += d.substr(0, 1);
-    if (d.size() > 1) s += "." + d.substr(1);
-    s += exponent < 0 ? "e-" : "e+";
-    const int e = std::abs(exponent);
-    return s + (e < 10 ? "0" : "") + std::to_string(e);
+  char digits[6];
+  for (int i = 5; i >= 0; --i, m /= 10) digits[i] = char('0' + m % 10);
+  int n = 6;
+  while (n > 1 && digits[n - 1] == '0') --n;
+  const bool scientific = exponent < -4 || exponent >= 6;
+  const int point = scientific ? 1 : exponent + 1;  // digits before the point
+  if (point <= 0) {
+    *out++ = '0';
+    *out++ = '.';
+    for (int i = point; i < 0; ++i) *out++ = '0';
   }
-  // Fixed: the point after exponent + 1 digits (zeros before for e < 0).
-  if (exponent < 0) d = std::string(size_t(-exponent), '0') + d;
-  const size_t point = size_t(std::max(exponent, 0)) + 1;
-  std::string whole = d.substr(0, point), fraction = d.substr(point);
-  fraction.erase(fraction.find_last_not_of('0') + 1);
-  return s + whole + (fraction.empty() ? "" : "." + fraction);
+  for (int i = 0; i < std::max(n, point); ++i) {
+    if (i == point && point > 0) *out++ = '.';
+    *out++ = i < n ? digits[i] : '0';
+  }
+  if (scientific) {
+    const int e = exponent < 0 ? -exponent : exponent;
+    *out++ = 'e';
+    *out++ = exponent < 0 ? '-' : '+';
+    if (e >= 100) *out++ = char('0' + e / 100);
+    *out++ = char('0' + e / 10 % 10);
+    *out++ = char('0' + e % 10);
+  }
+  return std::string(text, out);
 }
 
 size_t CheckedCount(const char* what, std::initializer_list<Dim> dims,

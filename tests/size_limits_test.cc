@@ -69,6 +69,18 @@ TEST(SizeLimits, ProductsAreExactOrFlaggedAsOverflow) {
   EXPECT_EQ(BytesString(24), "24 B");
   EXPECT_EQ(BytesString(16.0 * (1 << 30)), "16 GiB");
   EXPECT_EQ(BytesString(1.5 * (1 << 20)), "1.5 MiB");
+  // As %g: six significant digits, exponent form below 1e-4 and from 1e6.
+  EXPECT_EQ(NumberString(0), "0");
+  EXPECT_EQ(NumberString(1e20), "1e+20");
+  EXPECT_EQ(NumberString(3.4028234663852886e38), "3.40282e+38");
+  EXPECT_EQ(NumberString(0.35355339), "0.353553");
+  EXPECT_EQ(NumberString(-2.5), "-2.5");
+  EXPECT_EQ(NumberString(123456.7), "123457");
+  EXPECT_EQ(NumberString(999999.7), "1e+06");
+  EXPECT_EQ(NumberString(0.0001234), "0.0001234");
+  EXPECT_EQ(NumberString(1.5e-300), "1.5e-300");
+  EXPECT_EQ(NumberString(1e40), "1e+40");
+  EXPECT_EQ(NumberString(100), "100");
 }
 
 TEST(SizeLimits, CheckedCountNamesFactorsAndBytes) {

@@ -21,6 +21,7 @@ namespace {
 
 using testing::MhaProblem;
 
+#if SA_HAVE_THREADS
 constexpr size_t kThreadCounts[] = {2, 3, 4, 7};
 
 std::shared_ptr<ThreadPool> SplittingPool(size_t threads) {
@@ -176,6 +177,20 @@ INSTANTIATE_TEST_SUITE_P(AllTables, Threads, ::testing::ValuesIn(testing::AllKer
                          [](const ::testing::TestParamInfo<const KernelTable*>& info) {
                            return testing::TableTestName(*info.param);
                          });
+#else
+// A wasm build without threads runs everything on the caller and says so
+// when asked for more.
+TEST(ThreadPool, ThisBuildRefusesMoreThanOneThread) {
+  EXPECT_EQ(ThreadPool::HardwareThreads(), 1u);
+  EXPECT_EQ(SharedThreadPool(0)->threads(), 1u);
+  EXPECT_TRUE(testing::ThrowsWith<std::invalid_argument>(
+      [] { MultiHeadAttention mha(MhaConfig{.d_model = 8, .num_heads = 2, .threads = 2}); },
+      {"threads: this build runs on one thread (it was compiled without threads), got 2"}));
+  std::vector<int> hits(5, 0);
+  ThreadPool(1).Run(5, [&](size_t i, size_t thread) { hits[i] += 1 + int(thread); });
+  EXPECT_EQ(hits, std::vector<int>(5, 1));
+}
+#endif
 
 }  // namespace
 }  // namespace simd_attention

@@ -1,21 +1,21 @@
 #include "threading/thread_pool.h"
 
-#include <map>
 #include <stdexcept>
 #include <string>
 
-namespace simd_attention {
-
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-constexpr bool kHaveThreads = false;
-#else
-constexpr bool kHaveThreads = true;
+#if SA_HAVE_THREADS
+#include <map>
 #endif
 
+namespace simd_attention {
+
 size_t ThreadPool::HardwareThreads() {
-  if (!kHaveThreads) return 1;
+#if SA_HAVE_THREADS
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
+#else
+  return 1;
+#endif
 }
 
 ThreadPool::ThreadPool(size_t threads, double min_parallel_ns, double min_task_ns)
@@ -23,14 +23,18 @@ ThreadPool::ThreadPool(size_t threads, double min_parallel_ns, double min_task_n
   if (threads == 0) {
     throw std::invalid_argument("threads: expected at least 1, got 0");
   }
-  if (!kHaveThreads && threads > 1) {
+#if SA_HAVE_THREADS
+  workers_.reserve(threads - 1);
+  for (size_t t = 1; t < threads; ++t) workers_.emplace_back([this, t] { WorkerLoop(t); });
+#else
+  if (threads > 1) {
     throw std::invalid_argument("threads: this build runs on one thread (it was compiled "
                                 "without threads), got " + std::to_string(threads));
   }
-  workers_.reserve(threads - 1);
-  for (size_t t = 1; t < threads; ++t) workers_.emplace_back([this, t] { WorkerLoop(t); });
+#endif
 }
 
+#if SA_HAVE_THREADS
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -84,8 +88,17 @@ void ThreadPool::WorkerLoop(size_t thread) {
   }
 }
 
+#else
+ThreadPool::~ThreadPool() = default;
+#endif
+
 std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads) {
   if (threads == 0) threads = ThreadPool::HardwareThreads();
+#if !SA_HAVE_THREADS
+  if (threads > 1) ThreadPool refused(threads);  // throws the constructor's error
+  static const std::shared_ptr<ThreadPool> single = std::make_shared<ThreadPool>(1);
+  return single;
+#else
   static std::mutex mutex;
   static std::map<size_t, std::weak_ptr<ThreadPool>> pools;
   std::lock_guard<std::mutex> lock(mutex);
@@ -95,6 +108,7 @@ std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads) {
     pools[threads] = pool;
   }
   return pool;
+#endif
 }
 
 }  // namespace simd_attention

@@ -12,13 +12,21 @@
 // single thread would (see the cost models where Run is called).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
+
+// Whether this build has threads: natively yes; in wasm only with -pthread
+// (a wasm build without it has neither workers nor their code).
+#if !defined(__EMSCRIPTEN__) || defined(__EMSCRIPTEN_PTHREADS__)
+#define SA_HAVE_THREADS 1
+#include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
+#else
+#define SA_HAVE_THREADS 0
+#endif
 
 namespace simd_attention {
 
@@ -41,7 +49,11 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+#if SA_HAVE_THREADS
   size_t threads() const { return workers_.size() + 1; }
+#else
+  size_t threads() const { return 1; }
+#endif
   double min_parallel_ns() const { return min_parallel_ns_; }
   double min_task_ns() const { return min_task_ns_; }
 
@@ -51,17 +63,20 @@ class ThreadPool {
   // reentrant (a task must not call Run on the same pool).
   template <class Task>
   void Run(size_t count, const Task& task) {
-    if (threads() == 1 || count <= 1) {
-      for (size_t i = 0; i < count; ++i) task(i, 0);
+#if SA_HAVE_THREADS
+    if (threads() > 1 && count > 1) {
+      RunErased(count, &Call<Task>, &task);
       return;
     }
-    RunErased(count, &Call<Task>, &task);
+#endif
+    for (size_t i = 0; i < count; ++i) task(i, 0);
   }
 
   // Logical processors of this machine (1 where unknown or without threads).
   static size_t HardwareThreads();
 
  private:
+#if SA_HAVE_THREADS
   using Erased = void (*)(const void* task, size_t i, size_t thread);
   template <class Task>
   static void Call(const void* task, size_t i, size_t thread) {
@@ -70,8 +85,10 @@ class ThreadPool {
   void RunErased(size_t count, Erased call, const void* task);
   void Work(size_t thread);  // takes indices of the current job until none is left
   void WorkerLoop(size_t thread);
+#endif
 
   double min_parallel_ns_, min_task_ns_;
+#if SA_HAVE_THREADS
   std::mutex run_mutex_;  // one job at a time
   std::mutex mutex_;      // guards the fields below and the wake-ups
   std::condition_variable wake_, finished_;
@@ -83,6 +100,7 @@ class ThreadPool {
   size_t busy_ = 0;  // workers still inside the current job
   std::atomic<size_t> next_{0};
   std::vector<std::thread> workers_;
+#endif
 };
 
 // The process's pool of `threads` threads (0 = HardwareThreads()), created
