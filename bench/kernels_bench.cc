@@ -66,10 +66,11 @@ void BenchAttention(benchmark::State& state, const KernelTable* t,
       benchmark::Counter::kIs1000);
 }
 
-// D1: one decoding step, 768 wide, 12 heads, over 512 cached tokens. The
+// A decode step (D1): one new token over w.cache_len cached ones. The
 // cache is rolled back each iteration so every step sees the same length.
-void BenchDecodeStep(benchmark::State& state, const KernelTable* t) {
-  constexpr size_t d = 768, heads = 12, cached = 512;
+void BenchDecodeStep(benchmark::State& state, const KernelTable* t,
+                     const Workload& w) {
+  const size_t d = w.d_model, heads = w.heads, cached = w.cache_len;
   MhaConfig config;
   config.d_model = d;
   config.num_heads = heads;
@@ -88,22 +89,18 @@ void BenchDecodeStep(benchmark::State& state, const KernelTable* t) {
     benchmark::DoNotOptimize(
         mha.ForwardIncremental(Tensor3{token, 1, 1, d}, cache).output.data());
   }
-  const double flops = 4.0 * 2 * d * d + 2.0 * 2 * (cached + 1) * d;
   state.counters["GFLOP/s"] = benchmark::Counter(
-      flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+      WorkloadFlops(w), benchmark::Counter::kIsIterationInvariantRate,
+      benchmark::Counter::kIs1000);
 }
 
 void RegisterAll() {
-  struct Shape {
-    size_t m, k, n;
-  };
-  // The projections of S2 (128x768x768), S4 (512x384x384) and C1 (K, V:
-  // 256x512x512; Q, output: 32x512x512), a few rows, one row (decoding).
-  const Shape shapes[] = {{128, 768, 768}, {512, 384, 384}, {256, 512, 512},
-                          {32, 512, 512},  {10, 512, 512},  {1, 768, 768}};
+  // Every projection shape of the workloads, from a few rows (S1) and one
+  // row (D1) to 512.
+  const std::vector<GemmShape> shapes = ProjectionShapes();
   for (Backend backend : AvailableBackends()) {
     for (const KernelTable& t : KernelTables(backend)) {
-      for (const Shape& s : shapes) {
+      for (const GemmShape& s : shapes) {
         const std::string name = std::string("gemm/") + t.name + "/" + std::to_string(s.m) +
                                  "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
         benchmark::RegisterBenchmark(name.c_str(), BenchGemm, &t, s.m, s.k, s.n, 1);
@@ -112,10 +109,12 @@ void RegisterAll() {
       }
       for (const Workload& w : Workloads()) {
         const std::string name = std::string("attention/") + t.name + "/" + w.name;
-        benchmark::RegisterBenchmark(name.c_str(), BenchAttention, &t, w);
+        if (w.cache_len > 0) {
+          benchmark::RegisterBenchmark(name.c_str(), BenchDecodeStep, &t, w);
+        } else {
+          benchmark::RegisterBenchmark(name.c_str(), BenchAttention, &t, w);
+        }
       }
-      benchmark::RegisterBenchmark((std::string("attention/") + t.name + "/D1").c_str(),
-                                   BenchDecodeStep, &t);
     }
   }
 }

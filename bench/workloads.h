@@ -1,5 +1,7 @@
-// The attention workloads of the speed issue (fp32, batch 1), shared by the
-// native benchmarks and the worked example.
+// The attention workloads of the speed comparison (fp32, batch 1, weights
+// [d_model, d_model]) that the native benchmarks run: every entry of
+// web/bench-kit/workloads.json but the oursOnly scale test, which
+// bench/CMakeLists.txt turns into bench/workloads.inc in the build tree.
 #pragma once
 
 #include <cstddef>
@@ -11,26 +13,49 @@ struct Workload {
   const char* name;
   bool cross;
   size_t d_model, heads, tq, tk;
+  // A decode step (cache_len > 0): tq = 1 new token over cache_len cached
+  // ones, so tk = cache_len + 1, and only the new token is projected.
+  size_t cache_len;
   bool causal;
 };
 
 inline const std::vector<Workload>& Workloads() {
   static const std::vector<Workload> w = {
-      {"S1", false, 512, 8, 10, 10, false},
-      {"S2", false, 768, 12, 128, 128, false},
-      {"S3", false, 768, 12, 128, 128, true},
-      {"S4", false, 384, 6, 512, 512, false},
-      {"S4c", false, 384, 6, 512, 512, true},
-      {"C1", true, 512, 8, 32, 256, false},
+#include "bench/workloads.inc"
   };
   return w;
 }
 
-// 2mnk for the four projections and the two attention products (QK^T, PV),
-// as if every score were computed (causal work saved shows as more GFLOP/s).
+// The formula of workloads.json ("flops"), also implemented by workloadFlops
+// in web/bench-kit/workloads.js: 2mnk for the four projections and the two
+// attention products (QK^T, PV), as if every score were computed (causal work
+// saved shows as more GFLOP/s).
 inline double WorkloadFlops(const Workload& w) {
   const double d = double(w.d_model), tq = double(w.tq), tk = double(w.tk);
-  return 2 * tq * d * d * 2 + 2 * tk * d * d * 2 + 2 * 2 * tq * tk * d;
+  const double projected_kv = double(w.tk - w.cache_len);
+  return 2 * tq * d * d * 2 + 2 * projected_kv * d * d * 2 + 2 * 2 * tq * tk * d;
+}
+
+struct GemmShape {
+  size_t m, k, n;
+};
+
+// The projection GEMMs of the workloads (M rows of X times a d_model x
+// d_model weight matrix: tq rows for Q and the output, the projected key and
+// value rows for K and V), each shape once, in the order of Workloads().
+inline std::vector<GemmShape> ProjectionShapes() {
+  std::vector<GemmShape> shapes;
+  auto add = [&shapes](size_t m, size_t d) {
+    for (const GemmShape& s : shapes) {
+      if (s.m == m && s.k == d) return;
+    }
+    shapes.push_back({m, d, d});
+  };
+  for (const Workload& w : Workloads()) {
+    add(w.tq, w.d_model);
+    add(w.tk - w.cache_len, w.d_model);
+  }
+  return shapes;
 }
 
 }  // namespace simd_attention::bench

@@ -8,14 +8,18 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { WORKLOADS, makeData } from './workloads.js';
+import { WORKLOADS, makeData } from '../../web/bench-kit/workloads.js';
 
 const execFileP = promisify(execFile);
 
-/** Writes D1's weights and inputs as raw float32 files for decode_bench. */
+/**
+ * Writes D1's shape (`shape`: d_model, heads, cached tokens) and its weights
+ * and inputs (raw float32 files) for decode_bench.
+ */
 export function writeDecodeData(dir) {
   mkdirSync(dir, { recursive: true });
   const data = makeData(WORKLOADS.find((w) => w.name === 'D1'));
+  writeFileSync(path.join(dir, 'shape'), `${data.d} ${data.heads} ${data.cacheLen}\n`);
   for (const k of ['wq', 'wk', 'wv', 'wo', 'bq', 'bk', 'bv', 'bo', 'xpast', 'xq']) {
     writeFileSync(path.join(dir, k), Buffer.from(data[k].buffer, data[k].byteOffset, data[k].byteLength));
   }

@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { WORKLOADS, makeData } from './workloads.js';
+import { WORKLOADS, makeData } from '../../web/bench-kit/workloads.js';
 import { buildModel, ortFeeds } from './peers/ortweb.js';
-import { interleave, summarize, maxAbsDiff } from './timing.js';
+import { interleave, summarize, maxAbsDiff } from '../../web/bench-kit/timing.js';
 
 const require = createRequire(import.meta.url);
 

@@ -1,27 +1,28 @@
 // `npm run bench` (scripts/bench.sh runs this after building): the speed
-// comparison of issue 5, in one process tree.
+// comparison, in one process tree.
 //
 //   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
 //                        [--workloads S1,S2,...] [--no-native] [--no-l1]
 //                        [--budget SECONDS] [--retries N]
 //   node bench/js/run.js --render FILE.json [--md FILE]   (tables of an earlier run)
 //
-// Per workload (bench/js/workloads.js) it sets up every implementation with
-// weights and inputs resident, checks each output against ours (max abs
-// diff <= 1e-3), warms up, then times them interleaved (A B C .., B C .. A,
-// ...; single thread everywhere). Then, natively: kernels_bench (Google
-// Benchmark) and onnxruntime-node. Prints Markdown tables and the targets of
-// issue 5 met or missed; --json/--md write them.
+// Per workload (web/bench-kit/workloads.json) it sets up every
+// implementation with weights and inputs resident, checks each output
+// against ours (max abs diff <= 1e-3), warms up, then times them
+// interleaved (A B C .., B C .. A, ...; single thread everywhere). Then,
+// natively: kernels_bench (Google Benchmark) and onnxruntime-node. Prints
+// Markdown tables and the speed targets met or missed; --json/--md write
+// them.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { WORKLOADS, makeData, workloadFlops, linear } from './workloads.js';
-import { interleave, summarize, maxAbsDiff } from './timing.js';
-import { createPlainJs } from './peers/plainjs.js';
+import { WORKLOADS, makeData, workloadFlops, linear } from '../../web/bench-kit/workloads.js';
+import { interleave, summarize, maxAbsDiff } from '../../web/bench-kit/timing.js';
+import { createPlainJs } from '../../web/bench-kit/plainjs.js';
 import { createOrtWeb } from './peers/ortweb.js';
 import { createTfjs } from './peers/tfjs.js';
-import { createOurs, oursVariants, variantName, loadPackage } from './peers/ours.js';
+import { createOurs, oursVariants, variantName, loadPackage } from '../../web/bench-kit/ours.js';
 import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode } from './native.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
 import { runDecodePreview } from './decode_preview.js';
@@ -177,7 +178,7 @@ async function runWorkload(w, args, variants) {
   // worst wall/CPU ratio is lowest.
   let best = null;
   for (let attempt = 0; attempt <= args.retries; attempt++) {
-    const run = await interleave(timed, timingOptions(args), log);
+    const run = await interleave(timed, timingOptions(args), { log: (m) => log(`  ${m}`) });
     let worst = 1;
     for (const [name, wall] of run.samples) {
       const ratio = summarize(wall).median / Math.max(1e-6, summarize(run.cpuSamples.get(name)).median);

@@ -1,10 +1,12 @@
-// D1 (decode step: d_model 768, 12 heads, 512 cached tokens + the new one)
-// through the C++ API's KV cache (MultiHeadAttention::ForwardIncremental),
-// which the JS package does not expose yet. Built natively and with
-// Emscripten by bench/js/tools/decode_bench.sh; prints the median time per
-// step of each backend's best kernels and the output, for a comparison
-// with the peers' D1 in `npm run bench` (same weights: bench/js/workloads.js
-// is mirrored here by reading them from a file the script writes).
+// D1 (a decode step: one new token over a KV cache) through the C++ API's
+// KV cache (MultiHeadAttention::ForwardIncremental), which the JS package
+// does not expose yet. Built natively and with Emscripten by
+// bench/js/tools/decode_bench.sh; prints the median time per step of each
+// backend's best kernels and the output, for a comparison with the peers' D1
+// in `npm run bench`. Its shape, weights and inputs are the ones the JS side
+// uses: bench/js/decode_preview.js writes them into DATA_DIR (the shape as
+// "d_model heads cached_tokens" in DATA_DIR/shape, from
+// web/bench-kit/workloads.json).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,7 +46,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  const size_t d = 768, heads = 12, cache = 512;
+  size_t d = 0, heads = 0, cache = 0;
+  {
+    std::ifstream f(dir + "/shape");
+    if (!(f >> d >> heads >> cache) || d == 0 || heads == 0 || cache == 0) {
+      std::fprintf(stderr, "cannot read d_model, heads, cached tokens from %s/shape\n", dir.c_str());
+      return 1;
+    }
+  }
   const auto wq = ReadFloats(dir + "/wq", d * d), wk = ReadFloats(dir + "/wk", d * d),
              wv = ReadFloats(dir + "/wv", d * d), wo = ReadFloats(dir + "/wo", d * d),
              bq = ReadFloats(dir + "/bq", d), bk = ReadFloats(dir + "/bk", d),

@@ -5,7 +5,8 @@
 // compare with is fma_peak's "muladd128" (V8 turns f32x4.mul/add into the
 // same vmulps/vaddps; wasm SIMD has no fused multiply-add), which the
 // script measures before and after. A profiling aid, built on demand by
-// bench/js/tools/wasm_gemm.sh against a wasm build tree's library:
+// bench/js/tools/wasm_gemm.sh against a wasm build tree's library, with
+// the workloads of bench/workloads.h (generated into that tree):
 //
 //   bash bench/js/tools/wasm_gemm.sh        # prints one JSON line per shape
 #include <chrono>
@@ -13,10 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/workloads.h"
 #include "dispatch/dispatch.h"
 #include "multi_head_attention.h"
 
 using namespace simd_attention;
+using simd_attention::bench::GemmShape;
+using simd_attention::bench::Workload;
 
 namespace {
 
@@ -113,20 +117,18 @@ int main(int argc, char** argv) {
     return std::string(t.name).find(filter) != std::string::npos;
   };
   if (mode == "forward" || mode == "all") {
-    ForwardBreakdown(768, 12, 128);
-    ForwardBreakdown(384, 6, 512);
-    ForwardBreakdown(512, 8, 10);
+    // The forwards whose parts are one GEMM shape and one attention shape.
+    for (const Workload& w : bench::Workloads()) {
+      if (!w.cross && !w.causal && w.cache_len == 0) ForwardBreakdown(w.d_model, w.heads, w.tq);
+    }
   }
-  struct Shape {
-    size_t m, k, n;
-  };
-  const Shape shapes[] = {{128, 768, 768}, {512, 384, 384}, {10, 512, 512}, {256, 512, 512}};
+  const std::vector<GemmShape> shapes = bench::ProjectionShapes();
   std::printf("{\"gemm\": [");
   bool first = true;
   for (Backend backend : AvailableBackends()) {
     for (const KernelTable& t : KernelTables(backend)) {
       if (!wanted(t) || (mode != "gemm" && mode != "all")) continue;
-      for (const Shape& s : shapes) {
+      for (const GemmShape& s : shapes) {
         std::printf("%s{\"table\": \"%s\", \"shape\": \"%zux%zux%zu\", \"gflops\": %.1f}",
                     first ? "" : ", ", t.name, s.m, s.k, s.n, TimeGemm(t, s.m, s.k, s.n));
         first = false;
@@ -134,22 +136,14 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("], \"attention\": [");
-  struct Att {
-    const char* name;
-    size_t tq, tk, heads, dk;
-    bool causal;
-  };
-  const Att atts[] = {{"S2", 128, 128, 12, 64, false}, {"S3", 128, 128, 12, 64, true},
-                      {"S4", 512, 512, 6, 64, false}, {"S4c", 512, 512, 6, 64, true},
-                      {"C1", 32, 256, 8, 64, false}, {"D1", 1, 513, 12, 64, false}};
   first = true;
   for (Backend backend : AvailableBackends()) {
     for (const KernelTable& t : KernelTables(backend)) {
       if (!wanted(t) || (mode != "attention" && mode != "all")) continue;
-      for (const Att& a : atts) {
+      for (const Workload& w : bench::Workloads()) {
         std::printf("%s{\"table\": \"%s\", \"workload\": \"%s\", \"gflops\": %.1f}",
-                    first ? "" : ", ", t.name, a.name,
-                    TimeAttention(t, a.tq, a.tk, a.heads, a.dk, a.causal));
+                    first ? "" : ", ", t.name, w.name,
+                    TimeAttention(t, w.tq, w.tk, w.heads, w.d_model / w.heads, w.causal));
         first = false;
       }
     }

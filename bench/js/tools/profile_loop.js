@@ -5,7 +5,7 @@
 // a build linked with --profiling-funcs (wasm function names in the profile).
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WORKLOADS, makeData } from '../workloads.js';
+import { WORKLOADS, makeData } from '../../../web/bench-kit/workloads.js';
 
 const [impl, name, seconds = '8', pkgDir] = process.argv.slice(2);
 const w = WORKLOADS.find((x) => x.name === name);
@@ -34,7 +34,7 @@ if (impl.startsWith('ours')) {
   const { createTfjs } = await import('../peers/tfjs.js');
   peer = await createTfjs(data);
 } else {
-  const { createPlainJs } = await import('../peers/plainjs.js');
+  const { createPlainJs } = await import('../../../web/bench-kit/plainjs.js');
   peer = await createPlainJs(data);
 }
 const t0 = performance.now();

@@ -1,11 +1,10 @@
-// Runs one benchmark workload off the main thread. Reuses the benchmark
-// harness of bench/js (workload definitions and FLOP counts, inputs, the
-// plain-JS loop, our package's variants, statistics), served by the demo
-// server at /bench/js/.
-import { WORKLOADS, makeData, workloadFlops } from '../../../bench/js/workloads.js';
-import { summarize, maxAbsDiff } from '../../../bench/js/timing.js';
-import { createPlainJs } from '../../../bench/js/peers/plainjs.js';
-import { createOurs, oursModule, RELAXED_BACKENDS } from '../../../bench/js/peers/ours.js';
+// Runs one benchmark workload off the main thread, with the benchmark kit
+// that `npm run bench` uses too (web/bench-kit/: workloads, inputs, the
+// plain-JS loop, our package's variants, interleaved timing, statistics).
+import { WORKLOADS, makeData, workloadFlops } from '../../bench-kit/workloads.js';
+import { interleave, summarize, maxAbsDiff } from '../../bench-kit/timing.js';
+import { createPlainJs } from '../../bench-kit/plainjs.js';
+import { createOurs, oursModule, RELAXED_BACKENDS } from '../../bench-kit/ours.js';
 import { wasmSimdSupported, wasmRelaxedSimdSupported } from '../../index.js';
 
 const TOLERANCE = 1e-3;
@@ -15,44 +14,6 @@ const TIMING = {
 };
 
 const post = (m) => self.postMessage(m);
-
-// Interleaved timing as in bench/js/timing.js (whose interleave() also
-// reads Node's process.cpuUsage): warm up each implementation, size each
-// one's turn to about slotMs, then rounds of turns in rotating order
-// (A B C, B C A, ...), each call timed on its own.
-function interleaveInBrowser(peers, opts, log) {
-  const timed = (p) => {
-    const t0 = performance.now();
-    p.run();
-    return performance.now() - t0;
-  };
-  const reps = new Map();
-  let roundCost = 0;
-  for (const p of peers) {
-    const times = [];
-    const t0 = performance.now();
-    while (times.length < opts.warmupCalls || performance.now() - t0 < opts.warmupMs) {
-      times.push(timed(p));
-      if (times.length >= 2 && times[times.length - 1] > opts.warmupMs) break;
-    }
-    const est = summarize(times).median;
-    const n = Math.max(1, Math.min(200, Math.round(opts.slotMs / est)));
-    reps.set(p.name, n);
-    roundCost += n * est;
-  }
-  const rounds = Math.max(opts.minRounds, Math.min(opts.maxRounds, Math.floor(opts.budgetMs / roundCost)));
-  log(`${rounds} rounds of ~${roundCost.toFixed(0)} ms (calls per turn: ${peers
-    .map((p) => `${p.name} ${reps.get(p.name)}`).join(', ')})`);
-  const samples = new Map(peers.map((p) => [p.name, []]));
-  for (let r = 0; r < rounds; r++) {
-    for (let i = 0; i < peers.length; i++) {
-      const p = peers[(i + r) % peers.length];
-      for (let k = reps.get(p.name); k > 0; k--) samples.get(p.name).push(timed(p));
-    }
-    log(`round ${r + 1}/${rounds} done`);
-  }
-  return { samples, rounds };
-}
 const progress = (text) => post({ type: 'progress', text });
 
 /**
@@ -87,7 +48,10 @@ async function run({ workload, mode }) {
     const reference = Float32Array.from(peers[0].run());
     const diffs = new Map(peers.map((p) => [p.name, maxAbsDiff(reference, p.run())]));
     progress(`${w.name}: checked ${peers.length} implementations against ${peers[0].name}; timing (${mode})`);
-    const { samples, rounds } = interleaveInBrowser(peers, TIMING[mode], progress);
+    const { samples, rounds } = await interleave(peers, TIMING[mode], {
+      log: progress,
+      onRound: (done, total) => progress(`round ${done}/${total} done`),
+    });
     const rows = peers.map((p) => {
       const s = summarize(samples.get(p.name));
       return {

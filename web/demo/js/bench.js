@@ -1,5 +1,5 @@
 // Live benchmark page: runs bench-worker.js and shows its numbers.
-import { WORKLOADS, workloadFlops } from '../../../bench/js/workloads.js';
+import { WORKLOADS, workloadFlops } from '../../bench-kit/workloads.js';
 import { initPage, el, formatNumber, showError, wasmSimdSupported, wasmRelaxedSimdSupported, niceTicks, tickLabel, onWidthChange } from './common.js';
 
 const SHOWN = ['S1', 'S2', 'S4', 'C1'];

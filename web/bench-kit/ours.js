@@ -1,16 +1,16 @@
-// This package (web/, imported from the repository, not from npm): the wasm
-// SIMD build with each of its backends, the relaxed-SIMD build with its
-// vector backends, and the non-SIMD build.
-// SA_BENCH_WEB_DIR points at another copy of web/ (e.g. a snapshot, so that
-// a rebuild of web/dist during a long run cannot mix two builds).
-// Also imported by the demos' benchmark worker in a browser: no static
-// node: imports, and `process` only where it exists.
+// This package (web/index.js): the wasm SIMD build with each of its
+// backends, the relaxed-SIMD build with its vector backends, and the
+// non-SIMD build, as benchmark implementations.
+// Under Node, SA_BENCH_WEB_DIR points at another copy of web/ (e.g. a
+// snapshot, so that a rebuild of web/dist during a long run cannot mix two
+// builds). Also runs in the demos' benchmark worker: no static node:
+// imports, and `process` only where it exists.
 let pkgPromise = null;
 export function loadPackage() {
   const dir = globalThis.process?.env?.SA_BENCH_WEB_DIR;
   pkgPromise ??= dir
     ? import('node:url').then(({ pathToFileURL }) => import(pathToFileURL(`${dir}/index.js`).href))
-    : import('../../../web/index.js');
+    : import('../index.js');
   return pkgPromise;
 }
 async function createAttentionModule(options) {

@@ -1,7 +1,8 @@
-// Interleaved timing of several implementations of one workload: warm-up,
-// then rounds in which every implementation runs a few calls in turn
-// (A B C, B C A, ...), each call timed on its own. Inputs and weights are
-// set up before; only the forward call (and its output read-back) is timed.
+// Interleaved timing of several implementations of one workload, and the
+// statistics and output check around it: warm-up, then rounds in which every
+// implementation runs a few calls in turn (A B C, B C A, ...), each call
+// timed on its own. Inputs and weights are set up before; only the forward
+// call (and its output read-back) is timed. Runs in Node and in a browser.
 
 export function quantile(sorted, q) {
   if (sorted.length === 0) return NaN;
@@ -33,30 +34,34 @@ export function maxAbsDiff(a, b) {
   return m;
 }
 
-async function call(peer) {
-  const r = peer.run();
-  return r && typeof r.then === 'function' ? await r : r;
-}
+// The process's CPU time (all threads), where the engine tells it (Node).
+const cpuUsage = globalThis.process?.cpuUsage?.bind(globalThis.process) ?? null;
 
 // Wall time of one call (ms); the process's CPU time of it goes to `cpu`
-// (all threads: a wall time well above it means the core was shared).
+// where there is one (a wall time well above it means the core was shared).
+// A synchronous run() is timed without a microtask turn; a promise is awaited.
 async function timedCall(peer, cpu) {
-  const c0 = cpu ? process.cpuUsage() : null;
+  const c0 = cpu && cpuUsage ? cpuUsage() : null;
   const t0 = performance.now();
-  await call(peer);
+  const r = peer.run();
+  if (r && typeof r.then === 'function') await r;
   const wall = performance.now() - t0;
-  if (cpu) {
-    const c = process.cpuUsage(c0);
+  if (c0) {
+    const c = cpuUsage(c0);
     cpu.push((c.user + c.system) / 1000);
   }
   return wall;
 }
 
 /**
- * peers: [{name, run}], already checked. Returns Map name -> samples (ms).
- * opts: {warmupMs, warmupCalls, slotMs, budgetMs, minRounds, maxRounds}
+ * peers: [{name, run}], already checked against a reference.
+ * opts: {warmupMs, warmupCalls, slotMs, budgetMs, minRounds, maxRounds,
+ * maxCallsPerSlot (default 200)}.
+ * log(text): the plan, once; onRound(done, rounds): after each round.
+ * Returns {samples, cpuSamples, rounds}: Maps name -> ms per call (CPU
+ * samples stay empty where the engine has no process CPU time).
  */
-export async function interleave(peers, opts, log = () => {}) {
+export async function interleave(peers, opts, { log = () => {}, onRound = () => {} } = {}) {
   const est = new Map();
   for (const p of peers) {
     const times = [];
@@ -77,7 +82,7 @@ export async function interleave(peers, opts, log = () => {}) {
     roundCost += n * t;
   }
   const rounds = Math.max(opts.minRounds, Math.min(opts.maxRounds, Math.floor(opts.budgetMs / roundCost)));
-  log(`  ${rounds} rounds x ~${roundCost.toFixed(0)} ms (calls per round: ${peers
+  log(`${rounds} rounds x ~${roundCost.toFixed(0)} ms (calls per round: ${peers
     .map((p) => `${p.name} ${reps.get(p.name)}`)
     .join(', ')})`);
   const samples = new Map(peers.map((p) => [p.name, []]));
@@ -89,6 +94,7 @@ export async function interleave(peers, opts, log = () => {}) {
       const cpu = cpuSamples.get(p.name);
       for (let k = reps.get(p.name); k > 0; k--) out.push(await timedCall(p, cpu));
     }
+    onRound(r + 1, rounds);
   }
   return { samples, cpuSamples, rounds };
 }

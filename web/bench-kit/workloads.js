@@ -1,27 +1,41 @@
-// The workloads of issue 5 (fp32, batch 1, weights [d_model, d_model]),
-// mirrored from bench/workloads.h plus D1 (decode step with a KV cache) and
-// L1 (long causal self-attention, ours only), and their inputs.
+// The workloads (workloads.json, the one list of names and shapes), their
+// FLOP count, and their deterministic weights and inputs. Runs in Node and
+// in a browser (page or worker): the list is read from the file next to this
+// module, with fs under Node (whose fetch has no file: URLs), fetch elsewhere.
 
-export const WORKLOADS = [
-  { name: 'S1', kind: 'self', d: 512, heads: 8, tq: 10, tk: 10, causal: false },
-  { name: 'S2', kind: 'self', d: 768, heads: 12, tq: 128, tk: 128, causal: false },
-  { name: 'S3', kind: 'self', d: 768, heads: 12, tq: 128, tk: 128, causal: true },
-  { name: 'S4', kind: 'self', d: 384, heads: 6, tq: 512, tk: 512, causal: false },
-  { name: 'S4c', kind: 'self', d: 384, heads: 6, tq: 512, tk: 512, causal: true },
-  { name: 'C1', kind: 'cross', d: 512, heads: 8, tq: 32, tk: 256, causal: false },
-  // 512 cached (already projected) keys/values + the new token's.
-  { name: 'D1', kind: 'decode', d: 768, heads: 12, tq: 1, tk: 513, cacheLen: 512, causal: false },
-  { name: 'L1', kind: 'self', d: 256, heads: 4, tq: 16384, tk: 16384, causal: true, oursOnly: true },
-].map((w) => ({ ...w, cross: w.kind === 'cross', cacheLen: w.cacheLen ?? 0 }));
+async function readJson(url) {
+  if (url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return JSON.parse(await readFile(url, 'utf8'));
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return response.json();
+}
+
+const list = await readJson(new URL('./workloads.json', import.meta.url));
 
 /**
- * 2mnk for the four projections and the two attention products (QK^T, PV),
- * as if every score were computed (so causal work saved shows as more
- * GFLOP/s). The decode step projects only the new token.
+ * [{name, kind: 'self'|'cross'|'decode', d, heads, tq, tk, causal, cacheLen,
+ * cross, oursOnly}], in the order of workloads.json.
+ */
+export const WORKLOADS = list.workloads.map((w) => ({
+  ...w,
+  cross: w.kind === 'cross',
+  cacheLen: w.cacheLen ?? 0,
+  oursOnly: w.oursOnly ?? false,
+}));
+
+/**
+ * The formula of workloads.json ("flops"), also implemented by
+ * WorkloadFlops in bench/workloads.h: 2mnk for the four projections and the
+ * two attention products (QK^T, PV), as if every score were computed (so
+ * causal work saved shows as more GFLOP/s); a decode step projects only the
+ * new token.
  */
 export function workloadFlops(w) {
   const { d, tq, tk } = w;
-  const projectedKv = w.kind === 'decode' ? tq : tk;
+  const projectedKv = tk - (w.cacheLen ?? 0);
   return 2 * tq * d * d * 2 + 2 * projectedKv * d * d * 2 + 2 * 2 * tq * tk * d;
 }
 
@@ -41,9 +55,10 @@ export function randomVector(n, scale, seed) {
 }
 
 /**
- * The weights and inputs of one workload. For D1 also the projected cache
- * (pastK/pastV [cacheLen, d], i.e. K = Xpast W_K + b_K for a random Xpast)
- * and its per-head layout [H, cacheLen, dh] for the contrib op.
+ * The weights and inputs of one workload. For a decode step also the
+ * projected cache (pastK/pastV [cacheLen, d], i.e. K = Xpast W_K + b_K for a
+ * random Xpast) and its per-head layout [H, cacheLen, dh] for onnxruntime's
+ * contrib op.
  */
 export function makeData(w) {
   const { d } = w;
@@ -72,7 +87,7 @@ export function makeData(w) {
   return data;
 }
 
-// X [m, k] @ W [k, n] + b (double accumulation; setup only).
+// X [m, k] @ W [k, n] + b (double accumulation; setup and references only).
 export function linear(x, m, k, wt, b, n = k) {
   const out = new Float32Array(m * n);
   const acc = new Float64Array(n);
