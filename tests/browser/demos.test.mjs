@@ -89,7 +89,7 @@ function rawGet(rawPath) {
   });
 }
 
-test('server: COOP/COEP headers, application/wasm, redirect to the demos, nothing outside the served folders', async () => {
+test('server: COOP/COEP headers, application/wasm, redirect to the demos, nothing outside web/', async () => {
   const root = await rawGet('/');
   assert.equal(root.status, 302);
   assert.equal(root.headers.location, '/web/demo/');
@@ -105,11 +105,13 @@ test('server: COOP/COEP headers, application/wasm, redirect to the demos, nothin
     assert.equal(wasm.headers['cross-origin-embedder-policy'], 'require-corp');
   }
   assert.equal((await rawGet('/web/index.js')).headers['content-type'], 'text/javascript; charset=utf-8');
-  assert.equal((await rawGet('/bench/js/workloads.js')).status, 200);
+  const workloads = await rawGet('/web/bench-kit/workloads.json');
+  assert.equal(workloads.status, 200);
+  assert.match(workloads.headers['content-type'], /^application\/json/);
   const refused = [
     '/package.json', '/web/../package.json', '/web/%2e%2e/package.json', '/web/..%2fpackage.json',
     '/web/demo/../../package.json', '/web/%2e%2e%2f%2e%2e%2fetc/passwd', '/../../etc/passwd',
-    '/bench/js/../../CMakeLists.txt', '/bench/js/native/', '/bench/node_modules/', '/.git/config',
+    '/bench/js/workloads.js', '/bench/js/../../CMakeLists.txt', '/bench/js/native/', '/bench/node_modules/', '/.git/config',
     '/web/.npmignore', '/web/%00index.js', '/web/..\\package.json', '/src/backend.h',
   ];
   for (const p of refused) {

@@ -4,40 +4,30 @@
 //   node web/demo/server.mjs [--port 8080] [--host 127.0.0.1]   (or PORT=...)
 //
 // It serves the repository's web/ folder (the npm package: index.js, dist/,
-// demo/) at /web/, so the pages import the package as ../index.js and the
-// package finds its .wasm files where it looks by default (dist/ next to
-// index.js). Besides web/ it serves only the browser-side modules of the
-// benchmark harness (bench/js/*.js and bench/js/peers/*.js: workload
-// definitions, timing, the plain-JS loop), which the live benchmark reuses.
-// Nothing else of the repository is reachable: paths are decoded, normalised
-// and checked against those roots (also after resolving symlinks), and
-// anything with a `..` or a dot-file segment is refused.
+// demo/, and bench-kit/, which the live benchmark runs) at /web/, so the
+// pages import the package as ../index.js and the package finds its .wasm
+// files where it looks by default (dist/ next to index.js). Nothing else of
+// the repository is reachable: paths are decoded and anything with a `..`,
+// a `.` or a dot-file segment is refused; then the file is opened first and
+// checked after (see openServed), so that no symlink, swapped in before or
+// during a request, leads anywhere else, and only regular files are sent.
 //
 // Every response carries Cross-Origin-Opener-Policy: same-origin and
 // Cross-Origin-Embedder-Policy: require-corp (cross-origin isolation, which a
 // threaded wasm build will need for SharedArrayBuffer); .wasm files are sent
 // as application/wasm so that WebAssembly.instantiateStreaming works.
 import http from 'node:http';
-import { createReadStream } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { constants, existsSync } from 'node:fs';
+import { open, readlink, realpath, lstat } from 'node:fs/promises';
 import path from 'node:path';
+import { pipeline } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Where the demos live; `/` redirects here. */
 export const DEMO_PATH = '/web/demo/';
-
-// URL prefix -> folder, and which files below it may be served.
-const MOUNTS = [
-  { prefix: '/web/', dir: path.join(REPO, 'web'), allow: () => true },
-  {
-    prefix: '/bench/js/',
-    dir: path.join(REPO, 'bench', 'js'),
-    // Only the harness's own modules (no node_modules, native/ or tools/).
-    allow: (rel) => /^(peers\/)?[a-z_]+\.js$/.test(rel),
-  },
-];
+const PREFIX = '/web/';
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
@@ -68,38 +58,86 @@ function contentType(file) {
 }
 
 /**
- * Maps a request path to a file inside one of the mounts, or null. Exported
- * for the tests.
+ * The path below the served folder that a request path names ('' + index.html
+ * for a folder), or null: decoded, no NUL or backslash, no empty, `.`, `..`
+ * or dot-file segment (which also keeps out .git and .npmignore).
  */
-export async function resolveRequestPath(urlPath) {
+function requestedPath(urlPath) {
   let decoded;
   try {
     decoded = decodeURIComponent(urlPath);
   } catch {
     return null;
   }
-  if (decoded.includes('\0') || decoded.includes('\\')) return null;
-  const segments = decoded.split('/');
-  // No "..", no "." and no dot-files anywhere (also catches ".git").
-  if (segments.some((s) => s.startsWith('.'))) return null;
-  const mount = MOUNTS.find((m) => decoded.startsWith(m.prefix));
-  if (!mount) return null;
-  let rel = decoded.slice(mount.prefix.length);
+  if (decoded.includes('\0') || decoded.includes('\\') || !decoded.startsWith(PREFIX)) return null;
+  let rel = decoded.slice(PREFIX.length);
   if (rel === '' || rel.endsWith('/')) rel += 'index.html';
-  if (!mount.allow(rel)) return null;
-  const file = path.resolve(mount.dir, rel);
-  if (!file.startsWith(mount.dir + path.sep)) return null;
-  // Symlinks must not lead out of the mount either.
+  if (rel.split('/').some((s) => s === '' || s.startsWith('.'))) return null;
+  return { decoded, rel };
+}
+
+// Linux names the file behind a descriptor in /proc/self/fd: the path the
+// kernel resolved at open, whatever happened to the names since.
+const PROC_FD = existsSync('/proc/self/fd') ? '/proc/self/fd' : null;
+
+/**
+ * Opens `rel` below the real path of `root` and checks what was opened, not
+ * the name: never a symlink (O_NOFOLLOW for the last segment; for the
+ * others, the opened file's path must be exactly root/rel), and a regular
+ * file or a folder. O_NONBLOCK keeps a FIFO from blocking the open.
+ * Resolves to { handle, size, file } (the caller closes handle),
+ * { directory: true }, or null.
+ */
+async function openServed(root, rel) {
+  const realRoot = await realpath(root);
+  const expected = path.join(realRoot, rel);
+  let handle;
   try {
-    const [real, realDir] = await Promise.all([realpath(file), realpath(mount.dir)]);
-    if (!real.startsWith(realDir + path.sep)) return null;
-    const s = await stat(real);
-    if (s.isDirectory()) return { redirect: `${decoded.replace(/\/?$/, '/')}` };
-    if (!s.isFile()) return null;
-    return { file: real, size: s.size };
+    handle = await open(expected, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return null;
   }
+  let keep = false;
+  try {
+    const opened = PROC_FD ? await readlink(`${PROC_FD}/${handle.fd}`) : await lstatWalk(realRoot, rel, handle);
+    if (opened !== expected) return null;
+    const s = await handle.stat();
+    if (s.isDirectory()) return { directory: true };
+    if (!s.isFile()) return null;
+    keep = true;
+    return { handle, size: s.size, file: expected };
+  } catch {
+    return null;
+  } finally {
+    if (!keep) await handle.close();
+  }
+}
+
+// Without /proc (macOS, the BSDs): no segment may be a symlink, and the
+// opened file must be the one the path names now. Narrower than the /proc
+// check (a swap and a swap back between open and lstat go unseen), which is
+// why Linux uses that.
+async function lstatWalk(realRoot, rel, handle) {
+  let at = realRoot;
+  for (const segment of rel.split('/')) {
+    at = path.join(at, segment);
+    if ((await lstat(at)).isSymbolicLink()) return null;
+  }
+  const [named, opened] = await Promise.all([lstat(at), handle.stat()]);
+  return named.dev === opened.dev && named.ino === opened.ino ? at : null;
+}
+
+/**
+ * Maps a request path to an open file of the served folder (default web/):
+ * { handle, size, file } (the caller closes handle), { redirect } for a folder
+ * named without its trailing slash, or null.
+ */
+export async function resolveRequestPath(urlPath, root = WEB) {
+  const req = requestedPath(urlPath);
+  if (req === null) return null;
+  const found = await openServed(root, req.rel);
+  if (found?.directory) return { redirect: `${req.decoded.replace(/\/?$/, '/')}` };
+  return found;
 }
 
 function send(res, status, body, headers = {}) {
@@ -112,7 +150,7 @@ function send(res, status, body, headers = {}) {
   res.end(body);
 }
 
-async function handle(req, res, log) {
+async function handle(req, res, root, log) {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
     return 405;
@@ -129,7 +167,7 @@ async function handle(req, res, log) {
     send(res, 302, `see ${DEMO_PATH}\n`, { Location: DEMO_PATH });
     return 302;
   }
-  const found = await resolveRequestPath(url.pathname);
+  const found = await resolveRequestPath(url.pathname, root);
   if (found === null) {
     send(res, 404, 'not found\n');
     return 404;
@@ -145,27 +183,29 @@ async function handle(req, res, log) {
     // The demos are development pages: always the latest build.
     'Cache-Control': 'no-cache',
   });
-  if (req.method === 'HEAD') {
+  if (req.method === 'HEAD' || found.size === 0) {
+    await found.handle.close();
     res.end();
     return 200;
   }
-  const stream = createReadStream(found.file);
-  stream.on('error', (e) => {
-    log?.(`server: reading ${found.file}: ${e.message}`);
-    res.destroy(e);
+  // At most the size announced: a file that grows meanwhile is cut there.
+  const stream = found.handle.createReadStream({ start: 0, end: found.size - 1 });
+  pipeline(stream, res, (e) => {
+    if (e && e.code !== 'ERR_STREAM_PREMATURE_CLOSE') log?.(`server: reading ${url.pathname}: ${e.message}`);
   });
-  stream.pipe(res);
   return 200;
 }
 
 /**
  * Starts the server; resolves to { server, port, url, close() } once it
- * listens. port 0 picks a free port. quiet: no request log.
+ * listens. port 0 picks a free port. quiet: no request log. root: the
+ * folder served at /web/ (default: the repository's web/; the tests serve
+ * their own).
  */
-export function startServer({ port = 8080, host = '127.0.0.1', quiet = true } = {}) {
+export function startServer({ port = 8080, host = '127.0.0.1', quiet = true, root = WEB } = {}) {
   const log = quiet ? null : (m) => console.log(m);
   const server = http.createServer((req, res) => {
-    handle(req, res, log).then(
+    handle(req, res, root, log).then(
       (status) => log?.(`${status} ${req.method} ${req.url}`),
       (e) => {
         log?.(`server: ${req.method} ${req.url}: ${e.stack ?? e}`);
