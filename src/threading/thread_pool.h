@@ -90,14 +90,15 @@ class ThreadPool {
   double min_parallel_ns_, min_task_ns_;
 #if SA_HAVE_THREADS
   std::mutex run_mutex_;  // one job at a time
-  std::mutex mutex_;      // guards the fields below and the wake-ups
+  std::mutex mutex_;      // for the sleeps and wake-ups below
   std::condition_variable wake_, finished_;
-  size_t generation_ = 0;  // counts jobs; a worker runs each new one once
-  bool stop_ = false;
+  // The current job; written before generation_ is published.
   Erased call_ = nullptr;
   const void* task_ = nullptr;
   size_t count_ = 0;
-  size_t busy_ = 0;  // workers still inside the current job
+  std::atomic<size_t> generation_{0};  // counts jobs; a worker runs each new one once
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> busy_{0};  // workers still inside the current job
   std::atomic<size_t> next_{0};
   std::vector<std::thread> workers_;
 #endif
