@@ -231,16 +231,16 @@ void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p,
                                  float* out, size_t ldc) const {
   ParallelGemm(*pool_, *kernels_,
                {.a = x,
-                  .lda = p.rows,
-                  .m = rows,
-                  .k = p.rows,
-                  .packed_b = p.w.data(),
-                  .packed_rows = p.rows,
-                  .k_begin = 0,
-                  .n = p.cols,
-                  .packed_bias = p.bias.empty() ? nullptr : p.bias.data(),
-                  .c = out,
-                  .ldc = ldc});
+                .lda = p.rows,
+                .m = rows,
+                .k = p.rows,
+                .packed_b = p.w.data(),
+                .packed_rows = p.rows,
+                .k_begin = 0,
+                .n = p.cols,
+                .packed_bias = p.bias.empty() ? nullptr : p.bias.data(),
+                .c = out,
+                .ldc = ldc});
 }
 
 void MultiHeadAttention::CheckReady() const {
@@ -503,16 +503,16 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
 
   ParallelGemm(*pool_, *kernels_,
                {.a = z,
-                  .lda = ld_v,
-                  .m = batch * tq,
-                  .k = o_.rows,
-                  .packed_b = o_.w.data(),
-                  .packed_rows = o_.rows,
-                  .k_begin = 0,
-                  .n = c.d_model,
-                  .packed_bias = o_.bias.empty() ? nullptr : o_.bias.data(),
-                  .c = r.output.data(),
-                  .ldc = c.d_model});
+                .lda = ld_v,
+                .m = batch * tq,
+                .k = o_.rows,
+                .packed_b = o_.w.data(),
+                .packed_rows = o_.rows,
+                .k_begin = 0,
+                .n = c.d_model,
+                .packed_bias = o_.bias.empty() ? nullptr : o_.bias.data(),
+                .c = r.output.data(),
+                .ldc = c.d_model});
   CheckComputed("the output projection z W_o + b_o", r.output, kTooLarge);
 
   if (options.need_per_head_output) {

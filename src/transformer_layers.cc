@@ -123,16 +123,16 @@ void FeedForward::Forward(const float* x, size_t rows, float* out) {
   if (hidden_.size() < hidden) hidden_.resize(hidden);
   ParallelGemm(*pool_, *kernels_,
                {.a = x,
-                  .lda = d_model_,
-                  .m = rows,
-                  .k = d_model_,
-                  .packed_b = w1_.data(),
-                  .packed_rows = d_model_,
-                  .k_begin = 0,
-                  .n = ffn_dim_,
-                  .packed_bias = b1_.data(),
-                  .c = hidden_.data(),
-                  .ldc = ffn_dim_});
+                .lda = d_model_,
+                .m = rows,
+                .k = d_model_,
+                .packed_b = w1_.data(),
+                .packed_rows = d_model_,
+                .k_begin = 0,
+                .n = ffn_dim_,
+                .packed_bias = b1_.data(),
+                .c = hidden_.data(),
+                .ldc = ffn_dim_});
   // The activation at ~0.5 ns an element (GELU's exp), element-wise.
   const size_t n = rows * ffn_dim_;
   ParallelRanges(*pool_, n, TaskCount(*pool_, 0.5 * double(n), n / 1024 + 1),
@@ -141,16 +141,16 @@ void FeedForward::Forward(const float* x, size_t rows, float* out) {
                  });
   ParallelGemm(*pool_, *kernels_,
                {.a = hidden_.data(),
-                  .lda = ffn_dim_,
-                  .m = rows,
-                  .k = ffn_dim_,
-                  .packed_b = w2_.data(),
-                  .packed_rows = ffn_dim_,
-                  .k_begin = 0,
-                  .n = d_model_,
-                  .packed_bias = b2_.data(),
-                  .c = out,
-                  .ldc = d_model_});
+                .lda = ffn_dim_,
+                .m = rows,
+                .k = ffn_dim_,
+                .packed_b = w2_.data(),
+                .packed_rows = ffn_dim_,
+                .k_begin = 0,
+                .n = d_model_,
+                .packed_bias = b2_.data(),
+                .c = out,
+                .ldc = d_model_});
 }
 
 void LayerNorm::SetWeights(const char* name, const NormWeights& w) {
