@@ -1,5 +1,7 @@
-// Type definitions for simd-attention (hand-written; the implementation is
-// index.js over the Embind glue in dist/).
+// Type definitions for simd-attention, hand-written; the implementation is
+// index.js and src/ over the Embind glue in dist/. tests/types checks them
+// against the code (`npm run test:types`): the option keys the JS accepts,
+// and a typed use of every declaration.
 
 declare global {
   interface SymbolConstructor {

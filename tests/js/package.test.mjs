@@ -8,12 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { goldenCaseNames, goldenDir, repoRoot, webDir } from './support/golden.mjs';
 
+// index.js imports every module of src/, so all of them ship.
 const SHIPPED = [
   'README.md', 'dist/simd_attention_nosimd.js', 'dist/simd_attention_nosimd.wasm',
   'dist/simd_attention_relaxed.js', 'dist/simd_attention_relaxed.wasm',
   'dist/simd_attention_simd.js', 'dist/simd_attention_simd.wasm', 'index.d.ts', 'index.js',
   'package.json',
-];
+  ...fs.readdirSync(path.join(webDir, 'src')).filter((f) => f.endsWith('.js')).map((f) => `src/${f}`),
+].sort();
 
 let tmp;
 let app;

@@ -1,0 +1,215 @@
+// Every public name of web/index.d.ts in use, compiled by `npm run test:types`
+// (tsc --noEmit --strict; never run). The @ts-expect-error lines are misuses
+// that must not compile: tsc fails if one of them does. coverage.test.mjs
+// checks that this file names every member the .d.ts declares.
+import createDefault, {
+  createAttentionModule, wasmRelaxedSimdSupported, wasmSimdSupported,
+  type ActivationName, type AttentionModule, type AttentionModuleOptions, type BackendName,
+  type BuildName, type DecoderForwardOptions, type EncoderForwardOptions,
+  type FeedForwardWeights, type ForwardOptions, type ForwardResult,
+  type IncrementalForwardOptions, type KVCache, type KVCacheOptions,
+  type LayerAttentionWeights, type LayerNormOptions, type LayerNormWeights, type MemoryStats,
+  type MultiHeadAttention, type MultiHeadAttentionConfig, type MultiHeadAttentionConstructor,
+  type MultiHeadAttentionWeights, type PrecomputedKeyValue, type PrecomputeOptions,
+  type PyTorchMultiheadAttentionState, type ResolvedMultiHeadAttentionConfig,
+  type ResolvedTransformerLayerConfig, type Tensor, type TransformerDecoderLayer,
+  type TransformerDecoderLayerConstructor, type TransformerDecoderLayerWeights,
+  type TransformerEncoderLayer, type TransformerEncoderLayerConstructor,
+  type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
+  type URLLike,
+} from '../../web/index.js';
+
+const f32 = (n: number) => new Float32Array(n);
+const mask = (n: number) => new Uint8Array(n).fill(1);
+
+// The module.
+const backend: BackendName = 'highway';
+const wasmPath: URLLike = { href: 'file:///opt/simd-attention/dist/' };
+const moduleOptions: AttentionModuleOptions = {
+  backend, simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported(), wasmPath,
+};
+const create: typeof createAttentionModule = createDefault;
+void create({ wasmPath: '/opt/simd-attention/dist' });
+const sa: AttentionModule = await createAttentionModule(moduleOptions);
+const build: BuildName = sa.build;
+const moduleFacts: [string, boolean, string[], string] = [sa.backend, sa.simd, sa.backends,
+  sa.kernels];
+const stats: MemoryStats = sa.memoryStats();
+const bytes: number[] = [stats.heapBytes, stats.maxHeapBytes, stats.allocatedBytes,
+  stats.jsHandles];
+
+// MultiHeadAttention.
+const MHA: MultiHeadAttentionConstructor = sa.MultiHeadAttention;
+const mhaConfig: MultiHeadAttentionConfig = {
+  dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDimV: 4, bias: true, backend: sa.backend,
+};
+const mha: MultiHeadAttention = new MHA(mhaConfig);
+const isMha: boolean = mha instanceof MHA && MHA.prototype === Object.getPrototypeOf(mha);
+const resolved: ResolvedMultiHeadAttentionConfig = mha.config;
+const dims: number[] = [resolved.dModel, resolved.numHeads, resolved.kDim, resolved.vDim,
+  resolved.headDim, resolved.headDimV];
+const mhaFacts: [boolean, string, string, boolean] = [resolved.bias, resolved.backend,
+  mha.kernels, mha.disposed];
+const weights: MultiHeadAttentionWeights = {
+  wQ: f32(64), wK: f32(64), wV: f32(64), wO: f32(64), bQ: f32(8), bK: f32(8), bV: f32(8),
+  bO: f32(8),
+};
+mha.setWeights(weights);
+const torchState: PyTorchMultiheadAttentionState = {
+  in_proj_weight: f32(192), q_proj_weight: f32(64), k_proj_weight: f32(64),
+  v_proj_weight: f32(64), in_proj_bias: f32(24), out_proj_weight: f32(64),
+  'out_proj.weight': f32(64), out_proj_bias: f32(8), 'out_proj.bias': f32(8),
+};
+mha.setWeightsFromPyTorch(torchState);
+
+const x: Tensor = { data: f32(40), shape: [5, 8] };
+const forwardOptions: ForwardOptions = {
+  causal: true, keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
+  returnPerHeadOutput: true, returnIntermediates: true,
+};
+const r: ForwardResult = mha.forward(x, x, x, forwardOptions);
+const outputs: (Tensor | undefined)[] = [r.output, r.attnWeights, r.perHeadOutput, r.q, r.k,
+  r.v, r.headOutput];
+mha.forward(x);
+
+const precomputeOptions: PrecomputeOptions = { keyPaddingMask: mask(5) };
+const kv: PrecomputedKeyValue = mha.precomputeKeyValue(x, precomputeOptions);
+const kvFacts: [number, number, boolean] = [kv.batch, kv.tokens, kv.disposed];
+mha.forward(x, kv, undefined, { keyPaddingMask: mask(5) });
+
+const cacheOptions: KVCacheOptions = { batch: 1, maxLength: 16 };
+const cache: KVCache = mha.createKVCache(cacheOptions);
+const incrementalOptions: IncrementalForwardOptions = {
+  keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
+  returnPerHeadOutput: true, returnIntermediates: true,
+};
+mha.forwardIncremental(x, cache, incrementalOptions);
+const cacheFacts: number[] = [cache.batch, cache.maxLength, cache.length];
+const saved: [Tensor, Tensor] = [cache.keys(), cache.values()];
+cache.truncate(cache.length - 1);
+cache.reset();
+cache.append(...saved);
+const cacheDisposed: boolean = cache.disposed;
+
+// Layers.
+const attention: LayerAttentionWeights = {
+  wQ: f32(64), wK: f32(64), wV: f32(64), wO: f32(64), bQ: f32(8), bK: f32(8), bV: f32(8),
+  bO: f32(8),
+};
+const ffn: FeedForwardWeights = { w1: f32(128), b1: f32(16), w2: f32(128), b2: f32(8) };
+const norm: LayerNormWeights = { gamma: f32(8), beta: f32(8) };
+const activation: ActivationName = 'gelu_tanh';
+const layerConfig: TransformerLayerConfig = {
+  dModel: 8, numHeads: 2, ffnDim: 16, normFirst: true, activation, eps: 1e-6, backend,
+};
+
+const Encoder: TransformerEncoderLayerConstructor = sa.TransformerEncoderLayer;
+const encoder: TransformerEncoderLayer = new Encoder(layerConfig);
+const encoderWeights: TransformerEncoderLayerWeights = { attention, ffn, norm1: norm,
+  norm2: norm };
+encoder.setWeights(encoderWeights);
+const encoderOptions: EncoderForwardOptions = { keyPaddingMask: mask(5), causal: false };
+const encoded: Tensor = encoder.forward(x, encoderOptions);
+const isEncoder: boolean = Encoder.prototype === Object.getPrototypeOf(encoder);
+
+const Decoder: TransformerDecoderLayerConstructor = sa.TransformerDecoderLayer;
+const decoder: TransformerDecoderLayer = new Decoder({ dModel: 8, numHeads: 2, ffnDim: 16 });
+const decoderWeights: TransformerDecoderLayerWeights = {
+  selfAttention: attention, crossAttention: attention, ffn, norm1: norm, norm2: norm,
+  norm3: norm,
+};
+decoder.setWeights(decoderWeights);
+const decoderOptions: DecoderForwardOptions = {
+  causal: true, keyPaddingMask: mask(5), memoryKeyPaddingMask: mask(5),
+};
+decoder.forward(x, encoded, decoderOptions);
+const memory: PrecomputedKeyValue = decoder.precomputeMemory(encoded, { keyPaddingMask: mask(5) });
+decoder.forward(x, memory);
+const decoderCache: KVCache = decoder.createKVCache({ batch: 1, maxLength: 8 });
+const step: Tensor = decoder.forwardIncremental(x, decoderCache, memory);
+decoder.forwardIncremental(x, decoderCache, encoded);
+const isDecoder: boolean = Decoder.prototype === Object.getPrototypeOf(decoder);
+
+// Both layer kinds through their common interface.
+for (const layer of [encoder, decoder] as TransformerLayerBase[]) {
+  const c: ResolvedTransformerLayerConfig = layer.config;
+  const facts: unknown[] = [c.dModel, c.numHeads, c.headDim, c.ffnDim, c.normFirst,
+    c.activation, c.eps, c.backend, layer.kernels, layer.disposed];
+  void facts;
+  layer.dispose();
+}
+
+// Functions of the module.
+const pe: Tensor = sa.positionalEncoding(5, 8);
+const layerNormOptions: LayerNormOptions = { gamma: f32(8), beta: f32(8), eps: 1e-5, backend };
+const normed: Tensor = sa.layerNorm(pe, layerNormOptions);
+
+// dispose() and `using`.
+for (const o of [kv, cache, memory, decoderCache]) o.dispose();
+mha[Symbol.dispose]();
+encoder[Symbol.dispose]();
+decoder[Symbol.dispose]();
+kv[Symbol.dispose]();
+cache[Symbol.dispose]();
+{
+  using scoped = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, bias: false });
+  scoped.setWeights({ wQ: f32(64), wK: f32(64), wV: f32(64), wO: f32(64) });
+}
+mha.dispose();
+
+export const used = [build, moduleFacts, bytes, isMha, dims, mhaFacts, outputs, kvFacts,
+  cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed];
+
+// Misuses that must not compile.
+// @ts-expect-error: misspelled option
+mha.forward(x, x, x, { retrunAttnWeights: true });
+// @ts-expect-error: causal is implied in forwardIncremental
+mha.forwardIncremental(x, cache, { causal: true });
+// @ts-expect-error: tensor data must be a Float32Array
+mha.forward({ data: new Float64Array(40), shape: [5, 8] });
+// @ts-expect-error: a tensor, not its data
+mha.forward(f32(40));
+// @ts-expect-error: masks are Uint8Arrays
+mha.forward(x, x, x, { keyPaddingMask: [1, 1, 1, 1, 1] });
+// @ts-expect-error: value must be omitted with precomputed keys/values
+mha.forward(x, kv, x);
+// @ts-expect-error: numHeads is required
+void new sa.MultiHeadAttention({ dModel: 8 });
+// @ts-expect-error: misspelled config key
+void new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, headDimv: 4 });
+// @ts-expect-error: wQ is required
+mha.setWeights({ wK: f32(64), wV: f32(64), wO: f32(64) });
+// @ts-expect-error: not a state_dict name
+mha.setWeightsFromPyTorch({ 'in_proj.weight': f32(192) });
+// @ts-expect-error: maxLength is required
+mha.createKVCache({ batch: 1 });
+// @ts-expect-error: a PrecomputedKeyValue is not a cache
+mha.forwardIncremental(x, kv);
+// @ts-expect-error: unknown backend name for the module
+void createAttentionModule({ backend: 'neon' });
+// @ts-expect-error: relaxedSimd is a boolean
+void createAttentionModule({ relaxedSimd: 'auto' });
+// @ts-expect-error: misspelled module option
+void createAttentionModule({ wasmPaht: './dist' });
+// @ts-expect-error: build is read-only
+sa.build = 'simd';
+// @ts-expect-error: unknown activation
+void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'swish' });
+// @ts-expect-error: ffnDim is required
+void new sa.TransformerDecoderLayer({ dModel: 8, numHeads: 2 });
+// @ts-expect-error: an encoder has no memory mask
+encoder.forward(x, { memoryKeyPaddingMask: mask(5) });
+// @ts-expect-error: a KVCache is not a memory
+decoder.forward(x, decoderCache);
+// @ts-expect-error: every weight group is required
+encoder.setWeights({ attention, ffn, norm1: norm });
+// @ts-expect-error: inside a layer the attention biases are required
+encoder.setWeights({ attention: weights, ffn, norm1: norm, norm2: norm });
+// @ts-expect-error: layerNorm needs gamma and beta
+sa.layerNorm(x, { eps: 1e-5 });
+// @ts-expect-error: positionalEncoding takes numbers
+sa.positionalEncoding('5', 8);
+// @ts-expect-error: the truncation length is a number
+cache.truncate('2');
+// @ts-expect-error: a KVCache's batch is read-only
+cache.batch = 2;

@@ -1,0 +1,103 @@
+// Checks of the arguments the JS side can judge by itself (types, integers,
+// keys of option objects), and descriptions of values for their messages.
+
+// Realm-independent (a Float32Array made in a worker or an iframe passes).
+function typedArrayTag(v) {
+  return ArrayBuffer.isView(v) ? Object.prototype.toString.call(v).slice(8, -1) : '';
+}
+const isFloat32Array = (v) => typedArrayTag(v) === 'Float32Array';
+const isUint8Array = (v) => typedArrayTag(v) === 'Uint8Array';
+
+export function describe(v) {
+  if (v === null) return 'null';
+  if (v === undefined) return 'undefined';
+  if (ArrayBuffer.isView(v) && 'length' in v) return `${typedArrayTag(v)}(${v.length})`;
+  if (Array.isArray(v)) {
+    return v.length <= 6 && v.every((x) => typeof x === 'number')
+      ? `[${v.join(', ')}]` : `Array(${v.length})`;
+  }
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  if (typeof v === 'function') return 'a function';
+  const tag = Object.prototype.toString.call(v).slice(8, -1);
+  const name = tag === 'Object' ? v.constructor?.name : undefined;
+  return `an object (${typeof name === 'string' && name !== '' ? name : tag})`;
+}
+
+export function checkObject(where, name, v, allowed) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    throw new TypeError(`${where}: ${name}: expected an object, got ${describe(v)}`);
+  }
+  if (allowed) {
+    for (const key of Object.keys(v)) {
+      if (!allowed.includes(key)) {
+        throw new TypeError(`${where}: ${name}: unknown key '${key}' ` +
+          `(expected ${allowed.join(', ')})`);
+      }
+    }
+  }
+}
+
+export function optionalBoolean(where, name, v, fallback) {
+  if (v === undefined) return fallback;
+  if (typeof v !== 'boolean') {
+    throw new TypeError(`${where}: ${name}: expected a boolean, got ${describe(v)}`);
+  }
+  return v;
+}
+
+// A size from JS: a non-negative integer (0 is left to C++ to reject or to
+// mean "default").
+export function optionalSize(where, name, v) {
+  if (v === undefined) return 0;
+  if (typeof v !== 'number') {
+    throw new TypeError(`${where}: ${name}: expected an integer, got ${describe(v)}`);
+  }
+  if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) {
+    throw new RangeError(`${where}: ${name}: expected a non-negative integer, got ${v}`);
+  }
+  return v;
+}
+
+export function requiredSize(where, name, v) {
+  if (v === undefined) {
+    throw new TypeError(`${where}: ${name}: required, expected a positive integer`);
+  }
+  return optionalSize(where, name, v);
+}
+
+export function float32(where, name, v, optional = false) {
+  if (optional && v === undefined) return undefined;
+  if (!isFloat32Array(v)) {
+    throw new TypeError(`${where}: ${name}: expected a Float32Array, got ${describe(v)}`);
+  }
+  return v;
+}
+
+// The module's backend unless the config names one.
+export function readBackend(where, config, defaultBackend) {
+  const backend = config.backend === undefined ? defaultBackend : config.backend;
+  if (typeof backend !== 'string') {
+    throw new TypeError(`${where}: config.backend: expected a string, got ${describe(backend)}`);
+  }
+  return backend;
+}
+
+export function optionalMask(where, name, v) {
+  if (v !== undefined && !isUint8Array(v)) {
+    throw new TypeError(`${where}: ${name}: expected a Uint8Array ` +
+      `(1 = real token, 0 = padding), got ${describe(v)}`);
+  }
+  return v;
+}
+
+export function readEps(where, name, v) {
+  if (v === undefined) return 1e-5;
+  if (typeof v !== 'number') {
+    throw new TypeError(`${where}: ${name}: expected a number, got ${describe(v)}`);
+  }
+  if (!(v > 0) || !Number.isFinite(v)) {
+    throw new RangeError(`${where}: ${name}: expected a finite number > 0, got ${v}`);
+  }
+  return v;
+}

@@ -1,0 +1,173 @@
+// MultiHeadAttention: self- and cross-attention, incremental decoding over a
+// KVCache, cross-attention over a PrecomputedKeyValue.
+import { checkObject, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
+  requiredSize } from './arguments.js';
+import { holdsKeyValues, kvRaw, readCacheOptions, readPrecomputeOptions } from './caches.js';
+import { unwrap } from './errors.js';
+import { OPTION_KEYS } from './option-keys.js';
+import { readTensor } from './tensors.js';
+import { defineDispose, INFO, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET }
+  from './wasm-object.js';
+
+// Attention options -> what the glue reads (OptionsFromJs in bindings/glue.cc).
+function readAttentionOptions(where, options, allowed) {
+  const o = options === undefined ? {} : options;
+  checkObject(where, 'options', o, allowed);
+  return {
+    causal: optionalBoolean(where, 'options.causal', o.causal, false),
+    keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
+    attnMask: float32(where, 'options.attnMask', o.attnMask, true),
+    needWeights: optionalBoolean(where, 'options.returnAttnWeights', o.returnAttnWeights, false),
+    needPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
+      o.returnPerHeadOutput, false),
+    needIntermediates: optionalBoolean(where, 'options.returnIntermediates',
+      o.returnIntermediates, false),
+  };
+}
+
+// The glue's result -> ForwardResult; unbatched shapes for a 2-D query.
+// info: the resolved config (numHeads, dModel, headDim, headDimV).
+function attentionResult(r, rank, info) {
+  const { numHeads: heads, dModel, headDim, headDimV } = info;
+  const batched = (dims) => (rank === 3 ? [r.batch, ...dims] : dims);
+  const out = { output: { data: r.output, shape: batched([r.tq, dModel]) } };
+  if (r.attnWeights) out.attnWeights = { data: r.attnWeights, shape: batched([heads, r.tq, r.tk]) };
+  if (r.perHeadOutput) {
+    out.perHeadOutput = { data: r.perHeadOutput, shape: batched([heads, r.tq, dModel]) };
+  }
+  if (r.q) {
+    out.q = { data: r.q, shape: batched([heads, r.tq, headDim]) };
+    out.k = { data: r.k, shape: batched([heads, r.tk, headDim]) };
+    out.v = { data: r.v, shape: batched([heads, r.tk, headDimV]) };
+    out.headOutput = { data: r.headOutput, shape: batched([heads, r.tq, headDimV]) };
+  }
+  return out;
+}
+
+const WEIGHT_KEYS = OPTION_KEYS.MultiHeadAttentionWeights;
+const TORCH_KEYS = OPTION_KEYS.PyTorchMultiheadAttentionState;
+
+// The MultiHeadAttention class of one module (wasm instance).
+export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
+  const Base = makeWasmObjectBase(wasm, reclaimer, 'MultiHeadAttention',
+    'setWeights() or setWeightsFromPyTorch()');
+  class MultiHeadAttention extends Base {
+    constructor(config) {
+      const where = 'MultiHeadAttention';
+      checkObject(where, 'config', config, OPTION_KEYS.MultiHeadAttentionConfig);
+      const backend = readBackend(where, config, defaultBackend);
+      const raw = new wasm.MhaBinding({
+        dModel: requiredSize(where, 'config.dModel', config.dModel),
+        numHeads: requiredSize(where, 'config.numHeads', config.numHeads),
+        kDim: optionalSize(where, 'config.kDim', config.kDim),
+        vDim: optionalSize(where, 'config.vDim', config.vDim),
+        headDimV: optionalSize(where, 'config.headDimV', config.headDimV),
+        bias: optionalBoolean(where, 'config.bias', config.bias, true),
+        backend,
+      });
+      super(raw);
+    }
+
+    setWeights(weights) {
+      const where = 'MultiHeadAttention.setWeights';
+      const raw = super[LIVE](where);
+      checkObject(where, 'weights', weights, WEIGHT_KEYS);
+      const { bias } = this[INFO];
+      const w = {};
+      for (const key of WEIGHT_KEYS) {
+        const isBias = key.startsWith('b');
+        if (isBias && bias && weights[key] === undefined) {
+          throw new TypeError(`${where}: ${key}: expected a Float32Array (config.bias ` +
+            'is true), got undefined');
+        }
+        w[key] = float32(where, key, weights[key], isBias);
+      }
+      unwrap(wasm, where, raw.setWeights(w));
+      this[WEIGHTS_SET]();
+    }
+
+    setWeightsFromPyTorch(state) {
+      const where = 'MultiHeadAttention.setWeightsFromPyTorch';
+      const raw = super[LIVE](where);
+      checkObject(where, 'state', state);
+      for (const key of Object.keys(state)) {
+        if (key === 'bias_k' || key === 'bias_v') {
+          throw new RangeError(`${where}: ${key}: add_bias_kv=True is not supported`);
+        }
+        if (!TORCH_KEYS.includes(key)) {
+          throw new TypeError(`${where}: state: unknown key '${key}' (expected the ` +
+            `nn.MultiheadAttention state_dict names: ${TORCH_KEYS.join(', ')})`);
+        }
+      }
+      for (const [a, b] of [['out_proj_weight', 'out_proj.weight'], ['out_proj_bias', 'out_proj.bias']]) {
+        if (state[a] !== undefined && state[b] !== undefined) {
+          throw new TypeError(`${where}: state: both '${a}' and '${b}' given; pass one`);
+        }
+      }
+      const s = {};
+      for (const key of TORCH_KEYS) {
+        if (state[key] !== undefined) s[key.replace('.', '_')] = float32(where, key, state[key]);
+      }
+      unwrap(wasm, where, raw.setWeightsFromPyTorch(s));
+      this[WEIGHTS_SET]();
+    }
+
+    forward(query, key, value, options) {
+      const where = 'MultiHeadAttention.forward';
+      const raw = super[READY](where);
+      const q = readTensor(where, 'query', query);
+      // Cross-attention on K/V projected once by precomputeKeyValue.
+      if (holdsKeyValues(key)) {
+        const kvRawHandle = kvRaw(wasm, where, 'key', key, 'PrecomputedKeyValue');
+        if (value !== undefined && value !== null) {
+          throw new TypeError(`${where}: value given with precomputed keys/values; ` +
+            'omit it (the PrecomputedKeyValue holds both)');
+        }
+        const o = readAttentionOptions(where, options, OPTION_KEYS.ForwardOptions);
+        const r = unwrap(wasm, where, raw.forwardPrecomputed(q, kvRawHandle, o));
+        return attentionResult(r, q.rank, this[INFO]);
+      }
+      // The same tensor as key (or value) is copied once, not twice.
+      const selfAttention = key === undefined || key === null || key === query;
+      const k = selfAttention ? undefined : readTensor(where, 'key', key);
+      if (selfAttention && value !== undefined && value !== null && value !== query) {
+        throw new TypeError(`${where}: value given without key; pass key too ` +
+          '(value omitted means value = key)');
+      }
+      const v = selfAttention || value === undefined || value === null || value === key
+        ? undefined : readTensor(where, 'value', value);
+      const o = readAttentionOptions(where, options, OPTION_KEYS.ForwardOptions);
+      const r = unwrap(wasm, where, raw.forward(q, k, v, o));
+      return attentionResult(r, q.rank, this[INFO]);
+    }
+
+    createKVCache(options) {
+      const where = 'MultiHeadAttention.createKVCache';
+      const raw = super[LIVE](where);
+      const { batch, maxLength } = readCacheOptions(where, options);
+      const { numHeads, headDim, headDimV } = this[INFO];
+      return kv.newCache(where, numHeads * headDim, numHeads * headDimV,
+        (into) => raw.createKVCache(into, batch, maxLength));
+    }
+
+    forwardIncremental(x, cache, options) {
+      const where = 'MultiHeadAttention.forwardIncremental';
+      const raw = super[READY](where);
+      const t = readTensor(where, 'x', x);
+      const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
+      const o = readAttentionOptions(where, options, OPTION_KEYS.IncrementalForwardOptions);
+      const r = unwrap(wasm, where, raw.forwardIncremental(t, rawCache, o));
+      return attentionResult(r, t.rank, this[INFO]);
+    }
+
+    precomputeKeyValue(memory, options) {
+      const where = 'MultiHeadAttention.precomputeKeyValue';
+      const raw = super[READY](where);
+      const m = readTensor(where, 'memory', memory);
+      const mask = readPrecomputeOptions(where, options);
+      return kv.newPrecomputed(where, (into) => raw.precomputeKeyValue(into, m, mask));
+    }
+  }
+  defineDispose(MultiHeadAttention);
+  return MultiHeadAttention;
+}

@@ -1,0 +1,191 @@
+// TransformerEncoderLayer and TransformerDecoderLayer (torch.nn's, batch
+// first, dropout 0) on the shared wasm-object base.
+import { checkObject, describe, float32, optionalBoolean, optionalMask, readBackend, readEps,
+  requiredSize } from './arguments.js';
+import { holdsKeyValues, kvRaw, readCacheOptions, readPrecomputeOptions } from './caches.js';
+import { unwrap } from './errors.js';
+import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
+import { checkActivation, checkMaskLength, readTensor } from './tensors.js';
+import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './wasm-object.js';
+
+// ActivationName in index.d.ts.
+export const ACTIVATIONS = ['relu', 'gelu', 'gelu_erf', 'gelu_tanh'];
+
+function readLayerConfig(where, config, defaultBackend) {
+  checkObject(where, 'config', config, OPTION_KEYS.TransformerLayerConfig);
+  const activation = config.activation === undefined ? 'relu' : config.activation;
+  if (typeof activation !== 'string') {
+    throw new TypeError(`${where}: config.activation: expected a string, got ` +
+      `${describe(activation)}`);
+  }
+  if (!ACTIVATIONS.includes(activation)) {
+    throw new RangeError(`${where}: config.activation: expected 'relu', 'gelu' (or ` +
+      `'gelu_erf') or 'gelu_tanh', got ${describe(activation)}`);
+  }
+  return {
+    dModel: requiredSize(where, 'config.dModel', config.dModel),
+    numHeads: requiredSize(where, 'config.numHeads', config.numHeads),
+    ffnDim: requiredSize(where, 'config.ffnDim', config.ffnDim),
+    normFirst: optionalBoolean(where, 'config.normFirst', config.normFirst, false),
+    activation,
+    eps: readEps(where, 'config.eps', config.eps),
+    backend: readBackend(where, config, defaultBackend),
+  };
+}
+
+// { group: { key: Float32Array } } with every key of every group required.
+function readLayerWeights(where, weights, groups) {
+  const names = Object.keys(groups);
+  checkObject(where, 'weights', weights, names);
+  const out = {};
+  for (const group of names) {
+    if (weights[group] === undefined) {
+      throw new TypeError(`${where}: ${group}: expected an object { ${groups[group].join(', ')} }, ` +
+        'got undefined');
+    }
+    checkObject(where, group, weights[group], groups[group]);
+    out[group] = {};
+    for (const key of groups[group]) {
+      out[group][key] = float32(where, `${group}.${key}`, weights[group][key]);
+    }
+  }
+  return out;
+}
+
+// The layers' weights and construction on top of the shared base.
+function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
+  return class LayerBase extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
+    constructor(config) {
+      const resolved = readLayerConfig(kind, config, defaultBackend);
+      // eps as given (C++ holds it as a float32).
+      super(new Binding(resolved), { eps: resolved.eps });
+    }
+
+    setWeights(weights) {
+      const where = `${kind}.setWeights`;
+      const raw = super[LIVE](where);
+      const w = readLayerWeights(where, weights, groups);
+      // All or nothing (C++): after an error the layer keeps its old weights.
+      unwrap(wasm, where, raw.setWeights(w));
+      this[WEIGHTS_SET]();
+    }
+  };
+}
+
+// The TransformerEncoderLayer class of one module (wasm instance).
+export function makeEncoderLayer(wasm, reclaimer, defaultBackend) {
+  const Base = makeLayerBase(wasm, reclaimer, defaultBackend, 'TransformerEncoderLayer',
+    wasm.EncoderLayerBinding, ENCODER_WEIGHT_GROUPS);
+  class TransformerEncoderLayer extends Base {
+    forward(x, options) {
+      const where = 'TransformerEncoderLayer.forward';
+      const raw = super[READY](where);
+      const t = readTensor(where, 'x', x);
+      const { dModel } = this.config;
+      checkActivation(where, 'x', t, dModel);
+      const o = options === undefined ? {} : options;
+      checkObject(where, 'options', o, OPTION_KEYS.EncoderForwardOptions);
+      const keyPaddingMask = optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
+      checkMaskLength(where, 'options.keyPaddingMask', keyPaddingMask, t.batch, t.tokens);
+      const data = unwrap(wasm, where, raw.forward(t, {
+        keyPaddingMask, causal: optionalBoolean(where, 'options.causal', o.causal, false),
+      }));
+      return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
+    }
+  }
+  defineDispose(TransformerEncoderLayer);
+  return TransformerEncoderLayer;
+}
+
+// The TransformerDecoderLayer class of one module (wasm instance).
+export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
+  const Base = makeLayerBase(wasm, reclaimer, defaultBackend, 'TransformerDecoderLayer',
+    wasm.DecoderLayerBinding, DECODER_WEIGHT_GROUPS);
+
+  // memory: a Tensor (checked against x) or a PrecomputedKeyValue.
+  function readMemory(where, memory, x, dModel) {
+    if (holdsKeyValues(memory)) {
+      const raw = kvRaw(wasm, where, 'memory', memory, 'PrecomputedKeyValue');
+      if (memory.batch !== x.batch) {
+        throw new RangeError(`${where}: x.batch: expected ${memory.batch} (batch of the ` +
+          `precomputed memory), got ${x.batch}`);
+      }
+      return { precomputed: raw, batch: memory.batch, tokens: memory.tokens };
+    }
+    const m = readTensor(where, 'memory', memory);
+    checkActivation(where, 'memory', m, dModel);
+    if (m.batch !== x.batch) {
+      throw new RangeError(`${where}: memory.batch: expected ${x.batch} (x.batch), got ${m.batch}`);
+    }
+    return { tensor: m, batch: m.batch, tokens: m.tokens };
+  }
+
+  class TransformerDecoderLayer extends Base {
+    forward(x, memory, options) {
+      const where = 'TransformerDecoderLayer.forward';
+      const raw = super[READY](where);
+      const t = readTensor(where, 'x', x);
+      const { dModel } = this.config;
+      checkActivation(where, 'x', t, dModel);
+      const m = readMemory(where, memory, t, dModel);
+      const o = options === undefined ? {} : options;
+      checkObject(where, 'options', o, OPTION_KEYS.DecoderForwardOptions);
+      const keyPaddingMask = optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
+      checkMaskLength(where, 'options.keyPaddingMask', keyPaddingMask, t.batch, t.tokens);
+      const memoryKeyPaddingMask = optionalMask(where, 'options.memoryKeyPaddingMask',
+        o.memoryKeyPaddingMask);
+      checkMaskLength(where, 'options.memoryKeyPaddingMask', memoryKeyPaddingMask, m.batch,
+        m.tokens);
+      const opts = {
+        causal: optionalBoolean(where, 'options.causal', o.causal, true),
+        keyPaddingMask,
+        memoryKeyPaddingMask,
+      };
+      const data = unwrap(wasm, where, m.precomputed
+        ? raw.forwardPrecomputed(t, m.precomputed, opts)
+        : raw.forward(t, m.tensor, opts));
+      return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
+    }
+
+    forwardIncremental(x, cache, memory) {
+      const where = 'TransformerDecoderLayer.forwardIncremental';
+      const raw = super[READY](where);
+      const t = readTensor(where, 'x', x);
+      const { dModel } = this.config;
+      checkActivation(where, 'x', t, dModel);
+      const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
+      const m = readMemory(where, memory, t, dModel);
+      // A memory tensor is projected for this call only.
+      const temporary = m.precomputed ? null : this.precomputeMemory(memory);
+      try {
+        const precomputed = m.precomputed ??
+          kvRaw(wasm, where, 'memory', temporary, 'PrecomputedKeyValue');
+        const data = unwrap(wasm, where, raw.forwardIncremental(t, rawCache, precomputed));
+        return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
+      } finally {
+        temporary?.dispose();
+      }
+    }
+
+    createKVCache(options) {
+      const where = 'TransformerDecoderLayer.createKVCache';
+      const raw = super[LIVE](where);
+      const { batch, maxLength } = readCacheOptions(where, options);
+      const { dModel } = this.config;
+      return kv.newCache(where, dModel, dModel,
+        (into) => raw.createKVCache(into, batch, maxLength));
+    }
+
+    precomputeMemory(memory, options) {
+      const where = 'TransformerDecoderLayer.precomputeMemory';
+      const raw = super[READY](where);
+      const m = readTensor(where, 'memory', memory);
+      checkActivation(where, 'memory', m, this.config.dModel);
+      const mask = readPrecomputeOptions(where, options);
+      checkMaskLength(where, 'options.keyPaddingMask', mask, m.batch, m.tokens);
+      return kv.newPrecomputed(where, (into) => raw.precomputeMemory(into, m, mask));
+    }
+  }
+  defineDispose(TransformerDecoderLayer);
+  return TransformerDecoderLayer;
+}

@@ -1,0 +1,126 @@
+// Which wasm build to load, where its .wasm file is, and loading it through
+// the emcc glue of dist/. This file sits in src/, so the package's dist/ is
+// '../dist/' from here.
+
+const isNode = typeof process === 'object' && process !== null &&
+  typeof process.versions?.node === 'string' && typeof window === 'undefined';
+
+// The builds (BuildName in index.d.ts), fastest first: dist/<file>.{js,wasm}.
+// The imports are spelled out so that bundlers see every file.
+export const BUILDS = {
+  'relaxed-simd': {
+    file: 'simd_attention_relaxed',
+    factory: () => import('../dist/simd_attention_relaxed.js'),
+  },
+  simd: { file: 'simd_attention_simd', factory: () => import('../dist/simd_attention_simd.js') },
+  nosimd: {
+    file: 'simd_attention_nosimd',
+    factory: () => import('../dist/simd_attention_nosimd.js'),
+  },
+};
+const WASM_FILES = Object.values(BUILDS).map((b) => `${b.file}.wasm`);
+
+// Where a .wasm file is: a URL, or in Node a file path.
+function wasmLocation(file, wasmPath) {
+  if (wasmPath === undefined) return new URL(`../dist/${file}`, import.meta.url);
+  const isUrl = typeof wasmPath !== 'string';
+  let dir = isUrl ? wasmPath.href : wasmPath;
+  if (/\.wasm$/i.test(dir)) {
+    throw new TypeError('createAttentionModule: options.wasmPath: expected the ' +
+      `folder (or URL prefix) that holds ${WASM_FILES.slice(0, -1).join(', ')} and ` +
+      `${WASM_FILES.at(-1)}, got the file ${JSON.stringify(dir)}`);
+  }
+  if (!dir.endsWith('/')) dir += '/';
+  // A scheme of two letters or more (file:, http:, blob: ...), not a drive letter.
+  if (isUrl || /^[a-z][a-z0-9+.-]+:/i.test(dir)) return new URL(file, dir);
+  if (isNode) return { path: dir + file };
+  const base = typeof document === 'object' && document?.baseURI
+    ? document.baseURI : globalThis.location?.href;
+  return new URL(file, new URL(dir, base));
+}
+
+// Instantiates the .wasm at `where` with `imports`.
+async function instantiate(where, imports) {
+  const nodeFile = isNode && (where.path !== undefined || where.protocol === 'file:');
+  if (nodeFile) {
+    // emcc 3.1.6's own loader would fetch() the file path here, which Node
+    // rejects; read the file instead. The specifier is hidden from bundlers.
+    const fsName = 'node:fs/promises';
+    const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ fsName);
+    const file = where.path ?? where;
+    let bytes;
+    try {
+      bytes = await fs.readFile(file);
+    } catch (e) {
+      throw new Error(`createAttentionModule: cannot read the wasm file ${file} ` +
+        `(${e.code ?? e.message}); build the package (npm run build) or set ` +
+        'options.wasmPath', { cause: e });
+    }
+    return WebAssembly.instantiate(bytes, imports);
+  }
+  const response = await fetch(where);
+  if (!response.ok) {
+    throw new Error(`createAttentionModule: fetching ${where} failed: HTTP ` +
+      `${response.status}; set options.wasmPath to where the .wasm files are served`);
+  }
+  if (typeof WebAssembly.instantiateStreaming === 'function') {
+    try {
+      return await WebAssembly.instantiateStreaming(response.clone(), imports);
+    } catch {
+      // E.g. served without Content-Type: application/wasm: compile from the
+      // bytes instead (a real compile error shows up again there).
+    }
+  }
+  return WebAssembly.instantiate(await response.arrayBuffer(), imports);
+}
+
+// Runs the emcc factory with our instantiateWasm hook; rejects if loading
+// the .wasm fails (emcc would otherwise never settle its promise).
+async function startBuild(factory, where) {
+  let rejectLoad;
+  const loadFailed = new Promise((_, reject) => { rejectLoad = reject; });
+  const ready = factory({
+    instantiateWasm(imports, receiveInstance) {
+      instantiate(where, imports).then(
+        ({ instance, module }) => receiveInstance(instance, module), rejectLoad);
+      return {}; // exports arrive asynchronously
+    },
+  });
+  return Promise.race([ready, loadFailed]);
+}
+
+// Which build to load: the fastest the engine runs, unless forced. `engine`:
+// { simd, relaxedSimd }, what the feature probes found.
+export function pickBuild(where, forceSimd, forceRelaxed, engine) {
+  if (forceSimd === false && forceRelaxed === true) {
+    throw new RangeError(`${where}: options.relaxedSimd: true asks for the relaxed-SIMD ` +
+      'build, which needs WebAssembly SIMD, but options.simd is false; pass only one of them');
+  }
+  const hasSimd = engine.simd;
+  if (forceSimd === true && !hasSimd) {
+    throw new Error(`${where}: options.simd: true asks for the SIMD build, but this ` +
+      'engine does not support WebAssembly SIMD; omit the option or pass false');
+  }
+  const hasRelaxed = hasSimd && engine.relaxedSimd;
+  if (forceRelaxed === true && !hasRelaxed) {
+    throw new Error(`${where}: options.relaxedSimd: true asks for the relaxed-SIMD build, ` +
+      'but this engine does not support WebAssembly relaxed SIMD (Chrome/Edge 114+, ' +
+      'Node 22+; Node 20 with --experimental-wasm-relaxed-simd); omit the option or ' +
+      'pass false');
+  }
+  if (!(forceSimd ?? hasSimd)) return 'nosimd';
+  return (forceRelaxed ?? hasRelaxed) ? 'relaxed-simd' : 'simd';
+}
+
+// Loads `build` (a key of BUILDS) with its .wasm from options.wasmPath or
+// dist/; resolves to the emcc module, i.e. the Embind glue.
+export async function loadBuild(where, build, wasmPath) {
+  const file = `${BUILDS[build].file}.wasm`;
+  const factory = (await BUILDS[build].factory()).default;
+  const wasm = await startBuild(factory, wasmLocation(file, wasmPath));
+  if (wasm.build() !== build) {
+    throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +
+      'build; the files in dist/ are mixed up');
+  }
+  return wasm;
+}

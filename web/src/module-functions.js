@@ -1,0 +1,33 @@
+// The module's functions that own nothing: positionalEncoding, layerNorm.
+import { checkObject, float32, readBackend, readEps, requiredSize } from './arguments.js';
+import { unwrap } from './errors.js';
+import { OPTION_KEYS } from './option-keys.js';
+import { readTensor } from './tensors.js';
+
+// positionalEncoding and layerNorm of one module (wasm instance).
+export function makeModuleFunctions(wasm, defaultBackend) {
+  function positionalEncoding(t, dModel) {
+    const where = 'positionalEncoding';
+    for (const [name, v] of [['t', t], ['dModel', dModel]]) {
+      if (requiredSize(where, name, v) === 0) {
+        throw new RangeError(`${where}: ${name}: must be > 0, got 0`);
+      }
+    }
+    return { data: unwrap(wasm, where, wasm.positionalEncoding(t, dModel)), shape: [t, dModel] };
+  }
+
+  function layerNorm(x, options) {
+    const where = 'layerNorm';
+    const t = readTensor(where, 'x', x);
+    checkObject(where, 'options', options, OPTION_KEYS.LayerNormOptions);
+    const data = unwrap(wasm, where, wasm.layerNorm(t, {
+      gamma: float32(where, 'options.gamma', options.gamma),
+      beta: float32(where, 'options.beta', options.beta),
+      eps: readEps(where, 'options.eps', options.eps),
+      backend: readBackend(where, options, defaultBackend),
+    }));
+    return { data, shape: [...x.shape] };
+  }
+
+  return { positionalEncoding, layerNorm };
+}

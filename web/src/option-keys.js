@@ -1,0 +1,45 @@
+// Every key the package accepts in an options, config or weights object, in
+// the order its messages list them. One table, keyed by the name of the
+// interface in index.d.ts that documents the same object, so that a test
+// (tests/types/option-keys.test.mjs) can compare both with the TypeScript
+// compiler: a key renamed on one side only fails there.
+
+const ATTENTION_WEIGHTS = ['wQ', 'wK', 'wV', 'wO', 'bQ', 'bK', 'bV', 'bO'];
+const FEED_FORWARD_WEIGHTS = ['w1', 'b1', 'w2', 'b2'];
+const LAYER_NORM_WEIGHTS = ['gamma', 'beta'];
+
+// A layer's weights: group -> the keys of that group.
+export const ENCODER_WEIGHT_GROUPS = {
+  attention: ATTENTION_WEIGHTS, ffn: FEED_FORWARD_WEIGHTS, norm1: LAYER_NORM_WEIGHTS,
+  norm2: LAYER_NORM_WEIGHTS,
+};
+export const DECODER_WEIGHT_GROUPS = {
+  selfAttention: ATTENTION_WEIGHTS, crossAttention: ATTENTION_WEIGHTS,
+  ffn: FEED_FORWARD_WEIGHTS, norm1: LAYER_NORM_WEIGHTS, norm2: LAYER_NORM_WEIGHTS,
+  norm3: LAYER_NORM_WEIGHTS,
+};
+
+export const OPTION_KEYS = {
+  AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'wasmPath'],
+  MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDimV', 'bias', 'backend'],
+  MultiHeadAttentionWeights: ATTENTION_WEIGHTS,
+  PyTorchMultiheadAttentionState: ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
+    'v_proj_weight', 'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias',
+    'out_proj.bias'],
+  ForwardOptions: ['causal', 'keyPaddingMask', 'attnMask', 'returnAttnWeights',
+    'returnPerHeadOutput', 'returnIntermediates'],
+  IncrementalForwardOptions: ['keyPaddingMask', 'attnMask', 'returnAttnWeights',
+    'returnPerHeadOutput', 'returnIntermediates'],
+  KVCacheOptions: ['batch', 'maxLength'],
+  PrecomputeOptions: ['keyPaddingMask'],
+  TransformerLayerConfig: ['dModel', 'numHeads', 'ffnDim', 'normFirst', 'activation', 'eps',
+    'backend'],
+  LayerAttentionWeights: ATTENTION_WEIGHTS,
+  FeedForwardWeights: FEED_FORWARD_WEIGHTS,
+  LayerNormWeights: LAYER_NORM_WEIGHTS,
+  LayerNormOptions: ['gamma', 'beta', 'eps', 'backend'],
+  TransformerEncoderLayerWeights: Object.keys(ENCODER_WEIGHT_GROUPS),
+  TransformerDecoderLayerWeights: Object.keys(DECODER_WEIGHT_GROUPS),
+  EncoderForwardOptions: ['keyPaddingMask', 'causal'],
+  DecoderForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask'],
+};
