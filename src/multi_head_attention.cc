@@ -308,10 +308,10 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   Project(key.data.data(), rows, k_, k, layout_.key_row());
   Project(value.data.data(), rows, v_, v, layout_.value_row());
   const std::span<const float> keys(k, rows * layout_.key_row());
-  CheckComputed("the key projection key W_k + b_k", keys, kTooLarge);
+  const double max_abs_key = CheckComputed("the key projection key W_k + b_k", keys, kTooLarge);
   CheckComputed("the value projection value W_v + b_v",
                 {v, rows * layout_.value_row()}, kTooLarge);
-  return Attend(query, KVView{k, v, key.tokens, key.tokens, MaxAbs(keys)}, options,
+  return Attend(query, KVView{k, v, key.tokens, key.tokens, max_abs_key}, options,
                 std::move(result));
 }
 
@@ -333,9 +333,8 @@ PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
   const size_t rows = memory.batch * memory.tokens;
   Project(memory.data.data(), rows, k_, kv.k_.data(), layout_.key_row());
   Project(memory.data.data(), rows, v_, kv.v_.data(), layout_.value_row());
-  CheckComputed("the key projection memory W_k + b_k", kv.k_, kTooLarge);
+  kv.max_abs_key_ = CheckComputed("the key projection memory W_k + b_k", kv.k_, kTooLarge);
   CheckComputed("the value projection memory W_v + b_v", kv.v_, kTooLarge);
-  kv.max_abs_key_ = MaxAbs(kv.k_);
   return kv;
 }
 
@@ -402,10 +401,10 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
     // Checked before the cache takes the tokens: it never holds a non-finite
     // value, so its keys() and values() can always be appended again.
     const std::span<const float> keys(k, x.tokens * layout_.key_row());
-    CheckComputed("the key projection x W_k + b_k", keys, kTooLarge);
+    const double max_abs = CheckComputed("the key projection x W_k + b_k", keys, kTooLarge);
     CheckComputed("the value projection x W_v + b_v", {v, x.tokens * layout_.value_row()},
                   kTooLarge);
-    max_abs_key = std::max(max_abs_key, MaxAbs(keys));
+    max_abs_key = std::max(max_abs_key, max_abs);
   }
   MhaOptions causal = options;
   causal.causal = true;
@@ -438,9 +437,10 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* attention_scratch = z + batch * tq * ld_v;
   Project(query.data.data(), batch * tq, q_, q, ld_q);
   const std::span<const float> queries(q, batch * tq * ld_q);
-  CheckComputed("the query projection query W_q + b_q", queries, kTooLarge);
+  const double max_abs_query =
+      CheckComputed("the query projection query W_q + b_q", queries, kTooLarge);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
-  CheckScoreRange(scale, head_dim(), MaxAbs(queries), kv.max_abs_key);
+  CheckScoreRange(scale, head_dim(), max_abs_query, kv.max_abs_key);
 
   // Work items: (batch, head, chunk of whole query blocks). A chunk starting
   // at query q0 passes causal_diagonal tk - tq + q0 and so computes what the

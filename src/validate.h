@@ -35,8 +35,9 @@ void CheckEps(const char* what, double eps);
 // Values computed from valid (finite) inputs that overflowed float32: throws
 // std::range_error "what overflowed float32 (element i is +Infinity); hint".
 // The caller's arguments were valid, so the message names the computation,
-// never an argument, and says what is too large.
-void CheckComputed(const char* what, std::span<const float> values, const char* hint);
+// never an argument, and says what is too large. Returns the largest |x|,
+// found in the same pass.
+double CheckComputed(const char* what, std::span<const float> values, const char* hint);
 
 // The largest |x| of `values` (0 for none), in double: products of maxima
 // are compared against float32's range without overflowing themselves.
