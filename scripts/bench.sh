@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run bench`: the speed comparison of issue 5 (see README, "Speed").
+# `npm run bench`: the speed comparison against the peers (see bench/README.md).
 # Installs what is missing, builds the native tree and the three wasm builds,
 # installs the benchmark peers (bench/package.json: onnxruntime-web,
 # onnxruntime-node, tfjs; a separate npm project so `npm test` never installs
@@ -56,7 +56,7 @@ fi
 # Measure a snapshot of the package, so that a rebuild of web/dist while the
 # benchmark runs (minutes) cannot mix two builds.
 snap="$ROOT/build/bench-js/web-snapshot"
-rm -rf "$snap" && mkdir -p "$snap" && cp -r web/package.json web/index.js web/dist "$snap/"
+rm -rf "$snap" && mkdir -p "$snap" && cp -r web/package.json web/index.js web/src web/dist "$snap/"
 cd "$CALLER_DIR"
 # node-wasm.sh: with --experimental-wasm-relaxed-simd where the node needs it
 # (Node 20), for the relaxed-SIMD rows. The peers load the same .wasm files

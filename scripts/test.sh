@@ -26,6 +26,9 @@ bash scripts/fuzz.sh 60
 # The npm package (web/) against the wasm builds copied into web/dist/.
 echo "test: jest"
 npm run --silent test:js
+# index.d.ts against the code: a typed usage file, its must-fail lines, the option keys.
+echo "test: types"
+npm run --silent test:types
 # The demos (web/demo/) in Debian's chromium, driven by playwright-core.
 echo "test: browser"
 npm run --silent test:browser

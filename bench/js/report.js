@@ -1,5 +1,5 @@
 // Turns the measurements of run.js into Markdown tables and checks the
-// targets of issue 5.
+// speed targets.
 
 const DEFAULT_OURS = 'ours wasm-simd highway';
 // The relaxed-SIMD build's default, the build Chrome/Edge 114+ and Node 22+
@@ -394,7 +394,7 @@ export function renderMarkdown(report) {
     lines.push('');
   }
 
-  lines.push('**Targets of issue 5**');
+  lines.push('**Speed targets**');
   lines.push('');
   lines.push(table(['target', 'status', 'measured'], report.targets.map((x) => [x.target,
     x.status === 'met' ? 'met' : x.status === 'missed' ? '**missed**' : x.status, x.detail])));

@@ -128,14 +128,19 @@ void ThreadPool::WorkerLoop(size_t thread) {
 
 #else
 ThreadPool::~ThreadPool() = default;
+
+namespace {
+// The one pool of a build without threads, made when the module starts, so
+// that creating the first object allocates nothing that outlives it.
+const std::shared_ptr<ThreadPool> kSinglePool = std::make_shared<ThreadPool>(1);
+}  // namespace
 #endif
 
 std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads) {
   if (threads == 0) threads = ThreadPool::HardwareThreads();
 #if !SA_HAVE_THREADS
   if (threads > 1) ThreadPool refused(threads);  // throws the constructor's error
-  static const std::shared_ptr<ThreadPool> single = std::make_shared<ThreadPool>(1);
-  return single;
+  return kSinglePool;
 #else
   static std::mutex mutex;
   static std::map<size_t, std::weak_ptr<ThreadPool>> pools;
