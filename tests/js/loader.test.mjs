@@ -163,6 +163,31 @@ describe('wasmPath', () => {
       '(ENOENT); build the package (npm run build) or set options.wasmPath');
   });
 
+  test('a folder whose build files are not wasm', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'simd-attention-not-wasm-'));
+    try {
+      // A Git LFS pointer checked out instead of the file, and gzip bytes.
+      const pointer = 'version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 189000\n';
+      fs.writeFileSync(path.join(dir, 'simd_attention_relaxed.wasm'), pointer);
+      fs.writeFileSync(path.join(dir, 'simd_attention_simd.wasm'),
+        Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03]));
+      await expectRejects(createAttentionModule({ relaxedSimd: true, wasmPath: dir }), Error,
+        'createAttentionModule: simd_attention_relaxed.wasm is not WebAssembly: the file ' +
+        `${dir}/simd_attention_relaxed.wasm holds ${pointer.length} bytes that start ` +
+        '76 65 72 73 69 6f 6e 20 68 74 74 70 73 3a 2f 2f ("version https://"), where a wasm ' +
+        'file starts 00 61 73 6d; set options.wasmPath to the folder (or URL prefix) that ' +
+        "serves the .wasm files of the package's dist/, or rebuild them (npm run build)");
+      await expectRejects(createAttentionModule({ relaxedSimd: false, wasmPath: dir }), Error,
+        'createAttentionModule: simd_attention_simd.wasm is not WebAssembly: the file ' +
+        `${dir}/simd_attention_simd.wasm holds 10 bytes that start ` +
+        '1f 8b 08 00 00 00 00 00 00 03, where a wasm file starts 00 61 73 6d; set ' +
+        'options.wasmPath to the folder (or URL prefix) that serves the .wasm files of ' +
+        "the package's dist/, or rebuild them (npm run build)");
+    } finally {
+      fs.rmSync(dir, { recursive: true });
+    }
+  });
+
   test('a .wasm file instead of a folder', async () => {
     await expectRejects(createAttentionModule({ wasmPath: `${distDir}/simd_attention_simd.wasm` }),
       TypeError, 'createAttentionModule: options.wasmPath: expected the folder (or URL ' +
@@ -172,6 +197,8 @@ describe('wasmPath', () => {
 });
 
 describe('over HTTP, as in a browser (fetch + instantiateStreaming)', () => {
+  const INDEX_HTML = '<!DOCTYPE html>\n<html><head><title>App</title></head>' +
+    '<body><div id="app"></div><script type="module" src="/main.js"></script></body></html>\n';
   let server;
   let base;
   const served = [];
@@ -180,6 +207,14 @@ describe('over HTTP, as in a browser (fetch + instantiateStreaming)', () => {
       const url = new URL(req.url, 'http://x');
       served.push(url.pathname);
       const file = path.join(distDir, path.basename(url.pathname));
+      // /app/ is a single-page app's host: every path it has no file for
+      // is its index.html, with status 200; /typed/ says that is wasm.
+      if (url.pathname.startsWith('/app/') || url.pathname.startsWith('/typed/')) {
+        const type = url.pathname.startsWith('/app/')
+          ? 'text/html; charset=utf-8' : 'application/wasm';
+        res.writeHead(200, { 'Content-Type': type }).end(INDEX_HTML);
+        return;
+      }
       if (!url.pathname.startsWith('/wasm/') || !fs.existsSync(file)) {
         res.writeHead(404).end();
         return;
@@ -209,6 +244,34 @@ describe('over HTTP, as in a browser (fetch + instantiateStreaming)', () => {
     await expectRejects(createAttentionModule({ wasmPath: `${base}/missing` }), Error,
       `createAttentionModule: fetching ${base}/missing/simd_attention_relaxed.wasm ` +
       'failed: HTTP 404; set options.wasmPath to where the .wasm files are served');
+  });
+
+  // Where a default load points once Vite's dependency optimizer has moved
+  // the package into node_modules/.vite/deps/.
+  test("HTTP 404 inside Vite's optimized dependencies", async () => {
+    const url = `${base}/node_modules/.vite/dist/simd_attention_relaxed.wasm`;
+    await expectRejects(createAttentionModule({ wasmPath: `${base}/node_modules/.vite/dist/` }),
+      Error, `createAttentionModule: fetching ${url} failed: HTTP 404; set options.wasmPath ` +
+      "to where the .wasm files are served, or with Vite's dev server, keep the package out " +
+      "of its dependency optimizer instead: optimizeDeps: { exclude: ['simd-attention'] } in " +
+      'vite.config');
+  });
+
+  test.each([
+    ['as text/html', '/app/assets/', 'text/html; charset=utf-8'],
+    ['as application/wasm', '/typed/', 'application/wasm'],
+  ])('an HTML page served %s in place of the .wasm', async (_, folder, type) => {
+    const url = `${base}${folder}simd_attention_simd.wasm`;
+    await expectRejects(createAttentionModule({ relaxedSimd: false, wasmPath: `${base}${folder}` }),
+      Error, 'createAttentionModule: simd_attention_simd.wasm is not WebAssembly: ' +
+      `${url} answered HTTP 200 with content type ${type} and ${INDEX_HTML.length} bytes ` +
+      'that start 3c 21 44 4f 43 54 59 50 45 20 68 74 6d 6c 3e 0a ("<!DOCTYPE html>\\n"), ' +
+      'where a wasm file starts 00 61 73 6d; set options.wasmPath to the folder (or URL ' +
+      "prefix) that serves the .wasm files of the package's dist/ (a single-page app's host " +
+      "answers a file it does not have with its index.html); with Vite's dev server, keep " +
+      "the package out of its dependency optimizer instead: optimizeDeps: { exclude: " +
+      "['simd-attention'] } in vite.config");
+    expect(served.at(-1)).toBe(`${folder}simd_attention_simd.wasm`);
   });
 });
 

@@ -13,7 +13,7 @@ const SHIPPED = [
   'README.md', 'dist/simd_attention_nosimd.js', 'dist/simd_attention_nosimd.wasm',
   'dist/simd_attention_relaxed.js', 'dist/simd_attention_relaxed.wasm',
   'dist/simd_attention_simd.js', 'dist/simd_attention_simd.wasm', 'index.d.ts', 'index.js',
-  'package.json',
+  'LICENSE', 'package.json',
   ...fs.readdirSync(path.join(webDir, 'src')).filter((f) => f.endsWith('.js')).map((f) => `src/${f}`),
 ].sort();
 
@@ -48,6 +48,40 @@ test('the tarball ships only what is needed', () => {
   expect(packed.files.map((f) => f.path).sort()).toEqual(SHIPPED);
   const installed = path.join(app, 'node_modules', 'simd-attention');
   expect(fs.existsSync(path.join(installed, 'dist', 'simd_attention_simd.wasm'))).toBe(true);
+});
+
+// Budgets: the tarball measured 294957 bytes packed and 837807 unpacked
+// (three builds of ~190 kB wasm and 53 kB glue, the JS, README and LICENSE);
+// each budget is that plus about 15%, so a fourth build or a stray file
+// fails here.
+test('the tarball stays within its size budget', () => {
+  console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
+  expect(packed.size).toBeLessThanOrEqual(340000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(965000);
+});
+
+test('the licence ships and package.json names it', () => {
+  const installed = path.join(app, 'node_modules', 'simd-attention');
+  const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));
+  expect(manifest.license).toBe('MIT AND Apache-2.0 AND BSD-3-Clause');
+  const license = fs.readFileSync(path.join(installed, 'LICENSE'), 'utf8');
+  expect(license).toMatch(/^MIT License\n\nCopyright \(c\) simd-attention contributors\n/);
+  expect(license).toContain('Redistributions in binary form must reproduce');
+  expect(license).toContain('Apache License\n                           Version 2.0');
+});
+
+// ESM only: CommonJS code loads it with import(), and on the Node versions
+// of `engines` with require() (no module of the package awaits at top level).
+test('a CommonJS file loads it with import() and with require()', () => {
+  fs.writeFileSync(path.join(app, 'load.cjs'), `
+(async () => {
+  const imported = await import('simd-attention');
+  const required = require('simd-attention');
+  const sa = await required.createAttentionModule({ simd: false });
+  console.log(imported.createAttentionModule === required.createAttentionModule, sa.build);
+})();
+`);
+  expect(run('node', ['load.cjs'], app).trim()).toBe('true nosimd');
 });
 
 test("import('simd-attention') by name runs a golden case on every build", () => {

@@ -39,49 +39,94 @@ function wasmLocation(file, wasmPath) {
   return new URL(file, new URL(dir, base));
 }
 
-// Instantiates the .wasm at `where` with `imports`.
-async function instantiate(where, imports) {
+// What a .wasm file starts with: "\0asm".
+const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
+const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
+
+// What to do about a .wasm file that is missing or is not wasm. Vite's dev
+// server moves the package into node_modules/.vite/ (its dependency
+// optimizer), where dist/ is not, and answers a missing file with the app's
+// index.html.
+const SET_WASM_PATH = 'set options.wasmPath to the folder (or URL prefix) that ' +
+  "serves the .wasm files of the package's dist/";
+const VITE_EXCLUDE = "with Vite's dev server, keep the package out of its dependency " +
+  "optimizer instead: optimizeDeps: { exclude: ['simd-attention'] } in vite.config";
+
+// The start of `bytes` for a message: hex, and as text when it is printable
+// ASCII (an HTML page, a JSON or text error).
+function describeStart(bytes) {
+  if (bytes.length === 0) return 'are empty';
+  const start = bytes.subarray(0, 16);
+  const printable = start.every((b) => (b >= 0x20 && b < 0x7f) || b === 0x09 ||
+    b === 0x0a || b === 0x0d);
+  const text = printable ? ` (${JSON.stringify(String.fromCharCode(...start))})` : '';
+  return `start ${hex(start)}${text}`;
+}
+
+// Throws unless `bytes` start with the wasm magic number: the engine's own
+// message ("expected magic word ...") names neither the file nor the fix.
+function checkWasmBytes(file, bytes, source, fix) {
+  if (WASM_MAGIC.every((b, i) => bytes[i] === b)) return;
+  throw new Error(`createAttentionModule: ${file} is not WebAssembly: ${source} ` +
+    `${bytes.length} bytes that ${describeStart(bytes)}, where a wasm file starts ` +
+    `${hex(WASM_MAGIC)}; ${fix}`);
+}
+
+// Instantiates the .wasm file `file` at `where` with `imports`.
+async function instantiate(file, where, imports) {
   const nodeFile = isNode && (where.path !== undefined || where.protocol === 'file:');
   if (nodeFile) {
     // emcc 3.1.6's own loader would fetch() the file path here, which Node
     // rejects; read the file instead. The specifier is hidden from bundlers.
     const fsName = 'node:fs/promises';
     const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ fsName);
-    const file = where.path ?? where;
+    const filePath = where.path ?? where;
     let bytes;
     try {
-      bytes = await fs.readFile(file);
+      bytes = await fs.readFile(filePath);
     } catch (e) {
-      throw new Error(`createAttentionModule: cannot read the wasm file ${file} ` +
+      throw new Error(`createAttentionModule: cannot read the wasm file ${filePath} ` +
         `(${e.code ?? e.message}); build the package (npm run build) or set ` +
         'options.wasmPath', { cause: e });
     }
+    checkWasmBytes(file, bytes, `the file ${filePath} holds`,
+      `${SET_WASM_PATH}, or rebuild them (npm run build)`);
     return WebAssembly.instantiate(bytes, imports);
   }
   const response = await fetch(where);
+  const inVite = /\/node_modules\/\.vite\//.test(response.url || String(where));
   if (!response.ok) {
     throw new Error(`createAttentionModule: fetching ${where} failed: HTTP ` +
-      `${response.status}; set options.wasmPath to where the .wasm files are served`);
+      `${response.status}; set options.wasmPath to where the .wasm files are served` +
+      (inVite ? `, or ${VITE_EXCLUDE}` : ''));
   }
-  if (typeof WebAssembly.instantiateStreaming === 'function') {
+  const type = response.headers.get('content-type');
+  // Only a response served as application/wasm can stream (the engine
+  // refuses any other); one that still fails, e.g. a page served with that
+  // type, is checked and compiled from its bytes below.
+  if (typeof WebAssembly.instantiateStreaming === 'function' &&
+      /^application\/wasm\s*(;|$)/i.test(type ?? '')) {
     try {
       return await WebAssembly.instantiateStreaming(response.clone(), imports);
     } catch {
-      // E.g. served without Content-Type: application/wasm: compile from the
-      // bytes instead (a real compile error shows up again there).
+      // A real compile error shows up again from the bytes.
     }
   }
-  return WebAssembly.instantiate(await response.arrayBuffer(), imports);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  checkWasmBytes(file, bytes, `${where} answered HTTP ${response.status} with content ` +
+    `type ${type ?? '(none)'} and`, `${SET_WASM_PATH} (a single-page app's host answers ` +
+    `a file it does not have with its index.html); ${VITE_EXCLUDE}`);
+  return WebAssembly.instantiate(bytes, imports);
 }
 
 // Runs the emcc factory with our instantiateWasm hook; rejects if loading
 // the .wasm fails (emcc would otherwise never settle its promise).
-async function startBuild(factory, where) {
+async function startBuild(factory, file, where) {
   let rejectLoad;
   const loadFailed = new Promise((_, reject) => { rejectLoad = reject; });
   const ready = factory({
     instantiateWasm(imports, receiveInstance) {
-      instantiate(where, imports).then(
+      instantiate(file, where, imports).then(
         ({ instance, module }) => receiveInstance(instance, module), rejectLoad);
       return {}; // exports arrive asynchronously
     },
@@ -117,7 +162,7 @@ export function pickBuild(where, forceSimd, forceRelaxed, engine) {
 export async function loadBuild(where, build, wasmPath) {
   const file = `${BUILDS[build].file}.wasm`;
   const factory = (await BUILDS[build].factory()).default;
-  const wasm = await startBuild(factory, wasmLocation(file, wasmPath));
+  const wasm = await startBuild(factory, file, wasmLocation(file, wasmPath));
   if (wasm.build() !== build) {
     throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +
       'build; the files in dist/ are mixed up');
