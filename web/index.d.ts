@@ -246,7 +246,8 @@ export interface ForwardOptions {
 /**
  * Results are fresh arrays owned by the caller (never views onto the wasm
  * heap). Shapes are batched (`[B, ...]`) when the query was 3-D, unbatched
- * (no leading B) when it was 2-D.
+ * (no leading B) when it was 2-D. A call types its result as
+ * `ForwardResultFor` its options: the tensors asked for are not optional.
  */
 export interface ForwardResult {
   /** `[B, Tq, dModel]` */
@@ -278,6 +279,19 @@ export interface ForwardResult {
 }
 
 /**
+ * The result of a forward whose options set `returnAttnWeights`,
+ * `returnPerHeadOutput` and `returnIntermediates` to (the types) `A`, `P`
+ * and `I`: what was asked for with a literal `true` is present, not
+ * optional, e.g. `mha.forward(x, m, undefined, { returnAttnWeights: true })`
+ * has `attnWeights: Tensor`.
+ */
+export type ForwardResultFor<A extends boolean, P extends boolean, I extends boolean> =
+  ForwardResult &
+  ([A] extends [true] ? { attnWeights: Tensor } : unknown) &
+  ([P] extends [true] ? { perHeadOutput: Tensor } : unknown) &
+  ([I] extends [true] ? { q: Tensor; k: Tensor; v: Tensor; headOutput: Tensor } : unknown);
+
+/**
  * Multi-head self- and cross-attention. Owns wasm memory: call `dispose()`
  * (or declare it with `using`) when done. Errors: TypeError for a wrong type
  * (e.g. data that is not a Float32Array), RangeError for a wrong size, shape
@@ -302,15 +316,18 @@ export interface MultiHeadAttention {
    * self-attention; `value` omitted: value = key. Inputs are copied, never
    * kept.
    */
-  forward(query: Tensor, key?: Tensor, value?: Tensor, options?: ForwardOptions): ForwardResult;
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false>(query: Tensor,
+    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
+    ForwardResultFor<A, P, I>;
   /**
    * Cross-attention of `query` over keys/values projected once by
    * `precomputeKeyValue` (value must be omitted). Same results as passing the
    * memory tensor itself; the options' `keyPaddingMask`, if given, replaces
    * the one the object was made with.
    */
-  forward(query: Tensor, precomputed: PrecomputedKeyValue, value?: undefined,
-    options?: ForwardOptions): ForwardResult;
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false>(query: Tensor,
+    precomputed: PrecomputedKeyValue, value?: undefined,
+    options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }): ForwardResultFor<A, P, I>;
   /**
    * An empty cache of this attention's keys/values for `forwardIncremental`.
    * Needs no weights. RangeError for a zero batch or maxLength.
@@ -324,7 +341,9 @@ export interface MultiHeadAttention {
    * Needs kDim == vDim == dModel. A full cache is a RangeError naming the
    * numbers, and a failed call leaves the cache unchanged.
    */
-  forwardIncremental(x: Tensor, cache: KVCache, options?: IncrementalForwardOptions): ForwardResult;
+  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false>(x: Tensor,
+    cache: KVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
+    ForwardResultFor<A, P, I>;
   /**
    * Projects `memory` (`[B, S, kDim]`, used as keys and values; needs
    * kDim == vDim) once, for cross-attention of many queries:

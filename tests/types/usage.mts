@@ -6,7 +6,7 @@ import createDefault, {
   createAttentionModule, wasmRelaxedSimdSupported, wasmSimdSupported,
   type ActivationName, type AttentionModule, type AttentionModuleOptions, type BackendName,
   type BuildName, type DecoderForwardOptions, type EncoderForwardOptions,
-  type FeedForwardWeights, type ForwardOptions, type ForwardResult,
+  type FeedForwardWeights, type ForwardOptions, type ForwardResult, type ForwardResultFor,
   type IncrementalForwardOptions, type KVCache, type KVCacheOptions,
   type LayerAttentionWeights, type LayerNormOptions, type LayerNormWeights, type MemoryStats,
   type MultiHeadAttention, type MultiHeadAttentionConfig, type MultiHeadAttentionConstructor,
@@ -84,6 +84,16 @@ const incrementalOptions: IncrementalForwardOptions = {
   returnPerHeadOutput: true, returnIntermediates: true,
 };
 mha.forwardIncremental(x, cache, incrementalOptions);
+
+// Results typed by their options: what was asked for with `true` is there.
+const probabilities: Float32Array = mha.forward(x, x, x, { returnAttnWeights: true })
+  .attnWeights.data;
+const contributions: Tensor = mha.forward(x, kv, undefined, { returnPerHeadOutput: true })
+  .perHeadOutput;
+const stepped: ForwardResultFor<true, false, true> = mha.forwardIncremental(x, cache,
+  { returnAttnWeights: true, returnIntermediates: true });
+const requested: Tensor[] = [stepped.attnWeights, stepped.q, stepped.k, stepped.v,
+  stepped.headOutput, contributions];
 const cacheFacts: number[] = [cache.batch, cache.maxLength, cache.length];
 const saved: [Tensor, Tensor] = [cache.keys(), cache.values()];
 cache.truncate(cache.length - 1);
@@ -158,11 +168,19 @@ cache[Symbol.dispose]();
 mha.dispose();
 
 export const used = [build, moduleFacts, bytes, isMha, dims, mhaFacts, outputs, kvFacts,
-  cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed];
+  cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested];
 
 // Misuses that must not compile.
 // @ts-expect-error: misspelled option
 mha.forward(x, x, x, { retrunAttnWeights: true });
+// @ts-expect-error: misspelled option next to a correct one
+mha.forward(x, x, x, { causal: true, returnAttnWieghts: true });
+// @ts-expect-error: attnWeights was not asked for, so it may be undefined
+void mha.forward(x, x, x, { returnPerHeadOutput: true }).attnWeights.data;
+// @ts-expect-error: nor when the flag is only known to be a boolean
+void mha.forward(x, x, x, forwardOptions).attnWeights.data;
+// @ts-expect-error: the intermediates were not asked for
+void mha.forwardIncremental(x, cache, { returnAttnWeights: true }).q.data;
 // @ts-expect-error: causal is implied in forwardIncremental
 mha.forwardIncremental(x, cache, { causal: true });
 // @ts-expect-error: tensor data must be a Float32Array
