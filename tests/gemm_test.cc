@@ -1,11 +1,12 @@
 // The GEMM micro-kernel of every kernel table against a double-precision
-// product, at the shapes its blocking is derived from: K across and beyond
-// one K block (256 rows on 32-register targets, 512 on 16-register ones),
-// row counts around every tile height (the near-equal split of 5 + 5 on
-// AVX-512, remainders of one to three rows with split-K chains), column
-// counts around the panel width, a slice of packed rows (k_begin, as the
-// per-head output uses), row strides wider than the matrices, and a bias.
-// The attention tests reach these paths only with small d_model.
+// product, at shapes derived from that table's own blocking (kernels/gemm.h),
+// so a change of tile, K block or panel moves the shapes with it: rows
+// around the register tile (1-3: split-K chains; tile-1, tile, tile+1;
+// tile+2, which 8-row tiles split 5 + 5; two tiles + 1), K around one and two
+// K blocks, columns around one and two panels, a slice of packed rows
+// (k_begin, as the per-head output uses) starting past a K block, row strides
+// wider than the matrices, and a bias. The attention tests reach these paths
+// only with small d_model.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +14,9 @@
 #include <limits>
 #include <ostream>
 #include <random>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dispatch/dispatch.h"
@@ -43,10 +46,11 @@ std::string CaseName(const GemmCase& c) {
 
 void PrintTo(const GemmCase& c, std::ostream* os) { *os << CaseName(c); }
 
-class Gemm : public ::testing::TestWithParam<GemmCase> {};
+// One shape on one table: "<table>_<shape>".
+class Gemm : public ::testing::TestWithParam<std::tuple<const KernelTable*, GemmCase>> {};
 
-TEST_P(Gemm, EveryTableMatchesADoubleProduct) {
-  const GemmCase& c = GetParam();
+TEST_P(Gemm, MatchesADoubleProduct) {
+  const auto& [table, c] = GetParam();
   std::mt19937 rng(static_cast<unsigned>(c.m * 1000003 + c.k * 1009 + c.n));
   const size_t rows = c.k_begin + c.k + c.extra_rows;  // of the packed matrix
   const size_t lda = c.k + c.lda_pad, ldc = c.n + c.ldc_pad;
@@ -71,63 +75,79 @@ TEST_P(Gemm, EveryTableMatchesADoubleProduct) {
   // float accumulation over k terms: a few ulps of the largest partial sums.
   const double tol = 8 * scale * std::numeric_limits<float>::epsilon();
 
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    std::vector<float> packed(PackedFloats(*table, rows, c.n));
-    table->pack_b(w.data(), rows, c.n, packed.data());
-    std::vector<float> packed_bias;
-    if (c.bias) {
-      packed_bias.resize(PackedFloats(*table, 1, c.n));
-      table->pack_b(bias.data(), 1, c.n, packed_bias.data());
-    }
-    // Sentinels in C's padding columns must survive: the kernel writes only
-    // the n columns of each row.
-    std::vector<float> out(c.m * ldc, 12345.0f);
-    table->gemm({a.data(), lda, c.m, c.k, packed.data(), rows, c.k_begin, c.n,
-                 c.bias ? packed_bias.data() : nullptr, out.data(), ldc});
-    double worst = 0;
-    size_t worst_at = 0;
-    for (size_t i = 0; i < c.m; ++i) {
-      for (size_t j = 0; j < ldc; ++j) {
-        const float got = out[i * ldc + j];
-        if (j >= c.n) {
-          ASSERT_EQ(got, 12345.0f) << "row " << i << " padding column " << j << " overwritten";
-          continue;
-        }
-        const double err = std::fabs(got - expected[i * c.n + j]);
-        if (!(err <= worst)) {
-          worst = err;
-          worst_at = i * c.n + j;
-        }
+  std::vector<float> packed(PackedFloats(*table, rows, c.n));
+  table->pack_b(w.data(), rows, c.n, packed.data());
+  std::vector<float> packed_bias;
+  if (c.bias) {
+    packed_bias.resize(PackedFloats(*table, 1, c.n));
+    table->pack_b(bias.data(), 1, c.n, packed_bias.data());
+  }
+  // Sentinels in C's padding columns must survive: the kernel writes only
+  // the n columns of each row.
+  std::vector<float> out(c.m * ldc, 12345.0f);
+  table->gemm({a.data(), lda, c.m, c.k, packed.data(), rows, c.k_begin, c.n,
+               c.bias ? packed_bias.data() : nullptr, out.data(), ldc});
+  double worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < c.m; ++i) {
+    for (size_t j = 0; j < ldc; ++j) {
+      const float got = out[i * ldc + j];
+      if (j >= c.n) {
+        ASSERT_EQ(got, 12345.0f) << "row " << i << " padding column " << j << " overwritten";
+        continue;
+      }
+      const double err = std::fabs(got - expected[i * c.n + j]);
+      if (!(err <= worst)) {
+        worst = err;
+        worst_at = i * c.n + j;
       }
     }
-    EXPECT_LE(worst, tol) << "at row " << worst_at / c.n << ", column " << worst_at % c.n
-                          << ": " << out[(worst_at / c.n) * ldc + worst_at % c.n] << " vs "
-                          << expected[worst_at];
   }
+  EXPECT_LE(worst, tol) << "at row " << worst_at / c.n << ", column " << worst_at % c.n
+                        << ": " << out[(worst_at / c.n) * ldc + worst_at % c.n] << " vs "
+                        << expected[worst_at];
 }
 
-std::vector<GemmCase> Cases() {
+// The shapes of one table, from its tile height, K block and panel width.
+std::vector<GemmCase> Cases(const KernelTable& table) {
+  const size_t tile = table.gemm_tile_rows, kb = table.gemm_k_block, panel = table.panel_width;
+  // Whole panels, or two and a half: a right edge of one of a panel's two
+  // vectors.
+  const size_t whole = 3 * panel, edge = 2 * panel + (panel + 1) / 2;
   std::vector<GemmCase> cases;
-  // Rows around the tile heights and their split (1-3: split-K chains;
-  // 10: 5 + 5 on AVX-512; 17: a remainder after two full tiles), K within,
-  // at and across the K blocks, columns within, at and across a panel.
-  for (size_t m : {1, 2, 3, 4, 5, 7, 8, 10, 12, 17}) {
-    for (size_t k : {1, 7, 64, 255, 256, 257, 513, 600}) {
-      cases.push_back({m, k, m % 2 == 0 ? 48u : 37u});
+  for (size_t m : std::set<size_t>{1, 2, 3, tile - 1, tile, tile + 1, tile + 2, 2 * tile + 1}) {
+    for (size_t k : std::set<size_t>{1, 7, kb - 1, kb, kb + 1, 2 * kb + 1}) {
+      cases.push_back({m, k, m % 2 == 0 ? whole : edge});
     }
   }
-  for (size_t n : {1, 3, 4, 15, 16, 17, 31, 32, 33, 100}) cases.push_back({9, 300, n});
+  // Columns within, at and across one and two panels, and many panels; K
+  // across one K block.
+  const size_t k = kb + kb / 2;
+  for (size_t n : std::set<size_t>{1, panel - 1, panel, panel + 1, 2 * panel - 1, 2 * panel,
+                                   2 * panel + 1, 6 * panel + 3}) {
+    cases.push_back({tile + 1, k, n});
+  }
   // A slice of the packed rows (one head's rows of W_O) with a bias,
-  // strided A and C: as the per-head output and the projections use them.
-  cases.push_back({6, 64, 40, /*k_begin=*/128, /*extra_rows=*/64, /*bias=*/true, 5, 3});
-  cases.push_back({33, 300, 70, /*k_begin=*/260, /*extra_rows=*/0, /*bias=*/true, 1, 9});
-  cases.push_back({128, 768, 96, 0, 0, /*bias=*/true});
+  // strided A and C: as the per-head output and the projections use them;
+  // the second slice starts past a K block.
+  cases.push_back({tile + 2, 64, edge, /*k_begin=*/128, /*extra_rows=*/64, /*bias=*/true, 5, 3});
+  cases.push_back({4 * tile + 1, k, 4 * panel + 6, /*k_begin=*/kb + 4, /*extra_rows=*/0,
+                   /*bias=*/true, 1, 9});
+  cases.push_back({128, 3 * kb, whole, 0, 0, /*bias=*/true});
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Gemm, ::testing::ValuesIn(Cases()),
-                         [](const auto& info) { return CaseName(info.param); });
+std::vector<std::tuple<const KernelTable*, GemmCase>> TableCases() {
+  std::vector<std::tuple<const KernelTable*, GemmCase>> params;
+  for (const KernelTable* table : AllKernelTables()) {
+    for (const GemmCase& c : Cases(*table)) params.emplace_back(table, c);
+  }
+  return params;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Gemm, ::testing::ValuesIn(TableCases()), [](const auto& info) {
+  return TableTestName(*std::get<0>(info.param)) + "_" + CaseName(std::get<1>(info.param));
+});
 
 }  // namespace
 }  // namespace simd_attention::testing

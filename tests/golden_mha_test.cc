@@ -3,6 +3,9 @@
 // per-head outputs within the case's tolerance.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+
 #include "golden.h"
 #include "multi_head_attention.h"
 #include "reference/attention_reference.h"
@@ -30,20 +33,30 @@ TEST_P(GoldenMha, Reference) {
                                             in.key, in.value, in.options));
 }
 
-TEST_P(GoldenMha, EveryTarget) {
-  const GoldenCase c = LoadGoldenCase(GetParam());
-  const MhaCaseInputs in = MhaInputs(c);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(in.config, *table);
-    mha.SetWeights(in.weights);
-    ExpectMatchesGolden(c, mha.Forward(in.query, in.key, in.value, in.options));
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenMha,
                          ::testing::ValuesIn(GoldenCaseNames("mha")),
                          [](const auto& info) { return info.param; });
+
+// Every case on every table: "<table>_<case>".
+class GoldenMhaOnTable
+    : public ::testing::TestWithParam<std::tuple<const KernelTable*, std::string>> {};
+
+TEST_P(GoldenMhaOnTable, MatchesGolden) {
+  const auto& [table, name] = GetParam();
+  const GoldenCase c = LoadGoldenCase(name);
+  const MhaCaseInputs in = MhaInputs(c);
+  MultiHeadAttention mha(in.config, *table);
+  mha.SetWeights(in.weights);
+  ExpectMatchesGolden(c, mha.Forward(in.query, in.key, in.value, in.options));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenMhaOnTable,
+                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
+                                            ::testing::ValuesIn(GoldenCaseNames("mha"))),
+                         [](const auto& info) {
+                           return TableTestName(*std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
 
 }  // namespace
 }  // namespace simd_attention::testing

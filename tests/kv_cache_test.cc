@@ -46,7 +46,7 @@ MhaOptions CausalWithWeights() {
 // Golden self_causal: PyTorch's masked self-attention, fed one token at a
 // time.
 
-class KVCacheGolden : public ::testing::Test {
+class KVCacheGolden : public TableTest {
  protected:
   void SetUp() override {
     case_ = LoadGoldenCase("self_causal");
@@ -58,48 +58,45 @@ class KVCacheGolden : public ::testing::Test {
   MhaCaseInputs in_;
 };
 
-TEST_F(KVCacheGolden, TokenByTokenEqualsFullCausalForward) {
+TEST_P(KVCacheGolden, TokenByTokenEqualsFullCausalForward) {
   const Tensor3& x = in_.query;
   const size_t heads = in_.config.num_heads;
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(in_.config, *table);
-    mha.SetWeights(in_.weights);
-    const MhaResult full = mha.Forward(x, CausalWithWeights());
-    // The full run is the thing compared against, so pin it to PyTorch.
-    ASSERT_TRUE(AllNear(full.output, case_.Tensor("output").f32, case_.tolerance));
-    ASSERT_TRUE(
-        AllNear(full.attn_weights, case_.Tensor("attn_weights").f32, case_.tolerance));
+  MultiHeadAttention mha(in_.config, table());
+  mha.SetWeights(in_.weights);
+  const MhaResult full = mha.Forward(x, CausalWithWeights());
+  // The full run is the thing compared against, so pin it to PyTorch.
+  ASSERT_TRUE(AllNear(full.output, case_.Tensor("output").f32, case_.tolerance));
+  ASSERT_TRUE(
+      AllNear(full.attn_weights, case_.Tensor("attn_weights").f32, case_.tolerance));
 
-    // Weights are optional per step; the output must not depend on asking.
-    for (const bool need_weights : {false, true}) {
-      SCOPED_TRACE(need_weights ? "with weights" : "without weights");
-      KVCache cache = mha.CreateKVCache(x.batch, x.tokens);
-      MhaOptions step_options;
-      step_options.need_weights = need_weights;
-      for (size_t t = 0; t < x.tokens; ++t) {
-        SCOPED_TRACE("token " + std::to_string(t));
-        const MhaResult step =
-            mha.ForwardIncremental(Tokens(x, t, 1).View(), cache, step_options);
-        EXPECT_EQ(cache.length(), t + 1);
-        EXPECT_EQ(step.tq, 1u);
-        EXPECT_EQ(step.tk, t + 1);
-        EXPECT_TRUE(AllNear(step.output,
-                            TokenRows(full.output, x.batch, x.tokens, in_.config.d_model,
-                                      t, 1),
-                            kTol));
-        if (need_weights) {
-          // Probabilities over keys 0..t: exactly row t of the full matrix.
-          EXPECT_TRUE(AllNear(step.attn_weights, CausalWeightRows(full, heads, t, 1), kTol));
-        } else {
-          EXPECT_TRUE(step.attn_weights.empty());
-        }
+  // Weights are optional per step; the output must not depend on asking.
+  for (const bool need_weights : {false, true}) {
+    SCOPED_TRACE(need_weights ? "with weights" : "without weights");
+    KVCache cache = mha.CreateKVCache(x.batch, x.tokens);
+    MhaOptions step_options;
+    step_options.need_weights = need_weights;
+    for (size_t t = 0; t < x.tokens; ++t) {
+      SCOPED_TRACE("token " + std::to_string(t));
+      const MhaResult step =
+          mha.ForwardIncremental(Tokens(x, t, 1).View(), cache, step_options);
+      EXPECT_EQ(cache.length(), t + 1);
+      EXPECT_EQ(step.tq, 1u);
+      EXPECT_EQ(step.tk, t + 1);
+      EXPECT_TRUE(AllNear(step.output,
+                          TokenRows(full.output, x.batch, x.tokens, in_.config.d_model,
+                                    t, 1),
+                          kTol));
+      if (need_weights) {
+        // Probabilities over keys 0..t: exactly row t of the full matrix.
+        EXPECT_TRUE(AllNear(step.attn_weights, CausalWeightRows(full, heads, t, 1), kTol));
+      } else {
+        EXPECT_TRUE(step.attn_weights.empty());
       }
     }
   }
 }
 
-TEST_F(KVCacheGolden, ChunkedIncrementalEqualsFullCausalForward) {
+TEST_P(KVCacheGolden, ChunkedIncrementalEqualsFullCausalForward) {
   const Tensor3& x = in_.query;
   ASSERT_GT(x.tokens, 8u);
   // A 5-token prompt, a 3-token chunk, then single tokens to the end: chunks
@@ -107,35 +104,32 @@ TEST_F(KVCacheGolden, ChunkedIncrementalEqualsFullCausalForward) {
   std::vector<size_t> chunks = {5, 3};
   for (size_t t = 8; t < x.tokens; ++t) chunks.push_back(1);
   const size_t heads = in_.config.num_heads;
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(in_.config, *table);
-    mha.SetWeights(in_.weights);
-    const MhaResult full = mha.Forward(x, CausalWithWeights());
-    KVCache cache = mha.CreateKVCache(x.batch, x.tokens);
-    MhaOptions options;
-    options.need_weights = true;
-    std::vector<float> concatenated;
-    size_t begin = 0;
-    for (const size_t n : chunks) {
-      SCOPED_TRACE("chunk at " + std::to_string(begin));
-      const MhaResult step = mha.ForwardIncremental(Tokens(x, begin, n).View(), cache, options);
-      EXPECT_TRUE(AllNear(step.attn_weights, CausalWeightRows(full, heads, begin, n), kTol));
-      concatenated.insert(concatenated.end(), step.output.begin(), step.output.end());
-      begin += n;
-    }
-    EXPECT_EQ(cache.length(), x.tokens);
-    // Batch 1, so the concatenation is token-major like the full output.
-    ASSERT_EQ(x.batch, 1u);
-    EXPECT_TRUE(AllNear(concatenated, full.output, kTol));
-    EXPECT_TRUE(AllNear(concatenated, case_.Tensor("output").f32, case_.tolerance));
+  MultiHeadAttention mha(in_.config, table());
+  mha.SetWeights(in_.weights);
+  const MhaResult full = mha.Forward(x, CausalWithWeights());
+  KVCache cache = mha.CreateKVCache(x.batch, x.tokens);
+  MhaOptions options;
+  options.need_weights = true;
+  std::vector<float> concatenated;
+  size_t begin = 0;
+  for (const size_t n : chunks) {
+    SCOPED_TRACE("chunk at " + std::to_string(begin));
+    const MhaResult step = mha.ForwardIncremental(Tokens(x, begin, n).View(), cache, options);
+    EXPECT_TRUE(AllNear(step.attn_weights, CausalWeightRows(full, heads, begin, n), kTol));
+    concatenated.insert(concatenated.end(), step.output.begin(), step.output.end());
+    begin += n;
   }
+  EXPECT_EQ(cache.length(), x.tokens);
+  // Batch 1, so the concatenation is token-major like the full output.
+  ASSERT_EQ(x.batch, 1u);
+  EXPECT_TRUE(AllNear(concatenated, full.output, kTol));
+  EXPECT_TRUE(AllNear(concatenated, case_.Tensor("output").f32, case_.tolerance));
 }
 
 // ---------------------------------------------------------------------------
 // Random problems: batch > 1, masks, rollback, export and restore.
 
-class KVCacheRandom : public ::testing::Test {
+class KVCacheRandom : public TableTest {
  protected:
   static constexpr size_t kBatch = 2, kTokens = 10, kDModel = 24, kHeads = 3;
 
@@ -171,93 +165,81 @@ class KVCacheRandom : public ::testing::Test {
   OwnedTensor draft_;
 };
 
-TEST_F(KVCacheRandom, FullCausalForwardMatchesReference) {
+TEST_P(KVCacheRandom, FullCausalForwardMatchesReference) {
   // The anchor for the other tests here: the full run itself is right.
   MhaOptions causal;
   causal.causal = true;
   const MhaResult expected = RunReference(problem_, causal);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    ExpectResultNear(mha.Forward(X(), causal), expected, kRefTol);
-  }
+  MultiHeadAttention mha = Make(table());
+  ExpectResultNear(mha.Forward(X(), causal), expected, kRefTol);
 }
 
-TEST_F(KVCacheRandom, PrefixTruncateContinueEqualsStraightRun) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    MhaOptions causal;
-    causal.causal = true;
-    const MhaResult straight = mha.Forward(X(), causal);
+TEST_P(KVCacheRandom, PrefixTruncateContinueEqualsStraightRun) {
+  MultiHeadAttention mha = Make(table());
+  MhaOptions causal;
+  causal.causal = true;
+  const MhaResult straight = mha.Forward(X(), causal);
 
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens);
-    const MhaResult all = mha.ForwardIncremental(X(), cache);
-    EXPECT_TRUE(AllNear(all.output, straight.output, kTol));
-    const std::vector<float> keys = cache.Keys(), values = cache.Values();
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  const MhaResult all = mha.ForwardIncremental(X(), cache);
+  EXPECT_TRUE(AllNear(all.output, straight.output, kTol));
+  const std::vector<float> keys = cache.Keys(), values = cache.Values();
 
-    cache.Truncate(6);
-    EXPECT_EQ(cache.length(), 6u);
-    EXPECT_EQ(cache.Keys().size(), kBatch * 6 * kDModel);
-    const MhaResult again = mha.ForwardIncremental(Tokens(X(), 6, 4).View(), cache);
-    EXPECT_EQ(cache.length(), kTokens);
-    EXPECT_EQ(again.tk, kTokens);
-    EXPECT_TRUE(AllNear(again.output, Rows(straight.output, 6, 4), kTol));
-    EXPECT_TRUE(AllNear(cache.Keys(), keys, kTol));
-    EXPECT_TRUE(AllNear(cache.Values(), values, kTol));
-  }
+  cache.Truncate(6);
+  EXPECT_EQ(cache.length(), 6u);
+  EXPECT_EQ(cache.Keys().size(), kBatch * 6 * kDModel);
+  const MhaResult again = mha.ForwardIncremental(Tokens(X(), 6, 4).View(), cache);
+  EXPECT_EQ(cache.length(), kTokens);
+  EXPECT_EQ(again.tk, kTokens);
+  EXPECT_TRUE(AllNear(again.output, Rows(straight.output, 6, 4), kTol));
+  EXPECT_TRUE(AllNear(cache.Keys(), keys, kTol));
+  EXPECT_TRUE(AllNear(cache.Values(), values, kTol));
 }
 
-TEST_F(KVCacheRandom, RejectedDraftIsForgottenAfterTruncate) {
+TEST_P(KVCacheRandom, RejectedDraftIsForgottenAfterTruncate) {
   // Speculative decoding: 4 draft tokens are appended, rejected by rolling
   // back, and the real tokens follow. Nothing of the draft may leak in.
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    MhaOptions causal;
-    causal.causal = true;
-    const MhaResult straight = mha.Forward(X(), causal);
+  MultiHeadAttention mha = Make(table());
+  MhaOptions causal;
+  causal.causal = true;
+  const MhaResult straight = mha.Forward(X(), causal);
 
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens);
-    mha.ForwardIncremental(Tokens(X(), 0, 6).View(), cache);
-    const MhaResult draft = mha.ForwardIncremental(draft_.View(), cache);
-    // The draft changed the answer, so agreement below is not vacuous.
-    EXPECT_FALSE(AllNear(draft.output, Rows(straight.output, 6, 4), 1e-3));
-    cache.Truncate(6);
-    for (size_t t = 6; t < kTokens; ++t) {
-      SCOPED_TRACE("token " + std::to_string(t));
-      const MhaResult step = mha.ForwardIncremental(Tokens(X(), t, 1).View(), cache);
-      EXPECT_TRUE(AllNear(step.output, Rows(straight.output, t, 1), kTol));
-    }
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  mha.ForwardIncremental(Tokens(X(), 0, 6).View(), cache);
+  const MhaResult draft = mha.ForwardIncremental(draft_.View(), cache);
+  // The draft changed the answer, so agreement below is not vacuous.
+  EXPECT_FALSE(AllNear(draft.output, Rows(straight.output, 6, 4), 1e-3));
+  cache.Truncate(6);
+  for (size_t t = 6; t < kTokens; ++t) {
+    SCOPED_TRACE("token " + std::to_string(t));
+    const MhaResult step = mha.ForwardIncremental(Tokens(X(), t, 1).View(), cache);
+    EXPECT_TRUE(AllNear(step.output, Rows(straight.output, t, 1), kTol));
   }
 }
 
-TEST_F(KVCacheRandom, ResetThenReuseStartsAfresh) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens);
-    mha.ForwardIncremental(draft_.View(), cache);
-    cache.Reset();
-    EXPECT_EQ(cache.length(), 0u);
-    EXPECT_TRUE(cache.Keys().empty());
-    EXPECT_TRUE(cache.Values().empty());
-    EXPECT_EQ(cache.max_length(), kTokens);
-    EXPECT_EQ(cache.batch(), kBatch);
+TEST_P(KVCacheRandom, ResetThenReuseStartsAfresh) {
+  MultiHeadAttention mha = Make(table());
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  mha.ForwardIncremental(draft_.View(), cache);
+  cache.Reset();
+  EXPECT_EQ(cache.length(), 0u);
+  EXPECT_TRUE(cache.Keys().empty());
+  EXPECT_TRUE(cache.Values().empty());
+  EXPECT_EQ(cache.max_length(), kTokens);
+  EXPECT_EQ(cache.batch(), kBatch);
 
-    MhaOptions causal;
-    causal.causal = true;
-    const MhaResult straight = mha.Forward(X(), causal);
-    // A whole max_length fits again after the reset.
-    for (size_t t = 0; t < kTokens; ++t) {
-      SCOPED_TRACE("token " + std::to_string(t));
-      const MhaResult step = mha.ForwardIncremental(Tokens(X(), t, 1).View(), cache);
-      EXPECT_TRUE(AllNear(step.output, Rows(straight.output, t, 1), kTol));
-    }
+  MhaOptions causal;
+  causal.causal = true;
+  const MhaResult straight = mha.Forward(X(), causal);
+  // A whole max_length fits again after the reset.
+  for (size_t t = 0; t < kTokens; ++t) {
+    SCOPED_TRACE("token " + std::to_string(t));
+    const MhaResult step = mha.ForwardIncremental(Tokens(X(), t, 1).View(), cache);
+    EXPECT_TRUE(AllNear(step.output, Rows(straight.output, t, 1), kTol));
   }
 }
 
-TEST_F(KVCacheRandom, BatchWithKeyPaddingTokenByToken) {
+TEST_P(KVCacheRandom, BatchWithKeyPaddingTokenByToken) {
   // Three sequences with different padding: the mask given to each step
   // covers everything cached plus the new token, [B, length + n].
   constexpr size_t kB = 3, kT = 8;
@@ -268,24 +250,21 @@ TEST_F(KVCacheRandom, BatchWithKeyPaddingTokenByToken) {
   full_options.key_padding_mask = mask;
   const MhaResult reference = RunReference(p, full_options);
   const Tensor3 x = p.query.View();
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(p.config, *table);
-    mha.SetWeights(p.weights.View());
-    const MhaResult full = mha.Forward(x, full_options);
-    ExpectResultNear(full, reference, kRefTol);
+  MultiHeadAttention mha(p.config, table());
+  mha.SetWeights(p.weights.View());
+  const MhaResult full = mha.Forward(x, full_options);
+  ExpectResultNear(full, reference, kRefTol);
 
-    KVCache cache = mha.CreateKVCache(kB, kT);
-    for (size_t t = 0; t < kT; ++t) {
-      SCOPED_TRACE("token " + std::to_string(t));
-      const std::vector<uint8_t> step_mask = MaskPrefix(mask, kB, kT, t + 1);
-      MhaOptions options;
-      options.need_weights = true;
-      options.key_padding_mask = step_mask;
-      const MhaResult step = mha.ForwardIncremental(Tokens(x, t, 1).View(), cache, options);
-      EXPECT_TRUE(AllNear(step.output, TokenRows(full.output, kB, kT, kDModel, t, 1), kTol));
-      EXPECT_TRUE(AllNear(step.attn_weights, CausalWeightRows(full, kHeads, t, 1), kTol));
-    }
+  KVCache cache = mha.CreateKVCache(kB, kT);
+  for (size_t t = 0; t < kT; ++t) {
+    SCOPED_TRACE("token " + std::to_string(t));
+    const std::vector<uint8_t> step_mask = MaskPrefix(mask, kB, kT, t + 1);
+    MhaOptions options;
+    options.need_weights = true;
+    options.key_padding_mask = step_mask;
+    const MhaResult step = mha.ForwardIncremental(Tokens(x, t, 1).View(), cache, options);
+    EXPECT_TRUE(AllNear(step.output, TokenRows(full.output, kB, kT, kDModel, t, 1), kTol));
+    EXPECT_TRUE(AllNear(step.attn_weights, CausalWeightRows(full, kHeads, t, 1), kTol));
   }
 }
 
@@ -304,93 +283,84 @@ std::vector<float> ProjectByHand(const Tensor3& x, std::span<const float> w,
   return out;
 }
 
-TEST_F(KVCacheRandom, KeysAndValuesAreTheProjectionsOfTheTokens) {
+TEST_P(KVCacheRandom, KeysAndValuesAreTheProjectionsOfTheTokens) {
   // Keys()/Values() are the app-facing export format: unpadded, token-major,
   // exactly X W + b as PyTorch's in_proj would give.
   const std::vector<float> keys =
       ProjectByHand(X(), problem_.weights.w_k, problem_.weights.b_k, kDModel);
   const std::vector<float> values =
       ProjectByHand(X(), problem_.weights.w_v, problem_.weights.b_v, kDModel);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens + 3);
-    mha.ForwardIncremental(Tokens(X(), 0, 4).View(), cache);
-    mha.ForwardIncremental(Tokens(X(), 4, 6).View(), cache);
-    EXPECT_TRUE(AllNear(cache.Keys(), keys, ScaledTolerance(keys, kTol)));
-    EXPECT_TRUE(AllNear(cache.Values(), values, ScaledTolerance(values, kTol)));
-  }
+  MultiHeadAttention mha = Make(table());
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens + 3);
+  mha.ForwardIncremental(Tokens(X(), 0, 4).View(), cache);
+  mha.ForwardIncremental(Tokens(X(), 4, 6).View(), cache);
+  EXPECT_TRUE(AllNear(cache.Keys(), keys, ScaledTolerance(keys, kTol)));
+  EXPECT_TRUE(AllNear(cache.Values(), values, ScaledTolerance(values, kTol)));
 }
 
-TEST_F(KVCacheRandom, ExportedThenAppendedCacheEqualsOriginal) {
+TEST_P(KVCacheRandom, ExportedThenAppendedCacheEqualsOriginal) {
   constexpr size_t kPrompt = 7;
   const OwnedTensor next = Tokens(X(), kPrompt, 1);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention original = Make(*table);
-    KVCache cache = original.CreateKVCache(kBatch, kTokens + 2);
-    original.ForwardIncremental(Tokens(X(), 0, 4).View(), cache);
-    original.ForwardIncremental(Tokens(X(), 4, 3).View(), cache);
-    const std::vector<float> keys = cache.Keys(), values = cache.Values();
-    ASSERT_EQ(keys.size(), kBatch * kPrompt * kDModel);
-    ASSERT_EQ(values.size(), kBatch * kPrompt * kDModel);
+  MultiHeadAttention original = Make(table());
+  KVCache cache = original.CreateKVCache(kBatch, kTokens + 2);
+  original.ForwardIncremental(Tokens(X(), 0, 4).View(), cache);
+  original.ForwardIncremental(Tokens(X(), 4, 3).View(), cache);
+  const std::vector<float> keys = cache.Keys(), values = cache.Values();
+  ASSERT_EQ(keys.size(), kBatch * kPrompt * kDModel);
+  ASSERT_EQ(values.size(), kBatch * kPrompt * kDModel);
 
-    // A separate instance with the same weights and a cache of another
-    // capacity (so its batch stride differs) restores the prompt.
-    MultiHeadAttention restored = Make(*table);
-    KVCache copy = restored.CreateKVCache(kBatch, kTokens);
-    copy.Append(keys, values, kPrompt);
-    EXPECT_EQ(copy.length(), kPrompt);
-    // Restoring is a copy, so it is exact.
-    EXPECT_TRUE(AllNear(copy.Keys(), keys, 0));
-    EXPECT_TRUE(AllNear(copy.Values(), values, 0));
+  // A separate instance with the same weights and a cache of another
+  // capacity (so its batch stride differs) restores the prompt.
+  MultiHeadAttention restored = Make(table());
+  KVCache copy = restored.CreateKVCache(kBatch, kTokens);
+  copy.Append(keys, values, kPrompt);
+  EXPECT_EQ(copy.length(), kPrompt);
+  // Restoring is a copy, so it is exact.
+  EXPECT_TRUE(AllNear(copy.Keys(), keys, 0));
+  EXPECT_TRUE(AllNear(copy.Values(), values, 0));
 
-    MhaOptions options;
-    options.need_weights = true;
-    const MhaResult a = original.ForwardIncremental(next.View(), cache, options);
-    const MhaResult b = restored.ForwardIncremental(next.View(), copy, options);
-    EXPECT_TRUE(AllNear(b.output, a.output, 0));
-    EXPECT_TRUE(AllNear(b.attn_weights, a.attn_weights, 0));
-    EXPECT_EQ(copy.length(), cache.length());
+  MhaOptions options;
+  options.need_weights = true;
+  const MhaResult a = original.ForwardIncremental(next.View(), cache, options);
+  const MhaResult b = restored.ForwardIncremental(next.View(), copy, options);
+  EXPECT_TRUE(AllNear(b.output, a.output, 0));
+  EXPECT_TRUE(AllNear(b.attn_weights, a.attn_weights, 0));
+  EXPECT_EQ(copy.length(), cache.length());
 
-    // The exported format has no padding, so a prompt cached on one target
-    // restores on every other (a different vector width and padding).
-    for (const KernelTable* other : AllKernelTables()) {
-      SCOPED_TRACE(std::string("restored on ") + other->name);
-      MultiHeadAttention elsewhere = Make(*other);
-      KVCache moved = elsewhere.CreateKVCache(kBatch, kTokens);
-      moved.Append(keys, values, kPrompt);
-      EXPECT_TRUE(AllNear(moved.Keys(), keys, 0));
-      const MhaResult c = elsewhere.ForwardIncremental(next.View(), moved, options);
-      EXPECT_TRUE(AllNear(c.output, a.output, kTol));
-    }
+  // The exported format has no padding, so a prompt cached on one target
+  // restores on every other (a different vector width and padding).
+  for (const KernelTable* other : AllKernelTables()) {
+    SCOPED_TRACE(std::string("restored on ") + other->name);
+    MultiHeadAttention elsewhere = Make(*other);
+    KVCache moved = elsewhere.CreateKVCache(kBatch, kTokens);
+    moved.Append(keys, values, kPrompt);
+    EXPECT_TRUE(AllNear(moved.Keys(), keys, 0));
+    const MhaResult c = elsewhere.ForwardIncremental(next.View(), moved, options);
+    EXPECT_TRUE(AllNear(c.output, a.output, kTol));
   }
 }
 
-TEST_F(KVCacheRandom, AppendInSeveralPiecesEqualsOneAppend) {
+TEST_P(KVCacheRandom, AppendInSeveralPiecesEqualsOneAppend) {
   // Keys/values of [B, n, F] are batch-major: appending n1 then n2 tokens
   // must interleave them per batch item, not per call.
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    KVCache source = mha.CreateKVCache(kBatch, kTokens);
-    mha.ForwardIncremental(X(), source);
-    const std::vector<float> keys = source.Keys(), values = source.Values();
+  MultiHeadAttention mha = Make(table());
+  KVCache source = mha.CreateKVCache(kBatch, kTokens);
+  mha.ForwardIncremental(X(), source);
+  const std::vector<float> keys = source.Keys(), values = source.Values();
 
-    KVCache pieces = mha.CreateKVCache(kBatch, kTokens);
-    pieces.Append(TokenRows(keys, kBatch, kTokens, kDModel, 0, 3),
-                  TokenRows(values, kBatch, kTokens, kDModel, 0, 3), 3);
-    pieces.Append(TokenRows(keys, kBatch, kTokens, kDModel, 3, 7),
-                  TokenRows(values, kBatch, kTokens, kDModel, 3, 7), 7);
-    EXPECT_TRUE(AllNear(pieces.Keys(), keys, 0));
-    EXPECT_TRUE(AllNear(pieces.Values(), values, 0));
-  }
+  KVCache pieces = mha.CreateKVCache(kBatch, kTokens);
+  pieces.Append(TokenRows(keys, kBatch, kTokens, kDModel, 0, 3),
+                TokenRows(values, kBatch, kTokens, kDModel, 0, 3), 3);
+  pieces.Append(TokenRows(keys, kBatch, kTokens, kDModel, 3, 7),
+                TokenRows(values, kBatch, kTokens, kDModel, 3, 7), 7);
+  EXPECT_TRUE(AllNear(pieces.Keys(), keys, 0));
+  EXPECT_TRUE(AllNear(pieces.Values(), values, 0));
 }
 
 // ---------------------------------------------------------------------------
 // Precomputed cross-attention keys and values.
 
-class PrecomputedKVTest : public ::testing::Test {
+class PrecomputedKVTest : public TableTest {
  protected:
   // kdim == vdim (memory is both keys and values) but != d_model, so the
   // memory's own width is what gets projected.
@@ -415,31 +385,28 @@ class PrecomputedKVTest : public ::testing::Test {
   const std::vector<uint8_t> mask_b_ = {1, 0, 1, 1, 1, /**/ 1, 1, 1, 0, 0};
 };
 
-TEST_F(PrecomputedKVTest, EqualsDirectCrossAttention) {
+TEST_P(PrecomputedKVTest, EqualsDirectCrossAttention) {
   MhaOptions plain;
   plain.need_weights = true;
   plain.need_per_head_output = true;
   const MhaResult reference = RunReference(problem_, plain);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(problem_.config, *table);
-    mha.SetWeights(problem_.weights.View());
-    const PrecomputedKV kv = mha.PrecomputeKeyValue(Memory());
-    EXPECT_EQ(kv.batch(), kBatch);
-    EXPECT_EQ(kv.tokens(), kTk);
-    const MhaResult direct = mha.Forward(problem_.query.View(), Memory(), Memory(), plain);
-    const MhaResult pre = mha.Forward(problem_.query.View(), kv, plain);
-    ExpectResultNear(pre, direct, kTol);
-    ExpectResultNear(pre, reference, kRefTol);
+  MultiHeadAttention mha(problem_.config, table());
+  mha.SetWeights(problem_.weights.View());
+  const PrecomputedKV kv = mha.PrecomputeKeyValue(Memory());
+  EXPECT_EQ(kv.batch(), kBatch);
+  EXPECT_EQ(kv.tokens(), kTk);
+  const MhaResult direct = mha.Forward(problem_.query.View(), Memory(), Memory(), plain);
+  const MhaResult pre = mha.Forward(problem_.query.View(), kv, plain);
+  ExpectResultNear(pre, direct, kTol);
+  ExpectResultNear(pre, reference, kRefTol);
 
-    // Reusable: a second query (another decoding step) against the same K/V.
-    const MhaResult again = mha.Forward(other_query_.View(), kv, plain);
-    ExpectResultNear(again, mha.Forward(other_query_.View(), Memory(), Memory(), plain),
-                     kTol);
-  }
+  // Reusable: a second query (another decoding step) against the same K/V.
+  const MhaResult again = mha.Forward(other_query_.View(), kv, plain);
+  ExpectResultNear(again, mha.Forward(other_query_.View(), Memory(), Memory(), plain),
+                   kTol);
 }
 
-TEST_F(PrecomputedKVTest, MaskFromPrecomputeAppliesUnlessOptionsGiveOne) {
+TEST_P(PrecomputedKVTest, MaskFromPrecomputeAppliesUnlessOptionsGiveOne) {
   MhaOptions with_a, with_b;
   with_a.need_weights = with_b.need_weights = true;
   with_a.key_padding_mask = mask_a_;
@@ -450,37 +417,34 @@ TEST_F(PrecomputedKVTest, MaskFromPrecomputeAppliesUnlessOptionsGiveOne) {
   ASSERT_FALSE(AllNear(reference_a.output, reference_b.output, 1e-3));
   MhaOptions no_mask;
   no_mask.need_weights = true;
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(problem_.config, *table);
-    mha.SetWeights(problem_.weights.View());
-    const PrecomputedKV kv = mha.PrecomputeKeyValue(Memory(), mask_a_);
-    const MhaResult direct_a = mha.Forward(problem_.query.View(), Memory(), Memory(), with_a);
-    const MhaResult direct_b = mha.Forward(problem_.query.View(), Memory(), Memory(), with_b);
-    {
-      SCOPED_TRACE("mask from PrecomputeKeyValue");
-      const MhaResult pre = mha.Forward(problem_.query.View(), kv, no_mask);
-      ExpectResultNear(pre, direct_a, kTol);
-      ExpectResultNear(pre, reference_a, kRefTol);
-    }
-    {
-      SCOPED_TRACE("mask from options overrides");
-      const MhaResult pre = mha.Forward(problem_.query.View(), kv, with_b);
-      ExpectResultNear(pre, direct_b, kTol);
-      ExpectResultNear(pre, reference_b, kRefTol);
-    }
-    {
-      SCOPED_TRACE("unmasked precompute, mask from options");
-      const PrecomputedKV unmasked = mha.PrecomputeKeyValue(Memory());
-      ExpectResultNear(mha.Forward(problem_.query.View(), unmasked, with_a), direct_a, kTol);
-    }
+  MultiHeadAttention mha(problem_.config, table());
+  mha.SetWeights(problem_.weights.View());
+  const PrecomputedKV kv = mha.PrecomputeKeyValue(Memory(), mask_a_);
+  const MhaResult direct_a = mha.Forward(problem_.query.View(), Memory(), Memory(), with_a);
+  const MhaResult direct_b = mha.Forward(problem_.query.View(), Memory(), Memory(), with_b);
+  {
+    SCOPED_TRACE("mask from PrecomputeKeyValue");
+    const MhaResult pre = mha.Forward(problem_.query.View(), kv, no_mask);
+    ExpectResultNear(pre, direct_a, kTol);
+    ExpectResultNear(pre, reference_a, kRefTol);
+  }
+  {
+    SCOPED_TRACE("mask from options overrides");
+    const MhaResult pre = mha.Forward(problem_.query.View(), kv, with_b);
+    ExpectResultNear(pre, direct_b, kTol);
+    ExpectResultNear(pre, reference_b, kRefTol);
+  }
+  {
+    SCOPED_TRACE("unmasked precompute, mask from options");
+    const PrecomputedKV unmasked = mha.PrecomputeKeyValue(Memory());
+    ExpectResultNear(mha.Forward(problem_.query.View(), unmasked, with_a), direct_a, kTol);
   }
 }
 
 // ---------------------------------------------------------------------------
 // Errors: a clear message with the numbers, and nothing changed.
 
-class KVCacheErrors : public ::testing::Test {
+class KVCacheErrors : public TableTest {
  protected:
   static constexpr size_t kBatch = 2, kTokens = 6, kDModel = 16, kHeads = 2;
 
@@ -521,212 +485,188 @@ class KVCacheErrors : public ::testing::Test {
   MhaProblem problem_;
 };
 
-TEST_F(KVCacheErrors, OverflowIsALengthErrorAndLeavesTheCacheAsItWas) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    KVCache cache = mha.CreateKVCache(kBatch, 4);
-    mha.ForwardIncremental(Tokens(X(), 0, 3).View(), cache);
-    const std::vector<float> keys = cache.Keys();
-    const std::vector<float> values = cache.Values();
-    EXPECT_TRUE(ThrowsWith<std::length_error>(
-        [&] { mha.ForwardIncremental(Tokens(X(), 3, 2).View(), cache); },
-        {"KV cache full", "3 of 4", "add 2"}));
-    EXPECT_EQ(cache.length(), 3u);
-    EXPECT_TRUE(AllNear(cache.Values(), values, 0));
+TEST_P(KVCacheErrors, OverflowIsALengthErrorAndLeavesTheCacheAsItWas) {
+  MultiHeadAttention mha = Make(table());
+  KVCache cache = mha.CreateKVCache(kBatch, 4);
+  mha.ForwardIncremental(Tokens(X(), 0, 3).View(), cache);
+  const std::vector<float> keys = cache.Keys();
+  const std::vector<float> values = cache.Values();
+  EXPECT_TRUE(ThrowsWith<std::length_error>(
+      [&] { mha.ForwardIncremental(Tokens(X(), 3, 2).View(), cache); },
+      {"KV cache full", "3 of 4", "add 2"}));
+  EXPECT_EQ(cache.length(), 3u);
+  EXPECT_TRUE(AllNear(cache.Values(), values, 0));
 
-    // Append overflows the same way.
-    const std::vector<float> two(kBatch * 2 * kDModel, 0.5f);
-    EXPECT_TRUE(ThrowsWith<std::length_error>([&] { cache.Append(two, two, 2); },
-                                              {"KV cache full", "3 of 4", "add 2"}));
-    ExpectCacheIntact(mha, cache, 3, keys);  // fills the last slot
+  // Append overflows the same way.
+  const std::vector<float> two(kBatch * 2 * kDModel, 0.5f);
+  EXPECT_TRUE(ThrowsWith<std::length_error>([&] { cache.Append(two, two, 2); },
+                                            {"KV cache full", "3 of 4", "add 2"}));
+  ExpectCacheIntact(mha, cache, 3, keys);  // fills the last slot
 
-    EXPECT_TRUE(ThrowsWith<std::length_error>(
-        [&] { mha.ForwardIncremental(Tokens(X(), 4, 1).View(), cache); },
-        {"KV cache full", "4 of 4", "add 1"}));
-    EXPECT_EQ(cache.length(), 4u);
-  }
+  EXPECT_TRUE(ThrowsWith<std::length_error>(
+      [&] { mha.ForwardIncremental(Tokens(X(), 4, 1).View(), cache); },
+      {"KV cache full", "4 of 4", "add 1"}));
+  EXPECT_EQ(cache.length(), 4u);
 }
 
-TEST_F(KVCacheErrors, MismatchedBatch) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens);
-    mha.ForwardIncremental(Tokens(X(), 0, 2).View(), cache);
-    const std::vector<float> keys = cache.Keys();
-    std::mt19937 rng(1);
-    const OwnedTensor three = RandomTensor(3, 1, kDModel, rng);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.ForwardIncremental(three.View(), cache); },
-        {"x.batch", "expected 2", "batch of the KV cache", "got 3"}));
-    ExpectCacheIntact(mha, cache, 2, keys);
-  }
+TEST_P(KVCacheErrors, MismatchedBatch) {
+  MultiHeadAttention mha = Make(table());
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  mha.ForwardIncremental(Tokens(X(), 0, 2).View(), cache);
+  const std::vector<float> keys = cache.Keys();
+  std::mt19937 rng(1);
+  const OwnedTensor three = RandomTensor(3, 1, kDModel, rng);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.ForwardIncremental(three.View(), cache); },
+      {"x.batch", "expected 2", "batch of the KV cache", "got 3"}));
+  ExpectCacheIntact(mha, cache, 2, keys);
 }
 
-TEST_F(KVCacheErrors, CacheOrMemoryOfAnotherHeadLayout) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    MultiHeadAttention four_heads = Make(*table, SelfConfig(kDModel, 4));
-    KVCache foreign = four_heads.CreateKVCache(kBatch, kTokens);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), foreign); },
-        {"KV cache", "4 heads of d_k 4", "2 heads of d_k 8"}));
-    EXPECT_EQ(foreign.length(), 0u);
+TEST_P(KVCacheErrors, CacheOrMemoryOfAnotherHeadLayout) {
+  MultiHeadAttention mha = Make(table());
+  MultiHeadAttention four_heads = Make(table(), SelfConfig(kDModel, 4));
+  KVCache foreign = four_heads.CreateKVCache(kBatch, kTokens);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), foreign); },
+      {"KV cache", "4 heads of d_k 4", "2 heads of d_k 8"}));
+  EXPECT_EQ(foreign.length(), 0u);
 
-    const PrecomputedKV memory = four_heads.PrecomputeKeyValue(X());
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.Forward(X(), memory); },
-        {"precomputed key/value", "4 heads", "2 heads"}));
+  const PrecomputedKV memory = four_heads.PrecomputeKeyValue(X());
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.Forward(X(), memory); },
+      {"precomputed key/value", "4 heads", "2 heads"}));
 
-    // Same heads, different d_v: also a different layout.
-    MhaConfig wide_v = SelfConfig(kDModel, kHeads);
-    wide_v.head_dim_v = 5;
-    MultiHeadAttention other_dv = Make(*table, wide_v);
-    KVCache dv_cache = other_dv.CreateKVCache(kBatch, kTokens);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), dv_cache); },
-        {"KV cache", "d_v 5", "d_v 8"}));
-  }
+  // Same heads, different d_v: also a different layout.
+  MhaConfig wide_v = SelfConfig(kDModel, kHeads);
+  wide_v.head_dim_v = 5;
+  MultiHeadAttention other_dv = Make(table(), wide_v);
+  KVCache dv_cache = other_dv.CreateKVCache(kBatch, kTokens);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), dv_cache); },
+      {"KV cache", "d_v 5", "d_v 8"}));
 }
 
-TEST_F(KVCacheErrors, AppendWithWrongLengthsOrValues) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens);
-    mha.ForwardIncremental(Tokens(X(), 0, 2).View(), cache);
-    const std::vector<float> keys = cache.Keys();
-    const std::vector<float> good(kBatch * 1 * kDModel, 0.25f);
-    const std::vector<float> short_by_one(good.size() - 1, 0.25f);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { cache.Append(short_by_one, good, 1); },
-        {"keys", "expected 32", "[2, 1, 16]", "got 31"}));
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { cache.Append(good, short_by_one, 1); },
-        {"values", "expected 32", "[2, 1, 16]", "got 31"}));
-    // Right lengths for 1 token, but n says 2.
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { cache.Append(good, good, 2); },
-                                                  {"keys", "[2, 2, 16]", "got 32"}));
-    std::vector<float> nan = good;
-    nan[5] = std::nanf("");
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { cache.Append(good, nan, 1); },
-                                                  {"values", "element 5", "NaN"}));
-    ExpectCacheIntact(mha, cache, 2, keys);
-  }
+TEST_P(KVCacheErrors, AppendWithWrongLengthsOrValues) {
+  MultiHeadAttention mha = Make(table());
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  mha.ForwardIncremental(Tokens(X(), 0, 2).View(), cache);
+  const std::vector<float> keys = cache.Keys();
+  const std::vector<float> good(kBatch * 1 * kDModel, 0.25f);
+  const std::vector<float> short_by_one(good.size() - 1, 0.25f);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { cache.Append(short_by_one, good, 1); },
+      {"keys", "expected 32", "[2, 1, 16]", "got 31"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { cache.Append(good, short_by_one, 1); },
+      {"values", "expected 32", "[2, 1, 16]", "got 31"}));
+  // Right lengths for 1 token, but n says 2.
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { cache.Append(good, good, 2); },
+                                                {"keys", "[2, 2, 16]", "got 32"}));
+  std::vector<float> nan = good;
+  nan[5] = std::nanf("");
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { cache.Append(good, nan, 1); },
+                                                {"values", "element 5", "NaN"}));
+  ExpectCacheIntact(mha, cache, 2, keys);
 }
 
-TEST_F(KVCacheErrors, TruncateBeyondLength) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens);
-    mha.ForwardIncremental(Tokens(X(), 0, 3).View(), cache);
-    const std::vector<float> keys = cache.Keys();
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { cache.Truncate(4); },
-                                                  {"truncate", "length (3)", "got 4"}));
-    cache.Truncate(3);  // to the current length: allowed, a no-op
-    ExpectCacheIntact(mha, cache, 3, keys);
-  }
+TEST_P(KVCacheErrors, TruncateBeyondLength) {
+  MultiHeadAttention mha = Make(table());
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  mha.ForwardIncremental(Tokens(X(), 0, 3).View(), cache);
+  const std::vector<float> keys = cache.Keys();
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { cache.Truncate(4); },
+                                                {"truncate", "length (3)", "got 4"}));
+  cache.Truncate(3);  // to the current length: allowed, a no-op
+  ExpectCacheIntact(mha, cache, 3, keys);
 }
 
-TEST_F(KVCacheErrors, CacheOfNoCapacityOrBatch) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { mha.CreateKVCache(kBatch, 0); },
-                                                  {"maxLength", "> 0", "maxLength 0"}));
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { mha.CreateKVCache(0, 4); },
-                                                  {"batch", "> 0", "batch 0"}));
-  }
+TEST_P(KVCacheErrors, CacheOfNoCapacityOrBatch) {
+  MultiHeadAttention mha = Make(table());
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { mha.CreateKVCache(kBatch, 0); },
+                                                {"maxLength", "> 0", "maxLength 0"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { mha.CreateKVCache(0, 4); },
+                                                {"batch", "> 0", "batch 0"}));
 }
 
-TEST_F(KVCacheErrors, IncrementalNeedsSelfAttentionWidths) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MhaConfig narrow_keys = SelfConfig(kDModel, kHeads);
-    narrow_keys.kdim = 12;
-    MultiHeadAttention cross = Make(*table, narrow_keys);
-    KVCache cache = cross.CreateKVCache(kBatch, kTokens);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { cross.ForwardIncremental(Tokens(X(), 0, 1).View(), cache); },
-        {"forwardIncremental", "d_model (16)", "kdim 12", "vdim 16"}));
-    EXPECT_EQ(cache.length(), 0u);
+TEST_P(KVCacheErrors, IncrementalNeedsSelfAttentionWidths) {
+  MhaConfig narrow_keys = SelfConfig(kDModel, kHeads);
+  narrow_keys.kdim = 12;
+  MultiHeadAttention cross = Make(table(), narrow_keys);
+  KVCache cache = cross.CreateKVCache(kBatch, kTokens);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { cross.ForwardIncremental(Tokens(X(), 0, 1).View(), cache); },
+      {"forwardIncremental", "d_model (16)", "kdim 12", "vdim 16"}));
+  EXPECT_EQ(cache.length(), 0u);
 
-    MhaConfig narrow_values = SelfConfig(kDModel, kHeads);
-    narrow_values.vdim = 10;
-    MultiHeadAttention cross_v = Make(*table, narrow_values);
-    KVCache cache_v = cross_v.CreateKVCache(kBatch, kTokens);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { cross_v.ForwardIncremental(Tokens(X(), 0, 1).View(), cache_v); },
-        {"forwardIncremental", "kdim 16", "vdim 10"}));
-  }
+  MhaConfig narrow_values = SelfConfig(kDModel, kHeads);
+  narrow_values.vdim = 10;
+  MultiHeadAttention cross_v = Make(table(), narrow_values);
+  KVCache cache_v = cross_v.CreateKVCache(kBatch, kTokens);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { cross_v.ForwardIncremental(Tokens(X(), 0, 1).View(), cache_v); },
+      {"forwardIncremental", "kdim 16", "vdim 10"}));
 }
 
-TEST_F(KVCacheErrors, PrecomputeNeedsEqualKeyAndValueWidths) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MhaConfig config = SelfConfig(kDModel, kHeads);
-    config.kdim = 12;
-    config.vdim = 10;
-    MultiHeadAttention mha = Make(*table, config);
-    std::mt19937 rng(2);
-    const OwnedTensor memory = RandomTensor(kBatch, 3, 12, rng);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.PrecomputeKeyValue(memory.View()); }, {"kdim (12)", "vdim (10)"}));
-  }
+TEST_P(KVCacheErrors, PrecomputeNeedsEqualKeyAndValueWidths) {
+  MhaConfig config = SelfConfig(kDModel, kHeads);
+  config.kdim = 12;
+  config.vdim = 10;
+  MultiHeadAttention mha = Make(table(), config);
+  std::mt19937 rng(2);
+  const OwnedTensor memory = RandomTensor(kBatch, 3, 12, rng);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.PrecomputeKeyValue(memory.View()); }, {"kdim (12)", "vdim (10)"}));
 }
 
-TEST_F(KVCacheErrors, BadPrecomputeOrPrecomputedForwardArguments) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    const std::vector<uint8_t> short_mask(kBatch * kTokens - 1, 1);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.PrecomputeKeyValue(X(), short_mask); },
-        {"key_padding_mask", "[2, 6]", "got 11"}));
-    const PrecomputedKV kv = mha.PrecomputeKeyValue(X());
-    const OwnedTensor one = Tokens(Tensor3{problem_.query.data, 1, kTokens, kDModel}, 0, 1);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.Forward(one.View(), kv); },
-        {"query.batch", "expected 2", "precomputed memory", "got 1"}));
-  }
+TEST_P(KVCacheErrors, BadPrecomputeOrPrecomputedForwardArguments) {
+  MultiHeadAttention mha = Make(table());
+  const std::vector<uint8_t> short_mask(kBatch * kTokens - 1, 1);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.PrecomputeKeyValue(X(), short_mask); },
+      {"key_padding_mask", "[2, 6]", "got 11"}));
+  const PrecomputedKV kv = mha.PrecomputeKeyValue(X());
+  const OwnedTensor one = Tokens(Tensor3{problem_.query.data, 1, kTokens, kDModel}, 0, 1);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.Forward(one.View(), kv); },
+      {"query.batch", "expected 2", "precomputed memory", "got 1"}));
 }
 
-TEST_F(KVCacheErrors, IncrementalMaskMustCoverCacheAndNewTokens) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha = Make(*table);
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens);
-    mha.ForwardIncremental(Tokens(X(), 0, 3).View(), cache);
-    const std::vector<float> keys = cache.Keys();
-    // A mask of the new token only, [2, 1], where [2, 4] is needed.
-    const std::vector<uint8_t> new_only(kBatch, 1);
-    MhaOptions options;
-    options.key_padding_mask = new_only;
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.ForwardIncremental(Tokens(X(), 3, 1).View(), cache, options); },
-        {"key_padding_mask", "[2, 4]", "got 2"}));
-    // A non-finite token is rejected before anything is projected.
-    OwnedTensor bad = Tokens(X(), 3, 1);
-    bad.data[7] = std::nanf("");
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.ForwardIncremental(bad.View(), cache); }, {"x", "element 7", "NaN"}));
-    ExpectCacheIntact(mha, cache, 3, keys);
-  }
+TEST_P(KVCacheErrors, IncrementalMaskMustCoverCacheAndNewTokens) {
+  MultiHeadAttention mha = Make(table());
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  mha.ForwardIncremental(Tokens(X(), 0, 3).View(), cache);
+  const std::vector<float> keys = cache.Keys();
+  // A mask of the new token only, [2, 1], where [2, 4] is needed.
+  const std::vector<uint8_t> new_only(kBatch, 1);
+  MhaOptions options;
+  options.key_padding_mask = new_only;
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.ForwardIncremental(Tokens(X(), 3, 1).View(), cache, options); },
+      {"key_padding_mask", "[2, 4]", "got 2"}));
+  // A non-finite token is rejected before anything is projected.
+  OwnedTensor bad = Tokens(X(), 3, 1);
+  bad.data[7] = std::nanf("");
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.ForwardIncremental(bad.View(), cache); }, {"x", "element 7", "NaN"}));
+  ExpectCacheIntact(mha, cache, 3, keys);
 }
 
-TEST_F(KVCacheErrors, IncrementalBeforeSetWeights) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(problem_.config, *table);
-    KVCache cache = mha.CreateKVCache(kBatch, kTokens);
-    EXPECT_TRUE(ThrowsWith<std::logic_error>(
-        [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), cache); }, {"SetWeights"}));
-    EXPECT_EQ(cache.length(), 0u);
-  }
+TEST_P(KVCacheErrors, IncrementalBeforeSetWeights) {
+  MultiHeadAttention mha(problem_.config, table());
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  EXPECT_TRUE(ThrowsWith<std::logic_error>(
+      [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), cache); }, {"SetWeights"}));
+  EXPECT_EQ(cache.length(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(AllTables, KVCacheGolden,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, KVCacheRandom,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, PrecomputedKVTest,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, KVCacheErrors,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -48,43 +48,49 @@ Tensor3 Input(const GoldenCase& c, const std::string& name) {
   return {t.f32, t.shape[0], t.shape[1], t.shape[2]};
 }
 
-TEST(GoldenLayers, EncoderLayer) {
+TEST(GoldenLayers, EncoderLayerReference) {
   for (const std::string& name : GoldenCaseNames("encoder_layer")) {
     SCOPED_TRACE(name);
     const GoldenCase c = LoadGoldenCase(name);
-    const std::span<const float> expected = F(c, "output");
-    EXPECT_TRUE(AllNear(ReferenceEncoderLayer(Config(c), Attention(c, ""), Ffn(c),
-                                              Norm(c, 1), Norm(c, 2), Input(c, "input"), {}),
-                        expected, c.tolerance))
-        << "reference";
-    for (const KernelTable* table : AllKernelTables()) {
-      SCOPED_TRACE(table->name);
-      TransformerEncoderLayer layer(Config(c), *table);
-      layer.SetWeights(Attention(c, ""), Ffn(c), Norm(c, 1), Norm(c, 2));
-      EXPECT_TRUE(AllNear(layer.Forward(Input(c, "input")), expected, c.tolerance));
-    }
+    EXPECT_TRUE(AllNear(ReferenceEncoderLayer(Config(c), Attention(c, ""), Ffn(c), Norm(c, 1),
+                                              Norm(c, 2), Input(c, "input"), {}),
+                        F(c, "output"), c.tolerance));
   }
 }
 
-TEST(GoldenLayers, DecoderLayer) {
+TEST(GoldenLayers, DecoderLayerReference) {
   for (const std::string& name : GoldenCaseNames("decoder_layer")) {
     SCOPED_TRACE(name);
     const GoldenCase c = LoadGoldenCase(name);
-    const std::span<const float> expected = F(c, "output");
     EXPECT_TRUE(AllNear(ReferenceDecoderLayer(Config(c), Attention(c, "self_"),
                                               Attention(c, "cross_"), Ffn(c), Norm(c, 1),
                                               Norm(c, 2), Norm(c, 3), Input(c, "input"),
                                               Input(c, "memory"), {}),
-                        expected, c.tolerance))
-        << "reference";
-    for (const KernelTable* table : AllKernelTables()) {
-      SCOPED_TRACE(table->name);
-      TransformerDecoderLayer layer(Config(c), *table);
-      layer.SetWeights(Attention(c, "self_"), Attention(c, "cross_"), Ffn(c), Norm(c, 1),
-                       Norm(c, 2), Norm(c, 3));
-      EXPECT_TRUE(AllNear(layer.Forward(Input(c, "input"), Input(c, "memory")), expected,
-                          c.tolerance));
-    }
+                        F(c, "output"), c.tolerance));
+  }
+}
+
+class GoldenLayersOnTable : public TableTest {};
+
+TEST_P(GoldenLayersOnTable, EncoderLayer) {
+  for (const std::string& name : GoldenCaseNames("encoder_layer")) {
+    SCOPED_TRACE(name);
+    const GoldenCase c = LoadGoldenCase(name);
+    TransformerEncoderLayer layer(Config(c), table());
+    layer.SetWeights(Attention(c, ""), Ffn(c), Norm(c, 1), Norm(c, 2));
+    EXPECT_TRUE(AllNear(layer.Forward(Input(c, "input")), F(c, "output"), c.tolerance));
+  }
+}
+
+TEST_P(GoldenLayersOnTable, DecoderLayer) {
+  for (const std::string& name : GoldenCaseNames("decoder_layer")) {
+    SCOPED_TRACE(name);
+    const GoldenCase c = LoadGoldenCase(name);
+    TransformerDecoderLayer layer(Config(c), table());
+    layer.SetWeights(Attention(c, "self_"), Attention(c, "cross_"), Ffn(c), Norm(c, 1),
+                     Norm(c, 2), Norm(c, 3));
+    EXPECT_TRUE(AllNear(layer.Forward(Input(c, "input"), Input(c, "memory")), F(c, "output"),
+                        c.tolerance));
   }
 }
 
@@ -96,6 +102,9 @@ TEST(GoldenLayers, PositionalEncoding) {
                         F(c, "output"), c.tolerance));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(AllTables, GoldenLayersOnTable,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -101,7 +101,9 @@ struct LayerShape {
 // (padding and row tails everywhere).
 constexpr LayerShape kShapes[] = {{24, 3, 40}, {20, 4, 33}};
 
-TEST(LayersVsReference, EncoderLayer) {
+class LayersVsReference : public TableTest {};
+
+TEST_P(LayersVsReference, EncoderLayer) {
   constexpr size_t kBatch = 2, kT = 6;
   std::mt19937 rng(100);
   for (const LayerShape& shape : kShapes) {
@@ -122,20 +124,17 @@ TEST(LayersVsReference, EncoderLayer) {
           const std::vector<float> expected =
               ReferenceEncoderLayer(config, w.self_attention.View(), w.Ffn(), w.Norm(1),
                                     w.Norm(2), x.View(), options);
-          for (const KernelTable* table : AllKernelTables()) {
-            SCOPED_TRACE(table->name);
-            TransformerEncoderLayer layer(config, *table);
-            layer.SetWeights(w.self_attention.View(), w.Ffn(), w.Norm(1), w.Norm(2));
-            EXPECT_TRUE(AllNear(layer.Forward(x.View(), options), expected,
-                                ScaledTolerance(expected, kLayerTol)));
-          }
+          TransformerEncoderLayer layer(config, table());
+          layer.SetWeights(w.self_attention.View(), w.Ffn(), w.Norm(1), w.Norm(2));
+          EXPECT_TRUE(AllNear(layer.Forward(x.View(), options), expected,
+                              ScaledTolerance(expected, kLayerTol)));
         }
       }
     }
   }
 }
 
-TEST(LayersVsReference, DecoderLayer) {
+TEST_P(LayersVsReference, DecoderLayer) {
   constexpr size_t kBatch = 2, kT = 5, kS = 7;
   std::mt19937 rng(200);
   for (const LayerShape& shape : kShapes) {
@@ -161,21 +160,18 @@ TEST(LayersVsReference, DecoderLayer) {
           const std::vector<float> expected = ReferenceDecoderLayer(
               config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
               w.Norm(2), w.Norm(3), x.View(), memory.View(), options);
-          for (const KernelTable* table : AllKernelTables()) {
-            SCOPED_TRACE(table->name);
-            TransformerDecoderLayer layer(config, *table);
-            layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(),
-                             w.Norm(1), w.Norm(2), w.Norm(3));
-            EXPECT_TRUE(AllNear(layer.Forward(x.View(), memory.View(), options), expected,
-                                ScaledTolerance(expected, kLayerTol)));
-          }
+          TransformerDecoderLayer layer(config, table());
+          layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(),
+                           w.Norm(1), w.Norm(2), w.Norm(3));
+          EXPECT_TRUE(AllNear(layer.Forward(x.View(), memory.View(), options), expected,
+                              ScaledTolerance(expected, kLayerTol)));
         }
       }
     }
   }
 }
 
-TEST(LayersVsReference, FeedForwardEveryActivation) {
+TEST_P(LayersVsReference, FeedForwardEveryActivation) {
   // Inputs up to +-3 so the hidden pre-activations reach GELU's curved part
   // on both sides, not just its near-linear middle.
   constexpr size_t kD = 24, kFfn = 37, kRows = 5;
@@ -186,14 +182,11 @@ TEST(LayersVsReference, FeedForwardEveryActivation) {
   for (const Activation act : kActivations) {
     SCOPED_TRACE(ActivationName(act));
     const std::vector<float> expected = ReferenceFeedForward(x, kD, kFfn, act, w.Ffn());
-    for (const KernelTable* table : AllKernelTables()) {
-      SCOPED_TRACE(table->name);
-      FeedForward ffn(kD, kFfn, act, *table);
-      ffn.SetWeights(w.Ffn());
-      std::vector<float> out(kRows * kD);
-      ffn.Forward(x.data(), kRows, out.data());
-      EXPECT_TRUE(AllNear(out, expected, ScaledTolerance(expected, kTol)));
-    }
+    FeedForward ffn(kD, kFfn, act, table());
+    ffn.SetWeights(w.Ffn());
+    std::vector<float> out(kRows * kD);
+    ffn.Forward(x.data(), kRows, out.data());
+    EXPECT_TRUE(AllNear(out, expected, ScaledTolerance(expected, kTol)));
   }
   // The activations must differ on these inputs, or the loop above proves
   // nothing about which one the FFN applies.
@@ -221,35 +214,34 @@ std::vector<float> ActivationInputs() {
   return x;
 }
 
-TEST(ElementwiseKernels, ActivationMatchesClosedForms) {
+class ElementwiseKernels : public TableTest {};
+
+TEST_P(ElementwiseKernels, ActivationMatchesClosedForms) {
   const std::vector<float> inputs = ActivationInputs();
   // 1: tail only; 37: vectors plus a ragged tail on every width; all.
   for (const size_t n : {size_t{1}, size_t{37}, inputs.size()}) {
     for (const Activation act : kActivations) {
-      for (const KernelTable* table : AllKernelTables()) {
-        SCOPED_TRACE(std::string(table->name) + " " + ActivationName(act) + " n=" +
-                     std::to_string(n));
-        // Start one float into the buffer: the kernel must not assume
-        // vector-aligned rows. The sentinels around it must survive.
-        std::vector<float> buffer(n + 2, 1234.5f);
-        std::copy_n(inputs.end() - n, n, buffer.begin() + 1);
-        table->activation(act, buffer.data() + 1, n);
-        EXPECT_EQ(buffer.front(), 1234.5f);
-        EXPECT_EQ(buffer.back(), 1234.5f);
-        for (size_t i = 0; i < n; ++i) {
-          const float x = inputs[inputs.size() - n + i];
-          const double expected = ReferenceActivation(act, x);
-          // A&S erf is good to 1.5e-7 absolute; times 0.5|x| through the
-          // GELU, plus float rounding of values up to |x|.
-          const double tol = 2e-6 * std::max(1.0, std::fabs(double(x)));
-          EXPECT_NEAR(buffer[i + 1], expected, tol) << "x = " << x;
-        }
+      SCOPED_TRACE(std::string(ActivationName(act)) + " n=" + std::to_string(n));
+      // Start one float into the buffer: the kernel must not assume
+      // vector-aligned rows. The sentinels around it must survive.
+      std::vector<float> buffer(n + 2, 1234.5f);
+      std::copy_n(inputs.end() - n, n, buffer.begin() + 1);
+      table().activation(act, buffer.data() + 1, n);
+      EXPECT_EQ(buffer.front(), 1234.5f);
+      EXPECT_EQ(buffer.back(), 1234.5f);
+      for (size_t i = 0; i < n; ++i) {
+        const float x = inputs[inputs.size() - n + i];
+        const double expected = ReferenceActivation(act, x);
+        // A&S erf is good to 1.5e-7 absolute; times 0.5|x| through the
+        // GELU, plus float rounding of values up to |x|.
+        const double tol = 2e-6 * std::max(1.0, std::fabs(double(x)));
+        EXPECT_NEAR(buffer[i + 1], expected, tol) << "x = " << x;
       }
     }
   }
 }
 
-TEST(ElementwiseKernels, LayerNormMatchesReferenceInAndOutOfPlace) {
+TEST_P(ElementwiseKernels, LayerNormMatchesReferenceInAndOutOfPlace) {
   constexpr size_t kRows = 3;
   constexpr float kEps = 1e-5f;
   std::mt19937 rng(400);
@@ -262,54 +254,46 @@ TEST(ElementwiseKernels, LayerNormMatchesReferenceInAndOutOfPlace) {
     const std::vector<float> beta = RandomVector(d, 0.5f, rng);
     const NormWeights w{gamma, beta};
     const std::vector<float> expected = ReferenceLayerNorm(x, d, w, kEps);
-    for (const KernelTable* table : AllKernelTables()) {
-      SCOPED_TRACE(std::string(table->name) + " d=" + std::to_string(d));
-      std::vector<float> out(x.size());
-      table->layer_norm(x.data(), kRows, d, gamma.data(), beta.data(), kEps, out.data());
-      EXPECT_TRUE(AllNear(out, expected, ScaledTolerance(expected, kTol)));
-      std::vector<float> in_place = x;
-      table->layer_norm(in_place.data(), kRows, d, gamma.data(), beta.data(), kEps,
-                        in_place.data());
-      // Aliasing changes nothing: the statistics are read before any write.
-      EXPECT_TRUE(AllNear(in_place, out, 0));
-    }
+    SCOPED_TRACE("d=" + std::to_string(d));
+    std::vector<float> out(x.size());
+    table().layer_norm(x.data(), kRows, d, gamma.data(), beta.data(), kEps, out.data());
+    EXPECT_TRUE(AllNear(out, expected, ScaledTolerance(expected, kTol)));
+    std::vector<float> in_place = x;
+    table().layer_norm(in_place.data(), kRows, d, gamma.data(), beta.data(), kEps,
+                      in_place.data());
+    // Aliasing changes nothing: the statistics are read before any write.
+    EXPECT_TRUE(AllNear(in_place, out, 0));
   }
 }
 
-TEST(ElementwiseKernels, LayerNormOfConstantRowIsBeta) {
+TEST_P(ElementwiseKernels, LayerNormOfConstantRowIsBeta) {
   // Zero variance: eps keeps it finite and the centred values are exactly 0.
   constexpr size_t kD = 37;
   std::mt19937 rng(401);
   const std::vector<float> x(kD, 3.25f);
   const std::vector<float> gamma = RandomVector(kD, 1.0f, rng);
   const std::vector<float> beta = RandomVector(kD, 1.0f, rng);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    std::vector<float> out(kD);
-    table->layer_norm(x.data(), 1, kD, gamma.data(), beta.data(), 1e-5f, out.data());
-    EXPECT_TRUE(AllNear(out, beta, 0));
-  }
+  std::vector<float> out(kD);
+  table().layer_norm(x.data(), 1, kD, gamma.data(), beta.data(), 1e-5f, out.data());
+  EXPECT_TRUE(AllNear(out, beta, 0));
 }
 
-TEST(ElementwiseKernels, ResidualAddWithAliasing) {
+TEST_P(ElementwiseKernels, ResidualAddWithAliasing) {
   constexpr size_t kN = 37;
   std::mt19937 rng(500);
   const std::vector<float> x = RandomVector(kN, 4.0f, rng);
   const std::vector<float> y = RandomVector(kN, 4.0f, rng);
   std::vector<float> sum(kN);
   for (size_t i = 0; i < kN; ++i) sum[i] = x[i] + y[i];  // one rounding: exact match
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    std::vector<float> out(kN);
-    table->add(x.data(), y.data(), kN, out.data());
-    EXPECT_TRUE(AllNear(out, sum, 0)) << "separate output";
-    std::vector<float> into_x = x;
-    table->add(into_x.data(), y.data(), kN, into_x.data());
-    EXPECT_TRUE(AllNear(into_x, sum, 0)) << "out == x";
-    std::vector<float> into_y = y;
-    table->add(x.data(), into_y.data(), kN, into_y.data());
-    EXPECT_TRUE(AllNear(into_y, sum, 0)) << "out == y";
-  }
+  std::vector<float> out(kN);
+  table().add(x.data(), y.data(), kN, out.data());
+  EXPECT_TRUE(AllNear(out, sum, 0)) << "separate output";
+  std::vector<float> into_x = x;
+  table().add(into_x.data(), y.data(), kN, into_x.data());
+  EXPECT_TRUE(AllNear(into_x, sum, 0)) << "out == x";
+  std::vector<float> into_y = y;
+  table().add(x.data(), into_y.data(), kN, into_y.data());
+  EXPECT_TRUE(AllNear(into_y, sum, 0)) << "out == y";
 }
 
 // ---------------------------------------------------------------------------
@@ -317,7 +301,7 @@ TEST(ElementwiseKernels, ResidualAddWithAliasing) {
 
 // The golden decoder_layer_small case (post-LN, ReLU, causal) as weights and
 // data only; its PyTorch output pins the full Forward.
-class DecoderGolden : public ::testing::Test {
+class DecoderGolden : public TableTest {
  protected:
   void SetUp() override {
     c_ = LoadGoldenCase("decoder_layer_small");
@@ -354,42 +338,41 @@ class DecoderGolden : public ::testing::Test {
   LayerConfig config_;
 };
 
-TEST_F(DecoderGolden, IncrementalEqualsFullCausalForward) {
+TEST_P(DecoderGolden, IncrementalEqualsFullCausalForward) {
   const Tensor3 x = Input("input"), memory = Input("memory");
   const size_t d = config_.d_model;
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    TransformerDecoderLayer layer = Make(*table);
-    DecoderOptions causal;
-    causal.causal = true;
-    const std::vector<float> full = layer.Forward(x, memory, causal);
-    ASSERT_TRUE(AllNear(full, F("output"), c_.tolerance));
+  TransformerDecoderLayer layer = Make(table());
+  DecoderOptions causal;
+  causal.causal = true;
+  const std::vector<float> full = layer.Forward(x, memory, causal);
+  ASSERT_TRUE(AllNear(full, F("output"), c_.tolerance));
 
-    const PrecomputedKV kv = layer.cross_attention().PrecomputeKeyValue(memory);
-    {
-      SCOPED_TRACE("token by token");
-      KVCache cache = layer.self_attention().CreateKVCache(x.batch, x.tokens);
-      for (size_t t = 0; t < x.tokens; ++t) {
-        SCOPED_TRACE("token " + std::to_string(t));
-        const std::vector<float> step = layer.ForwardIncremental(Tokens(x, t, 1).View(), cache, kv);
-        EXPECT_TRUE(AllNear(step, TokenRows(full, x.batch, x.tokens, d, t, 1), kTol));
-        EXPECT_TRUE(AllNear(step, TokenRows(F("output"), x.batch, x.tokens, d, t, 1),
-                            c_.tolerance));
-      }
-      EXPECT_EQ(cache.length(), x.tokens);
+  const PrecomputedKV kv = layer.cross_attention().PrecomputeKeyValue(memory);
+  {
+    SCOPED_TRACE("token by token");
+    KVCache cache = layer.self_attention().CreateKVCache(x.batch, x.tokens);
+    for (size_t t = 0; t < x.tokens; ++t) {
+      SCOPED_TRACE("token " + std::to_string(t));
+      const std::vector<float> step = layer.ForwardIncremental(Tokens(x, t, 1).View(), cache, kv);
+      EXPECT_TRUE(AllNear(step, TokenRows(full, x.batch, x.tokens, d, t, 1), kTol));
+      EXPECT_TRUE(AllNear(step, TokenRows(F("output"), x.batch, x.tokens, d, t, 1),
+                          c_.tolerance));
     }
-    {
-      SCOPED_TRACE("prompt of 3, then 2");
-      KVCache cache = layer.self_attention().CreateKVCache(x.batch, x.tokens);
-      const std::vector<float> prompt = layer.ForwardIncremental(Tokens(x, 0, 3).View(), cache, kv);
-      const std::vector<float> rest = layer.ForwardIncremental(Tokens(x, 3, 2).View(), cache, kv);
-      EXPECT_TRUE(AllNear(prompt, TokenRows(full, x.batch, x.tokens, d, 0, 3), kTol));
-      EXPECT_TRUE(AllNear(rest, TokenRows(full, x.batch, x.tokens, d, 3, 2), kTol));
-    }
+    EXPECT_EQ(cache.length(), x.tokens);
+  }
+  {
+    SCOPED_TRACE("prompt of 3, then 2");
+    KVCache cache = layer.self_attention().CreateKVCache(x.batch, x.tokens);
+    const std::vector<float> prompt = layer.ForwardIncremental(Tokens(x, 0, 3).View(), cache, kv);
+    const std::vector<float> rest = layer.ForwardIncremental(Tokens(x, 3, 2).View(), cache, kv);
+    EXPECT_TRUE(AllNear(prompt, TokenRows(full, x.batch, x.tokens, d, 0, 3), kTol));
+    EXPECT_TRUE(AllNear(rest, TokenRows(full, x.batch, x.tokens, d, 3, 2), kTol));
   }
 }
 
-TEST(DecoderIncremental, PreLnGeluTokenByTokenEqualsReference) {
+class DecoderIncremental : public TableTest {};
+
+TEST_P(DecoderIncremental, PreLnGeluTokenByTokenEqualsReference) {
   // The same through the other norm placement and a GELU, against the
   // double reference: incremental decoding must not depend on post-LN.
   constexpr size_t kBatch = 2, kT = 6, kS = 4;
@@ -401,24 +384,23 @@ TEST(DecoderIncremental, PreLnGeluTokenByTokenEqualsReference) {
   const std::vector<float> expected =
       ReferenceDecoderLayer(config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(),
                             w.Norm(1), w.Norm(2), w.Norm(3), x.View(), memory.View(), {});
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    TransformerDecoderLayer layer(config, *table);
-    layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
-                     w.Norm(2), w.Norm(3));
-    const PrecomputedKV kv = layer.cross_attention().PrecomputeKeyValue(memory.View());
-    KVCache cache = layer.self_attention().CreateKVCache(kBatch, kT);
-    for (size_t t = 0; t < kT; ++t) {
-      SCOPED_TRACE("token " + std::to_string(t));
-      const std::vector<float> step =
-          layer.ForwardIncremental(Tokens(x.View(), t, 1).View(), cache, kv);
-      const std::vector<float> row = TokenRows(expected, kBatch, kT, config.d_model, t, 1);
-      EXPECT_TRUE(AllNear(step, row, ScaledTolerance(row, kLayerTol)));
-    }
+  TransformerDecoderLayer layer(config, table());
+  layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
+                   w.Norm(2), w.Norm(3));
+  const PrecomputedKV kv = layer.cross_attention().PrecomputeKeyValue(memory.View());
+  KVCache cache = layer.self_attention().CreateKVCache(kBatch, kT);
+  for (size_t t = 0; t < kT; ++t) {
+    SCOPED_TRACE("token " + std::to_string(t));
+    const std::vector<float> step =
+        layer.ForwardIncremental(Tokens(x.View(), t, 1).View(), cache, kv);
+    const std::vector<float> row = TokenRows(expected, kBatch, kT, config.d_model, t, 1);
+    EXPECT_TRUE(AllNear(step, row, ScaledTolerance(row, kLayerTol)));
   }
 }
 
-TEST(DecoderPrecomputed, EqualsForwardWithMemoryTensor) {
+class DecoderPrecomputed : public TableTest {};
+
+TEST_P(DecoderPrecomputed, EqualsForwardWithMemoryTensor) {
   constexpr size_t kBatch = 2, kT = 5, kS = 6;
   const LayerConfig config = MakeConfig(24, 3, 40, false, Activation::kGeluErf);
   std::mt19937 rng(700);
@@ -431,30 +413,27 @@ TEST(DecoderPrecomputed, EqualsForwardWithMemoryTensor) {
   DecoderOptions plain, with_a, with_b;
   with_a.memory_key_padding_mask = mask_a;
   with_b.memory_key_padding_mask = mask_b;
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    TransformerDecoderLayer layer(config, *table);
-    layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
-                     w.Norm(2), w.Norm(3));
-    const std::vector<float> direct = layer.Forward(x.View(), memory.View(), plain);
-    const std::vector<float> direct_a = layer.Forward(x.View(), memory.View(), with_a);
-    const std::vector<float> direct_b = layer.Forward(x.View(), memory.View(), with_b);
-    ASSERT_FALSE(AllNear(direct_a, direct_b, 1e-3)) << "masks make no difference";
-    const std::vector<float> expected_a = ReferenceDecoderLayer(
-        config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
-        w.Norm(2), w.Norm(3), x.View(), memory.View(), with_a);
-    EXPECT_TRUE(AllNear(direct_a, expected_a, ScaledTolerance(expected_a, kLayerTol)));
+  TransformerDecoderLayer layer(config, table());
+  layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
+                   w.Norm(2), w.Norm(3));
+  const std::vector<float> direct = layer.Forward(x.View(), memory.View(), plain);
+  const std::vector<float> direct_a = layer.Forward(x.View(), memory.View(), with_a);
+  const std::vector<float> direct_b = layer.Forward(x.View(), memory.View(), with_b);
+  ASSERT_FALSE(AllNear(direct_a, direct_b, 1e-3)) << "masks make no difference";
+  const std::vector<float> expected_a = ReferenceDecoderLayer(
+      config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
+      w.Norm(2), w.Norm(3), x.View(), memory.View(), with_a);
+  EXPECT_TRUE(AllNear(direct_a, expected_a, ScaledTolerance(expected_a, kLayerTol)));
 
-    const PrecomputedKV unmasked = layer.cross_attention().PrecomputeKeyValue(memory.View());
-    EXPECT_TRUE(AllNear(layer.Forward(x.View(), unmasked, plain), direct, kTol)) << "no mask";
-    EXPECT_TRUE(AllNear(layer.Forward(x.View(), unmasked, with_a), direct_a, kTol))
-        << "mask from options";
-    const PrecomputedKV masked = layer.cross_attention().PrecomputeKeyValue(memory.View(), mask_a);
-    EXPECT_TRUE(AllNear(layer.Forward(x.View(), masked, plain), direct_a, kTol))
-        << "mask from PrecomputeKeyValue";
-    EXPECT_TRUE(AllNear(layer.Forward(x.View(), masked, with_b), direct_b, kTol))
-        << "options' mask overrides";
-  }
+  const PrecomputedKV unmasked = layer.cross_attention().PrecomputeKeyValue(memory.View());
+  EXPECT_TRUE(AllNear(layer.Forward(x.View(), unmasked, plain), direct, kTol)) << "no mask";
+  EXPECT_TRUE(AllNear(layer.Forward(x.View(), unmasked, with_a), direct_a, kTol))
+      << "mask from options";
+  const PrecomputedKV masked = layer.cross_attention().PrecomputeKeyValue(memory.View(), mask_a);
+  EXPECT_TRUE(AllNear(layer.Forward(x.View(), masked, plain), direct_a, kTol))
+      << "mask from PrecomputeKeyValue";
+  EXPECT_TRUE(AllNear(layer.Forward(x.View(), masked, with_b), direct_b, kTol))
+      << "options' mask overrides";
 }
 
 // ---------------------------------------------------------------------------
@@ -481,26 +460,25 @@ TEST(PositionalEncodingTest, RejectsEmptyShapes) {
                                                 {"positionalEncoding", "t 5", "d_model 0"}));
 }
 
-TEST(LayerErrors, BadConfig) {
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    LayerConfig no_ffn = MakeConfig(16, 2, 0, false, Activation::kRelu);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { TransformerEncoderLayer layer(no_ffn, *table); }, {"config.ffn_dim", "got 0"}));
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { TransformerDecoderLayer layer(no_ffn, *table); }, {"config.ffn_dim", "got 0"}));
-    LayerConfig no_eps = MakeConfig(16, 2, 32, false, Activation::kRelu);
-    no_eps.eps = 0.0f;
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { TransformerEncoderLayer layer(no_eps, *table); }, {"config.eps"}));
-    LayerConfig indivisible = MakeConfig(18, 4, 32, false, Activation::kRelu);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { TransformerDecoderLayer layer(indivisible, *table); },
-        {"config.d_model", "num_heads (4)", "got 18"}));
-  }
+class LayerErrors : public TableTest {};
+
+TEST_P(LayerErrors, BadConfig) {
+  LayerConfig no_ffn = MakeConfig(16, 2, 0, false, Activation::kRelu);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { TransformerEncoderLayer layer(no_ffn, table()); }, {"config.ffn_dim", "got 0"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { TransformerDecoderLayer layer(no_ffn, table()); }, {"config.ffn_dim", "got 0"}));
+  LayerConfig no_eps = MakeConfig(16, 2, 32, false, Activation::kRelu);
+  no_eps.eps = 0.0f;
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { TransformerEncoderLayer layer(no_eps, table()); }, {"config.eps"}));
+  LayerConfig indivisible = MakeConfig(18, 4, 32, false, Activation::kRelu);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { TransformerDecoderLayer layer(indivisible, table()); },
+      {"config.d_model", "num_heads (4)", "got 18"}));
 }
 
-class LayerWeightErrors : public ::testing::Test {
+class LayerWeightErrors : public TableTest {
  protected:
   // d_model 16, ffn 24: every wrong length below is unambiguous.
   void SetUp() override {
@@ -513,34 +491,31 @@ class LayerWeightErrors : public ::testing::Test {
   void ExpectRejected(const LayerWeights& bad,
                       std::initializer_list<std::string_view> fragments,
                       bool decoder_only = false) {
-    for (const KernelTable* table : AllKernelTables()) {
-      SCOPED_TRACE(table->name);
-      if (!decoder_only) {
-        TransformerEncoderLayer encoder(config_, *table);
-        EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-            [&] {
-              encoder.SetWeights(bad.self_attention.View(), bad.Ffn(), bad.Norm(1),
-                                 bad.Norm(2));
-            },
-            fragments))
-            << "encoder";
-      }
-      TransformerDecoderLayer decoder(config_, *table);
+    if (!decoder_only) {
+      TransformerEncoderLayer encoder(config_, table());
       EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
           [&] {
-            decoder.SetWeights(bad.self_attention.View(), bad.cross_attention.View(),
-                               bad.Ffn(), bad.Norm(1), bad.Norm(2), bad.Norm(3));
+            encoder.SetWeights(bad.self_attention.View(), bad.Ffn(), bad.Norm(1),
+                               bad.Norm(2));
           },
           fragments))
-          << "decoder";
+          << "encoder";
     }
+    TransformerDecoderLayer decoder(config_, table());
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] {
+          decoder.SetWeights(bad.self_attention.View(), bad.cross_attention.View(),
+                             bad.Ffn(), bad.Norm(1), bad.Norm(2), bad.Norm(3));
+        },
+        fragments))
+        << "decoder";
   }
 
   LayerConfig config_;
   LayerWeights w_;
 };
 
-TEST_F(LayerWeightErrors, FfnWeightsOfWrongLength) {
+TEST_P(LayerWeightErrors, FfnWeightsOfWrongLength) {
   LayerWeights bad = w_;
   bad.w1.pop_back();
   ExpectRejected(bad, {"ffn.w1", "expected 384", "[16, 24]", "got 383"});
@@ -556,13 +531,13 @@ TEST_F(LayerWeightErrors, FfnWeightsOfWrongLength) {
   ExpectRejected(bad, {"ffn.b2", "expected 16", "got 0"});
 }
 
-TEST_F(LayerWeightErrors, NonFiniteFfnWeight) {
+TEST_P(LayerWeightErrors, NonFiniteFfnWeight) {
   LayerWeights bad = w_;
   bad.b2[3] = std::numeric_limits<float>::infinity();
   ExpectRejected(bad, {"ffn.b2", "element 3", "Infinity"});
 }
 
-TEST_F(LayerWeightErrors, NormWeightsOfWrongLength) {
+TEST_P(LayerWeightErrors, NormWeightsOfWrongLength) {
   LayerWeights bad = w_;
   bad.gamma[1].pop_back();
   ExpectRejected(bad, {"norm2.gamma", "expected 16", "got 15"});
@@ -577,31 +552,40 @@ TEST_F(LayerWeightErrors, NormWeightsOfWrongLength) {
   ExpectRejected(bad, {"norm3.gamma", "element 0", "NaN"}, /*decoder_only=*/true);
 }
 
-TEST(LayerErrors, EncoderInputOfWrongLength) {
+TEST_P(LayerErrors, EncoderInputOfWrongLength) {
   std::mt19937 rng(900);
   const LayerConfig config = MakeConfig(16, 2, 24, false, Activation::kRelu);
   const LayerWeights w = RandomLayerWeights(config, rng);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    TransformerEncoderLayer layer(config, *table);
-    layer.SetWeights(w.self_attention.View(), w.Ffn(), w.Norm(1), w.Norm(2));
-    const std::vector<float> data(2 * 3 * 16 - 1, 0.5f);
-    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { layer.Forward(Tensor3{data, 2, 3, 16}); }, {"x", "[2, 3, 16]", "got 95"}));
-  }
+  TransformerEncoderLayer layer(config, table());
+  layer.SetWeights(w.self_attention.View(), w.Ffn(), w.Norm(1), w.Norm(2));
+  const std::vector<float> data(2 * 3 * 16 - 1, 0.5f);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { layer.Forward(Tensor3{data, 2, 3, 16}); }, {"x", "[2, 3, 16]", "got 95"}));
 }
 
-TEST(LayerErrors, ForwardBeforeSetWeights) {
+TEST_P(LayerErrors, ForwardBeforeSetWeights) {
   const LayerConfig config = MakeConfig(16, 2, 24, false, Activation::kRelu);
   std::mt19937 rng(901);
   const OwnedTensor x = RandomTensor(1, 2, 16, rng);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    TransformerEncoderLayer layer(config, *table);
-    EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { layer.Forward(x.View()); },
-                                             {"SetWeights"}));
-  }
+  TransformerEncoderLayer layer(config, table());
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { layer.Forward(x.View()); },
+                                           {"SetWeights"}));
 }
+
+INSTANTIATE_TEST_SUITE_P(AllTables, LayersVsReference,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, ElementwiseKernels,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, DecoderGolden,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, DecoderIncremental,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, DecoderPrecomputed,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, LayerErrors,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, LayerWeightErrors,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -33,48 +33,45 @@ MhaConfig Config(size_t d_model, size_t num_heads, bool bias = true) {
   return c;
 }
 
-// A valid problem plus one object per kernel table with its weights set:
-// each test breaks one input and then checks the object still works.
-class MhaErrors : public ::testing::Test {
+// A valid problem plus an object on the test's kernel table with its weights
+// set: each test breaks one input and then checks the object still works.
+class MhaErrors : public TableTest {
  protected:
   // d_model 8, 2 heads, kdim 6, vdim 5; batch 2, Tq 3, Tk 4. kdim and vdim
   // differ from d_model so that checking against the wrong one shows.
   static constexpr size_t kBatch = 2, kTq = 3, kTk = 4;
 
-  void SetUp() override {
+  MhaErrors() : problem_(Problem()), mha_(problem_.config, table()) {}
+
+  static MhaProblem Problem() {
     std::mt19937 rng(42);
     MhaConfig config = Config(8, 2);
     config.kdim = 6;
     config.vdim = 5;
-    problem_ = RandomProblem(config, kBatch, kTq, kTk, rng);
-    for (const KernelTable* table : AllKernelTables()) {
-      objects_.emplace_back(problem_.config, *table);
-      objects_.back().SetWeights(problem_.weights.View());
-    }
+    return RandomProblem(config, kBatch, kTq, kTk, rng);
   }
 
+  void SetUp() override { mha_.SetWeights(problem_.weights.View()); }
+
   // After a rejected call, a valid one succeeds and matches the reference.
-  void ExpectStillWorks(MultiHeadAttention& mha) {
+  void ExpectStillWorks() {
     MhaOptions options;
     options.need_weights = true;
     options.need_per_head_output = true;
     options.causal = true;
-    ExpectResultNear(mha.Forward(problem_.query.View(), problem_.key.View(),
-                                 problem_.value.View(), options),
+    ExpectResultNear(mha_.Forward(problem_.query.View(), problem_.key.View(),
+                                  problem_.value.View(), options),
                      RunReference(problem_, options), kTol);
   }
 
-  // Each table's object rejects Forward(query, key, value, options) with an
+  // The object rejects Forward(query, key, value, options) with an
   // invalid_argument naming `fragments`, then still works.
   void ExpectForwardRejects(const Tensor3& query, const Tensor3& key,
                             const Tensor3& value, const MhaOptions& options,
                             std::initializer_list<std::string_view> fragments) {
-    for (MultiHeadAttention& mha : objects_) {
-      SCOPED_TRACE(mha.kernels().name);
-      EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-          [&] { mha.Forward(query, key, value, options); }, fragments));
-      ExpectStillWorks(mha);
-    }
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { mha_.Forward(query, key, value, options); }, fragments));
+    ExpectStillWorks();
   }
 
   void ExpectOptionsRejected(const MhaOptions& options,
@@ -93,16 +90,13 @@ class MhaErrors : public ::testing::Test {
   // SetWeights(broken) is rejected and the weights set before stay in force.
   void ExpectWeightsRejected(const OwnedWeights& broken,
                              std::initializer_list<std::string_view> fragments) {
-    for (MultiHeadAttention& mha : objects_) {
-      SCOPED_TRACE(mha.kernels().name);
-      EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-          [&] { mha.SetWeights(broken.View()); }, fragments));
-      ExpectStillWorks(mha);
-    }
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { mha_.SetWeights(broken.View()); }, fragments));
+    ExpectStillWorks();
   }
 
   MhaProblem problem_;
-  std::vector<MultiHeadAttention> objects_;
+  MultiHeadAttention mha_;
 };
 
 TEST(MhaConfigErrors, DModelNotDivisibleByHeads) {
@@ -132,23 +126,22 @@ TEST(MhaUsageErrors, UnknownBackendName) {
   }
 }
 
-TEST(MhaUsageErrors, ForwardBeforeSetWeights) {
+class MhaUsageErrorsOnTable : public TableTest {};
+
+TEST_P(MhaUsageErrorsOnTable, ForwardBeforeSetWeights) {
   std::mt19937 rng(1);
   const MhaProblem p = RandomProblem(Config(8, 2), 1, 2, 2, rng);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(p.config, *table);
-    EXPECT_TRUE(ThrowsWith<std::logic_error>(
-        [&] { mha.Forward(p.query.View()); }, {"SetWeights"}));
-    mha.SetWeights(p.weights.View());
-    ExpectResultNear(mha.Forward(p.query.View(), p.key.View(), p.value.View()),
-                     RunReference(p, {}), kTol);
-  }
+  MultiHeadAttention mha(p.config, table());
+  EXPECT_TRUE(ThrowsWith<std::logic_error>(
+      [&] { mha.Forward(p.query.View()); }, {"SetWeights"}));
+  mha.SetWeights(p.weights.View());
+  ExpectResultNear(mha.Forward(p.query.View(), p.key.View(), p.value.View()),
+                   RunReference(p, {}), kTol);
 }
 
 // Rows x columns of each weight for the fixture's config (d_k = 4, d_v = 4):
 // w_q [8, 8], w_k [6, 8], w_v [5, 8], w_o [8, 8].
-TEST_F(MhaErrors, WrongWeightLengths) {
+TEST_P(MhaErrors, WrongWeightLengths) {
   const struct {
     std::vector<float> OwnedWeights::*member;
     const char* name;
@@ -170,13 +163,13 @@ TEST_F(MhaErrors, WrongWeightLengths) {
   }
 }
 
-TEST_F(MhaErrors, InfiniteWeight) {
+TEST_P(MhaErrors, InfiniteWeight) {
   OwnedWeights broken = OtherWeights();
   broken.w_k[5] = kInf;
   ExpectWeightsRejected(broken, {"w_k", "element 5", "Infinity"});
 }
 
-TEST_F(MhaErrors, NaNBias) {
+TEST_P(MhaErrors, NaNBias) {
   OwnedWeights broken = OtherWeights();
   broken.b_o[2] = kNaN;
   ExpectWeightsRejected(broken, {"b_o", "element 2", "NaN"});
@@ -197,14 +190,14 @@ TEST(MhaUsageErrors, BiasGivenWhenConfigHasNone) {
 
 // The same data viewed with another feature count (and tokens to match),
 // so only the feature count is wrong.
-TEST_F(MhaErrors, QueryWithWrongFeatureCount) {
+TEST_P(MhaErrors, QueryWithWrongFeatureCount) {
   const std::vector<float> data(kBatch * kTq * 7, 0.5f);
   ExpectForwardRejects(Tensor3{data, kBatch, kTq, 7}, problem_.key.View(),
                        problem_.value.View(), {},
                        {"query.features", "expected 8", "d_model", "got 7"});
 }
 
-TEST_F(MhaErrors, KeyAndValueFeaturesAreCheckedAgainstKdimAndVdim) {
+TEST_P(MhaErrors, KeyAndValueFeaturesAreCheckedAgainstKdimAndVdim) {
   const Tensor3 key{problem_.key.data, kBatch, 3, 8};  // 2 x 4 x 6 = 2 x 3 x 8
   ExpectForwardRejects(problem_.query.View(), key, problem_.value.View(), {},
                        {"key.features", "expected 6", "kdim", "got 8"});
@@ -213,7 +206,7 @@ TEST_F(MhaErrors, KeyAndValueFeaturesAreCheckedAgainstKdimAndVdim) {
                        {"value.features", "expected 5", "vdim", "got 4"});
 }
 
-TEST_F(MhaErrors, DataLengthDisagreesWithShape) {
+TEST_P(MhaErrors, DataLengthDisagreesWithShape) {
   const std::span<const float> short_data =
       std::span<const float>(problem_.query.data).first(kBatch * kTq * 8 - 1);
   ExpectForwardRejects(Tensor3{short_data, kBatch, kTq, 8}, problem_.key.View(),
@@ -221,7 +214,7 @@ TEST_F(MhaErrors, DataLengthDisagreesWithShape) {
                        {"query", "expected 48", "[2, 3, 8]", "got 47"});
 }
 
-TEST_F(MhaErrors, BatchMismatchBetweenQueryAndKey) {
+TEST_P(MhaErrors, BatchMismatchBetweenQueryAndKey) {
   // Both reshaped to batch 1 with the same data: only the batch disagrees.
   const Tensor3 key{problem_.key.data, 1, kBatch * kTk, 6};
   const Tensor3 value{problem_.value.data, 1, kBatch * kTk, 5};
@@ -229,14 +222,14 @@ TEST_F(MhaErrors, BatchMismatchBetweenQueryAndKey) {
                        {"key.batch", "expected 2", "query.batch", "got 1"});
 }
 
-TEST_F(MhaErrors, KeyValueTokenMismatch) {
+TEST_P(MhaErrors, KeyValueTokenMismatch) {
   std::mt19937 rng(3);
   const OwnedTensor value = RandomTensor(kBatch, kTk + 1, 5, rng);
   ExpectForwardRejects(problem_.query.View(), problem_.key.View(), value.View(),
                        {}, {"value.tokens", "expected 4", "key.tokens", "got 5"});
 }
 
-TEST_F(MhaErrors, ZeroTokens) {
+TEST_P(MhaErrors, ZeroTokens) {
   const Tensor3 empty_query{{}, kBatch, 0, 8};
   ExpectForwardRejects(empty_query, problem_.key.View(), problem_.value.View(),
                        {}, {"query.tokens", "> 0", "got 0"});
@@ -246,7 +239,7 @@ TEST_F(MhaErrors, ZeroTokens) {
                        {"key.tokens", "> 0", "got 0"});
 }
 
-TEST_F(MhaErrors, KeyPaddingMaskWrongLength) {
+TEST_P(MhaErrors, KeyPaddingMaskWrongLength) {
   const std::vector<uint8_t> padding(kBatch * kTk - 1, 1);
   MhaOptions options;
   options.key_padding_mask = padding;
@@ -254,7 +247,7 @@ TEST_F(MhaErrors, KeyPaddingMaskWrongLength) {
                         {"key_padding_mask", "expected 8", "[2, 4]", "got 7"});
 }
 
-TEST_F(MhaErrors, AttnMaskWrongLength) {
+TEST_P(MhaErrors, AttnMaskWrongLength) {
   // Neither [Tq, Tk] = 12 nor [B, H, Tq, Tk] = 48.
   const std::vector<float> mask(13, 0.0f);
   MhaOptions options;
@@ -263,14 +256,14 @@ TEST_F(MhaErrors, AttnMaskWrongLength) {
                                   "[2, 2, 3, 4]", "got 13"});
 }
 
-TEST_F(MhaErrors, NaNInQuery) {
+TEST_P(MhaErrors, NaNInQuery) {
   OwnedTensor query = problem_.query;
   query.data[3] = kNaN;
   ExpectForwardRejects(query.View(), problem_.key.View(), problem_.value.View(),
                        {}, {"query", "element 3", "NaN"});
 }
 
-TEST_F(MhaErrors, NaNInAttnMask) {
+TEST_P(MhaErrors, NaNInAttnMask) {
   std::vector<float> mask(kTq * kTk, 0.0f);
   mask[2] = kNaN;
   MhaOptions options;
@@ -278,7 +271,7 @@ TEST_F(MhaErrors, NaNInAttnMask) {
   ExpectOptionsRejected(options, {"attn_mask", "element 2", "NaN"});
 }
 
-TEST_F(MhaErrors, PlusInfinityInAttnMask) {
+TEST_P(MhaErrors, PlusInfinityInAttnMask) {
   // -inf hides a key; +inf has no meaning as an additive mask.
   std::vector<float> mask(kTq * kTk, -kInf);
   mask[0] = 0.0f;
@@ -287,6 +280,11 @@ TEST_F(MhaErrors, PlusInfinityInAttnMask) {
   options.attn_mask = mask;
   ExpectOptionsRejected(options, {"attn_mask", "element 7", "+Infinity"});
 }
+
+INSTANTIATE_TEST_SUITE_P(AllTables, MhaErrors,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_TEST_SUITE_P(AllTables, MhaUsageErrorsOnTable,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
 
 }  // namespace
 }  // namespace simd_attention::testing

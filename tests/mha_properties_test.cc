@@ -46,74 +46,67 @@ bool AllFinite(std::span<const float> values) {
                      [](float x) { return std::isfinite(x); });
 }
 
-TEST(MhaProperties, SelfAttentionEqualsCrossAttentionWithSameInput) {
+class MhaProperties : public TableTest {};
+
+TEST_P(MhaProperties, SelfAttentionEqualsCrossAttentionWithSameInput) {
   std::mt19937 rng(1);
   const MhaProblem p = RandomProblem(Config(24, 3), 2, 9, 9, rng);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(p.config, *table);
-    mha.SetWeights(p.weights.View());
-    const Tensor3 x = p.query.View();
-    for (bool causal : {false, true}) {
-      SCOPED_TRACE(causal ? "causal" : "no mask");
-      MhaOptions options = WithEverything({});
-      options.causal = causal;
-      ExpectResultNear(mha.Forward(x, options), mha.Forward(x, x, x, options),
-                       kTol);
-    }
+  MultiHeadAttention mha(p.config, table());
+  mha.SetWeights(p.weights.View());
+  const Tensor3 x = p.query.View();
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "no mask");
+    MhaOptions options = WithEverything({});
+    options.causal = causal;
+    ExpectResultNear(mha.Forward(x, options), mha.Forward(x, x, x, options),
+                     kTol);
   }
 }
 
 // The workspace grows and is reused across calls; nothing may leak from a
 // larger earlier call into a smaller later one.
-TEST(MhaProperties, ReusedObjectMatchesFreshOneAcrossSizes) {
+TEST_P(MhaProperties, ReusedObjectMatchesFreshOneAcrossSizes) {
   std::mt19937 rng(13);
   const MhaConfig config = Resolve(Config(20, 4));
   const OwnedWeights weights = RandomWeights(config, rng);
   const size_t sizes[][3] = {{3, 90, 70}, {1, 2, 5}, {2, 33, 1}, {3, 90, 70}};
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention reused(config, *table);
-    reused.SetWeights(weights.View());
-    for (const auto& [batch, tq, tk] : sizes) {
-      SCOPED_TRACE(::testing::Message()
-                   << "B=" << batch << " Tq=" << tq << " Tk=" << tk);
-      MhaProblem p{config, weights, RandomTensor(batch, tq, 20, rng),
-                   RandomTensor(batch, tk, 20, rng),
-                   RandomTensor(batch, tk, 20, rng)};
-      MhaOptions options = WithEverything({});
-      options.causal = tq <= tk;
-      ExpectResultNear(reused.Forward(p.query.View(), p.key.View(),
-                                      p.value.View(), options),
-                       RunKernels(*table, p, options), kTol);
-    }
+  MultiHeadAttention reused(config, table());
+  reused.SetWeights(weights.View());
+  for (const auto& [batch, tq, tk] : sizes) {
+    SCOPED_TRACE(::testing::Message()
+                 << "B=" << batch << " Tq=" << tq << " Tk=" << tk);
+    MhaProblem p{config, weights, RandomTensor(batch, tq, 20, rng),
+                 RandomTensor(batch, tk, 20, rng),
+                 RandomTensor(batch, tk, 20, rng)};
+    MhaOptions options = WithEverything({});
+    options.causal = tq <= tk;
+    ExpectResultNear(reused.Forward(p.query.View(), p.key.View(),
+                                    p.value.View(), options),
+                     RunKernels(table(), p, options), kTol);
   }
 }
 
-TEST(MhaProperties, OutputIsSumOfPerHeadOutputsPlusBias) {
+TEST_P(MhaProperties, OutputIsSumOfPerHeadOutputsPlusBias) {
   std::mt19937 rng(2);
   MhaConfig config = Config(32, 4);
   config.head_dim_v = 5;  // concat width 20 != d_model: W_O is not square
   const MhaProblem p = RandomProblem(config, 2, 7, 11, rng);
   const size_t heads = 4, d = 32;
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    const MhaResult r = RunKernels(*table, p, WithEverything({}));
-    ASSERT_EQ(r.per_head_output.size(), r.batch * heads * r.tq * d);
-    std::vector<float> sum(r.output.size());
-    for (size_t b = 0; b < r.batch; ++b) {
-      for (size_t i = 0; i < r.tq; ++i) {
-        for (size_t n = 0; n < d; ++n) {
-          double total = p.weights.b_o[n];
-          for (size_t h = 0; h < heads; ++h) {
-            total += r.per_head_output[((b * heads + h) * r.tq + i) * d + n];
-          }
-          sum[(b * r.tq + i) * d + n] = static_cast<float>(total);
+  const MhaResult r = RunKernels(table(), p, WithEverything({}));
+  ASSERT_EQ(r.per_head_output.size(), r.batch * heads * r.tq * d);
+  std::vector<float> sum(r.output.size());
+  for (size_t b = 0; b < r.batch; ++b) {
+    for (size_t i = 0; i < r.tq; ++i) {
+      for (size_t n = 0; n < d; ++n) {
+        double total = p.weights.b_o[n];
+        for (size_t h = 0; h < heads; ++h) {
+          total += r.per_head_output[((b * heads + h) * r.tq + i) * d + n];
         }
+        sum[(b * r.tq + i) * d + n] = static_cast<float>(total);
       }
     }
-    EXPECT_TRUE(AllNear(r.output, sum, kTol));
   }
+  EXPECT_TRUE(AllNear(r.output, sum, kTol));
 }
 
 // Token j of batch item b of the result is token perms[b][j] of `t`.
@@ -129,7 +122,7 @@ OwnedTensor PermuteTokens(const OwnedTensor& t,
   return out;
 }
 
-TEST(MhaProperties, PermutingKeyValueRowsTogetherLeavesOutputUnchanged) {
+TEST_P(MhaProperties, PermutingKeyValueRowsTogetherLeavesOutputUnchanged) {
   std::mt19937 rng(3);
   const size_t batch = 3, tq = 5, tk = 70, heads = 2;  // two key blocks
   const MhaProblem p = RandomProblem(Config(16, heads), batch, tq, tk, rng);
@@ -141,43 +134,37 @@ TEST(MhaProperties, PermutingKeyValueRowsTogetherLeavesOutputUnchanged) {
   MhaProblem permuted = p;
   permuted.key = PermuteTokens(p.key, perms);
   permuted.value = PermuteTokens(p.value, perms);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    const MhaResult original = RunKernels(*table, p, WithEverything({}));
-    const MhaResult shuffled = RunKernels(*table, permuted, WithEverything({}));
-    EXPECT_TRUE(AllNear(shuffled.output, original.output, kTol));
-    EXPECT_TRUE(AllNear(shuffled.per_head_output, original.per_head_output, kTol));
-    // The weights move with their keys.
-    std::vector<float> expected_weights(original.attn_weights.size());
-    for (size_t b = 0; b < batch; ++b) {
-      for (size_t h = 0; h < heads; ++h) {
-        for (size_t i = 0; i < tq; ++i) {
-          for (size_t j = 0; j < tk; ++j) {
-            expected_weights[WeightIndex(original, heads, b, h, i, j)] =
-                original.attn_weights[WeightIndex(original, heads, b, h, i,
-                                                  perms[b][j])];
-          }
+  const MhaResult original = RunKernels(table(), p, WithEverything({}));
+  const MhaResult shuffled = RunKernels(table(), permuted, WithEverything({}));
+  EXPECT_TRUE(AllNear(shuffled.output, original.output, kTol));
+  EXPECT_TRUE(AllNear(shuffled.per_head_output, original.per_head_output, kTol));
+  // The weights move with their keys.
+  std::vector<float> expected_weights(original.attn_weights.size());
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t h = 0; h < heads; ++h) {
+      for (size_t i = 0; i < tq; ++i) {
+        for (size_t j = 0; j < tk; ++j) {
+          expected_weights[WeightIndex(original, heads, b, h, i, j)] =
+              original.attn_weights[WeightIndex(original, heads, b, h, i,
+                                                perms[b][j])];
         }
       }
     }
-    EXPECT_TRUE(AllNear(shuffled.attn_weights, expected_weights, kTol));
   }
+  EXPECT_TRUE(AllNear(shuffled.attn_weights, expected_weights, kTol));
 }
 
-TEST(MhaProperties, CausalWithOneQueryEqualsNoMask) {
+TEST_P(MhaProperties, CausalWithOneQueryEqualsNoMask) {
   std::mt19937 rng(4);
   // T = 1 self-attention, and one query against many keys (a decoding step):
   // bottom-right alignment lets the last query see every key.
   for (size_t tk : {1, 9}) {
     SCOPED_TRACE(::testing::Message() << "Tk=" << tk);
     const MhaProblem p = RandomProblem(Config(12, 3), 2, 1, tk, rng);
-    for (const KernelTable* table : AllKernelTables()) {
-      SCOPED_TRACE(table->name);
-      MhaOptions causal = WithEverything({});
-      causal.causal = true;
-      ExpectResultNear(RunKernels(*table, p, causal),
-                       RunKernels(*table, p, WithEverything({})), kTol);
-    }
+    MhaOptions causal = WithEverything({});
+    causal.causal = true;
+    ExpectResultNear(RunKernels(table(), p, causal),
+                     RunKernels(table(), p, WithEverything({})), kTol);
   }
 }
 
@@ -227,14 +214,11 @@ std::vector<float> SingleHeadByHand(const MhaProblem& p) {
   return out;
 }
 
-TEST(MhaProperties, OneHeadIsSingleHeadAttention) {
+TEST_P(MhaProperties, OneHeadIsSingleHeadAttention) {
   std::mt19937 rng(5);
   const MhaProblem p = RandomProblem(Config(6, 1), 2, 3, 5, rng);
   const std::vector<float> expected = SingleHeadByHand(p);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    EXPECT_TRUE(AllNear(RunKernels(*table, p, {}).output, expected, kTol));
-  }
+  EXPECT_TRUE(AllNear(RunKernels(table(), p, {}).output, expected, kTol));
 }
 
 // Every (b, h, i) row of the weights in `rows` is exactly zero, its
@@ -260,7 +244,7 @@ void ExpectFullyMaskedRows(const MhaProblem& p, const MhaResult& r,
   }
 }
 
-TEST(MhaProperties, FullyPaddedBatchItemGivesZeroWeightsAndBiasOutput) {
+TEST_P(MhaProperties, FullyPaddedBatchItemGivesZeroWeightsAndBiasOutput) {
   std::mt19937 rng(6);
   const size_t batch = 2, tq = 4, tk = 70;  // tk spans two key blocks
   const MhaProblem p = RandomProblem(Config(20, 2), batch, tq, tk, rng);
@@ -274,16 +258,13 @@ TEST(MhaProperties, FullyPaddedBatchItemGivesZeroWeightsAndBiasOutput) {
     options.key_padding_mask = padding;
     options.causal = causal;
     const MhaResult expected = RunReference(p, options);
-    for (const KernelTable* table : AllKernelTables()) {
-      SCOPED_TRACE(table->name);
-      const MhaResult r = RunKernels(*table, p, options);
-      ExpectFullyMaskedRows(p, r, masked_rows);
-      ExpectResultNear(r, expected, kTol);  // batch item 0 is unaffected
-    }
+    const MhaResult r = RunKernels(table(), p, options);
+    ExpectFullyMaskedRows(p, r, masked_rows);
+    ExpectResultNear(r, expected, kTol);  // batch item 0 is unaffected
   }
 }
 
-TEST(MhaProperties, QueriesBeforeFirstKeyUnderCausalGetZeros) {
+TEST_P(MhaProperties, QueriesBeforeFirstKeyUnderCausalGetZeros) {
   std::mt19937 rng(7);
   // Tq > Tk, bottom-right aligned: query i sees keys j <= i - 3, so queries
   // 0..2 see none.
@@ -291,15 +272,12 @@ TEST(MhaProperties, QueriesBeforeFirstKeyUnderCausalGetZeros) {
   MhaOptions options = WithEverything({});
   options.causal = true;
   const MhaResult expected = RunReference(p, options);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    const MhaResult r = RunKernels(*table, p, options);
-    ExpectFullyMaskedRows(p, r, {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}});
-    ExpectResultNear(r, expected, kTol);
-  }
+  const MhaResult r = RunKernels(table(), p, options);
+  ExpectFullyMaskedRows(p, r, {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}});
+  ExpectResultNear(r, expected, kTol);
 }
 
-TEST(MhaProperties, RowOfMinusInfinityMaskGetsZeros) {
+TEST_P(MhaProperties, RowOfMinusInfinityMaskGetsZeros) {
   std::mt19937 rng(8);
   const size_t tq = 3, tk = 6;
   const MhaProblem p = RandomProblem(Config(12, 2), 2, tq, tk, rng);
@@ -308,15 +286,12 @@ TEST(MhaProperties, RowOfMinusInfinityMaskGetsZeros) {
   MhaOptions options = WithEverything({});
   options.attn_mask = mask;
   const MhaResult expected = RunReference(p, options);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    const MhaResult r = RunKernels(*table, p, options);
-    ExpectFullyMaskedRows(p, r, {{0, 1}, {1, 1}});
-    ExpectResultNear(r, expected, kTol);
-  }
+  const MhaResult r = RunKernels(table(), p, options);
+  ExpectFullyMaskedRows(p, r, {{0, 1}, {1, 1}});
+  ExpectResultNear(r, expected, kTol);
 }
 
-TEST(MhaProperties, MinusInfinityAboveDiagonalEqualsCausal) {
+TEST_P(MhaProperties, MinusInfinityAboveDiagonalEqualsCausal) {
   std::mt19937 rng(9);
   // 70 queries: three query blocks, two key blocks.
   for (size_t t : {5, 70}) {
@@ -331,15 +306,12 @@ TEST(MhaProperties, MinusInfinityAboveDiagonalEqualsCausal) {
     additive.attn_mask = upper;
     MhaOptions causal = WithEverything({});
     causal.causal = true;
-    for (const KernelTable* table : AllKernelTables()) {
-      SCOPED_TRACE(table->name);
-      ExpectResultNear(RunKernels(*table, p, additive),
-                       RunKernels(*table, p, causal), kTol);
-    }
+    ExpectResultNear(RunKernels(table(), p, additive),
+                     RunKernels(table(), p, causal), kTol);
   }
 }
 
-TEST(MhaProperties, PerHeadAdditiveMaskMatchesReference) {
+TEST_P(MhaProperties, PerHeadAdditiveMaskMatchesReference) {
   std::mt19937 rng(10);
   const size_t batch = 2, heads = 3, tq = 6, tk = 9;
   const MhaProblem p = RandomProblem(Config(18, heads), batch, tq, tk, rng);
@@ -353,13 +325,10 @@ TEST(MhaProperties, PerHeadAdditiveMaskMatchesReference) {
   MhaOptions broadcast = options;
   broadcast.attn_mask = std::span<const float>(mask).first(tq * tk);
   ASSERT_FALSE(AllNear(RunReference(p, broadcast).output, expected.output, kTol));
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    ExpectResultNear(RunKernels(*table, p, options), expected, kTol);
-  }
+  ExpectResultNear(RunKernels(table(), p, options), expected, kTol);
 }
 
-TEST(MhaProperties, AttentionWeightsAreADistributionOverVisibleKeys) {
+TEST_P(MhaProperties, AttentionWeightsAreADistributionOverVisibleKeys) {
   std::mt19937 rng(11);
   const size_t batch = 3, heads = 2, tq = 40, tk = 75;
   const MhaProblem p = RandomProblem(Config(16, heads), batch, tq, tk, rng);
@@ -367,57 +336,51 @@ TEST(MhaProperties, AttentionWeightsAreADistributionOverVisibleKeys) {
   MhaOptions options = WithEverything({});
   options.causal = true;  // with key 0 always real, no row is fully masked
   options.key_padding_mask = padding;
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    const MhaResult r = RunKernels(*table, p, options);
-    ASSERT_EQ(r.attn_weights.size(), batch * heads * tq * tk);
-    for (size_t b = 0; b < batch; ++b) {
-      for (size_t h = 0; h < heads; ++h) {
-        for (size_t i = 0; i < tq; ++i) {
-          SCOPED_TRACE(::testing::Message()
-                       << "b=" << b << " h=" << h << " i=" << i);
-          double sum = 0;
-          for (size_t j = 0; j < tk; ++j) {
-            const float w = r.attn_weights[WeightIndex(r, heads, b, h, i, j)];
-            const bool visible = padding[b * tk + j] != 0 && j <= i + tk - tq;
-            if (visible) {
-              EXPECT_GE(w, 0.0f) << "key " << j;
-            } else {
-              EXPECT_EQ(w, 0.0f) << "hidden key " << j;
-            }
-            sum += w;
+  const MhaResult r = RunKernels(table(), p, options);
+  ASSERT_EQ(r.attn_weights.size(), batch * heads * tq * tk);
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t h = 0; h < heads; ++h) {
+      for (size_t i = 0; i < tq; ++i) {
+        SCOPED_TRACE(::testing::Message()
+                     << "b=" << b << " h=" << h << " i=" << i);
+        double sum = 0;
+        for (size_t j = 0; j < tk; ++j) {
+          const float w = r.attn_weights[WeightIndex(r, heads, b, h, i, j)];
+          const bool visible = padding[b * tk + j] != 0 && j <= i + tk - tq;
+          if (visible) {
+            EXPECT_GE(w, 0.0f) << "key " << j;
+          } else {
+            EXPECT_EQ(w, 0.0f) << "hidden key " << j;
           }
-          EXPECT_NEAR(sum, 1.0, 1e-5);
+          sum += w;
         }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
       }
     }
   }
 }
 
-TEST(MhaProperties, CausalWithFewerQueriesThanKeysIsBottomRightAligned) {
+TEST_P(MhaProperties, CausalWithFewerQueriesThanKeysIsBottomRightAligned) {
   std::mt19937 rng(12);
   const size_t batch = 2, heads = 2, tq = 5, tk = 12;
   const MhaProblem p = RandomProblem(Config(16, heads), batch, tq, tk, rng);
   MhaOptions options = WithEverything({});
   options.causal = true;
   const MhaResult expected = RunReference(p, options);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    const MhaResult r = RunKernels(*table, p, options);
-    ExpectResultNear(r, expected, kTol);
-    // Independent of the reference: query i sees exactly keys 0..i+7.
-    for (size_t b = 0; b < batch; ++b) {
-      for (size_t h = 0; h < heads; ++h) {
-        for (size_t i = 0; i < tq; ++i) {
-          for (size_t j = 0; j < tk; ++j) {
-            const float w = r.attn_weights[WeightIndex(r, heads, b, h, i, j)];
-            if (j <= i + tk - tq) {
-              EXPECT_GT(w, 0.0f) << "b=" << b << " h=" << h << " i=" << i
-                                 << " j=" << j;
-            } else {
-              EXPECT_EQ(w, 0.0f) << "b=" << b << " h=" << h << " i=" << i
-                                 << " j=" << j;
-            }
+  const MhaResult r = RunKernels(table(), p, options);
+  ExpectResultNear(r, expected, kTol);
+  // Independent of the reference: query i sees exactly keys 0..i+7.
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t h = 0; h < heads; ++h) {
+      for (size_t i = 0; i < tq; ++i) {
+        for (size_t j = 0; j < tk; ++j) {
+          const float w = r.attn_weights[WeightIndex(r, heads, b, h, i, j)];
+          if (j <= i + tk - tq) {
+            EXPECT_GT(w, 0.0f) << "b=" << b << " h=" << h << " i=" << i
+                               << " j=" << j;
+          } else {
+            EXPECT_EQ(w, 0.0f) << "b=" << b << " h=" << h << " i=" << i
+                               << " j=" << j;
           }
         }
       }
@@ -427,7 +390,7 @@ TEST(MhaProperties, CausalWithFewerQueriesThanKeysIsBottomRightAligned) {
 
 // The intermediates follow the specification stage by stage: q, k, v are the
 // projections split into heads; z_h = P_h V_h; per-head output = z_h W_O^h.
-TEST(MhaProperties, IntermediatesFollowTheStages) {
+TEST_P(MhaProperties, IntermediatesFollowTheStages) {
   std::mt19937 rng(21);
   MhaConfig config = Config(20, 4);
   config.head_dim_v = 3;
@@ -451,50 +414,50 @@ TEST(MhaProperties, IntermediatesFollowTheStages) {
   const std::vector<double> q = linear(p.query.data, B * tq, d, p.weights.w_q, p.weights.b_q, H * dk);
   const std::vector<double> k = linear(p.key.data, B * tk, 7, p.weights.w_k, p.weights.b_k, H * dk);
   const std::vector<double> v = linear(p.value.data, B * tk, 9, p.weights.w_v, p.weights.b_v, H * dv);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    MultiHeadAttention mha(p.config, *table);
-    mha.SetWeights(p.weights.View());
-    MhaOptions options = WithEverything({});
-    options.need_intermediates = true;
-    const MhaResult r = mha.Forward(p.query.View(), p.key.View(), p.value.View(), options);
-    ASSERT_EQ(r.q.size(), B * H * tq * dk);
-    ASSERT_EQ(r.k.size(), B * H * tk * dk);
-    ASSERT_EQ(r.v.size(), B * H * tk * dv);
-    ASSERT_EQ(r.head_output.size(), B * H * tq * dv);
-    for (size_t b = 0; b < B; ++b) {
-      for (size_t h = 0; h < H; ++h) {
-        for (size_t t = 0; t < tq; ++t) {
-          for (size_t e = 0; e < dk; ++e) {
-            EXPECT_NEAR(r.q[((b * H + h) * tq + t) * dk + e], q[(b * tq + t) * H * dk + h * dk + e], kTol);
-          }
-          for (size_t e = 0; e < dv; ++e) {
-            double z = 0;  // P_h V_h from the returned weights and values
-            for (size_t j = 0; j < tk; ++j) {
-              z += r.attn_weights[WeightIndex(r, H, b, h, t, j)] * r.v[((b * H + h) * tk + j) * dv + e];
-            }
-            EXPECT_NEAR(r.head_output[((b * H + h) * tq + t) * dv + e], z, kTol);
-          }
-          for (size_t n = 0; n < d; ++n) {
-            double contribution = 0;  // z_h W_O^h
-            for (size_t e = 0; e < dv; ++e) {
-              contribution += r.head_output[((b * H + h) * tq + t) * dv + e] * p.weights.w_o[(h * dv + e) * d + n];
-            }
-            EXPECT_NEAR(r.per_head_output[((b * H + h) * tq + t) * d + n], contribution, kTol);
-          }
+  MultiHeadAttention mha(p.config, table());
+  mha.SetWeights(p.weights.View());
+  MhaOptions options = WithEverything({});
+  options.need_intermediates = true;
+  const MhaResult r = mha.Forward(p.query.View(), p.key.View(), p.value.View(), options);
+  ASSERT_EQ(r.q.size(), B * H * tq * dk);
+  ASSERT_EQ(r.k.size(), B * H * tk * dk);
+  ASSERT_EQ(r.v.size(), B * H * tk * dv);
+  ASSERT_EQ(r.head_output.size(), B * H * tq * dv);
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < H; ++h) {
+      for (size_t t = 0; t < tq; ++t) {
+        for (size_t e = 0; e < dk; ++e) {
+          EXPECT_NEAR(r.q[((b * H + h) * tq + t) * dk + e], q[(b * tq + t) * H * dk + h * dk + e], kTol);
         }
-        for (size_t t = 0; t < tk; ++t) {
-          for (size_t e = 0; e < dk; ++e) {
-            EXPECT_NEAR(r.k[((b * H + h) * tk + t) * dk + e], k[(b * tk + t) * H * dk + h * dk + e], kTol);
+        for (size_t e = 0; e < dv; ++e) {
+          double z = 0;  // P_h V_h from the returned weights and values
+          for (size_t j = 0; j < tk; ++j) {
+            z += r.attn_weights[WeightIndex(r, H, b, h, t, j)] * r.v[((b * H + h) * tk + j) * dv + e];
           }
+          EXPECT_NEAR(r.head_output[((b * H + h) * tq + t) * dv + e], z, kTol);
+        }
+        for (size_t n = 0; n < d; ++n) {
+          double contribution = 0;  // z_h W_O^h
           for (size_t e = 0; e < dv; ++e) {
-            EXPECT_NEAR(r.v[((b * H + h) * tk + t) * dv + e], v[(b * tk + t) * H * dv + h * dv + e], kTol);
+            contribution += r.head_output[((b * H + h) * tq + t) * dv + e] * p.weights.w_o[(h * dv + e) * d + n];
           }
+          EXPECT_NEAR(r.per_head_output[((b * H + h) * tq + t) * d + n], contribution, kTol);
+        }
+      }
+      for (size_t t = 0; t < tk; ++t) {
+        for (size_t e = 0; e < dk; ++e) {
+          EXPECT_NEAR(r.k[((b * H + h) * tk + t) * dk + e], k[(b * tk + t) * H * dk + h * dk + e], kTol);
+        }
+        for (size_t e = 0; e < dv; ++e) {
+          EXPECT_NEAR(r.v[((b * H + h) * tk + t) * dv + e], v[(b * tk + t) * H * dv + h * dv + e], kTol);
         }
       }
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(AllTables, MhaProperties,
+                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -15,6 +15,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -151,10 +152,11 @@ std::vector<uint8_t> HoleyKeyPadding(size_t batch, size_t tk,
 // gtest prints parameters of failing tests; the name says it all.
 void PrintTo(const SweepCase& c, std::ostream* os) { *os << CaseName(c); }
 
-class MhaSweep : public ::testing::TestWithParam<SweepCase> {};
+// Every case on every table.
+class MhaSweep : public ::testing::TestWithParam<std::tuple<const KernelTable*, SweepCase>> {};
 
-TEST_P(MhaSweep, EveryTargetMatchesReference) {
-  const SweepCase& c = GetParam();
+TEST_P(MhaSweep, MatchesReference) {
+  const auto& [table, c] = GetParam();
   std::mt19937 rng(c.index);
   MhaConfig config;
   config.d_model = c.shape.d_model;
@@ -184,22 +186,27 @@ TEST_P(MhaSweep, EveryTargetMatchesReference) {
   everything.need_per_head_output = true;
 
   const MhaResult expected = RunReference(p, everything);
-  for (const KernelTable* table : AllKernelTables()) {
-    SCOPED_TRACE(table->name);
-    ExpectResultNear(RunKernels(*table, p, everything), expected, kTol);
-    // The output must not depend on what else was requested.
-    const MhaResult lean = RunKernels(*table, p, options);
-    EXPECT_TRUE(lean.attn_weights.empty());
-    EXPECT_TRUE(lean.per_head_output.empty());
-    EXPECT_TRUE(AllNear(lean.output, expected.output,
-                        ScaledTolerance(expected.output, kTol)));
-  }
+  ExpectResultNear(RunKernels(*table, p, everything), expected, kTol);
+  // The output must not depend on what else was requested.
+  const MhaResult lean = RunKernels(*table, p, options);
+  EXPECT_TRUE(lean.attn_weights.empty());
+  EXPECT_TRUE(lean.per_head_output.empty());
+  EXPECT_TRUE(AllNear(lean.output, expected.output, ScaledTolerance(expected.output, kTol)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, MhaSweep, ::testing::ValuesIn(SweepCases()),
-                         [](const auto& info) { return CaseName(info.param); });
-INSTANTIATE_TEST_SUITE_P(Blocks, MhaSweep, ::testing::ValuesIn(BlockCases()),
-                         [](const auto& info) { return CaseName(info.param); });
+// "<table>_<case>"
+std::string ParamName(const ::testing::TestParamInfo<MhaSweep::ParamType>& info) {
+  return TableTestName(*std::get<0>(info.param)) + "_" + CaseName(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, MhaSweep,
+                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
+                                            ::testing::ValuesIn(SweepCases())),
+                         ParamName);
+INSTANTIATE_TEST_SUITE_P(Blocks, MhaSweep,
+                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
+                                            ::testing::ValuesIn(BlockCases())),
+                         ParamName);
 
 TEST(SweepDesign, CoversEveryAxisValueSeveralTimes) {
   constexpr int kMin = 3;

@@ -22,6 +22,10 @@ std::string TableTestName(const KernelTable& table) {
   return name;
 }
 
+std::string TableParamName(const ::testing::TestParamInfo<const KernelTable*>& info) {
+  return TableTestName(*info.param);
+}
+
 ::testing::AssertionResult AllNear(std::span<const float> actual,
                                    std::span<const float> expected,
                                    double tolerance) {

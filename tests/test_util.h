@@ -20,6 +20,20 @@ std::vector<const KernelTable*> AllKernelTables();
 // gtest parameter name for a table: "highway_AVX3" etc.
 std::string TableTestName(const KernelTable& table);
 
+// Base of the tests that run once per kernel table, each target a test of its
+// own that --gtest_filter=*AVX2* or ctest -R AVX2 selects:
+//   class Suite : public TableTest {};
+//   TEST_P(Suite, Name) { ... table() ... }
+//   INSTANTIATE_TEST_SUITE_P(AllTables, Suite, ::testing::ValuesIn(AllKernelTables()),
+//                            TableParamName);
+class TableTest : public ::testing::TestWithParam<const KernelTable*> {
+ protected:
+  const KernelTable& table() const { return *GetParam(); }
+};
+
+// Name generator of INSTANTIATE_TEST_SUITE_P for a table parameter.
+std::string TableParamName(const ::testing::TestParamInfo<const KernelTable*>& info);
+
 // Asserts |actual - expected| <= tolerance everywhere; reports the worst.
 ::testing::AssertionResult AllNear(std::span<const float> actual,
                                    std::span<const float> expected,

@@ -28,10 +28,7 @@ std::shared_ptr<ThreadPool> SplittingPool(size_t threads) {
   return std::make_shared<ThreadPool>(threads, 0.0, 0.0);
 }
 
-class Threads : public ::testing::TestWithParam<const KernelTable*> {
- protected:
-  const KernelTable& table() const { return *GetParam(); }
-};
+class Threads : public testing::TableTest {};
 
 void ExpectSameResult(const MhaResult& a, const MhaResult& b, size_t threads) {
   EXPECT_EQ(a.output, b.output) << threads << " threads";
@@ -174,9 +171,7 @@ TEST(ThreadPool, RunsEveryIndexOnceOnEveryThreadCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTables, Threads, ::testing::ValuesIn(testing::AllKernelTables()),
-                         [](const ::testing::TestParamInfo<const KernelTable*>& info) {
-                           return testing::TableTestName(*info.param);
-                         });
+                         testing::TableParamName);
 #else
 // A wasm build without threads runs everything on the caller and says so
 // when asked for more.

@@ -1,5 +1,7 @@
 // Highway backend: the kernels instantiated once per Highway target
 // (foreach_target), exported as one KernelTable per target.
+#include <string>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/highway.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -21,25 +23,9 @@ namespace HWY_NAMESPACE {
 #include "kernels/kernel_table-inl.h"
 
 KernelTable HighwayKernelTable() {
-  return MakeKernelTable<HighwayOps>(
-#if HWY_TARGET == HWY_AVX3_DL
-      "highway:AVX3_DL",
-#elif HWY_TARGET == HWY_AVX3
-      "highway:AVX3",
-#elif HWY_TARGET == HWY_AVX2
-      "highway:AVX2",
-#elif HWY_TARGET == HWY_SSE4
-      "highway:SSE4",
-#elif HWY_TARGET == HWY_SSSE3
-      "highway:SSSE3",
-#elif HWY_TARGET == HWY_WASM
-      "highway:WASM",
-#elif HWY_TARGET == HWY_EMU128
-      "highway:EMU128",
-#else
-      "highway:SCALAR",
-#endif
-      Backend::kHighway);
+  // Highway's name of the target ("AVX2", "WASM"), alive as long as the table.
+  static const std::string name = std::string("highway:") + hwy::TargetName(HWY_TARGET);
+  return MakeKernelTable<HighwayOps>(name.c_str(), Backend::kHighway);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -47,29 +33,94 @@ KernelTable HighwayKernelTable() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <cstdint>
 #include <vector>
 
 #include "backends/backend_tables.h"
 
 namespace simd_attention {
 
-HWY_EXPORT(HighwayKernelTable);
+#if HWY_COMPILE_ONLY_STATIC
+std::vector<KernelTable> HighwayKernelTables() {
+  return {HWY_STATIC_DISPATCH(HighwayKernelTable)()};
+}
+#else
+// foreach_target.h compiled HighwayKernelTable into namespace N_<target> for
+// every target in HWY_TARGETS. Highway 1.0.3 has no HWY_VISIT_TARGETS to list
+// them, so here they are, for every target it can generate.
+struct CompiledTarget {
+  int64_t target;
+  KernelTable (*table)();
+};
+constexpr CompiledTarget kCompiledTargets[] = {
+#if HWY_TARGETS & HWY_AVX3_DL
+    {HWY_AVX3_DL, &N_AVX3_DL::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_AVX3
+    {HWY_AVX3, &N_AVX3::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    {HWY_AVX2, &N_AVX2::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_SSE4
+    {HWY_SSE4, &N_SSE4::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_SSSE3
+    {HWY_SSSE3, &N_SSSE3::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_SVE2_128
+    {HWY_SVE2_128, &N_SVE2_128::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_SVE_256
+    {HWY_SVE_256, &N_SVE_256::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_SVE2
+    {HWY_SVE2, &N_SVE2::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_SVE
+    {HWY_SVE, &N_SVE::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_NEON
+    {HWY_NEON, &N_NEON::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_RVV
+    {HWY_RVV, &N_RVV::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_WASM_EMU256
+    {HWY_WASM_EMU256, &N_WASM_EMU256::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_WASM
+    {HWY_WASM, &N_WASM::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_EMU128
+    {HWY_EMU128, &N_EMU128::HighwayKernelTable},
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+    {HWY_SCALAR, &N_SCALAR::HighwayKernelTable},
+#endif
+};
+
+// The list holds exactly HWY_TARGETS, best (lowest bit) first.
+constexpr bool ListsEveryTargetBestFirst() {
+  int64_t listed = 0;
+  for (const CompiledTarget& t : kCompiledTargets) {
+    if (t.target <= listed) return false;  // not above every earlier bit
+    listed |= t.target;
+  }
+  return listed == HWY_TARGETS;
+}
+static_assert(ListsEveryTargetBestFirst(),
+              "kCompiledTargets must list every target of HWY_TARGETS, best first");
 
 std::vector<KernelTable> HighwayKernelTables() {
-#if HWY_COMPILE_ONLY_STATIC
-  return {HWY_STATIC_DISPATCH(HighwayKernelTable)()};
-#else
-  // Dynamic dispatch picks the best of the supported targets; narrowing the
-  // supported set one target at a time yields each target's table.
+  const int64_t supported = hwy::SupportedTargets();
   std::vector<KernelTable> tables;
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    tables.push_back(HWY_DYNAMIC_DISPATCH(HighwayKernelTable)());
+  for (const CompiledTarget& t : kCompiledTargets) {
+    if (supported & t.target) tables.push_back(t.table());
   }
-  hwy::SetSupportedTargetsForTest(0);
   return tables;
-#endif
 }
+#endif  // HWY_COMPILE_ONLY_STATIC
 
 }  // namespace simd_attention
 #endif  // HWY_ONCE

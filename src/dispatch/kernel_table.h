@@ -63,6 +63,10 @@ struct KernelTable {
   Backend backend;
   size_t lanes;        // floats per vector
   size_t panel_width;  // columns per packed GEMM panel
+  // The GEMM's blocking (kernels/gemm.h): rows of C per register tile, and
+  // packed rows of B per K block.
+  size_t gemm_tile_rows;
+  size_t gemm_k_block;
   // Packs w [k, n] (row-major) into panels; `packed` holds PackedFloats(k, n).
   void (*pack_b)(const float* w, size_t k, size_t n, float* packed);
   void (*gemm)(const GemmArgs& args);

@@ -10,6 +10,8 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.backend = backend;
   t.lanes = Ops::kLanes;
   t.panel_width = Gemm<Ops>::kPanel;
+  t.gemm_tile_rows = Gemm<Ops>::kRows;
+  t.gemm_k_block = Gemm<Ops>::kPanelRows;
   t.pack_b = &Gemm<Ops>::PackB;
   t.gemm = &Gemm<Ops>::Multiply;
   t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
