@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dispatch/dispatch.h"
+#include "threading/thread_pool.h"
 #include "glue.h"
 #include "kv_binding.h"
 #include "transformer_layers.h"
@@ -46,6 +47,7 @@ LayerConfig LayerConfigFromJs(const val& js) {
   CheckEps("config.eps", eps);  // before float32 could round it to +inf
   c.eps = static_cast<float>(eps);
   c.backend = ParseBackend(js["backend"].as<std::string>());
+  c.threads = SizeOf(js, "threads");
   return c;
 }
 
@@ -102,6 +104,7 @@ val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
   v.set("activation", std::string(ActivationName(c.activation)));
   v.set("eps", c.eps);
   v.set("backend", std::string(BackendName(kernels.backend)));
+  v.set("threads", c.threads == 0 ? ThreadPool::HardwareThreads() : c.threads);
   v.set("kernels", std::string(kernels.name));
   return v;
 }

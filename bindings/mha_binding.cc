@@ -24,6 +24,7 @@ MhaConfig ConfigFromJs(const val& js) {
   c.head_dim_v = SizeOf(js, "headDimV");
   c.bias = js["bias"].as<bool>();
   c.backend = ParseBackend(js["backend"].as<std::string>());
+  c.threads = SizeOf(js, "threads");
   return c;
 }
 
@@ -59,6 +60,7 @@ class MhaBinding {
       v.set("headDimV", c.head_dim_v);
       v.set("bias", c.bias);
       v.set("backend", std::string(BackendName(c.backend)));
+      v.set("threads", c.threads);
       v.set("kernels", std::string(mha_->kernels().name));
       return v;
     });

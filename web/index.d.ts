@@ -148,6 +148,12 @@ export interface MultiHeadAttentionConfig {
   bias?: boolean;
   /** Backend for this object (`'highway'`, `'xsimd'`, `'scalar'`); default the module's `backend`. */
   backend?: string;
+  /**
+   * Threads a forward runs on, the caller's included (default 1; 0 = every
+   * logical processor). Results are bit-identical for every count. The
+   * package's wasm builds run on one thread: more is a RangeError there.
+   */
+  threads?: number;
 }
 
 /** A config with every default filled in. */
@@ -161,6 +167,7 @@ export interface ResolvedMultiHeadAttentionConfig {
   headDimV: number;
   bias: boolean;
   backend: string;
+  threads: number;
 }
 
 /**
@@ -492,6 +499,8 @@ export interface TransformerLayerConfig {
   eps?: number;
   /** Backend for this layer; default the module's `backend`. */
   backend?: string;
+  /** As `MultiHeadAttentionConfig.threads`: default 1, 0 = every logical processor. */
+  threads?: number;
 }
 
 /** A layer config with every default filled in. */
@@ -506,6 +515,7 @@ export interface ResolvedTransformerLayerConfig {
   activation: 'relu' | 'gelu' | 'gelu_tanh';
   eps: number;
   backend: string;
+  threads: number;
 }
 
 /**

@@ -42,14 +42,15 @@ const bytes: number[] = [stats.heapBytes, stats.maxHeapBytes, stats.allocatedByt
 const MHA: MultiHeadAttentionConstructor = sa.MultiHeadAttention;
 const mhaConfig: MultiHeadAttentionConfig = {
   dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDimV: 4, bias: true, backend: sa.backend,
+  threads: 1,
 };
 const mha: MultiHeadAttention = new MHA(mhaConfig);
 const isMha: boolean = mha instanceof MHA && MHA.prototype === Object.getPrototypeOf(mha);
 const resolved: ResolvedMultiHeadAttentionConfig = mha.config;
 const dims: number[] = [resolved.dModel, resolved.numHeads, resolved.kDim, resolved.vDim,
   resolved.headDim, resolved.headDimV];
-const mhaFacts: [boolean, string, string, boolean] = [resolved.bias, resolved.backend,
-  mha.kernels, mha.disposed];
+const mhaFacts: [boolean, string, string, boolean, number] = [resolved.bias, resolved.backend,
+  mha.kernels, mha.disposed, resolved.threads];
 const weights: MultiHeadAttentionWeights = {
   wQ: f32(64), wK: f32(64), wV: f32(64), wO: f32(64), bQ: f32(8), bK: f32(8), bV: f32(8),
   bO: f32(8),
@@ -110,7 +111,7 @@ const ffn: FeedForwardWeights = { w1: f32(128), b1: f32(16), w2: f32(128), b2: f
 const norm: LayerNormWeights = { gamma: f32(8), beta: f32(8) };
 const activation: ActivationName = 'gelu_tanh';
 const layerConfig: TransformerLayerConfig = {
-  dModel: 8, numHeads: 2, ffnDim: 16, normFirst: true, activation, eps: 1e-6, backend,
+  dModel: 8, numHeads: 2, ffnDim: 16, normFirst: true, activation, eps: 1e-6, backend, threads: 0,
 };
 
 const Encoder: TransformerEncoderLayerConstructor = sa.TransformerEncoderLayer;
@@ -144,7 +145,7 @@ const isDecoder: boolean = Decoder.prototype === Object.getPrototypeOf(decoder);
 for (const layer of [encoder, decoder] as TransformerLayerBase[]) {
   const c: ResolvedTransformerLayerConfig = layer.config;
   const facts: unknown[] = [c.dModel, c.numHeads, c.headDim, c.ffnDim, c.normFirst,
-    c.activation, c.eps, c.backend, layer.kernels, layer.disposed];
+    c.activation, c.eps, c.backend, c.threads, layer.kernels, layer.disposed];
   void facts;
   layer.dispose();
 }

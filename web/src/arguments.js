@@ -83,12 +83,33 @@ export function readBackend(where, config, defaultBackend) {
   return backend;
 }
 
+// C++ reads an empty mask as no mask (its spans cannot tell "not given"
+// from "empty"), so a mask given with no values is refused here, the one
+// place that can tell them apart.
+function nonEmptyMask(where, name, v) {
+  if (v !== undefined && v.length === 0) {
+    throw new RangeError(`${where}: ${name}: given with no values; pass one value per ` +
+      'key, or omit the option for no mask');
+  }
+  return v;
+}
+
 export function optionalMask(where, name, v) {
   if (v !== undefined && !isUint8Array(v)) {
     throw new TypeError(`${where}: ${name}: expected a Uint8Array ` +
       `(1 = real token, 0 = padding), got ${describe(v)}`);
   }
-  return v;
+  return nonEmptyMask(where, name, v);
+}
+
+// An additive mask: a Float32Array (may hold -Infinity) or undefined.
+export function optionalAdditiveMask(where, name, v) {
+  return nonEmptyMask(where, name, float32(where, name, v, true));
+}
+
+// config.threads: 1 when omitted (0 = every logical processor).
+export function readThreads(where, v) {
+  return v === undefined ? 1 : optionalSize(where, 'config.threads', v);
 }
 
 export function readEps(where, name, v) {

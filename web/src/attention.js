@@ -1,7 +1,7 @@
 // MultiHeadAttention: self- and cross-attention, incremental decoding over a
 // KVCache, cross-attention over a PrecomputedKeyValue.
-import { checkObject, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
-  requiredSize } from './arguments.js';
+import { checkObject, float32, optionalAdditiveMask, optionalBoolean, optionalMask,
+  optionalSize, readBackend, readThreads, requiredSize } from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions, readPrecomputeOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
@@ -16,7 +16,7 @@ function readAttentionOptions(where, options, allowed) {
   return {
     causal: optionalBoolean(where, 'options.causal', o.causal, false),
     keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
-    attnMask: float32(where, 'options.attnMask', o.attnMask, true),
+    attnMask: optionalAdditiveMask(where, 'options.attnMask', o.attnMask),
     needWeights: optionalBoolean(where, 'options.returnAttnWeights', o.returnAttnWeights, false),
     needPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
       o.returnPerHeadOutput, false),
@@ -64,6 +64,7 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
         headDimV: optionalSize(where, 'config.headDimV', config.headDimV),
         bias: optionalBoolean(where, 'config.bias', config.bias, true),
         backend,
+        threads: readThreads(where, config.threads),
       });
       super(raw);
     }

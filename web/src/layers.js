@@ -1,7 +1,7 @@
 // TransformerEncoderLayer and TransformerDecoderLayer (torch.nn's, batch
 // first, dropout 0) on the shared wasm-object base.
 import { checkObject, describe, float32, optionalBoolean, optionalMask, readBackend, readEps,
-  requiredSize } from './arguments.js';
+  readThreads, requiredSize } from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions, readPrecomputeOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
@@ -30,6 +30,7 @@ function readLayerConfig(where, config, defaultBackend) {
     activation,
     eps: readEps(where, 'config.eps', config.eps),
     backend: readBackend(where, config, defaultBackend),
+    threads: readThreads(where, config.threads),
   };
 }
 

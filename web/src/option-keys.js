@@ -21,7 +21,8 @@ export const DECODER_WEIGHT_GROUPS = {
 
 export const OPTION_KEYS = {
   AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'wasmPath'],
-  MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDimV', 'bias', 'backend'],
+  MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDimV', 'bias', 'backend',
+    'threads'],
   MultiHeadAttentionWeights: ATTENTION_WEIGHTS,
   PyTorchMultiheadAttentionState: ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
     'v_proj_weight', 'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias',
@@ -33,7 +34,7 @@ export const OPTION_KEYS = {
   KVCacheOptions: ['batch', 'maxLength'],
   PrecomputeOptions: ['keyPaddingMask'],
   TransformerLayerConfig: ['dModel', 'numHeads', 'ffnDim', 'normFirst', 'activation', 'eps',
-    'backend'],
+    'backend', 'threads'],
   LayerAttentionWeights: ATTENTION_WEIGHTS,
   FeedForwardWeights: FEED_FORWARD_WEIGHTS,
   LayerNormWeights: LAYER_NORM_WEIGHTS,
