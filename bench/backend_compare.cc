@@ -38,7 +38,17 @@ Case GemmCase(size_t m, size_t k, size_t n) {
     auto packed = std::make_shared<std::vector<float>>(PackedFloats(t, k, n));
     t.pack_b(w.data(), k, n, packed->data());
     auto out = std::make_shared<std::vector<float>>(m * n);
-    const GemmArgs g{a->data(), k, m, k, packed->data(), k, 0, n, nullptr, out->data(), n};
+    const GemmArgs g{.a = a->data(),
+                     .lda = k,
+                     .m = m,
+                     .k = k,
+                     .packed_b = packed->data(),
+                     .packed_rows = k,
+                     .k_begin = 0,
+                     .n = n,
+                     .packed_bias = nullptr,
+                     .c = out->data(),
+                     .ldc = n};
     return [&t, g, a, packed, out] { t.gemm(g); };
   };
   return c;

@@ -31,7 +31,17 @@ void BenchGemm(benchmark::State& state, const KernelTable* t, size_t m,
   std::vector<float> c(m * n);
   size_t i = 0;
   for (auto _ : state) {
-    t->gemm({a.data(), k, m, k, packed[i].data(), k, 0, n, nullptr, c.data(), n});
+    t->gemm({.a = a.data(),
+             .lda = k,
+             .m = m,
+             .k = k,
+             .packed_b = packed[i].data(),
+             .packed_rows = k,
+             .k_begin = 0,
+             .n = n,
+             .packed_bias = nullptr,
+             .c = c.data(),
+             .ldc = n});
     i = (i + 1) % weights;
     benchmark::DoNotOptimize(c.data());
   }

@@ -60,7 +60,17 @@ double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n, size_t weigh
   }
   size_t which = 0;
   auto run = [&] {
-    const GemmArgs g{a.data(), k, m, k, packed[which].data(), k, 0, n, nullptr, c.data(), n};
+    const GemmArgs g{.a = a.data(),
+                     .lda = k,
+                     .m = m,
+                     .k = k,
+                     .packed_b = packed[which].data(),
+                     .packed_rows = k,
+                     .k_begin = 0,
+                     .n = n,
+                     .packed_bias = nullptr,
+                     .c = c.data(),
+                     .ldc = n};
     which = (which + 1) % weights;
     t.gemm(g);
   };
