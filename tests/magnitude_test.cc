@@ -21,10 +21,7 @@ namespace {
 using testing::MhaProblem;
 using testing::ThrowsWith;
 
-class Magnitude : public ::testing::TestWithParam<const KernelTable*> {
- protected:
-  const KernelTable& table() const { return *GetParam(); }
-};
+class Magnitude : public testing::TableTest {};
 
 void Scale(std::vector<float>& v, float s) {
   for (float& x : v) x *= s;
@@ -188,9 +185,7 @@ TEST(Eps, OneRuleForLayersAndLayerNorm) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTables, Magnitude, ::testing::ValuesIn(testing::AllKernelTables()),
-                         [](const ::testing::TestParamInfo<const KernelTable*>& info) {
-                           return testing::TableTestName(*info.param);
-                         });
+                         testing::TableParamName);
 
 }  // namespace
 }  // namespace simd_attention
