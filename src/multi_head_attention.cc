@@ -229,18 +229,8 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
 
 void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p,
                                  float* out, size_t ldc) const {
-  ParallelGemm(*pool_, *kernels_,
-               {.a = x,
-                .lda = p.rows,
-                .m = rows,
-                .k = p.rows,
-                .packed_b = p.w.data(),
-                .packed_rows = p.rows,
-                .k_begin = 0,
-                .n = p.cols,
-                .packed_bias = p.bias.empty() ? nullptr : p.bias.data(),
-                .c = out,
-                .ldc = ldc});
+  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p.rows, p.w.data(),
+                         p.bias.empty() ? nullptr : p.bias.data(), p.cols, out, ldc);
 }
 
 void MultiHeadAttention::CheckReady() const {
@@ -501,18 +491,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     r.head_output = HeadMajor("head output", z, batch, tq, tq, heads, l.dv, l.dv_pad);
   }
 
-  ParallelGemm(*pool_, *kernels_,
-               {.a = z,
-                .lda = ld_v,
-                .m = batch * tq,
-                .k = o_.rows,
-                .packed_b = o_.w.data(),
-                .packed_rows = o_.rows,
-                .k_begin = 0,
-                .n = c.d_model,
-                .packed_bias = o_.bias.empty() ? nullptr : o_.bias.data(),
-                .c = r.output.data(),
-                .ldc = c.d_model});
+  // Z's rows are H * d_v padded floats, W_O's packed rows as many.
+  Project(z, batch * tq, o_, r.output.data(), c.d_model);
   CheckComputed("the output projection z W_o + b_o", r.output, kTooLarge);
 
   if (options.need_per_head_output) {

@@ -121,36 +121,16 @@ void FeedForward::Forward(const float* x, size_t rows, float* out) {
   const size_t hidden = CheckedCount("feed-forward hidden units",
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
-  ParallelGemm(*pool_, *kernels_,
-               {.a = x,
-                .lda = d_model_,
-                .m = rows,
-                .k = d_model_,
-                .packed_b = w1_.data(),
-                .packed_rows = d_model_,
-                .k_begin = 0,
-                .n = ffn_dim_,
-                .packed_bias = b1_.data(),
-                .c = hidden_.data(),
-                .ldc = ffn_dim_});
+  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, d_model_, w1_.data(), b1_.data(), ffn_dim_,
+                         hidden_.data(), ffn_dim_);
   // The activation at ~0.5 ns an element (GELU's exp), element-wise.
   const size_t n = rows * ffn_dim_;
   ParallelRanges(*pool_, n, TaskCount(*pool_, 0.5 * double(n), n / 1024 + 1),
                  [&](size_t begin, size_t end) {
                    kernels_->activation(activation_, hidden_.data() + begin, end - begin);
                  });
-  ParallelGemm(*pool_, *kernels_,
-               {.a = hidden_.data(),
-                .lda = ffn_dim_,
-                .m = rows,
-                .k = ffn_dim_,
-                .packed_b = w2_.data(),
-                .packed_rows = ffn_dim_,
-                .k_begin = 0,
-                .n = d_model_,
-                .packed_bias = b2_.data(),
-                .c = out,
-                .ldc = d_model_});
+  ParallelMultiplyPacked(*pool_, *kernels_, hidden_.data(), rows, ffn_dim_, w2_.data(),
+                         b2_.data(), d_model_, out, d_model_);
 }
 
 void LayerNorm::SetWeights(const char* name, const NormWeights& w) {

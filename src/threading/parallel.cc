@@ -24,4 +24,21 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
   });
 }
 
+void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const float* a,
+                            size_t m, size_t k, const float* packed, const float* packed_bias,
+                            size_t n, float* c, size_t ldc) {
+  ParallelGemm(pool, kernels,
+               {.a = a,
+                .lda = k,
+                .m = m,
+                .k = k,
+                .packed_b = packed,
+                .packed_rows = k,
+                .k_begin = 0,
+                .n = n,
+                .packed_bias = packed_bias,
+                .c = c,
+                .ldc = ldc});
+}
+
 }  // namespace simd_attention

@@ -34,6 +34,12 @@ inline size_t TaskCount(const ThreadPool& pool, double work_ns, size_t max_tasks
 // ~20 GB/s (a decode step's 1 x 768 x 768 is all weight traffic).
 void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g);
 
+// c[m, n] (row stride ldc) = a[m, k] (rows of k floats) * the whole packed
+// [k, n] matrix + its packed bias (nullptr: none): the projections' GEMM.
+void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const float* a,
+                            size_t m, size_t k, const float* packed, const float* packed_bias,
+                            size_t n, float* c, size_t ldc);
+
 // f(begin, end) over [0, n) in `tasks` contiguous ranges of near-equal size.
 template <class F>
 void ParallelRanges(ThreadPool& pool, size_t n, size_t tasks, const F& f) {

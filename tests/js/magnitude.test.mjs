@@ -2,6 +2,7 @@
 // float64 reference's (within float32 error at the output's own scale) or a
 // RangeError naming the computation that would overflow float32; never NaN,
 // and never an error that blames an argument the caller did not pass.
+import { thrown } from './support/errors.mjs';
 import { loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
@@ -43,15 +44,6 @@ function reference(x, T) {
   }
   return z.flatMap((zi) => Array.from({ length: D },
     (_, j) => weights.bO[j] + zi.reduce((acc, zv, c) => acc + zv * weights.wO[c * D + j], 0)));
-}
-
-function thrown(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected an error');
 }
 
 const cases = Object.entries(builds).flatMap(([build, module]) =>

@@ -2,6 +2,7 @@
 // entry point refuses them with a RangeError naming the buffer, its factors
 // and the bytes, before anything is allocated; nothing leaks, the heap does
 // not grow for a request it cannot satisfy, and the module keeps working.
+import { thrown } from './support/errors.mjs';
 import { loadBuilds } from './support/modules.mjs';
 
 const builds = await loadBuilds();
@@ -24,12 +25,7 @@ function weights(dModel, { kDim = dModel, vDim = dModel } = {}) {
 // allocated and the heap has not grown.
 function expectRefused(module, fn, pattern) {
   const before = module.memoryStats();
-  let error;
-  try {
-    fn();
-  } catch (e) {
-    error = e;
-  }
+  const error = thrown(fn);
   expect(error).toBeInstanceOf(RangeError);
   expect(error.message).toMatch(pattern);
   const after = module.memoryStats();
