@@ -14,7 +14,8 @@ namespace simd_attention {
 //  - 16 registers (SSE4, AVX2; wasm-simd128, which V8 maps onto x86's 16
 //    xmm): 4 x 2 = 8 accumulators + 2 + 1 = 11, leaving V8 room for
 //    addresses (XNNPACK's 4x8 wasmsimd tile).
-//  - 32 registers (AVX-512): 8 x 2 = 16 accumulators + 2 + 1 = 19.
+//  - 32 registers (AVX-512; 64-bit Arm's NEON and SVE): 8 x 2 = 16
+//    accumulators + 2 + 1 = 19.
 //
 // kUnroll: k steps per loop iteration.
 //  - 32 registers: 4. The loop's counter, pointer adds and branch are

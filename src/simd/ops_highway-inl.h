@@ -22,8 +22,11 @@ struct HighwayOps {
   using D = hwy::HWY_NAMESPACE::ScalableTag<float>;
   using V = hwy::HWY_NAMESPACE::Vec<D>;
   static constexpr size_t kLanes = hwy::HWY_NAMESPACE::MaxLanes(D());
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  static constexpr size_t kRegisters = 32;  // zmm0-31
+// x86 targets at or above AVX3 (lower values are better targets, and only
+// x86 targets use the lowest bits) have zmm0-31; 64-bit Arm has v0-31 (NEON)
+// and z0-31 (SVE), 32-bit Arm 16 q registers.
+#if HWY_TARGET <= HWY_AVX3 || HWY_ARCH_ARM_A64
+  static constexpr size_t kRegisters = 32;  // zmm0-31, v0-31, z0-31
 #else
   static constexpr size_t kRegisters = 16;  // xmm/ymm0-15; wasm: V8 on x86
 #endif
