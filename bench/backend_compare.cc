@@ -16,7 +16,7 @@
 #include "bench/random_fill.h"
 #include "bench/workloads.h"
 #include "dispatch/dispatch.h"
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::bench {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "bench/random_fill.h"
 #include "bench/workloads.h"
-#include "multi_head_attention.h"
-#include "threading/thread_pool.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/thread_pool.h"
 
 namespace simd_attention::bench {
 namespace {

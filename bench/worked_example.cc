@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench/random_fill.h"
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 #include "validate.h"
 
 namespace simd_attention::bench {
@@ -39,7 +39,7 @@ double MedianMicroseconds(MultiHeadAttention& mha, const Tensor3& q,
 void Walk(const char* title, MultiHeadAttention& mha, const Tensor3& x,
           const Tensor3& memory) {
   const size_t tk = memory.tokens;
-  std::printf("%s (backend %s)\n", title, mha.kernels().name);
+  std::printf("%s (backend %s)\n", title, DescribeKernels(mha.kernels()).name);
   PrintStage("X (queries)", {kBatch, kTokens, kDModel});
   PrintStage("keys/values source", {kBatch, tk, kDModel});
   PrintStage("Q = X W_Q + b_Q", {kBatch, kTokens, kHeads * kDk});

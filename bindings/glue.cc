@@ -1,6 +1,6 @@
 #include "glue.h"
 
-#include "checked_size.h"
+#include "simd_attention/errors.h"
 
 #include <cmath>
 

@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::bindings {
 

@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "glue.h"
-#include "kv_cache.h"
+#include "simd_attention/kv_cache.h"
 
 namespace simd_attention::bindings {
 

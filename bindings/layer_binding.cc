@@ -9,11 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "dispatch/dispatch.h"
-#include "threading/thread_pool.h"
 #include "glue.h"
 #include "kv_binding.h"
-#include "transformer_layers.h"
+#include "simd_attention/thread_pool.h"
+#include "simd_attention/transformer_layers.h"
 #include "validate.h"
 
 namespace simd_attention::bindings {
@@ -103,9 +102,10 @@ val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
   v.set("normFirst", c.norm_first);
   v.set("activation", std::string(ActivationName(c.activation)));
   v.set("eps", c.eps);
-  v.set("backend", std::string(BackendName(kernels.backend)));
+  const KernelsInfo k = DescribeKernels(kernels);
+  v.set("backend", std::string(BackendName(k.backend)));
   v.set("threads", c.threads == 0 ? ThreadPool::HardwareThreads() : c.threads);
-  v.set("kernels", std::string(kernels.name));
+  v.set("kernels", std::string(k.name));
   return v;
 }
 

@@ -9,8 +9,8 @@
 
 #include "glue.h"
 #include "kv_binding.h"
-#include "multi_head_attention.h"
-#include "pytorch_weights.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/pytorch_weights.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -61,7 +61,7 @@ class MhaBinding {
       v.set("bias", c.bias);
       v.set("backend", std::string(BackendName(c.backend)));
       v.set("threads", c.threads);
-      v.set("kernels", std::string(mha_->kernels().name));
+      v.set("kernels", std::string(DescribeKernels(mha_->kernels()).name));
       return v;
     });
   }

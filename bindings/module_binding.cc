@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "dispatch/dispatch.h"
 #include "glue.h"
+#include "simd_attention/backend.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -25,7 +25,7 @@ val Backends() {
 // on, lanes}; an unknown or missing backend is an error value.
 val KernelInfo(const std::string& backend) {
   return Guard([&] {
-    const KernelTable& t = BestKernels(ParseBackend(backend));
+    const KernelsInfo t = DescribeKernels(BestKernels(ParseBackend(backend)));
     val v = val::object();
     v.set("backend", std::string(BackendName(t.backend)));
     v.set("kernels", std::string(t.name));

@@ -1,6 +1,7 @@
-#include "backend.h"
+#include "simd_attention/backend.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace simd_attention {
 

@@ -14,14 +14,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace simd_attention {
+#include "simd_attention/errors.h"
 
-// A request whose size overflows or exceeds what can be allocated. The
-// message names the buffer, its factors and the bytes requested.
-class SizeLimitError : public std::length_error {
- public:
-  using std::length_error::length_error;
-};
+namespace simd_attention {
 
 // One factor of a size, named as the caller knows it ("maxLength").
 struct Dim {

@@ -1,4 +1,4 @@
-#include "kv_cache.h"
+#include "simd_attention/kv_cache.h"
 
 #include <algorithm>
 #include <stdexcept>

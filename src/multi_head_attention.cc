@@ -1,4 +1,4 @@
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
 #include "kernels/attention.h"
+#include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "threading/thread_pool.h"
 #include "validate.h"
 
 namespace simd_attention {

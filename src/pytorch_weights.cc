@@ -1,4 +1,4 @@
-#include "pytorch_weights.h"
+#include "simd_attention/pytorch_weights.h"
 
 #include <stdexcept>
 #include <string>

@@ -1,4 +1,4 @@
-#include "transformer_layers.h"
+#include "simd_attention/transformer_layers.h"
 
 #include <cmath>
 #include <limits>
@@ -7,8 +7,8 @@
 
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
+#include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "threading/thread_pool.h"
 #include "validate.h"
 
 namespace simd_attention {

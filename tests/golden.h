@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::testing {
 

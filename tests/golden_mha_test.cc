@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "golden.h"
-#include "multi_head_attention.h"
 #include "reference/attention_reference.h"
+#include "simd_attention/multi_head_attention.h"
 #include "test_util.h"
 
 namespace simd_attention::testing {

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "multi_head_attention.h"
 #include "random_mha.h"
+#include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::testing {
 

@@ -14,8 +14,8 @@
 
 #include "golden.h"
 #include "incremental_util.h"
-#include "multi_head_attention.h"
 #include "random_mha.h"
+#include "simd_attention/multi_head_attention.h"
 #include "test_util.h"
 
 namespace simd_attention::testing {

@@ -4,8 +4,8 @@
 
 #include "golden.h"
 #include "reference/layers_reference.h"
+#include "simd_attention/transformer_layers.h"
 #include "test_util.h"
-#include "transformer_layers.h"
 
 namespace simd_attention::testing {
 namespace {

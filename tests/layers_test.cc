@@ -20,8 +20,8 @@
 #include "incremental_util.h"
 #include "random_mha.h"
 #include "reference/layers_reference.h"
+#include "simd_attention/transformer_layers.h"
 #include "test_util.h"
-#include "transformer_layers.h"
 
 namespace simd_attention::testing {
 namespace {

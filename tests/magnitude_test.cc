@@ -10,10 +10,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "multi_head_attention.h"
 #include "random_mha.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/transformer_layers.h"
 #include "test_util.h"
-#include "transformer_layers.h"
 
 namespace simd_attention {
 namespace {

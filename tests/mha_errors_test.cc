@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "backend.h"
-#include "multi_head_attention.h"
 #include "random_mha.h"
+#include "simd_attention/backend.h"
+#include "simd_attention/multi_head_attention.h"
 #include "test_util.h"
 
 namespace simd_attention::testing {

@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "multi_head_attention.h"
 #include "random_mha.h"
+#include "simd_attention/multi_head_attention.h"
 #include "test_util.h"
 
 namespace simd_attention::testing {

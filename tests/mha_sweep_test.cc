@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "kernels/attention.h"
-#include "multi_head_attention.h"
 #include "random_mha.h"
+#include "simd_attention/multi_head_attention.h"
 #include "test_util.h"
 
 namespace simd_attention::testing {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "golden.h"
-#include "multi_head_attention.h"
-#include "pytorch_weights.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/pytorch_weights.h"
 #include "test_util.h"
 
 namespace simd_attention::testing {

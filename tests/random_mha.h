@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dispatch/kernel_table.h"
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::testing {
 

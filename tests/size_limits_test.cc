@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "checked_size.h"
-#include "multi_head_attention.h"
 #include "random_mha.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/transformer_layers.h"
 #include "test_util.h"
-#include "transformer_layers.h"
 #include "validate.h"
 
 namespace simd_attention {

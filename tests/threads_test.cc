@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "golden.h"
-#include "multi_head_attention.h"
 #include "random_mha.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/thread_pool.h"
+#include "simd_attention/transformer_layers.h"
 #include "test_util.h"
-#include "threading/thread_pool.h"
-#include "transformer_layers.h"
 
 namespace simd_attention {
 namespace {

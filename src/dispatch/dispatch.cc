@@ -43,4 +43,8 @@ const KernelTable& BestKernels(Backend backend) {
   return KernelTables(backend).front();
 }
 
+KernelsInfo DescribeKernels(const KernelTable& kernels) {
+  return {kernels.backend, kernels.name, kernels.lanes};
+}
+
 }  // namespace simd_attention

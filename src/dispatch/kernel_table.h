@@ -6,57 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backend.h"
-#include "kernels/elementwise.h"
+#include "kernels/attention.h"
+#include "kernels/gemm.h"
+#include "simd_attention/activation.h"
+#include "simd_attention/backend.h"
 
 namespace simd_attention {
-
-// C[m, n] = A[m, k] * B[k, n] (+ bias), B given as packed panels (see
-// kernels/gemm.h). `k_begin` selects rows k_begin..k_begin+k of the packed B,
-// so a head's slice of W_O is multiplied without repacking.
-struct GemmArgs {
-  const float* a;
-  size_t lda;
-  size_t m;
-  size_t k;
-  const float* packed_b;
-  size_t packed_rows;  // K of the whole packed matrix (panel height)
-  size_t k_begin;
-  size_t n;
-  const float* packed_bias;  // padded to whole panels; nullptr = no bias
-  float* c;
-  size_t ldc;
-};
-
-// One (batch, head) of softmax(Q K^T * scale + mask) V. Q, K, V rows are
-// token-major with the given strides; their head widths are padded to whole
-// vectors (kernels/attention.h) and the padding holds zeros.
-struct AttentionArgs {
-  const float* q;
-  size_t ldq;
-  const float* k;
-  size_t ldk;
-  const float* v;
-  size_t ldv;
-  size_t tq;
-  size_t tk;
-  size_t dk;  // padded head width of Q and K
-  size_t dv;  // padded head width of V and Z
-  float scale;
-  // Causal: key j visible to query i iff j <= i + causal_diagonal; tk - tq
-  // aligns the last query with the last key (bottom-right, as when decoding
-  // with a cache). A block of queries starting at row q0 of a larger tq
-  // passes tk - tq + q0, and computes exactly what the whole call would.
-  bool causal;
-  ptrdiff_t causal_diagonal;
-  const uint8_t* key_valid;    // [tk], 1 = real token; nullptr = all real
-  const float* additive_mask;  // [tq, tk] with row stride mask_ld; or nullptr
-  size_t mask_ld;
-  float* z;  // [tq, dv] with row stride ldz
-  size_t ldz;
-  float* probs;  // [tq, tk] row-major; nullptr = not requested
-  float* scratch;  // AttentionScratchFloats(...) floats
-};
 
 struct KernelTable {
   const char* name;  // "highway:AVX3", "xsimd:avx2", "scalar"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace simd_attention {
 
@@ -21,5 +22,35 @@ constexpr size_t kAttentionKeyBlock = 64;
 constexpr size_t AttentionScratchFloats(size_t dk, size_t dv) {
   return kAttentionQueryBlock * (dk + kAttentionKeyBlock + dv + 3);
 }
+
+// One (batch, head) of softmax(Q K^T * scale + mask) V. Q, K, V rows are
+// token-major with the given strides; their head widths are padded to whole
+// vectors (kernels/attention.h) and the padding holds zeros.
+struct AttentionArgs {
+  const float* q;
+  size_t ldq;
+  const float* k;
+  size_t ldk;
+  const float* v;
+  size_t ldv;
+  size_t tq;
+  size_t tk;
+  size_t dk;  // padded head width of Q and K
+  size_t dv;  // padded head width of V and Z
+  float scale;
+  // Causal: key j visible to query i iff j <= i + causal_diagonal; tk - tq
+  // aligns the last query with the last key (bottom-right, as when decoding
+  // with a cache). A block of queries starting at row q0 of a larger tq
+  // passes tk - tq + q0, and computes exactly what the whole call would.
+  bool causal;
+  ptrdiff_t causal_diagonal;
+  const uint8_t* key_valid;    // [tk], 1 = real token; nullptr = all real
+  const float* additive_mask;  // [tq, tk] with row stride mask_ld; or nullptr
+  size_t mask_ld;
+  float* z;  // [tq, dv] with row stride ldz
+  size_t ldz;
+  float* probs;  // [tq, tk] row-major; nullptr = not requested
+  float* scratch;  // AttentionScratchFloats(...) floats
+};
 
 }  // namespace simd_attention

@@ -73,4 +73,21 @@ constexpr size_t kGemmPrefetchLines = 32;
 #define SA_GEMM_PREFETCH_L2(p) static_cast<void>(p)
 #endif
 
+// C[m, n] = A[m, k] * B[k, n] (+ bias), B given as packed panels (see
+// kernels/gemm.h). `k_begin` selects rows k_begin..k_begin+k of the packed B,
+// so a head's slice of W_O is multiplied without repacking.
+struct GemmArgs {
+  const float* a;
+  size_t lda;
+  size_t m;
+  size_t k;
+  const float* packed_b;
+  size_t packed_rows;  // K of the whole packed matrix (panel height)
+  size_t k_begin;
+  size_t n;
+  const float* packed_bias;  // padded to whole panels; nullptr = no bias
+  float* c;
+  size_t ldc;
+};
+
 }  // namespace simd_attention

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <limits>
 
-#include "backend.h"
 #include "dispatch/kernel_table.h"
 #include "kernels/attention.h"
-#include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "simd_attention/activation.h"
+#include "simd_attention/backend.h"

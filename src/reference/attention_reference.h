@@ -3,7 +3,7 @@
 // shares no code with the fast path.
 #pragma once
 
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "reference/attention_reference.h"
-#include "transformer_layers.h"
+#include "simd_attention/transformer_layers.h"
 
 namespace simd_attention {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "dispatch/kernel_table.h"
-#include "threading/thread_pool.h"
+#include "simd_attention/thread_pool.h"
 
 namespace simd_attention {
 

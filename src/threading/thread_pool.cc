@@ -1,4 +1,4 @@
-#include "threading/thread_pool.h"
+#include "simd_attention/thread_pool.h"
 
 #include <stdexcept>
 #include <string>

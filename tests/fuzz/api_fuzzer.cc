@@ -17,8 +17,8 @@
 #include <exception>
 #include <vector>
 
-#include "multi_head_attention.h"
-#include "transformer_layers.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/transformer_layers.h"
 
 namespace simd_attention {
 namespace {

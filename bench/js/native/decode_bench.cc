@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "dispatch/dispatch.h"
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 using namespace simd_attention;
 

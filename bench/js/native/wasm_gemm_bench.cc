@@ -16,7 +16,7 @@
 
 #include "bench/workloads.h"
 #include "dispatch/dispatch.h"
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 using namespace simd_attention;
 using simd_attention::bench::GemmShape;

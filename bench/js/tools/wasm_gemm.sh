@@ -8,7 +8,7 @@
 # needs it). The workloads come from the tree's bench/workloads.inc, which
 # CMake generates from web/bench-kit/workloads.json. The same source builds
 # natively:
-#   g++ -O2 -std=c++20 -I src -I . -I build/native/bench/generated \
+#   g++ -O2 -std=c++20 -I src -I src/include -I . -I build/native/bench/generated \
 #     bench/js/native/wasm_gemm_bench.cc build/native/src/libsimd_attention.a \
 #     -lhwy -o build/bench-js/gemm_bench
 set -euo pipefail
@@ -22,7 +22,7 @@ relaxed=()
 grep -qs '^SA_WASM_RELAXED:BOOL=ON' "$tree/CMakeCache.txt" && relaxed=(-mrelaxed-simd)
 out="build/bench-js/wasm_gemm_bench-$(basename "$tree").js"
 mkdir -p build/bench-js
-em++ -O3 -std=c++20 -msimd128 "${relaxed[@]}" -fwasm-exceptions -I src -I . -I "$tree/bench/generated" \
+em++ -O3 -std=c++20 -msimd128 "${relaxed[@]}" -fwasm-exceptions -I src -I src/include -I . -I "$tree/bench/generated" \
   bench/js/native/wasm_gemm_bench.cc "$tree/src/libsimd_attention.a" \
   -sALLOW_MEMORY_GROWTH=1 -sWASM_ASYNC_COMPILATION=0 -fwasm-exceptions \
   -o "$out"

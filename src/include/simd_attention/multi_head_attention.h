@@ -11,13 +11,14 @@
 #include <span>
 #include <vector>
 
-#include "backend.h"
-#include "dispatch/kernel_table.h"
-#include "kv_cache.h"
+#include "simd_attention/backend.h"
+#include "simd_attention/kv_cache.h"
+#include "simd_attention/tensor.h"
 
 namespace simd_attention {
 
 class ThreadPool;
+struct KernelTable;
 
 struct MhaConfig {
   size_t d_model = 0;
@@ -31,14 +32,6 @@ struct MhaConfig {
   // every object asking for the same count. 0 = every logical processor.
   // Results are bit-identical for every count.
   size_t threads = 1;
-};
-
-// A read-only [batch, tokens, features] tensor, row-major.
-struct Tensor3 {
-  std::span<const float> data;
-  size_t batch = 0;
-  size_t tokens = 0;
-  size_t features = 0;
 };
 
 struct MhaWeights {

@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "multi_head_attention.h"
+#include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention {
 

@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "kernels/elementwise.h"
-#include "multi_head_attention.h"
+#include "simd_attention/activation.h"
+#include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention {
 

@@ -1,0 +1,13 @@
+// The whole public C++ API. Link the CMake target simd_attention; this
+// folder (src/include) is its only public include directory.
+#pragma once
+
+#include "simd_attention/activation.h"
+#include "simd_attention/backend.h"
+#include "simd_attention/errors.h"
+#include "simd_attention/kv_cache.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/pytorch_weights.h"
+#include "simd_attention/tensor.h"
+#include "simd_attention/thread_pool.h"
+#include "simd_attention/transformer_layers.h"
