@@ -3,6 +3,7 @@
 #pragma once
 
 #include "simd_attention/activation.h"
+#include "simd_attention/arg_names.h"
 #include "simd_attention/backend.h"
 #include "simd_attention/errors.h"
 #include "simd_attention/kv_cache.h"

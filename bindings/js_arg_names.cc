@@ -1,0 +1,33 @@
+#include "js_arg_names.h"
+
+namespace simd_attention::bindings {
+
+const ArgNames& JsArgNames() {
+  static constexpr ArgNames kNames{
+      .d_model = "dModel",
+      .num_heads = "numHeads",
+      .kdim = "kDim",
+      .vdim = "vDim",
+      .head_dim_v = "headDimV",
+      .bias = "bias",
+      .ffn_dim = "ffnDim",
+      .eps = "eps",
+      .threads = "threads",
+      .w_q = "wQ",
+      .w_k = "wK",
+      .w_v = "wV",
+      .w_o = "wO",
+      .b_q = "bQ",
+      .b_k = "bK",
+      .b_v = "bV",
+      .b_o = "bO",
+      .key_padding_mask = "options.keyPaddingMask",
+      .attn_mask = "options.attnMask",
+      .max_length = "maxLength",
+      .self_attention = "selfAttention",
+      .cross_attention = "crossAttention",
+  };
+  return kNames;
+}
+
+}  // namespace simd_attention::bindings

@@ -1,0 +1,33 @@
+#include "simd_attention/arg_names.h"
+
+namespace simd_attention {
+
+const ArgNames& CppArgNames() {
+  static constexpr ArgNames kNames{
+      .d_model = "d_model",
+      .num_heads = "num_heads",
+      .kdim = "kdim",
+      .vdim = "vdim",
+      .head_dim_v = "head_dim_v",
+      .bias = "bias",
+      .ffn_dim = "ffn_dim",
+      .eps = "eps",
+      .threads = "threads",
+      .w_q = "w_q",
+      .w_k = "w_k",
+      .w_v = "w_v",
+      .w_o = "w_o",
+      .b_q = "b_q",
+      .b_k = "b_k",
+      .b_v = "b_v",
+      .b_o = "b_o",
+      .key_padding_mask = "key_padding_mask",
+      .attn_mask = "attn_mask",
+      .max_length = "max_length",
+      .self_attention = "self_attention",
+      .cross_attention = "cross_attention",
+  };
+  return kNames;
+}
+
+}  // namespace simd_attention

@@ -1,0 +1,45 @@
+// The names error messages give arguments, config fields and options.
+//
+// Every message is composed once, in C++, with the names its reader knows:
+// the C++ API's own (CppArgNames(), the default) or a binding's, which it
+// passes in the config (the JS package passes its camelCase names, defined
+// in bindings/). No layer above rewrites a message.
+#pragma once
+
+namespace simd_attention {
+
+struct ArgNames {
+  // MhaConfig, LayerConfig fields (messages prefix "config.")
+  const char* d_model;
+  const char* num_heads;
+  const char* kdim;
+  const char* vdim;
+  const char* head_dim_v;
+  const char* bias;
+  const char* ffn_dim;
+  const char* eps;
+  const char* threads;
+  // MhaWeights
+  const char* w_q;
+  const char* w_k;
+  const char* w_v;
+  const char* w_o;
+  const char* b_q;
+  const char* b_k;
+  const char* b_v;
+  const char* b_o;
+  // MhaOptions
+  const char* key_padding_mask;
+  const char* attn_mask;
+  // CreateKVCache
+  const char* max_length;
+  // The layers' parts: their attentions' weights are named
+  // "<self_attention>.<w_q>".
+  const char* self_attention;
+  const char* cross_attention;
+};
+
+// w_q, key_padding_mask, config.d_model ...: the C++ API's names.
+const ArgNames& CppArgNames();
+
+}  // namespace simd_attention
