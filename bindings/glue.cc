@@ -1,8 +1,5 @@
 #include "glue.h"
 
-#include "simd_attention/errors.h"
-
-#include <cmath>
 
 namespace simd_attention::bindings {
 
@@ -18,12 +15,10 @@ val GuardCall(val (*call)(void* body), void* body) {
     return call(body);
   } catch (const std::invalid_argument& e) {
     return ErrorValue("invalid_argument", e.what());
-  } catch (const SizeLimitError& e) {  // says what was asked for: as given
+  } catch (const std::length_error& e) {  // SizeLimitError, a full KV cache
     return ErrorValue("invalid_argument", e.what());
   } catch (const std::range_error& e) {  // float32 overflow of valid inputs
     return ErrorValue("invalid_argument", e.what());
-  } catch (const std::length_error& e) {
-    return ErrorValue("out_of_memory", e.what());
   } catch (const std::bad_alloc& e) {
     return ErrorValue("out_of_memory", e.what());
   } catch (const std::logic_error& e) {
@@ -73,9 +68,9 @@ MhaOptions OptionsFromJs(const val& js, std::vector<uint8_t>& mask,
                          std::vector<float>& attn_mask) {
   MhaOptions o;
   o.causal = js["causal"].as<bool>();
-  o.need_weights = js["needWeights"].as<bool>();
-  o.need_per_head_output = js["needPerHeadOutput"].as<bool>();
-  o.need_intermediates = js["needIntermediates"].as<bool>();
+  o.need_weights = js["returnAttnWeights"].as<bool>();
+  o.need_per_head_output = js["returnPerHeadOutput"].as<bool>();
+  o.need_intermediates = js["returnIntermediates"].as<bool>();
   mask = CopyBytesIfGiven(js, "keyPaddingMask");
   o.key_padding_mask = mask;
   attn_mask = CopyFloatsIfGiven(js, "attnMask");
@@ -107,12 +102,7 @@ val ToFloat32Array(const std::vector<float>& data) {
 }
 
 size_t SizeOf(const val& object, const char* key) {
-  const double v = object[key].as<double>();
-  if (!(v >= 0) || v != std::floor(v) || v > 4294967295.0) {
-    throw std::invalid_argument(std::string(key) +
-                                ": expected a non-negative integer");
-  }
-  return static_cast<size_t>(v);
+  return static_cast<size_t>(object[key].as<double>());
 }
 
 }  // namespace simd_attention::bindings

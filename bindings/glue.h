@@ -31,10 +31,11 @@ using emscripten::val;
 val ErrorValue(const char* kind, const std::string& message);
 
 // Runs `body` (returning val) and converts any exception into ErrorValue:
-//   std::invalid_argument, SizeLimitError (a request too large to allocate,
-//   message with its size), std::range_error (float32 overflow of valid
-//   inputs) -> "invalid_argument" (JS RangeError with the message)
-//   std::bad_alloc, std::length_error -> "out_of_memory" (JS RangeError)
+//   std::invalid_argument, std::length_error (SizeLimitError: a request too
+//   large to allocate, with its size; a full KV cache), std::range_error
+//   (float32 overflow of valid inputs) -> "invalid_argument" (JS RangeError
+//   with the message)
+//   std::bad_alloc -> "out_of_memory" (JS RangeError)
 //   std::logic_error -> "logic_error" (JS Error)
 //   anything else -> "error" (JS Error)
 // The catch clauses live once, in GuardCall; each Guard is a trampoline.
@@ -61,7 +62,8 @@ std::vector<float> CopyFloatsIfGiven(const val& object, const char* key);
 // so it stays valid when the heap grows or the vector is freed).
 val ToFloat32Array(const std::vector<float>& data);
 
-// A non-negative integer property (JS validated it is one).
+// A non-negative integer property (web/src/arguments.js made sure it is one
+// below 2^32; C++ judges its value).
 size_t SizeOf(const val& object, const char* key);
 
 // A tensor from JS ({data: Float32Array, batch, tokens, features}, as
@@ -79,7 +81,8 @@ struct Input {
 std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key);
 
 // MultiHeadAttention's forward options from JS ({causal, keyPaddingMask,
-// attnMask, needWeights, needPerHeadOutput, needIntermediates}); `o`'s
+// attnMask, returnAttnWeights, returnPerHeadOutput, returnIntermediates},
+// as the user spelt them, types checked); `o`'s
 // spans view `mask` and `attn_mask`, which must outlive it.
 MhaOptions OptionsFromJs(const val& js, std::vector<uint8_t>& mask,
                          std::vector<float>& attn_mask);

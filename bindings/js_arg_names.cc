@@ -23,9 +23,13 @@ const ArgNames& JsArgNames() {
       .b_o = "bO",
       .key_padding_mask = "options.keyPaddingMask",
       .attn_mask = "options.attnMask",
+      .memory_key_padding_mask = "options.memoryKeyPaddingMask",
       .max_length = "maxLength",
       .self_attention = "selfAttention",
       .cross_attention = "crossAttention",
+      .layer_norm_gamma = "options.gamma",
+      .layer_norm_beta = "options.beta",
+      .layer_norm_eps = "options.eps",
   };
   return kNames;
 }

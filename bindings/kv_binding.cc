@@ -19,8 +19,7 @@ val KVCacheBinding::append(const val& keys, const val& values) {
   return Guard([&] {
     KVCache& c = Checked();
     const Input k(keys), v(values);
-    const size_t n = k.tensor.tokens;
-    WithCacheRollback(c, n, [&] { c.Append(k.data, v.data, n); });
+    c.Append(k.tensor, v.tensor);
     return val::undefined();
   });
 }

@@ -1,19 +1,17 @@
 // Embind classes behind TransformerEncoderLayer and TransformerDecoderLayer
 // of web/index.js, and the module functions positionalEncoding and
-// layerNorm. As in mha_binding.cc, JS has checked types and names; shapes
-// and values are checked by the C++ API, except that the attention weights
-// of a layer are checked here first so that a message says which attention
-// ("selfAttention.wQ: ...", not a bare "w_q: ...").
+// layerNorm. As in mha_binding.cc, JS has checked types; shapes and values
+// are checked by the C++ API, whose messages use the JS names.
 #include <emscripten/bind.h>
 
 #include <memory>
 #include <string>
 
 #include "glue.h"
+#include "js_arg_names.h"
 #include "kv_binding.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
-#include "validate.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -42,40 +40,23 @@ LayerConfig LayerConfigFromJs(const val& js) {
   c.ffn_dim = SizeOf(js, "ffnDim");
   c.norm_first = js["normFirst"].as<bool>();
   c.activation = ParseActivation(js["activation"].as<std::string>());
-  const double eps = js["eps"].as<double>();
-  CheckEps("config.eps", eps);  // before float32 could round it to +inf
-  c.eps = static_cast<float>(eps);
+  c.eps = js["eps"].as<double>();
   c.backend = ParseBackend(js["backend"].as<std::string>());
   c.threads = SizeOf(js, "threads");
+  c.names = &JsArgNames();
   return c;
 }
 
-// One attention's weights from JS, copied; `weights` views the copies.
+// One attention's weights from JS ({wQ..bO}), copied; `weights` views the
+// copies.
 struct AttentionWeights {
   std::vector<float> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
   MhaWeights weights;
-  // Copies js.{wQ..bO} and checks them against a layer's attention (d_model
-  // wide, biased), naming them "<prefix>.wQ" etc.
-  AttentionWeights(const val& js, const std::string& prefix, size_t d) {
-    struct Entry {
-      const char* key;
-      std::vector<float>* to;
-      size_t rows, cols;
-    } entries[] = {{"wQ", &w_q, d, d}, {"wK", &w_k, d, d}, {"wV", &w_v, d, d},
-                   {"wO", &w_o, d, d}, {"bQ", &b_q, 1, d}, {"bK", &b_k, 1, d},
-                   {"bV", &b_v, 1, d}, {"bO", &b_o, 1, d}};
-    for (const Entry& e : entries) {
-      *e.to = CopyFloats(js[e.key]);
-      const std::string name = prefix + "." + e.key;
-      if (e.rows == 1) {
-        CheckLength(name.c_str(), e.to->size(), {e.cols});
-      } else {
-        CheckLength(name.c_str(), e.to->size(), {e.rows, e.cols});
-      }
-      CheckFinite(name.c_str(), *e.to);
-    }
-    weights = MhaWeights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o};
-  }
+  explicit AttentionWeights(const val& js)
+      : w_q(CopyFloats(js["wQ"])), w_k(CopyFloats(js["wK"])), w_v(CopyFloats(js["wV"])),
+        w_o(CopyFloats(js["wO"])), b_q(CopyFloats(js["bQ"])), b_k(CopyFloats(js["bK"])),
+        b_v(CopyFloats(js["bV"])), b_o(CopyFloats(js["bO"])),
+        weights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o} {}
 };
 
 struct Ffn {
@@ -134,7 +115,7 @@ class EncoderLayerBinding {
   val setWeights(const val& w) {
     return Guard([&] {
       TransformerEncoderLayer& layer = Checked();
-      const AttentionWeights attention(w["attention"], "attention", config_.d_model);
+      const AttentionWeights attention(w["attention"]);
       const Ffn ffn(w["ffn"]);
       const Norm norm1(w["norm1"]), norm2(w["norm2"]);
       layer.SetWeights(attention.weights, ffn.weights(), norm1.weights(), norm2.weights());
@@ -145,7 +126,6 @@ class EncoderLayerBinding {
     return Guard([&] {
       TransformerEncoderLayer& layer = Checked();
       const Input in(x);
-      CheckFinite("x", in.data);  // named x, not the attention's query
       const std::vector<uint8_t> mask = CopyBytesIfGiven(options, "keyPaddingMask");
       EncoderOptions o;
       o.causal = options["causal"].as<bool>();
@@ -184,9 +164,7 @@ class DecoderLayerBinding {
   val setWeights(const val& w) {
     return Guard([&] {
       TransformerDecoderLayer& layer = Checked();
-      const size_t d = config_.d_model;
-      const AttentionWeights self(w["selfAttention"], "selfAttention", d);
-      const AttentionWeights cross(w["crossAttention"], "crossAttention", d);
+      const AttentionWeights self(w["selfAttention"]), cross(w["crossAttention"]);
       const Ffn ffn(w["ffn"]);
       const Norm norm1(w["norm1"]), norm2(w["norm2"]), norm3(w["norm3"]);
       layer.SetWeights(self.weights, cross.weights, ffn.weights(), norm1.weights(),
@@ -199,7 +177,6 @@ class DecoderLayerBinding {
     return Guard([&] {
       TransformerDecoderLayer& layer = Checked();
       const Input in(x), m(memory);
-      CheckFinite("x", in.data);
       Masks masks(options);
       return TensorToJs(layer.Forward(in.tensor, m.tensor, masks.options));
     });
@@ -210,7 +187,6 @@ class DecoderLayerBinding {
     return Guard([&] {
       TransformerDecoderLayer& layer = Checked();
       const Input in(x);
-      CheckFinite("x", in.data);
       Masks masks(options);
       return TensorToJs(layer.Forward(in.tensor, memory.Checked(), masks.options));
     });
@@ -223,10 +199,7 @@ class DecoderLayerBinding {
       KVCache& c = cache.Checked();
       const PrecomputedKV& kv = memory.Checked();
       const Input in(x);
-      CheckFinite("x", in.data);
-      return WithCacheRollback(c, in.tensor.tokens, [&] {
-        return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv));
-      });
+      return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv));
     });
   }
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
@@ -240,7 +213,7 @@ class DecoderLayerBinding {
       TransformerDecoderLayer& layer = Checked();
       const Input m(memory);
       const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
-      into.kv.emplace(layer.cross_attention().PrecomputeKeyValue(m.tensor, bytes));
+      into.kv.emplace(layer.PrecomputeMemory(m.tensor, bytes));
       return val::undefined();
     });
   }
@@ -270,7 +243,7 @@ class DecoderLayerBinding {
 namespace {
 
 val PositionalEncodingJs(size_t t, size_t d_model) {
-  return Guard([&] { return ToFloat32Array(PositionalEncoding(t, d_model)); });
+  return Guard([&] { return ToFloat32Array(PositionalEncoding(t, d_model, JsArgNames())); });
 }
 
 // x {data, batch, tokens, features}; options {gamma, beta, eps, backend}.
@@ -281,7 +254,8 @@ val LayerNormJs(const val& x, const val& options) {
     const std::vector<float> beta = CopyFloats(options["beta"]);
     const KernelTable& kernels = BestKernels(ParseBackend(options["backend"].as<std::string>()));
     return ToFloat32Array(LayerNormForward(in.tensor, NormWeights{gamma, beta},
-                                           options["eps"].as<double>(), kernels));
+                                           options["eps"].as<double>(), kernels,
+                                           JsArgNames()));
   });
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "glue.h"
+#include "js_arg_names.h"
 #include "kv_binding.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/pytorch_weights.h"
@@ -25,6 +26,7 @@ MhaConfig ConfigFromJs(const val& js) {
   c.bias = js["bias"].as<bool>();
   c.backend = ParseBackend(js["backend"].as<std::string>());
   c.threads = SizeOf(js, "threads");
+  c.names = &JsArgNames();
   return c;
 }
 
@@ -176,9 +178,7 @@ class MhaBinding {
       std::vector<float> attn_mask;
       const MhaOptions o = OptionsFromJs(options, mask, attn_mask);
       const Input in(x);
-      return WithCacheRollback(c, in.tensor.tokens, [&] {
-        return ResultToJs(mha.ForwardIncremental(in.tensor, c, o), o);
-      });
+      return ResultToJs(mha.ForwardIncremental(in.tensor, c, o), o);
     });
   }
 

@@ -23,9 +23,13 @@ const ArgNames& CppArgNames() {
       .b_o = "b_o",
       .key_padding_mask = "key_padding_mask",
       .attn_mask = "attn_mask",
+      .memory_key_padding_mask = "memory_key_padding_mask",
       .max_length = "max_length",
       .self_attention = "self_attention",
       .cross_attention = "cross_attention",
+      .layer_norm_gamma = "gamma",
+      .layer_norm_beta = "beta",
+      .layer_norm_eps = "eps",
   };
   return kNames;
 }

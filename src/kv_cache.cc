@@ -23,19 +23,17 @@ void UnpadRows(const float* from, size_t n, size_t heads, size_t d,
 
 }  // namespace
 
-KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length)
-    : layout_(layout), batch_(batch), max_length_(max_length) {
-  if (batch == 0 || max_length == 0) {
-    throw std::invalid_argument(
-        "KV cache: batch and maxLength must be > 0, got batch " +
-        std::to_string(batch) + ", maxLength " + std::to_string(max_length));
-  }
+KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length,
+                 const ArgNames& names)
+    : layout_(layout), names_(&names), batch_(batch), max_length_(max_length) {
+  CheckPositive("batch", batch);
+  CheckPositive(names.max_length, max_length);
   const size_t keys = CheckedCount(
       "KV cache keys",
-      {{"batch", batch}, {"maxLength", max_length}, {"padded key row", layout.key_row()}});
-  const size_t values = CheckedCount(
-      "KV cache values",
-      {{"batch", batch}, {"maxLength", max_length}, {"padded value row", layout.value_row()}});
+      {{"batch", batch}, {names.max_length, max_length}, {"padded key row", layout.key_row()}});
+  const size_t values = CheckedCount("KV cache values", {{"batch", batch},
+                                                         {names.max_length, max_length},
+                                                         {"padded value row", layout.value_row()}});
   k_.assign(keys, 0.0f);
   v_.assign(values, 0.0f);
 }
@@ -51,9 +49,10 @@ PrecomputedKV::PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens
 
 void KVCache::CheckRoom(size_t n) const {
   if (n > max_length_ - length_) {
-    throw std::length_error("KV cache full: holds " + std::to_string(length_) +
-                            " of " + std::to_string(max_length_) +
-                            " tokens, cannot add " + std::to_string(n));
+    throw std::length_error("KV cache full: holds " + std::to_string(length_) + " of " +
+                            std::to_string(max_length_) + " tokens, cannot add " +
+                            std::to_string(n) + "; create the cache with a larger " +
+                            names_->max_length + ", or truncate or reset it");
   }
 }
 
@@ -73,6 +72,16 @@ void KVCache::Append(std::span<const float> keys, std::span<const float> values,
   }
   length_ += n;
   max_abs_key_ = std::max(max_abs_key_, MaxAbs(keys));
+}
+
+void KVCache::Append(const Tensor3& keys, const Tensor3& values) {
+  const KVLayout& l = layout_;
+  CheckEqual("keys.batch", keys.batch, batch_, "batch of the KV cache");
+  CheckEqual("keys.features", keys.features, l.heads * l.dk, "heads * key head width");
+  CheckEqual("values.batch", values.batch, batch_, "batch of the KV cache");
+  CheckEqual("values.tokens", values.tokens, keys.tokens, "keys.tokens");
+  CheckEqual("values.features", values.features, l.heads * l.dv, "heads * value head width");
+  Append(keys.data, values.data, keys.tokens);
 }
 
 std::vector<float> KVCache::Keys() const {
@@ -97,9 +106,8 @@ std::vector<float> KVCache::Values() const {
 
 void KVCache::Truncate(size_t n) {
   if (n > length_) {
-    throw std::invalid_argument("truncate: n must be <= length (" +
-                                std::to_string(length_) + "), got " +
-                                std::to_string(n));
+    throw std::invalid_argument("n: expected at most the cache's length (" +
+                                std::to_string(length_) + "), got " + std::to_string(n));
   }
   length_ = n;
 }

@@ -20,19 +20,15 @@ size_t RoundUp(size_t x, size_t multiple) {
   return (x + multiple - 1) / multiple * multiple;
 }
 
-void CheckPositive(const char* what, size_t value) {
-  if (value == 0) {
-    throw std::invalid_argument(std::string(what) + ": must be > 0, got 0");
-  }
-}
-
 MhaConfig Resolve(MhaConfig c) {
-  CheckPositive("config.d_model", c.d_model);
-  CheckPositive("config.num_heads", c.num_heads);
+  if (c.names == nullptr) c.names = &CppArgNames();
+  const ArgNames& n = *c.names;
+  CheckPositive(ConfigName(n.d_model), c.d_model);
+  CheckPositive(ConfigName(n.num_heads), c.num_heads);
   if (c.d_model % c.num_heads != 0) {
-    throw std::invalid_argument(
-        "config.d_model: must be divisible by num_heads (" +
-        std::to_string(c.num_heads) + "), got " + std::to_string(c.d_model));
+    throw std::invalid_argument(Cat({"config.", n.d_model, ": must be divisible by ",
+                                     n.num_heads, " (", std::to_string(c.num_heads), "), got ",
+                                     std::to_string(c.d_model)}));
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
@@ -41,14 +37,15 @@ MhaConfig Resolve(MhaConfig c) {
   // The weight matrices must be allocatable before anything pads them.
   const size_t hk = c.d_model, hv = c.num_heads * c.head_dim_v;
   if (ProductOf({c.num_heads, c.head_dim_v}).overflow) {
-    throw SizeLimitError("config.head_dim_v: num_heads * head_dim_v = " +
-                         std::to_string(c.num_heads) + " * " +
-                         std::to_string(c.head_dim_v) + " overflows a 64-bit size");
+    throw SizeLimitError(Cat({"config.", n.head_dim_v, ": ", n.num_heads, " * ", n.head_dim_v,
+                              " = ", std::to_string(c.num_heads), " * ",
+                              std::to_string(c.head_dim_v), " overflows a 64-bit size"}));
   }
-  CheckedCount("w_q", {{"d_model", c.d_model}, {"d_model", hk}});
-  CheckedCount("w_k", {{"kdim", c.kdim}, {"d_model", hk}});
-  CheckedCount("w_v", {{"vdim", c.vdim}, {"(num_heads * head_dim_v)", hv}});
-  CheckedCount("w_o", {{"(num_heads * head_dim_v)", hv}, {"d_model", c.d_model}});
+  const std::string heads_v = Cat({"(", n.num_heads, " * ", n.head_dim_v, ")"});
+  CheckedCount(n.w_q, {{n.d_model, c.d_model}, {n.d_model, hk}});
+  CheckedCount(n.w_k, {{n.kdim, c.kdim}, {n.d_model, hk}});
+  CheckedCount(n.w_v, {{n.vdim, c.vdim}, {heads_v.c_str(), hv}});
+  CheckedCount(n.w_o, {{heads_v.c_str(), hv}, {n.d_model, c.d_model}});
   return c;
 }
 
@@ -74,7 +71,7 @@ std::vector<float> HeadMajor(const char* what, const float* src, size_t batch,
                              size_t tokens, size_t rows_per_batch, size_t heads,
                              size_t d, size_t d_pad) {
   std::vector<float> out(CheckedCount(
-      what, {{"batch", batch}, {"num_heads", heads}, {"tokens", tokens}, {"head width", d}}));
+      what, {{"batch", batch}, {"heads", heads}, {"tokens", tokens}, {"head width", d}}));
   for (size_t b = 0; b < batch; ++b) {
     for (size_t h = 0; h < heads; ++h) {
       for (size_t t = 0; t < tokens; ++t) {
@@ -84,17 +81,6 @@ std::vector<float> HeadMajor(const char* what, const float* src, size_t batch,
     }
   }
   return out;
-}
-
-// Shape always; values unless `values_checked` (the same buffer was).
-void CheckTensor(const char* what, const Tensor3& t, size_t features,
-                 const char* feature_name, bool values_checked = false) {
-  CheckPositive((std::string(what) + ".batch").c_str(), t.batch);
-  CheckPositive((std::string(what) + ".tokens").c_str(), t.tokens);
-  CheckEqual((std::string(what) + ".features").c_str(), t.features, features,
-             feature_name);
-  CheckLength(what, t.data.size(), {t.batch, t.tokens, t.features});
-  if (!values_checked) CheckFinite(what, t.data);
 }
 
 // Scores scale * q . k of rows with |q_i| <= max_q and |k_i| <= max_k are at
@@ -116,18 +102,18 @@ void CheckScoreRange(double scale, size_t dk, double max_q, double max_k) {
 constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
 
 // attn_mask: [Tq, Tk] or [B, H, Tq, Tk], finite or -inf.
-void CheckAttnMask(std::span<const float> mask, size_t batch, size_t heads, size_t tq,
-                   size_t tk) {
+void CheckAttnMask(const char* name, std::span<const float> mask, size_t batch,
+                   size_t heads, size_t tq, size_t tk) {
   const Product shared = ProductOf({tq, tk}), per_head = ProductOf({batch, heads, tq, tk});
   const size_t given = mask.size();
   if ((shared.overflow || given != shared.value) &&
       (per_head.overflow || given != per_head.value)) {
     throw std::invalid_argument(
-        "attn_mask: expected " + ProductString(shared) + " values for " +
+        std::string(name) + ": expected " + ProductString(shared) + " values for " +
         ShapeString({tq, tk}) + " or " + ProductString(per_head) + " for " +
         ShapeString({batch, heads, tq, tk}) + ", got " + std::to_string(given));
   }
-  CheckMask("attn_mask", mask);
+  CheckMask(name, mask);
 }
 
 }  // namespace
@@ -174,35 +160,35 @@ MultiHeadAttention::Packed MultiHeadAttention::PackProjection(
 
 void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   const MhaConfig& c = config_;
+  const ArgNames& n = *c.names;
   const size_t hk = c.num_heads * head_dim();
   const size_t hv = c.num_heads * c.head_dim_v;
-  CheckLength("w_q", w.w_q.size(), {c.d_model, hk});
-  CheckLength("w_k", w.w_k.size(), {c.kdim, hk});
-  CheckLength("w_v", w.w_v.size(), {c.vdim, hv});
-  CheckLength("w_o", w.w_o.size(), {hv, c.d_model});
+  CheckLength(n.w_q, w.w_q.size(), {c.d_model, hk});
+  CheckLength(n.w_k, w.w_k.size(), {c.kdim, hk});
+  CheckLength(n.w_v, w.w_v.size(), {c.vdim, hv});
+  CheckLength(n.w_o, w.w_o.size(), {hv, c.d_model});
   const struct {
     const char* name;
     std::span<const float> values;
     size_t length;
-  } biases[] = {{"b_q", w.b_q, hk},
-                {"b_k", w.b_k, hk},
-                {"b_v", w.b_v, hv},
-                {"b_o", w.b_o, c.d_model}};
+  } biases[] = {{n.b_q, w.b_q, hk},
+                {n.b_k, w.b_k, hk},
+                {n.b_v, w.b_v, hv},
+                {n.b_o, w.b_o, c.d_model}};
   for (const auto& b : biases) {
     if (c.bias) {
       CheckLength(b.name, b.values.size(), {b.length});
     } else if (!b.values.empty()) {
-      throw std::invalid_argument(std::string(b.name) +
-                                  ": config.bias is false, so no bias may be "
-                                  "given; got " +
+      throw std::invalid_argument(std::string(b.name) + ": " + ConfigName(n.bias) +
+                                  " is false, so no bias may be given; got " +
                                   std::to_string(b.values.size()) + " values");
     }
     CheckFinite(b.name, b.values);
   }
-  CheckFinite("w_q", w.w_q);
-  CheckFinite("w_k", w.w_k);
-  CheckFinite("w_v", w.w_v);
-  CheckFinite("w_o", w.w_o);
+  CheckFinite(n.w_q, w.w_q);
+  CheckFinite(n.w_k, w.w_k);
+  CheckFinite(n.w_v, w.w_v);
+  CheckFinite(n.w_o, w.w_o);
 
   q_ = PackProjection(w.w_q, w.b_q, c.d_model, head_dim(), layout_.dk_pad);
   k_ = PackProjection(w.w_k, w.b_k, c.kdim, head_dim(), layout_.dk_pad);
@@ -210,7 +196,8 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   // W_O's rows follow Z's padded head layout: zero rows under the padding.
   const size_t rows_o = c.num_heads * layout_.dv_pad;
   std::vector<float> wo(
-      CheckedCount("padded w_o", {{"padded rows", rows_o}, {"d_model", c.d_model}}), 0.0f);
+      CheckedCount("padded output projection", {{"padded rows", rows_o}, {n.d_model, c.d_model}}),
+      0.0f);
   for (size_t h = 0; h < c.num_heads; ++h) {
     std::copy_n(w.w_o.data() + h * c.head_dim_v * c.d_model,
                 c.head_dim_v * c.d_model, wo.data() + h * layout_.dv_pad * c.d_model);
@@ -242,25 +229,28 @@ void MultiHeadAttention::CheckReady() const {
 MhaResult MultiHeadAttention::PrepareResult(const Tensor3& query, size_t tk,
                                             const MhaOptions& options) const {
   const size_t batch = query.batch, tq = query.tokens, heads = config_.num_heads;
+  const ArgNames& n = *config_.names;
   if (!options.key_padding_mask.empty()) {
-    CheckLength("key_padding_mask", options.key_padding_mask.size(), {batch, tk});
+    CheckLength(n.key_padding_mask, options.key_padding_mask.size(), {batch, tk});
   }
-  if (!options.attn_mask.empty()) CheckAttnMask(options.attn_mask, batch, heads, tq, tk);
+  if (!options.attn_mask.empty()) {
+    CheckAttnMask(n.attn_mask, options.attn_mask, batch, heads, tq, tk);
+  }
   MhaResult r;
   r.batch = batch;
   r.tq = tq;
   r.tk = tk;
   r.output.resize(CheckedCount(
-      "output", {{"batch", batch}, {"tokens", tq}, {"d_model", config_.d_model}}));
+      "output", {{"batch", batch}, {"tokens", tq}, {n.d_model, config_.d_model}}));
   if (options.need_weights) {
     r.attn_weights.resize(CheckedCount(
         "attention weights",
-        {{"batch", batch}, {"num_heads", heads}, {"query tokens", tq}, {"key tokens", tk}}));
+        {{"batch", batch}, {n.num_heads, heads}, {"query tokens", tq}, {"key tokens", tk}}));
   }
   if (options.need_per_head_output) {
     r.per_head_output.resize(CheckedCount(
         "per-head output",
-        {{"batch", batch}, {"num_heads", heads}, {"tokens", tq}, {"d_model", config_.d_model}}));
+        {{"batch", batch}, {n.num_heads, heads}, {"tokens", tq}, {n.d_model, config_.d_model}}));
   }
   return r;
 }
@@ -275,13 +265,14 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
                                       const MhaOptions& options) {
   CheckReady();
   const MhaConfig& c = config_;
-  CheckTensor("query", query, c.d_model, "d_model");
+  const ArgNames& n = *c.names;
+  CheckTensor("query", query, c.d_model, n.d_model);
   // Self-attention passes one tensor three times: check its values once.
   auto same = [](const Tensor3& a, const Tensor3& b) {
     return a.data.data() == b.data.data() && a.data.size() == b.data.size();
   };
-  CheckTensor("key", key, c.kdim, "kdim", same(key, query));
-  CheckTensor("value", value, c.vdim, "vdim", same(value, key) || same(value, query));
+  CheckTensor("key", key, c.kdim, n.kdim, same(key, query));
+  CheckTensor("value", value, c.vdim, n.vdim, same(value, key) || same(value, query));
   CheckEqual("key.batch", key.batch, query.batch, "query.batch");
   CheckEqual("value.batch", value.batch, query.batch, "query.batch");
   CheckEqual("value.tokens", value.tokens, key.tokens, "key.tokens");
@@ -308,15 +299,16 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
 PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
     const Tensor3& memory, std::span<const uint8_t> key_padding_mask) {
   CheckReady();
+  const ArgNames& n = *config_.names;
   if (config_.kdim != config_.vdim) {
-    throw std::invalid_argument(
-        "memory: serves as keys and values, so kdim (" + std::to_string(config_.kdim) +
-        ") must equal vdim (" + std::to_string(config_.vdim) + ")");
+    throw std::invalid_argument(Cat({"memory: serves as keys and values, so ", n.kdim, " (",
+                                     std::to_string(config_.kdim), ") must equal ", n.vdim,
+                                     " (", std::to_string(config_.vdim), ")"}));
   }
-  CheckTensor("memory", memory, config_.kdim, "kdim");
+  CheckTensor("memory", memory, config_.kdim, n.kdim);
   PrecomputedKV kv(layout_, memory.batch, memory.tokens);
   if (!key_padding_mask.empty()) {
-    CheckLength("key_padding_mask", key_padding_mask.size(),
+    CheckLength(n.key_padding_mask, key_padding_mask.size(),
                 {memory.batch, memory.tokens});
     kv.key_padding_.assign(key_padding_mask.begin(), key_padding_mask.end());
   }
@@ -333,14 +325,13 @@ namespace {
 void CheckLayout(const char* what, const KVLayout& given, const KVLayout& own) {
   if (given.heads != own.heads || given.dk != own.dk || given.dv != own.dv ||
       given.dk_pad != own.dk_pad || given.dv_pad != own.dv_pad) {
+    auto describe = [](const KVLayout& l) {
+      return Cat({std::to_string(l.heads), " heads of d_k ", std::to_string(l.dk), ", d_v ",
+                  std::to_string(l.dv), " (padded ", std::to_string(l.dk_pad), ")"});
+    };
     throw std::invalid_argument(
-        std::string(what) + ": made by an attention with " +
-        std::to_string(given.heads) + " heads of d_k " + std::to_string(given.dk) +
-        ", d_v " + std::to_string(given.dv) + " (padded " +
-        std::to_string(given.dk_pad) + "), this one has " +
-        std::to_string(own.heads) + " heads of d_k " + std::to_string(own.dk) +
-        ", d_v " + std::to_string(own.dv) + " (padded " +
-        std::to_string(own.dk_pad) + ")");
+        Cat({what, ": made by an attention with ", describe(given), ", this one has ",
+             describe(own)}));
   }
 }
 
@@ -351,7 +342,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
                                       const MhaOptions& options) {
   CheckReady();
   CheckLayout("precomputed key/value", kv.layout_, layout_);
-  CheckTensor("query", query, config_.d_model, "d_model");
+  CheckTensor("query", query, config_.d_model, config_.names->d_model);
   CheckEqual("query.batch", query.batch, kv.batch(), "batch of the precomputed memory");
   MhaOptions with_mask = options;
   if (options.key_padding_mask.empty()) with_mask.key_padding_mask = kv.key_padding_;
@@ -362,7 +353,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
 }
 
 KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
-  return KVCache(layout_, batch, max_length);
+  return KVCache(layout_, batch, max_length, *config_.names);
 }
 
 MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
@@ -370,13 +361,15 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
                                                  const MhaOptions& options) {
   CheckReady();
   CheckLayout("KV cache", cache.layout_, layout_);
+  const ArgNames& n = *config_.names;
   if (config_.kdim != config_.d_model || config_.vdim != config_.d_model) {
-    throw std::invalid_argument(
-        "forwardIncremental: self-attention needs kdim == vdim == d_model (" +
-        std::to_string(config_.d_model) + "), got kdim " +
-        std::to_string(config_.kdim) + ", vdim " + std::to_string(config_.vdim));
+    throw std::invalid_argument(Cat({"incremental self-attention needs ", n.kdim, " == ",
+                                     n.vdim, " == ", n.d_model, " (",
+                                     std::to_string(config_.d_model), "), got ", n.kdim, " ",
+                                     std::to_string(config_.kdim), ", ", n.vdim, " ",
+                                     std::to_string(config_.vdim)}));
   }
-  CheckTensor("x", x, config_.d_model, "d_model");
+  CheckTensor("x", x, config_.d_model, n.d_model);
   CheckEqual("x.batch", x.batch, cache.batch(), "batch of the KV cache");
   cache.CheckRoom(x.tokens);
   const size_t tk = cache.length() + x.tokens;

@@ -4,24 +4,21 @@
 #include <string>
 
 #include "checked_size.h"
+#include "validate.h"
 
 namespace simd_attention {
 namespace {
 
 using Entry = std::optional<std::span<const float>>;
 
-std::string Shape(size_t rows, size_t cols) {
-  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
-}
-
 // v holds [rows, cols] (cols 1 for a vector, shown as [rows]).
 void ExpectLength(const char* name, std::span<const float> v, size_t rows, size_t cols) {
   const Product expected = ProductOf({rows, cols});
   if (expected.overflow || v.size() != expected.value) {
     throw std::invalid_argument(
-        std::string(name) + ": expected " + ProductString(expected) +
-        " values for shape " + (cols == 1 ? "[" + std::to_string(rows) + "]" : Shape(rows, cols)) +
-        " (PyTorch layout), got " + std::to_string(v.size()));
+        Cat({name, ": expected ", ProductString(expected), " values for shape ",
+             cols == 1 ? ShapeString({rows}) : ShapeString({rows, cols}),
+             " (PyTorch layout), got ", std::to_string(v.size())}));
   }
 }
 
@@ -39,28 +36,29 @@ std::vector<float> TransposeRows(std::span<const float> src, size_t row0,
 
 std::span<const float> Required(const Entry& v, const char* name, const char* why) {
   if (!v) {
-    throw std::invalid_argument(std::string(name) + ": missing (" + why + ")");
+    throw std::invalid_argument(Cat({name, ": missing (", why, ")"}));
   }
   return *v;
 }
 
 // kdim, vdim and head_dim_v as MultiHeadAttention resolves them.
 MhaConfig Resolve(MhaConfig c) {
+  if (c.names == nullptr) c.names = &CppArgNames();
+  const ArgNames& n = *c.names;
   if (c.d_model == 0 || c.num_heads == 0 || c.d_model % c.num_heads != 0) {
-    throw std::invalid_argument(
-        "config: d_model (" + std::to_string(c.d_model) +
-        ") must be a positive multiple of num_heads (" +
-        std::to_string(c.num_heads) + ")");
+    throw std::invalid_argument(Cat({"config: ", n.d_model, " (", std::to_string(c.d_model),
+                                     ") must be a positive multiple of ", n.num_heads, " (",
+                                     std::to_string(c.num_heads), ")"}));
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
   if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
   // Bounds every row count below (2 * d_model + num_heads * head_dim_v
   // cannot wrap once both products fit).
-  CheckedCount("in_proj_weight", {{"d_model", c.d_model}, {"d_model", c.d_model}});
+  CheckedCount("in_proj_weight", {{n.d_model, c.d_model}, {n.d_model, c.d_model}});
   CheckedCount("v_proj_weight",
-               {{"num_heads", c.num_heads}, {"head_dim_v", c.head_dim_v}, {"vdim", c.vdim}});
-  CheckedCount("k_proj_weight", {{"d_model", c.d_model}, {"kdim", c.kdim}});
+               {{n.num_heads, c.num_heads}, {n.head_dim_v, c.head_dim_v}, {n.vdim, c.vdim}});
+  CheckedCount("k_proj_weight", {{n.d_model, c.d_model}, {n.kdim, c.kdim}});
   return c;
 }
 
@@ -86,11 +84,12 @@ OwnedMhaWeights FromTorchState(const MhaConfig& config, const TorchMhaState& s) 
   }
   if (packed) {
     if (c.kdim != e || c.vdim != e) {
+      const ArgNames& n = *c.names;
       throw std::invalid_argument(
-          "in_proj_weight: PyTorch packs q, k and v only when kdim == vdim == "
-          "d_model (here kdim = " + std::to_string(c.kdim) + ", vdim = " +
-          std::to_string(c.vdim) + ", d_model = " + std::to_string(e) +
-          "); pass q_proj_weight, k_proj_weight and v_proj_weight");
+          Cat({"in_proj_weight: PyTorch packs q, k and v only when ", n.kdim, " == ", n.vdim,
+               " == ", n.d_model, " (here ", n.kdim, " = ", std::to_string(c.kdim), ", ", n.vdim,
+               " = ", std::to_string(c.vdim), ", ", n.d_model, " = ", std::to_string(e),
+               "); pass q_proj_weight, k_proj_weight and v_proj_weight"}));
     }
     const std::span<const float> in = *s.in_proj_weight;
     ExpectLength("in_proj_weight", in, 2 * hk + hv, e);
@@ -129,10 +128,8 @@ OwnedMhaWeights FromTorchState(const MhaConfig& config, const TorchMhaState& s) 
   } else {
     auto reject = [](const char* name, const Entry& v) {
       if (v) {
-        throw std::invalid_argument(
-            std::string(name) +
-            ": config.bias is false, so no bias may be given; got " +
-            std::to_string(v->size()) + " values");
+        throw std::invalid_argument(Cat({name, ": config.bias is false, so no bias may be "
+                                         "given; got ", std::to_string(v->size()), " values"}));
       }
     };
     reject("in_proj_bias", s.in_proj_bias);

@@ -14,13 +14,35 @@
 namespace simd_attention {
 namespace {
 
+// The config's own checks (the attention checks d_model and num_heads), and
+// its names resolved. Runs before any part is built from it.
+LayerConfig Resolve(LayerConfig c) {
+  if (c.names == nullptr) c.names = &CppArgNames();
+  const ArgNames& n = *c.names;
+  CheckPositive(ConfigName(n.ffn_dim), c.ffn_dim);
+  CheckEps(ConfigName(n.eps), c.eps);
+  CheckedCount("ffn.w1", {{n.d_model, c.d_model}, {n.ffn_dim, c.ffn_dim}});
+  return c;
+}
+
 MhaConfig AttentionConfig(const LayerConfig& c) {
   MhaConfig m;
   m.d_model = c.d_model;
   m.num_heads = c.num_heads;
   m.backend = c.backend;
   m.threads = c.threads;
+  m.names = c.names;
   return m;
+}
+
+// The attention's messages name its weights "<part>.<weight>".
+template <class F>
+void InPart(const char* part, F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(part) + "." + e.what());
+  }
 }
 
 std::vector<float> Pack(const KernelTable& k, std::span<const float> w,
@@ -62,12 +84,6 @@ void Residual(const char* name, bool norm_first, const LayerNorm& norm, ThreadPo
     CheckComputed(name, x, kTooLarge);
     norm.Forward(x.data(), rows, x.data());
   }
-}
-
-void CheckLayerConfig(const LayerConfig& c) {
-  if (c.ffn_dim == 0) throw std::invalid_argument("config.ffn_dim: must be > 0, got 0");
-  CheckEps("config.eps", c.eps);
-  CheckedCount("ffn.w1", {{"d_model", c.d_model}, {"ffn_dim", c.ffn_dim}});
 }
 
 // LayerNorm sums d squares of x - mean, each up to (2 max|x|)^2: beyond
@@ -155,16 +171,17 @@ void LayerNorm::Forward(const float* x, size_t rows, float* out) const {
 }
 
 std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
-                                    double eps, const KernelTable& kernels) {
+                                    double eps, const KernelTable& kernels,
+                                    const ArgNames& names) {
   const size_t d = x.features;
-  if (d == 0) throw std::invalid_argument("x.features: must be > 0, got 0");
+  CheckPositive("x.features", d);
   CheckLength("x", x.data.size(), {x.batch, x.tokens, d});
-  CheckLength("gamma", w.gamma.size(), {d});
-  CheckLength("beta", w.beta.size(), {d});
-  CheckEps("eps", eps);
+  CheckLength(names.layer_norm_gamma, w.gamma.size(), {d});
+  CheckLength(names.layer_norm_beta, w.beta.size(), {d});
+  CheckEps(names.layer_norm_eps, eps);
   CheckFinite("x", x.data);
-  CheckFinite("gamma", w.gamma);
-  CheckFinite("beta", w.beta);
+  CheckFinite(names.layer_norm_gamma, w.gamma);
+  CheckFinite(names.layer_norm_beta, w.beta);
   CheckNormRange("x", x.data, d);
   std::vector<float> out(x.data.size());
   if (!out.empty()) {
@@ -184,14 +201,12 @@ TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
 TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
                                                  const KernelTable& kernels,
                                                  std::shared_ptr<ThreadPool> pool)
-    : config_(config),
-      attention_(AttentionConfig(config), kernels, std::move(pool)),
-      ffn_(config.d_model, config.ffn_dim, config.activation, kernels,
+    : config_(Resolve(config)),
+      attention_(AttentionConfig(config_), kernels, std::move(pool)),
+      ffn_(config_.d_model, config_.ffn_dim, config_.activation, kernels,
            attention_.shared_pool()),
-      norm1_(config.d_model, config.eps, kernels, attention_.shared_pool()),
-      norm2_(config.d_model, config.eps, kernels, attention_.shared_pool()) {
-  CheckLayerConfig(config);
-}
+      norm1_(config_.d_model, float(config_.eps), kernels, attention_.shared_pool()),
+      norm2_(config_.d_model, float(config_.eps), kernels, attention_.shared_pool()) {}
 
 void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
                                          const FfnWeights& ffn,
@@ -201,7 +216,7 @@ void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
   // weight has been accepted.
   MultiHeadAttention new_attention(attention_.config(), attention_.kernels(),
                                    attention_.shared_pool());
-  new_attention.SetWeights(attention);
+  InPart("attention", [&] { new_attention.SetWeights(attention); });
   FeedForward new_ffn = ffn_;
   new_ffn.SetWeights(ffn);
   LayerNorm new_norm1 = norm1_, new_norm2 = norm2_;
@@ -216,8 +231,7 @@ void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
 std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
                                                     const EncoderOptions& options) {
   const size_t rows = x.batch * x.tokens;
-  CheckLength("x", x.data.size(), {x.batch, x.tokens, config_.d_model});
-  CheckFinite("x", x.data);
+  CheckTensor("x", x, config_.d_model, config_.names->d_model);
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = attention_.kernels();
   ThreadPool& pool = attention_.pool();
@@ -247,16 +261,14 @@ TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
 TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
                                                  const KernelTable& kernels,
                                                  std::shared_ptr<ThreadPool> pool)
-    : config_(config),
-      self_attention_(AttentionConfig(config), kernels, std::move(pool)),
-      cross_attention_(AttentionConfig(config), kernels, self_attention_.shared_pool()),
-      ffn_(config.d_model, config.ffn_dim, config.activation, kernels,
+    : config_(Resolve(config)),
+      self_attention_(AttentionConfig(config_), kernels, std::move(pool)),
+      cross_attention_(AttentionConfig(config_), kernels, self_attention_.shared_pool()),
+      ffn_(config_.d_model, config_.ffn_dim, config_.activation, kernels,
            self_attention_.shared_pool()),
-      norm1_(config.d_model, config.eps, kernels, self_attention_.shared_pool()),
-      norm2_(config.d_model, config.eps, kernels, self_attention_.shared_pool()),
-      norm3_(config.d_model, config.eps, kernels, self_attention_.shared_pool()) {
-  CheckLayerConfig(config);
-}
+      norm1_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()),
+      norm2_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()),
+      norm3_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()) {}
 
 void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
                                          const MhaWeights& cross_attention,
@@ -267,10 +279,10 @@ void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
   // All or nothing, as in the encoder.
   MultiHeadAttention new_self(self_attention_.config(), self_attention_.kernels(),
                               self_attention_.shared_pool());
-  new_self.SetWeights(self_attention);
+  InPart(config_.names->self_attention, [&] { new_self.SetWeights(self_attention); });
   MultiHeadAttention new_cross(cross_attention_.config(), cross_attention_.kernels(),
                                cross_attention_.shared_pool());
-  new_cross.SetWeights(cross_attention);
+  InPart(config_.names->cross_attention, [&] { new_cross.SetWeights(cross_attention); });
   FeedForward new_ffn = ffn_;
   new_ffn.SetWeights(ffn);
   LayerNorm new_norm1 = norm1_, new_norm2 = norm2_, new_norm3 = norm3_;
@@ -290,8 +302,6 @@ std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
                                                 SelfAttend&& self_attend,
                                                 CrossAttend&& cross_attend) {
   const size_t rows = x.batch * x.tokens;
-  CheckLength("x", x.data.size(), {x.batch, x.tokens, config_.d_model});
-  CheckFinite("x", x.data);
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = self_attention_.kernels();
   ThreadPool& pool = self_attention_.pool();
@@ -314,14 +324,35 @@ std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
 std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
                                                     const Tensor3& memory,
                                                     const DecoderOptions& options) {
+  const ArgNames& n = *config_.names;
+  // x is checked by the Forward below.
+  CheckTensor("memory", memory, config_.d_model, n.d_model);
+  CheckEqual("memory.batch", memory.batch, x.batch, "x.batch");
+  if (!options.memory_key_padding_mask.empty()) {
+    CheckLength(n.memory_key_padding_mask, options.memory_key_padding_mask.size(),
+                {memory.batch, memory.tokens});
+  }
   const PrecomputedKV kv =
       cross_attention_.PrecomputeKeyValue(memory, options.memory_key_padding_mask);
   return Forward(x, kv, options);
 }
 
+PrecomputedKV TransformerDecoderLayer::PrecomputeMemory(
+    const Tensor3& memory, std::span<const uint8_t> key_padding_mask) {
+  CheckTensor("memory", memory, config_.d_model, config_.names->d_model);
+  return cross_attention_.PrecomputeKeyValue(memory, key_padding_mask);
+}
+
 std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
                                                     const PrecomputedKV& memory,
                                                     const DecoderOptions& options) {
+  const ArgNames& n = *config_.names;
+  CheckTensor("x", x, config_.d_model, n.d_model);
+  CheckEqual("x.batch", x.batch, memory.batch(), "batch of the precomputed memory");
+  if (!options.memory_key_padding_mask.empty()) {
+    CheckLength(n.memory_key_padding_mask, options.memory_key_padding_mask.size(),
+                {memory.batch(), memory.tokens()});
+  }
   MhaOptions self;
   self.causal = options.causal;
   self.key_padding_mask = options.key_padding_mask;
@@ -334,18 +365,26 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
 
 std::vector<float> TransformerDecoderLayer::ForwardIncremental(
     const Tensor3& x, KVCache& cache, const PrecomputedKV& memory) {
-  return Run(
-      x,
-      [&](const Tensor3& in) { return self_attention_.ForwardIncremental(in, cache).output; },
-      [&](const Tensor3& in) { return cross_attention_.Forward(in, memory).output; });
+  CheckTensor("x", x, config_.d_model, config_.names->d_model);
+  CheckEqual("x.batch", x.batch, memory.batch(), "batch of the precomputed memory");
+  // The self-attention adds x's tokens to the cache before the later
+  // sublayers run; a step that fails after it takes them back out.
+  const size_t length = cache.length();
+  try {
+    return Run(
+        x,
+        [&](const Tensor3& in) { return self_attention_.ForwardIncremental(in, cache).output; },
+        [&](const Tensor3& in) { return cross_attention_.Forward(in, memory).output; });
+  } catch (...) {
+    cache.Truncate(length);
+    throw;
+  }
 }
 
-std::vector<float> PositionalEncoding(size_t t, size_t d_model) {
-  if (t == 0 || d_model == 0) {
-    throw std::invalid_argument("positionalEncoding: t and d_model must be > 0, got t " +
-                                std::to_string(t) + ", d_model " + std::to_string(d_model));
-  }
-  std::vector<float> pe(CheckedCount("positionalEncoding", {{"t", t}, {"d_model", d_model}}));
+std::vector<float> PositionalEncoding(size_t t, size_t d_model, const ArgNames& names) {
+  CheckPositive("t", t);
+  CheckPositive(names.d_model, d_model);
+  std::vector<float> pe(CheckedCount("output", {{"t", t}, {names.d_model, d_model}}));
   for (size_t p = 0; p < t; ++p) {
     for (size_t i = 0; i < d_model; ++i) {
       const double rate = std::pow(10000.0, -double(i - i % 2) / double(d_model));

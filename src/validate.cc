@@ -1,15 +1,17 @@
 #include "validate.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 
 #include "checked_size.h"
 
 namespace simd_attention {
+
+std::string Cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (std::string_view p : parts) s += p;
+  return s;
+}
 
 std::string ShapeString(std::initializer_list<size_t> dims) {
   std::string s = "[";
@@ -20,106 +22,49 @@ std::string ShapeString(std::initializer_list<size_t> dims) {
   return s + "]";
 }
 
-void CheckLength(const char* what, size_t given,
+void CheckLength(std::string_view what, size_t given,
                  std::initializer_list<size_t> shape) {
   const Product expected = ProductOf(shape);
   if (expected.overflow || given != expected.value) {
-    throw std::invalid_argument(std::string(what) + ": expected " +
-                                ProductString(expected) +
-                                " values for shape " + ShapeString(shape) +
-                                ", got " + std::to_string(given));
+    throw std::invalid_argument(Cat({what, ": expected ", ProductString(expected),
+                                     " values for shape ", ShapeString(shape), ", got ",
+                                     std::to_string(given)}));
   }
 }
 
-void CheckEqual(const char* what, size_t given, size_t expected,
-                const char* detail) {
+void CheckEqual(std::string_view what, size_t given, size_t expected,
+                std::string_view detail) {
   if (given != expected) {
-    throw std::invalid_argument(std::string(what) + ": expected " +
-                                std::to_string(expected) + " (" + detail +
-                                "), got " + std::to_string(given));
+    throw std::invalid_argument(Cat({what, ": expected ", std::to_string(expected), " (",
+                                     detail, "), got ", std::to_string(given)}));
   }
 }
 
-namespace {
-
-const char* ValueName(float value) {
-  return std::isnan(value) ? "NaN" : value > 0 ? "+Infinity" : "-Infinity";
+std::string ConfigName(std::string_view field) {
+  return "config." + std::string(field);
 }
 
-void ThrowBadValue(const char* what, size_t index, float value) {
-  throw std::invalid_argument(std::string(what) + ": element " + std::to_string(index) +
-                              " is " + ValueName(value));
-}
-
-// Every input value is checked on every call, so the common case is one
-// branch-free pass the compiler vectorizes (integer tests on the exponent
-// bits); the offending index is looked for only after it fails.
-bool AllFinite(std::span<const float> values) {
-  uint32_t non_finite = 0;
-  for (const float x : values) {
-    uint32_t bits;
-    std::memcpy(&bits, &x, sizeof(bits));
-    non_finite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return non_finite == 0;
-}
-
-// |x| as bits orders like |x| itself, +inf is kExponentBits and every NaN
-// lies above it: one integer max (vectorized) finds the largest magnitude
-// and whether anything is not finite.
-constexpr uint32_t kExponentBits = 0x7f800000u;
-
-uint32_t MaxAbsBits(std::span<const float> values) {
-  uint32_t m = 0;
-  for (const float x : values) {
-    uint32_t bits;
-    std::memcpy(&bits, &x, sizeof(bits));
-    m = std::max(m, bits & 0x7fffffffu);
-  }
-  return m;
-}
-
-float BitsToFloat(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof(x));
-  return x;
-}
-
-}  // namespace
-
-void CheckFinite(const char* what, std::span<const float> values) {
-  if (AllFinite(values)) return;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) ThrowBadValue(what, i, values[i]);
+void CheckPositive(std::string_view what, size_t value) {
+  if (value == 0) {
+    throw std::invalid_argument(std::string(what) + ": must be > 0, got 0");
   }
 }
 
-void CheckEps(const char* what, double eps) {
+void CheckTensor(std::string_view what, const Tensor3& t, size_t features,
+                 std::string_view feature_name, bool values_checked) {
+  const std::string name(what);
+  CheckPositive(name + ".batch", t.batch);
+  CheckPositive(name + ".tokens", t.tokens);
+  CheckEqual(name + ".features", t.features, features, feature_name);
+  CheckLength(name, t.data.size(), {t.batch, t.tokens, t.features});
+  if (!values_checked) CheckFinite(name, t.data);
+}
+
+void CheckEps(std::string_view what, double eps) {
   if (!(eps > 0) || !(eps <= double(std::numeric_limits<float>::max()))) {
     throw std::invalid_argument(std::string(what) +
                                 ": expected a finite number > 0 that float32 can hold "
                                 "(at most 3.4e38), got " + NumberString(eps));
-  }
-}
-
-double CheckComputed(const char* what, std::span<const float> values, const char* hint) {
-  const uint32_t max_bits = MaxAbsBits(values);
-  if (max_bits < kExponentBits) return BitsToFloat(max_bits);
-  size_t i = 0;
-  while (std::isfinite(values[i])) ++i;  // there is one: max_bits says so
-  throw std::range_error(std::string(what) + " overflowed float32 (element " +
-                         std::to_string(i) + " is " + ValueName(values[i]) + "); " + hint);
-}
-
-double MaxAbs(std::span<const float> values) {
-  return BitsToFloat(std::min(MaxAbsBits(values), kExponentBits - 1));
-}
-
-void CheckMask(const char* what, std::span<const float> values) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (std::isnan(values[i]) || values[i] == INFINITY) {
-      ThrowBadValue(what, i, values[i]);
-    }
   }
 }
 

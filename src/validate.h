@@ -8,36 +8,55 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
+
+#include "simd_attention/tensor.h"
 
 namespace simd_attention {
+
+// The parts joined: one out-of-line call per message instead of a chain of
+// operator+ at every throw (the messages are most of the glue's code).
+std::string Cat(std::initializer_list<std::string_view> parts);
 
 // "[2, 10, 512]"
 std::string ShapeString(std::initializer_list<size_t> dims);
 
 // "what: expected N values for shape [..], got M"
-void CheckLength(const char* what, size_t given,
+void CheckLength(std::string_view what, size_t given,
                  std::initializer_list<size_t> shape);
 
+// "config.<field>": a config field as messages name it.
+std::string ConfigName(std::string_view field);
+
+// "what: must be > 0, got 0"
+void CheckPositive(std::string_view what, size_t value);
+
+// A [batch, tokens, features] input: batch and tokens > 0, features as
+// expected ("what.features: expected F (feature_name), got G"), the length,
+// and its values unless `values_checked` (the same buffer already was).
+void CheckTensor(std::string_view what, const Tensor3& t, size_t features,
+                 std::string_view feature_name, bool values_checked = false);
+
 // "what: expected D (detail), got G"
-void CheckEqual(const char* what, size_t given, size_t expected,
-                const char* detail);
+void CheckEqual(std::string_view what, size_t given, size_t expected,
+                std::string_view detail);
 
 // Rejects NaN and +-inf: "what: element i is NaN".
-void CheckFinite(const char* what, std::span<const float> values);
+void CheckFinite(std::string_view what, std::span<const float> values);
 
 // Rejects NaN and +inf; -inf is a valid additive mask entry.
-void CheckMask(const char* what, std::span<const float> values);
+void CheckMask(std::string_view what, std::span<const float> values);
 
 // LayerNorm's epsilon: a finite number > 0 that float32 holds (1e40 is
 // refused, not rounded to +inf): "what: expected a finite number > 0 ...".
-void CheckEps(const char* what, double eps);
+void CheckEps(std::string_view what, double eps);
 
 // Values computed from valid (finite) inputs that overflowed float32: throws
 // std::range_error "what overflowed float32 (element i is +Infinity); hint".
 // The caller's arguments were valid, so the message names the computation,
 // never an argument, and says what is too large. Returns the largest |x|,
 // found in the same pass.
-double CheckComputed(const char* what, std::span<const float> values, const char* hint);
+double CheckComputed(std::string_view what, std::span<const float> values, const char* hint);
 
 // The largest |x| of `values` (0 for none), in double: products of maxima
 // are compared against float32's range without overflowing themselves.

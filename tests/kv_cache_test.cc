@@ -575,7 +575,7 @@ TEST_P(KVCacheErrors, TruncateBeyondLength) {
   mha.ForwardIncremental(Tokens(X(), 0, 3).View(), cache);
   const std::vector<float> keys = cache.Keys();
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { cache.Truncate(4); },
-                                                {"truncate", "length (3)", "got 4"}));
+                                                {"n: expected at most the cache's length (3), got 4"}));
   cache.Truncate(3);  // to the current length: allowed, a no-op
   ExpectCacheIntact(mha, cache, 3, keys);
 }
@@ -583,9 +583,9 @@ TEST_P(KVCacheErrors, TruncateBeyondLength) {
 TEST_P(KVCacheErrors, CacheOfNoCapacityOrBatch) {
   MultiHeadAttention mha = Make(table());
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { mha.CreateKVCache(kBatch, 0); },
-                                                {"maxLength", "> 0", "maxLength 0"}));
+                                                {"max_length: must be > 0, got 0"}));
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { mha.CreateKVCache(0, 4); },
-                                                {"batch", "> 0", "batch 0"}));
+                                                {"batch: must be > 0, got 0"}));
 }
 
 TEST_P(KVCacheErrors, IncrementalNeedsSelfAttentionWidths) {
@@ -595,7 +595,7 @@ TEST_P(KVCacheErrors, IncrementalNeedsSelfAttentionWidths) {
   KVCache cache = cross.CreateKVCache(kBatch, kTokens);
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { cross.ForwardIncremental(Tokens(X(), 0, 1).View(), cache); },
-      {"forwardIncremental", "d_model (16)", "kdim 12", "vdim 16"}));
+      {"incremental self-attention needs kdim == vdim == d_model (16), got kdim 12, vdim 16"}));
   EXPECT_EQ(cache.length(), 0u);
 
   MhaConfig narrow_values = SelfConfig(kDModel, kHeads);
@@ -604,7 +604,7 @@ TEST_P(KVCacheErrors, IncrementalNeedsSelfAttentionWidths) {
   KVCache cache_v = cross_v.CreateKVCache(kBatch, kTokens);
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { cross_v.ForwardIncremental(Tokens(X(), 0, 1).View(), cache_v); },
-      {"forwardIncremental", "kdim 16", "vdim 10"}));
+      {"incremental self-attention needs", "got kdim 16, vdim 10"}));
 }
 
 TEST_P(KVCacheErrors, PrecomputeNeedsEqualKeyAndValueWidths) {

@@ -455,9 +455,9 @@ TEST(PositionalEncodingTest, ValuesFollowTheSinusoidForOddWidth) {
 
 TEST(PositionalEncodingTest, RejectsEmptyShapes) {
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([] { PositionalEncoding(0, 8); },
-                                                {"positionalEncoding", "t 0", "d_model 8"}));
+                                                {"t: must be > 0, got 0"}));
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([] { PositionalEncoding(5, 0); },
-                                                {"positionalEncoding", "t 5", "d_model 0"}));
+                                                {"d_model: must be > 0, got 0"}));
 }
 
 class LayerErrors : public TableTest {};

@@ -118,7 +118,7 @@ TEST(SizeLimits, KVCacheThatWouldWrap) {
   SmallMha s;
   for (const size_t max_length : {kWrapsTimes8, kWrapsTimes8 + 1, SIZE_MAX}) {
     EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { s.mha.CreateKVCache(1, max_length); },
-                                           {"KV cache keys: batch * maxLength * padded key row"}))
+                                           {"KV cache keys: batch * max_length * padded key row"}))
         << max_length;
   }
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { s.mha.CreateKVCache(kWrapsSquared, kWrapsSquared); },
@@ -131,14 +131,14 @@ TEST(SizeLimits, DecoderLayerCacheLargerThanMemory) {
   TransformerDecoderLayer layer(LayerConfig{.d_model = 512, .num_heads = 8, .ffn_dim = 16});
   EXPECT_TRUE(ThrowsWith<SizeLimitError>(
       [&] { layer.self_attention().CreateKVCache(size_t{1} << 20, size_t{1} << 30); },
-      {"KV cache keys: batch * maxLength * padded key row = 1048576 * 1073741824 * 512"}));
+      {"KV cache keys: batch * max_length * padded key row = 1048576 * 1073741824 * 512"}));
 }
 
 TEST(SizeLimits, PositionalEncodingTooLarge) {
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([] { PositionalEncoding(kWrapsSquared, kWrapsSquared); },
-                                         {"positionalEncoding: t * d_model = "}));
+                                         {"output: t * d_model = "}));
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([] { PositionalEncoding(2, SIZE_MAX / 2 + 1); },
-                                         {"positionalEncoding"}));
+                                         {"output: t * d_model"}));
   EXPECT_EQ(PositionalEncoding(2, 4).size(), 8u);
 }
 

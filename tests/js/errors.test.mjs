@@ -53,7 +53,7 @@ describe('wrong shape or length', () => {
   });
   test('data length does not match the shape', () => {
     expectError(() => ready().forward({ data: ones(41), shape: [5, 8] }), RangeError,
-      'MultiHeadAttention.forward: query: data has 41 values but shape [5, 8] needs 40');
+      'MultiHeadAttention.forward: query: expected 40 values for shape [1, 5, 8], got 41');
   });
   test('shape of the wrong rank', () => {
     expectError(() => ready().forward({ data: ones(40), shape: [40] }), RangeError,

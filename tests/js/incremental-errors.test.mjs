@@ -44,13 +44,13 @@ describe('KV cache', () => {
     const values = cache.values();
     expectError(() => mha.forwardIncremental(sliceTokens(a.query, 4, 6), cache), RangeError,
       'MultiHeadAttention.forwardIncremental: KV cache full: holds 4 of 5 tokens, cannot add ' +
-      '2; create the cache with a larger maxLength, or truncate() or reset() it');
+      '2; create the cache with a larger maxLength, or truncate or reset it');
     expect(cache.length).toBe(4);
     expect(cache.keys()).toEqual(keys);
     expect(cache.values()).toEqual(values);
     expectError(() => cache.append(sliceTokens(keys, 0, 2), sliceTokens(values, 0, 2)),
       RangeError, 'KVCache.append: KV cache full: holds 4 of 5 tokens, cannot add 2; create ' +
-      'the cache with a larger maxLength, or truncate() or reset() it');
+      'the cache with a larger maxLength, or truncate or reset it');
     expect(cache.length).toBe(4);
     // It still takes what fits, and then continues the straight run.
     mha.forwardIncremental(sliceTokens(a.query, 4, 5), cache);
@@ -129,8 +129,7 @@ describe('KV cache', () => {
   test('createKVCache options', () => {
     const mha = ready();
     expectError(() => mha.createKVCache({ batch: 1, maxLength: 0 }), RangeError,
-      'MultiHeadAttention.createKVCache: KV cache: batch and maxLength must be > 0, got batch 1, ' +
-      'maxLength 0');
+      'MultiHeadAttention.createKVCache: maxLength: must be > 0, got 0');
     expectError(() => mha.createKVCache({ batch: 1 }), TypeError,
       'MultiHeadAttention.createKVCache: options.maxLength: required, expected a positive integer');
     expectError(() => mha.createKVCache({ batch: 1, maxLength: 4, length: 2 }), TypeError,
@@ -145,11 +144,11 @@ describe('KV cache', () => {
     expectError(() => cache.append(x(1, 2, 8), x(1, 2, 6)), RangeError,
       'KVCache.append: keys.batch: expected 2 (batch of the KV cache), got 1');
     expectError(() => cache.append(x(2, 2, 6), x(2, 2, 6)), RangeError,
-      'KVCache.append: keys.features: expected 8 (numHeads * headDim), got 6');
+      'KVCache.append: keys.features: expected 8 (heads * key head width), got 6');
     expectError(() => cache.append(x(2, 2, 8), x(2, 3, 6)), RangeError,
       'KVCache.append: values.tokens: expected 2 (keys.tokens), got 3');
     expectError(() => cache.append(x(2, 2, 8), x(2, 2, 8)), RangeError,
-      'KVCache.append: values.features: expected 6 (numHeads * headDimV), got 8');
+      'KVCache.append: values.features: expected 6 (heads * value head width), got 8');
     const bad = x(2, 2, 6);
     bad.data[3] = NaN;
     expectError(() => cache.append(x(2, 2, 8), bad), RangeError,
@@ -165,11 +164,11 @@ describe('KV cache', () => {
     const cache = track(mha.createKVCache({ batch: 1, maxLength: 4 }));
     mha.forwardIncremental(x(1, 2), cache);
     expectError(() => cache.truncate(3), RangeError,
-      "KVCache.truncate: n: expected an integer from 0 to the cache's length (2), got 3");
+      "KVCache.truncate: n: expected at most the cache's length (2), got 3");
     expectError(() => cache.truncate(-1), RangeError,
-      "KVCache.truncate: n: expected an integer from 0 to the cache's length (2), got -1");
+      "KVCache.truncate: n: expected a non-negative integer, got -1");
     expectError(() => cache.truncate('1'), TypeError,
-      "KVCache.truncate: n: expected an integer from 0 to the cache's length (2), got \"1\"");
+      "KVCache.truncate: n: expected an integer, got \"1\"");
     expect(cache.length).toBe(2);
   });
 
@@ -194,7 +193,7 @@ describe('KV cache', () => {
     const cross = ready({ dModel: E, numHeads: H, kDim: 4, vDim: 4 });
     const crossCache = track(cross.createKVCache({ batch: 1, maxLength: 2 }));
     expectError(() => cross.forwardIncremental(x(1, 1), crossCache), RangeError,
-      'MultiHeadAttention.forwardIncremental: self-attention needs kDim == ' +
+      'MultiHeadAttention.forwardIncremental: incremental self-attention needs kDim == ' +
       'vDim == dModel (8), got kDim 4, vDim 4');
   });
 });
@@ -308,7 +307,8 @@ describe('layers', () => {
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2 }), TypeError,
       'TransformerEncoderLayer: config.ffnDim: required, expected a positive integer');
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
-      eps: 0 }), RangeError, 'TransformerEncoderLayer: config.eps: expected a finite number > 0, got 0');
+      eps: 0 }), RangeError, 'TransformerEncoderLayer: config.eps: expected a finite number > 0 that float32 ' +
+      'can hold (at most 3.4e38), got 0');
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
       norm_first: true }), TypeError,
     "TransformerEncoderLayer: config: unknown key 'norm_first' (expected dModel, numHeads, " +
@@ -365,7 +365,7 @@ describe('layers', () => {
     const keys = cache.keys();
     expectError(() => decoder.forwardIncremental(sliceTokens(dec.input, 2, 3), cache, memory),
       RangeError, 'TransformerDecoderLayer.forwardIncremental: KV cache full: holds 2 of 2 ' +
-      'tokens, cannot add 1; create the cache with a larger maxLength, or truncate() or reset() it');
+      'tokens, cannot add 1; create the cache with a larger maxLength, or truncate or reset it');
     expect(cache.keys()).toEqual(keys);
     // A step that fails after the self-attention (a memory of another
     // layout) leaves the cache as it was too.
@@ -412,11 +412,12 @@ describe('module functions', () => {
   });
   test('layerNorm', () => {
     expectError(() => module.layerNorm(x(1, 2), { gamma: ones(8), beta: ones(7) }), RangeError,
-      'layerNorm: beta: expected 8 values for shape [8], got 7');
+      'layerNorm: options.beta: expected 8 values for shape [8], got 7');
     expectError(() => module.layerNorm(x(1, 2), { gamma: ones(8) }), TypeError,
       'layerNorm: options.beta: expected a Float32Array, got undefined');
     expectError(() => module.layerNorm(x(1, 2), { gamma: ones(8), beta: ones(8), eps: -1 }),
-      RangeError, 'layerNorm: options.eps: expected a finite number > 0, got -1');
+      RangeError, 'layerNorm: options.eps: expected a finite number > 0 that ' +
+      'float32 can hold (at most 3.4e38), got -1');
     const bad = x(1, 2);
     bad.data[0] = NaN;
     expectError(() => module.layerNorm(bad, { gamma: ones(8), beta: ones(8) }), RangeError,

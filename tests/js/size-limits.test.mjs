@@ -89,7 +89,7 @@ describe.each(Object.keys(builds))('%s build', (build) => {
 
   test('positionalEncoding(2, 2 ** 31)', () => {
     expectRefused(module, () => module.positionalEncoding(2, 2 ** 31),
-      `positionalEncoding: t * dModel = 2 * 2147483648 = 4294967296 floats (16 GiB) ${WASM32}`);
+      `positionalEncoding: output: t * dModel = 2 * 2147483648 = 4294967296 floats (16 GiB) ${WASM32}`);
   });
 
   test('keys of a cross-attention projected from 2^20 narrow tokens', () => {

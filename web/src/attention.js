@@ -9,7 +9,8 @@ import { readTensor } from './tensors.js';
 import { defineDispose, INFO, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET }
   from './wasm-object.js';
 
-// Attention options -> what the glue reads (OptionsFromJs in bindings/glue.cc).
+// Attention options, types checked and defaults filled in, under the
+// user's names (OptionsFromJs in bindings/glue.cc reads them).
 function readAttentionOptions(where, options, allowed) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, allowed);
@@ -17,10 +18,11 @@ function readAttentionOptions(where, options, allowed) {
     causal: optionalBoolean(where, 'options.causal', o.causal, false),
     keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
     attnMask: optionalAdditiveMask(where, 'options.attnMask', o.attnMask),
-    needWeights: optionalBoolean(where, 'options.returnAttnWeights', o.returnAttnWeights, false),
-    needPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
+    returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
+      o.returnAttnWeights, false),
+    returnPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
       o.returnPerHeadOutput, false),
-    needIntermediates: optionalBoolean(where, 'options.returnIntermediates',
+    returnIntermediates: optionalBoolean(where, 'options.returnIntermediates',
       o.returnIntermediates, false),
   };
 }

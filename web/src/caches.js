@@ -1,7 +1,7 @@
 // Keys and values kept between calls: KVCache (autoregressive
 // self-attention) and PrecomputedKeyValue (an encoder memory projected once),
 // and the options of the methods that make them.
-import { checkObject, describe, optionalMask, requiredSize } from './arguments.js';
+import { checkObject, describe, optionalMask, optionalSize, requiredSize } from './arguments.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
@@ -100,16 +100,6 @@ export function makeKeyValueClasses(wasm, reclaimer) {
       const raw = KVCache.#live(this, 'append');
       const k = readTensor(where, 'keys', keys);
       const v = readTensor(where, 'values', values);
-      const check = (name, given, expected, what) => {
-        if (given !== expected) {
-          throw new RangeError(`${where}: ${name}: expected ${expected} (${what}), got ${given}`);
-        }
-      };
-      check('keys.batch', k.batch, this.#batch, 'batch of the KV cache');
-      check('keys.features', k.features, this.#keyWidth, 'numHeads * headDim');
-      check('values.batch', v.batch, this.#batch, 'batch of the KV cache');
-      check('values.tokens', v.tokens, k.tokens, 'keys.tokens');
-      check('values.features', v.features, this.#valueWidth, 'numHeads * headDimV');
       unwrap(wasm, where, raw.append(k, v));
     }
 
@@ -128,13 +118,7 @@ export function makeKeyValueClasses(wasm, reclaimer) {
     truncate(n) {
       const where = 'KVCache.truncate';
       const raw = KVCache.#live(this, 'truncate');
-      const length = raw.length();
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > length) {
-        const Class = typeof n === 'number' ? RangeError : TypeError;
-        throw new Class(`${where}: n: expected an integer from 0 to the cache's length ` +
-          `(${length}), got ${describe(n)}`);
-      }
-      unwrap(wasm, where, raw.truncate(n));
+      unwrap(wasm, where, raw.truncate(optionalSize(where, 'n', n)));
     }
 
     reset() {

@@ -1,18 +1,6 @@
 // The glue's failures as JS errors. Every failure comes back from C++ as a
-// value (bindings/glue.h) that unwrap() throws with JS names in its message.
-
-// The C++ API names things in snake_case; the JS API in camelCase.
-const CPP_NAMES = [
-  ['w_q', 'wQ'], ['w_k', 'wK'], ['w_v', 'wV'], ['w_o', 'wO'],
-  ['b_q', 'bQ'], ['b_k', 'bK'], ['b_v', 'bV'], ['b_o', 'bO'],
-  ['key_padding_mask', 'options.keyPaddingMask'], ['attn_mask', 'options.attnMask'],
-  ['d_model', 'dModel'], ['num_heads', 'numHeads'], ['head_dim_v', 'headDimV'],
-  ['kdim', 'kDim'], ['vdim', 'vDim'], ['ffn_dim', 'ffnDim'],
-].map(([cpp, js]) => [new RegExp(`(?<!\\w)${cpp}\\b`, 'g'), js]);
-
-function jsNames(message) {
-  return CPP_NAMES.reduce((m, [re, js]) => m.replace(re, js), message);
-}
+// value (bindings/glue.h) whose message C++ composed with the JS names
+// (bindings/js_arg_names.cc); unwrap() throws it after the method's name.
 
 function mib(bytes) {
   return `${Math.round(bytes / 1048576)} MiB`;
@@ -24,12 +12,7 @@ export function unwrap(wasm, where, result) {
   if (result === null || typeof result !== 'object' || typeof result.saError !== 'string') {
     return result;
   }
-  // "forwardIncremental: ..." from C++ under where = "X.forwardIncremental"
-  // is said once.
-  const method = where.slice(where.lastIndexOf('.') + 1);
-  const text = result.message.startsWith(`${method}: `)
-    ? result.message.slice(method.length + 2) : result.message;
-  const message = `${where}: ${jsNames(text)}`;
+  const message = `${where}: ${result.message}`;
   switch (result.saError) {
     case 'invalid_argument':
       return fail(new RangeError(message));

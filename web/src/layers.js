@@ -5,7 +5,7 @@ import { checkObject, describe, float32, optionalBoolean, optionalMask, readBack
 import { holdsKeyValues, kvRaw, readCacheOptions, readPrecomputeOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
-import { checkActivation, checkMaskLength, readTensor } from './tensors.js';
+import { readTensor } from './tensors.js';
 import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './wasm-object.js';
 
 // ActivationName in index.d.ts.
@@ -83,11 +83,9 @@ export function makeEncoderLayer(wasm, reclaimer, defaultBackend) {
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
       const { dModel } = this.config;
-      checkActivation(where, 'x', t, dModel);
       const o = options === undefined ? {} : options;
       checkObject(where, 'options', o, OPTION_KEYS.EncoderForwardOptions);
       const keyPaddingMask = optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
-      checkMaskLength(where, 'options.keyPaddingMask', keyPaddingMask, t.batch, t.tokens);
       const data = unwrap(wasm, where, raw.forward(t, {
         keyPaddingMask, causal: optionalBoolean(where, 'options.causal', o.causal, false),
       }));
@@ -103,22 +101,11 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
   const Base = makeLayerBase(wasm, reclaimer, defaultBackend, 'TransformerDecoderLayer',
     wasm.DecoderLayerBinding, DECODER_WEIGHT_GROUPS);
 
-  // memory: a Tensor (checked against x) or a PrecomputedKeyValue.
-  function readMemory(where, memory, x, dModel) {
-    if (holdsKeyValues(memory)) {
-      const raw = kvRaw(wasm, where, 'memory', memory, 'PrecomputedKeyValue');
-      if (memory.batch !== x.batch) {
-        throw new RangeError(`${where}: x.batch: expected ${memory.batch} (batch of the ` +
-          `precomputed memory), got ${x.batch}`);
-      }
-      return { precomputed: raw, batch: memory.batch, tokens: memory.tokens };
-    }
-    const m = readTensor(where, 'memory', memory);
-    checkActivation(where, 'memory', m, dModel);
-    if (m.batch !== x.batch) {
-      throw new RangeError(`${where}: memory.batch: expected ${x.batch} (x.batch), got ${m.batch}`);
-    }
-    return { tensor: m, batch: m.batch, tokens: m.tokens };
+  // memory: a Tensor or a PrecomputedKeyValue.
+  function readMemory(where, memory) {
+    return holdsKeyValues(memory)
+      ? { precomputed: kvRaw(wasm, where, 'memory', memory, 'PrecomputedKeyValue') }
+      : { tensor: readTensor(where, 'memory', memory) };
   }
 
   class TransformerDecoderLayer extends Base {
@@ -127,16 +114,12 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
       const { dModel } = this.config;
-      checkActivation(where, 'x', t, dModel);
-      const m = readMemory(where, memory, t, dModel);
+      const m = readMemory(where, memory);
       const o = options === undefined ? {} : options;
       checkObject(where, 'options', o, OPTION_KEYS.DecoderForwardOptions);
       const keyPaddingMask = optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
-      checkMaskLength(where, 'options.keyPaddingMask', keyPaddingMask, t.batch, t.tokens);
       const memoryKeyPaddingMask = optionalMask(where, 'options.memoryKeyPaddingMask',
         o.memoryKeyPaddingMask);
-      checkMaskLength(where, 'options.memoryKeyPaddingMask', memoryKeyPaddingMask, m.batch,
-        m.tokens);
       const opts = {
         causal: optionalBoolean(where, 'options.causal', o.causal, true),
         keyPaddingMask,
@@ -153,9 +136,8 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
       const { dModel } = this.config;
-      checkActivation(where, 'x', t, dModel);
       const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
-      const m = readMemory(where, memory, t, dModel);
+      const m = readMemory(where, memory);
       // A memory tensor is projected for this call only.
       const temporary = m.precomputed ? null : this.precomputeMemory(memory);
       try {
@@ -181,9 +163,7 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       const where = 'TransformerDecoderLayer.precomputeMemory';
       const raw = super[READY](where);
       const m = readTensor(where, 'memory', memory);
-      checkActivation(where, 'memory', m, this.config.dModel);
       const mask = readPrecomputeOptions(where, options);
-      checkMaskLength(where, 'options.keyPaddingMask', mask, m.batch, m.tokens);
       return kv.newPrecomputed(where, (into) => raw.precomputeMemory(into, m, mask));
     }
   }

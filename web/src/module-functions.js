@@ -8,11 +8,8 @@ import { readTensor } from './tensors.js';
 export function makeModuleFunctions(wasm, defaultBackend) {
   function positionalEncoding(t, dModel) {
     const where = 'positionalEncoding';
-    for (const [name, v] of [['t', t], ['dModel', dModel]]) {
-      if (requiredSize(where, name, v) === 0) {
-        throw new RangeError(`${where}: ${name}: must be > 0, got 0`);
-      }
-    }
+    requiredSize(where, 't', t);
+    requiredSize(where, 'dModel', dModel);
     return { data: unwrap(wasm, where, wasm.positionalEncoding(t, dModel)), shape: [t, dModel] };
   }
 

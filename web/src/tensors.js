@@ -1,5 +1,6 @@
 // Tensors as JS passes them ({ data: Float32Array, shape }), read into what
-// the glue takes, and the size checks the JS side makes against them.
+// the glue takes. Their types are checked here; whether the data fits the
+// shape and the shape the call, in C++.
 import { describe, float32 } from './arguments.js';
 
 // {data, shape} -> {data, batch, tokens, features, rank}
@@ -24,31 +25,6 @@ export function readTensor(where, name, t) {
         `integer, got ${describe(d)}`);
     }
   });
-  const length = shape.reduce((a, b) => a * b, 1);
-  if (t.data.length !== length) {
-    throw new RangeError(`${where}: ${name}: data has ${t.data.length} values but shape ` +
-      `${describe(shape)} needs ${length}`);
-  }
   const [batch, tokens, features] = shape.length === 3 ? shape : [1, ...shape];
   return { data: t.data, batch, tokens, features, rank: shape.length };
-}
-
-// A mask the JS side can check against the shapes it knows: [batch, tokens].
-export function checkMaskLength(where, name, mask, batch, tokens) {
-  if (mask !== undefined && mask.length !== batch * tokens) {
-    throw new RangeError(`${where}: ${name}: expected ${batch * tokens} values for shape ` +
-      `[${batch}, ${tokens}], got ${mask.length}`);
-  }
-}
-
-// Checks a layer input against the layer's width (messages name it as JS
-// sees it, before C++ would name the attention's query).
-export function checkActivation(where, name, t, dModel) {
-  if (t.features !== dModel) {
-    throw new RangeError(`${where}: ${name}.features: expected ${dModel} (dModel), ` +
-      `got ${t.features}`);
-  }
-  for (const d of ['batch', 'tokens']) {
-    if (t[d] === 0) throw new RangeError(`${where}: ${name}.${d}: must be > 0, got 0`);
-  }
 }

@@ -31,12 +31,18 @@ struct ArgNames {
   // MhaOptions
   const char* key_padding_mask;
   const char* attn_mask;
+  // DecoderOptions
+  const char* memory_key_padding_mask;
   // CreateKVCache
   const char* max_length;
   // The layers' parts: their attentions' weights are named
   // "<self_attention>.<w_q>".
   const char* self_attention;
   const char* cross_attention;
+  // LayerNormForward's arguments
+  const char* layer_norm_gamma;
+  const char* layer_norm_beta;
+  const char* layer_norm_eps;
 };
 
 // w_q, key_padding_mask, config.d_model ...: the C++ API's names.

@@ -9,6 +9,9 @@
 #include <span>
 #include <vector>
 
+#include "simd_attention/arg_names.h"
+#include "simd_attention/tensor.h"
+
 namespace simd_attention {
 
 // Layout of projected K/V rows: H heads of d (keys) or d_v (values) floats,
@@ -32,6 +35,9 @@ class KVCache {
   // length and std::length_error when the cache would overflow.
   void Append(std::span<const float> keys, std::span<const float> values,
               size_t n);
+  // The same from tensors: keys [B, n, H*d_k], values [B, n, H*d_v], their
+  // shapes checked against the cache's.
+  void Append(const Tensor3& keys, const Tensor3& values);
   // What is cached, [B, length, H*d_k] and [B, length, H*d_v].
   std::vector<float> Keys() const;
   std::vector<float> Values() const;
@@ -44,7 +50,7 @@ class KVCache {
 
  private:
   friend class MultiHeadAttention;
-  KVCache(const KVLayout& layout, size_t batch, size_t max_length);
+  KVCache(const KVLayout& layout, size_t batch, size_t max_length, const ArgNames& names);
   // Row t of batch b (padded layout).
   float* key_row(size_t b, size_t t) {
     return k_.data() + (b * max_length_ + t) * layout_.key_row();
@@ -56,6 +62,7 @@ class KVCache {
   void CheckRoom(size_t n) const;
 
   KVLayout layout_;
+  const ArgNames* names_;  // for the messages
   size_t batch_, max_length_, length_ = 0;
   // Largest |k| appended since the last Reset (kept, not recomputed, after a
   // Truncate): bounds the attention scores without a pass over the cache.

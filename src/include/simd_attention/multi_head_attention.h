@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "simd_attention/arg_names.h"
 #include "simd_attention/backend.h"
 #include "simd_attention/kv_cache.h"
 #include "simd_attention/tensor.h"
@@ -32,6 +33,9 @@ struct MhaConfig {
   // every object asking for the same count. 0 = every logical processor.
   // Results are bit-identical for every count.
   size_t threads = 1;
+  // How error messages name arguments; nullptr = CppArgNames(). A binding
+  // passes its language's names (see arg_names.h).
+  const ArgNames* names = nullptr;
 };
 
 struct MhaWeights {
@@ -113,7 +117,8 @@ class MultiHeadAttention {
   MhaResult ForwardIncremental(const Tensor3& x, KVCache& cache,
                                const MhaOptions& options = {});
 
-  // The config with defaults resolved (kdim, vdim, head_dim_v filled in).
+  // The config with defaults resolved (kdim, vdim, head_dim_v, threads and
+  // names filled in).
   const MhaConfig& config() const { return config_; }
   size_t head_dim() const { return config_.d_model / config_.num_heads; }
   size_t head_dim_v() const { return config_.head_dim_v; }

@@ -19,9 +19,12 @@ struct LayerConfig {
   size_t ffn_dim = 0;
   bool norm_first = false;  // pre-LN; default post-LN as torch
   Activation activation = Activation::kRelu;
-  float eps = 1e-5f;
+  // A double, so that a value float32 cannot hold (1e40) is refused, not
+  // rounded to +inf; the LayerNorms compute with it as a float.
+  double eps = 1e-5;
   Backend backend = Backend::kHighway;
   size_t threads = 1;  // as MhaConfig::threads; 0 = every logical processor
+  const ArgNames* names = nullptr;  // as MhaConfig::names
 };
 
 struct NormWeights {
@@ -82,7 +85,8 @@ class LayerNorm {
 // would overflow float32. eps is a double so that one too large for float32
 // is refused, not rounded to +inf.
 std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
-                                    double eps, const KernelTable& kernels);
+                                    double eps, const KernelTable& kernels,
+                                    const ArgNames& names = CppArgNames());
 
 struct EncoderOptions {
   std::span<const uint8_t> key_padding_mask;  // [B, T], nonzero = real
@@ -131,8 +135,14 @@ class TransformerDecoderLayer {
   // (cross_attention().PrecomputeKeyValue); its padding mask applies.
   std::vector<float> Forward(const Tensor3& x, const PrecomputedKV& memory,
                              const DecoderOptions& options = {});
+  // The memory's keys and values for the cross-attention, projected once
+  // (as cross_attention().PrecomputeKeyValue, the memory named as the
+  // layer's): for Forward and ForwardIncremental.
+  PrecomputedKV PrecomputeMemory(const Tensor3& memory,
+                                 std::span<const uint8_t> key_padding_mask = {});
   // One decoding step: n new tokens x [B, n, d_model] against the
   // self-attention cache (self_attention().CreateKVCache) and the memory.
+  // On any error the cache keeps the tokens it had.
   std::vector<float> ForwardIncremental(const Tensor3& x, KVCache& cache,
                                         const PrecomputedKV& memory);
 
@@ -152,6 +162,7 @@ class TransformerDecoderLayer {
 
 // Sinusoidal positional encoding [t, d_model]: PE[p, 2i] = sin(p / 10000^(2i/d)),
 // PE[p, 2i+1] = cos(p / 10000^(2i/d)).
-std::vector<float> PositionalEncoding(size_t t, size_t d_model);
+std::vector<float> PositionalEncoding(size_t t, size_t d_model,
+                                      const ArgNames& names = CppArgNames());
 
 }  // namespace simd_attention
