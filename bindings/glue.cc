@@ -64,19 +64,22 @@ std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key) {
   return Given(v) ? CopyBytes(v) : std::vector<uint8_t>{};
 }
 
-MhaOptions OptionsFromJs(const val& js, std::vector<uint8_t>& mask,
-                         std::vector<float>& attn_mask) {
-  MhaOptions o;
-  o.causal = js["causal"].as<bool>();
-  o.need_weights = js["returnAttnWeights"].as<bool>();
-  o.need_per_head_output = js["returnPerHeadOutput"].as<bool>();
-  o.need_intermediates = js["returnIntermediates"].as<bool>();
-  mask = CopyBytesIfGiven(js, "keyPaddingMask");
-  o.key_padding_mask = mask;
-  attn_mask = CopyFloatsIfGiven(js, "attnMask");
-  o.attn_mask = attn_mask;
-  return o;
+JsMhaOptions::JsMhaOptions(const val& js)
+    : key_padding_mask(CopyBytesIfGiven(js, "keyPaddingMask")),
+      attn_mask(CopyFloatsIfGiven(js, "attnMask")) {
+  options.causal = js["causal"].as<bool>();
+  options.key_padding_mask = key_padding_mask;
+  options.attn_mask = attn_mask;
+  options.need_weights = js["returnAttnWeights"].as<bool>();
+  options.need_per_head_output = js["returnPerHeadOutput"].as<bool>();
+  options.need_intermediates = js["returnIntermediates"].as<bool>();
 }
+
+JsMhaWeights::JsMhaWeights(const val& js)
+    : w_q(CopyFloats(js["wQ"])), w_k(CopyFloats(js["wK"])), w_v(CopyFloats(js["wV"])),
+      w_o(CopyFloats(js["wO"])), b_q(CopyFloatsIfGiven(js, "bQ")),
+      b_k(CopyFloatsIfGiven(js, "bK")), b_v(CopyFloatsIfGiven(js, "bV")),
+      b_o(CopyFloatsIfGiven(js, "bO")), weights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o} {}
 
 val ResultToJs(const MhaResult& r, const MhaOptions& o) {
   val out = val::object();

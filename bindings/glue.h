@@ -15,6 +15,7 @@
 #include <emscripten/val.h>
 
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -30,7 +31,8 @@ using emscripten::val;
 // A value the JS side recognises as a failure (see web/index.js, unwrap()).
 val ErrorValue(const char* kind, const std::string& message);
 
-// Runs `body` (returning val) and converts any exception into ErrorValue:
+// Runs `body` and returns what it returns (a val; undefined for a body that
+// returns nothing), converting any exception into ErrorValue:
 //   std::invalid_argument, std::length_error (SizeLimitError: a request too
 //   large to allocate, with its size; a full KV cache), std::range_error
 //   (float32 overflow of valid inputs) -> "invalid_argument" (JS RangeError
@@ -44,8 +46,52 @@ val GuardCall(val (*call)(void* body), void* body);
 template <typename Body>
 val Guard(Body&& body) {
   using B = std::remove_reference_t<Body>;
-  return GuardCall([](void* b) -> val { return (*static_cast<B*>(b))(); },
-                   const_cast<void*>(static_cast<const void*>(&body)));
+  return GuardCall(
+      [](void* b) -> val {
+        if constexpr (std::is_void_v<decltype((*static_cast<B*>(b))())>) {
+          (*static_cast<B*>(b))();
+          return val::undefined();
+        } else {
+          return (*static_cast<B*>(b))();
+        }
+      },
+      const_cast<void*>(static_cast<const void*>(&body)));
+}
+
+// The C++ object behind an Embind class, made from a JS config. An Embind
+// constructor must not throw, so a failed construction is kept and handed to
+// JS by TakeError (bound as takeError, after which JS deletes the binding);
+// methods reach the object through Checked().
+template <class T>
+class Owned {
+ public:
+  val TakeError() {
+    val e = error_;
+    error_ = val::null();
+    return e;
+  }
+
+ protected:
+  template <class Make>
+  Owned(const char* kind, Make&& make) : kind_(kind) {
+    error_ = Guard([&] { object_ = make(); });
+  }
+  T& Checked() const {
+    if (!object_) throw std::logic_error(std::string(kind_) + ": not constructed");
+    return *object_;
+  }
+
+ private:
+  const char* kind_;
+  std::unique_ptr<T> object_;
+  val error_ = val::null();
+};
+
+// takeError of an Owned binding, bound as a function whose first argument
+// is the binding (Embind binds members of the class itself only).
+template <class Binding>
+val TakeError(Binding& binding) {
+  return binding.TakeError();
 }
 
 // True if `v` is neither undefined nor null.
@@ -82,10 +128,22 @@ std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key);
 
 // MultiHeadAttention's forward options from JS ({causal, keyPaddingMask,
 // attnMask, returnAttnWeights, returnPerHeadOutput, returnIntermediates},
-// as the user spelt them, types checked); `o`'s
-// spans view `mask` and `attn_mask`, which must outlive it.
-MhaOptions OptionsFromJs(const val& js, std::vector<uint8_t>& mask,
-                         std::vector<float>& attn_mask);
+// as the user spelt them, types checked), with copies of the masks that
+// `options` views.
+struct JsMhaOptions {
+  std::vector<uint8_t> key_padding_mask;
+  std::vector<float> attn_mask;
+  MhaOptions options;
+  explicit JsMhaOptions(const val& js);
+};
+
+// One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?}),
+// copied; `weights` views the copies.
+struct JsMhaWeights {
+  std::vector<float> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
+  MhaWeights weights;
+  explicit JsMhaWeights(const val& js);
+};
 
 // {batch, tq, tk, output, attnWeights?, perHeadOutput?, q?, k?, v?,
 // headOutput?} as fresh arrays (the last four with need_intermediates).

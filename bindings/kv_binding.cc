@@ -20,7 +20,6 @@ val KVCacheBinding::append(const val& keys, const val& values) {
     KVCache& c = Checked();
     const Input k(keys), v(values);
     c.Append(k.tensor, v.tensor);
-    return val::undefined();
   });
 }
 
@@ -35,14 +34,12 @@ val KVCacheBinding::values() {
 val KVCacheBinding::truncate(size_t n) {
   return Guard([&] {
     Checked().Truncate(n);
-    return val::undefined();
   });
 }
 
 val KVCacheBinding::reset() {
   return Guard([&] {
     Checked().Reset();
-    return val::undefined();
   });
 }
 

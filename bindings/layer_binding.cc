@@ -47,18 +47,6 @@ LayerConfig LayerConfigFromJs(const val& js) {
   return c;
 }
 
-// One attention's weights from JS ({wQ..bO}), copied; `weights` views the
-// copies.
-struct AttentionWeights {
-  std::vector<float> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
-  MhaWeights weights;
-  explicit AttentionWeights(const val& js)
-      : w_q(CopyFloats(js["wQ"])), w_k(CopyFloats(js["wK"])), w_v(CopyFloats(js["wV"])),
-        w_o(CopyFloats(js["wO"])), b_q(CopyFloats(js["bQ"])), b_k(CopyFloats(js["bK"])),
-        b_v(CopyFloats(js["bV"])), b_o(CopyFloats(js["bO"])),
-        weights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o} {}
-};
-
 struct Ffn {
   std::vector<float> w1, b1, w2, b2;
   explicit Ffn(const val& js)
@@ -94,32 +82,25 @@ val TensorToJs(const std::vector<float>& data) { return ToFloat32Array(data); }
 
 }  // namespace
 
-// Both layer bindings never throw from their constructor (see MhaBinding).
-class EncoderLayerBinding {
+class EncoderLayerBinding : public Owned<TransformerEncoderLayer> {
  public:
-  explicit EncoderLayerBinding(const val& config) {
-    error_ = Guard([&] {
-      config_ = LayerConfigFromJs(config);
-      layer_ = std::make_unique<TransformerEncoderLayer>(config_);
-      return val::null();
-    });
-  }
-  val takeError() {
-    val e = error_;
-    error_ = val::null();
-    return e;
-  }
+  explicit EncoderLayerBinding(const val& config)
+      : Owned("TransformerEncoderLayer", [&] {
+          return std::make_unique<TransformerEncoderLayer>(LayerConfigFromJs(config));
+        }) {}
   val info() {
-    return Guard([&] { return LayerInfo(config_, BestKernels(config_.backend)); });
+    return Guard([&] {
+      const LayerConfig& c = Checked().config();
+      return LayerInfo(c, BestKernels(c.backend));
+    });
   }
   val setWeights(const val& w) {
     return Guard([&] {
       TransformerEncoderLayer& layer = Checked();
-      const AttentionWeights attention(w["attention"]);
+      const JsMhaWeights attention(w["attention"]);
       const Ffn ffn(w["ffn"]);
       const Norm norm1(w["norm1"]), norm2(w["norm2"]);
       layer.SetWeights(attention.weights, ffn.weights(), norm1.weights(), norm2.weights());
-      return val::undefined();
     });
   }
   val forward(const val& x, const val& options) {
@@ -134,42 +115,28 @@ class EncoderLayerBinding {
     });
   }
 
- private:
-  TransformerEncoderLayer& Checked() const {
-    if (!layer_) throw std::logic_error("TransformerEncoderLayer: not constructed");
-    return *layer_;
-  }
-  LayerConfig config_;
-  std::unique_ptr<TransformerEncoderLayer> layer_;
-  val error_ = val::null();
 };
 
-class DecoderLayerBinding {
+class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
  public:
-  explicit DecoderLayerBinding(const val& config) {
-    error_ = Guard([&] {
-      config_ = LayerConfigFromJs(config);
-      layer_ = std::make_unique<TransformerDecoderLayer>(config_);
-      return val::null();
-    });
-  }
-  val takeError() {
-    val e = error_;
-    error_ = val::null();
-    return e;
-  }
+  explicit DecoderLayerBinding(const val& config)
+      : Owned("TransformerDecoderLayer", [&] {
+          return std::make_unique<TransformerDecoderLayer>(LayerConfigFromJs(config));
+        }) {}
   val info() {
-    return Guard([&] { return LayerInfo(config_, Checked().self_attention().kernels()); });
+    return Guard([&] {
+      TransformerDecoderLayer& layer = Checked();
+      return LayerInfo(layer.config(), layer.self_attention().kernels());
+    });
   }
   val setWeights(const val& w) {
     return Guard([&] {
       TransformerDecoderLayer& layer = Checked();
-      const AttentionWeights self(w["selfAttention"]), cross(w["crossAttention"]);
+      const JsMhaWeights self(w["selfAttention"]), cross(w["crossAttention"]);
       const Ffn ffn(w["ffn"]);
       const Norm norm1(w["norm1"]), norm2(w["norm2"]), norm3(w["norm3"]);
       layer.SetWeights(self.weights, cross.weights, ffn.weights(), norm1.weights(),
                        norm2.weights(), norm3.weights());
-      return val::undefined();
     });
   }
   // memory: a tensor.
@@ -205,7 +172,6 @@ class DecoderLayerBinding {
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
     return Guard([&] {
       into.cache.emplace(Checked().self_attention().CreateKVCache(batch, max_length));
-      return val::undefined();
     });
   }
   val precomputeMemory(PrecomputedBinding& into, const val& memory, const val& mask) {
@@ -214,7 +180,6 @@ class DecoderLayerBinding {
       const Input m(memory);
       const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
       into.kv.emplace(layer.PrecomputeMemory(m.tensor, bytes));
-      return val::undefined();
     });
   }
 
@@ -231,13 +196,6 @@ class DecoderLayerBinding {
       options.memory_key_padding_mask = memory;
     }
   };
-  TransformerDecoderLayer& Checked() const {
-    if (!layer_) throw std::logic_error("TransformerDecoderLayer: not constructed");
-    return *layer_;
-  }
-  LayerConfig config_;
-  std::unique_ptr<TransformerDecoderLayer> layer_;
-  val error_ = val::null();
 };
 
 namespace {
@@ -264,13 +222,13 @@ val LayerNormJs(const val& x, const val& options) {
 EMSCRIPTEN_BINDINGS(simd_attention_layers) {
   emscripten::class_<EncoderLayerBinding>("EncoderLayerBinding")
       .constructor<const val&>()
-      .function("takeError", &EncoderLayerBinding::takeError)
+      .function("takeError", &TakeError<EncoderLayerBinding>)
       .function("info", &EncoderLayerBinding::info)
       .function("setWeights", &EncoderLayerBinding::setWeights)
       .function("forward", &EncoderLayerBinding::forward);
   emscripten::class_<DecoderLayerBinding>("DecoderLayerBinding")
       .constructor<const val&>()
-      .function("takeError", &DecoderLayerBinding::takeError)
+      .function("takeError", &TakeError<DecoderLayerBinding>)
       .function("info", &DecoderLayerBinding::info)
       .function("setWeights", &DecoderLayerBinding::setWeights)
       .function("forward", &DecoderLayerBinding::forward)

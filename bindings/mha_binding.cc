@@ -32,22 +32,11 @@ MhaConfig ConfigFromJs(const val& js) {
 
 }  // namespace
 
-class MhaBinding {
+class MhaBinding : public Owned<MultiHeadAttention> {
  public:
-  // Never throws (an Embind constructor must not): a failure is kept and
-  // handed to JS by takeError(), which then deletes this object.
-  explicit MhaBinding(const val& config) {
-    error_ = Guard([&] {
-      mha_ = std::make_unique<MultiHeadAttention>(ConfigFromJs(config));
-      return val::null();
-    });
-  }
-
-  val takeError() {
-    val e = error_;
-    error_ = val::null();
-    return e;
-  }
+  explicit MhaBinding(const val& config)
+      : Owned("MultiHeadAttention",
+              [&] { return std::make_unique<MultiHeadAttention>(ConfigFromJs(config)); }) {}
 
   // The resolved config and the kernels in use.
   val info() const {
@@ -58,30 +47,18 @@ class MhaBinding {
       v.set("numHeads", c.num_heads);
       v.set("kDim", c.kdim);
       v.set("vDim", c.vdim);
-      v.set("headDim", mha_->head_dim());
+      v.set("headDim", Checked().head_dim());
       v.set("headDimV", c.head_dim_v);
       v.set("bias", c.bias);
       v.set("backend", std::string(BackendName(c.backend)));
       v.set("threads", c.threads);
-      v.set("kernels", std::string(DescribeKernels(mha_->kernels()).name));
+      v.set("kernels", std::string(DescribeKernels(Checked().kernels()).name));
       return v;
     });
   }
 
   val setWeights(const val& w) {
-    return Guard([&] {
-      MultiHeadAttention& mha = Checked();
-      const std::vector<float> w_q = CopyFloats(w["wQ"]);
-      const std::vector<float> w_k = CopyFloats(w["wK"]);
-      const std::vector<float> w_v = CopyFloats(w["wV"]);
-      const std::vector<float> w_o = CopyFloats(w["wO"]);
-      const std::vector<float> b_q = CopyFloatsIfGiven(w, "bQ");
-      const std::vector<float> b_k = CopyFloatsIfGiven(w, "bK");
-      const std::vector<float> b_v = CopyFloatsIfGiven(w, "bV");
-      const std::vector<float> b_o = CopyFloatsIfGiven(w, "bO");
-      mha.SetWeights(MhaWeights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o});
-      return val::undefined();
-    });
+    return Guard([&] { Checked().SetWeights(JsMhaWeights(w).weights); });
   }
 
   // `state` uses the state_dict names with '.' replaced by '_'
@@ -106,7 +83,6 @@ class MhaBinding {
       }
       const OwnedMhaWeights w = FromTorchState(mha.config(), s);
       mha.SetWeights(w.weights());
-      return val::undefined();
     });
   }
 
@@ -116,23 +92,21 @@ class MhaBinding {
               const val& options) {
     return Guard([&] {
       MultiHeadAttention& mha = Checked();
-      std::vector<uint8_t> mask;
-      std::vector<float> attn_mask;
-      const MhaOptions o = OptionsFromJs(options, mask, attn_mask);
+      const JsMhaOptions o(options);
       const Input q(query);
       MhaResult r;
       if (!Given(key)) {
-        r = mha.Forward(q.tensor, o);
+        r = mha.Forward(q.tensor, o.options);
       } else {
         const Input k(key);
         if (!Given(value)) {
-          r = mha.Forward(q.tensor, k.tensor, k.tensor, o);
+          r = mha.Forward(q.tensor, k.tensor, k.tensor, o.options);
         } else {
           const Input v(value);
-          r = mha.Forward(q.tensor, k.tensor, v.tensor, o);
+          r = mha.Forward(q.tensor, k.tensor, v.tensor, o.options);
         }
       }
-      return ResultToJs(r, o);
+      return ResultToJs(r, o.options);
     });
   }
 
@@ -141,11 +115,9 @@ class MhaBinding {
                          const val& options) {
     return Guard([&] {
       MultiHeadAttention& mha = Checked();
-      std::vector<uint8_t> mask;
-      std::vector<float> attn_mask;
-      const MhaOptions o = OptionsFromJs(options, mask, attn_mask);
+      const JsMhaOptions o(options);
       const Input q(query);
-      return ResultToJs(mha.Forward(q.tensor, kv.Checked(), o), o);
+      return ResultToJs(mha.Forward(q.tensor, kv.Checked(), o.options), o.options);
     });
   }
 
@@ -157,7 +129,6 @@ class MhaBinding {
       const Input m(memory);
       const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
       into.kv.emplace(mha.PrecomputeKeyValue(m.tensor, bytes));
-      return val::undefined();
     });
   }
 
@@ -165,7 +136,6 @@ class MhaBinding {
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
     return Guard([&] {
       into.cache.emplace(Checked().CreateKVCache(batch, max_length));
-      return val::undefined();
     });
   }
 
@@ -174,28 +144,18 @@ class MhaBinding {
     return Guard([&] {
       MultiHeadAttention& mha = Checked();
       KVCache& c = cache.Checked();
-      std::vector<uint8_t> mask;
-      std::vector<float> attn_mask;
-      const MhaOptions o = OptionsFromJs(options, mask, attn_mask);
+      const JsMhaOptions o(options);
       const Input in(x);
-      return ResultToJs(mha.ForwardIncremental(in.tensor, c, o), o);
+      return ResultToJs(mha.ForwardIncremental(in.tensor, c, o.options), o.options);
     });
   }
 
- private:
-  MultiHeadAttention& Checked() const {
-    if (!mha_) throw std::logic_error("MultiHeadAttention: not constructed");
-    return *mha_;
-  }
-
-  std::unique_ptr<MultiHeadAttention> mha_;
-  val error_ = val::null();
 };
 
 EMSCRIPTEN_BINDINGS(simd_attention_mha) {
   emscripten::class_<MhaBinding>("MhaBinding")
       .constructor<const val&>()
-      .function("takeError", &MhaBinding::takeError)
+      .function("takeError", &TakeError<MhaBinding>)
       .function("info", &MhaBinding::info)
       .function("setWeights", &MhaBinding::setWeights)
       .function("setWeightsFromPyTorch", &MhaBinding::setWeightsFromPyTorch)

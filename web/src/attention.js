@@ -2,7 +2,7 @@
 // KVCache, cross-attention over a PrecomputedKeyValue.
 import { checkObject, float32, optionalAdditiveMask, optionalBoolean, optionalMask,
   optionalSize, readBackend, readThreads, requiredSize } from './arguments.js';
-import { holdsKeyValues, kvRaw, readCacheOptions, readPrecomputeOptions } from './caches.js';
+import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
@@ -166,9 +166,8 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
     precomputeKeyValue(memory, options) {
       const where = 'MultiHeadAttention.precomputeKeyValue';
       const raw = super[READY](where);
-      const m = readTensor(where, 'memory', memory);
-      const mask = readPrecomputeOptions(where, options);
-      return kv.newPrecomputed(where, (into) => raw.precomputeKeyValue(into, m, mask));
+      return kv.precompute(where, memory, options,
+        (into, m, mask) => raw.precomputeKeyValue(into, m, mask));
     }
   }
   defineDispose(MultiHeadAttention);

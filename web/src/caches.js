@@ -55,6 +55,17 @@ function createFilled(wasm, where, Binding, fill) {
 // The KVCache and PrecomputedKeyValue classes of one module (wasm instance),
 // and how its other classes make them.
 export function makeKeyValueClasses(wasm, reclaimer) {
+  // Registers `self`, a new KVCache or PrecomputedKeyValue, as the owner of
+  // `raw`; only this file's factories may construct one.
+  function adopt(self, internal, raw, kind, howToMake) {
+    if (internal !== INTERNAL) {
+      throw new TypeError(`${kind}: not constructible; use ${howToMake}`);
+    }
+    const handle = { wasm, raw, kind };
+    kvHandles.set(self, handle);
+    reclaimer.track(self, handle);
+  }
+
   class KVCache {
     #batch;
     #maxLength;
@@ -62,17 +73,12 @@ export function makeKeyValueClasses(wasm, reclaimer) {
     #valueWidth;
 
     constructor(internal, raw, info, keyWidth, valueWidth) {
-      if (internal !== INTERNAL) {
-        throw new TypeError('KVCache: not constructible; use createKVCache() of a ' +
-          'MultiHeadAttention or a TransformerDecoderLayer');
-      }
-      const handle = { wasm, raw, kind: 'KVCache' };
-      kvHandles.set(this, handle);
+      adopt(this, internal, raw, 'KVCache',
+        'createKVCache() of a MultiHeadAttention or a TransformerDecoderLayer');
       this.#batch = info.batch;
       this.#maxLength = info.maxLength;
       this.#keyWidth = keyWidth;
       this.#valueWidth = valueWidth;
-      reclaimer.track(this, handle);
     }
 
     // The live Embind object of `self`, which must be a KVCache of this module.
@@ -139,15 +145,10 @@ export function makeKeyValueClasses(wasm, reclaimer) {
     #tokens;
 
     constructor(internal, raw, info) {
-      if (internal !== INTERNAL) {
-        throw new TypeError('PrecomputedKeyValue: not constructible; use ' +
-          'MultiHeadAttention.precomputeKeyValue() or TransformerDecoderLayer.precomputeMemory()');
-      }
-      const handle = { wasm, raw, kind: 'PrecomputedKeyValue' };
-      kvHandles.set(this, handle);
+      adopt(this, internal, raw, 'PrecomputedKeyValue',
+        'MultiHeadAttention.precomputeKeyValue() or TransformerDecoderLayer.precomputeMemory()');
       this.#batch = info.batch;
       this.#tokens = info.tokens;
-      reclaimer.track(this, handle);
     }
 
     /** Batch of the memory. */
@@ -172,8 +173,13 @@ export function makeKeyValueClasses(wasm, reclaimer) {
       const { raw, info } = createFilled(wasm, where, wasm.KVCacheBinding, fill);
       return new KVCache(INTERNAL, raw, info, keyWidth, valueWidth);
     },
-    newPrecomputed(where, fill) {
-      const { raw, info } = createFilled(wasm, where, wasm.PrecomputedBinding, fill);
+    // The keys and values of `memory` ({ keyPaddingMask } in `options`),
+    // projected by fill(rawPrecomputed, memory, mask).
+    precompute(where, memory, options, fill) {
+      const m = readTensor(where, 'memory', memory);
+      const mask = readPrecomputeOptions(where, options);
+      const { raw, info } = createFilled(wasm, where, wasm.PrecomputedBinding,
+        (into) => fill(into, m, mask));
       return new PrecomputedKeyValue(INTERNAL, raw, info);
     },
   };
@@ -187,7 +193,7 @@ export function readCacheOptions(where, options) {
   };
 }
 
-export function readPrecomputeOptions(where, options) {
+function readPrecomputeOptions(where, options) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, OPTION_KEYS.PrecomputeOptions);
   return optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);

@@ -2,7 +2,7 @@
 // first, dropout 0) on the shared wasm-object base.
 import { checkObject, describe, float32, optionalBoolean, optionalMask, readBackend, readEps,
   readThreads, requiredSize } from './arguments.js';
-import { holdsKeyValues, kvRaw, readCacheOptions, readPrecomputeOptions } from './caches.js';
+import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
@@ -162,9 +162,8 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
     precomputeMemory(memory, options) {
       const where = 'TransformerDecoderLayer.precomputeMemory';
       const raw = super[READY](where);
-      const m = readTensor(where, 'memory', memory);
-      const mask = readPrecomputeOptions(where, options);
-      return kv.newPrecomputed(where, (into) => raw.precomputeMemory(into, m, mask));
+      return kv.precompute(where, memory, options,
+        (into, m, mask) => raw.precomputeMemory(into, m, mask));
     }
   }
   defineDispose(TransformerDecoderLayer);

@@ -105,6 +105,9 @@ class TransformerEncoderLayer {
   // [B, T, d_model] -> [B, T, d_model].
   std::vector<float> Forward(const Tensor3& x, const EncoderOptions& options = {});
 
+  // The config with threads and names resolved.
+  const LayerConfig& config() const { return config_; }
+
  private:
   LayerConfig config_;
   MultiHeadAttention attention_;
@@ -146,6 +149,7 @@ class TransformerDecoderLayer {
   std::vector<float> ForwardIncremental(const Tensor3& x, KVCache& cache,
                                         const PrecomputedKV& memory);
 
+  const LayerConfig& config() const { return config_; }  // as the encoder's
   MultiHeadAttention& self_attention() { return self_attention_; }
   MultiHeadAttention& cross_attention() { return cross_attention_; }
 
