@@ -30,6 +30,16 @@ const ArgNames& JsArgNames() {
       .layer_norm_gamma = "options.gamma",
       .layer_norm_beta = "options.beta",
       .layer_norm_eps = "options.eps",
+      .query_heads = "options.numHeads",
+      .kv_heads = "options.numKvHeads",
+      .causal = "options.causal",
+      .scale = "options.scale",
+      .softcap = "options.softcap",
+      .window = "options.window",
+      .attn_mask_shape = "options.attnMask.shape",
+      .bool_mask = "options.boolMask",
+      .bool_mask_shape = "options.boolMask.shape",
+      .kv_lengths = "options.kvLengths",
   };
   return kNames;
 }

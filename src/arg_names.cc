@@ -30,6 +30,16 @@ const ArgNames& CppArgNames() {
       .layer_norm_gamma = "gamma",
       .layer_norm_beta = "beta",
       .layer_norm_eps = "eps",
+      .query_heads = "q.heads",
+      .kv_heads = "k.heads",
+      .causal = "causal",
+      .scale = "scale",
+      .softcap = "softcap",
+      .window = "window",
+      .attn_mask_shape = "attn_mask_shape",
+      .bool_mask = "bool_mask",
+      .bool_mask_shape = "bool_mask_shape",
+      .kv_lengths = "kv_lengths",
   };
   return kNames;
 }

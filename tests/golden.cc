@@ -61,6 +61,7 @@ GoldenCase LoadGoldenCase(const std::string& name) {
     if (value.is_number()) c.config[key] = value.get<double>();
     if (value.is_boolean()) c.config[key] = value.get<bool>() ? 1 : 0;
     if (value.is_string()) c.config_text[key] = value.get<std::string>();
+    if (value.is_array()) c.config_list[key] = value.get<std::vector<double>>();
   }
   for (const auto& [key, t] : j["tensors"].items()) {
     GoldenTensor g;

@@ -6,10 +6,12 @@
 // (flash-attention style), so extra memory is O(block x d) whatever T is.
 // Scores are computed transposed, S^T = K_blk * (scale * Q_blk)^T, with the
 // GEMM micro-kernel: queries run along vector lanes, so max, exp and sum are
-// plain vector ops down the columns. Key blocks the causal mask hides from
-// the whole query block are never visited. Probabilities, when requested,
-// are written by a second pass that recomputes each score block and
-// normalizes it with the final m and l: the same numbers the output used.
+// plain vector ops down the columns. Key blocks the causal mask or the
+// sliding window hides from the whole query block are never visited, so a
+// window of w keys costs O(tq w), not O(tq tk). Probabilities (and scores),
+// when requested, are written by a second pass that recomputes each score
+// block and normalizes it with the final m and l: the same numbers the
+// output used.
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file.
@@ -32,7 +34,8 @@ struct Attention {
     bool by_dots;     // scores as dot products (few queries), else GEMM
     size_t cols;      // columns of S^T: nq rounded up to whole panels
                       // (GEMM) or whole vectors (dots)
-    size_t key_end;   // keys [0, key_end) may be visible to the block
+    size_t key_begin, key_end;  // keys [key_begin, key_end) may be
+                                // visible to the block
     float* qt;        // scaled queries: GEMM panels [cols / kPanel][dk]
                       // [kPanel], or rows [nq][dk] for dots
     float* st;        // [kBk][cols]
@@ -93,7 +96,16 @@ struct Attention {
     for (size_t j = 0; j < nk; ++j) FillN(b.st + j * b.cols + b.nq, b.cols - b.nq, 0.0f);
   }
 
-  // S^T[j][i] = scale * q_i . k_j + masks, for keys [k0, k0 + nk).
+  // c * tanh(S / c) over the tile, in place.
+  static void SoftCap(const Block& b, float cap, size_t nk) {
+    const V c = Ops::Set(cap), inv = Ops::Set(1.0f / cap);
+    for (size_t e = 0; e < nk * b.cols; e += kL) {
+      const V x = Ops::Load(b.st + e);
+      Ops::Store(Ops::Mul(c, Tanh<V, Ops>(Ops::Mul(x, inv))), b.st + e);
+    }
+  }
+
+  // S^T[j][i] = cap(scale * q_i . k_j) + masks, for keys [k0, k0 + nk).
   static void Scores(const AttentionArgs& a, const Block& b, size_t k0,
                      size_t nk) {
     if (b.by_dots) {
@@ -102,6 +114,7 @@ struct Attention {
       G::Multiply({a.k + k0 * a.ldk, a.ldk, nk, a.dk, b.qt, a.dk, 0, b.cols,
                    nullptr, b.st, b.cols});
     }
+    if (a.softcap > 0.0f) SoftCap(b, a.softcap, nk);
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     if (a.key_valid != nullptr) {
       for (size_t j = 0; j < nk; ++j) {
@@ -118,9 +131,20 @@ struct Attention {
         }
       }
     }
-    // Key j is hidden from query i iff j > i + causal_diagonal; only blocks
-    // that cross that diagonal need the per-element test.
-    const ptrdiff_t shift = a.causal_diagonal + static_cast<ptrdiff_t>(b.q0);
+    if (a.boolean_mask != nullptr) {
+      for (size_t j = 0; j < nk; ++j) {
+        for (size_t i = 0; i < b.nq; ++i) {
+          if (a.boolean_mask[(b.q0 + i) * a.boolean_mask_ld + k0 + j] == 0) {
+            b.st[j * b.cols + i] = kNegInf;
+          }
+        }
+      }
+    }
+    // Key j is hidden from query i iff j > i + causal_diagonal +
+    // window_right; only blocks that cross that diagonal need the
+    // per-element test.
+    const ptrdiff_t diagonal = a.causal_diagonal + static_cast<ptrdiff_t>(b.q0);
+    const ptrdiff_t shift = diagonal + a.window_right;
     if (a.causal && static_cast<ptrdiff_t>(k0 + nk) - 1 > shift) {
       for (size_t j = 0; j < nk; ++j) {
         const ptrdiff_t first_hidden_from =
@@ -128,6 +152,19 @@ struct Attention {
         const size_t end = static_cast<size_t>(std::clamp<ptrdiff_t>(
             first_hidden_from, 0, static_cast<ptrdiff_t>(b.cols)));
         FillN(b.st + j * b.cols, end, kNegInf);
+      }
+    }
+    // Sliding window: key j is hidden from query i iff
+    // j < i + causal_diagonal - window_left; only blocks that start before
+    // the last query's first visible key need the per-element test.
+    const ptrdiff_t first = diagonal - a.window_left;  // query 0's first key
+    if (a.sliding && static_cast<ptrdiff_t>(k0) < first + static_cast<ptrdiff_t>(b.nq) - 1) {
+      for (size_t j = 0; j < nk; ++j) {
+        const ptrdiff_t hidden_from =
+            static_cast<ptrdiff_t>(k0 + j) - first + 1;  // queries i >= this
+        const size_t begin = static_cast<size_t>(std::clamp<ptrdiff_t>(
+            hidden_from, 0, static_cast<ptrdiff_t>(b.cols)));
+        FillN(b.st + j * b.cols + begin, b.cols - begin, kNegInf);
       }
     }
   }
@@ -179,15 +216,28 @@ struct Attention {
 
   static float InverseSum(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
 
-  // Second pass: probabilities of keys [k0, k0 + nk) for the block's rows.
+  // Second pass: probabilities and scores of keys [k0, k0 + nk) for the
+  // block's rows, as requested.
   static void WriteProbabilities(const AttentionArgs& a, const Block& b,
                                  size_t k0, size_t nk) {
-    float* out = a.probs + b.q0 * a.tk + k0;
-    if (k0 >= b.key_end || AllPadding(a, k0, nk)) {
-      for (size_t i = 0; i < b.nq; ++i) FillN(out + i * a.tk, nk, 0.0f);
+    const size_t at = b.q0 * a.tk + k0;
+    if (k0 >= b.key_end || k0 + nk <= b.key_begin || AllPadding(a, k0, nk)) {
+      for (size_t i = 0; i < b.nq; ++i) {
+        if (a.probs != nullptr) FillN(a.probs + at + i * a.tk, nk, 0.0f);
+        if (a.scores != nullptr) {
+          FillN(a.scores + at + i * a.tk, nk, -std::numeric_limits<float>::infinity());
+        }
+      }
       return;
     }
     Scores(a, b, k0, nk);
+    if (a.scores != nullptr) {
+      for (size_t i = 0; i < b.nq; ++i) {
+        for (size_t j = 0; j < nk; ++j) a.scores[at + i * a.tk + j] = b.st[j * b.cols + i];
+      }
+    }
+    if (a.probs == nullptr) return;
+    float* out = a.probs + at;
     for (size_t j = 0; j < nk; ++j) {
       float* s = b.st + j * b.cols;
       for (size_t c = 0; c < b.cols; c += kL) {
@@ -214,11 +264,16 @@ struct Attention {
       b.by_dots = DotsCheaper(b.nq, a.dk);
       const size_t width = b.by_dots ? kL : G::kPanel;
       b.cols = (b.nq + width - 1) / width * width;
+      const ptrdiff_t diagonal = static_cast<ptrdiff_t>(b.q0) + a.causal_diagonal;
+      const ptrdiff_t tk = static_cast<ptrdiff_t>(a.tk);
+      b.key_begin = 0;
+      if (a.sliding) {
+        b.key_begin = static_cast<size_t>(std::clamp<ptrdiff_t>(diagonal - a.window_left, 0, tk));
+      }
       b.key_end = a.tk;
       if (a.causal) {
         b.key_end = static_cast<size_t>(std::clamp<ptrdiff_t>(
-            static_cast<ptrdiff_t>(b.q0 + b.nq) + a.causal_diagonal, 0,
-            static_cast<ptrdiff_t>(a.tk)));
+            diagonal + static_cast<ptrdiff_t>(b.nq) + a.window_right, 0, tk));
       }
       PackScaledQueries(a, b);
       // -FLT_MAX, not -inf: exp(m_old - m_new) stays finite while a row has
@@ -226,7 +281,7 @@ struct Attention {
       FillN(b.m, b.cols, -std::numeric_limits<float>::max());
       FillN(b.l, b.cols, 0.0f);
       FillN(b.o, b.nq * a.dv, 0.0f);
-      for (size_t k0 = 0; k0 < b.key_end; k0 += kBk) {
+      for (size_t k0 = b.key_begin; k0 < b.key_end; k0 += kBk) {
         const size_t nk = std::min(kBk, b.key_end - k0);
         if (!AllPadding(a, k0, nk)) Accumulate(a, b, k0, nk);
       }
@@ -237,7 +292,7 @@ struct Attention {
           Ops::Store(Ops::Mul(Ops::Load(b.o + i * a.dv + d), inv), z + d);
         }
       }
-      if (a.probs != nullptr) {
+      if (a.probs != nullptr || a.scores != nullptr) {
         for (size_t k0 = 0; k0 < a.tk; k0 += kBk) {
           WriteProbabilities(a, b, k0, std::min(kBk, a.tk - k0));
         }

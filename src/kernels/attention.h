@@ -44,12 +44,29 @@ struct AttentionArgs {
   // passes tk - tq + q0, and computes exactly what the whole call would.
   bool causal;
   ptrdiff_t causal_diagonal;
+  // With causal, keys up to window_right past the diagonal stay visible:
+  // j <= i + causal_diagonal + window_right (0 = causal proper).
+  ptrdiff_t window_right;
+  // Sliding window: keys j < i + causal_diagonal - window_left are hidden
+  // too. Both bounds are relative to the same diagonal, so a key window
+  // [left, right] is sliding + causal with those widths (>= 0 each).
+  bool sliding;
+  ptrdiff_t window_left;
+  // > 0: scores become softcap * tanh(score / softcap) after the scale and
+  // before the masks; 0 = no cap.
+  float softcap;
   const uint8_t* key_valid;    // [tk], 1 = real token; nullptr = all real
   const float* additive_mask;  // [tq, tk] with row stride mask_ld; or nullptr
   size_t mask_ld;
+  // [tq, tk] with row stride boolean_mask_ld, 1 = may attend; or nullptr.
+  const uint8_t* boolean_mask;
+  size_t boolean_mask_ld;
   float* z;  // [tq, dv] with row stride ldz
   size_t ldz;
   float* probs;  // [tq, tk] row-major; nullptr = not requested
+  // [tq, tk] row-major: the scores after scale, cap and masks (-inf where
+  // hidden), what the softmax takes; nullptr = not requested.
+  float* scores;
   float* scratch;  // AttentionScratchFloats(...) floats
 };
 

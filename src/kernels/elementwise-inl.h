@@ -30,16 +30,6 @@ struct Elementwise {
     return Math::CopySign(y, x);
   }
 
-  // tanh(y) = sign(y) (1 - e) / (1 + e) with e = e^{-2|y|} in (0, 1]: the
-  // exponent is never positive, which ExpNonPositive requires.
-  template <class T, class Math>
-  static T Tanh(T y) {
-    const T a = Math::Abs(y);
-    const T e = ExpNonPositive<T, Math>(Math::Sub(Math::Zero(), Math::Add(a, a)));
-    const T one = Math::Set(1.0f);
-    return Math::CopySign(Math::Div(Math::Sub(one, e), Math::Add(one, e)), y);
-  }
-
   template <class T, class Math>
   static T Activate(Activation act, T x) {
     switch (act) {

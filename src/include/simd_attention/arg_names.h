@@ -43,6 +43,17 @@ struct ArgNames {
   const char* layer_norm_gamma;
   const char* layer_norm_beta;
   const char* layer_norm_eps;
+  // ScaledDotProductAttention
+  const char* query_heads;  // heads of a token-major q
+  const char* kv_heads;     // heads of a token-major k and v
+  const char* causal;
+  const char* scale;
+  const char* softcap;
+  const char* window;
+  const char* attn_mask_shape;
+  const char* bool_mask;
+  const char* bool_mask_shape;
+  const char* kv_lengths;
 };
 
 // w_q, key_padding_mask, config.d_model ...: the C++ API's names.
