@@ -8,6 +8,7 @@ const ArgNames& JsArgNames() {
       .num_heads = "numHeads",
       .kdim = "kDim",
       .vdim = "vDim",
+      .head_dim = "headDim",
       .head_dim_v = "headDimV",
       .bias = "bias",
       .ffn_dim = "ffnDim",

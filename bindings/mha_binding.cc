@@ -22,6 +22,7 @@ MhaConfig ConfigFromJs(const val& js) {
   c.num_heads = SizeOf(js, "numHeads");
   c.kdim = SizeOf(js, "kDim");
   c.vdim = SizeOf(js, "vDim");
+  c.head_dim = SizeOf(js, "headDim");
   c.head_dim_v = SizeOf(js, "headDimV");
   c.bias = js["bias"].as<bool>();
   c.backend = ParseBackend(js["backend"].as<std::string>());

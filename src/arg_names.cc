@@ -8,6 +8,7 @@ const ArgNames& CppArgNames() {
       .num_heads = "num_heads",
       .kdim = "kdim",
       .vdim = "vdim",
+      .head_dim = "head_dim",
       .head_dim_v = "head_dim_v",
       .bias = "bias",
       .ffn_dim = "ffn_dim",

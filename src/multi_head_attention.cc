@@ -25,25 +25,31 @@ MhaConfig Resolve(MhaConfig c) {
   const ArgNames& n = *c.names;
   CheckPositive(ConfigName(n.d_model), c.d_model);
   CheckPositive(ConfigName(n.num_heads), c.num_heads);
-  if (c.d_model % c.num_heads != 0) {
+  if (c.head_dim == 0 && c.d_model % c.num_heads != 0) {
     throw std::invalid_argument(Cat({"config.", n.d_model, ": must be divisible by ",
                                      n.num_heads, " (", std::to_string(c.num_heads), "), got ",
-                                     std::to_string(c.d_model)}));
+                                     std::to_string(c.d_model), "; or give config.",
+                                     n.head_dim}));
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
-  if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
+  if (c.head_dim == 0) c.head_dim = c.d_model / c.num_heads;
+  if (c.head_dim_v == 0) c.head_dim_v = c.head_dim;
   if (c.threads == 0) c.threads = ThreadPool::HardwareThreads();
   // The weight matrices must be allocatable before anything pads them.
-  const size_t hk = c.d_model, hv = c.num_heads * c.head_dim_v;
-  if (ProductOf({c.num_heads, c.head_dim_v}).overflow) {
-    throw SizeLimitError(Cat({"config.", n.head_dim_v, ": ", n.num_heads, " * ", n.head_dim_v,
-                              " = ", std::to_string(c.num_heads), " * ",
-                              std::to_string(c.head_dim_v), " overflows a 64-bit size"}));
+  for (const char* d : {n.head_dim, n.head_dim_v}) {
+    const size_t width = d == n.head_dim ? c.head_dim : c.head_dim_v;
+    if (ProductOf({c.num_heads, width}).overflow) {
+      throw SizeLimitError(Cat({"config.", d, ": ", n.num_heads, " * ", d, " = ",
+                                std::to_string(c.num_heads), " * ", std::to_string(width),
+                                " overflows a 64-bit size"}));
+    }
   }
+  const size_t hk = c.num_heads * c.head_dim, hv = c.num_heads * c.head_dim_v;
+  const std::string heads_k = Cat({"(", n.num_heads, " * ", n.head_dim, ")"});
   const std::string heads_v = Cat({"(", n.num_heads, " * ", n.head_dim_v, ")"});
-  CheckedCount(n.w_q, {{n.d_model, c.d_model}, {n.d_model, hk}});
-  CheckedCount(n.w_k, {{n.kdim, c.kdim}, {n.d_model, hk}});
+  CheckedCount(n.w_q, {{n.d_model, c.d_model}, {heads_k.c_str(), hk}});
+  CheckedCount(n.w_k, {{n.kdim, c.kdim}, {heads_k.c_str(), hk}});
   CheckedCount(n.w_v, {{n.vdim, c.vdim}, {heads_v.c_str(), hv}});
   CheckedCount(n.w_o, {{heads_v.c_str(), hv}, {n.d_model, c.d_model}});
   return c;

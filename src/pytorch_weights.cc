@@ -52,6 +52,11 @@ MhaConfig Resolve(MhaConfig c) {
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
+  if (c.head_dim != 0 && c.head_dim * c.num_heads != c.d_model) {
+    throw std::invalid_argument(Cat({"config: nn.MultiheadAttention's heads are ", n.d_model,
+                                     " / ", n.num_heads, " wide, got ", n.head_dim, " ",
+                                     std::to_string(c.head_dim)}));
+  }
   if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
   // Bounds every row count below (2 * d_model + num_heads * head_dim_v
   // cannot wrap once both products fit).

@@ -32,6 +32,7 @@ struct Shape {
   size_t d_model = 0, heads = 0;
   size_t kdim = 0, vdim = 0, head_dim_v = 0;  // 0 = default
   bool bias = true;
+  size_t head_dim = 0;  // 0 = d_model / heads; else heads * head_dim != d_model
 };
 
 enum MaskBits : unsigned {
@@ -64,6 +65,8 @@ const Shape kShapes[] = {
     {40, 5, 24, 50},
     {64, 1, 33, 17, 40, /*bias=*/false},
     {60, 5, 64, 40, 16},
+    {40, 5, 0, 0, 0, true, 12},
+    {60, 3, 24, 0, 9, true, 16},
 };
 const unsigned kMaskSets[] = {
     0,       kCausal,          kPadding,         kMask2d,
@@ -127,6 +130,7 @@ std::string CaseName(const SweepCase& c) {
                      std::to_string(s.d_model) + "_H" + std::to_string(s.heads);
   if (s.kdim != 0) name += "_kdim" + std::to_string(s.kdim);
   if (s.vdim != 0) name += "_vdim" + std::to_string(s.vdim);
+  if (s.head_dim != 0) name += "_dk" + std::to_string(s.head_dim);
   if (s.head_dim_v != 0) name += "_dv" + std::to_string(s.head_dim_v);
   if (!s.bias) name += "_nobias";
   if (c.masks & kCausal) name += "_causal";
@@ -163,6 +167,7 @@ TEST_P(MhaSweep, MatchesReference) {
   config.num_heads = c.shape.heads;
   config.kdim = c.shape.kdim;
   config.vdim = c.shape.vdim;
+  config.head_dim = c.shape.head_dim;
   config.head_dim_v = c.shape.head_dim_v;
   config.bias = c.shape.bias;
   const MhaProblem p = RandomProblem(config, c.batch, c.tq, c.tk, rng);
@@ -212,7 +217,7 @@ TEST(SweepDesign, CoversEveryAxisValueSeveralTimes) {
   constexpr int kMin = 3;
   std::map<size_t, int> tq, tk, d_model, heads, batch;
   std::map<unsigned, int> mask_bits;
-  int other_kdim = 0, other_vdim = 0, other_dv = 0, no_bias = 0;
+  int other_kdim = 0, other_vdim = 0, other_dk = 0, other_dv = 0, no_bias = 0;
   for (const SweepCase& c : SweepCases()) {
     ++tq[c.tq];
     ++tk[c.tk];
@@ -224,6 +229,7 @@ TEST(SweepDesign, CoversEveryAxisValueSeveralTimes) {
     }
     other_kdim += c.shape.kdim != 0 && c.shape.kdim != c.shape.d_model;
     other_vdim += c.shape.vdim != 0 && c.shape.vdim != c.shape.d_model;
+    other_dk += c.shape.head_dim != 0 && c.shape.head_dim * c.shape.heads != c.shape.d_model;
     other_dv += c.shape.head_dim_v != 0 &&
                 c.shape.head_dim_v != c.shape.d_model / c.shape.heads;
     no_bias += !c.shape.bias;
@@ -241,6 +247,7 @@ TEST(SweepDesign, CoversEveryAxisValueSeveralTimes) {
   EXPECT_GE(other_kdim, kMin);
   EXPECT_GE(other_vdim, kMin);
   EXPECT_GE(other_dv, kMin);
+  EXPECT_GE(other_dk, kMin);
   EXPECT_GE(no_bias, kMin);
 }
 

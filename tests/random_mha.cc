@@ -29,7 +29,7 @@ MhaWeights OwnedWeights::View() const {
 }
 
 OwnedWeights RandomWeights(const MhaConfig& c, std::mt19937& rng) {
-  const size_t hk = c.num_heads * (c.d_model / c.num_heads);
+  const size_t hk = c.num_heads * c.head_dim;
   const size_t hv = c.num_heads * c.head_dim_v;
   const auto init = [&rng](size_t n, size_t fan_in) {
     return RandomVector(n, 1.0f / std::sqrt(static_cast<float>(fan_in)), rng);

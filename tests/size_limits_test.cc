@@ -101,12 +101,15 @@ TEST(SizeLimits, LengthOfAWrappingShapeIsNeverMatchedByAnEmptyArray) {
 TEST(SizeLimits, ConfigWhoseWeightsCannotExist) {
   MhaConfig c{.d_model = kWrapsSquared, .num_heads = 1};
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); },
-                                         {"w_q: d_model * d_model = ", kLimit}));
+                                         {"w_q: d_model * (num_heads * head_dim) = ", kLimit}));
   c = {.d_model = 8, .num_heads = 2, .kdim = kWrapsTimes8};
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); },
-                                         {"w_k: kdim * d_model = "}));
+                                         {"w_k: kdim * (num_heads * head_dim) = "}));
   c = {.d_model = 8, .num_heads = 2, .head_dim_v = kWrapsTimes8};
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); }, {"w_v"}));
+  c = {.d_model = 8, .num_heads = 4, .head_dim = SIZE_MAX / 2};
+  EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); },
+                                         {"config.head_dim: num_heads * head_dim = 4 * "}));
   c = {.d_model = 8, .num_heads = 4, .head_dim_v = SIZE_MAX / 2};
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); }, {"head_dim_v"}));
   LayerConfig layer{.d_model = 8, .num_heads = 2, .ffn_dim = kWrapsTimes8};

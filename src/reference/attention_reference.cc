@@ -29,7 +29,7 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
                              const Tensor3& query, const Tensor3& key,
                              const Tensor3& value, const MhaOptions& opt) {
   const size_t B = query.batch, Tq = query.tokens, Tk = key.tokens;
-  const size_t H = c.num_heads, dk = c.d_model / H, dv = c.head_dim_v;
+  const size_t H = c.num_heads, dk = c.head_dim, dv = c.head_dim_v;  // resolved
   const size_t D = c.d_model;
   const std::vector<double> Q = Linear(query.data, B * Tq, D, w.w_q, w.b_q, H * dk);
   const std::vector<double> K = Linear(key.data, B * Tk, c.kdim, w.w_k, w.b_k, H * dk);

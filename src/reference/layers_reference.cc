@@ -9,7 +9,7 @@ MhaConfig AttentionConfig(const LayerConfig& c) {
   MhaConfig m;
   m.d_model = m.kdim = m.vdim = c.d_model;
   m.num_heads = c.num_heads;
-  m.head_dim_v = c.d_model / c.num_heads;
+  m.head_dim = m.head_dim_v = c.d_model / c.num_heads;
   return m;
 }
 

@@ -4,7 +4,8 @@
 // checks that this file names every member the .d.ts declares.
 import createDefault, {
   createAttentionModule, wasmRelaxedSimdSupported, wasmSimdSupported,
-  type ActivationName, type AttentionModule, type AttentionModuleOptions, type BackendName,
+  type ActivationName, type AttentionModule, type AttentionModuleOptions, type AttentionOptions,
+  type AttentionResult, type AttentionResultFor, type BackendName, type BroadcastMask,
   type BuildName, type DecoderForwardOptions, type EncoderForwardOptions,
   type FeedForwardWeights, type ForwardOptions, type ForwardResult, type ForwardResultFor,
   type IncrementalForwardOptions, type KVCache, type KVCacheOptions,
@@ -41,7 +42,7 @@ const bytes: number[] = [stats.heapBytes, stats.maxHeapBytes, stats.allocatedByt
 // MultiHeadAttention.
 const MHA: MultiHeadAttentionConstructor = sa.MultiHeadAttention;
 const mhaConfig: MultiHeadAttentionConfig = {
-  dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDimV: 4, bias: true, backend: sa.backend,
+  dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDim: 4, headDimV: 4, bias: true, backend: sa.backend,
   threads: 1,
 };
 const mha: MultiHeadAttention = new MHA(mhaConfig);
@@ -155,6 +156,23 @@ const pe: Tensor = sa.positionalEncoding(5, 8);
 const layerNormOptions: LayerNormOptions = { gamma: f32(8), beta: f32(8), eps: 1e-5, backend };
 const normed: Tensor = sa.layerNorm(pe, layerNormOptions);
 
+// Attention on projected heads: 4-D head-major with grouped-query heads, and
+// 3-D token-major split by numHeads / numKvHeads.
+const qHeads: Tensor = { data: f32(2 * 4 * 5 * 8), shape: [2, 4, 5, 8] };
+const kvHeads: Tensor = { data: f32(2 * 2 * 5 * 8), shape: [2, 2, 5, 8] };
+const allowed: BroadcastMask<Uint8Array> = { data: mask(2 * 5 * 5), shape: [2, 1, 5, 5] };
+const attentionOptions: AttentionOptions = {
+  causal: 'top-left', scale: 0.5, softcap: 30, window: [2, 0], attnMask: f32(25),
+  boolMask: allowed, keyPaddingMask: mask(10), kvLengths: [5, 4], numHeads: 4, numKvHeads: 2,
+  returnAttnWeights: false, returnScores: false, backend,
+};
+const attended: AttentionResult = sa.attention(qHeads, kvHeads, kvHeads, attentionOptions);
+const tokens: Tensor = { data: f32(5 * 8), shape: [1, 5, 8] };
+const tokenMajor: AttentionResultFor<true, true> = sa.attention(tokens, tokens, tokens,
+  { numHeads: 2, causal: 'bottom-right', returnAttnWeights: true, returnScores: true });
+const attentionOutputs: (Tensor | undefined)[] = [attended.output, attended.attnWeights,
+  attended.scores, tokenMajor.attnWeights, tokenMajor.scores];
+
 // dispose() and `using`.
 for (const o of [kv, cache, memory, decoderCache]) o.dispose();
 mha[Symbol.dispose]();
@@ -169,7 +187,8 @@ cache[Symbol.dispose]();
 mha.dispose();
 
 export const used = [build, moduleFacts, bytes, isMha, dims, mhaFacts, outputs, kvFacts,
-  cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested];
+  cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested,
+  attentionOutputs];
 
 // Misuses that must not compile.
 // @ts-expect-error: misspelled option
@@ -226,6 +245,12 @@ encoder.setWeights({ attention, ffn, norm1: norm });
 encoder.setWeights({ attention: weights, ffn, norm1: norm, norm2: norm });
 // @ts-expect-error: layerNorm needs gamma and beta
 sa.layerNorm(x, { eps: 1e-5 });
+// @ts-expect-error: misspelled attention option
+sa.attention(qHeads, kvHeads, kvHeads, { sofcap: 30 });
+// @ts-expect-error: the causal alignment is named, not a boolean
+sa.attention(qHeads, kvHeads, kvHeads, { causal: true });
+// @ts-expect-error: the scores were not asked for
+void sa.attention(qHeads, kvHeads, kvHeads, { returnAttnWeights: true }).scores.data;
 // @ts-expect-error: positionalEncoding takes numbers
 sa.positionalEncoding('5', 8);
 // @ts-expect-error: the truncation length is a number

@@ -63,6 +63,7 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
         numHeads: requiredSize(where, 'config.numHeads', config.numHeads),
         kDim: optionalSize(where, 'config.kDim', config.kDim),
         vDim: optionalSize(where, 'config.vDim', config.vDim),
+        headDim: optionalSize(where, 'config.headDim', config.headDim),
         headDimV: optionalSize(where, 'config.headDimV', config.headDimV),
         bias: optionalBoolean(where, 'config.bias', config.bias, true),
         backend,

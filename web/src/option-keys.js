@@ -21,8 +21,8 @@ export const DECODER_WEIGHT_GROUPS = {
 
 export const OPTION_KEYS = {
   AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'wasmPath'],
-  MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDimV', 'bias', 'backend',
-    'threads'],
+  MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDim', 'headDimV', 'bias',
+    'backend', 'threads'],
   MultiHeadAttentionWeights: ATTENTION_WEIGHTS,
   PyTorchMultiheadAttentionState: ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
     'v_proj_weight', 'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias',
@@ -43,4 +43,7 @@ export const OPTION_KEYS = {
   TransformerDecoderLayerWeights: Object.keys(DECODER_WEIGHT_GROUPS),
   EncoderForwardOptions: ['keyPaddingMask', 'causal'],
   DecoderForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask'],
+  AttentionOptions: ['causal', 'scale', 'softcap', 'window', 'attnMask', 'boolMask',
+    'keyPaddingMask', 'kvLengths', 'numHeads', 'numKvHeads', 'returnAttnWeights', 'returnScores',
+    'backend'],
 };

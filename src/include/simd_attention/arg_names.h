@@ -14,6 +14,7 @@ struct ArgNames {
   const char* num_heads;
   const char* kdim;
   const char* vdim;
+  const char* head_dim;
   const char* head_dim_v;
   const char* bias;
   const char* ffn_dim;

@@ -26,7 +26,11 @@ struct MhaConfig {
   size_t num_heads = 0;
   size_t kdim = 0;        // features of the keys; 0 = d_model
   size_t vdim = 0;        // features of the values; 0 = d_model
-  size_t head_dim_v = 0;  // d_v; 0 = d_model / num_heads
+  // d_k; 0 = d_model / num_heads. Any width otherwise: an attention may own
+  // some heads of a wider model (a worker of a head-sharded pool), so
+  // num_heads * head_dim need not be d_model.
+  size_t head_dim = 0;
+  size_t head_dim_v = 0;  // d_v; 0 = head_dim
   bool bias = true;
   Backend backend = Backend::kHighway;
   // Threads a forward runs on, the caller's included: a pool shared by
@@ -117,10 +121,10 @@ class MultiHeadAttention {
   MhaResult ForwardIncremental(const Tensor3& x, KVCache& cache,
                                const MhaOptions& options = {});
 
-  // The config with defaults resolved (kdim, vdim, head_dim_v, threads and
-  // names filled in).
+  // The config with defaults resolved (kdim, vdim, head_dim, head_dim_v,
+  // threads and names filled in).
   const MhaConfig& config() const { return config_; }
-  size_t head_dim() const { return config_.d_model / config_.num_heads; }
+  size_t head_dim() const { return config_.head_dim; }
   size_t head_dim_v() const { return config_.head_dim_v; }
   const KernelTable& kernels() const { return *kernels_; }
   ThreadPool& pool() const { return *pool_; }
