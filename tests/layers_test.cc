@@ -67,6 +67,23 @@ struct LayerWeights {
 
   FfnWeights Ffn() const { return {w1, b1, w2, b2}; }
   NormWeights Norm(int i) const { return {gamma[i - 1], beta[i - 1]}; }
+
+  void SetOn(TransformerEncoderLayer& layer) const {
+    layer.SetWeights(self_attention.View(), Ffn(), Norm(1), Norm(2));
+  }
+  void SetOn(TransformerDecoderLayer& layer) const {
+    layer.SetWeights(self_attention.View(), cross_attention.View(), Ffn(), Norm(1), Norm(2),
+                     Norm(3));
+  }
+  std::vector<float> ReferenceEncoder(const LayerConfig& c, const Tensor3& x,
+                                      const EncoderOptions& o) const {
+    return ReferenceEncoderLayer(c, self_attention.View(), Ffn(), Norm(1), Norm(2), x, o);
+  }
+  std::vector<float> ReferenceDecoder(const LayerConfig& c, const Tensor3& x,
+                                      const Tensor3& memory, const DecoderOptions& o) const {
+    return ReferenceDecoderLayer(c, self_attention.View(), cross_attention.View(), Ffn(),
+                                 Norm(1), Norm(2), Norm(3), x, memory, o);
+  }
 };
 
 LayerWeights RandomLayerWeights(const LayerConfig& c, std::mt19937& rng) {
@@ -122,10 +139,9 @@ TEST_P(LayersVsReference, EncoderLayer) {
                        (norm_first ? " pre-LN " : " post-LN ") + ActivationName(act) +
                        ((variant & 1) ? " padded" : "") + (options.causal ? " causal" : ""));
           const std::vector<float> expected =
-              ReferenceEncoderLayer(config, w.self_attention.View(), w.Ffn(), w.Norm(1),
-                                    w.Norm(2), x.View(), options);
+              w.ReferenceEncoder(config, x.View(), options);
           TransformerEncoderLayer layer(config, table());
-          layer.SetWeights(w.self_attention.View(), w.Ffn(), w.Norm(1), w.Norm(2));
+          w.SetOn(layer);
           EXPECT_TRUE(AllNear(layer.Forward(x.View(), options), expected,
                               ScaledTolerance(expected, kLayerTol)));
         }
@@ -157,12 +173,9 @@ TEST_P(LayersVsReference, DecoderLayer) {
           SCOPED_TRACE(std::string("d_model ") + std::to_string(shape.d_model) +
                        (norm_first ? " pre-LN " : " post-LN ") + ActivationName(act) +
                        (variant == 1 ? " padded" : "") + (options.causal ? " causal" : ""));
-          const std::vector<float> expected = ReferenceDecoderLayer(
-              config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
-              w.Norm(2), w.Norm(3), x.View(), memory.View(), options);
+          const std::vector<float> expected = w.ReferenceDecoder(config, x.View(), memory.View(), options);
           TransformerDecoderLayer layer(config, table());
-          layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(),
-                           w.Norm(1), w.Norm(2), w.Norm(3));
+          w.SetOn(layer);
           EXPECT_TRUE(AllNear(layer.Forward(x.View(), memory.View(), options), expected,
                               ScaledTolerance(expected, kLayerTol)));
         }
@@ -382,11 +395,9 @@ TEST_P(DecoderIncremental, PreLnGeluTokenByTokenEqualsReference) {
   const OwnedTensor x = RandomTensor(kBatch, kT, config.d_model, rng);
   const OwnedTensor memory = RandomTensor(kBatch, kS, config.d_model, rng);
   const std::vector<float> expected =
-      ReferenceDecoderLayer(config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(),
-                            w.Norm(1), w.Norm(2), w.Norm(3), x.View(), memory.View(), {});
+      w.ReferenceDecoder(config, x.View(), memory.View(), {});
   TransformerDecoderLayer layer(config, table());
-  layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
-                   w.Norm(2), w.Norm(3));
+  w.SetOn(layer);
   const PrecomputedKV kv = layer.cross_attention().PrecomputeKeyValue(memory.View());
   KVCache cache = layer.self_attention().CreateKVCache(kBatch, kT);
   for (size_t t = 0; t < kT; ++t) {
@@ -414,15 +425,12 @@ TEST_P(DecoderPrecomputed, EqualsForwardWithMemoryTensor) {
   with_a.memory_key_padding_mask = mask_a;
   with_b.memory_key_padding_mask = mask_b;
   TransformerDecoderLayer layer(config, table());
-  layer.SetWeights(w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
-                   w.Norm(2), w.Norm(3));
+  w.SetOn(layer);
   const std::vector<float> direct = layer.Forward(x.View(), memory.View(), plain);
   const std::vector<float> direct_a = layer.Forward(x.View(), memory.View(), with_a);
   const std::vector<float> direct_b = layer.Forward(x.View(), memory.View(), with_b);
   ASSERT_FALSE(AllNear(direct_a, direct_b, 1e-3)) << "masks make no difference";
-  const std::vector<float> expected_a = ReferenceDecoderLayer(
-      config, w.self_attention.View(), w.cross_attention.View(), w.Ffn(), w.Norm(1),
-      w.Norm(2), w.Norm(3), x.View(), memory.View(), with_a);
+  const std::vector<float> expected_a = w.ReferenceDecoder(config, x.View(), memory.View(), with_a);
   EXPECT_TRUE(AllNear(direct_a, expected_a, ScaledTolerance(expected_a, kLayerTol)));
 
   const PrecomputedKV unmasked = layer.cross_attention().PrecomputeKeyValue(memory.View());
@@ -557,7 +565,7 @@ TEST_P(LayerErrors, EncoderInputOfWrongLength) {
   const LayerConfig config = MakeConfig(16, 2, 24, false, Activation::kRelu);
   const LayerWeights w = RandomLayerWeights(config, rng);
   TransformerEncoderLayer layer(config, table());
-  layer.SetWeights(w.self_attention.View(), w.Ffn(), w.Norm(1), w.Norm(2));
+  w.SetOn(layer);
   const std::vector<float> data(2 * 3 * 16 - 1, 0.5f);
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { layer.Forward(Tensor3{data, 2, 3, 16}); }, {"x", "[2, 3, 16]", "got 95"}));
