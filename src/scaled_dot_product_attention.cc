@@ -46,15 +46,23 @@ bool FloatHolds(double x) {
   return std::isfinite(x) && std::fabs(x) <= double(std::numeric_limits<float>::max());
 }
 
+// The batches and heads a mask has, 1 where it broadcasts.
+struct MaskDims {
+  size_t batch = 1, heads = 1;
+  // Offset of (b, h)'s [Tq, Tk] slice.
+  size_t Offset(size_t b, size_t h, size_t tq, size_t tk) const {
+    return ((batch > 1 ? b : 0) * heads + (heads > 1 ? h : 0)) * tq * tk;
+  }
+};
+
 // A mask's shape: [Tq, Tk] (also when empty) or [B or 1, H or 1, Tq, Tk].
-// Returns the broadcast strides' source: {batches, heads} of the mask.
-std::pair<size_t, size_t> MaskDims(const char* shape_name, std::span<const size_t> shape,
-                                   size_t batch, size_t heads, size_t tq, size_t tk) {
-  if (shape.empty()) return {1, 1};
+MaskDims CheckMaskShape(const char* shape_name, std::span<const size_t> shape,
+                        size_t batch, size_t heads, size_t tq, size_t tk) {
+  if (shape.empty()) return {};
   const bool ok2 = shape.size() == 2 && shape[0] == tq && shape[1] == tk;
   const bool ok4 = shape.size() == 4 && (shape[0] == batch || shape[0] == 1) &&
                    (shape[1] == heads || shape[1] == 1) && shape[2] == tq && shape[3] == tk;
-  if (ok2) return {1, 1};
+  if (ok2) return {};
   if (ok4) return {shape[0], shape[1]};
   std::string given = "[";
   for (size_t i = 0; i < shape.size(); ++i) given += (i ? ", " : "") + Str(shape[i]);
@@ -169,15 +177,17 @@ SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsT
                                        std::to_string(o.window[side])}));
     }
   }
-  const auto [attn_b, attn_h] =
-      MaskDims(n.attn_mask_shape, o.attn_mask_shape, batch, heads, tq, tk);
-  const auto [bool_b, bool_h] =
-      MaskDims(n.bool_mask_shape, o.bool_mask_shape, batch, heads, tq, tk);
+  const MaskDims attn_dims =
+      CheckMaskShape(n.attn_mask_shape, o.attn_mask_shape, batch, heads, tq, tk);
+  const MaskDims bool_dims =
+      CheckMaskShape(n.bool_mask_shape, o.bool_mask_shape, batch, heads, tq, tk);
   if (!o.attn_mask.empty()) {
-    CheckLength(n.attn_mask, o.attn_mask.size(), {attn_b, attn_h, tq, tk});
+    CheckLength(n.attn_mask, o.attn_mask.size(), {attn_dims.batch, attn_dims.heads, tq, tk});
     CheckMask(n.attn_mask, o.attn_mask);
   }
-  if (!o.bool_mask.empty()) CheckLength(n.bool_mask, o.bool_mask.size(), {bool_b, bool_h, tq, tk});
+  if (!o.bool_mask.empty()) {
+    CheckLength(n.bool_mask, o.bool_mask.size(), {bool_dims.batch, bool_dims.heads, tq, tk});
+  }
   if (!o.key_padding_mask.empty()) {
     CheckLength(n.key_padding_mask, o.key_padding_mask.size(), {batch, tk});
   }
@@ -336,15 +346,11 @@ SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsT
     a.key_valid = key_padding == nullptr ? nullptr : key_padding + b * tk;
     const size_t rows_before = q0 * tk;
     if (!o.attn_mask.empty()) {
-      a.additive_mask = o.attn_mask.data() +
-                        ((attn_b > 1 ? b : 0) * attn_h + (attn_h > 1 ? h : 0)) * tq * tk +
-                        rows_before;
+      a.additive_mask = o.attn_mask.data() + attn_dims.Offset(b, h, tq, tk) + rows_before;
       a.mask_ld = tk;
     }
     if (!o.bool_mask.empty()) {
-      a.boolean_mask = o.bool_mask.data() +
-                       ((bool_b > 1 ? b : 0) * bool_h + (bool_h > 1 ? h : 0)) * tq * tk +
-                       rows_before;
+      a.boolean_mask = o.bool_mask.data() + bool_dims.Offset(b, h, tq, tk) + rows_before;
       a.boolean_mask_ld = tk;
     }
     a.z = z_head(b, h) + q0 * ldz;

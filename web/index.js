@@ -15,6 +15,7 @@ import { makeDecoderLayer, makeEncoderLayer } from './src/layers.js';
 import { loadBuild, pickBuild } from './src/loader.js';
 import { makeModuleFunctions } from './src/module-functions.js';
 import { OPTION_KEYS } from './src/option-keys.js';
+import { makeScaledDotProductAttention } from './src/scaled-dot-product-attention.js';
 import { makeReclaimer } from './src/wasm-object.js';
 
 // ---------------------------------------------------------------------------
@@ -129,6 +130,7 @@ export async function createAttentionModule(options = {}) {
     TransformerEncoderLayer: makeEncoderLayer(wasm, reclaimer, backend),
     TransformerDecoderLayer: makeDecoderLayer(wasm, reclaimer, backend, kv),
     ...makeModuleFunctions(wasm, backend),
+    attention: makeScaledDotProductAttention(wasm, backend),
     memoryStats: () => {
       const { heapBytes, maxHeapBytes, allocatedBytes } = wasm.memoryStats();
       return { heapBytes, maxHeapBytes, allocatedBytes, jsHandles: wasm.count_emval_handles() };

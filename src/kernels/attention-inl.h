@@ -45,14 +45,6 @@ struct Attention {
     float* alpha;     // [cols] rescale of O for the current key block
   };
 
-  static bool AllPadding(const AttentionArgs& a, size_t k0, size_t nk) {
-    if (a.key_valid == nullptr) return false;
-    for (size_t j = 0; j < nk; ++j) {
-      if (a.key_valid[k0 + j] != 0) return false;
-    }
-    return true;
-  }
-
   // The GEMM computes S^T a whole panel of queries at a time; with few
   // queries (decoding: one) most of that panel is padding. Per key, the
   // GEMM costs (kPanel / kL) * dk vector FMAs; dot products cost, per
@@ -115,58 +107,7 @@ struct Attention {
                    nullptr, b.st, b.cols});
     }
     if (a.softcap > 0.0f) SoftCap(b, a.softcap, nk);
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-    if (a.key_valid != nullptr) {
-      for (size_t j = 0; j < nk; ++j) {
-        if (a.key_valid[k0 + j] == 0) {
-          FillN(b.st + j * b.cols, b.cols, kNegInf);
-        }
-      }
-    }
-    if (a.additive_mask != nullptr) {
-      for (size_t j = 0; j < nk; ++j) {
-        for (size_t i = 0; i < b.nq; ++i) {
-          b.st[j * b.cols + i] +=
-              a.additive_mask[(b.q0 + i) * a.mask_ld + k0 + j];
-        }
-      }
-    }
-    if (a.boolean_mask != nullptr) {
-      for (size_t j = 0; j < nk; ++j) {
-        for (size_t i = 0; i < b.nq; ++i) {
-          if (a.boolean_mask[(b.q0 + i) * a.boolean_mask_ld + k0 + j] == 0) {
-            b.st[j * b.cols + i] = kNegInf;
-          }
-        }
-      }
-    }
-    // Key j is hidden from query i iff j > i + causal_diagonal +
-    // window_right; only blocks that cross that diagonal need the
-    // per-element test.
-    const ptrdiff_t diagonal = a.causal_diagonal + static_cast<ptrdiff_t>(b.q0);
-    const ptrdiff_t shift = diagonal + a.window_right;
-    if (a.causal && static_cast<ptrdiff_t>(k0 + nk) - 1 > shift) {
-      for (size_t j = 0; j < nk; ++j) {
-        const ptrdiff_t first_hidden_from =
-            static_cast<ptrdiff_t>(k0 + j) - shift;  // queries i < this
-        const size_t end = static_cast<size_t>(std::clamp<ptrdiff_t>(
-            first_hidden_from, 0, static_cast<ptrdiff_t>(b.cols)));
-        FillN(b.st + j * b.cols, end, kNegInf);
-      }
-    }
-    // Sliding window: key j is hidden from query i iff
-    // j < i + causal_diagonal - window_left; only blocks that start before
-    // the last query's first visible key need the per-element test.
-    const ptrdiff_t first = diagonal - a.window_left;  // query 0's first key
-    if (a.sliding && static_cast<ptrdiff_t>(k0) < first + static_cast<ptrdiff_t>(b.nq) - 1) {
-      for (size_t j = 0; j < nk; ++j) {
-        const ptrdiff_t hidden_from =
-            static_cast<ptrdiff_t>(k0 + j) - first + 1;  // queries i >= this
-        const size_t begin = static_cast<size_t>(std::clamp<ptrdiff_t>(
-            hidden_from, 0, static_cast<ptrdiff_t>(b.cols)));
-        FillN(b.st + j * b.cols + begin, b.cols - begin, kNegInf);
-      }
-    }
+    MaskScores(a, b.q0, b.nq, k0, nk, b.st, b.cols);
   }
 
   // Folds one key block into m, l and O.
@@ -222,20 +163,14 @@ struct Attention {
                                  size_t k0, size_t nk) {
     const size_t at = b.q0 * a.tk + k0;
     if (k0 >= b.key_end || k0 + nk <= b.key_begin || AllPadding(a, k0, nk)) {
-      for (size_t i = 0; i < b.nq; ++i) {
-        if (a.probs != nullptr) FillN(a.probs + at + i * a.tk, nk, 0.0f);
-        if (a.scores != nullptr) {
-          FillN(a.scores + at + i * a.tk, nk, -std::numeric_limits<float>::infinity());
-        }
+      if (a.probs != nullptr) {
+        for (size_t i = 0; i < b.nq; ++i) FillN(a.probs + at + i * a.tk, nk, 0.0f);
       }
+      if (a.scores != nullptr) WriteScores(a, b.q0, b.nq, k0, nk, nullptr, 0);
       return;
     }
     Scores(a, b, k0, nk);
-    if (a.scores != nullptr) {
-      for (size_t i = 0; i < b.nq; ++i) {
-        for (size_t j = 0; j < nk; ++j) a.scores[at + i * a.tk + j] = b.st[j * b.cols + i];
-      }
-    }
+    if (a.scores != nullptr) WriteScores(a, b.q0, b.nq, k0, nk, b.st, b.cols);
     if (a.probs == nullptr) return;
     float* out = a.probs + at;
     for (size_t j = 0; j < nk; ++j) {
@@ -264,17 +199,7 @@ struct Attention {
       b.by_dots = DotsCheaper(b.nq, a.dk);
       const size_t width = b.by_dots ? kL : G::kPanel;
       b.cols = (b.nq + width - 1) / width * width;
-      const ptrdiff_t diagonal = static_cast<ptrdiff_t>(b.q0) + a.causal_diagonal;
-      const ptrdiff_t tk = static_cast<ptrdiff_t>(a.tk);
-      b.key_begin = 0;
-      if (a.sliding) {
-        b.key_begin = static_cast<size_t>(std::clamp<ptrdiff_t>(diagonal - a.window_left, 0, tk));
-      }
-      b.key_end = a.tk;
-      if (a.causal) {
-        b.key_end = static_cast<size_t>(std::clamp<ptrdiff_t>(
-            diagonal + static_cast<ptrdiff_t>(b.nq) + a.window_right, 0, tk));
-      }
+      VisibleKeys(a, b.q0, b.nq, b.key_begin, b.key_end);
       PackScaledQueries(a, b);
       // -FLT_MAX, not -inf: exp(m_old - m_new) stays finite while a row has
       // seen only masked keys, and such a row ends with l = 0 -> zeros.

@@ -70,4 +70,21 @@ struct AttentionArgs {
   float* scratch;  // AttentionScratchFloats(...) floats
 };
 
+// The kernel's scalar parts, the same for every vector layer and so compiled
+// once (attention_masks.cc). The key block [k0, k0 + nk) of a query block
+// [q0, q0 + nq) is a tile S^T of nk rows of `cols` floats (cols >= nq).
+
+// Keys [begin, end) that the causal mask and the window leave visible to
+// some query of the block.
+void VisibleKeys(const AttentionArgs& a, size_t q0, size_t nq, size_t& begin, size_t& end);
+// Whether every key of the block is padding.
+bool AllPadding(const AttentionArgs& a, size_t k0, size_t nk);
+// Adds the additive mask and sets every hidden score of the tile to -inf.
+void MaskScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk, float* st,
+                size_t cols);
+// The tile's scores into a.scores; st == nullptr: all -inf (a block no query
+// sees).
+void WriteScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk,
+                 const float* st, size_t cols);
+
 }  // namespace simd_attention

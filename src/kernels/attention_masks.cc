@@ -1,0 +1,88 @@
+// The attention kernel's masks and key ranges: plain scalar code, the same
+// for every vector layer, so it is compiled once instead of once per target
+// (attention-inl.h calls it per key block).
+#include <algorithm>
+#include <limits>
+
+#include "kernels/attention.h"
+
+namespace simd_attention {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+void VisibleKeys(const AttentionArgs& a, size_t q0, size_t nq, size_t& begin, size_t& end) {
+  const ptrdiff_t diagonal = static_cast<ptrdiff_t>(q0) + a.causal_diagonal;
+  const ptrdiff_t tk = static_cast<ptrdiff_t>(a.tk);
+  begin = a.sliding ? static_cast<size_t>(std::clamp<ptrdiff_t>(diagonal - a.window_left, 0, tk))
+                    : 0;
+  end = a.causal ? static_cast<size_t>(std::clamp<ptrdiff_t>(
+                       diagonal + static_cast<ptrdiff_t>(nq) + a.window_right, 0, tk))
+                 : a.tk;
+}
+
+bool AllPadding(const AttentionArgs& a, size_t k0, size_t nk) {
+  if (a.key_valid == nullptr) return false;
+  return std::all_of(a.key_valid + k0, a.key_valid + k0 + nk, [](uint8_t v) { return v == 0; });
+}
+
+void MaskScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk, float* st,
+                size_t cols) {
+  if (a.key_valid != nullptr) {
+    for (size_t j = 0; j < nk; ++j) {
+      if (a.key_valid[k0 + j] == 0) std::fill_n(st + j * cols, cols, kNegInf);
+    }
+  }
+  if (a.additive_mask != nullptr) {
+    for (size_t j = 0; j < nk; ++j) {
+      for (size_t i = 0; i < nq; ++i) {
+        st[j * cols + i] += a.additive_mask[(q0 + i) * a.mask_ld + k0 + j];
+      }
+    }
+  }
+  if (a.boolean_mask != nullptr) {
+    for (size_t j = 0; j < nk; ++j) {
+      for (size_t i = 0; i < nq; ++i) {
+        if (a.boolean_mask[(q0 + i) * a.boolean_mask_ld + k0 + j] == 0) st[j * cols + i] = kNegInf;
+      }
+    }
+  }
+  // Key j is hidden from query i iff j > i + causal_diagonal + window_right;
+  // only blocks that cross that diagonal need the per-element test.
+  const ptrdiff_t diagonal = a.causal_diagonal + static_cast<ptrdiff_t>(q0);
+  const ptrdiff_t shift = diagonal + a.window_right;
+  const ptrdiff_t width = static_cast<ptrdiff_t>(cols);
+  if (a.causal && static_cast<ptrdiff_t>(k0 + nk) - 1 > shift) {
+    for (size_t j = 0; j < nk; ++j) {
+      // Queries i < k0 + j - shift do not see key j.
+      const ptrdiff_t end = std::clamp<ptrdiff_t>(static_cast<ptrdiff_t>(k0 + j) - shift, 0, width);
+      std::fill_n(st + j * cols, end, kNegInf);
+    }
+  }
+  // Sliding window: key j is hidden from query i iff
+  // j < i + causal_diagonal - window_left; only blocks that start before the
+  // last query's first visible key need the per-element test.
+  const ptrdiff_t first = diagonal - a.window_left;  // query 0's first key
+  if (a.sliding && static_cast<ptrdiff_t>(k0) < first + static_cast<ptrdiff_t>(nq) - 1) {
+    for (size_t j = 0; j < nk; ++j) {
+      // Queries i >= k0 + j - first + 1 do not see key j.
+      const ptrdiff_t begin =
+          std::clamp<ptrdiff_t>(static_cast<ptrdiff_t>(k0 + j) - first + 1, 0, width);
+      std::fill(st + j * cols + begin, st + (j + 1) * cols, kNegInf);
+    }
+  }
+}
+
+void WriteScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk,
+                 const float* st, size_t cols) {
+  float* out = a.scores + q0 * a.tk + k0;
+  for (size_t i = 0; i < nq; ++i) {
+    for (size_t j = 0; j < nk; ++j) {
+      out[i * a.tk + j] = st == nullptr ? kNegInf : st[j * cols + i];
+    }
+  }
+}
+
+}  // namespace simd_attention

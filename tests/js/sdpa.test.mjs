@@ -1,0 +1,162 @@
+// attention(q, k, v, options) on every `kind: attention` golden case through
+// every backend of every wasm build, head-major and token-major; its options
+// against each other; and its errors: JS types here, shapes and values from
+// C++ with the package's names.
+import { expectError } from './support/errors.mjs';
+import { goldenCaseNames, loadGoldenCase, maxAbsDiff } from './support/golden.mjs';
+import { loadBuilds } from './support/modules.mjs';
+
+const builds = await loadBuilds();
+const cases = goldenCaseNames('attention').map(loadGoldenCase);
+
+const CAUSAL = { none: 'none', top_left: 'top-left', bottom_right: 'bottom-right' };
+
+// A golden case as attention() arguments.
+function attentionArguments(c) {
+  const t = c.tensors;
+  const { causal, scale, softcap, window } = c.config;
+  const options = { causal: CAUSAL[causal], returnAttnWeights: true };
+  if (scale !== null) options.scale = scale;
+  if (softcap > 0) options.softcap = softcap;
+  if (window !== null) options.window = window;
+  if (t.attn_mask) options.attnMask = t.attn_mask;
+  if (t.bool_mask) options.boolMask = t.bool_mask;
+  if (t.key_padding_mask) options.keyPaddingMask = t.key_padding_mask.data;
+  return { q: t.q, k: t.k, v: t.v, options };
+}
+
+// [B, H, T, d] -> [B, T, H*d]
+function tokenMajor({ data, shape: [b, h, t, d] }) {
+  const out = new Float32Array(data.length);
+  for (let bi = 0; bi < b; bi++) {
+    for (let hi = 0; hi < h; hi++) {
+      for (let ti = 0; ti < t; ti++) {
+        for (let e = 0; e < d; e++) {
+          out[((bi * t + ti) * h + hi) * d + e] = data[((bi * h + hi) * t + ti) * d + e];
+        }
+      }
+    }
+  }
+  return { data: out, shape: [b, t, h * d] };
+}
+
+function expectNear(c, name, got, want) {
+  expect({ name, shape: got.shape }).toEqual({ name, shape: want.shape });
+  const diff = maxAbsDiff(got.data, want.data);
+  if (!(diff <= c.tolerance)) {
+    throw new Error(`${c.name}: ${name} differs from PyTorch by ${diff} > ${c.tolerance}`);
+  }
+}
+
+test('the golden folder has attention cases with every option', () => {
+  const configs = cases.map((c) => c.config);
+  expect(configs.some((x) => x.num_kv_heads < x.num_heads)).toBe(true);
+  expect(configs.some((x) => x.causal === 'top_left')).toBe(true);
+  expect(configs.some((x) => x.window !== null)).toBe(true);
+  expect(configs.some((x) => x.softcap > 0)).toBe(true);
+});
+
+const matrix = Object.entries(builds).flatMap(([build, module]) =>
+  module.backends.map((backend) => [build, backend, module]));
+
+describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
+  test.each(cases.map((c) => [c.name, c]))('%s: output and attention weights', (_, c) => {
+    const a = attentionArguments(c);
+    const r = module.attention(a.q, a.k, a.v, { ...a.options, backend });
+    expectNear(c, 'output', r.output, c.tensors.output);
+    expectNear(c, 'attnWeights', r.attnWeights, c.tensors.attn_weights);
+  });
+
+  test.each(cases.map((c) => [c.name, c]))('%s: token-major [B, T, H*d]', (_, c) => {
+    const a = attentionArguments(c);
+    const r = module.attention(tokenMajor(a.q), tokenMajor(a.k), tokenMajor(a.v), {
+      ...a.options, backend, numHeads: c.config.num_heads, numKvHeads: c.config.num_kv_heads,
+    });
+    expectNear(c, 'output', r.output, tokenMajor(c.tensors.output));
+  });
+});
+
+describe('options', () => {
+  const sa = builds.simd;
+  const c = cases.find((x) => x.name === 'attn_basic');
+  const { q, k, v } = attentionArguments(c);
+  const [B, H, Tq] = q.shape;
+  const Tk = k.shape[2];
+
+  test('a boolean mask equals its additive twin, and both come back as scores', () => {
+    const allowed = new Uint8Array(Tq * Tk).map((_, i) => (i % 3 === 0 ? 0 : 1));
+    const additive = Float32Array.from(allowed, (x) => (x ? 0 : -Infinity));
+    const b = sa.attention(q, k, v, { boolMask: allowed, returnScores: true });
+    const a = sa.attention(q, k, v, { attnMask: { data: additive, shape: [Tq, Tk] } });
+    expect(b.output.data).toEqual(a.output.data);
+    expect(b.scores.shape).toEqual([B, H, Tq, Tk]);
+    b.scores.data.forEach((s, i) => {
+      if (allowed[i % (Tq * Tk)] === 0) expect(s).toBe(-Infinity);
+      else expect(Number.isFinite(s)).toBe(true);
+    });
+  });
+
+  test('kvLengths equal the key padding they stand for; a window [-1, -1] is none', () => {
+    const lengths = [Tk, 2];
+    const padding = new Uint8Array(B * Tk).map((_, i) => (i % Tk < lengths[Math.floor(i / Tk)]));
+    const l = sa.attention(q, k, v, { kvLengths: lengths });
+    expect(l.output.data).toEqual(sa.attention(q, k, v, { keyPaddingMask: padding }).output.data);
+    expect(sa.attention(q, k, v, { window: [-1, -1] }).output.data)
+      .toEqual(sa.attention(q, k, v).output.data);
+  });
+
+  test('a huge softcap changes nothing beyond rounding', () => {
+    const capped = sa.attention(q, k, v, { softcap: 1e6 }).output.data;
+    expect(maxAbsDiff(capped, sa.attention(q, k, v).output.data)).toBeLessThan(1e-6);
+  });
+});
+
+describe('errors', () => {
+  const sa = builds.simd;
+  const t = (shape) => ({ data: new Float32Array(shape.reduce((a, b) => a * b, 1)), shape });
+  const q = t([2, 6, 5, 8]);
+  const k = t([2, 3, 7, 8]);
+
+  test('shapes and values, judged in C++ with the options named as given', () => {
+    expectError(() => sa.attention(q, t([2, 4, 7, 8]), t([2, 4, 7, 8])), RangeError,
+      'attention: k: its heads (4) must divide the heads of q (6): query head h uses ' +
+      'key/value head h / (Hq / Hkv); got q [2, 6, 5, 8], k [2, 4, 7, 8], v [2, 4, 7, 8]');
+    expectError(() => sa.attention(q, k, k, { window: [-2, 0] }), RangeError,
+      'attention: options.window[0]: expected -1 (unbounded) or a number >= 0, got -2');
+    expectError(() => sa.attention(q, k, k, { scale: NaN }), RangeError,
+      'attention: options.scale: expected a finite number float32 holds, got NaN');
+    expectError(() => sa.attention(q, k, k, { softcap: 0 }), RangeError,
+      'attention: options.softcap: expected a finite number > 0, got 0');
+    expectError(() => sa.attention(q, k, k,
+      { attnMask: { data: new Float32Array(2 * 6 * 5 * 7), shape: [2, 6, 7, 5] } }), RangeError,
+    'attention: options.attnMask.shape: expected a shape that broadcasts to [B, H, Tq, Tk] = ' +
+      '[2, 6, 5, 7]: [Tq, Tk] = [5, 7], [B or 1, H or 1, Tq, Tk] = [2 or 1, 6 or 1, 5, 7]; ' +
+      'got [2, 6, 7, 5]');
+    expectError(() => sa.attention(q, k, k, { causal: 'upper' }), RangeError,
+      "attention: options.causal: expected 'none', 'top-left' or 'bottom-right', got 'upper'");
+    expectError(() => sa.attention(t([1, 5, 48]), t([1, 7, 48]), t([1, 7, 48]), { numHeads: 5 }),
+      RangeError, 'attention: options.numHeads: must divide the 48 q features, got 5');
+    expectError(() => sa.attention(q, t([2, 7, 24]), k), RangeError,
+      'attention: k.shape: expected 4 dimensions as q has, got 3');
+    expectError(() => sa.attention(q, k, k, { kvLengths: [7, 8] }), RangeError,
+      'attention: options.kvLengths[1]: expected at most Tk (7), got 8');
+  });
+
+  test('types, judged in JS', () => {
+    expectError(() => sa.attention(q, k, k, { causal: true }), TypeError,
+      "attention: options.causal: expected 'none', 'top-left' or 'bottom-right', got true");
+    expectError(() => sa.attention(q, k, k, { window: [3] }), TypeError,
+      'attention: options.window: expected 2 array of integers, got [3]');
+    expectError(() => sa.attention(q, k, k, { boolMask: new Float32Array(35) }), TypeError,
+      'attention: options.boolMask: expected a Uint8Array (1 = may attend, 0 = masked), ' +
+      'got Float32Array(35)');
+    expectError(() => sa.attention(q, k, k, { sofcap: 3 }), TypeError,
+      "attention: options: unknown key 'sofcap' (expected causal, scale, softcap, window, " +
+      'attnMask, boolMask, keyPaddingMask, kvLengths, numHeads, numKvHeads, ' +
+      'returnAttnWeights, returnScores, backend)');
+    expectError(() => sa.attention(q, { data: [1, 2], shape: [1] }, k), TypeError,
+      'attention: k.data: expected a Float32Array, got [1, 2]');
+    expectError(() => sa.attention(q, k, k, { boolMask: new Uint8Array(0) }), RangeError,
+      'attention: options.boolMask: given with no values; omit the option instead');
+  });
+});
