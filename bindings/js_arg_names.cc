@@ -10,6 +10,8 @@ const ArgNames& JsArgNames() {
       .vdim = "vDim",
       .head_dim = "headDim",
       .head_dim_v = "headDimV",
+      .num_kv_heads = "numKvHeads",
+      .rope = "rope",
       .bias = "bias",
       .ffn_dim = "ffnDim",
       .eps = "eps",

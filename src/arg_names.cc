@@ -10,6 +10,8 @@ const ArgNames& CppArgNames() {
       .vdim = "vdim",
       .head_dim = "head_dim",
       .head_dim_v = "head_dim_v",
+      .num_kv_heads = "num_kv_heads",
+      .rope = "rope",
       .bias = "bias",
       .ffn_dim = "ffn_dim",
       .eps = "eps",

@@ -35,6 +35,24 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.vdim == 0) c.vdim = c.d_model;
   if (c.head_dim == 0) c.head_dim = c.d_model / c.num_heads;
   if (c.head_dim_v == 0) c.head_dim_v = c.head_dim;
+  if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+  if (c.num_heads % c.num_kv_heads != 0) {
+    throw std::invalid_argument(Cat({"config.", n.num_kv_heads, ": must divide ", n.num_heads,
+                                     " (", std::to_string(c.num_heads), "), got ",
+                                     std::to_string(c.num_kv_heads)}));
+  }
+  if (c.rope.style != RopeStyle::kNone) {
+    if (c.rope.rotary_dim == 0) c.rope.rotary_dim = c.head_dim;
+    if (c.rope.rotary_dim % 2 != 0 || c.rope.rotary_dim > c.head_dim) {
+      throw std::invalid_argument(Cat({"config.", n.rope, ".rotaryDim: expected an even number "
+                                       "<= ", n.head_dim, " (", std::to_string(c.head_dim),
+                                       "), got ", std::to_string(c.rope.rotary_dim)}));
+    }
+    if (!(c.rope.base > 0) || !(c.rope.base < 1e300)) {
+      throw std::invalid_argument(Cat({"config.", n.rope, ".base: expected a finite number > 0, got ",
+                                       NumberString(c.rope.base)}));
+    }
+  }
   if (c.threads == 0) c.threads = ThreadPool::HardwareThreads();
   // The weight matrices must be allocatable before anything pads them.
   for (const char* d : {n.head_dim, n.head_dim_v}) {
@@ -48,9 +66,11 @@ MhaConfig Resolve(MhaConfig c) {
   const size_t hk = c.num_heads * c.head_dim, hv = c.num_heads * c.head_dim_v;
   const std::string heads_k = Cat({"(", n.num_heads, " * ", n.head_dim, ")"});
   const std::string heads_v = Cat({"(", n.num_heads, " * ", n.head_dim_v, ")"});
+  const std::string kv_k = Cat({"(", n.num_kv_heads, " * ", n.head_dim, ")"});
+  const std::string kv_v = Cat({"(", n.num_kv_heads, " * ", n.head_dim_v, ")"});
   CheckedCount(n.w_q, {{n.d_model, c.d_model}, {heads_k.c_str(), hk}});
-  CheckedCount(n.w_k, {{n.kdim, c.kdim}, {heads_k.c_str(), hk}});
-  CheckedCount(n.w_v, {{n.vdim, c.vdim}, {heads_v.c_str(), hv}});
+  CheckedCount(n.w_k, {{n.kdim, c.kdim}, {kv_k.c_str(), c.num_kv_heads * c.head_dim}});
+  CheckedCount(n.w_v, {{n.vdim, c.vdim}, {kv_v.c_str(), c.num_kv_heads * c.head_dim_v}});
   CheckedCount(n.w_o, {{heads_v.c_str(), hv}, {n.d_model, c.d_model}});
   return c;
 }
@@ -137,7 +157,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config, const KernelTabl
   if (pool_ == nullptr) pool_ = SharedThreadPool(config_.threads);
   config_.threads = pool_->threads();
   config_.backend = kernels.backend;
-  layout_.heads = config_.num_heads;
+  layout_.heads = config_.num_kv_heads;
   layout_.dk = head_dim();
   layout_.dk_pad = RoundUp(layout_.dk, kernels.lanes);
   layout_.dv = config_.head_dim_v;
@@ -145,9 +165,8 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config, const KernelTabl
 }
 
 MultiHeadAttention::Packed MultiHeadAttention::PackProjection(
-    std::span<const float> w, std::span<const float> b, size_t rows,
+    std::span<const float> w, std::span<const float> b, size_t rows, size_t heads,
     size_t head_in, size_t head_out) const {
-  const size_t heads = config_.num_heads;
   Packed p;
   p.rows = rows;
   p.cols = heads * head_out;
@@ -169,17 +188,18 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   const ArgNames& n = *c.names;
   const size_t hk = c.num_heads * head_dim();
   const size_t hv = c.num_heads * c.head_dim_v;
+  const size_t kv_k = c.num_kv_heads * head_dim(), kv_v = c.num_kv_heads * c.head_dim_v;
   CheckLength(n.w_q, w.w_q.size(), {c.d_model, hk});
-  CheckLength(n.w_k, w.w_k.size(), {c.kdim, hk});
-  CheckLength(n.w_v, w.w_v.size(), {c.vdim, hv});
+  CheckLength(n.w_k, w.w_k.size(), {c.kdim, kv_k});
+  CheckLength(n.w_v, w.w_v.size(), {c.vdim, kv_v});
   CheckLength(n.w_o, w.w_o.size(), {hv, c.d_model});
   const struct {
     const char* name;
     std::span<const float> values;
     size_t length;
   } biases[] = {{n.b_q, w.b_q, hk},
-                {n.b_k, w.b_k, hk},
-                {n.b_v, w.b_v, hv},
+                {n.b_k, w.b_k, kv_k},
+                {n.b_v, w.b_v, kv_v},
                 {n.b_o, w.b_o, c.d_model}};
   for (const auto& b : biases) {
     if (c.bias) {
@@ -196,9 +216,9 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   CheckFinite(n.w_v, w.w_v);
   CheckFinite(n.w_o, w.w_o);
 
-  q_ = PackProjection(w.w_q, w.b_q, c.d_model, head_dim(), layout_.dk_pad);
-  k_ = PackProjection(w.w_k, w.b_k, c.kdim, head_dim(), layout_.dk_pad);
-  v_ = PackProjection(w.w_v, w.b_v, c.vdim, c.head_dim_v, layout_.dv_pad);
+  q_ = PackProjection(w.w_q, w.b_q, c.d_model, c.num_heads, head_dim(), layout_.dk_pad);
+  k_ = PackProjection(w.w_k, w.b_k, c.kdim, c.num_kv_heads, head_dim(), layout_.dk_pad);
+  v_ = PackProjection(w.w_v, w.b_v, c.vdim, c.num_kv_heads, c.head_dim_v, layout_.dv_pad);
   // W_O's rows follow Z's padded head layout: zero rows under the padding.
   const size_t rows_o = c.num_heads * layout_.dv_pad;
   std::vector<float> wo(
@@ -226,6 +246,42 @@ void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p,
                          p.bias.empty() ? nullptr : p.bias.data(), p.cols, out, ldc);
 }
 
+void MultiHeadAttention::Rotate(float* rows, size_t batch, size_t tokens,
+                                size_t rows_per_batch, size_t ld, size_t heads,
+                                size_t pos0) const {
+  const RopeConfig& rope = config_.rope;
+  if (rope.style == RopeStyle::kNone) return;
+  // Pair i is (i, i + r/2) in the half style, (2i, 2i + 1) interleaved; its
+  // angle pos * base^(-2i / r), computed in double, then rotated in float.
+  const size_t half = rope.rotary_dim / 2;
+  const bool halves = rope.style == RopeStyle::kHalf;
+  std::vector<double> inv_freq(half);
+  for (size_t i = 0; i < half; ++i) {
+    inv_freq[i] = std::pow(rope.base, -2.0 * double(i) / double(rope.rotary_dim));
+  }
+  std::vector<float> cos_sin(2 * half);
+  for (size_t t = 0; t < tokens; ++t) {
+    for (size_t i = 0; i < half; ++i) {
+      const double angle = double(pos0 + t) * inv_freq[i];
+      cos_sin[2 * i] = float(std::cos(angle));
+      cos_sin[2 * i + 1] = float(std::sin(angle));
+    }
+    for (size_t b = 0; b < batch; ++b) {
+      float* row = rows + (b * rows_per_batch + t) * ld;
+      for (size_t h = 0; h < heads; ++h) {
+        float* x = row + h * layout_.dk_pad;
+        for (size_t i = 0; i < half; ++i) {
+          float& x0 = x[halves ? i : 2 * i];
+          float& x1 = x[halves ? i + half : 2 * i + 1];
+          const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1], a = x0, e = x1;
+          x0 = a * c - e * s;
+          x1 = a * s + e * c;
+        }
+      }
+    }
+  }
+}
+
 void MultiHeadAttention::CheckReady() const {
   if (!has_weights_) {
     throw std::logic_error("MultiHeadAttention: forward before SetWeights");
@@ -241,6 +297,22 @@ MhaResult MultiHeadAttention::PrepareResult(const Tensor3& query, size_t tk,
   }
   if (!options.attn_mask.empty()) {
     CheckAttnMask(n.attn_mask, options.attn_mask, batch, heads, tq, tk);
+  }
+  for (size_t side = 0; side < 2; ++side) {
+    if (options.window[side] < -1) {
+      throw std::invalid_argument(Cat({n.window, "[", std::to_string(side),
+                                       "]: expected -1 (unbounded) or a number >= 0, got ",
+                                       std::to_string(options.window[side])}));
+    }
+  }
+  const double float_max = std::numeric_limits<float>::max();
+  if (options.softcap && !(*options.softcap > 0 && *options.softcap <= float_max)) {
+    throw std::invalid_argument(Cat({n.softcap, ": expected a finite number > 0, got ",
+                                     NumberString(*options.softcap)}));
+  }
+  if (options.scale && !(std::fabs(*options.scale) <= float_max)) {
+    throw std::invalid_argument(
+        Cat({n.scale, ": expected a finite number, got ", NumberString(*options.scale)}));
   }
   MhaResult r;
   r.batch = batch;
@@ -294,12 +366,15 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   float* v = k + rows * layout_.key_row();
   Project(key.data.data(), rows, k_, k, layout_.key_row());
   Project(value.data.data(), rows, v_, v, layout_.value_row());
+  // Self-attention's keys sit at the queries' positions; other keys from 0.
+  const size_t key_pos0 = same(key, query) ? options.position_offset : 0;
+  Rotate(k, key.batch, key.tokens, key.tokens, layout_.key_row(), c.num_kv_heads, key_pos0);
   const std::span<const float> keys(k, rows * layout_.key_row());
   const double max_abs_key = CheckComputed("the key projection key W_k + b_k", keys, kTooLarge);
   CheckComputed("the value projection value W_v + b_v",
                 {v, rows * layout_.value_row()}, kTooLarge);
   return Attend(query, KVView{k, v, key.tokens, key.tokens, max_abs_key}, options,
-                std::move(result));
+                options.position_offset, std::move(result));
 }
 
 PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
@@ -321,6 +396,8 @@ PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
   const size_t rows = memory.batch * memory.tokens;
   Project(memory.data.data(), rows, k_, kv.k_.data(), layout_.key_row());
   Project(memory.data.data(), rows, v_, kv.v_.data(), layout_.value_row());
+  Rotate(kv.k_.data(), memory.batch, memory.tokens, memory.tokens, layout_.key_row(),
+         config_.num_kv_heads, 0);
   kv.max_abs_key_ = CheckComputed("the key projection memory W_k + b_k", kv.k_, kTooLarge);
   CheckComputed("the value projection memory W_v + b_v", kv.v_, kTooLarge);
   return kv;
@@ -355,7 +432,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
   MhaResult result = PrepareResult(query, kv.tokens(), with_mask);
   return Attend(query,
                 KVView{kv.k_.data(), kv.v_.data(), kv.tokens(), kv.tokens(), kv.max_abs_key_},
-                with_mask, std::move(result));
+                with_mask, options.position_offset, std::move(result));
 }
 
 KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
@@ -387,6 +464,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
     float* v = cache.value_row(b, cache.length());
     Project(rows, x.tokens, k_, k, layout_.key_row());
     Project(rows, x.tokens, v_, v, layout_.value_row());
+    Rotate(k, 1, x.tokens, x.tokens, layout_.key_row(), config_.num_kv_heads, cache.length());
     // Checked before the cache takes the tokens: it never holds a non-finite
     // value, so its keys() and values() can always be appended again.
     const std::span<const float> keys(k, x.tokens * layout_.key_row());
@@ -399,7 +477,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   causal.causal = true;
   MhaResult r = Attend(
       x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, causal,
-      std::move(result));
+      cache.length(), std::move(result));
   // Only a step that succeeded adds its tokens.
   cache.length_ = tk;
   cache.max_abs_key_ = max_abs_key;
@@ -407,29 +485,39 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
 }
 
 MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
-                                     const MhaOptions& options, MhaResult r) {
+                                     const MhaOptions& options, size_t query_pos0,
+                                     MhaResult r) {
   const MhaConfig& c = config_;
-  const size_t heads = c.num_heads;
+  const size_t heads = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const size_t batch = query.batch, tq = query.tokens, tk = kv.tk;
-  const size_t ld_q = layout_.key_row(), ld_k = layout_.key_row();
-  const size_t ld_v = layout_.value_row();
   const size_t dk = layout_.dk_pad, dv = layout_.dv_pad;
+  // Q and Z rows hold every query head; K and V rows the key/value heads.
+  const size_t ld_q = heads * dk, ld_k = layout_.key_row();
+  const size_t ld_z = heads * dv, ld_v = layout_.value_row();
   const size_t scratch = kernels_->attention_scratch_floats(dk, dv);
   const size_t threads = pool_->threads();
   const size_t need = CheckedCount("projected queries and head outputs",
                                    {{"query.batch * query.tokens", batch * tq},
-                                    {"padded query and value row", ld_q + ld_v}}) +
+                                    {"padded query and output row", ld_q + ld_z}}) +
                       scratch * threads;
   if (workspace_.size() < need) workspace_.resize(need);
   float* q = workspace_.data();
   float* z = q + batch * tq * ld_q;
-  float* attention_scratch = z + batch * tq * ld_v;
+  float* attention_scratch = z + batch * tq * ld_z;
   Project(query.data.data(), batch * tq, q_, q, ld_q);
+  Rotate(q, batch, tq, tq, ld_q, heads, query_pos0);
   const std::span<const float> queries(q, batch * tq * ld_q);
   const double max_abs_query =
       CheckComputed("the query projection query W_q + b_q", queries, kTooLarge);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim()));
-  CheckScoreRange(scale, head_dim(), max_abs_query, kv.max_abs_key);
+  const float scale = options.scale ? float(*options.scale)
+                                    : 1.0f / std::sqrt(static_cast<float>(head_dim()));
+  CheckScoreRange(std::fabs(scale), head_dim(), max_abs_query, kv.max_abs_key);
+  // The key window around each query's diagonal (see MhaOptions::window):
+  // the kernel's causal bound is its right edge, its sliding bound the left.
+  const int64_t left = options.window[0], right = options.window[1];
+  const bool bounded_right = options.causal || right >= 0;
+  const ptrdiff_t right_edge = options.causal ? (right < 0 ? 0 : std::min<ptrdiff_t>(right, 0))
+                                              : ptrdiff_t(right);
 
   // Work items: (batch, head, chunk of whole query blocks). A chunk starting
   // at query q0 passes causal_diagonal tk - tq + q0 and so computes what the
@@ -442,29 +530,34 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const size_t heads_total = batch * heads;
   const size_t query_blocks = (tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
   const double head_ns =
-      4.0 * double(tq) * double(tk) * double(dk) / 40.0 * (options.causal ? 0.5 : 1.0);
+      4.0 * double(tq) * double(tk) * double(dk) / 40.0 * (bounded_right ? 0.5 : 1.0);
   const size_t tasks = TaskCount(*pool_, head_ns * double(heads_total), heads_total * query_blocks);
   const size_t chunks = std::min(query_blocks, (tasks + heads_total - 1) / heads_total);
   pool_->Run(heads_total * chunks, [&](size_t item, size_t thread) {
     const size_t chunk = chunks - 1 - item / heads_total;
-    const size_t b = item % heads_total / heads, h = item % heads;
+    const size_t b = item % heads_total / heads, h = item % heads, kvh = h / group;
     const size_t q0 = query_blocks * chunk / chunks * kAttentionQueryBlock;
     const size_t q1 = std::min(tq, query_blocks * (chunk + 1) / chunks * kAttentionQueryBlock);
     AttentionArgs a{};
     a.q = q + (b * tq + q0) * ld_q + h * dk;
     a.ldq = ld_q;
-    a.k = kv.k + b * kv.rows_per_batch * ld_k + h * dk;
+    a.k = kv.k + b * kv.rows_per_batch * ld_k + kvh * dk;
     a.ldk = ld_k;
-    a.v = kv.v + b * kv.rows_per_batch * ld_v + h * dv;
+    a.v = kv.v + b * kv.rows_per_batch * ld_v + kvh * dv;
     a.ldv = ld_v;
     a.tq = q1 - q0;
     a.tk = tk;
     a.dk = dk;
     a.dv = dv;
     a.scale = scale;
-    a.causal = options.causal;
-    a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq) +
+    a.causal = bounded_right;
+    a.causal_diagonal = (options.causal ? static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq)
+                                        : 0) +
                         static_cast<ptrdiff_t>(q0);
+    a.window_right = right_edge;
+    a.sliding = left >= 0;
+    a.window_left = left;
+    a.softcap = options.softcap ? float(*options.softcap) : 0.0f;
     a.key_valid = options.key_padding_mask.empty()
                       ? nullptr
                       : options.key_padding_mask.data() + b * tk;
@@ -473,8 +566,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
                         (mask_per_head ? (b * heads + h) * tq * tk : 0) + q0 * tk;
       a.mask_ld = tk;
     }
-    a.z = z + (b * tq + q0) * ld_v + h * dv;
-    a.ldz = ld_v;
+    a.z = z + (b * tq + q0) * ld_z + h * dv;
+    a.ldz = ld_z;
     a.probs = options.need_weights
                   ? r.attn_weights.data() + ((b * heads + h) * tq + q0) * tk
                   : nullptr;
@@ -485,8 +578,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   if (options.need_intermediates) {
     const KVLayout& l = layout_;
     r.q = HeadMajor("q", q, batch, tq, tq, heads, l.dk, l.dk_pad);
-    r.k = HeadMajor("k", kv.k, batch, tk, kv.rows_per_batch, heads, l.dk, l.dk_pad);
-    r.v = HeadMajor("v", kv.v, batch, tk, kv.rows_per_batch, heads, l.dv, l.dv_pad);
+    r.k = HeadMajor("k", kv.k, batch, tk, kv.rows_per_batch, l.heads, l.dk, l.dk_pad);
+    r.v = HeadMajor("v", kv.v, batch, tk, kv.rows_per_batch, l.heads, l.dv, l.dv_pad);
     r.head_output = HeadMajor("head output", z, batch, tq, tq, heads, l.dv, l.dv_pad);
   }
 
@@ -502,8 +595,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     ParallelRanges(*pool_, heads_total, per_head_tasks, [&](size_t begin, size_t end) {
       for (size_t item = begin; item < end; ++item) {
         const size_t b = item / heads, h = item % heads;
-        kernels_->gemm({.a = z + b * tq * ld_v + h * dv,
-                        .lda = ld_v,
+        kernels_->gemm({.a = z + b * tq * ld_z + h * dv,
+                        .lda = ld_z,
                         .m = tq,
                         .k = dv,
                         .packed_b = o_.w.data(),

@@ -62,6 +62,13 @@ GoldenCase LoadGoldenCase(const std::string& name) {
     if (value.is_boolean()) c.config[key] = value.get<bool>() ? 1 : 0;
     if (value.is_string()) c.config_text[key] = value.get<std::string>();
     if (value.is_array()) c.config_list[key] = value.get<std::vector<double>>();
+    // An object ("rope": {"style": ...}) as "rope.style" and so on.
+    if (value.is_object()) {
+      for (const auto& [sub, v] : value.items()) {
+        if (v.is_number()) c.config[key + "." + sub] = v.get<double>();
+        if (v.is_string()) c.config_text[key + "." + sub] = v.get<std::string>();
+      }
+    }
   }
   for (const auto& [key, t] : j["tensors"].items()) {
     GoldenTensor g;

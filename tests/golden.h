@@ -24,6 +24,7 @@ struct GoldenCase {
   std::map<std::string, double> config;  // numbers and booleans (0/1)
   std::map<std::string, std::string> config_text;  // string-valued entries
   std::map<std::string, std::vector<double>> config_list;  // arrays of numbers
+  // Objects' entries appear as "<key>.<entry>" in config and config_text.
   std::map<std::string, GoldenTensor> tensors;
 
   bool Has(const std::string& tensor) const { return tensors.count(tensor) != 0; }

@@ -104,7 +104,7 @@ TEST(SizeLimits, ConfigWhoseWeightsCannotExist) {
                                          {"w_q: d_model * (num_heads * head_dim) = ", kLimit}));
   c = {.d_model = 8, .num_heads = 2, .kdim = kWrapsTimes8};
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); },
-                                         {"w_k: kdim * (num_heads * head_dim) = "}));
+                                         {"w_k: kdim * (num_kv_heads * head_dim) = "}));
   c = {.d_model = 8, .num_heads = 2, .head_dim_v = kWrapsTimes8};
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); }, {"w_v"}));
   c = {.d_model = 8, .num_heads = 4, .head_dim = SIZE_MAX / 2};

@@ -16,6 +16,8 @@ struct ArgNames {
   const char* vdim;
   const char* head_dim;
   const char* head_dim_v;
+  const char* num_kv_heads;
+  const char* rope;
   const char* bias;
   const char* ffn_dim;
   const char* eps;

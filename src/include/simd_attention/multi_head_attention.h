@@ -5,9 +5,11 @@
 // w_k, columns h*d_v.. of w_v and rows h*d_v.. of w_o.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -21,6 +23,20 @@ namespace simd_attention {
 class ThreadPool;
 struct KernelTable;
 
+// Rotary position embedding of each head's projected queries and keys
+// (after the bias, before the scores): feature pairs rotated by
+// pos * base^(-2i / rotary_dim); features from rotary_dim on stay as they are.
+enum class RopeStyle {
+  kNone,
+  kHalf,         // pairs i and i + rotary_dim / 2 (GPT-NeoX, Llama)
+  kInterleaved,  // pairs 2i and 2i + 1 (GPT-J)
+};
+struct RopeConfig {
+  RopeStyle style = RopeStyle::kNone;
+  double base = 10000.0;
+  size_t rotary_dim = 0;  // even, <= head_dim; 0 = head_dim
+};
+
 struct MhaConfig {
   size_t d_model = 0;
   size_t num_heads = 0;
@@ -31,6 +47,11 @@ struct MhaConfig {
   // num_heads * head_dim need not be d_model.
   size_t head_dim = 0;
   size_t head_dim_v = 0;  // d_v; 0 = head_dim
+  // Key/value heads (grouped-query attention): divides num_heads; query head
+  // h reads key/value head h / (num_heads / num_kv_heads); w_k, w_v, the KV
+  // cache and precomputed K/V hold only these. 0 = num_heads.
+  size_t num_kv_heads = 0;
+  RopeConfig rope;
   bool bias = true;
   Backend backend = Backend::kHighway;
   // Threads a forward runs on, the caller's included: a pool shared by
@@ -66,6 +87,16 @@ struct MhaOptions {
   // tensors, for inspecting and teaching (copies; the fast path never
   // keeps them in this layout).
   bool need_intermediates = false;
+  // Key window [left, right] around each query's diagonal (i + Tk - Tq when
+  // causal, else i): key j is visible iff i' - left <= j <= i' + right; -1 =
+  // unbounded. Key blocks outside are never computed.
+  std::array<int64_t, 2> window{-1, -1};
+  std::optional<double> scale;    // default 1 / sqrt(head_dim)
+  std::optional<double> softcap;  // c > 0: scores -> c * tanh(scores / c)
+  // Rotary positions of the first query (and, in self-attention, key):
+  // as after this many earlier tokens. ForwardIncremental uses the cache's
+  // length instead.
+  size_t position_offset = 0;
 };
 
 // A query row whose every key is masked gets all-zero probabilities and a
@@ -75,8 +106,8 @@ struct MhaResult {
   std::vector<float> output;           // [B, Tq, d_model]
   std::vector<float> attn_weights;     // [B, H, Tq, Tk], if requested
   std::vector<float> q;                // [B, H, Tq, d_k], if intermediates
-  std::vector<float> k;                // [B, H, Tk, d_k]
-  std::vector<float> v;                // [B, H, Tk, d_v]
+  std::vector<float> k;                // [B, H_kv, Tk, d_k]
+  std::vector<float> v;                // [B, H_kv, Tk, d_v]
   std::vector<float> head_output;      // [B, H, Tq, d_v]: z_h = P_h V_h
   std::vector<float> per_head_output;  // [B, H, Tq, d_model], if requested:
                                        // z_h W_O^h, output = sum_h + b_o
@@ -145,8 +176,13 @@ class MultiHeadAttention {
     double max_abs_key;  // largest |k|, bounds the scores (CheckScoreRange)
   };
 
-  Packed PackProjection(std::span<const float> w, std::span<const float> b,
-                        size_t rows, size_t head_in, size_t head_out) const;
+  Packed PackProjection(std::span<const float> w, std::span<const float> b, size_t rows,
+                        size_t heads, size_t head_in, size_t head_out) const;
+  // Rotary position embedding in place (config.rope): row t of batch b, at
+  // rows + (b * rows_per_batch + t) * ld, holds `heads` heads of dk_pad
+  // floats and is rotated as position pos0 + t.
+  void Rotate(float* rows, size_t batch, size_t tokens, size_t rows_per_batch, size_t ld,
+              size_t heads, size_t pos0) const;
   // out rows (row stride ldc) = x rows * W + b.
   void Project(const float* x, size_t rows, const Packed& p, float* out,
                size_t ldc) const;
@@ -157,8 +193,9 @@ class MultiHeadAttention {
   MhaResult PrepareResult(const Tensor3& query, size_t tk,
                           const MhaOptions& options) const;
   // The attention proper once K and V are projected.
-  MhaResult Attend(const Tensor3& query, const KVView& kv,
-                   const MhaOptions& options, MhaResult r);
+  // The queries' rotary positions start at query_pos0.
+  MhaResult Attend(const Tensor3& query, const KVView& kv, const MhaOptions& options,
+                   size_t query_pos0, MhaResult r);
 
   MhaConfig config_;  // threads resolved (never 0)
   const KernelTable* kernels_;

@@ -1,0 +1,133 @@
+// Every `mha_variant` case of ../shared/golden (grouped-query heads, rotary
+// positions, key windows, soft-capping, scale) through MultiHeadAttention on
+// every kernel table, and token by token through the KV cache.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "golden.h"
+#include "incremental_util.h"
+#include "simd_attention/multi_head_attention.h"
+#include "test_util.h"
+
+namespace simd_attention::testing {
+namespace {
+
+struct VariantCase {
+  GoldenCase c;
+  MhaConfig config;
+  MhaWeights weights;
+  Tensor3 query;
+  MhaOptions options;
+};
+
+VariantCase Load(const std::string& name) {
+  VariantCase v{LoadGoldenCase(name)};
+  const GoldenCase& c = v.c;
+  v.config.d_model = c.Config("d_model");
+  v.config.num_heads = c.Config("num_heads");
+  v.config.num_kv_heads = c.Config("num_kv_heads");
+  v.config.head_dim = c.Config("head_dim");
+  v.config.head_dim_v = c.Config("head_dim_v");
+  v.config.bias = c.Config("bias") != 0;
+  if (c.config_text.count("rope.style")) {
+    v.config.rope.style =
+        c.config_text.at("rope.style") == "half" ? RopeStyle::kHalf : RopeStyle::kInterleaved;
+    v.config.rope.base = c.config.at("rope.base");
+    v.config.rope.rotary_dim = c.Config("rope.rotary_dim");
+  }
+  auto f = [&](const char* t) { return std::span<const float>(c.Tensor(t).f32); };
+  v.weights = {f("w_q"), f("w_k"), f("w_v"), f("w_o")};
+  if (v.config.bias) {
+    v.weights.b_q = f("b_q");
+    v.weights.b_k = f("b_k");
+    v.weights.b_v = f("b_v");
+    v.weights.b_o = f("b_o");
+  }
+  const GoldenTensor& q = c.Tensor("query");
+  v.query = {q.f32, q.shape[0], q.shape[1], q.shape[2]};
+  const std::string causal = c.config_text.at("causal");
+  EXPECT_NE(causal, "top_left") << "MultiHeadAttention aligns causal masks bottom-right";
+  v.options.causal = causal == "bottom_right";
+  if (c.config_list.count("window")) {
+    const std::vector<double>& w = c.config_list.at("window");
+    v.options.window = {int64_t(w[0]), int64_t(w[1])};
+  }
+  if (c.config.count("softcap") && c.config.at("softcap") > 0) {
+    v.options.softcap = c.config.at("softcap");
+  }
+  if (c.config.count("scale")) v.options.scale = c.config.at("scale");
+  v.options.position_offset = c.Config("position_offset");
+  v.options.need_weights = true;
+  return v;
+}
+
+using Param = std::tuple<const KernelTable*, std::string>;
+class GoldenMhaVariant : public ::testing::TestWithParam<Param> {};
+
+TEST_P(GoldenMhaVariant, MatchesGolden) {
+  const auto& [table, name] = GetParam();
+  const VariantCase v = Load(name);
+  ASSERT_NE(v.c.config.at("self_attention"), 0) << "cross-attention variants: add them here";
+  MultiHeadAttention mha(v.config, *table);
+  mha.SetWeights(v.weights);
+  const MhaResult r = mha.Forward(v.query, v.options);
+  EXPECT_TRUE(AllNear(r.output, v.c.Tensor("output").f32, v.c.tolerance)) << "output";
+  EXPECT_TRUE(AllNear(r.attn_weights, v.c.Tensor("attn_weights").f32, v.c.tolerance))
+      << "attn_weights";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenMhaVariant,
+                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
+                                            ::testing::ValuesIn(GoldenCaseNames("mha_variant"))),
+                         [](const auto& info) {
+                           return TableTestName(*std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
+
+// The causal cases that start at position 0: a prompt a cache can replay.
+std::vector<std::string> CausalPrompts() {
+  std::vector<std::string> names;
+  for (const std::string& name : GoldenCaseNames("mha_variant")) {
+    const GoldenCase c = LoadGoldenCase(name);
+    if (c.config_text.at("causal") == "bottom_right" && c.Config("position_offset") == 0) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
+class GoldenMhaVariantDecoding : public ::testing::TestWithParam<Param> {};
+
+// Decoding one token at a time through the cache (which holds only the
+// key/value heads) gives the full causal forward's rows.
+TEST_P(GoldenMhaVariantDecoding, TokenByTokenEqualsTheFullForward) {
+  const auto& [table, name] = GetParam();
+  const VariantCase v = Load(name);
+  MultiHeadAttention mha(v.config, *table);
+  mha.SetWeights(v.weights);
+  MhaOptions plain = v.options;
+  plain.need_weights = false;
+  const std::vector<float> full = mha.Forward(v.query, plain).output;
+  const size_t batch = v.query.batch, tokens = v.query.tokens, d = v.query.features;
+  KVCache cache = mha.CreateKVCache(batch, tokens);
+  for (size_t t = 0; t < tokens; ++t) {
+    SCOPED_TRACE("token " + std::to_string(t));
+    const std::vector<float> step =
+        mha.ForwardIncremental(Tokens(v.query, t, 1).View(), cache, plain).output;
+    EXPECT_TRUE(AllNear(step, TokenRows(full, batch, tokens, d, t, 1), 1e-5));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenMhaVariantDecoding,
+                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
+                                            ::testing::ValuesIn(CausalPrompts())),
+                         [](const auto& info) {
+                           return TableTestName(*std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
+
+}  // namespace
+}  // namespace simd_attention::testing
