@@ -73,6 +73,13 @@ JsMhaOptions::JsMhaOptions(const val& js)
   options.need_weights = js["returnAttnWeights"].as<bool>();
   options.need_per_head_output = js["returnPerHeadOutput"].as<bool>();
   options.need_intermediates = js["returnIntermediates"].as<bool>();
+  const val window = js["window"];
+  if (Given(window)) {
+    options.window = {int64_t(window[0].as<double>()), int64_t(window[1].as<double>())};
+  }
+  if (Given(js["scale"])) options.scale = js["scale"].as<double>();
+  if (Given(js["softcap"])) options.softcap = js["softcap"].as<double>();
+  options.position_offset = SizeOf(js, "positionOffset");
 }
 
 JsMhaWeights::JsMhaWeights(const val& js)

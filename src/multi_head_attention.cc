@@ -28,8 +28,7 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.head_dim == 0 && c.d_model % c.num_heads != 0) {
     throw std::invalid_argument(Cat({"config.", n.d_model, ": must be divisible by ",
                                      n.num_heads, " (", std::to_string(c.num_heads), "), got ",
-                                     std::to_string(c.d_model), "; or give config.",
-                                     n.head_dim}));
+                                     std::to_string(c.d_model)}));
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
@@ -44,12 +43,13 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.rope.style != RopeStyle::kNone) {
     if (c.rope.rotary_dim == 0) c.rope.rotary_dim = c.head_dim;
     if (c.rope.rotary_dim % 2 != 0 || c.rope.rotary_dim > c.head_dim) {
-      throw std::invalid_argument(Cat({"config.", n.rope, ".rotaryDim: expected an even number "
+      throw std::invalid_argument(Cat({"config.", n.rope_rotary_dim, ": expected an even number "
                                        "<= ", n.head_dim, " (", std::to_string(c.head_dim),
                                        "), got ", std::to_string(c.rope.rotary_dim)}));
     }
     if (!(c.rope.base > 0) || !(c.rope.base < 1e300)) {
-      throw std::invalid_argument(Cat({"config.", n.rope, ".base: expected a finite number > 0, got ",
+      throw std::invalid_argument(Cat({"config.", n.rope_base,
+                                       ": expected a finite number > 0, got ",
                                        NumberString(c.rope.base)}));
     }
   }

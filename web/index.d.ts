@@ -159,6 +159,15 @@ export interface MultiHeadAttentionConfig {
   headDim?: number;
   /** Per-head value width d_v. Default headDim. */
   headDimV?: number;
+  /**
+   * Key/value heads (grouped-query attention; 1 = multi-query): divides
+   * numHeads; query head h reads key/value head h / (numHeads / numKvHeads).
+   * wK is `[kDim, numKvHeads*headDim]`, wV `[vDim, numKvHeads*headDimV]`, and
+   * KV caches hold only these heads. Default numHeads.
+   */
+  numKvHeads?: number;
+  /** Rotary position embedding of the projected queries and keys. Default none. */
+  rope?: RopeConfig;
   /** Whether the four projections have biases. Default true. */
   bias?: boolean;
   /** Backend for this object (`'highway'`, `'xsimd'`, `'scalar'`); default the module's `backend`. */
@@ -171,6 +180,19 @@ export interface MultiHeadAttentionConfig {
   threads?: number;
 }
 
+/**
+ * Rotary position embedding: feature pairs of each head rotated by
+ * `pos * base^(-2i / rotaryDim)`; features from rotaryDim on stay as they are.
+ */
+export interface RopeConfig {
+  /** 'half' pairs i with i + rotaryDim/2 (GPT-NeoX, Llama); 'interleaved' 2i with 2i+1 (GPT-J). */
+  style: 'half' | 'interleaved';
+  /** Default 10000. */
+  base?: number;
+  /** Even, <= headDim; default headDim. */
+  rotaryDim?: number;
+}
+
 /** A config with every default filled in. */
 export interface ResolvedMultiHeadAttentionConfig {
   dModel: number;
@@ -180,6 +202,8 @@ export interface ResolvedMultiHeadAttentionConfig {
   /** d_k (default dModel / numHeads). */
   headDim: number;
   headDimV: number;
+  numKvHeads: number;
+  rope?: Required<RopeConfig>;
   bias: boolean;
   backend: string;
   threads: number;
@@ -263,6 +287,21 @@ export interface ForwardOptions {
    * cost time and memory, so off by default.
    */
   returnIntermediates?: boolean;
+  /**
+   * Key window `[left, right]` around each query's diagonal (i + Tk - Tq
+   * when causal, else i): key j is visible iff i' - left <= j <= i' + right;
+   * -1 = unbounded. Keys outside are never computed. Default [-1, -1].
+   */
+  window?: [number, number] | readonly number[];
+  /** Multiplies q . k; default 1 / sqrt(headDim). */
+  scale?: number;
+  /** c > 0: scores become c * tanh(scores / c) after the scale, before masks. */
+  softcap?: number;
+  /**
+   * Rotary position of the first query (and, in self-attention, key), as
+   * after this many earlier tokens. Default 0.
+   */
+  positionOffset?: number;
 }
 
 /**
@@ -481,6 +520,16 @@ export interface IncrementalForwardOptions {
    * `headOutput` `[B, H, n, d_v]`.
    */
   returnIntermediates?: boolean;
+  /**
+   * Key window `[left, right]` around each query's diagonal (i + Tk - Tq
+   * when causal, else i): key j is visible iff i' - left <= j <= i' + right;
+   * -1 = unbounded. Keys outside are never computed. Default [-1, -1].
+   */
+  window?: [number, number] | readonly number[];
+  /** Multiplies q . k; default 1 / sqrt(headDim). */
+  scale?: number;
+  /** c > 0: scores become c * tanh(scores / c) after the scale, before masks. */
+  softcap?: number;
 }
 
 export interface MultiHeadAttentionConstructor {

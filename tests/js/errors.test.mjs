@@ -157,7 +157,7 @@ describe('masks of the wrong size or type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { needWeights: true }),
       TypeError, "MultiHeadAttention.forward: options: unknown key 'needWeights' (expected " +
       'causal, keyPaddingMask, attnMask, returnAttnWeights, returnPerHeadOutput, ' +
-      'returnIntermediates)');
+      'returnIntermediates, window, scale, softcap, positionOffset)');
   });
   test('option of the wrong type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { causal: 1 }),
@@ -347,7 +347,7 @@ describe('config and backend', () => {
   test('unknown config key', () => {
     expectError(() => new module.MultiHeadAttention({ dModel: 8, numHeads: 2, heads: 2 }),
       TypeError, "MultiHeadAttention: config: unknown key 'heads' (expected dModel, numHeads, " +
-      'kDim, vDim, headDim, headDimV, bias, backend, threads)');
+      'kDim, vDim, headDim, headDimV, numKvHeads, rope, bias, backend, threads)');
   });
   test('module options of the wrong type', async () => {
     await expect(createAttentionModule({ simd: 'yes' })).rejects.toThrow(new TypeError(

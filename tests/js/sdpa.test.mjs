@@ -146,7 +146,7 @@ describe('errors', () => {
     expectError(() => sa.attention(q, k, k, { causal: true }), TypeError,
       "attention: options.causal: expected 'none', 'top-left' or 'bottom-right', got true");
     expectError(() => sa.attention(q, k, k, { window: [3] }), TypeError,
-      'attention: options.window: expected 2 array of integers, got [3]');
+      'attention: options.window: expected an array of 2 integers, got [3]');
     expectError(() => sa.attention(q, k, k, { boolMask: new Float32Array(35) }), TypeError,
       'attention: options.boolMask: expected a Uint8Array (1 = may attend, 0 = masked), ' +
       'got Float32Array(35)');

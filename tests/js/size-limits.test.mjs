@@ -83,7 +83,7 @@ describe.each(Object.keys(builds))('%s build', (build) => {
   test.each([[65536, '4294967296', '16 GiB'], [1e9, '1000000000000000000', '3.46945 EiB']])(
     'dModel %d: weights that cannot exist', (dModel, floats, bytes) => {
       expectRefused(module, () => new module.MultiHeadAttention({ dModel, numHeads: 1 }),
-        `MultiHeadAttention: wQ: dModel * dModel = ${dModel} * ${dModel} = ${floats} floats ` +
+        `MultiHeadAttention: wQ: dModel * (numHeads * headDim) = ${dModel} * ${dModel} = ${floats} floats ` +
         `(${bytes}) ${WASM32}`);
     });
 

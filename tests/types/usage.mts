@@ -9,7 +9,7 @@ import createDefault, {
   type BuildName, type DecoderForwardOptions, type EncoderForwardOptions,
   type FeedForwardWeights, type ForwardOptions, type ForwardResult, type ForwardResultFor,
   type IncrementalForwardOptions, type KVCache, type KVCacheOptions,
-  type LayerAttentionWeights, type LayerNormOptions, type LayerNormWeights, type MemoryStats,
+  type LayerAttentionWeights, type LayerNormOptions, type RopeConfig, type LayerNormWeights, type MemoryStats,
   type MultiHeadAttention, type MultiHeadAttentionConfig, type MultiHeadAttentionConstructor,
   type MultiHeadAttentionWeights, type PrecomputedKeyValue, type PrecomputeOptions,
   type PyTorchMultiheadAttentionState, type ResolvedMultiHeadAttentionConfig,
@@ -41,15 +41,17 @@ const bytes: number[] = [stats.heapBytes, stats.maxHeapBytes, stats.allocatedByt
 
 // MultiHeadAttention.
 const MHA: MultiHeadAttentionConstructor = sa.MultiHeadAttention;
+const rope: RopeConfig = { style: 'half', base: 10000, rotaryDim: 4 };
 const mhaConfig: MultiHeadAttentionConfig = {
-  dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDim: 4, headDimV: 4, bias: true, backend: sa.backend,
-  threads: 1,
+  dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDim: 4, headDimV: 4, numKvHeads: 1, rope,
+  bias: true, backend: sa.backend, threads: 1,
 };
 const mha: MultiHeadAttention = new MHA(mhaConfig);
 const isMha: boolean = mha instanceof MHA && MHA.prototype === Object.getPrototypeOf(mha);
 const resolved: ResolvedMultiHeadAttentionConfig = mha.config;
 const dims: number[] = [resolved.dModel, resolved.numHeads, resolved.kDim, resolved.vDim,
-  resolved.headDim, resolved.headDimV];
+  resolved.headDim, resolved.headDimV, resolved.numKvHeads];
+const resolvedRope: string | undefined = resolved.rope?.style;
 const mhaFacts: [boolean, string, string, boolean, number] = [resolved.bias, resolved.backend,
   mha.kernels, mha.disposed, resolved.threads];
 const weights: MultiHeadAttentionWeights = {
@@ -67,7 +69,8 @@ mha.setWeightsFromPyTorch(torchState);
 const x: Tensor = { data: f32(40), shape: [5, 8] };
 const forwardOptions: ForwardOptions = {
   causal: true, keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
-  returnPerHeadOutput: true, returnIntermediates: true,
+  returnPerHeadOutput: true, returnIntermediates: true, window: [4, 0], scale: 0.5, softcap: 30,
+  positionOffset: 2,
 };
 const r: ForwardResult = mha.forward(x, x, x, forwardOptions);
 const outputs: (Tensor | undefined)[] = [r.output, r.attnWeights, r.perHeadOutput, r.q, r.k,
@@ -83,7 +86,7 @@ const cacheOptions: KVCacheOptions = { batch: 1, maxLength: 16 };
 const cache: KVCache = mha.createKVCache(cacheOptions);
 const incrementalOptions: IncrementalForwardOptions = {
   keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
-  returnPerHeadOutput: true, returnIntermediates: true,
+  returnPerHeadOutput: true, returnIntermediates: true, window: [4, 0], scale: 0.5, softcap: 30,
 };
 mha.forwardIncremental(x, cache, incrementalOptions);
 
@@ -186,7 +189,7 @@ cache[Symbol.dispose]();
 }
 mha.dispose();
 
-export const used = [build, moduleFacts, bytes, isMha, dims, mhaFacts, outputs, kvFacts,
+export const used = [build, moduleFacts, bytes, isMha, dims, resolvedRope, mhaFacts, outputs, kvFacts,
   cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested,
   attentionOutputs];
 

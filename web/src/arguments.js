@@ -120,3 +120,25 @@ export function readEps(where, name, v) {
   }
   return v;
 }
+
+const isInteger = (x) => typeof x === 'number' && Number.isInteger(x);
+
+// An array (or typed array) of `length` integers.
+export function integers(where, name, v, length) {
+  const list = Array.isArray(v) ? v
+    : ArrayBuffer.isView(v) && 'length' in v ? Array.from(/** @type {ArrayLike<number>} */ (/** @type {unknown} */ (v)))
+      : undefined;
+  if (list === undefined || (length !== undefined && list.length !== length) ||
+      !list.every(isInteger)) {
+    throw new TypeError(`${where}: ${name}: expected an array of ` +
+      `${length === undefined ? '' : `${length} `}integers, got ${describe(v)}`);
+  }
+  return list;
+}
+
+export function optionalNumber(where, name, v) {
+  if (v !== undefined && typeof v !== 'number') {
+    throw new TypeError(`${where}: ${name}: expected a number, got ${describe(v)}`);
+  }
+  return v;
+}

@@ -1,6 +1,7 @@
 // MultiHeadAttention: self- and cross-attention, incremental decoding over a
 // KVCache, cross-attention over a PrecomputedKeyValue.
-import { checkObject, float32, optionalAdditiveMask, optionalBoolean, optionalMask,
+import { checkObject, describe, float32, integers, optionalAdditiveMask, optionalBoolean,
+  optionalMask, optionalNumber,
   optionalSize, readBackend, readThreads, requiredSize } from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
@@ -24,13 +25,32 @@ function readAttentionOptions(where, options, allowed) {
       o.returnPerHeadOutput, false),
     returnIntermediates: optionalBoolean(where, 'options.returnIntermediates',
       o.returnIntermediates, false),
+    window: o.window === undefined ? undefined : integers(where, 'options.window', o.window, 2),
+    scale: optionalNumber(where, 'options.scale', o.scale),
+    softcap: optionalNumber(where, 'options.softcap', o.softcap),
+    positionOffset: optionalSize(where, 'options.positionOffset', o.positionOffset),
+  };
+}
+
+// config.rope: { style: 'half' | 'interleaved', base?, rotaryDim? }.
+function readRope(where, rope) {
+  if (rope === undefined) return undefined;
+  checkObject(where, 'config.rope', rope, OPTION_KEYS.RopeConfig);
+  if (rope.style !== 'half' && rope.style !== 'interleaved') {
+    throw new TypeError(`${where}: config.rope.style: expected 'half' or 'interleaved', got ` +
+      `${describe(rope.style)}`);
+  }
+  return {
+    style: rope.style,
+    base: optionalNumber(where, 'config.rope.base', rope.base) ?? 10000,
+    rotaryDim: optionalSize(where, 'config.rope.rotaryDim', rope.rotaryDim),
   };
 }
 
 // The glue's result -> ForwardResult; unbatched shapes for a 2-D query.
-// info: the resolved config (numHeads, dModel, headDim, headDimV).
+// info: the resolved config (numHeads, numKvHeads, dModel, headDim, headDimV).
 function attentionResult(r, rank, info) {
-  const { numHeads: heads, dModel, headDim, headDimV } = info;
+  const { numHeads: heads, numKvHeads: kvHeads, dModel, headDim, headDimV } = info;
   const batched = (dims) => (rank === 3 ? [r.batch, ...dims] : dims);
   const out = { output: { data: r.output, shape: batched([r.tq, dModel]) } };
   if (r.attnWeights) out.attnWeights = { data: r.attnWeights, shape: batched([heads, r.tq, r.tk]) };
@@ -39,8 +59,8 @@ function attentionResult(r, rank, info) {
   }
   if (r.q) {
     out.q = { data: r.q, shape: batched([heads, r.tq, headDim]) };
-    out.k = { data: r.k, shape: batched([heads, r.tk, headDim]) };
-    out.v = { data: r.v, shape: batched([heads, r.tk, headDimV]) };
+    out.k = { data: r.k, shape: batched([kvHeads, r.tk, headDim]) };
+    out.v = { data: r.v, shape: batched([kvHeads, r.tk, headDimV]) };
     out.headOutput = { data: r.headOutput, shape: batched([heads, r.tq, headDimV]) };
   }
   return out;
@@ -65,6 +85,8 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
         vDim: optionalSize(where, 'config.vDim', config.vDim),
         headDim: optionalSize(where, 'config.headDim', config.headDim),
         headDimV: optionalSize(where, 'config.headDimV', config.headDimV),
+        numKvHeads: optionalSize(where, 'config.numKvHeads', config.numKvHeads),
+        rope: readRope(where, config.rope),
         bias: optionalBoolean(where, 'config.bias', config.bias, true),
         backend,
         threads: readThreads(where, config.threads),
@@ -149,8 +171,8 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
       const where = 'MultiHeadAttention.createKVCache';
       const raw = super[LIVE](where);
       const { batch, maxLength } = readCacheOptions(where, options);
-      const { numHeads, headDim, headDimV } = this[INFO];
-      return kv.newCache(where, numHeads * headDim, numHeads * headDimV,
+      const { numKvHeads, headDim, headDimV } = this[INFO];
+      return kv.newCache(where, numKvHeads * headDim, numKvHeads * headDimV,
         (into) => raw.createKVCache(into, batch, maxLength));
     }
 

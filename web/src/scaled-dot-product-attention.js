@@ -3,25 +3,10 @@
 // Attention), over the module's wasm instance. Types are checked here;
 // shapes and values in C++ (bindings/sdpa_binding.cc), whose messages name
 // the options as the user spelt them.
-import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize,
-  readBackend } from './arguments.js';
+import { checkObject, describe, float32, integers, optionalBoolean, optionalMask,
+  optionalNumber, optionalSize, readBackend } from './arguments.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
-
-const isInteger = (x) => typeof x === 'number' && Number.isInteger(x);
-
-// An array of integers (a typed array of integers too), as a plain array.
-function integers(where, name, v, length) {
-  const list = Array.isArray(v) ? v
-    : ArrayBuffer.isView(v) && 'length' in v ? Array.from(/** @type {ArrayLike<number>} */ (/** @type {unknown} */ (v)))
-      : undefined;
-  if (list === undefined || (length !== undefined && list.length !== length) ||
-      !list.every(isInteger)) {
-    throw new TypeError(`${where}: ${name}: expected ${length === undefined ? 'an' : length} ` +
-      `array of integers, got ${describe(v)}`);
-  }
-  return list;
-}
 
 // {data, shape} with data of `check`'s type.
 function tensor(where, name, t, check) {
@@ -57,12 +42,6 @@ function mask(where, name, v, check) {
   return tensor(where, name, v, check);
 }
 
-function optionalNumber(where, name, v) {
-  if (v !== undefined && typeof v !== 'number') {
-    throw new TypeError(`${where}: ${name}: expected a number, got ${describe(v)}`);
-  }
-  return v;
-}
 
 // attention() of one module (wasm instance).
 export function makeScaledDotProductAttention(wasm, defaultBackend) {

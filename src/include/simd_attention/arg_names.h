@@ -17,7 +17,8 @@ struct ArgNames {
   const char* head_dim;
   const char* head_dim_v;
   const char* num_kv_heads;
-  const char* rope;
+  const char* rope_rotary_dim;
+  const char* rope_base;
   const char* bias;
   const char* ffn_dim;
   const char* eps;

@@ -1,0 +1,101 @@
+// MultiHeadAttention with grouped-query heads, rotary positions and key
+// windows on every `kind: mha_variant` golden case through every backend of
+// every wasm build, and token by token through a KV cache of only the
+// key/value heads.
+import { expectError } from './support/errors.mjs';
+import { goldenCaseNames, loadGoldenCase, maxAbsDiff } from './support/golden.mjs';
+import { loadBuilds, track } from './support/modules.mjs';
+
+const builds = await loadBuilds();
+const cases = goldenCaseNames('mha_variant').map(loadGoldenCase);
+
+// A golden case as constructor config, weights and forward options.
+function variantArguments(c) {
+  const cfg = c.config;
+  const t = c.tensors;
+  return {
+    config: {
+      dModel: cfg.d_model, numHeads: cfg.num_heads, numKvHeads: cfg.num_kv_heads,
+      headDim: cfg.head_dim, headDimV: cfg.head_dim_v, bias: cfg.bias,
+      ...(cfg.rope ? { rope: { style: cfg.rope.style, base: cfg.rope.base,
+        rotaryDim: cfg.rope.rotary_dim } } : {}),
+    },
+    weights: { wQ: t.w_q.data, wK: t.w_k.data, wV: t.w_v.data, wO: t.w_o.data,
+      ...(cfg.bias ? { bQ: t.b_q.data, bK: t.b_k.data, bV: t.b_v.data, bO: t.b_o.data } : {}) },
+    options: {
+      causal: cfg.causal === 'bottom_right',
+      ...(cfg.window ? { window: cfg.window } : {}),
+      ...(cfg.softcap > 0 ? { softcap: cfg.softcap } : {}),
+      ...(cfg.scale !== null ? { scale: cfg.scale } : {}),
+      positionOffset: cfg.position_offset,
+    },
+  };
+}
+
+test('the golden folder has mha_variant cases with GQA, RoPE of both styles and a window', () => {
+  expect(cases.some((c) => c.config.num_kv_heads < c.config.num_heads)).toBe(true);
+  expect(new Set(cases.map((c) => c.config.rope?.style)).size).toBeGreaterThanOrEqual(3);
+  expect(cases.some((c) => c.config.window)).toBe(true);
+});
+
+const matrix = Object.entries(builds).flatMap(([build, module]) =>
+  module.backends.map((backend) => [build, backend, module]));
+
+describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
+  test.each(cases.map((c) => [c.name, c]))('%s', (name, c) => {
+    expect(c.config.self_attention).toBe(true);
+    const a = variantArguments(c);
+    const mha = track(new module.MultiHeadAttention({ ...a.config, backend }));
+    expect(mha.config.numKvHeads).toBe(c.config.num_kv_heads);
+    mha.setWeights(a.weights);
+    const r = mha.forward(c.tensors.query, undefined, undefined,
+      { ...a.options, returnAttnWeights: true });
+    expect(maxAbsDiff(r.output.data, c.tensors.output.data)).toBeLessThanOrEqual(c.tolerance);
+    expect(maxAbsDiff(r.attnWeights.data, c.tensors.attn_weights.data))
+      .toBeLessThanOrEqual(c.tolerance);
+    if (c.config.position_offset !== 0) return;
+    // Token by token through a cache of numKvHeads heads.
+    const [batch, tokens, d] = c.tensors.query.shape;
+    const cache = track(mha.createKVCache({ batch, maxLength: tokens }));
+    const { positionOffset, causal, ...stepOptions } = a.options;
+    for (let t = 0; t < tokens; ++t) {
+      const x = new Float32Array(batch * d);
+      for (let b = 0; b < batch; ++b) {
+        x.set(c.tensors.query.data.subarray((b * tokens + t) * d, (b * tokens + t + 1) * d), b * d);
+      }
+      const step = mha.forwardIncremental({ data: x, shape: [batch, 1, d] }, cache, stepOptions);
+      for (let b = 0; b < batch; ++b) {
+        const row = r.output.data.subarray((b * tokens + t) * d, (b * tokens + t + 1) * d);
+        expect(maxAbsDiff(step.output.data.subarray(b * d, (b + 1) * d), row))
+          .toBeLessThanOrEqual(1e-5);
+      }
+    }
+    expect(cache.keys().shape).toEqual([batch, tokens, c.config.num_kv_heads * c.config.head_dim]);
+  });
+});
+
+describe('bad variants', () => {
+  const sa = builds.simd;
+  test('numKvHeads, rope and the window are checked', () => {
+    expectError(() => new sa.MultiHeadAttention({ dModel: 8, numHeads: 4, numKvHeads: 3 }),
+      RangeError, 'MultiHeadAttention: config.numKvHeads: must divide numHeads (4), got 3');
+    expectError(() => new sa.MultiHeadAttention({ dModel: 8, numHeads: 2,
+      rope: { style: 'half', rotaryDim: 3 } }), RangeError, 'MultiHeadAttention: ' +
+      'config.rope.rotaryDim: expected an even number <= headDim (4), got 3');
+    expectError(() => new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, rope: { style: 'x' } }),
+      TypeError, "MultiHeadAttention: config.rope.style: expected 'half' or 'interleaved', " +
+      'got "x"');
+    const mha = track(new sa.MultiHeadAttention({ dModel: 8, numHeads: 2 }));
+    const ones = (n) => new Float32Array(n).fill(0.1);
+    mha.setWeights({ wQ: ones(64), wK: ones(64), wV: ones(64), wO: ones(64), bQ: ones(8),
+      bK: ones(8), bV: ones(8), bO: ones(8) });
+    const x = { data: ones(16), shape: [2, 8] };
+    expectError(() => mha.forward(x, undefined, undefined, { window: [-2, 0] }), RangeError,
+      'MultiHeadAttention.forward: options.window[0]: expected -1 (unbounded) or a number >= 0, ' +
+      'got -2');
+    expectError(() => mha.forward(x, undefined, undefined, { softcap: 0 }), RangeError,
+      'MultiHeadAttention.forward: options.softcap: expected a finite number > 0, got 0');
+    expectError(() => mha.forward(x, undefined, undefined, { window: [1] }), TypeError,
+      'MultiHeadAttention.forward: options.window: expected an array of 2 integers, got [1]');
+  });
+});
