@@ -519,25 +519,16 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const ptrdiff_t right_edge = options.causal ? (right < 0 ? 0 : std::min<ptrdiff_t>(right, 0))
                                               : ptrdiff_t(right);
 
-  // Work items: (batch, head, chunk of whole query blocks). A chunk starting
-  // at query q0 passes causal_diagonal tk - tq + q0 and so computes what the
-  // whole head would for those rows. Cost model: 4 * tq * tk * d_k FLOPs per
-  // head at ~40 GFLOP/s (causal: about half); heads are split into chunks
-  // only when there are fewer heads than tasks wanted. The last chunks, the
-  // most expensive under a causal mask, are handed out first.
+  // Work items as ParallelAttention hands them out. Cost model: 4 * tq * tk
+  // * d_k FLOPs per head at ~40 GFLOP/s (bounded on the right: about half).
   const bool mask_per_head =
       options.attn_mask.size() == batch * heads * tq * tk && batch * heads > 1;
   const size_t heads_total = batch * heads;
-  const size_t query_blocks = (tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
   const double head_ns =
       4.0 * double(tq) * double(tk) * double(dk) / 40.0 * (bounded_right ? 0.5 : 1.0);
-  const size_t tasks = TaskCount(*pool_, head_ns * double(heads_total), heads_total * query_blocks);
-  const size_t chunks = std::min(query_blocks, (tasks + heads_total - 1) / heads_total);
-  pool_->Run(heads_total * chunks, [&](size_t item, size_t thread) {
-    const size_t chunk = chunks - 1 - item / heads_total;
-    const size_t b = item % heads_total / heads, h = item % heads, kvh = h / group;
-    const size_t q0 = query_blocks * chunk / chunks * kAttentionQueryBlock;
-    const size_t q1 = std::min(tq, query_blocks * (chunk + 1) / chunks * kAttentionQueryBlock);
+  ParallelAttention(*pool_, batch, heads, tq, head_ns, [&](size_t b, size_t h, size_t q0,
+                                                          size_t q1, size_t thread) {
+    const size_t kvh = h / group;
     AttentionArgs a{};
     a.q = q + (b * tq + q0) * ld_q + h * dk;
     a.ldq = ld_q;

@@ -313,18 +313,11 @@ SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsT
     const ptrdiff_t ahead = causal ? 0 : std::max<ptrdiff_t>(right, 0);
     keys = std::min(keys, double(left + ahead + 1));
   }
-  const size_t heads_total = batch * heads;
   const size_t group = heads / kv_heads;
-  const size_t query_blocks = (tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
   const double head_ns = 4.0 * double(tq) * keys * double(dk_pad) / 40.0;
-  const size_t tasks =
-      TaskCount(*pool_, head_ns * double(heads_total), heads_total * query_blocks);
-  const size_t chunks = std::min(query_blocks, (tasks + heads_total - 1) / heads_total);
-  pool_->Run(heads_total * chunks, [&](size_t item, size_t thread) {
-    const size_t chunk = chunks - 1 - item / heads_total;
-    const size_t b = item % heads_total / heads, h = item % heads, g = h / group;
-    const size_t q0 = query_blocks * chunk / chunks * kAttentionQueryBlock;
-    const size_t q1 = std::min(tq, query_blocks * (chunk + 1) / chunks * kAttentionQueryBlock);
+  ParallelAttention(*pool_, batch, heads, tq, head_ns, [&](size_t b, size_t h, size_t q0,
+                                                          size_t q1, size_t thread) {
+    const size_t g = h / group;
     AttentionArgs a{};
     a.q = qh.Head(b, h) + q0 * qh.ld;
     a.ldq = qh.ld;

@@ -47,4 +47,25 @@ void ParallelRanges(ThreadPool& pool, size_t n, size_t tasks, const F& f) {
   pool.Run(tasks, [&](size_t t, size_t) { f(n * t / tasks, n * (t + 1) / tasks); });
 }
 
+// Attention's work items: task(b, h, q0, q1, thread) for batch item b, head
+// h and queries [q0, q1), a chunk of whole query blocks. head_ns: one head's
+// estimated time on one thread. A head is split into chunks only when there
+// are fewer heads than tasks wanted; a chunk starting at q0 shifts the
+// causal diagonal by q0 and so computes exactly what the whole head would.
+// The last chunks, the most expensive under a causal mask, go out first.
+template <class Task>
+void ParallelAttention(ThreadPool& pool, size_t batch, size_t heads, size_t tq, double head_ns,
+                       const Task& task) {
+  const size_t heads_total = batch * heads;
+  const size_t query_blocks = (tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
+  const size_t tasks = TaskCount(pool, head_ns * double(heads_total), heads_total * query_blocks);
+  const size_t chunks = std::min(query_blocks, (tasks + heads_total - 1) / heads_total);
+  pool.Run(heads_total * chunks, [&](size_t item, size_t thread) {
+    const size_t chunk = chunks - 1 - item / heads_total;
+    const size_t q0 = query_blocks * chunk / chunks * kAttentionQueryBlock;
+    const size_t q1 = std::min(tq, query_blocks * (chunk + 1) / chunks * kAttentionQueryBlock);
+    task(item % heads_total / heads, item % heads, q0, q1, thread);
+  });
+}
+
 }  // namespace simd_attention
