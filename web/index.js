@@ -139,3 +139,5 @@ export async function createAttentionModule(options = {}) {
 }
 
 export default createAttentionModule;
+
+export { createAttentionPool } from './src/pool.js';

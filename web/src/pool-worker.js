@@ -1,0 +1,101 @@
+// One worker of createAttentionPool (pool.js): loads the module with the
+// same loader as createAttentionModule and serves the pool's requests on the
+// objects it holds, the shards of the pool's objects, one at a time in the
+// order they come. Requests and replies are plain messages:
+//   { id, op: 'init', options }                   -> { id, value: module summary }
+//   { id, op: 'check', kind, config, weights? }   -> { id, value: resolved config }
+//   { id, op: 'new', ref, kind, config }          -> { id }
+//   { id, op: 'call', ref, method, args, out? }   -> { id, value }
+//   { id, op: 'get', ref, property }              -> { id, value }
+//   { id, op: 'dispose', ref }                    -> { id }
+// and any failure as { id, error: { name, message } }. Arguments that stand
+// for objects of this worker are { poolRef }; `out` keeps the
+// object a call returns under that ref. Disposed objects stay known, so a
+// later call on one throws the synchronous API's message for it.
+import { createAttentionModule } from '../index.js';
+
+// Node's worker_threads, hidden from bundlers, which target browsers here.
+const nodeWorkerThreads = 'node:worker_threads';
+const port = typeof globalThis.postMessage === 'function'
+  ? globalThis
+  : (await import(/* webpackIgnore: true */ /* @vite-ignore */ nodeWorkerThreads)).parentPort;
+
+let module = null;
+const objects = new Map();
+
+function resolve(arg) {
+  if (arg !== null && typeof arg === 'object' && arg.poolRef !== undefined) {
+    return objects.get(arg.poolRef);
+  }
+  return arg;
+}
+
+// The buffers of a result's typed arrays, moved to the pool instead of
+// copied (the glue returns arrays that own their whole buffer).
+function transferables(value) {
+  if (value === null || typeof value !== 'object') return [];
+  const out = [];
+  for (const v of Object.values(value)) {
+    const data = v?.data;
+    if (ArrayBuffer.isView(data) && data.byteLength === data.buffer.byteLength) {
+      out.push(data.buffer);
+    }
+  }
+  return out;
+}
+
+async function serve(request) {
+  switch (request.op) {
+    case 'init': {
+      module = await createAttentionModule(request.options);
+      const { backend, build, simd, backends, kernels } = module;
+      return { backend, build, simd, backends, kernels };
+    }
+    case 'check': {
+      const whole = new module[request.kind](request.config);
+      try {
+        if (request.weights !== undefined) whole.setWeights(request.weights);
+        return whole.config;
+      } finally {
+        whole.dispose();
+      }
+    }
+    case 'new':
+      objects.set(request.ref, new module[request.kind](request.config));
+      return undefined;
+    case 'call': {
+      const object = objects.get(request.ref);
+      const value = object[request.method](...request.args.map(resolve));
+      if (request.out === undefined) return value;
+      objects.set(request.out, value);
+      return undefined;
+    }
+    case 'get':
+      return objects.get(request.ref)[request.property];
+    case 'dispose':
+      objects.get(request.ref).dispose();
+      return undefined;
+    default:
+      throw new Error(`simd-attention pool worker: unknown request ${request.op}`);
+  }
+}
+
+let queue = Promise.resolve();
+function onRequest(request) {
+  queue = queue.then(async () => {
+    try {
+      const value = await serve(request);
+      port.postMessage({ id: request.id, value }, transferables(value));
+    } catch (e) {
+      const name = e instanceof TypeError ? 'TypeError'
+        : e instanceof RangeError ? 'RangeError' : 'Error';
+      port.postMessage({ id: request.id, error: { name, message: String(e?.message ?? e) } });
+    }
+  });
+}
+
+if (port === globalThis) {
+  globalThis.addEventListener('message', (event) => onRequest(event.data));
+} else {
+  port.on('message', onRequest);
+}

@@ -1,0 +1,613 @@
+// createAttentionPool: MultiHeadAttention split by heads over workers, each
+// with its own wasm instance (pool-worker.js), so that a forward runs off the
+// calling thread and on several cores without SharedArrayBuffer (a page need
+// not be cross-origin isolated).
+//
+// The output is sum_h z_h W_O^h + b_O, and head h needs only its own columns
+// of W_Q, W_K, W_V and its own rows of W_O. Worker i holds a contiguous group
+// of key/value heads with their query heads (groups differ by at most one) as
+// an attention of its own (config.headDim) without b_O; the pool adds the
+// workers' partial outputs in worker order, then b_O, so a result does not
+// depend on which worker answered first. KV caches and precomputed K/V live
+// in the workers, sharded by the same heads.
+//
+// Arguments are type-checked here when that is cheap; shapes and values are
+// checked by the synchronous objects in the workers, whose errors come back
+// with their class and message.
+import { checkObject, describe, float32, requiredSize } from './arguments.js';
+import { readCacheOptions } from './caches.js';
+import { OPTION_KEYS } from './option-keys.js';
+import { readTensor } from './tensors.js';
+
+const POOL_OPTION_KEYS = ['workers', 'build', 'backend', 'wasmPath'];
+const BUILD_FLAGS = {
+  'relaxed-simd': { relaxedSimd: true },
+  simd: { simd: true, relaxedSimd: false },
+  nosimd: { simd: false },
+};
+const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose');
+// Lets tests stop a worker as if it had crashed.
+const TERMINATE_WORKER = Symbol.for('simd-attention.pool.terminateWorker');
+
+const isNode = typeof process === 'object' && process !== null &&
+  typeof process.versions?.node === 'string' && typeof window === 'undefined';
+
+const product = (dims) => dims.reduce((a, b) => a * b, 1);
+
+// ---------------------------------------------------------------------------
+// Workers and messages
+// ---------------------------------------------------------------------------
+
+// A worker as the pool uses it: post(), terminate(), and Node's ref/unref
+// (a Node worker keeps the process alive only while a call waits on it).
+async function startWorker(onMessage, onDeath) {
+  if (isNode) {
+    const name = 'node:worker_threads';
+    const { Worker } = await import(/* webpackIgnore: true */ /* @vite-ignore */ name);
+    const worker = new Worker(new URL('./pool-worker.js', import.meta.url));
+    worker.on('message', onMessage);
+    worker.on('error', (e) => onDeath(`threw ${e?.message ?? e}`));
+    worker.on('exit', (code) => onDeath(`exited with code ${code}`));
+    return {
+      post: (message, transfer) => worker.postMessage(message, transfer),
+      terminate: () => worker.terminate(),
+      ref: () => worker.ref(),
+      unref: () => worker.unref(),
+    };
+  }
+  const worker = new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module' });
+  worker.addEventListener('message', (event) => onMessage(event.data));
+  worker.addEventListener('error', (event) => {
+    event.preventDefault();
+    onDeath(`failed: ${event.message || 'its script did not load'}`);
+  });
+  worker.addEventListener('messageerror', () => onDeath('sent a message that could not be read'));
+  return {
+    post: (message, transfer) => worker.postMessage(message, transfer),
+    terminate: () => worker.terminate(),
+    ref: () => {},
+    unref: () => {},
+  };
+}
+
+// An error from a worker, rebuilt with its class.
+function rebuild({ name, message }) {
+  const Class = name === 'TypeError' ? TypeError : name === 'RangeError' ? RangeError : Error;
+  return new Class(message);
+}
+
+// The workers of one pool, and the replies they owe. A request never rejects
+// for an error in the worker: it resolves to { value } or { error }, so that a
+// call sent to several workers can wait for all of them. It rejects when the
+// pool dies or is disposed.
+class Workers {
+  #links = [];
+  #pending = new Map(); // id -> { resolve, reject }
+  #nextId = 1;
+  #failure = null; // the Error every call gets once the pool is dead or disposed
+  dead = false;
+
+  static async start(count) {
+    const workers = new Workers();
+    for (let i = 0; i < count; ++i) {
+      workers.#links.push(await startWorker((m) => workers.#reply(m),
+        (why) => workers.#die(i, why)));
+    }
+    return workers;
+  }
+
+  get count() { return this.#links.length; }
+
+  // Rejects with the pool's failure once it is dead or disposed.
+  check(where) {
+    if (this.#failure !== null) throw new Error(`${where}: ${this.#failure}`);
+  }
+
+  request(worker, message, transfer = []) {
+    if (this.#failure !== null) return Promise.reject(new Error(this.#failure));
+    const id = this.#nextId++;
+    if (this.#pending.size === 0) for (const link of this.#links) link.ref();
+    const reply = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    this.#links[worker].post({ ...message, id }, transfer);
+    return reply;
+  }
+
+  // The values of one request per worker in `workers`, or the first error.
+  async all(workers, message, transfer) {
+    const replies = await Promise.all(workers.map((w, i) =>
+      this.request(w, message(i), transfer?.(i))));
+    const failed = replies.find((r) => r.error !== undefined);
+    if (failed) throw rebuild(failed.error);
+    return replies.map((r) => r.value);
+  }
+
+  #reply({ id, value, error }) {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#pending.delete(id);
+    if (this.#pending.size === 0) for (const link of this.#links) link.unref();
+    pending.resolve(error === undefined ? { value } : { error });
+  }
+
+  #die(worker, why) {
+    if (this.#failure !== null) return;
+    this.dead = true;
+    this.#end(`worker ${worker} of the attention pool ${why}; the pool is dead, ` +
+      'create a new one');
+  }
+
+  dispose() {
+    if (this.#failure === null) this.#end('this attention pool was disposed; create a new one');
+  }
+
+  terminate(worker) {
+    this.#links[worker].terminate();
+    this.#die(worker, 'was terminated');
+  }
+
+  #end(failure) {
+    this.#failure = failure;
+    for (const link of this.#links) link.terminate();
+    for (const { reject } of this.#pending.values()) reject(new Error(failure));
+    this.#pending.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Splitting and joining along the head axis
+// ---------------------------------------------------------------------------
+
+// Units [from, to) of `units` held by each of `count` workers, empty groups
+// left out: [{ worker, from, to }].
+function splitUnits(units, count) {
+  const groups = [];
+  for (let w = 0; w < count; ++w) {
+    const from = Math.floor((w * units) / count);
+    const to = Math.floor(((w + 1) * units) / count);
+    if (to > from) groups.push({ worker: w, from, to });
+  }
+  return groups;
+}
+
+// Columns [from, to) of a row-major [rows, cols] matrix.
+function columns(m, rows, cols, from, to) {
+  const out = new Float32Array(rows * (to - from));
+  for (let r = 0; r < rows; ++r) {
+    out.set(m.subarray(r * cols + from, r * cols + to), r * (to - from));
+  }
+  return out;
+}
+
+// Entries [from, to) along the axis of size `size` of data shaped
+// [outer, size, inner].
+function sliceAxis(data, outer, size, inner, from, to) {
+  const out = new Float32Array(outer * (to - from) * inner);
+  for (let o = 0; o < outer; ++o) {
+    out.set(data.subarray((o * size + from) * inner, (o * size + to) * inner),
+      o * (to - from) * inner);
+  }
+  return out;
+}
+
+// Tensors that differ only in the size of axis `axis`, joined along it.
+function joinAxis(tensors, axis) {
+  if (tensors.length === 1) return tensors[0];
+  const shape = [...tensors[0].shape];
+  const outer = product(shape.slice(0, axis));
+  const inner = product(shape.slice(axis + 1));
+  shape[axis] = tensors.reduce((n, t) => n + t.shape[axis], 0);
+  const data = new Float32Array(product(shape));
+  let at = 0;
+  for (let o = 0; o < outer; ++o) {
+    for (const t of tensors) {
+      const n = t.shape[axis] * inner;
+      data.set(t.data.subarray(o * n, o * n + n), at);
+      at += n;
+    }
+  }
+  return { data, shape };
+}
+
+// The workers' results as one: partial outputs added in worker order, then
+// b_O; the rest joined along the head axis (the third from last).
+function joinResults(parts, bO) {
+  const output = parts[0].output;
+  for (const part of parts.slice(1)) {
+    const add = part.output.data;
+    for (let i = 0; i < add.length; ++i) output.data[i] += add[i];
+  }
+  if (bO !== undefined) {
+    for (let i = 0; i < output.data.length; ++i) output.data[i] += bO[i % bO.length];
+  }
+  const result = { output };
+  for (const key of ['attnWeights', 'perHeadOutput', 'q', 'k', 'v', 'headOutput']) {
+    if (parts[0][key] !== undefined) {
+      result[key] = joinAxis(parts.map((p) => p[key]), parts[0][key].shape.length - 3);
+    }
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// The pool
+// ---------------------------------------------------------------------------
+
+export async function createAttentionPool(options) {
+  const where = 'createAttentionPool';
+  checkObject(where, 'options', options, POOL_OPTION_KEYS);
+  const count = requiredSize(where, 'options.workers', options.workers);
+  if (count === 0) {
+    throw new RangeError(`${where}: options.workers: expected a positive integer, got 0`);
+  }
+  const moduleOptions = { ...readBuild(where, options.build) };
+  if (options.backend !== undefined) {
+    if (typeof options.backend !== 'string') {
+      throw new TypeError(`${where}: options.backend: expected a string, got ` +
+        `${describe(options.backend)}`);
+    }
+    moduleOptions.backend = options.backend;
+  }
+  if (options.wasmPath !== undefined) moduleOptions.wasmPath = readWasmPath(where, options.wasmPath);
+
+  const workers = await Workers.start(count);
+  let summary;
+  try {
+    [summary] = await workers.all([...Array(count).keys()],
+      () => ({ op: 'init', options: moduleOptions }));
+  } catch (e) {
+    workers.dispose();
+    throw e;
+  }
+  return makePool(workers, summary);
+}
+
+function readBuild(where, build) {
+  if (build === undefined) return {};
+  if (!Object.hasOwn(BUILD_FLAGS, build)) {
+    throw new TypeError(`${where}: options.build: expected ` +
+      `${Object.keys(BUILD_FLAGS).map((b) => `'${b}'`).join(', ')}, got ${describe(build)}`);
+  }
+  return BUILD_FLAGS[build];
+}
+
+// A folder the workers can find: URLs as text, and in a page a relative path
+// resolved against the page (a worker would resolve it against its script).
+function readWasmPath(where, wasmPath) {
+  if (wasmPath !== null && typeof wasmPath === 'object' && typeof wasmPath.href === 'string') {
+    return wasmPath.href;
+  }
+  if (typeof wasmPath !== 'string') {
+    throw new TypeError(`${where}: options.wasmPath: expected a string or URL, got ` +
+      `${describe(wasmPath)}`);
+  }
+  const base = globalThis.document?.baseURI;
+  return isNode || base === undefined ? wasmPath : new URL(wasmPath, base).href;
+}
+
+function makePool(workers, summary) {
+  let nextRef = 1;
+  const everyWorker = [...Array(workers.count).keys()];
+
+  // Calls of one object run one after the other, in the order they were made.
+  class Queued {
+    #tail = Promise.resolve();
+
+    enqueue(job) {
+      const run = this.#tail.then(job);
+      this.#tail = run.catch(() => {});
+      return run;
+    }
+  }
+
+  // Keys and values kept in the workers, each holding its heads' share.
+  class KeyValueShards extends Queued {
+    ref = nextRef++;
+    shards;
+    #disposed = false;
+
+    constructor(shards) {
+      super();
+      this.shards = shards;
+    }
+
+    get disposed() { return this.#disposed; }
+
+    call(method, args = []) {
+      return workers.all(this.shards.map((s) => s.worker),
+        () => ({ op: 'call', ref: this.ref, method, args }));
+    }
+
+    dispose() {
+      return this.enqueue(async () => {
+        if (this.#disposed || workers.dead) return;
+        this.#disposed = true;
+        await workers.all(this.shards.map((s) => s.worker), () => ({ op: 'dispose', ref: this.ref }));
+      });
+    }
+
+    [asyncDisposeSymbol]() { return this.dispose(); }
+  }
+
+  class KVCache extends KeyValueShards {
+    #batch;
+    #maxLength;
+    #length = 0;
+
+    constructor(shards, batch, maxLength) {
+      super(shards);
+      this.#batch = batch;
+      this.#maxLength = maxLength;
+    }
+
+    get batch() { return this.#batch; }
+    get maxLength() { return this.#maxLength; }
+    get length() {
+      if (this.disposed) throw new Error('KVCache.length: this KVCache was disposed; create a new one');
+      return this.#length;
+    }
+
+    // Runs job(length before) as the next call on this cache; the length
+    // after is lengthAfter(length before), or else asked of worker 0. A failed
+    // job leaves every shard at the length before (one may have failed where
+    // another went on).
+    step(job, lengthAfter) {
+      return this.enqueue(async () => {
+        const before = this.#length;
+        let result;
+        try {
+          result = await job(before);
+        } catch (e) {
+          if (!this.disposed && !workers.dead) await this.call('truncate', [before]).catch(() => {});
+          throw e;
+        }
+        this.#length = lengthAfter !== undefined ? lengthAfter(before)
+          : (await workers.all([this.shards[0].worker],
+            () => ({ op: 'get', ref: this.ref, property: 'length' })))[0];
+        return result;
+      });
+    }
+
+    // The cached keys or values, [batch, length, heads * headDim], the
+    // workers' features side by side.
+    #gather(method) {
+      return this.enqueue(async () => joinAxis(await this.call(method), 2));
+    }
+
+    keys() { return this.#gather('keys'); }
+    values() { return this.#gather('values'); }
+    truncate(n) { return this.step(() => this.call('truncate', [n])); }
+    reset() { return this.step(() => this.call('reset')); }
+  }
+
+  class PrecomputedKeyValue extends KeyValueShards {
+    #batch;
+    #tokens;
+
+    constructor(shards, batch, tokens) {
+      super(shards);
+      this.#batch = batch;
+      this.#tokens = tokens;
+    }
+
+    get batch() { return this.#batch; }
+    get tokens() { return this.#tokens; }
+  }
+
+  // The pool object behind `v`, which must be of class `Class`.
+  function poolObject(where, name, v, Class, from) {
+    if (!(v instanceof Class)) {
+      throw new TypeError(`${where}: ${name}: expected a ${Class.name} of this pool (from ` +
+        `${from}), got ${describe(v)}`);
+    }
+    return { poolRef: v.ref };
+  }
+
+  class MultiHeadAttention extends Queued {
+    ref = nextRef++;
+    #config;
+    #shards; // [{ worker, heads: [from, to), kvHeads: [from, to) }]
+    #bO;
+    #hasWeights = false;
+    #disposed = false;
+
+    constructor(config, shards) {
+      super();
+      this.#config = config;
+      this.#shards = shards;
+    }
+
+    get config() { return this.#config; }
+    get kernels() { return summary.kernels; }
+    get disposed() { return this.#disposed; }
+
+    #workers() { return this.#shards.map((s) => s.worker); }
+
+    // The same call on every shard; `perShard(shard)` adds what differs.
+    #call(method, args, perShard, out) {
+      return workers.all(this.#workers(), (i) => ({
+        op: 'call', ref: this.ref, method, args: perShard?.(this.#shards[i]) ?? args, out,
+      }));
+    }
+
+    // A disposed object, or one without weights, says so through the
+    // synchronous object of worker 0, which checks that first.
+    #unusable(method, needsWeights) {
+      return this.#disposed || (needsWeights && !this.#hasWeights)
+        ? workers.all([this.#shards[0].worker],
+          () => ({ op: 'call', ref: this.ref, method, args: [] }))
+        : null;
+    }
+
+    setWeights(weights) {
+      const where = 'MultiHeadAttention.setWeights';
+      return this.enqueue(async () => {
+        workers.check(where);
+        await this.#unusable('setWeights', false);
+        checkObject(where, 'weights', weights, OPTION_KEYS.MultiHeadAttentionWeights);
+        const c = this.#config;
+        const sizes = {
+          wQ: c.dModel * c.numHeads * c.headDim, wK: c.kDim * c.numKvHeads * c.headDim,
+          wV: c.vDim * c.numKvHeads * c.headDimV, wO: c.numHeads * c.headDimV * c.dModel,
+        };
+        if (c.bias) {
+          Object.assign(sizes, { bQ: c.numHeads * c.headDim, bK: c.numKvHeads * c.headDim,
+            bV: c.numKvHeads * c.headDimV, bO: c.dModel });
+        }
+        for (const key of OPTION_KEYS.MultiHeadAttentionWeights) {
+          float32(where, key, weights[key], true);
+        }
+        // Weights that do not fit are judged whole, for the synchronous message.
+        if (OPTION_KEYS.MultiHeadAttentionWeights.some((key) =>
+          weights[key]?.length !== sizes[key])) {
+          await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention',
+            config: c, weights }));
+        }
+        const group = c.numHeads / c.numKvHeads;
+        const parts = this.#shards.map((shard) => this.#shardWeights(weights, shard, group));
+        await workers.all(this.#workers(),
+          (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
+          (i) => Object.values(parts[i]).map((a) => a.buffer));
+        this.#bO = c.bias ? Float32Array.from(weights.bO) : undefined;
+        this.#hasWeights = true;
+      });
+    }
+
+    // The weights of one shard's heads, without b_O (added once by the pool).
+    #shardWeights(w, { kvHeads: [k0, k1] }, group) {
+      const c = this.#config;
+      const [q0, q1] = [k0 * group, k1 * group];
+      const [dk, dv] = [c.headDim, c.headDimV];
+      const out = {
+        wQ: columns(w.wQ, c.dModel, c.numHeads * dk, q0 * dk, q1 * dk),
+        wK: columns(w.wK, c.kDim, c.numKvHeads * dk, k0 * dk, k1 * dk),
+        wV: columns(w.wV, c.vDim, c.numKvHeads * dv, k0 * dv, k1 * dv),
+        wO: w.wO.slice(q0 * dv * c.dModel, q1 * dv * c.dModel),
+      };
+      if (c.bias) {
+        Object.assign(out, {
+          bQ: w.bQ.slice(q0 * dk, q1 * dk), bK: w.bK.slice(k0 * dk, k1 * dk),
+          bV: w.bV.slice(k0 * dv, k1 * dv), bO: new Float32Array(c.dModel),
+        });
+      }
+      return out;
+    }
+
+    // Runs `method` on every shard with the options' per-head attnMask
+    // sliced to the shard's heads ([B, H, Tq, Tk], as C++ tells it from
+    // [Tq, Tk]), and joins the results.
+    async #attend(where, method, args, optionsAt, batch, tq, tk) {
+      const options = args[optionsAt];
+      if (options !== undefined) checkObject(where, 'options', options);
+      const mask = options?.attnMask;
+      const heads = this.#config.numHeads;
+      const perHead = ArrayBuffer.isView(mask) && batch * heads > 1 &&
+        mask.length === batch * heads * tq * tk;
+      const parts = await this.#call(method, args, perHead ? (s) => {
+        const shardArgs = [...args];
+        shardArgs[optionsAt] = { ...options,
+          attnMask: sliceAxis(mask, batch, heads, tq * tk, s.heads[0], s.heads[1]) };
+        return shardArgs;
+      } : undefined);
+      return joinResults(parts, this.#bO);
+    }
+
+    forward(query, key, value, options) {
+      const where = 'MultiHeadAttention.forward';
+      return this.enqueue(async () => {
+        workers.check(where);
+        await this.#unusable('forward', true);
+        const q = readTensor(where, 'query', query);
+        if (key instanceof PrecomputedKeyValue) {
+          poolObject(where, 'key', key, PrecomputedKeyValue, 'precomputeKeyValue()');
+          return this.#attend(where, 'forward', [query, { poolRef: key.ref }, value, options], 3,
+            q.batch, q.tokens, key.tokens);
+        }
+        const k = key === undefined || key === null ? q : readTensor(where, 'key', key);
+        if (value !== undefined && value !== null) readTensor(where, 'value', value);
+        return this.#attend(where, 'forward', [query, key, value, options], 3,
+          q.batch, q.tokens, k.tokens);
+      });
+    }
+
+    createKVCache(options) {
+      const where = 'MultiHeadAttention.createKVCache';
+      return this.enqueue(async () => {
+        workers.check(where);
+        await this.#unusable('createKVCache', false);
+        const { batch, maxLength } = readCacheOptions(where, options);
+        const cache = new KVCache(this.#shards, batch, maxLength);
+        await this.#call('createKVCache', [options], undefined, cache.ref);
+        return cache;
+      });
+    }
+
+    forwardIncremental(x, cache, options) {
+      const where = 'MultiHeadAttention.forwardIncremental';
+      return this.enqueue(async () => {
+        workers.check(where);
+        await this.#unusable('forwardIncremental', true);
+        const t = readTensor(where, 'x', x);
+        const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()');
+        return cache.step((length) => this.#attend(where, 'forwardIncremental',
+          [x, ref, options], 2, t.batch, t.tokens, length + t.tokens), (length) => length + t.tokens);
+      });
+    }
+
+    precomputeKeyValue(memory, options) {
+      const where = 'MultiHeadAttention.precomputeKeyValue';
+      return this.enqueue(async () => {
+        workers.check(where);
+        await this.#unusable('precomputeKeyValue', true);
+        const m = readTensor(where, 'memory', memory);
+        const kv = new PrecomputedKeyValue(this.#shards, m.batch, m.tokens);
+        await this.#call('precomputeKeyValue', [memory, options], undefined, kv.ref);
+        return kv;
+      });
+    }
+
+    dispose() {
+      return this.enqueue(async () => {
+        if (this.#disposed || workers.dead) return;
+        this.#disposed = true;
+        await workers.all(this.#workers(), () => ({ op: 'dispose', ref: this.ref }));
+      });
+    }
+
+    [asyncDisposeSymbol]() { return this.dispose(); }
+  }
+
+  async function createMultiHeadAttention(config) {
+    const where = 'MultiHeadAttention';
+    workers.check(where);
+    checkObject(where, 'config', config, OPTION_KEYS.MultiHeadAttentionConfig);
+    const [resolved] = await workers.all([0],
+      () => ({ op: 'check', kind: 'MultiHeadAttention', config }));
+    const { numHeads, numKvHeads, headDim, headDimV } = resolved;
+    const group = numHeads / numKvHeads;
+    const shards = splitUnits(numKvHeads, workers.count).map(({ worker, from, to }) => ({
+      worker, kvHeads: [from, to], heads: [from * group, to * group],
+    }));
+    const mha = new MultiHeadAttention(resolved, shards);
+    await workers.all(shards.map((s) => s.worker), (i) => ({
+      op: 'new', ref: mha.ref, kind: 'MultiHeadAttention',
+      config: { ...config, numHeads: (shards[i].kvHeads[1] - shards[i].kvHeads[0]) * group,
+        numKvHeads: shards[i].kvHeads[1] - shards[i].kvHeads[0], headDim, headDimV },
+    }));
+    return mha;
+  }
+
+  const pool = {
+    get workers() { return workers.count; },
+    get dead() { return workers.dead; },
+    backend: summary.backend,
+    build: summary.build,
+    simd: summary.simd,
+    backends: Object.freeze(summary.backends),
+    kernels: summary.kernels,
+    MultiHeadAttention: createMultiHeadAttention,
+    dispose: async () => workers.dispose(),
+    [asyncDisposeSymbol]: async () => workers.dispose(),
+    [TERMINATE_WORKER]: (worker) => workers.terminate(worker),
+  };
+  return Object.freeze(pool);
+}
