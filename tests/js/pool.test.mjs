@@ -1,0 +1,273 @@
+// createAttentionPool: the attention split by heads over 1, 2 and 3 workers
+// gives the synchronous API's results (within 1e-6 of the output's scale,
+// identical from run to run), through caches and precomputed K/V too, with
+// its errors, disposal, a killed worker and concurrent callers.
+import { goldenCaseNames, loadGoldenCase, mhaArguments } from './support/golden.mjs';
+import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
+
+const module = await createAttentionModule({ simd: true, relaxedSimd: false });
+const cases = goldenCaseNames('mha').map(loadGoldenCase);
+const pools = {};
+beforeAll(async () => {
+  for (const workers of [1, 2, 3]) pools[workers] = await createAttentionPool({ workers, build: 'simd' });
+});
+afterAll(async () => {
+  for (const pool of Object.values(pools)) await pool.dispose();
+});
+const sizes = [1, 2, 3];
+
+function random(n, seed) {
+  let s = seed;
+  return Float32Array.from({ length: n }, () => {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    return s / 2147483648 - 0.5;
+  });
+}
+
+function randomWeights({ dModel: d, numHeads: h, numKvHeads: kv = h }, seed) {
+  const dk = d / h;
+  return {
+    wQ: random(d * h * dk, seed), wK: random(d * kv * dk, seed + 1),
+    wV: random(d * kv * dk, seed + 2), wO: random(h * dk * d, seed + 3),
+    bQ: random(h * dk, seed + 4), bK: random(kv * dk, seed + 5), bV: random(kv * dk, seed + 6),
+    bO: random(d, seed + 7),
+  };
+}
+
+const maxAbs = (data) => data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+
+// The scale of an output: what float32 sums round against, the magnitudes
+// added up at each position (the heads' contributions and the output itself,
+// which bounds b_O with them), when the per-head outputs are known.
+function outputScale({ output, perHeadOutput }) {
+  if (perHeadOutput === undefined) return maxAbs(output.data);
+  const width = output.shape.at(-1);
+  const tokens = output.shape.at(-2);
+  const heads = perHeadOutput.shape.at(-3);
+  let scale = 0;
+  for (let i = 0; i < output.data.length; ++i) {
+    const [row, col] = [Math.floor(i / width), i % width];
+    const [b, t] = [Math.floor(row / tokens), row % tokens];
+    let sum = Math.abs(output.data[i]);
+    for (let h = 0; h < heads; ++h) {
+      sum += Math.abs(perHeadOutput.data[((b * heads + h) * tokens + t) * width + col]);
+    }
+    scale = Math.max(scale, sum);
+  }
+  return scale;
+}
+
+// Every tensor of `actual` has the shape of `expected`'s and its values within
+// 1e-6 of that tensor's scale.
+function expectClose(actual, expected) {
+  expect(Object.keys(actual).sort()).toEqual(Object.keys(expected).sort());
+  for (const [key, want] of Object.entries(expected)) {
+    const got = actual[key];
+    expect({ key, shape: got.shape }).toEqual({ key, shape: want.shape });
+    const scale = key === 'output' ? outputScale(expected) : maxAbs(want.data);
+    let worst = 0;
+    for (let i = 0; i < want.data.length; ++i) {
+      worst = Math.max(worst, Math.abs(got.data[i] - want.data[i]));
+    }
+    if (!(worst <= 1e-6 * scale)) throw new Error(`${key}: differs by ${worst}, scale ${scale}`);
+  }
+}
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection, but the call resolved');
+}
+
+async function expectRejects(promise, Class, message) {
+  const error = await rejection(promise);
+  expect(error.constructor).toBe(Class);
+  expect(error.message).toBe(message);
+}
+
+// What the synchronous call throws.
+function syncError(fn) {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected the synchronous call to throw');
+}
+
+test('the golden folder has mha cases', () => {
+  expect(cases.length).toBeGreaterThanOrEqual(5);
+});
+
+describe.each(sizes)('pool of %i workers', (workers) => {
+  test('reports its workers and build', () => {
+    const pool = pools[workers];
+    expect(pool.workers).toBe(workers);
+    expect(pool.dead).toBe(false);
+    expect(pool.build).toBe('simd');
+    expect(pool.backends).toEqual(module.backends);
+  });
+
+  test.each(cases.map((c) => [c.name, c]))('%s: as the synchronous API, run to run', async (_, c) => {
+    const a = mhaArguments(c);
+    const options = { ...a.options, returnAttnWeights: true, returnPerHeadOutput: true,
+      returnIntermediates: true };
+    const sync = track(new module.MultiHeadAttention(a.config));
+    sync.setWeights(a.weights);
+    const expected = sync.forward(a.query, a.key, a.value, options);
+    const mha = await pools[workers].MultiHeadAttention(a.config);
+    try {
+      expect(mha.config).toEqual(sync.config);
+      await mha.setWeights(a.weights);
+      const first = await mha.forward(a.query, a.key, a.value, options);
+      expectClose(first, expected);
+      const second = await mha.forward(a.query, a.key, a.value, options);
+      for (const key of Object.keys(first)) expect(second[key].data).toEqual(first[key].data);
+    } finally {
+      await mha.dispose();
+    }
+  });
+
+  test('5 heads, grouped-query heads and per-head masks', async () => {
+    for (const config of [{ dModel: 10, numHeads: 5 }, { dModel: 12, numHeads: 6, numKvHeads: 3 }]) {
+      const w = randomWeights(config, 11);
+      const [B, T] = [2, 3];
+      const x = { data: random(B * T * config.dModel, 3), shape: [B, T, config.dModel] };
+      const options = { attnMask: random(B * config.numHeads * T * T, 5), returnAttnWeights: true,
+        returnIntermediates: true };
+      const sync = track(new module.MultiHeadAttention(config));
+      sync.setWeights(w);
+      const mha = await pools[workers].MultiHeadAttention(config);
+      await mha.setWeights(w);
+      expectClose(await mha.forward(x, x, x, options), sync.forward(x, x, x, options));
+      await mha.dispose();
+    }
+  });
+
+  test('token by token through a sharded KV cache, and over precomputed K/V', async () => {
+    const config = { dModel: 12, numHeads: 4 };
+    const w = randomWeights(config, 21);
+    const [B, T] = [2, 5];
+    const sync = track(new module.MultiHeadAttention(config));
+    sync.setWeights(w);
+    const syncCache = track(sync.createKVCache({ batch: B, maxLength: T }));
+    const mha = await pools[workers].MultiHeadAttention(config);
+    await mha.setWeights(w);
+    const cache = await mha.createKVCache({ batch: B, maxLength: T });
+    expect([cache.batch, cache.maxLength, cache.length]).toEqual([B, T, 0]);
+    for (let t = 0; t < T; ++t) {
+      const x = { data: random(B * config.dModel, 100 + t), shape: [B, 1, config.dModel] };
+      const options = { returnAttnWeights: true };
+      expectClose(await mha.forwardIncremental(x, cache, options),
+        sync.forwardIncremental(x, syncCache, options));
+      expect(cache.length).toBe(t + 1);
+    }
+    expectClose({ k: await cache.keys(), v: await cache.values() },
+      { k: syncCache.keys(), v: syncCache.values() });
+    await cache.truncate(2);
+    expect(cache.length).toBe(2);
+    await cache.reset();
+    expect(cache.length).toBe(0);
+
+    const memory = { data: random(B * 7 * config.dModel, 31), shape: [B, 7, config.dModel] };
+    const query = { data: random(B * 3 * config.dModel, 32), shape: [B, 3, config.dModel] };
+    const kv = await mha.precomputeKeyValue(memory);
+    expect([kv.batch, kv.tokens]).toEqual([B, 7]);
+    expectClose(await mha.forward(query, kv), sync.forward(query, memory, memory));
+    await kv.dispose();
+    await cache.dispose();
+    expect(cache.disposed).toBe(true);
+    expect(() => cache.length).toThrow('KVCache.length: this KVCache was disposed; create a new one');
+    const x = { data: random(B * config.dModel, 1), shape: [B, 1, config.dModel] };
+    await expectRejects(mha.forwardIncremental(x, cache), Error,
+      'MultiHeadAttention.forwardIncremental: cache: the KVCache was disposed; create a new one');
+    await mha.dispose();
+  });
+
+  test('errors have the synchronous class and message; the pool stays usable', async () => {
+    const config = { dModel: 8, numHeads: 2 };
+    const w = randomWeights(config, 41);
+    const sync = track(new module.MultiHeadAttention(config));
+    const mha = await pools[workers].MultiHeadAttention(config);
+    const x = { data: random(16, 1), shape: [2, 8] };
+
+    let want = syncError(() => sync.forward(x));
+    await expectRejects(mha.forward(x), want.constructor, want.message);
+    sync.setWeights(w);
+    await mha.setWeights(w);
+    const bad = { data: random(6, 1), shape: [2, 3] };
+    for (const call of [
+      (m) => m.forward(bad),
+      (m) => m.forward(x, undefined, undefined, { causal: 3 }),
+      (m) => m.forward(x, undefined, undefined, { bogus: true }),
+      (m) => m.forward('x'),
+      (m) => m.setWeights({ ...w, wQ: new Float32Array(3) }),
+      (m) => m.setWeights({ ...w, bO: undefined }),
+      (m) => m.createKVCache({ batch: 0, maxLength: 4 }),
+    ]) {
+      want = syncError(() => call(sync));
+      await expectRejects(call(mha), want.constructor, want.message);
+    }
+    await expectRejects(pools[workers].MultiHeadAttention({ dModel: 10, numHeads: 4 }), RangeError,
+      'MultiHeadAttention: config.dModel: must be divisible by numHeads (4), got 10');
+    expectClose(await mha.forward(x), sync.forward(x));
+
+    await mha.dispose();
+    expect(mha.disposed).toBe(true);
+    await expectRejects(mha.forward(x), Error,
+      'MultiHeadAttention.forward: this MultiHeadAttention was disposed; create a new one');
+  });
+
+  test('concurrent callers get their own results, in order', async () => {
+    const config = { dModel: 8, numHeads: 4 };
+    const w = randomWeights(config, 51);
+    const sync = track(new module.MultiHeadAttention(config));
+    sync.setWeights(w);
+    const mha = await pools[workers].MultiHeadAttention(config);
+    const loaded = mha.setWeights(w);
+    const inputs = Array.from({ length: 6 }, (_, i) => ({ data: random(3 * 8, 60 + i), shape: [3, 8] }));
+    const results = await Promise.all(inputs.map((x) => mha.forward(x)));
+    await loaded;
+    results.forEach((r, i) => expectClose(r, sync.forward(inputs[i])));
+    await mha.dispose();
+  });
+});
+
+test('a killed worker rejects every pending call and marks the pool dead', async () => {
+  const pool = await createAttentionPool({ workers: 2, build: 'simd' });
+  const config = { dModel: 8, numHeads: 2 };
+  const mha = await pool.MultiHeadAttention(config);
+  await mha.setWeights(randomWeights(config, 71));
+  const x = { data: random(64 * 8, 1), shape: [64, 8] };
+  const pending = [mha.forward(x), mha.forward(x)];
+  pool[Symbol.for('simd-attention.pool.terminateWorker')](1);
+  for (const call of pending) {
+    const error = await rejection(call);
+    expect(error.constructor).toBe(Error);
+    expect(error.message).toMatch(/worker 1 of the attention pool was terminated; the pool is dead/);
+  }
+  expect(pool.dead).toBe(true);
+  const later = await rejection(mha.forward(x));
+  expect(later.message).toMatch(/^MultiHeadAttention.forward: worker 1 .* the pool is dead/);
+  await expectRejects(pool.MultiHeadAttention(config), Error, later.message
+    .replace('MultiHeadAttention.forward', 'MultiHeadAttention'));
+  await pool.dispose();
+});
+
+test('a disposed pool rejects its calls; its options are checked', async () => {
+  const pool = await createAttentionPool({ workers: 1 });
+  const mha = await pool.MultiHeadAttention({ dModel: 4, numHeads: 1 });
+  await pool.dispose();
+  expect(pool.dead).toBe(false);
+  await expectRejects(mha.forward({ data: new Float32Array(4), shape: [1, 4] }), Error,
+    'MultiHeadAttention.forward: this attention pool was disposed; create a new one');
+  await expectRejects(createAttentionPool({ workers: 0 }), RangeError,
+    'createAttentionPool: options.workers: expected a positive integer, got 0');
+  await expectRejects(createAttentionPool({ workers: 1, threads: 2 }), TypeError,
+    "createAttentionPool: options: unknown key 'threads' (expected workers, build, backend, wasmPath)");
+  await expectRejects(createAttentionPool({ workers: 1, build: 'fast' }), TypeError,
+    "createAttentionPool: options.build: expected 'relaxed-simd', 'simd', 'nosimd', got \"fast\"");
+});
