@@ -19,6 +19,10 @@ import createDefault, {
   type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
   type URLLike,
 } from '../../web/index.js';
+import {
+  createAttentionPool, type AttentionPool, type PooledKVCache, type PooledMultiHeadAttention,
+  type PooledPrecomputedKeyValue,
+} from '../../web/index.js';
 
 const f32 = (n: number) => new Float32Array(n);
 const mask = (n: number) => new Uint8Array(n).fill(1);
@@ -193,6 +197,40 @@ export const used = [build, moduleFacts, bytes, isMha, dims, resolvedRope, mhaFa
   cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested,
   attentionOutputs];
 
+// The worker pool: the same calls, as promises.
+const pool: AttentionPool = await createAttentionPool({ workers: 2, build, backend: 'highway',
+  wasmPath });
+const poolFacts: [number, boolean, string, BuildName, boolean, readonly string[], string] = [
+  pool.workers, pool.dead, pool.backend, pool.build, pool.simd, pool.backends, pool.kernels];
+const pooled: PooledMultiHeadAttention = await pool.MultiHeadAttention(mhaConfig);
+const pooledFacts: [ResolvedMultiHeadAttentionConfig, string, boolean] = [pooled.config,
+  pooled.kernels, pooled.disposed];
+await pooled.setWeights(weights);
+const pooledResult: ForwardResultFor<true, false, false> = await pooled.forward(x, x, x,
+  { causal: true, returnAttnWeights: true });
+const pooledCache: PooledKVCache = await pooled.createKVCache({ batch: 1, maxLength: 4 });
+const pooledStep: ForwardResult = await pooled.forwardIncremental(x, pooledCache);
+const pooledCacheFacts: [number, number, number, boolean, Tensor, Tensor] = [pooledCache.batch,
+  pooledCache.maxLength, pooledCache.length, pooledCache.disposed, await pooledCache.keys(),
+  await pooledCache.values()];
+await pooledCache.truncate(1);
+await pooledCache.reset();
+const pooledMemory: PooledPrecomputedKeyValue = await pooled.precomputeKeyValue(x);
+const pooledCross: ForwardResult = await pooled.forward(x, pooledMemory);
+const pooledMemoryFacts: number[] = [pooledMemory.batch, pooledMemory.tokens];
+const pooledMemoryDisposed: boolean = pooledMemory.disposed;
+await pooledMemory.dispose();
+await pooledCache[Symbol.asyncDispose]();
+await pooledCache.dispose();
+await pooledMemory[Symbol.asyncDispose]();
+await pooled[Symbol.asyncDispose]();
+await pooled.dispose();
+await pool[Symbol.asyncDispose]();
+await pool.dispose();
+
+export const poolUsed = [poolFacts, pooledFacts, pooledResult, pooledStep, pooledCacheFacts,
+  pooledCross, pooledMemoryFacts, pooledMemoryDisposed];
+
 // Misuses that must not compile.
 // @ts-expect-error: misspelled option
 mha.forward(x, x, x, { retrunAttnWeights: true });
@@ -260,3 +298,9 @@ sa.positionalEncoding('5', 8);
 cache.truncate('2');
 // @ts-expect-error: a KVCache's batch is read-only
 cache.batch = 2;
+// @ts-expect-error: the pool's methods return promises
+void pooled.forward(x).output;
+// @ts-expect-error: a synchronous KVCache is not the pool's
+void pooled.forwardIncremental(x, cache);
+// @ts-expect-error: the pool needs its worker count
+void createAttentionPool({ build: 'simd' });
