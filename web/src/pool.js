@@ -286,7 +286,6 @@ function readWasmPath(where, wasmPath) {
 
 function makePool(workers, summary) {
   let nextRef = 1;
-  const everyWorker = [...Array(workers.count).keys()];
 
   // Calls of one object run one after the other, in the order they were made.
   class Queued {
@@ -500,7 +499,7 @@ function makePool(workers, summary) {
       if (options !== undefined) checkObject(where, 'options', options);
       const mask = options?.attnMask;
       const heads = this.#config.numHeads;
-      const perHead = ArrayBuffer.isView(mask) && batch * heads > 1 &&
+      const perHead = ArrayBuffer.isView(mask) && 'length' in mask && batch * heads > 1 &&
         mask.length === batch * heads * tq * tk;
       const parts = await this.#call(method, args, perHead ? (s) => {
         const shardArgs = [...args];
