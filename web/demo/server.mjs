@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A tiny static server for the demos (web/demo/), Node's own http only.
 //
-//   node web/demo/server.mjs [--port 8080] [--host 127.0.0.1]   (or PORT=...)
+//   node web/demo/server.mjs [--port 8080] [--host 127.0.0.1] [--no-isolation]   (or PORT=...)
 //
 // It serves the repository's web/ folder (the npm package: index.js, dist/,
 // demo/, and bench-kit/, which the live benchmark runs) at /web/, so the
@@ -14,8 +14,11 @@
 //
 // Every response carries Cross-Origin-Opener-Policy: same-origin and
 // Cross-Origin-Embedder-Policy: require-corp (cross-origin isolation, which a
-// threaded wasm build will need for SharedArrayBuffer); .wasm files are sent
-// as application/wasm so that WebAssembly.instantiateStreaming works.
+// threaded wasm build will need for SharedArrayBuffer), unless the server is
+// started without isolation (--no-isolation, startServer({ isolated: false }))
+// to serve the pages as most sites do, e.g. to show that the worker pool needs
+// none; .wasm files are sent as application/wasm so that
+// WebAssembly.instantiateStreaming works.
 import http from 'node:http';
 import { constants, existsSync } from 'node:fs';
 import { open, readlink, realpath, lstat } from 'node:fs/promises';
@@ -44,9 +47,11 @@ const TYPES = {
   '.d.ts': 'text/plain; charset=utf-8',
 };
 
-const SECURITY_HEADERS = {
+const ISOLATION_HEADERS = {
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp',
+};
+const SECURITY_HEADERS = {
   'Cross-Origin-Resource-Policy': 'same-origin',
   'X-Content-Type-Options': 'nosniff',
 };
@@ -140,9 +145,14 @@ export async function resolveRequestPath(urlPath, root = WEB) {
   return found;
 }
 
-function send(res, status, body, headers = {}) {
+// The headers of every response: security, and isolation unless turned off.
+function baseHeaders(isolated) {
+  return isolated ? { ...ISOLATION_HEADERS, ...SECURITY_HEADERS } : SECURITY_HEADERS;
+}
+
+function send(res, base, status, body, headers = {}) {
   res.writeHead(status, {
-    ...SECURITY_HEADERS,
+    ...base,
     'Content-Type': 'text/plain; charset=utf-8',
     'Cache-Control': 'no-store',
     ...headers,
@@ -150,34 +160,34 @@ function send(res, status, body, headers = {}) {
   res.end(body);
 }
 
-async function handle(req, res, root, log) {
+async function handle(req, res, root, base, log) {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
-    send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
+    send(res, base, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
     return 405;
   }
   let url;
   try {
     url = new URL(req.url, 'http://localhost');
   } catch {
-    send(res, 400, 'bad request\n');
+    send(res, base, 400, 'bad request\n');
     return 400;
   }
   if (url.pathname === '/' || url.pathname === '/index.html' || url.pathname === '/web' ||
       url.pathname === '/web/demo') {
-    send(res, 302, `see ${DEMO_PATH}\n`, { Location: DEMO_PATH });
+    send(res, base, 302, `see ${DEMO_PATH}\n`, { Location: DEMO_PATH });
     return 302;
   }
   const found = await resolveRequestPath(url.pathname, root);
   if (found === null) {
-    send(res, 404, 'not found\n');
+    send(res, base, 404, 'not found\n');
     return 404;
   }
   if (found.redirect) {
-    send(res, 301, `see ${found.redirect}\n`, { Location: found.redirect + url.search });
+    send(res, base, 301, `see ${found.redirect}\n`, { Location: found.redirect + url.search });
     return 301;
   }
   res.writeHead(200, {
-    ...SECURITY_HEADERS,
+    ...base,
     'Content-Type': contentType(found.file),
     'Content-Length': found.size,
     // The demos are development pages: always the latest build.
@@ -200,16 +210,19 @@ async function handle(req, res, root, log) {
  * Starts the server; resolves to { server, port, url, close() } once it
  * listens. port 0 picks a free port. quiet: no request log. root: the
  * folder served at /web/ (default: the repository's web/; the tests serve
- * their own).
+ * their own). isolated: false leaves out COOP and COEP (the page is then
+ * not cross-origin isolated, as most pages are).
  */
-export function startServer({ port = 8080, host = '127.0.0.1', quiet = true, root = WEB } = {}) {
+export function startServer({ port = 8080, host = '127.0.0.1', quiet = true, root = WEB,
+  isolated = true } = {}) {
   const log = quiet ? null : (m) => console.log(m);
+  const base = baseHeaders(isolated);
   const server = http.createServer((req, res) => {
-    handle(req, res, root, log).then(
+    handle(req, res, root, base, log).then(
       (status) => log?.(`${status} ${req.method} ${req.url}`),
       (e) => {
         log?.(`server: ${req.method} ${req.url}: ${e.stack ?? e}`);
-        if (!res.headersSent) send(res, 500, 'internal error\n');
+        if (!res.headersSent) send(res, base, 500, 'internal error\n');
         else res.destroy();
       });
   });
@@ -234,7 +247,8 @@ export function startServer({ port = 8080, host = '127.0.0.1', quiet = true, roo
 }
 
 function parseArgs(argv) {
-  const opts = { port: process.env.PORT ? Number(process.env.PORT) : 8080, host: '127.0.0.1' };
+  const opts = { port: process.env.PORT ? Number(process.env.PORT) : 8080, host: '127.0.0.1',
+    isolated: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -245,8 +259,10 @@ function parseArgs(argv) {
     };
     if (a === '--port' || a.startsWith('--port=') || a === '-p') opts.port = Number(value());
     else if (a === '--host' || a.startsWith('--host=')) opts.host = value();
+    else if (a === '--no-isolation') opts.isolated = false;
     else if (a === '--help' || a === '-h') {
-      console.log('usage: node web/demo/server.mjs [--port N] [--host ADDR]   (PORT=N also works)');
+      console.log('usage: node web/demo/server.mjs [--port N] [--host ADDR] [--no-isolation]   ' +
+        '(PORT=N also works)');
       process.exit(0);
     } else throw new Error(`unknown option ${a} (try --help)`);
   }

@@ -1,0 +1,131 @@
+// The worker pool in Chromium, on a page served WITHOUT COOP/COEP (not
+// cross-origin isolated, so no SharedArrayBuffer): a pool of 2 module Web
+// Workers gives PyTorch's results for a golden case and the page's own
+// synchronous ones, while the main thread stays free to run its timers.
+//
+// SA_CHROMIUM overrides the browser binary (default /usr/bin/chromium).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../web/demo/server.mjs';
+import { loadGoldenCase, maxAbsDiff, mhaArguments } from '../js/support/golden.mjs';
+
+const CHROMIUM = process.env.SA_CHROMIUM ?? '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer({ port: 0, isolated: false });
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function openPage() {
+  const page = await browser.newPage();
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  const response = await page.goto(new URL('web/demo/pool-check.html', server.url).href);
+  return { page, problems, headers: response.headers() };
+}
+
+test('a pool of 2 workers on a page that is not cross-origin isolated', async () => {
+  const { page, problems, headers } = await openPage();
+  assert.equal(headers['cross-origin-embedder-policy'], undefined);
+  assert.equal(headers['cross-origin-opener-policy'], undefined);
+  assert.equal(headers['x-content-type-options'], 'nosniff');
+
+  const c = loadGoldenCase('self_seed_example');
+  const a = mhaArguments(c);
+  const plain = (t) => t && { data: Array.from(t.data), shape: t.shape };
+  const input = {
+    config: a.config,
+    weights: Object.fromEntries(Object.entries(a.weights).map(([k, v]) => [k, Array.from(v)])),
+    query: plain(a.query),
+  };
+  const result = await page.evaluate(async ({ config, weights, query }) => {
+    const { createAttentionModule, createAttentionPool } = await import('../index.js');
+    const f32 = (v) => Float32Array.from(v);
+    const w = Object.fromEntries(Object.entries(weights).map(([k, v]) => [k, f32(v)]));
+    const q = { data: f32(query.data), shape: query.shape };
+    const pool = await createAttentionPool({ workers: 2 });
+    const mha = await pool.MultiHeadAttention(config);
+    await mha.setWeights(w);
+    const pooled = await mha.forward(q, undefined, undefined, { returnAttnWeights: true });
+
+    const module = await createAttentionModule();
+    const sync = new module.MultiHeadAttention(config);
+    sync.setWeights(w);
+    const expected = sync.forward(q).output.data;
+    let fromSync = 0;
+    for (let i = 0; i < expected.length; ++i) {
+      fromSync = Math.max(fromSync, Math.abs(expected[i] - pooled.output.data[i]));
+    }
+
+    // A longer input (B = 1, T = 512), forwarded 4 times through the pool and
+    // once synchronously, while a 4 ms timer notes the longest gap between
+    // its ticks: the main thread's longest stall.
+    const long = { data: new Float32Array(512 * config.dModel).map((_, i) => Math.sin(i)),
+      shape: [1, 512, config.dModel] };
+    async function longestStall(run) {
+      let last = performance.now();
+      let stall = 0;
+      const timer = setInterval(() => {
+        const now = performance.now();
+        stall = Math.max(stall, now - last);
+        last = now;
+      }, 4);
+      const start = performance.now();
+      await run();
+      const took = performance.now() - start;
+      clearInterval(timer);
+      return { stall: Math.max(stall, performance.now() - last), took };
+    }
+    const poolTiming = await longestStall(async () => {
+      for (let i = 0; i < 4; ++i) await mha.forward(long, undefined, undefined, { causal: true });
+    });
+    const syncTiming = await longestStall(async () => {
+      await new Promise((r) => setTimeout(r, 10));
+      sync.forward(long, undefined, undefined, { causal: true });
+    });
+    sync.dispose();
+    await mha.dispose();
+    await pool.dispose();
+    return {
+      isolated: globalThis.crossOriginIsolated,
+      sharedMemory: typeof SharedArrayBuffer,
+      workers: pool.workers,
+      output: Array.from(pooled.output.data),
+      outputShape: pooled.output.shape,
+      attnShape: pooled.attnWeights.shape,
+      fromSync,
+      poolTiming,
+      syncTiming,
+    };
+  }, input);
+
+  assert.deepEqual(problems, []);
+  assert.equal(result.isolated, false);
+  assert.equal(result.sharedMemory, 'undefined');
+  assert.equal(result.workers, 2);
+  assert.deepEqual(result.outputShape, c.tensors.output.shape);
+  assert.deepEqual(result.attnShape, c.tensors.attn_weights.shape);
+  const fromTorch = maxAbsDiff(Float32Array.from(result.output), c.tensors.output.data);
+  assert.ok(fromTorch <= c.tolerance, `differs from PyTorch by ${fromTorch} > ${c.tolerance}`);
+  assert.ok(result.fromSync <= 1e-5, `differs from the synchronous API by ${result.fromSync}`);
+  // The pool's 4 forwards take far longer than any stall of the main thread,
+  // which the synchronous forward blocks for its whole run.
+  const { poolTiming, syncTiming } = result;
+  const why = `pool: longest stall ${poolTiming.stall.toFixed(1)} ms in ${poolTiming.took.toFixed(1)} ms; ` +
+    `synchronous: ${syncTiming.stall.toFixed(1)} ms in ${syncTiming.took.toFixed(1)} ms`;
+  console.log(why);
+  assert.ok(poolTiming.stall < 50 && poolTiming.stall < poolTiming.took / 4, why);
+  assert.ok(syncTiming.stall > poolTiming.stall, why);
+});
