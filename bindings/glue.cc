@@ -1,5 +1,6 @@
 #include "glue.h"
 
+#include "js_arg_names.h"
 
 namespace simd_attention::bindings {
 
@@ -64,10 +65,25 @@ std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key) {
   return Given(v) ? CopyBytes(v) : std::vector<uint8_t>{};
 }
 
+CausalAlignment ParseCausal(const std::string& causal) {
+  if (causal == "none") return CausalAlignment::kNone;
+  if (causal == "top-left") return CausalAlignment::kTopLeft;
+  if (causal == "bottom-right") return CausalAlignment::kBottomRight;
+  throw std::invalid_argument(JsArgNames().causal + std::string(
+      ": expected 'none', 'top-left' or 'bottom-right', got '") + causal + "'");
+}
+
 JsMhaOptions::JsMhaOptions(const val& js)
     : key_padding_mask(CopyBytesIfGiven(js, "keyPaddingMask")),
       attn_mask(CopyFloatsIfGiven(js, "attnMask")) {
-  options.causal = js["causal"].as<bool>();
+  // true: bottom-right, as before alignments could be named.
+  const val causal = js["causal"];
+  if (causal.isString()) {
+    options.causal_alignment = ParseCausal(causal.as<std::string>());
+    options.causal = options.causal_alignment != CausalAlignment::kNone;
+  } else {
+    options.causal = causal.as<bool>();
+  }
   options.key_padding_mask = key_padding_mask;
   options.attn_mask = attn_mask;
   options.need_weights = js["returnAttnWeights"].as<bool>();

@@ -126,6 +126,9 @@ struct Input {
 // An optional Uint8Array property, copied; empty if undefined/null.
 std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key);
 
+// 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
+CausalAlignment ParseCausal(const std::string& causal);
+
 // MultiHeadAttention's forward options from JS ({causal, keyPaddingMask,
 // attnMask, returnAttnWeights, returnPerHeadOutput, returnIntermediates},
 // as the user spelt them, types checked), with copies of the masks that

@@ -35,14 +35,6 @@ std::vector<size_t> Sizes(const std::string& name, const val& array) {
   return std::vector<size_t>(numbers.begin(), numbers.end());
 }
 
-CausalAlignment ParseCausal(const std::string& causal) {
-  if (causal == "none") return CausalAlignment::kNone;
-  if (causal == "top-left") return CausalAlignment::kTopLeft;
-  if (causal == "bottom-right") return CausalAlignment::kBottomRight;
-  throw std::invalid_argument(JsArgNames().causal + std::string(
-      ": expected 'none', 'top-left' or 'bottom-right', got '") + causal + "'");
-}
-
 // q, k or v: 4-D [B, H, T, d] as it is, 3-D [B, T, H*d] split into `heads`.
 struct JsHeads {
   std::vector<float> data;

@@ -475,6 +475,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   }
   MhaOptions causal = options;
   causal.causal = true;
+  causal.causal_alignment = CausalAlignment::kBottomRight;
   MhaResult r = Attend(
       x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, causal,
       cache.length(), std::move(result));
@@ -516,8 +517,12 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   // the kernel's causal bound is its right edge, its sliding bound the left.
   const int64_t left = options.window[0], right = options.window[1];
   const bool bounded_right = options.causal || right >= 0;
-  const ptrdiff_t right_edge = options.causal ? (right < 0 ? 0 : std::min<ptrdiff_t>(right, 0))
-                                              : ptrdiff_t(right);
+  const ptrdiff_t right_edge = options.causal ? 0 : ptrdiff_t(right);
+  // i' = i + Tk - Tq (bottom-right) or i (top-left, and without causal).
+  const bool bottom_right =
+      options.causal && options.causal_alignment != CausalAlignment::kTopLeft;
+  const ptrdiff_t diagonal =
+      bottom_right ? static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq) : 0;
 
   // Work items as ParallelAttention hands them out. Cost model: 4 * tq * tk
   // * d_k FLOPs per head at ~40 GFLOP/s (bounded on the right: about half).
@@ -542,9 +547,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     a.dv = dv;
     a.scale = scale;
     a.causal = bounded_right;
-    a.causal_diagonal = (options.causal ? static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq)
-                                        : 0) +
-                        static_cast<ptrdiff_t>(q0);
+    a.causal_diagonal = diagonal + static_cast<ptrdiff_t>(q0);
     a.window_right = right_edge;
     a.sliding = left >= 0;
     a.window_left = left;

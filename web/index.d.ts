@@ -180,6 +180,9 @@ export interface MultiHeadAttentionConfig {
   threads?: number;
 }
 
+/** How a causal mask aligns queries with keys when Tq != Tk. */
+export type CausalAlignmentName = 'none' | 'top-left' | 'bottom-right';
+
 /**
  * Rotary position embedding: feature pairs of each head rotated by
  * `pos * base^(-2i / rotaryDim)`; features from rotaryDim on stay as they are.
@@ -265,10 +268,12 @@ export interface PyTorchMultiheadAttentionState {
 
 export interface ForwardOptions {
   /**
-   * Causal mask: query i attends to keys j <= i + (Tk - Tq) (bottom-right
-   * aligned, as when decoding with a cache; j <= i when Tq == Tk).
+   * Causal mask: `true` or 'bottom-right': query i attends to keys
+   * j <= i + (Tk - Tq) (aligned as when decoding with a cache; j <= i when
+   * Tq == Tk); 'top-left': j <= i (PyTorch's is_causal, ONNX Attention
+   * without a cache); `false` or 'none': no causal mask.
    */
-  causal?: boolean;
+  causal?: boolean | CausalAlignmentName;
   /**
    * `[B*Tk]`, 1 = real token that may be attended, 0 = padding. (This is the
    * opposite of PyTorch's key_padding_mask, where true means "ignore".)
@@ -765,7 +770,7 @@ export interface AttentionOptions {
    * query sees every key, as `MultiHeadAttention`'s `causal: true` and
    * decoding with a cache). Default `'none'`.
    */
-  causal?: 'none' | 'top-left' | 'bottom-right';
+  causal?: CausalAlignmentName;
   /** Multiplies q·k. Default `1 / sqrt(d)`. */
   scale?: number;
   /** c > 0: scores become `c * tanh(scores / c)` after the scale, before the masks. Default: none. */

@@ -161,7 +161,8 @@ describe('masks of the wrong size or type', () => {
   });
   test('option of the wrong type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { causal: 1 }),
-      TypeError, 'MultiHeadAttention.forward: options.causal: expected a boolean, got 1');
+      TypeError, 'MultiHeadAttention.forward: options.causal: expected a boolean or ' +
+      "'none', 'top-left' or 'bottom-right', got 1");
   });
   test('value without key', () => {
     expectError(() => ready().forward(x(1, 5), undefined, x(1, 5)), TypeError,

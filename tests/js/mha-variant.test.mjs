@@ -74,6 +74,29 @@ describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
   });
 });
 
+describe.each(Object.keys(builds))('%s build', (build) => {
+  test("causal 'top-left' sees keys j <= i, 'bottom-right' is causal: true", () => {
+    const module = builds[build];
+    const mha = track(new module.MultiHeadAttention({ dModel: 8, numHeads: 2 }));
+    const values = (n, seed) => Float32Array.from({ length: n }, (_, i) => Math.sin(seed + i));
+    mha.setWeights({ wQ: values(64, 1), wK: values(64, 2), wV: values(64, 3), wO: values(64, 4),
+      bQ: values(8, 5), bK: values(8, 6), bV: values(8, 7), bO: values(8, 8) });
+    const q = { data: values(3 * 8, 9), shape: [3, 8] };
+    const kv = { data: values(5 * 8, 10), shape: [5, 8] };
+    const mask = (diagonal) => Float32Array.from({ length: 15 },
+      (_, i) => (i % 5 <= Math.floor(i / 5) + diagonal ? 0 : -Infinity));
+    const run = (options) => mha.forward(q, kv, kv, options).output.data;
+    expect(run({ causal: 'top-left' })).toEqual(run({ attnMask: mask(0) }));
+    expect(run({ causal: 'bottom-right' })).toEqual(run({ causal: true }));
+    expect(run({ causal: 'bottom-right' })).toEqual(run({ attnMask: mask(2) }));
+    expect(run({ causal: 'none' })).toEqual(run({}));
+    expectError(() => run({ causal: 'top' }), RangeError, "MultiHeadAttention.forward: " +
+      "options.causal: expected 'none', 'top-left' or 'bottom-right', got 'top'");
+    expectError(() => run({ causal: 1 }), TypeError, 'MultiHeadAttention.forward: ' +
+      "options.causal: expected a boolean or 'none', 'top-left' or 'bottom-right', got 1");
+  });
+});
+
 describe('bad variants', () => {
   const sa = builds.simd;
   test('numKvHeads, rope and the window are checked', () => {

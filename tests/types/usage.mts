@@ -9,7 +9,8 @@ import createDefault, {
   type BuildName, type DecoderForwardOptions, type EncoderForwardOptions,
   type FeedForwardWeights, type ForwardOptions, type ForwardResult, type ForwardResultFor,
   type IncrementalForwardOptions, type KVCache, type KVCacheOptions,
-  type LayerAttentionWeights, type LayerNormOptions, type RopeConfig, type LayerNormWeights, type MemoryStats,
+  type LayerAttentionWeights, type LayerNormOptions, type RopeConfig,
+  type CausalAlignmentName, type LayerNormWeights, type MemoryStats,
   type MultiHeadAttention, type MultiHeadAttentionConfig, type MultiHeadAttentionConstructor,
   type MultiHeadAttentionWeights, type PrecomputedKeyValue, type PrecomputeOptions,
   type PyTorchMultiheadAttentionState, type ResolvedMultiHeadAttentionConfig,
@@ -77,6 +78,8 @@ const forwardOptions: ForwardOptions = {
   positionOffset: 2,
 };
 const r: ForwardResult = mha.forward(x, x, x, forwardOptions);
+const topLeft: CausalAlignmentName = 'top-left';
+mha.forward(x, x, x, { causal: topLeft });
 const outputs: (Tensor | undefined)[] = [r.output, r.attnWeights, r.perHeadOutput, r.q, r.k,
   r.v, r.headOutput];
 mha.forward(x);

@@ -16,7 +16,7 @@ function readAttentionOptions(where, options, allowed) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, allowed);
   return {
-    causal: optionalBoolean(where, 'options.causal', o.causal, false),
+    causal: readCausal(where, o.causal),
     keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
     attnMask: optionalAdditiveMask(where, 'options.attnMask', o.attnMask),
     returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
@@ -30,6 +30,17 @@ function readAttentionOptions(where, options, allowed) {
     softcap: optionalNumber(where, 'options.softcap', o.softcap),
     positionOffset: optionalSize(where, 'options.positionOffset', o.positionOffset),
   };
+}
+
+// options.causal: a boolean (true = bottom-right) or an alignment's name,
+// whose value C++ judges.
+function readCausal(where, v) {
+  if (v === undefined) return false;
+  if (typeof v !== 'boolean' && typeof v !== 'string') {
+    throw new TypeError(`${where}: options.causal: expected a boolean or 'none', 'top-left' ` +
+      `or 'bottom-right', got ${describe(v)}`);
+  }
+  return v;
 }
 
 // config.rope: { style: 'half' | 'interleaved', base?, rotaryDim? }.

@@ -15,6 +15,7 @@
 
 #include "simd_attention/arg_names.h"
 #include "simd_attention/backend.h"
+#include "simd_attention/causal_alignment.h"
 #include "simd_attention/kv_cache.h"
 #include "simd_attention/tensor.h"
 
@@ -76,8 +77,10 @@ struct MhaWeights {
 
 struct MhaOptions {
   // Query i attends to keys j <= i + (Tk - Tq): bottom-right aligned, as
-  // when decoding with a cache.
+  // when decoding with a cache; or j <= i with causal_alignment kTopLeft
+  // (PyTorch's is_causal). ForwardIncremental is always bottom-right.
   bool causal = false;
+  CausalAlignment causal_alignment = CausalAlignment::kBottomRight;
   std::span<const uint8_t> key_padding_mask;  // [B, Tk], nonzero = real token
   // Added to the scaled scores: [Tq, Tk] or [B, H, Tq, Tk]; may hold -inf.
   std::span<const float> attn_mask;

@@ -18,6 +18,7 @@
 
 #include "simd_attention/arg_names.h"
 #include "simd_attention/backend.h"
+#include "simd_attention/causal_alignment.h"
 
 namespace simd_attention {
 
@@ -29,14 +30,6 @@ enum class HeadLayout {
   kHeadMajor,   // [batch, heads, tokens, head_dim] (PyTorch, ONNX 4-D)
   kTokenMajor,  // [batch, tokens, heads * head_dim] (ONNX 3-D, projections'
                 // output): head h owns features h*head_dim .. (h+1)*head_dim-1
-};
-
-// Which keys a causal mask leaves to query i of Tq, over Tk keys.
-enum class CausalAlignment {
-  kNone,
-  kTopLeft,      // j <= i (PyTorch's is_causal, ONNX Attention without a cache)
-  kBottomRight,  // j <= i + Tk - Tq (the last query sees every key: decoding
-                 // with a cache; MhaOptions::causal)
 };
 
 // q, k or v: `data` holds batch * heads * tokens * head_dim floats in the

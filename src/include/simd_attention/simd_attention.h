@@ -5,6 +5,7 @@
 #include "simd_attention/activation.h"
 #include "simd_attention/arg_names.h"
 #include "simd_attention/backend.h"
+#include "simd_attention/causal_alignment.h"
 #include "simd_attention/errors.h"
 #include "simd_attention/kv_cache.h"
 #include "simd_attention/multi_head_attention.h"
