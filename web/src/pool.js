@@ -212,12 +212,15 @@ function joinAxis(tensors, axis) {
 // b_O; the rest joined along the head axis (the third from last).
 function joinResults(parts, bO) {
   const output = parts[0].output;
+  const sum = output.data;
   for (const part of parts.slice(1)) {
     const add = part.output.data;
-    for (let i = 0; i < add.length; ++i) output.data[i] += add[i];
+    for (let i = 0; i < sum.length; ++i) sum[i] += add[i];
   }
   if (bO !== undefined) {
-    for (let i = 0; i < output.data.length; ++i) output.data[i] += bO[i % bO.length];
+    for (let row = 0; row < sum.length; row += bO.length) {
+      for (let j = 0; j < bO.length; ++j) sum[row + j] += bO[j];
+    }
   }
   const result = { output };
   for (const key of ['attnWeights', 'perHeadOutput', 'q', 'k', 'v', 'headOutput']) {
@@ -226,6 +229,25 @@ function joinResults(parts, bO) {
     }
   }
   return result;
+}
+
+// The arguments of one worker's call, their tensors' data copied into
+// buffers of their own that the message moves instead of copying again (a
+// structured clone is much slower than a copy); the same tensor twice (key =
+// query) stays one tensor.
+function outgoing(args) {
+  const copies = new Map();
+  const transfer = [];
+  const sent = args.map((arg) => {
+    if (arg === null || typeof arg !== 'object' || !ArrayBuffer.isView(arg.data)) return arg;
+    if (!copies.has(arg)) {
+      const data = arg.data.slice();
+      transfer.push(data.buffer);
+      copies.set(arg, { ...arg, data });
+    }
+    return copies.get(arg);
+  });
+  return { args: sent, transfer };
 }
 
 // ---------------------------------------------------------------------------
@@ -423,9 +445,10 @@ function makePool(workers, summary) {
 
     // The same call on every shard; `perShard(shard)` adds what differs.
     #call(method, args, perShard, out) {
-      return workers.all(this.#workers(), (i) => ({
-        op: 'call', ref: this.ref, method, args: perShard?.(this.#shards[i]) ?? args, out,
-      }));
+      const sent = this.#shards.map((shard) => outgoing(perShard?.(shard) ?? args));
+      return workers.all(this.#workers(),
+        (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, out }),
+        (i) => sent[i].transfer);
     }
 
     // A disposed object, or one without weights, says so through the
