@@ -6,7 +6,6 @@
 //   { id, op: 'check', kind, config, weights? }   -> { id, value: resolved config }
 //   { id, op: 'new', ref, kind, config }          -> { id }
 //   { id, op: 'call', ref, method, args, out? }   -> { id, value }
-//   { id, op: 'get', ref, property }              -> { id, value }
 //   { id, op: 'dispose', ref }                    -> { id }
 // and any failure as { id, error: { name, message } }. Arguments that stand
 // for objects of this worker are { poolRef }; `out` keeps the
@@ -70,8 +69,6 @@ async function serve(request) {
       objects.set(request.out, value);
       return undefined;
     }
-    case 'get':
-      return objects.get(request.ref)[request.property];
     case 'dispose':
       objects.get(request.ref).dispose();
       return undefined;

@@ -367,10 +367,9 @@ function makePool(workers, summary) {
       return this.#length;
     }
 
-    // Runs job(length before) as the next call on this cache; the length
-    // after is lengthAfter(length before), or else asked of worker 0. A failed
-    // job leaves every shard at the length before (one may have failed where
-    // another went on).
+    // Runs job(length before) as the next call on this cache, whose length
+    // is then lengthAfter(length before). A failed job leaves every shard at
+    // the length before (one may have failed where another went on).
     step(job, lengthAfter) {
       return this.enqueue(async () => {
         const before = this.#length;
@@ -381,9 +380,7 @@ function makePool(workers, summary) {
           if (!this.disposed && !workers.dead) await this.call('truncate', [before]).catch(() => {});
           throw e;
         }
-        this.#length = lengthAfter !== undefined ? lengthAfter(before)
-          : (await workers.all([this.shards[0].worker],
-            () => ({ op: 'get', ref: this.ref, property: 'length' })))[0];
+        this.#length = lengthAfter(before);
         return result;
       });
     }
@@ -396,8 +393,9 @@ function makePool(workers, summary) {
 
     keys() { return this.#gather('keys'); }
     values() { return this.#gather('values'); }
-    truncate(n) { return this.step(() => this.call('truncate', [n])); }
-    reset() { return this.step(() => this.call('reset')); }
+    // (An n that is not a size fails in the workers, as synchronously.)
+    truncate(n) { return this.step(() => this.call('truncate', [n]), () => n ?? 0); }
+    reset() { return this.step(() => this.call('reset'), () => 0); }
   }
 
   class PrecomputedKeyValue extends KeyValueShards {
