@@ -871,6 +871,14 @@ export interface AttentionPool {
    * constructor throws.
    */
   MultiHeadAttention(config: MultiHeadAttentionConfig): Promise<PooledMultiHeadAttention>;
+  /**
+   * A TransformerEncoderLayer run whole in one worker (the one holding the
+   * fewest layers): a pool spreads layers over its workers, not yet one
+   * layer's work.
+   */
+  TransformerEncoderLayer(config: TransformerLayerConfig): Promise<PooledTransformerEncoderLayer>;
+  /** A TransformerDecoderLayer run whole in one worker, as the encoder layer. */
+  TransformerDecoderLayer(config: TransformerLayerConfig): Promise<PooledTransformerDecoderLayer>;
   /** Terminates the workers; pending and later calls reject. Again: nothing. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -915,7 +923,49 @@ export interface PooledMultiHeadAttention {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** A KVCache split over the workers of a pool by the heads of its attention. */
+/** What the pool's layers share. */
+export interface PooledTransformerLayerBase {
+  readonly config: ResolvedTransformerLayerConfig;
+  /** The kernel table in use. */
+  readonly kernels: string;
+  readonly disposed: boolean;
+  /** Frees the worker's object; later calls reject. Again: nothing. */
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** TransformerEncoderLayer in a pool (in one of its workers). */
+export interface PooledTransformerEncoderLayer extends PooledTransformerLayerBase {
+  /** As TransformerEncoderLayer.setWeights. */
+  setWeights(weights: TransformerEncoderLayerWeights): Promise<void>;
+  /** As TransformerEncoderLayer.forward. */
+  forward(x: Tensor, options?: EncoderForwardOptions): Promise<Tensor>;
+}
+
+/**
+ * TransformerDecoderLayer in a pool (in one of its workers); its caches and
+ * precomputed memories stay in that worker.
+ */
+export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBase {
+  /** As TransformerDecoderLayer.setWeights. */
+  setWeights(weights: TransformerDecoderLayerWeights): Promise<void>;
+  /** As TransformerDecoderLayer.forward. */
+  forward(x: Tensor, memory: Tensor | PooledPrecomputedKeyValue, options?: DecoderForwardOptions):
+    Promise<Tensor>;
+  /** As TransformerDecoderLayer.forwardIncremental, over a cache of this layer's worker. */
+  forwardIncremental(x: Tensor, cache: PooledKVCache, memory: PooledPrecomputedKeyValue | Tensor):
+    Promise<Tensor>;
+  /** An empty self-attention cache, held by the layer's worker. */
+  createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
+  /** The memory's cross-attention keys/values, projected once, held by the layer's worker. */
+  precomputeMemory(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
+}
+
+/**
+ * A KVCache held by the workers of a pool: split by the heads of its
+ * attention, or whole in a decoder layer's worker. Usable only by objects
+ * held the same way.
+ */
 export interface PooledKVCache {
   /** Batch the cache was created for. */
   readonly batch: number;
@@ -938,7 +988,7 @@ export interface PooledKVCache {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** A PrecomputedKeyValue split over the workers of a pool. */
+/** A PrecomputedKeyValue held by the workers of a pool, as a PooledKVCache. */
 export interface PooledPrecomputedKeyValue {
   /** Batch of the memory. */
   readonly batch: number;

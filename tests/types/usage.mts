@@ -22,7 +22,8 @@ import createDefault, {
 } from '../../web/index.js';
 import {
   createAttentionPool, type AttentionPool, type PooledKVCache, type PooledMultiHeadAttention,
-  type PooledPrecomputedKeyValue,
+  type PooledPrecomputedKeyValue, type PooledTransformerDecoderLayer,
+  type PooledTransformerEncoderLayer, type PooledTransformerLayerBase,
 } from '../../web/index.js';
 
 const f32 = (n: number) => new Float32Array(n);
@@ -228,11 +229,26 @@ await pooledCache.dispose();
 await pooledMemory[Symbol.asyncDispose]();
 await pooled[Symbol.asyncDispose]();
 await pooled.dispose();
+const pooledEncoder: PooledTransformerEncoderLayer = await pool.TransformerEncoderLayer(layerConfig);
+await pooledEncoder.setWeights(encoderWeights);
+const pooledEncoded: Tensor = await pooledEncoder.forward(x, { causal: true });
+const pooledDecoder: PooledTransformerDecoderLayer = await pool.TransformerDecoderLayer(layerConfig);
+await pooledDecoder.setWeights(decoderWeights);
+const pooledDecoderCache: PooledKVCache = await pooledDecoder.createKVCache({ batch: 1, maxLength: 4 });
+const pooledDecoderMemory: PooledPrecomputedKeyValue = await pooledDecoder.precomputeMemory(x);
+const pooledDecoded: Tensor[] = [await pooledDecoder.forward(x, pooledDecoderMemory),
+  await pooledDecoder.forwardIncremental(x, pooledDecoderCache, x)];
+const pooledLayer: PooledTransformerLayerBase = pooledDecoder;
+const pooledLayerFacts: [ResolvedTransformerLayerConfig, string, boolean] = [pooledLayer.config,
+  pooledLayer.kernels, pooledLayer.disposed];
+await pooledEncoder[Symbol.asyncDispose]();
+await pooledLayer.dispose();
 await pool[Symbol.asyncDispose]();
 await pool.dispose();
 
 export const poolUsed = [poolFacts, pooledFacts, pooledResult, pooledStep, pooledCacheFacts,
-  pooledCross, pooledMemoryFacts, pooledMemoryDisposed];
+  pooledCross, pooledMemoryFacts, pooledMemoryDisposed, pooledEncoded, pooledDecoded,
+  pooledLayerFacts];
 
 // Misuses that must not compile.
 // @ts-expect-error: misspelled option
