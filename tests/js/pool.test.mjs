@@ -1,8 +1,10 @@
 // createAttentionPool: the attention split by heads over 1, 2 and 3 workers
 // gives the synchronous API's results (within 1e-6 of the output's scale,
 // identical from run to run), through caches and precomputed K/V too, with
-// its errors, disposal, a killed worker and concurrent callers.
+// its errors, disposal, a killed worker and concurrent callers; layers, each
+// whole in one worker, give the synchronous layers' results exactly.
 import { goldenCaseNames, loadGoldenCase, mhaArguments } from './support/golden.mjs';
+import { randomLayerWeights } from './support/layers.mjs';
 import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
 
 const module = await createAttentionModule({ simd: true, relaxedSimd: false });
@@ -71,6 +73,12 @@ function expectClose(actual, expected) {
     }
     if (!(worst <= 1e-6 * scale)) throw new Error(`${key}: differs by ${worst}, scale ${scale}`);
   }
+}
+
+// The same tensor, value for value (the pool's arrays come from another realm).
+function expectSame(actual, expected) {
+  expect(actual.shape).toEqual(expected.shape);
+  expect(Array.from(actual.data)).toEqual(Array.from(expected.data));
 }
 
 async function rejection(promise) {
@@ -234,6 +242,57 @@ describe.each(sizes)('pool of %i workers', (workers) => {
     results.forEach((r, i) => expectClose(r, sync.forward(inputs[i])));
     await mha.dispose();
   });
+});
+
+test('layers run whole in the worker holding the fewest, as the synchronous ones', async () => {
+  const pool = pools[2];
+  const config = { dModel: 8, numHeads: 2, ffnDim: 16 };
+  const [B, T, S] = [2, 4, 3];
+  const x = { data: random(B * T * 8, 81), shape: [B, T, 8] };
+  const memory = { data: random(B * S * 8, 82), shape: [B, S, 8] };
+
+  const syncEncoder = track(new module.TransformerEncoderLayer(config));
+  const encoder = await pool.TransformerEncoderLayer(config);
+  expect(encoder.config).toEqual(syncEncoder.config);
+  let want = syncError(() => syncEncoder.forward(x));
+  await expectRejects(encoder.forward(x), want.constructor, want.message);
+  const ew = randomLayerWeights(8, 16, 3);
+  syncEncoder.setWeights(ew);
+  await encoder.setWeights(ew);
+  expectSame(await encoder.forward(x, { causal: true }), syncEncoder.forward(x, { causal: true }));
+
+  const syncDecoder = track(new module.TransformerDecoderLayer(config));
+  const decoder = await pool.TransformerDecoderLayer(config);
+  const dw = randomLayerWeights(8, 16, 4, { decoder: true });
+  syncDecoder.setWeights(dw);
+  await decoder.setWeights(dw);
+  expectSame(await decoder.forward(x, memory), syncDecoder.forward(x, memory));
+  const syncCache = track(syncDecoder.createKVCache({ batch: B, maxLength: T }));
+  const syncMemory = track(syncDecoder.precomputeMemory(memory));
+  const cache = await decoder.createKVCache({ batch: B, maxLength: T });
+  const precomputed = await decoder.precomputeMemory(memory);
+  for (let t = 0; t < T; ++t) {
+    const step = { data: random(B * 8, 90 + t), shape: [B, 1, 8] };
+    expectSame(await decoder.forwardIncremental(step, cache, precomputed),
+      syncDecoder.forwardIncremental(step, syncCache, syncMemory));
+    expect(cache.length).toBe(t + 1);
+  }
+  want = syncError(() => syncDecoder.forwardIncremental(x, syncCache, syncMemory));
+  await expectRejects(decoder.forwardIncremental(x, cache, precomputed), want.constructor,
+    want.message);
+  expect(cache.length).toBe(T);
+
+  const mha = await pool.MultiHeadAttention({ dModel: 8, numHeads: 2 });
+  await mha.setWeights(randomWeights({ dModel: 8, numHeads: 2 }, 91));
+  await expectRejects(mha.forwardIncremental(x, cache), Error, 'MultiHeadAttention.' +
+    "forwardIncremental: cache: this KVCache is held by the pool's workers in another way " +
+    'than this object (it was made by an object of another head layout or in another ' +
+    'worker); use one made by an object like this one');
+  await mha.dispose();
+  await Promise.all([cache.dispose(), precomputed.dispose(), encoder.dispose()]);
+  await decoder.dispose();
+  await expectRejects(decoder.forward(x, memory), Error,
+    'TransformerDecoderLayer.forward: this TransformerDecoderLayer was disposed; create a new one');
 });
 
 test('a killed worker rejects every pending call and marks the pool dead', async () => {

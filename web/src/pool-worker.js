@@ -4,7 +4,7 @@
 // order they come. Requests and replies are plain messages:
 //   { id, op: 'init', options }                   -> { id, value: module summary }
 //   { id, op: 'check', kind, config, weights? }   -> { id, value: resolved config }
-//   { id, op: 'new', ref, kind, config }          -> { id }
+//   { id, op: 'new', ref, kind, config }          -> { id, value: { config, kernels } }
 //   { id, op: 'call', ref, method, args, out? }   -> { id, value }
 //   { id, op: 'dispose', ref }                    -> { id }
 // and any failure as { id, error: { name, message } }. Arguments that stand
@@ -29,12 +29,13 @@ function resolve(arg) {
   return arg;
 }
 
-// The buffers of a result's typed arrays, moved to the pool instead of
-// copied (the glue returns arrays that own their whole buffer).
+// The buffers of a result's tensors (the result itself, or its members),
+// moved to the pool instead of copied (the glue returns arrays that own
+// their whole buffer).
 function transferables(value) {
   if (value === null || typeof value !== 'object') return [];
   const out = [];
-  for (const v of Object.values(value)) {
+  for (const v of [value, ...Object.values(value)]) {
     const data = v?.data;
     if (ArrayBuffer.isView(data) && data.byteLength === data.buffer.byteLength) {
       out.push(data.buffer);
@@ -59,9 +60,11 @@ async function serve(request) {
         whole.dispose();
       }
     }
-    case 'new':
-      objects.set(request.ref, new module[request.kind](request.config));
-      return undefined;
+    case 'new': {
+      const object = new module[request.kind](request.config);
+      objects.set(request.ref, object);
+      return { config: object.config, kernels: object.kernels };
+    }
     case 'call': {
       const object = objects.get(request.ref);
       const value = object[request.method](...request.args.map(resolve));

@@ -412,11 +412,18 @@ function makePool(workers, summary) {
     get tokens() { return this.#tokens; }
   }
 
-  // The pool object behind `v`, which must be of class `Class`.
-  function poolObject(where, name, v, Class, from) {
+  // The pool object behind `v`, which must be of class `Class` and held by
+  // the workers of `shards` in the same way.
+  function poolObject(where, name, v, Class, from, shards) {
     if (!(v instanceof Class)) {
       throw new TypeError(`${where}: ${name}: expected a ${Class.name} of this pool (from ` +
         `${from}), got ${describe(v)}`);
+    }
+    const layout = (list) => list.map((s) => `${s.worker}:${s.kvHeads ?? ''}`).join(' ');
+    if (layout(v.shards) !== layout(shards)) {
+      throw new Error(`${where}: ${name}: this ${Class.name} is held by the pool's workers ` +
+        'in another way than this object (it was made by an object of another head layout ' +
+        'or in another worker); use one made by an object like this one');
     }
     return { poolRef: v.ref };
   }
@@ -538,7 +545,7 @@ function makePool(workers, summary) {
         await this.#unusable('forward', true);
         const q = readTensor(where, 'query', query);
         if (key instanceof PrecomputedKeyValue) {
-          poolObject(where, 'key', key, PrecomputedKeyValue, 'precomputeKeyValue()');
+          poolObject(where, 'key', key, PrecomputedKeyValue, 'precomputeKeyValue()', this.#shards);
           return this.#attend(where, 'forward', [query, { poolRef: key.ref }, value, options], 3,
             q.batch, q.tokens, key.tokens);
         }
@@ -567,7 +574,7 @@ function makePool(workers, summary) {
         workers.check(where);
         await this.#unusable('forwardIncremental', true);
         const t = readTensor(where, 'x', x);
-        const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()');
+        const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()', this.#shards);
         return cache.step((length) => this.#attend(where, 'forwardIncremental',
           [x, ref, options], 2, t.batch, t.tokens, length + t.tokens), (length) => length + t.tokens);
       });
@@ -594,6 +601,142 @@ function makePool(workers, summary) {
     }
 
     [asyncDisposeSymbol]() { return this.dispose(); }
+  }
+
+  // A layer runs whole in one worker, the one holding the fewest layers: the
+  // pool spreads layers over its workers, not one layer's work.
+  const layersHeld = new Array(workers.count).fill(0);
+
+  class Layer extends Queued {
+    ref;
+    #kind;
+    #shards; // [{ worker }]: where its caches and memories live too
+    #config;
+    #kernels;
+    #hasWeights = false;
+    #disposed = false;
+
+    constructor(ref, kind, worker, { config, kernels }) {
+      super();
+      this.ref = ref;
+      this.#kind = kind;
+      this.#shards = [{ worker }];
+      this.#config = config;
+      this.#kernels = kernels;
+    }
+
+    get config() { return this.#config; }
+    get kernels() { return this.#kernels; }
+    get disposed() { return this.#disposed; }
+
+    // Runs `method` in the layer's worker as the next call on the layer.
+    // prepare(where) checks what is cheap on this side and returns { args,
+    // made?, around? }: made, the pooled object the call fills; around(job),
+    // what runs the job (a cache's step). A disposed layer, or one without
+    // weights when the method needs them, says so from the worker, which
+    // checks that first.
+    invoke(method, needsWeights, prepare) {
+      const where = `${this.#kind}.${method}`;
+      return this.enqueue(async () => {
+        workers.check(where);
+        if (this.#disposed || (needsWeights && !this.#hasWeights)) await this.#send(method, []);
+        const { args, made, around = (job) => job() } = prepare(where);
+        const value = await around(() => this.#send(method, args, made?.ref));
+        if (method === 'setWeights') this.#hasWeights = true;
+        return made ?? value;
+      });
+    }
+
+    async #send(method, args, out) {
+      const sent = outgoing(args);
+      const [value] = await workers.all([this.#shards[0].worker],
+        () => ({ op: 'call', ref: this.ref, method, args: sent.args, out }), () => sent.transfer);
+      return value;
+    }
+
+    // A tensor (type-checked), or a pooled object held as this layer holds its own.
+    argument(where, name, v, Class, from) {
+      if (v instanceof KeyValueShards) return poolObject(where, name, v, Class, from, this.#shards);
+      readTensor(where, name, v);
+      return v;
+    }
+
+    get shards() { return this.#shards; }
+
+    setWeights(weights) {
+      return this.invoke('setWeights', false, (where) => {
+        checkObject(where, 'weights', weights);
+        return { args: [weights] };
+      });
+    }
+
+    dispose() {
+      return this.enqueue(async () => {
+        if (this.#disposed || workers.dead) return;
+        this.#disposed = true;
+        layersHeld[this.#shards[0].worker] -= 1;
+        await workers.all([this.#shards[0].worker], () => ({ op: 'dispose', ref: this.ref }));
+      });
+    }
+
+    [asyncDisposeSymbol]() { return this.dispose(); }
+  }
+
+  class TransformerEncoderLayer extends Layer {
+    forward(x, options) {
+      return this.invoke('forward', true, (where) => {
+        readTensor(where, 'x', x);
+        return { args: [x, options] };
+      });
+    }
+  }
+
+  const MEMORY_FROM = 'precomputeMemory()';
+
+  class TransformerDecoderLayer extends Layer {
+    forward(x, memory, options) {
+      return this.invoke('forward', true, (where) => {
+        readTensor(where, 'x', x);
+        return { args: [x, this.argument(where, 'memory', memory, PrecomputedKeyValue, MEMORY_FROM),
+          options] };
+      });
+    }
+
+    forwardIncremental(x, cache, memory) {
+      return this.invoke('forwardIncremental', true, (where) => {
+        const { tokens } = readTensor(where, 'x', x);
+        const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()', this.shards);
+        return {
+          args: [x, ref, this.argument(where, 'memory', memory, PrecomputedKeyValue, MEMORY_FROM)],
+          around: (job) => cache.step(job, (length) => length + tokens),
+        };
+      });
+    }
+
+    createKVCache(options) {
+      return this.invoke('createKVCache', false, (where) => {
+        const { batch, maxLength } = readCacheOptions(where, options);
+        return { args: [options], made: new KVCache(this.shards, batch, maxLength) };
+      });
+    }
+
+    precomputeMemory(memory, options) {
+      return this.invoke('precomputeMemory', true, (where) => {
+        const m = readTensor(where, 'memory', memory);
+        return { args: [memory, options], made: new PrecomputedKeyValue(this.shards, m.batch, m.tokens) };
+      });
+    }
+  }
+
+  // A layer of class Layer in the worker holding the fewest.
+  async function createLayer(Class, kind, config) {
+    workers.check(kind);
+    checkObject(kind, 'config', config, OPTION_KEYS.TransformerLayerConfig);
+    const worker = layersHeld.indexOf(Math.min(...layersHeld));
+    const ref = nextRef++;
+    const [made] = await workers.all([worker], () => ({ op: 'new', ref, kind, config }));
+    layersHeld[worker] += 1;
+    return new Class(ref, kind, worker, made);
   }
 
   async function createMultiHeadAttention(config) {
@@ -625,6 +768,10 @@ function makePool(workers, summary) {
     backends: Object.freeze(summary.backends),
     kernels: summary.kernels,
     MultiHeadAttention: createMultiHeadAttention,
+    TransformerEncoderLayer: (config) =>
+      createLayer(TransformerEncoderLayer, 'TransformerEncoderLayer', config),
+    TransformerDecoderLayer: (config) =>
+      createLayer(TransformerDecoderLayer, 'TransformerDecoderLayer', config),
     dispose: async () => workers.dispose(),
     [asyncDisposeSymbol]: async () => workers.dispose(),
     [TERMINATE_WORKER]: (worker) => workers.terminate(worker),
