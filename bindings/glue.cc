@@ -65,6 +65,24 @@ std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key) {
   return Given(v) ? CopyBytes(v) : std::vector<uint8_t>{};
 }
 
+RopeConfig RopeFromJs(const val& js) {
+  RopeConfig rope;
+  if (!Given(js)) return rope;
+  rope.style = js["style"].as<std::string>() == "half" ? RopeStyle::kHalf : RopeStyle::kInterleaved;
+  rope.base = js["base"].as<double>();
+  rope.rotary_dim = SizeOf(js, "rotaryDim");
+  return rope;
+}
+
+val RopeToJs(const RopeConfig& rope, size_t head_dim) {
+  if (rope.style == RopeStyle::kNone) return val::undefined();
+  val v = val::object();
+  v.set("style", std::string(rope.style == RopeStyle::kHalf ? "half" : "interleaved"));
+  v.set("base", rope.base);
+  v.set("rotaryDim", rope.rotary_dim == 0 ? head_dim : rope.rotary_dim);
+  return v;
+}
+
 CausalAlignment ParseCausal(const std::string& causal) {
   if (causal == "none") return CausalAlignment::kNone;
   if (causal == "top-left") return CausalAlignment::kTopLeft;

@@ -126,6 +126,11 @@ struct Input {
 // An optional Uint8Array property, copied; empty if undefined/null.
 std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key);
 
+// config.rope from JS ({style, base, rotaryDim}; undefined: none), and back
+// as the resolved config reports it (undefined when none).
+RopeConfig RopeFromJs(const val& js);
+val RopeToJs(const RopeConfig& rope, size_t head_dim);
+
 // 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
 CausalAlignment ParseCausal(const std::string& causal);
 

@@ -44,6 +44,8 @@ LayerConfig LayerConfigFromJs(const val& js) {
   c.backend = ParseBackend(js["backend"].as<std::string>());
   c.threads = SizeOf(js, "threads");
   c.names = &JsArgNames();
+  c.num_kv_heads = SizeOf(js, "numKvHeads");
+  c.rope = RopeFromJs(js["rope"]);
   return c;
 }
 
@@ -67,6 +69,8 @@ val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
   v.set("dModel", c.d_model);
   v.set("numHeads", c.num_heads);
   v.set("headDim", c.d_model / c.num_heads);
+  v.set("numKvHeads", c.num_kv_heads == 0 ? c.num_heads : c.num_kv_heads);
+  if (c.rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(c.rope, c.d_model / c.num_heads));
   v.set("ffnDim", c.ffn_dim);
   v.set("normFirst", c.norm_first);
   v.set("activation", std::string(ActivationName(c.activation)));

@@ -25,13 +25,7 @@ MhaConfig ConfigFromJs(const val& js) {
   c.head_dim = SizeOf(js, "headDim");
   c.head_dim_v = SizeOf(js, "headDimV");
   c.num_kv_heads = SizeOf(js, "numKvHeads");
-  const val rope = js["rope"];
-  if (Given(rope)) {
-    c.rope.style = rope["style"].as<std::string>() == "half" ? RopeStyle::kHalf
-                                                            : RopeStyle::kInterleaved;
-    c.rope.base = rope["base"].as<double>();
-    c.rope.rotary_dim = SizeOf(rope, "rotaryDim");
-  }
+  c.rope = RopeFromJs(js["rope"]);
   c.bias = js["bias"].as<bool>();
   c.backend = ParseBackend(js["backend"].as<std::string>());
   c.threads = SizeOf(js, "threads");
@@ -59,13 +53,7 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       v.set("headDim", Checked().head_dim());
       v.set("headDimV", c.head_dim_v);
       v.set("numKvHeads", c.num_kv_heads);
-      if (c.rope.style != RopeStyle::kNone) {
-        val rope = val::object();
-        rope.set("style", std::string(c.rope.style == RopeStyle::kHalf ? "half" : "interleaved"));
-        rope.set("base", c.rope.base);
-        rope.set("rotaryDim", c.rope.rotary_dim);
-        v.set("rope", rope);
-      }
+      if (c.rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(c.rope, c.head_dim));
       v.set("bias", c.bias);
       v.set("backend", std::string(BackendName(c.backend)));
       v.set("threads", c.threads);

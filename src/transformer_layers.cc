@@ -32,6 +32,16 @@ MhaConfig AttentionConfig(const LayerConfig& c) {
   m.backend = c.backend;
   m.threads = c.threads;
   m.names = c.names;
+  m.num_kv_heads = c.num_kv_heads;
+  m.rope = c.rope;
+  return m;
+}
+
+// The decoder's cross-attention: the same heads, no rotary positions (the
+// memory's keys have no positions relative to the decoder's queries).
+MhaConfig CrossAttentionConfig(const LayerConfig& c) {
+  MhaConfig m = AttentionConfig(c);
+  m.rope = {};
   return m;
 }
 
@@ -263,7 +273,7 @@ TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
                                                  std::shared_ptr<ThreadPool> pool)
     : config_(Resolve(config)),
       self_attention_(AttentionConfig(config_), kernels, std::move(pool)),
-      cross_attention_(AttentionConfig(config_), kernels, self_attention_.shared_pool()),
+      cross_attention_(CrossAttentionConfig(config_), kernels, self_attention_.shared_pool()),
       ffn_(config_.d_model, config_.ffn_dim, config_.activation, kernels,
            self_attention_.shared_pool()),
       norm1_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()),

@@ -9,6 +9,7 @@
 
 #include "golden.h"
 #include "incremental_util.h"
+#include "reference/attention_reference.h"
 #include "simd_attention/multi_head_attention.h"
 #include "test_util.h"
 
@@ -63,6 +64,22 @@ VariantCase Load(const std::string& name) {
   v.options.need_weights = true;
   return v;
 }
+
+// The float64 oracle itself against PyTorch.
+class GoldenMhaVariantReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenMhaVariantReference, MatchesGolden) {
+  const VariantCase v = Load(GetParam());
+  const MultiHeadAttention resolved(v.config);
+  const MhaResult r = ReferenceAttention(resolved.config(), v.weights, v.query, v.query, v.query,
+                                         v.options);
+  EXPECT_TRUE(AllNear(r.output, v.c.Tensor("output").f32, v.c.tolerance)) << "output";
+  EXPECT_TRUE(AllNear(r.attn_weights, v.c.Tensor("attn_weights").f32, v.c.tolerance));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenMhaVariantReference,
+                         ::testing::ValuesIn(GoldenCaseNames("mha_variant")),
+                         [](const auto& info) { return info.param; });
 
 using Param = std::tuple<const KernelTable*, std::string>;
 class GoldenMhaVariant : public ::testing::TestWithParam<Param> {};

@@ -90,6 +90,7 @@ LayerWeights RandomLayerWeights(const LayerConfig& c, std::mt19937& rng) {
   MhaConfig m;
   m.d_model = c.d_model;
   m.num_heads = c.num_heads;
+  m.num_kv_heads = c.num_kv_heads;
   m = Resolve(m);
   LayerWeights w;
   w.self_attention = RandomWeights(m, rng);
@@ -408,6 +409,50 @@ TEST_P(DecoderIncremental, PreLnGeluTokenByTokenEqualsReference) {
     EXPECT_TRUE(AllNear(step, row, ScaledTolerance(row, kLayerTol)));
   }
 }
+
+class LayerVariants : public TableTest {};
+
+// Grouped-query heads and rotary positions reach both layers' attentions:
+// the encoder against the reference, and the decoder token by token through
+// a cache of the key/value heads against its full causal forward.
+TEST_P(LayerVariants, GroupedQueryHeadsAndRotaryPositions) {
+  constexpr size_t kBatch = 2, kT = 5, kS = 4;
+  for (const RopeStyle style : {RopeStyle::kHalf, RopeStyle::kInterleaved}) {
+    SCOPED_TRACE(style == RopeStyle::kHalf ? "half" : "interleaved");
+    LayerConfig config = MakeConfig(24, 6, 40, style == RopeStyle::kHalf, Activation::kGeluTanh);
+    config.num_kv_heads = 2;
+    config.rope = {.style = style, .base = 500.0, .rotary_dim = 2};
+    std::mt19937 rng(800);
+    const LayerWeights w = RandomLayerWeights(config, rng);
+    ASSERT_EQ(w.self_attention.w_k.size(), 24u * 2 * 4) << "w_k holds the 2 kv heads";
+    const OwnedTensor x = RandomTensor(kBatch, kT, config.d_model, rng);
+    const OwnedTensor memory = RandomTensor(kBatch, kS, config.d_model, rng);
+    EncoderOptions causal;
+    causal.causal = true;
+    TransformerEncoderLayer encoder(config, table());
+    w.SetOn(encoder);
+    const std::vector<float> expected = w.ReferenceEncoder(config, x.View(), causal);
+    EXPECT_TRUE(AllNear(encoder.Forward(x.View(), causal), expected,
+                        ScaledTolerance(expected, kLayerTol)));
+
+    TransformerDecoderLayer decoder(config, table());
+    w.SetOn(decoder);
+    const std::vector<float> full = decoder.Forward(x.View(), memory.View());
+    const std::vector<float> reference = w.ReferenceDecoder(config, x.View(), memory.View(), {});
+    EXPECT_TRUE(AllNear(full, reference, ScaledTolerance(reference, kLayerTol)));
+    const PrecomputedKV kv = decoder.PrecomputeMemory(memory.View());
+    KVCache cache = decoder.self_attention().CreateKVCache(kBatch, kT);
+    for (size_t t = 0; t < kT; ++t) {
+      SCOPED_TRACE("token " + std::to_string(t));
+      const std::vector<float> step =
+          decoder.ForwardIncremental(Tokens(x.View(), t, 1).View(), cache, kv);
+      EXPECT_TRUE(AllNear(step, TokenRows(full, kBatch, kT, config.d_model, t, 1), kTol));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTables, LayerVariants, ::testing::ValuesIn(AllKernelTables()),
+                         TableParamName);
 
 class DecoderPrecomputed : public TableTest {};
 

@@ -29,20 +29,20 @@ MhaWeights OwnedWeights::View() const {
 }
 
 OwnedWeights RandomWeights(const MhaConfig& c, std::mt19937& rng) {
-  const size_t hk = c.num_heads * c.head_dim;
-  const size_t hv = c.num_heads * c.head_dim_v;
+  const size_t hk = c.num_heads * c.head_dim, hv = c.num_heads * c.head_dim_v;
+  const size_t kv_k = c.num_kv_heads * c.head_dim, kv_v = c.num_kv_heads * c.head_dim_v;
   const auto init = [&rng](size_t n, size_t fan_in) {
     return RandomVector(n, 1.0f / std::sqrt(static_cast<float>(fan_in)), rng);
   };
   OwnedWeights w;
   w.w_q = init(c.d_model * hk, c.d_model);
-  w.w_k = init(c.kdim * hk, c.kdim);
-  w.w_v = init(c.vdim * hv, c.vdim);
+  w.w_k = init(c.kdim * kv_k, c.kdim);
+  w.w_v = init(c.vdim * kv_v, c.vdim);
   w.w_o = init(hv * c.d_model, hv);
   if (c.bias) {
     w.b_q = init(hk, c.d_model);
-    w.b_k = init(hk, c.kdim);
-    w.b_v = init(hv, c.vdim);
+    w.b_k = init(kv_k, c.kdim);
+    w.b_v = init(kv_v, c.vdim);
     w.b_o = init(c.d_model, hv);
   }
   return w;

@@ -570,6 +570,13 @@ export interface TransformerLayerConfig {
   backend?: string;
   /** As `MultiHeadAttentionConfig.threads`: default 1, 0 = every logical processor. */
   threads?: number;
+  /**
+   * Key/value heads of the attentions, as `MultiHeadAttentionConfig.numKvHeads`
+   * (their wK, wV are `[dModel, numKvHeads*dModel/numHeads]`). Default numHeads.
+   */
+  numKvHeads?: number;
+  /** Rotary positions of the self-attention (not the decoder's cross-attention). */
+  rope?: RopeConfig;
 }
 
 /** A layer config with every default filled in. */
@@ -585,6 +592,8 @@ export interface ResolvedTransformerLayerConfig {
   eps: number;
   backend: string;
   threads: number;
+  numKvHeads: number;
+  rope?: Required<RopeConfig>;
 }
 
 /**

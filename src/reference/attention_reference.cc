@@ -23,6 +23,29 @@ std::vector<double> Linear(std::span<const float> x, size_t rows, size_t k,
   return y;
 }
 
+// Rotary positions on rows of `heads` heads of d (pos0 + t for token t of
+// each batch item), in double, pairs as config.rope says.
+void Rotate(std::vector<double>& x, size_t batch, size_t tokens, size_t heads, size_t d,
+            const RopeConfig& rope, size_t pos0) {
+  if (rope.style == RopeStyle::kNone) return;
+  const size_t r = rope.rotary_dim, half = r / 2;
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t t = 0; t < tokens; ++t) {
+      for (size_t h = 0; h < heads; ++h) {
+        double* v = &x[((b * tokens + t) * heads + h) * d];
+        for (size_t i = 0; i < half; ++i) {
+          const double angle = double(pos0 + t) * std::pow(rope.base, -2.0 * double(i) / double(r));
+          double& a = v[rope.style == RopeStyle::kHalf ? i : 2 * i];
+          double& e = v[rope.style == RopeStyle::kHalf ? i + half : 2 * i + 1];
+          const double a0 = a, e0 = e;
+          a = a0 * std::cos(angle) - e0 * std::sin(angle);
+          e = a0 * std::sin(angle) + e0 * std::cos(angle);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
@@ -30,10 +53,15 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
                              const Tensor3& value, const MhaOptions& opt) {
   const size_t B = query.batch, Tq = query.tokens, Tk = key.tokens;
   const size_t H = c.num_heads, dk = c.head_dim, dv = c.head_dim_v;  // resolved
+  const size_t Hkv = c.num_kv_heads, group = H / Hkv;
   const size_t D = c.d_model;
-  const std::vector<double> Q = Linear(query.data, B * Tq, D, w.w_q, w.b_q, H * dk);
-  const std::vector<double> K = Linear(key.data, B * Tk, c.kdim, w.w_k, w.b_k, H * dk);
-  const std::vector<double> V = Linear(value.data, B * Tk, c.vdim, w.w_v, w.b_v, H * dv);
+  std::vector<double> Q = Linear(query.data, B * Tq, D, w.w_q, w.b_q, H * dk);
+  std::vector<double> K = Linear(key.data, B * Tk, c.kdim, w.w_k, w.b_k, Hkv * dk);
+  const std::vector<double> V = Linear(value.data, B * Tk, c.vdim, w.w_v, w.b_v, Hkv * dv);
+  // Self-attention's keys sit at the queries' positions, others from 0.
+  const bool self = key.data.data() == query.data.data();
+  Rotate(Q, B, Tq, H, dk, c.rope, opt.position_offset);
+  Rotate(K, B, Tk, Hkv, dk, c.rope, self ? opt.position_offset : 0);
   const bool mask_per_head = opt.attn_mask.size() == B * H * Tq * Tk && B * H > 1;
 
   MhaResult r;
@@ -42,7 +70,13 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
   r.tk = Tk;
   std::vector<double> probs(B * H * Tq * Tk, 0.0);
   std::vector<double> Z(B * Tq * H * dv, 0.0);  // concat(heads)
-  const double scale = 1.0 / std::sqrt(double(dk));
+  const double scale = opt.scale ? *opt.scale : 1.0 / std::sqrt(double(dk));
+  // Key j is visible to query i iff i' - left <= j <= i' + right, with
+  // i' = i + Tk - Tq when causal bottom-right, else i; causal caps right at 0.
+  const bool bottom_right = opt.causal && opt.causal_alignment != CausalAlignment::kTopLeft;
+  const double shift = bottom_right ? double(Tk) - double(Tq) : 0.0;
+  const double left = double(opt.window[0]);
+  const double right = opt.causal ? 0.0 : double(opt.window[1]);
   const double neg_inf = -std::numeric_limits<double>::infinity();
   for (size_t b = 0; b < B; ++b) {
     for (size_t h = 0; h < H; ++h) {
@@ -52,9 +86,10 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
           double dot = 0;
           for (size_t d = 0; d < dk; ++d) {
             dot += Q[(b * Tq + i) * H * dk + h * dk + d] *
-                   K[(b * Tk + j) * H * dk + h * dk + d];
+                   K[(b * Tk + j) * Hkv * dk + h / group * dk + d];
           }
           s[j] = dot * scale;
+          if (opt.softcap) s[j] = *opt.softcap * std::tanh(s[j] / *opt.softcap);
           if (!opt.attn_mask.empty()) {
             s[j] += opt.attn_mask[(mask_per_head ? (b * H + h) * Tq * Tk : 0) +
                                   i * Tk + j];
@@ -62,10 +97,9 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
           if (!opt.key_padding_mask.empty() && opt.key_padding_mask[b * Tk + j] == 0) {
             s[j] = neg_inf;
           }
-          // Bottom-right aligned: j visible iff j <= i + Tk - Tq.
-          if (opt.causal && double(j) > double(i) + double(Tk) - double(Tq)) {
-            s[j] = neg_inf;
-          }
+          const double diagonal = double(i) + shift;
+          if ((opt.causal || right >= 0) && double(j) > diagonal + right) s[j] = neg_inf;
+          if (left >= 0 && double(j) < diagonal - left) s[j] = neg_inf;
         }
         const double mx = *std::max_element(s.begin(), s.end());
         if (mx == neg_inf) continue;  // every key masked: zeros
@@ -75,7 +109,9 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
         for (size_t j = 0; j < Tk; ++j) p[j] = s[j] / sum;
         for (size_t e = 0; e < dv; ++e) {
           double acc = 0;
-          for (size_t j = 0; j < Tk; ++j) acc += p[j] * V[(b * Tk + j) * H * dv + h * dv + e];
+          for (size_t j = 0; j < Tk; ++j) {
+            acc += p[j] * V[(b * Tk + j) * Hkv * dv + h / group * dv + e];
+          }
           Z[(b * Tq + i) * H * dv + h * dv + e] = acc;
         }
       }

@@ -10,6 +10,9 @@ MhaConfig AttentionConfig(const LayerConfig& c) {
   m.d_model = m.kdim = m.vdim = c.d_model;
   m.num_heads = c.num_heads;
   m.head_dim = m.head_dim_v = c.d_model / c.num_heads;
+  m.num_kv_heads = c.num_kv_heads != 0 ? c.num_kv_heads : c.num_heads;
+  m.rope = c.rope;
+  if (m.rope.style != RopeStyle::kNone && m.rope.rotary_dim == 0) m.rope.rotary_dim = m.head_dim;
   return m;
 }
 
@@ -112,7 +115,9 @@ std::vector<float> ReferenceDecoderLayer(
   });
   h = Residual(c, norm2, h, [&](const std::vector<float>& in) {
     const Tensor3 t{in, x.batch, x.tokens, x.features};
-    return ReferenceAttention(AttentionConfig(c), cross_attention, t, memory, memory, cross)
+    MhaConfig cross_config = AttentionConfig(c);
+    cross_config.rope = {};  // the memory has no positions relative to the queries
+    return ReferenceAttention(cross_config, cross_attention, t, memory, memory, cross)
         .output;
   });
   return Residual(c, norm3, h, [&](const std::vector<float>& in) {

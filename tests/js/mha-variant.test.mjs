@@ -97,6 +97,43 @@ describe.each(Object.keys(builds))('%s build', (build) => {
   });
 });
 
+describe.each(Object.keys(builds))('%s build: layers', (build) => {
+  test('a decoder layer with 2 kv heads and rotary positions decodes as its full forward', () => {
+    const module = builds[build];
+    const d = 12, heads = 6, kv = 2, ffn = 16, batch = 2, tokens = 4, memoryTokens = 3;
+    const values = (n, seed) => Float32Array.from({ length: n }, (_, i) => 0.3 * Math.sin(seed + 1.7 * i));
+    const layer = track(new module.TransformerDecoderLayer({ dModel: d, numHeads: heads,
+      ffnDim: ffn, numKvHeads: kv, rope: { style: 'half', base: 100 } }));
+    expect(layer.config.numKvHeads).toBe(kv);
+    expect(layer.config.rope).toEqual({ style: 'half', base: 100, rotaryDim: d / heads });
+    const kvWidth = kv * (d / heads);
+    const attention = (seed) => ({ wQ: values(d * d, seed), wK: values(d * kvWidth, seed + 1),
+      wV: values(d * kvWidth, seed + 2), wO: values(d * d, seed + 3), bQ: values(d, seed + 4),
+      bK: values(kvWidth, seed + 5), bV: values(kvWidth, seed + 6), bO: values(d, seed + 7) });
+    const norm = (seed) => ({ gamma: values(d, seed).map((x) => 1 + x), beta: values(d, seed + 1) });
+    layer.setWeights({ selfAttention: attention(1), crossAttention: attention(11),
+      ffn: { w1: values(d * ffn, 21), b1: values(ffn, 22), w2: values(ffn * d, 23), b2: values(d, 24) },
+      norm1: norm(31), norm2: norm(33), norm3: norm(35) });
+    const x = { data: values(batch * tokens * d, 41), shape: [batch, tokens, d] };
+    const memory = { data: values(batch * memoryTokens * d, 42), shape: [batch, memoryTokens, d] };
+    const full = layer.forward(x, memory).data;
+    const cache = track(layer.createKVCache({ batch, maxLength: tokens }));
+    const kvMemory = track(layer.precomputeMemory(memory));
+    for (let t = 0; t < tokens; ++t) {
+      const step = new Float32Array(batch * d);
+      for (let b = 0; b < batch; ++b) {
+        step.set(x.data.subarray((b * tokens + t) * d, (b * tokens + t + 1) * d), b * d);
+      }
+      const out = layer.forwardIncremental({ data: step, shape: [batch, 1, d] }, cache, kvMemory);
+      for (let b = 0; b < batch; ++b) {
+        expect(maxAbsDiff(out.data.subarray(b * d, (b + 1) * d),
+          full.subarray((b * tokens + t) * d, (b * tokens + t + 1) * d))).toBeLessThanOrEqual(1e-5);
+      }
+    }
+    expect(cache.keys().shape).toEqual([batch, tokens, kvWidth]);
+  });
+});
+
 describe('bad variants', () => {
   const sa = builds.simd;
   test('numKvHeads, rope and the window are checked', () => {

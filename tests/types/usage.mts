@@ -124,6 +124,7 @@ const norm: LayerNormWeights = { gamma: f32(8), beta: f32(8) };
 const activation: ActivationName = 'gelu_tanh';
 const layerConfig: TransformerLayerConfig = {
   dModel: 8, numHeads: 2, ffnDim: 16, normFirst: true, activation, eps: 1e-6, backend, threads: 0,
+  numKvHeads: 1, rope: { style: 'interleaved' },
 };
 
 const Encoder: TransformerEncoderLayerConstructor = sa.TransformerEncoderLayer;
@@ -157,7 +158,8 @@ const isDecoder: boolean = Decoder.prototype === Object.getPrototypeOf(decoder);
 for (const layer of [encoder, decoder] as TransformerLayerBase[]) {
   const c: ResolvedTransformerLayerConfig = layer.config;
   const facts: unknown[] = [c.dModel, c.numHeads, c.headDim, c.ffnDim, c.normFirst,
-    c.activation, c.eps, c.backend, c.threads, layer.kernels, layer.disposed];
+    c.activation, c.eps, c.backend, c.threads, c.numKvHeads, c.rope?.rotaryDim, layer.kernels,
+    layer.disposed];
   void facts;
   layer.dispose();
 }

@@ -44,7 +44,7 @@ function readCausal(where, v) {
 }
 
 // config.rope: { style: 'half' | 'interleaved', base?, rotaryDim? }.
-function readRope(where, rope) {
+export function readRope(where, rope) {
   if (rope === undefined) return undefined;
   checkObject(where, 'config.rope', rope, OPTION_KEYS.RopeConfig);
   if (rope.style !== 'half' && rope.style !== 'interleaved') {

@@ -1,7 +1,8 @@
 // TransformerEncoderLayer and TransformerDecoderLayer (torch.nn's, batch
 // first, dropout 0) on the shared wasm-object base.
-import { checkObject, describe, float32, optionalBoolean, optionalMask, readBackend, readEps,
-  readThreads, requiredSize } from './arguments.js';
+import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
+  readEps, readThreads, requiredSize } from './arguments.js';
+import { readRope } from './attention.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
@@ -31,6 +32,8 @@ function readLayerConfig(where, config, defaultBackend) {
     eps: readEps(where, 'config.eps', config.eps),
     backend: readBackend(where, config, defaultBackend),
     threads: readThreads(where, config.threads),
+    numKvHeads: optionalSize(where, 'config.numKvHeads', config.numKvHeads),
+    rope: readRope(where, config.rope),
   };
 }
 
@@ -154,8 +157,8 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       const where = 'TransformerDecoderLayer.createKVCache';
       const raw = super[LIVE](where);
       const { batch, maxLength } = readCacheOptions(where, options);
-      const { dModel } = this.config;
-      return kv.newCache(where, dModel, dModel,
+      const { numKvHeads, headDim } = this.config;
+      return kv.newCache(where, numKvHeads * headDim, numKvHeads * headDim,
         (into) => raw.createKVCache(into, batch, maxLength));
     }
 

@@ -35,7 +35,7 @@ export const OPTION_KEYS = {
   KVCacheOptions: ['batch', 'maxLength'],
   PrecomputeOptions: ['keyPaddingMask'],
   TransformerLayerConfig: ['dModel', 'numHeads', 'ffnDim', 'normFirst', 'activation', 'eps',
-    'backend', 'threads'],
+    'backend', 'threads', 'numKvHeads', 'rope'],
   LayerAttentionWeights: ATTENTION_WEIGHTS,
   FeedForwardWeights: FEED_FORWARD_WEIGHTS,
   LayerNormWeights: LAYER_NORM_WEIGHTS,

@@ -25,6 +25,11 @@ struct LayerConfig {
   Backend backend = Backend::kHighway;
   size_t threads = 1;  // as MhaConfig::threads; 0 = every logical processor
   const ArgNames* names = nullptr;  // as MhaConfig::names
+  // The attentions' key/value heads and rotary positions, as MhaConfig's
+  // (the decoder's cross-attention takes the kv heads but no rotary
+  // positions: the memory has none relative to the decoder's tokens).
+  size_t num_kv_heads = 0;
+  RopeConfig rope;
 };
 
 struct NormWeights {
