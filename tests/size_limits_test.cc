@@ -108,8 +108,9 @@ TEST(SizeLimits, ConfigWhoseWeightsCannotExist) {
   c = {.d_model = 8, .num_heads = 2, .head_dim_v = kWrapsTimes8};
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); }, {"w_v"}));
   c = {.d_model = 8, .num_heads = 4, .head_dim = SIZE_MAX / 2};
+  // 64-bit builds: the product itself overflows; wasm32: w_q cannot exist.
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); },
-                                         {"config.head_dim: num_heads * head_dim = 4 * "}));
+                                         {"num_heads * head_dim"}));
   c = {.d_model = 8, .num_heads = 4, .head_dim_v = SIZE_MAX / 2};
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { MultiHeadAttention m(c); }, {"head_dim_v"}));
   LayerConfig layer{.d_model = 8, .num_heads = 2, .ffn_dim = kWrapsTimes8};
