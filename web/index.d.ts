@@ -7,6 +7,8 @@ declare global {
   interface SymbolConstructor {
     /** Explicit resource management (`using`); polyfilled by the package when missing. */
     readonly dispose: unique symbol;
+    /** `await using` of the worker pool's objects; polyfilled likewise. */
+    readonly asyncDispose: unique symbol;
   }
 }
 
@@ -831,181 +833,121 @@ export type AttentionResultFor<A extends boolean, S extends boolean> =
 // ---------------------------------------------------------------------------
 
 /**
- * Starts `workers` workers (Node `worker_threads`, module Web Workers in
- * browsers), each loading its own wasm instance, and resolves to a pool whose
- * attentions run off the calling thread, split by heads: worker i holds a
- * contiguous group of heads (groups differ by at most one; with grouped-query
- * heads, by one key/value head and its query heads) and only their slices of
- * the weights. Needs no SharedArrayBuffer, so it works in pages that are not
- * cross-origin isolated. The worker script is found through
- * `new URL('./pool-worker.js', import.meta.url)`. TypeError or RangeError for
- * a bad option; a failure to load a build rejects as createAttentionModule's.
+ * Starts `workers` workers (Node `worker_threads`, module Web Workers), each
+ * with its own wasm instance; see the README's "Worker pool". Needs no
+ * SharedArrayBuffer. Rejects as createAttentionModule for a build that
+ * cannot load.
  */
 export function createAttentionPool(options: {
   /** Workers to start, >= 1. */
   workers: number;
   /** The build every worker loads. Default: the fastest this engine runs. */
   build?: BuildName;
-  /** Default backend of the pool's attentions. */
+  /** Default backend of the pool's objects. */
   backend?: string;
   /** As createAttentionModule's; a relative path is resolved against the page. */
   wasmPath?: string | URLLike;
 }): Promise<AttentionPool>;
 
 /**
- * The workers of createAttentionPool. Its objects' methods return promises of
- * the synchronous API's results, and reject with its error classes and
- * messages. Calls on one object run in the order they were made. A worker
- * that dies rejects every pending call with an Error naming it and marks the
- * pool `dead`; later calls reject at once. End it with `dispose()` (or
- * `await using`): it terminates the workers, which frees their memory.
+ * Workers whose objects' methods return promises of the synchronous API's
+ * results and reject with its errors. Calls on one object run in order. A
+ * worker that dies rejects every pending call and marks the pool `dead`.
  */
 export interface AttentionPool {
-  /** Workers in the pool. */
   readonly workers: number;
-  /** Whether a worker died (the pool then rejects every call). */
+  /** Whether a worker died (every call then rejects). */
   readonly dead: boolean;
-  /** Default backend of the pool's attentions. */
   readonly backend: string;
-  /** Which build the workers run. */
   readonly build: BuildName;
-  /** Whether that build uses wasm SIMD. */
   readonly simd: boolean;
-  /** Backends compiled into the build, fastest first. */
   readonly backends: readonly string[];
-  /** Kernel table of the default backend. */
   readonly kernels: string;
-  /**
-   * A MultiHeadAttention split over the workers; rejects as the synchronous
-   * constructor throws.
-   */
+  /** A MultiHeadAttention split by heads over the workers. */
   MultiHeadAttention(config: MultiHeadAttentionConfig): Promise<PooledMultiHeadAttention>;
-  /**
-   * A TransformerEncoderLayer run whole in one worker (the one holding the
-   * fewest layers): a pool spreads layers over its workers, not yet one
-   * layer's work.
-   */
+  /** A TransformerEncoderLayer run whole in the worker holding the fewest layers. */
   TransformerEncoderLayer(config: TransformerLayerConfig): Promise<PooledTransformerEncoderLayer>;
-  /** A TransformerDecoderLayer run whole in one worker, as the encoder layer. */
+  /** A TransformerDecoderLayer run whole in the worker holding the fewest layers. */
   TransformerDecoderLayer(config: TransformerLayerConfig): Promise<PooledTransformerDecoderLayer>;
-  /** Terminates the workers; pending and later calls reject. Again: nothing. */
+  /** Terminates the workers; pending and later calls reject. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
- * MultiHeadAttention in a pool: the partial outputs of the workers' heads are
- * added in worker order, then `bO`, so a result is the same from run to run
- * (and equals the synchronous one to float32 rounding); attention weights,
- * per-head outputs and intermediates are joined along the head axis. The
- * weights go out once, in `setWeights`; each call sends its inputs and gets
- * the partial outputs back.
+ * MultiHeadAttention split by heads: the workers' partial outputs added in
+ * worker order, then `bO`; the rest joined along the head axis.
  */
 export interface PooledMultiHeadAttention {
-  /** The config with defaults filled in (the whole attention's). */
   readonly config: ResolvedMultiHeadAttentionConfig;
-  /** The kernel table the workers run. */
   readonly kernels: string;
-  /** Whether dispose() was called. */
   readonly disposed: boolean;
-  /** Sends each worker its heads' slices of the weights. */
   setWeights(w: MultiHeadAttentionWeights): Promise<void>;
-  /** As MultiHeadAttention.forward. */
   forward<A extends boolean = false, P extends boolean = false, I extends boolean = false>(query: Tensor,
     key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
     Promise<ForwardResultFor<A, P, I>>;
-  /** Cross-attention over keys/values projected once by `precomputeKeyValue`. */
   forward<A extends boolean = false, P extends boolean = false, I extends boolean = false>(query: Tensor,
     precomputed: PooledPrecomputedKeyValue, value?: undefined,
     options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
     Promise<ForwardResultFor<A, P, I>>;
-  /** An empty cache, held by the workers, each with its heads' keys and values. */
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
-  /** As MultiHeadAttention.forwardIncremental, over a cache of this pool. */
   forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false>(x: Tensor,
     cache: PooledKVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
     Promise<ForwardResultFor<A, P, I>>;
-  /** As MultiHeadAttention.precomputeKeyValue; the keys and values stay in the workers. */
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
-  /** Frees the workers' objects; later calls reject. Again: nothing. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** What the pool's layers share. */
 export interface PooledTransformerLayerBase {
   readonly config: ResolvedTransformerLayerConfig;
-  /** The kernel table in use. */
   readonly kernels: string;
   readonly disposed: boolean;
-  /** Frees the worker's object; later calls reject. Again: nothing. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** TransformerEncoderLayer in a pool (in one of its workers). */
 export interface PooledTransformerEncoderLayer extends PooledTransformerLayerBase {
-  /** As TransformerEncoderLayer.setWeights. */
   setWeights(weights: TransformerEncoderLayerWeights): Promise<void>;
-  /** As TransformerEncoderLayer.forward. */
   forward(x: Tensor, options?: EncoderForwardOptions): Promise<Tensor>;
 }
 
-/**
- * TransformerDecoderLayer in a pool (in one of its workers); its caches and
- * precomputed memories stay in that worker.
- */
+/** Its caches and precomputed memories stay in its worker. */
 export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBase {
-  /** As TransformerDecoderLayer.setWeights. */
   setWeights(weights: TransformerDecoderLayerWeights): Promise<void>;
-  /** As TransformerDecoderLayer.forward. */
   forward(x: Tensor, memory: Tensor | PooledPrecomputedKeyValue, options?: DecoderForwardOptions):
     Promise<Tensor>;
-  /** As TransformerDecoderLayer.forwardIncremental, over a cache of this layer's worker. */
   forwardIncremental(x: Tensor, cache: PooledKVCache, memory: PooledPrecomputedKeyValue | Tensor):
     Promise<Tensor>;
-  /** An empty self-attention cache, held by the layer's worker. */
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
-  /** The memory's cross-attention keys/values, projected once, held by the layer's worker. */
   precomputeMemory(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
 }
 
 /**
- * A KVCache held by the workers of a pool: split by the heads of its
- * attention, or whole in a decoder layer's worker. Usable only by objects
- * held the same way.
+ * A KVCache held by a pool's workers as the object that made it holds its
+ * heads; it serves only objects held the same way.
  */
 export interface PooledKVCache {
-  /** Batch the cache was created for. */
   readonly batch: number;
-  /** Capacity in tokens. */
   readonly maxLength: number;
-  /** Tokens cached now, as of the last call that finished. Throws once disposed. */
+  /** Tokens cached as of the last call that finished. Throws once disposed. */
   readonly length: number;
-  /** Whether dispose() was called. */
   readonly disposed: boolean;
-  /** A copy of the cached keys, `[B, length, H*d_k]`, gathered from the workers. */
+  /** `[B, length, H*d_k]`, gathered from the workers. */
   keys(): Promise<Tensor>;
-  /** A copy of the cached values, `[B, length, H*d_v]`. */
+  /** `[B, length, H*d_v]`. */
   values(): Promise<Tensor>;
-  /** As KVCache.truncate. */
   truncate(n: number): Promise<void>;
-  /** As KVCache.reset. */
   reset(): Promise<void>;
-  /** Frees the workers' shares; later uses reject. Again: nothing. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** A PrecomputedKeyValue held by the workers of a pool, as a PooledKVCache. */
+/** A PrecomputedKeyValue held by a pool's workers, as a PooledKVCache. */
 export interface PooledPrecomputedKeyValue {
-  /** Batch of the memory. */
   readonly batch: number;
-  /** Tokens of the memory (S). */
   readonly tokens: number;
-  /** Whether dispose() was called. */
   readonly disposed: boolean;
-  /** Frees the workers' shares; later uses reject. Again: nothing. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -309,53 +309,55 @@ function readWasmPath(where, wasmPath) {
 function makePool(workers, summary) {
   let nextRef = 1;
 
-  // Calls of one object run one after the other, in the order they were made.
-  class Queued {
+  // An object of the pool: its parts in the workers of `shards`, all under
+  // one ref; its calls run one after the other, in the order they were made.
+  class PoolObject {
     #tail = Promise.resolve();
+    #disposed = false;
+
+    constructor(ref, shards) {
+      this.ref = ref;
+      this.shards = shards;
+    }
+
+    get disposed() { return this.#disposed; }
 
     enqueue(job) {
       const run = this.#tail.then(job);
       this.#tail = run.catch(() => {});
       return run;
     }
-  }
 
-  // Keys and values kept in the workers, each holding its heads' share.
-  class KeyValueShards extends Queued {
-    ref = nextRef++;
-    shards;
-    #disposed = false;
-
-    constructor(shards) {
-      super();
-      this.shards = shards;
-    }
-
-    get disposed() { return this.#disposed; }
-
-    call(method, args = []) {
+    // `method` on every part; perShard(shard) gives the arguments where they differ.
+    call(method, args = [], perShard = undefined, out = undefined) {
+      const sent = this.shards.map((shard) => outgoing(perShard?.(shard) ?? args));
       return workers.all(this.shards.map((s) => s.worker),
-        () => ({ op: 'call', ref: this.ref, method, args }));
+        (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, out }),
+        (i) => sent[i].transfer);
     }
 
     dispose() {
       return this.enqueue(async () => {
         if (this.#disposed || workers.dead) return;
         this.#disposed = true;
+        this.released();
         await workers.all(this.shards.map((s) => s.worker), () => ({ op: 'dispose', ref: this.ref }));
       });
     }
 
+    // What else disposing of the object releases.
+    released() {}
+
     [asyncDisposeSymbol]() { return this.dispose(); }
   }
 
-  class KVCache extends KeyValueShards {
+  class KVCache extends PoolObject {
     #batch;
     #maxLength;
     #length = 0;
 
     constructor(shards, batch, maxLength) {
-      super(shards);
+      super(nextRef++, shards);
       this.#batch = batch;
       this.#maxLength = maxLength;
     }
@@ -398,12 +400,12 @@ function makePool(workers, summary) {
     reset() { return this.step(() => this.call('reset'), () => 0); }
   }
 
-  class PrecomputedKeyValue extends KeyValueShards {
+  class PrecomputedKeyValue extends PoolObject {
     #batch;
     #tokens;
 
     constructor(shards, batch, tokens) {
-      super(shards);
+      super(nextRef++, shards);
       this.#batch = batch;
       this.#tokens = tokens;
     }
@@ -428,39 +430,25 @@ function makePool(workers, summary) {
     return { poolRef: v.ref };
   }
 
-  class MultiHeadAttention extends Queued {
-    ref = nextRef++;
+  // Its shards: [{ worker, heads: [from, to), kvHeads: [from, to) }].
+  class MultiHeadAttention extends PoolObject {
     #config;
-    #shards; // [{ worker, heads: [from, to), kvHeads: [from, to) }]
     #bO;
     #hasWeights = false;
-    #disposed = false;
 
     constructor(config, shards) {
-      super();
+      super(nextRef++, shards);
       this.#config = config;
-      this.#shards = shards;
     }
 
     get config() { return this.#config; }
     get kernels() { return summary.kernels; }
-    get disposed() { return this.#disposed; }
-
-    #workers() { return this.#shards.map((s) => s.worker); }
-
-    // The same call on every shard; `perShard(shard)` adds what differs.
-    #call(method, args, perShard, out) {
-      const sent = this.#shards.map((shard) => outgoing(perShard?.(shard) ?? args));
-      return workers.all(this.#workers(),
-        (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, out }),
-        (i) => sent[i].transfer);
-    }
 
     // A disposed object, or one without weights, says so through the
     // synchronous object of worker 0, which checks that first.
     #unusable(method, needsWeights) {
-      return this.#disposed || (needsWeights && !this.#hasWeights)
-        ? workers.all([this.#shards[0].worker],
+      return this.disposed || (needsWeights && !this.#hasWeights)
+        ? workers.all([this.shards[0].worker],
           () => ({ op: 'call', ref: this.ref, method, args: [] }))
         : null;
     }
@@ -490,8 +478,8 @@ function makePool(workers, summary) {
             config: c, weights }));
         }
         const group = c.numHeads / c.numKvHeads;
-        const parts = this.#shards.map((shard) => this.#shardWeights(weights, shard, group));
-        await workers.all(this.#workers(),
+        const parts = this.shards.map((shard) => this.#shardWeights(weights, shard, group));
+        await workers.all(this.shards.map((s) => s.worker),
           (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
           (i) => Object.values(parts[i]).map((a) => a.buffer));
         this.#bO = c.bias ? Float32Array.from(weights.bO) : undefined;
@@ -529,7 +517,7 @@ function makePool(workers, summary) {
       const heads = this.#config.numHeads;
       const perHead = ArrayBuffer.isView(mask) && 'length' in mask && batch * heads > 1 &&
         mask.length === batch * heads * tq * tk;
-      const parts = await this.#call(method, args, perHead ? (s) => {
+      const parts = await this.call(method, args, perHead ? (s) => {
         const shardArgs = [...args];
         shardArgs[optionsAt] = { ...options,
           attnMask: sliceAxis(mask, batch, heads, tq * tk, s.heads[0], s.heads[1]) };
@@ -545,7 +533,7 @@ function makePool(workers, summary) {
         await this.#unusable('forward', true);
         const q = readTensor(where, 'query', query);
         if (key instanceof PrecomputedKeyValue) {
-          poolObject(where, 'key', key, PrecomputedKeyValue, 'precomputeKeyValue()', this.#shards);
+          poolObject(where, 'key', key, PrecomputedKeyValue, 'precomputeKeyValue()', this.shards);
           return this.#attend(where, 'forward', [query, { poolRef: key.ref }, value, options], 3,
             q.batch, q.tokens, key.tokens);
         }
@@ -562,8 +550,8 @@ function makePool(workers, summary) {
         workers.check(where);
         await this.#unusable('createKVCache', false);
         const { batch, maxLength } = readCacheOptions(where, options);
-        const cache = new KVCache(this.#shards, batch, maxLength);
-        await this.#call('createKVCache', [options], undefined, cache.ref);
+        const cache = new KVCache(this.shards, batch, maxLength);
+        await this.call('createKVCache', [options], undefined, cache.ref);
         return cache;
       });
     }
@@ -574,7 +562,7 @@ function makePool(workers, summary) {
         workers.check(where);
         await this.#unusable('forwardIncremental', true);
         const t = readTensor(where, 'x', x);
-        const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()', this.#shards);
+        const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()', this.shards);
         return cache.step((length) => this.#attend(where, 'forwardIncremental',
           [x, ref, options], 2, t.batch, t.tokens, length + t.tokens), (length) => length + t.tokens);
       });
@@ -586,48 +574,34 @@ function makePool(workers, summary) {
         workers.check(where);
         await this.#unusable('precomputeKeyValue', true);
         const m = readTensor(where, 'memory', memory);
-        const kv = new PrecomputedKeyValue(this.#shards, m.batch, m.tokens);
-        await this.#call('precomputeKeyValue', [memory, options], undefined, kv.ref);
+        const kv = new PrecomputedKeyValue(this.shards, m.batch, m.tokens);
+        await this.call('precomputeKeyValue', [memory, options], undefined, kv.ref);
         return kv;
       });
     }
 
-    dispose() {
-      return this.enqueue(async () => {
-        if (this.#disposed || workers.dead) return;
-        this.#disposed = true;
-        await workers.all(this.#workers(), () => ({ op: 'dispose', ref: this.ref }));
-      });
-    }
-
-    [asyncDisposeSymbol]() { return this.dispose(); }
   }
 
   // A layer runs whole in one worker, the one holding the fewest layers: the
   // pool spreads layers over its workers, not one layer's work.
   const layersHeld = new Array(workers.count).fill(0);
 
-  class Layer extends Queued {
-    ref;
+  // Its one shard, { worker }, holds its caches and memories too.
+  class Layer extends PoolObject {
     #kind;
-    #shards; // [{ worker }]: where its caches and memories live too
     #config;
     #kernels;
     #hasWeights = false;
-    #disposed = false;
 
     constructor(ref, kind, worker, { config, kernels }) {
-      super();
-      this.ref = ref;
+      super(ref, [{ worker }]);
       this.#kind = kind;
-      this.#shards = [{ worker }];
       this.#config = config;
       this.#kernels = kernels;
     }
 
     get config() { return this.#config; }
     get kernels() { return this.#kernels; }
-    get disposed() { return this.#disposed; }
 
     // Runs `method` in the layer's worker as the next call on the layer.
     // prepare(where) checks what is cheap on this side and returns { args,
@@ -639,29 +613,20 @@ function makePool(workers, summary) {
       const where = `${this.#kind}.${method}`;
       return this.enqueue(async () => {
         workers.check(where);
-        if (this.#disposed || (needsWeights && !this.#hasWeights)) await this.#send(method, []);
+        if (this.disposed || (needsWeights && !this.#hasWeights)) await this.call(method);
         const { args, made, around = (job) => job() } = prepare(where);
-        const value = await around(() => this.#send(method, args, made?.ref));
+        const [value] = await around(() => this.call(method, args, undefined, made?.ref));
         if (method === 'setWeights') this.#hasWeights = true;
         return made ?? value;
       });
     }
 
-    async #send(method, args, out) {
-      const sent = outgoing(args);
-      const [value] = await workers.all([this.#shards[0].worker],
-        () => ({ op: 'call', ref: this.ref, method, args: sent.args, out }), () => sent.transfer);
-      return value;
-    }
-
     // A tensor (type-checked), or a pooled object held as this layer holds its own.
     argument(where, name, v, Class, from) {
-      if (v instanceof KeyValueShards) return poolObject(where, name, v, Class, from, this.#shards);
+      if (v instanceof PoolObject) return poolObject(where, name, v, Class, from, this.shards);
       readTensor(where, name, v);
       return v;
     }
-
-    get shards() { return this.#shards; }
 
     setWeights(weights) {
       return this.invoke('setWeights', false, (where) => {
@@ -670,16 +635,7 @@ function makePool(workers, summary) {
       });
     }
 
-    dispose() {
-      return this.enqueue(async () => {
-        if (this.#disposed || workers.dead) return;
-        this.#disposed = true;
-        layersHeld[this.#shards[0].worker] -= 1;
-        await workers.all([this.#shards[0].worker], () => ({ op: 'dispose', ref: this.ref }));
-      });
-    }
-
-    [asyncDisposeSymbol]() { return this.dispose(); }
+    released() { layersHeld[this.shards[0].worker] -= 1; }
   }
 
   class TransformerEncoderLayer extends Layer {
