@@ -50,14 +50,14 @@ test('the tarball ships only what is needed', () => {
   expect(fs.existsSync(path.join(installed, 'dist', 'simd_attention_simd.wasm'))).toBe(true);
 });
 
-// Budgets: the tarball measured 294957 bytes packed and 837807 unpacked
-// (three builds of ~190 kB wasm and 53 kB glue, the JS, README and LICENSE);
-// each budget is that plus about 15%, so a fourth build or a stray file
-// fails here.
+// Budgets: the tarball measured 342156 bytes packed and 958959 unpacked
+// (three builds of ~190-215 kB wasm and 53 kB glue, the JS with the worker
+// pool, README and LICENSE); each budget is that plus about 15%, so a fourth
+// build or a stray file fails here.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  expect(packed.size).toBeLessThanOrEqual(340000);
-  expect(packed.unpackedSize).toBeLessThanOrEqual(965000);
+  expect(packed.size).toBeLessThanOrEqual(394000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(1103000);
 });
 
 test('the licence ships and package.json names it', () => {
