@@ -124,6 +124,24 @@ test('server: COOP/COEP headers, application/wasm, redirect to the demos, nothin
 // Pages
 // ---------------------------------------------------------------------------
 
+test('every page names the build the loader picked in the same header badge', { timeout: TIMEOUT }, async () => {
+  for (const pagePath of ['index.html', 'shapes.html', 'explorer.html', 'bench.html']) {
+    const p = await open(pagePath);
+    assertClean(p, pagePath);
+    await p.page.waitForFunction(() => !document.getElementById('build-badge')?.hidden);
+    const badges = await p.page.$$eval('header .build-badge', (b) => b.map((x) => ({ text: x.textContent, build: x.dataset.build })));
+    assert.deepEqual(badges, [{ text: 'relaxed-SIMD build', build: 'relaxed-simd' }], pagePath);
+    // The stylesheet and viewport the shared head script adds, once each.
+    const head = await p.page.evaluate(() => ({
+      sheets: document.querySelectorAll('link[rel="stylesheet"]').length,
+      viewport: document.querySelector('meta[name="viewport"]')?.content,
+      styled: getComputedStyle(document.querySelector('.site-header')).backgroundColor,
+    }));
+    assert.deepEqual(head, { sheets: 1, viewport: 'width=device-width, initial-scale=1', styled: 'rgb(20, 32, 58)' }, pagePath);
+    await p.context.close();
+  }
+});
+
 test('home page loads without errors', { timeout: TIMEOUT }, async () => {
   for (const [viewport, tag] of [[DESKTOP, '1280x800'], [PHONE, '390']]) {
     const p = await open('index.html', { viewport });
@@ -152,6 +170,17 @@ const SHAPES_SOURCES = {
   Qh: 'library', Kh: 'library', Vh: 'library', scores: 'page', probs: 'library', z: 'library',
   concat: 'library-merged', output: 'library', perHead: 'library', Y: 'library',
 };
+
+// The walk-through shows these shapes, outlines the `changing` ones and says
+// where each tensor comes from.
+async function assertShapes(page, want, changing, what) {
+  const shown = await shapesShown(page);
+  assert.deepEqual(Object.fromEntries(Object.entries(shown).map(([k, v]) => [k, v.shape])), want, what);
+  for (const [id, { changed, source }] of Object.entries(shown)) {
+    assert.equal(changed, changing.includes(id), `${what}: ${id} marked changed=${changed}`);
+    assert.equal(source, SHAPES_SOURCES[id], `${what}: ${id} comes from ${source}`);
+  }
+}
 
 // The read-out of cell (row, col) of a tensor's heatmap, by pointing at it.
 async function readCell(page, tensor, row, col) {
@@ -226,12 +255,7 @@ test('shapes walk-through prints the right shapes, self and cross', { timeout: T
     Kh: '[2, 8, 16, 64]', Vh: '[2, 8, 16, 64]', scores: '[2, 8, 10, 16]', probs: '[2, 8, 10, 16]',
   };
   const changing = ['M', 'K', 'V', 'Kh', 'Vh', 'scores', 'probs'];
-  const shown = await shapesShown(p.page);
-  assert.deepEqual(Object.fromEntries(Object.entries(shown).map(([k, v]) => [k, v.shape])), self);
-  for (const [id, { changed, source }] of Object.entries(shown)) {
-    assert.equal(changed, changing.includes(id), `self: ${id} marked changed=${changed}`);
-    assert.equal(source, SHAPES_SOURCES[id], `self: ${id} comes from ${source}`);
-  }
+  await assertShapes(p.page, self, changing, 'self');
   await checkCells(p.page, 'self');
   // Each heatmap says where its numbers come from; so does the scores stage.
   const hints = await p.page.$$eval('[data-tensor]', (nodes) => Object.fromEntries(nodes.map((n) =>
@@ -257,12 +281,7 @@ test('shapes walk-through prints the right shapes, self and cross', { timeout: T
 
   await p.page.click('#mode-cross');
   await p.page.waitForFunction(() => document.body.dataset.mode === 'cross');
-  const shownCross = await shapesShown(p.page);
-  assert.deepEqual(Object.fromEntries(Object.entries(shownCross).map(([k, v]) => [k, v.shape])), cross);
-  for (const [id, { changed, source }] of Object.entries(shownCross)) {
-    assert.equal(changed, changing.includes(id), `cross: ${id} marked changed=${changed}`);
-    assert.equal(source, SHAPES_SOURCES[id], `cross: ${id} comes from ${source}`);
-  }
+  await assertShapes(p.page, cross, changing, 'cross');
   await checkCells(p.page, 'cross');
   assert.equal(await p.page.locator('.check .pill.bad').count(), 0);
   await shoot(p.page, 'shapes-cross-1280x800');

@@ -1,6 +1,9 @@
 // Live benchmark page: runs bench-worker.js and shows its numbers.
 import { WORKLOADS, workloadFlops } from '../../bench-kit/workloads.js';
-import { initPage, el, formatNumber, showError, wasmSimdSupported, wasmRelaxedSimdSupported, niceTicks, tickLabel, onWidthChange } from './common.js';
+import {
+  attentionModule, initPage, el, formatNumber, showError, wasmSimdSupported, wasmRelaxedSimdSupported, niceTicks,
+  tickLabel, onWidthChange, showBuild,
+} from './common.js';
 
 const SHOWN = ['S1', 'S2', 'S4', 'C1'];
 const ui = {};
@@ -102,6 +105,8 @@ async function main() {
   for (const id of ['env', 'workload', 'mode', 'run', 'progress', 'results', 'chart']) ui[id] = document.getElementById(id);
   ui.note = document.getElementById('workload-note');
   envList(wasmSimdSupported(), wasmRelaxedSimdSupported());
+  // The worker runs every build; the badge names the one this page's loader picks, as on the other pages.
+  attentionModule().then(showBuild, showError);
   const shown = WORKLOADS.filter((w) => SHOWN.includes(w.name));
   for (const w of shown) ui.workload.append(el('option', { value: w.name }, w.name));
   const params = new URLSearchParams(location.search);

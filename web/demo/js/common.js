@@ -47,16 +47,34 @@ const PAGES = [
   ['bench.html', 'Live benchmark'],
 ];
 
-/** Fills <nav id="site-nav"> and wires the error banner. */
+/**
+ * Puts the site header (the nav and a slot for the build badge) at the top of
+ * the page and the footer at its end; every page calls it first.
+ */
 export function initPage() {
-  const nav = document.getElementById('site-nav');
-  if (nav) {
-    const here = location.pathname.split('/').pop() || 'index.html';
-    nav.replaceChildren(
-      el('a', { class: 'brand', href: 'index.html' }, 'simd-attention'),
-      el('ul', {}, ...PAGES.slice(1).map(([href, label]) => el('li', {},
-        el('a', { href, ...(href === here ? { 'aria-current': 'page' } : {}) }, label)))));
-  }
+  const here = location.pathname.split('/').pop() || 'index.html';
+  const nav = el('nav', { id: 'site-nav', 'aria-label': 'Demos' },
+    el('a', { class: 'brand', href: 'index.html' }, 'simd-attention'),
+    el('ul', {}, ...PAGES.slice(1).map(([href, label]) => el('li', {},
+      el('a', { href, ...(href === here ? { 'aria-current': 'page' } : {}) }, label)))),
+    el('span', { id: 'build-badge', class: 'build-badge', hidden: true }));
+  document.body.prepend(el('header', { class: 'site-header' }, nav));
+  document.body.append(el('footer', {}, 'simd-attention demos \u00b7 computed in your browser with WebAssembly \u00b7 ',
+    el('code', {}, 'npm start'), ' serves them'));
+}
+
+const BUILD_NAMES = { 'relaxed-simd': 'relaxed-SIMD', simd: 'SIMD', nosimd: 'non-SIMD' };
+
+/** The name of the wasm build a module runs, as the pages say it ("relaxed-SIMD"). */
+export const buildName = (module) => BUILD_NAMES[module.build] ?? module.build;
+
+/** Names the build the loader picked for this page in the header's badge. */
+export function showBuild(module) {
+  const badge = document.getElementById('build-badge');
+  badge.textContent = `${buildName(module)} build`;
+  badge.title = `simd-attention loaded its ${buildName(module)} WebAssembly build; kernels ${module.kernels}`;
+  badge.dataset.build = module.build;
+  badge.hidden = false;
 }
 
 /** Shows an error on the page (and keeps it in the console for developers). */

@@ -3,7 +3,7 @@
 // positional encoding so that their pattern is known.
 import {
   attentionModule, initPage, el, heatmap, legend, randn, hashString, formatNumber, showError,
-  requireFunction, onWidthChange, rowArgmax, niceTicks, tickLabel, PALETTE,
+  requireFunction, onWidthChange, showBuild, rowArgmax, niceTicks, tickLabel, PALETTE,
 } from './common.js';
 
 const D = 64;
@@ -324,9 +324,7 @@ async function main() {
   explainConstruction();
 
   state.module = await attentionModule();
-  document.getElementById('module-info').replaceChildren(
-    el('span', { class: 'pill' }, state.module.simd ? 'wasm SIMD build' : 'wasm non-SIMD build'),
-    el('span', {}, `kernels ${state.module.kernels}`));
+  showBuild(state.module);
   state.mha = new state.module.MultiHeadAttention({ dModel: D, numHeads: H });
   state.mha.setWeights(buildWeights());
 

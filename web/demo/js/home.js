@@ -1,5 +1,7 @@
 // Home: the nav and what this browser supports.
-import { attentionModule, initPage, el, showError, wasmSimdSupported, wasmRelaxedSimdSupported } from './common.js';
+import {
+  attentionModule, initPage, el, showError, wasmSimdSupported, wasmRelaxedSimdSupported, buildName, showBuild,
+} from './common.js';
 
 async function main() {
   initPage();
@@ -7,13 +9,13 @@ async function main() {
   const simd = wasmSimdSupported();
   const relaxed = wasmRelaxedSimdSupported();
   const module = await attentionModule();
-  const buildNames = { 'relaxed-simd': 'relaxed-SIMD', simd: 'SIMD', nosimd: 'non-SIMD' };
+  showBuild(module);
   env.replaceChildren(
     el('span', { class: `pill ${simd ? 'ok' : 'bad'}` }, simd ? 'WebAssembly SIMD: yes' : 'WebAssembly SIMD: no'),
     el('span', { class: `pill ${relaxed ? 'ok' : ''}` }, relaxed ? 'relaxed SIMD: yes' : 'relaxed SIMD: no'),
     el('span', { class: `pill ${globalThis.crossOriginIsolated ? 'ok' : ''}` },
       globalThis.crossOriginIsolated ? 'cross-origin isolated' : 'not cross-origin isolated'),
-    el('span', {}, `loaded the ${buildNames[module.build]} build, backends ${module.backends.join(', ')}, kernels ${module.kernels}`));
+    el('span', {}, `loaded the ${buildName(module)} build, backends ${module.backends.join(', ')}, kernels ${module.kernels}`));
   document.body.dataset.state = 'ready';
 }
 

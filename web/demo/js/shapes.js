@@ -2,7 +2,7 @@
 // stage by stage, self- or cross-attention (T_k = 16).
 import {
   attentionModule, initPage, el, heatmap, legend, randn, formatShape, formatNumber, showError,
-  withMha, requireFunction, onWidthChange, scaleRange,
+  withMha, requireFunction, onWidthChange, scaleRange, showBuild,
 } from './common.js';
 
 const B = 2;
@@ -362,9 +362,7 @@ async function main() {
   const headSelect = document.getElementById('head');
   for (let h = 0; h < H; h++) headSelect.append(el('option', { value: h }, `h = ${h}`));
   const module = await attentionModule();
-  document.getElementById('module-info').replaceChildren(
-    el('span', { class: 'pill' }, module.simd ? 'wasm SIMD build' : 'wasm non-SIMD build'),
-    el('span', {}, `kernels ${module.kernels}`));
+  showBuild(module);
   for (const mode of ['self', 'cross']) {
     state.results[mode] = compute(module, mode);
     state.shapes[mode] = Object.fromEntries(state.results[mode]
