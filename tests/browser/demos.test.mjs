@@ -344,8 +344,8 @@ test('explorer: the hand-built heads show their pattern (self, causal, cross)', 
   assert.ok(bars.every((v) => Number.isFinite(v) && v > 0));
   await shoot(p.page, 'explorer-self-1280x800');
 
-  await p.page.check('#causal');
-  await p.page.waitForFunction(() => document.body.dataset.causal === 'true');
+  await p.page.selectOption('#causal', 'bottom-right');
+  await p.page.waitForFunction(() => document.body.dataset.causal === 'bottom-right');
   const causal = await headCards(p.page);
   checkBuiltHeads(causal, tq, tq, 'causal');
   // Causal: nothing above the diagonal wins, in any head.
@@ -354,7 +354,7 @@ test('explorer: the hand-built heads show their pattern (self, causal, cross)', 
   // Cross-attention: a shorter second sentence.
   const text2 = 'one small cat slept on my rug';
   const tk = text2.split(' ').length;
-  await p.page.uncheck('#causal');
+  await p.page.selectOption('#causal', 'none');
   await p.page.check('#cross');
   await p.page.fill('#sentence2', text2);
   await p.page.waitForFunction((n) => document.body.dataset.mode === 'cross' &&
@@ -375,6 +375,188 @@ test('explorer: the hand-built heads show their pattern (self, causal, cross)', 
   await assertNoHorizontalOverflow(phone.page, 'explorer 390');
   await shoot(phone.page, 'explorer-causal-390');
   await phone.context.close();
+});
+
+// The explorer's last run as the page shows it (lastRun() of explorer.js),
+// with -Infinity scores (masked keys) as null.
+async function explorerRun(page) {
+  return page.evaluate(async () => {
+    const { lastRun } = await import('/web/demo/js/explorer.js');
+    const r = lastRun();
+    return {
+      tq: r.tq, tk: r.tk, kvHeads: r.kvHeads, kvShape: r.kvShape, causal: r.causal, window: r.window,
+      probs: Array.from(r.probs), scores: Array.from(r.scores, (s) => (s === -Infinity ? null : s)),
+    };
+  });
+}
+
+// Sets explorer controls and waits until the page has run with them.
+async function setExplorer(page, { causal, window, kv, rope }) {
+  if (causal) await page.selectOption('#causal', causal);
+  if (window) {
+    await page.fill('#window-left', String(window[0]));
+    await page.fill('#window-right', String(window[1]));
+  }
+  if (kv) await page.selectOption('#kv-heads', String(kv));
+  if (rope !== undefined) await page.setChecked('#rope', rope);
+  await page.waitForFunction((want) => Object.entries(want).every(([k, v]) => document.body.dataset[k] === v), {
+    ...(causal ? { causal } : {}), ...(window ? { window: window.join(',') } : {}),
+    ...(kv ? { kvHeads: String(kv) } : {}), ...(rope !== undefined ? { rope: String(rope) } : {}),
+  });
+}
+
+// Every head hides exactly the keys `hidden(i, j)` names: their score is
+// -Infinity and their weight 0, and each row's visible weights sum to 1.
+function assertMask(run, hidden, what) {
+  const { tq, tk } = run;
+  for (let h = 0; h < 8; h++) {
+    for (let i = 0; i < tq; i++) {
+      let sum = 0;
+      for (let j = 0; j < tk; j++) {
+        const at = (h * tq + i) * tk + j;
+        assert.equal(run.scores[at] === null, hidden(i, j), `${what}: head ${h}, query ${i}, key ${j}: score ${run.scores[at]}`);
+        if (hidden(i, j)) assert.equal(run.probs[at], 0, `${what}: head ${h} (${i}, ${j}) is masked but weighs ${run.probs[at]}`);
+        sum += run.probs[at];
+      }
+      assert.ok(Math.abs(sum - 1) < 1e-5, `${what}: head ${h} row ${i} sums to ${sum}`);
+    }
+  }
+}
+
+// The text of a head's heatmap read-out at cell (row, col), by pointing at it.
+async function explorerCell(page, head, row, col) {
+  const card = page.locator(`[data-head="${head}"][data-pattern]`);
+  const { rows, cols } = await card.evaluate((c) => ({ rows: Number(c.dataset.rows), cols: Number(c.dataset.cols) }));
+  const canvas = card.locator('canvas');
+  const box = await canvas.boundingBox();
+  await canvas.hover({ position: { x: ((col + 0.5) * box.width) / cols, y: ((row + 0.5) * box.height) / rows } });
+  const text = await card.locator('.hm-readout').textContent();
+  await page.mouse.move(0, 0);
+  return text;
+}
+
+test('explorer: causal alignment, window, key/value heads and RoPE change the heatmaps as the math says', { timeout: TIMEOUT }, async () => {
+  const text = 'the quick brown fox jumps over the lazy dog';
+  const text2 = 'a small cat slept on a warm rug by the door of the old house today';
+  const [tq, tk] = [text.split(' ').length, text2.split(' ').length];
+  const p = await open(`explorer.html?text=${encodeURIComponent(text)}&text2=${encodeURIComponent(text2)}&cross=1`);
+  assertClean(p, 'explorer controls');
+  assert.ok(tq < tk);
+
+  // Fewer queries than keys: top-left shows the triangle from the first key,
+  // bottom-right shifts it right by tk - tq so that the last query sees every key.
+  await setExplorer(p.page, { causal: 'top-left' });
+  const topLeft = await explorerRun(p.page);
+  assert.deepEqual([topLeft.tq, topLeft.tk], [tq, tk]);
+  assertMask(topLeft, (i, j) => j > i, 'top-left');
+  assert.equal(await explorerCell(p.page, 1, 0, 1), '"the" \u2192 "small": masked');
+  await shoot(p.page, 'explorer-cross-top-left-1280x800');
+  await setExplorer(p.page, { causal: 'bottom-right' });
+  const bottomRight = await explorerRun(p.page);
+  assertMask(bottomRight, (i, j) => j > i + tk - tq, 'bottom-right');
+  assert.match(await explorerCell(p.page, 1, 0, 1), /^"the" → "small": [\d.e-]+ \(score -?[\d.]+\)$/);
+  // A window around the bottom-right diagonal i' = i + tk - tq.
+  await setExplorer(p.page, { window: [2, -1] });
+  assertMask(await explorerRun(p.page), (i, j) => j > i + tk - tq || j < i + tk - tq - 2, 'bottom-right, window [2, -1]');
+
+  // Self-attention, no causal mask, window [1, 1]: keys i-1, i, i+1 only. The
+  // previous-token head keeps its key; the first-token head loses key 0 past query 1.
+  await p.page.uncheck('#cross');
+  await setExplorer(p.page, { causal: 'none', window: [1, 1] });
+  await p.page.waitForFunction(() => document.body.dataset.mode === 'self');
+  const windowed = await explorerRun(p.page);
+  assertMask(windowed, (i, j) => j < i - 1 || j > i + 1, 'window [1, 1]');
+  const cards = await headCards(p.page);
+  const previous = cards.find((c) => c.pattern === 'previous');
+  previous.argmax.forEach((j, i) => assert.equal(j, Math.max(0, i - 1), `windowed previous-token head, row ${i}`));
+  for (let i = 2; i < tq; i++) assert.equal(windowed.probs[(2 * tq + i) * tq], 0, `first-token head, row ${i}, key 0`);
+  assert.equal(await p.page.locator('#masked-key').isVisible(), true);
+
+  // Grouped-query heads: 2 key/value heads for 8 query heads. Query head h
+  // reads kv head h / 4; the built heads key on the shared position features
+  // and keep their weights; a random head reading another head's keys changes.
+  await setExplorer(p.page, { window: [-1, -1] });
+  const full = await explorerRun(p.page);
+  await setExplorer(p.page, { kv: 2 });
+  const grouped = await explorerRun(p.page);
+  assert.deepEqual(grouped.kvShape, [1, 2, tq, 8]);
+  assert.deepEqual(await p.page.$$eval('[data-head][data-pattern]', (n) => n.map((c) => Number(c.dataset.kvHead))),
+    [0, 0, 0, 0, 1, 1, 1, 1]);
+  assert.deepEqual(await p.page.$$eval('#kv-legend > span', (n) => n.map((s) => s.textContent)),
+    ['kv head 0: heads 0, 1, 2, 3', 'kv head 1: heads 4, 5, 6, 7']);
+  const slice = (run, h) => run.probs.slice(h * tq * tq, (h + 1) * tq * tq);
+  for (const h of [0, 1, 2]) assert.ok(maxAbsDiff(slice(full, h), slice(grouped, h)) < 1e-6, `built head ${h} with 2 kv heads`);
+  for (const h of [5, 6, 7]) assert.ok(maxAbsDiff(slice(full, h), slice(grouped, h)) > 1e-3, `head ${h} reads head 4's keys now`);
+  // Heads of one kv head share a colour family: one hue, lighter down the group.
+  const colours = await p.page.$$eval('[data-head][data-pattern] h3 .swatch', (n) => n.map((s) => getComputedStyle(s).backgroundColor));
+  assert.equal(new Set(colours).size, 8, 'each head its own shade');
+
+  // RoPE turns query i and key i by the same angle: the diagonal's scores stay,
+  // the rest change; the current-token head keeps its diagonal.
+  await setExplorer(p.page, { rope: true });
+  const rotated = await explorerRun(p.page);
+  let changed = 0;
+  for (let h = 0; h < 8; h++) {
+    for (let i = 0; i < tq; i++) {
+      for (let j = 0; j < tq; j++) {
+        const at = (h * tq + i) * tq + j;
+        const diff = Math.abs(rotated.scores[at] - grouped.scores[at]);
+        if (i === j) assert.ok(diff <= 1e-4 * Math.max(1, Math.abs(grouped.scores[at])), `RoPE: head ${h} diagonal ${i}: ${diff}`);
+        else if (diff > 1e-3) changed++;
+      }
+    }
+  }
+  assert.ok(changed > 8 * tq * (tq - 1) * 0.5, `RoPE changed ${changed} off-diagonal scores`);
+  const roped = await headCards(p.page);
+  roped.find((c) => c.pattern === 'self').argmax.forEach((j, i) => assert.equal(j, i, `RoPE current-token head row ${i}`));
+  roped.find((c) => c.pattern === 'previous').argmax.forEach((j, i) => assert.equal(j, Math.max(0, i - 1), `RoPE previous-token head row ${i}`));
+  // The first-token head's query, the same for every token, is turned the
+  // further the later the token: it finds key 0 early on and loses it by token 24.
+  const words = Array.from({ length: 32 }, (_, i) => `w${i % 7}`);
+  await p.page.fill('#sentence', words.join(' '));
+  await p.page.waitForFunction(() => document.querySelector('[data-pattern="first"]')?.dataset.rows === '32');
+  const first = (await headCards(p.page)).find((c) => c.pattern === 'first').argmax;
+  assert.deepEqual(first.slice(0, 16), Array(16).fill(0), 'RoPE: first-token head, queries 0-15');
+  assert.ok(first.slice(24).every((j) => j !== 0), `RoPE: first-token head, queries 24-31: ${first.slice(24)}`);
+  await shoot(p.page, 'explorer-gqa-rope-1280x800');
+  assert.deepEqual(p.problems, []);
+  await p.context.close();
+});
+
+// Every pair of neighbouring label boxes of every heatmap, along its axis.
+async function labelOverlaps(page) {
+  return page.$$eval('figure.hm', (figs) => figs.flatMap((fig, f) => {
+    const boxes = (sel) => [...fig.querySelectorAll(sel)].map((s) => s.getBoundingClientRect());
+    const overlaps = [];
+    const cols = boxes('.hm-collabels span').sort((a, b) => a.left - b.left);
+    for (let i = 1; i < cols.length; i++) {
+      if (cols[i].left < cols[i - 1].right - 0.5) overlaps.push(`figure ${f}: column labels ${i - 1} and ${i}`);
+    }
+    const rows = boxes('.hm-rowlabels span').sort((a, b) => a.top - b.top);
+    for (let i = 1; i < rows.length; i++) {
+      if (rows[i].top < rows[i - 1].bottom - 0.5) overlaps.push(`figure ${f}: row labels ${i - 1} and ${i}`);
+    }
+    return overlaps;
+  }));
+}
+
+test('explorer: 32 tokens keep their labels apart and fit a 390 px screen', { timeout: TIMEOUT }, async () => {
+  const words = Array.from({ length: 32 }, (_, i) => (i % 3 ? `w${i}` : `token${i}`));
+  for (const [viewport, tag] of [[DESKTOP, '1280x800'], [PHONE, '390']]) {
+    const p = await open(`explorer.html?text=${words.join('%20')}`, { viewport });
+    assertClean(p, `explorer 32 tokens ${tag}`);
+    assert.deepEqual(await labelOverlaps(p.page), [], tag);
+    // Thinned, not dropped: at least every second key is named, the first one included.
+    const shown = await p.page.$$eval('[data-pattern="self"] .hm-collabels span', (s) => s.map((x) => x.textContent));
+    assert.ok(shown.length >= 16 && shown[0] === 'token0', `${tag}: ${shown.length} key labels`);
+    assert.equal((await p.page.$$eval('[data-pattern="self"] .hm-rowlabels span', (s) => s.length)), 32);
+    await assertNoHorizontalOverflow(p.page, `explorer 32 tokens ${tag}`);
+    // The contribution chart fits, or says that it scrolls sideways.
+    const chart = await p.page.$eval('#chart', (c) => ({ scroll: c.scrollWidth, client: c.clientWidth }));
+    if (chart.scroll > chart.client) assert.equal(await p.page.locator('#chart-hint').isVisible(), true, `${tag}: no swipe hint`);
+    await shoot(p.page, `explorer-32-tokens-${tag}`);
+    await p.context.close();
+  }
 });
 
 test('benchmark: numbers for every backend of every build and plain JS (S1, quick)', { timeout: TIMEOUT }, async () => {

@@ -296,9 +296,7 @@ export function heatmap(opts) {
   canvas.addEventListener('pointerleave', () => { readout.textContent = idle; });
 
   // Column labels (tokens, vertical) or the first/last column index.
-  const colAxis = opts.colLabels
-    ? el('div', { class: 'hm-collabels', style: `width:${cols * cw}px` },
-      ...opts.colLabels.map((t) => el('span', { style: `width:${cw}px`, title: t }, t)))
+  const colAxis = opts.colLabels ? columnLabels(opts.colLabels, cw)
     : el('div', { class: 'hm-ticks', style: `width:${Math.max(cols * cw, 40)}px` },
       el('span', {}, '0'), el('span', {}, String(cols - 1)));
   const rowAxis = opts.rowLabels
@@ -325,6 +323,34 @@ export function heatmap(opts) {
   fig.dataset.vmin = vmin;
   fig.dataset.vmax = vmax;
   return fig;
+}
+
+// Vertical column labels take one line of LABEL_LINE px across (style.css:
+// 0.75rem at line-height 1) and at most LABEL_MAX px of height (6.5em).
+const LABEL_LINE = 12;
+const LABEL_MAX = 78;
+let measurer = null;
+
+function textWidth(text) {
+  measurer ??= document.createElement('canvas').getContext('2d');
+  measurer.font = `${LABEL_LINE}px ${getComputedStyle(document.body).fontFamily}`;
+  return measurer.measureText(text).width;
+}
+
+/**
+ * Labels centred over their columns, cw px apart. Columns narrower than a
+ * label's line get a label every `step` columns, so that no two overlap; the
+ * read-out names every column.
+ */
+function columnLabels(labels, cw) {
+  const step = Math.ceil(LABEL_LINE / cw);
+  const height = Math.min(LABEL_MAX, Math.ceil(Math.max(...labels.map(textWidth))) + 2);
+  const axis = el('div', { class: 'hm-collabels', style: `width:${labels.length * cw}px;height:${height}px`,
+    dataset: { step } });
+  labels.forEach((t, c) => {
+    if (c % step === 0) axis.append(el('span', { style: `left:${c * cw + (cw - LABEL_LINE) / 2}px`, title: t }, t));
+  });
+  return axis;
 }
 
 /** Per-row argmax of a rows x cols matrix at data[offset..]. */
@@ -356,6 +382,13 @@ export function niceTicks(max, count = 5) {
   const ticks = [];
   for (let v = 0; v <= max + step * 0.999; v += step) ticks.push(Number(v.toPrecision(6)));
   return ticks;
+}
+
+/** A hex colour mixed towards white (t > 0) or black (t < 0) by |t|. */
+export function mixColour(colour, t) {
+  const target = t > 0 ? 255 : 0;
+  const [r, g, b] = hex(colour).map((c) => Math.round(c + (target - c) * Math.abs(t)));
+  return `rgb(${r} ${g} ${b})`;
 }
 
 export const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b',

@@ -1,155 +1,58 @@
 // Attention explorer: a sentence through one attention layer (d_model = 64,
-// 8 heads), three of whose heads are built by hand from the sinusoidal
-// positional encoding so that their pattern is known.
+// 8 heads, explorer-model.js), with the masks, grouped key/value heads and
+// rotary positions of the library's MultiHeadAttention to switch on and off.
 import {
-  attentionModule, initPage, el, heatmap, legend, randn, hashString, formatNumber, showError,
-  requireFunction, onWidthChange, showBuild, rowArgmax, niceTicks, tickLabel, PALETTE,
+  attentionModule, initPage, el, heatmap, legend, formatNumber, formatShape, showError, onWidthChange, showBuild, rowArgmax,
+  niceTicks, tickLabel,
 } from './common.js';
+import { expectedArgmax } from './position-heads.js';
+import {
+  D, H, MAX_TOKENS, PAIRS, TARGET_GAP, KV_CHOICES, ALPHA, RUNNER_UP, MARGIN, HEADS, kvHeadOf, headColour,
+  buildWeights, tokenize, embed,
+} from './explorer-model.js';
 
-const D = 64;
-const H = 8;
-const DK = D / H;
-const MAX_TOKENS = 32;
-/** Dimensions 0..POS_DIMS-1 (the 4 fastest sine/cosine pairs) carry position only. */
-const POS_DIMS = DK;
-const PAIRS = POS_DIMS / 2;
-/** Softmax gap (in the exponent) between a built head's best key and the runner-up. */
-const TARGET_GAP = 12;
-
-// omega_f of the sinusoidal encoding: PE[p, 2f] = sin(p w_f), PE[p, 2f+1] = cos(p w_f).
-const OMEGA = Array.from({ length: PAIRS }, (_, f) => 10000 ** (-(2 * f) / D));
-const similarity = (delta) => OMEGA.reduce((s, w) => s + Math.cos(w * delta), 0);
-// The best any other offset (up to twice the longest sentence) can do.
-let RUNNER_UP = -Infinity;
-for (let d = 1; d <= 2 * MAX_TOKENS + 1; d++) RUNNER_UP = Math.max(RUNNER_UP, similarity(d));
-const MARGIN = PAIRS - RUNNER_UP;
-/** Query scale of the built heads: alpha / sqrt(d_k) * MARGIN = TARGET_GAP. */
-const ALPHA = (TARGET_GAP * Math.sqrt(DK)) / MARGIN;
-
-const HEADS = [
-  { name: 'previous token', pattern: 'previous', built: true },
-  { name: 'current token', pattern: 'self', built: true },
-  { name: 'first token', pattern: 'first', built: true },
-  ...Array.from({ length: H - 3 }, () => ({ name: 'random weights', pattern: 'random', built: false })),
-];
-
-/** The argmax each row of a built head must have (null: no claim). */
-function expectedArgmax(pattern, tq, tk) {
-  return Array.from({ length: tq }, (_, i) => {
-    if (pattern === 'first') return 0;
-    if (pattern === 'self') return i < tk ? i : null;
-    if (pattern === 'previous') return i - 1 < tk ? Math.max(0, i - 1) : null;
-    return null;
-  });
-}
-
-// ---------------------------------------------------------------------------
-// Weights (X @ W layout: rows = input features, columns = outputs)
-// ---------------------------------------------------------------------------
-
-function buildWeights() {
-  const w = {
-    wQ: new Float32Array(D * D), wK: new Float32Array(D * D),
-    wV: randn(D * D, 1 / Math.sqrt(D), 301), wO: randn(D * D, 1 / Math.sqrt(D), 302),
-    bQ: new Float32Array(D), bK: new Float32Array(D), bV: new Float32Array(D), bO: new Float32Array(D),
-  };
-  const set = (m, row, col, v) => { m[row * D + col] = v; };
-  HEADS.forEach((head, h) => {
-    const c0 = h * DK;
-    if (!head.built) {
-      // Random query and key projections of every input feature.
-      const q = randn(D * DK, 0.2, 400 + h);
-      const k = randn(D * DK, 0.2, 500 + h);
-      for (let r = 0; r < D; r++) {
-        for (let c = 0; c < DK; c++) {
-          set(w.wQ, r, c0 + c, q[r * DK + c]);
-          set(w.wK, r, c0 + c, k[r * DK + c]);
-        }
-      }
-      return;
-    }
-    // Keys: the position features as they are.
-    for (let r = 0; r < POS_DIMS; r++) set(w.wK, r, c0 + r, 1);
-    if (head.pattern === 'self') {
-      for (let r = 0; r < POS_DIMS; r++) set(w.wQ, r, c0 + r, ALPHA);
-    } else if (head.pattern === 'previous') {
-      // Rotate each (sin, cos) pair back by one step: PE(p) -> PE(p - 1).
-      OMEGA.forEach((om, f) => {
-        const s = 2 * f;
-        const c = s + 1;
-        set(w.wQ, s, c0 + s, ALPHA * Math.cos(om));
-        set(w.wQ, c, c0 + s, -ALPHA * Math.sin(om));
-        set(w.wQ, s, c0 + c, ALPHA * Math.sin(om));
-        set(w.wQ, c, c0 + c, ALPHA * Math.cos(om));
-      });
-    } else if (head.pattern === 'first') {
-      // A constant query, alpha * PE(0) = alpha * (0, 1, 0, 1, ...), from the bias alone.
-      for (let f = 0; f < PAIRS; f++) w.bQ[c0 + 2 * f + 1] = ALPHA;
-    }
-  });
-  return w;
-}
-
-// ---------------------------------------------------------------------------
-// Tokens and embeddings
-// ---------------------------------------------------------------------------
-
-function tokenize(text) {
-  const all = text.match(/[\p{L}\p{N}]+(?:['\u2019][\p{L}]+)*|[^\s\p{L}\p{N}]/gu) ?? [];
-  return { tokens: all.slice(0, MAX_TOKENS), dropped: Math.max(0, all.length - MAX_TOKENS) };
-}
-
-// Word embedding (seeded by the word) in dimensions POS_DIMS..D-1, plus the
-// library's sinusoidal positional encoding in all D dimensions.
-function embed(module, tokens) {
-  const t = tokens.length;
-  const pe = requireFunction(module, 'positionalEncoding')(t, D);
-  if (pe.data.length !== t * D) {
-    throw new Error(`positionalEncoding(${t}, ${D}) returned ${pe.data.length} values, expected ${t * D}`);
-  }
-  const x = Float32Array.from(pe.data);
-  tokens.forEach((word, i) => {
-    const e = randn(D - POS_DIMS, 0.5, hashString(word.toLowerCase()));
-    for (let c = POS_DIMS; c < D; c++) x[i * D + c] += e[c - POS_DIMS];
-  });
-  return x;
-}
-
-// ---------------------------------------------------------------------------
-// Rendering
-// ---------------------------------------------------------------------------
+/** Rotary positions when switched on: pairs (2i, 2i+1), as the sin/cos pairs of the encoding. */
+const ROPE = { style: 'interleaved' };
 
 const ui = {};
-const state = { selected: new Set(HEADS.map((_, h) => h)), last: null };
+const state = { selected: new Set(HEADS.map((_, h) => h)), last: null, layer: null };
+
+/** The last run's numbers, for the browser test (which reads them as the page shows them). */
+export const lastRun = () => state.last;
 
 function headCard(h, run, width) {
   const head = HEADS[h];
-  const { tq, tk, probs, queries, keys } = run;
+  const { tq, tk, probs, scores, queries, keys } = run;
   const offset = h * tq * tk;
   const argmax = rowArgmax(probs, tq, tk, offset);
   const rowMax = argmax.map((j, i) => probs[offset + i * tk + j]);
   const expected = head.built ? expectedArgmax(head.pattern, tq, tk) : null;
   const matches = expected ? expected.every((e, i) => e === null || e === argmax[i]) : null;
+  // The library marks with -Infinity the scores of keys the masks hide.
+  const masked = (r, c) => scores[offset + r * tk + c] === -Infinity;
+  const colour = headColour(h, run.kvHeads);
+  const kv = kvHeadOf(h, run.kvHeads);
   const fig = heatmap({
     data: probs, offset, rows: tq, cols: tk, scale: 'prob', vmin: 0, vmax: 1, width,
     rowLabels: queries, colLabels: keys, xTitle: 'keys', yTitle: 'queries',
     label: `Attention weights of head ${h} (${head.name}): ${tq} queries by ${tk} keys`,
-    // Causal (bottom-right aligned): query i sees keys j <= i + (tk - tq).
-    isMasked: run.causal ? (r, c) => c > r + (tk - tq) : undefined,
-    describe: (r, c, v) => `"${queries[r]}" \u2192 "${keys[c]}": ${run.causal && c > r + (tk - tq) ? 'masked' : formatNumber(v, 3)}`,
+    isMasked: masked,
+    describe: (r, c, v) => `"${queries[r]}" \u2192 "${keys[c]}": ${masked(r, c) ? 'masked'
+      : `${formatNumber(v, 3)} (score ${formatNumber(scores[offset + r * tk + c], 3)})`}`,
   });
   return el('article', {
-    class: 'card head-card',
+    class: 'card head-card', style: `border-left: 4px solid ${colour}`,
     dataset: {
-      head: h, pattern: head.pattern, rows: tq, cols: tk,
+      head: h, pattern: head.pattern, rows: tq, cols: tk, kvHead: kv,
       argmax: argmax.join(','), rowmax: rowMax.map((p) => p.toFixed(4)).join(','),
       ...(expected ? { expected: expected.map((e) => (e === null ? '' : e)).join(','), matches: String(matches) } : {}),
     },
   },
   el('h3', {},
-    el('span', { class: 'swatch', style: `background:${PALETTE[h]}` }),
-    `Head ${h}`, el('span', { class: 'note' }, `· ${head.name}`),
-    el('span', { class: `pill kind ${head.built ? 'tag-built' : 'tag-random'}` }, head.built ? 'hand-built' : 'random')),
+    el('span', { class: 'swatch', style: `background:${colour}` }),
+    `Head ${h}`, el('span', { class: 'note' }, `\u00b7 ${head.name}`),
+    el('span', { class: `pill kind ${head.built ? 'tag-built' : 'tag-random'}` }, head.built ? 'hand-built' : 'random'),
+    run.kvHeads < H ? el('span', { class: 'pill kind', style: `background:${colour};color:#fff` }, `kv head ${kv}`) : null),
   fig,
   head.built ? builtNote(argmax, rowMax, expected, matches) : null);
 }
@@ -198,7 +101,7 @@ function contributionChart(run) {
       const v = norms[k][i];
       const x = margin.left + i * band + band * 0.1 + k * barW;
       svg.append(el('svg:rect', {
-        x, y: y(v), width: Math.max(1, barW - 1), height: Math.max(0, y(0) - y(v)), fill: PALETTE[h],
+        x, y: y(v), width: Math.max(1, barW - 1), height: Math.max(0, y(0) - y(v)), fill: headColour(h, run.kvHeads),
         'data-head': h, 'data-token': i, 'data-value': v.toFixed(5),
       }, el('svg:title', {}, `head ${h}, "${queries[i]}": ${formatNumber(v, 4)}`)));
     });
@@ -218,7 +121,20 @@ function contributionChart(run) {
     '\u2016z\u2095 W\u2092\u02b0\u2016 (contribution norm)'));
   container.replaceChildren(svg);
   ui.chartLegend.replaceChildren(...heads.map((h) => el('span', {},
-    el('span', { class: 'swatch', style: `background:${PALETTE[h]}` }), `head ${h} (${HEADS[h].name})`)));
+    el('span', { class: 'swatch', style: `background:${headColour(h, run.kvHeads)}` }), `head ${h} (${HEADS[h].name})`)));
+  // On a narrow screen the bars scroll sideways inside the card: say so.
+  const hidden = container.scrollWidth - container.clientWidth;
+  ui.chartHint.hidden = hidden <= 0;
+  ui.chartHint.textContent = `Swipe or scroll the chart sideways: it is ${width} px wide, for all ${tq} tokens \u2192`;
+}
+
+// Which query heads read each key/value head, in their colours.
+function kvLegend(kvHeads) {
+  if (kvHeads === H) return [];
+  return Array.from({ length: kvHeads }, (_, g) => el('span', { dataset: { kvHead: g } },
+    ...HEADS.flatMap((_, h) => (kvHeadOf(h, kvHeads) === g
+      ? [el('span', { class: 'swatch', style: `background:${headColour(h, kvHeads)}` })] : [])),
+    `kv head ${g}: heads ${HEADS.flatMap((_, h) => (kvHeadOf(h, kvHeads) === g ? [h] : [])).join(', ')}`));
 }
 
 function render() {
@@ -230,15 +146,37 @@ function render() {
   const cardWidth = Math.floor((probe - (columns - 1) * 16) / columns) - 36;
   ui.grid.replaceChildren(...heads.map((h) => headCard(h, run, cardWidth)));
   if (heads.length === 0) ui.grid.append(el('p', { class: 'note' }, 'No head selected.'));
+  ui.swatches.forEach((s, h) => { s.style.background = headColour(h, run.kvHeads); });
+  ui.kvLegend.replaceChildren(...kvLegend(run.kvHeads));
   contributionChart(run);
-  document.body.dataset.mode = run.cross ? 'cross' : 'self';
-  document.body.dataset.causal = String(run.causal);
-  document.getElementById('masked-key').hidden = !run.causal;
+  Object.assign(document.body.dataset, {
+    mode: run.cross ? 'cross' : 'self', causal: run.causal, window: run.window.join(','),
+    kvHeads: run.kvHeads, rope: String(run.rope),
+  });
+  document.getElementById('masked-key').hidden = !run.scores.includes(-Infinity);
+}
+
+// A window bound as typed: a whole number >= 0, or -1 (unbounded) for
+// anything else, so a half-typed field never reaches the library.
+function windowBound(input) {
+  const v = Number(input.value);
+  return Number.isInteger(v) && v >= 0 ? v : -1;
+}
+
+// The layer for the chosen key/value heads and positions (made again when they change).
+function layer(kvHeads, rope) {
+  const key = `${kvHeads} ${rope}`;
+  if (state.layer?.key !== key) {
+    state.layer?.mha.dispose();
+    const mha = new state.module.MultiHeadAttention({ dModel: D, numHeads: H, numKvHeads: kvHeads, ...(rope ? { rope: ROPE } : {}) });
+    mha.setWeights(buildWeights(kvHeads));
+    state.layer = { key, mha };
+  }
+  return state.layer.mha;
 }
 
 function compute() {
   const cross = ui.cross.checked;
-  const causal = !cross && ui.causal.checked;
   const a = tokenize(ui.sentence.value);
   const b = cross ? tokenize(ui.sentence2.value) : a;
   const notes = [];
@@ -247,16 +185,24 @@ function compute() {
     ui.tokenNote.textContent = 'Type at least one word in each sentence.';
     return;
   }
-  notes.push(`${a.tokens.length} query tokens${cross ? `, ${b.tokens.length} key tokens` : ''}.`);
-  ui.tokenNote.textContent = notes.join(' ');
-  const xq = embed(state.module, a.tokens);
-  const query = { data: xq, shape: [1, a.tokens.length, D] };
+  const kvHeads = Number(ui.kvHeads.value);
+  const rope = ui.rope.checked;
+  const options = { causal: ui.causal.value, window: [windowBound(ui.windowLeft), windowBound(ui.windowRight)] };
+  const query = { data: embed(state.module, a.tokens), shape: [1, a.tokens.length, D] };
   const key = cross ? { data: embed(state.module, b.tokens), shape: [1, b.tokens.length, D] } : undefined;
-  const r = state.mha.forward(query, key, undefined,
-    { causal, returnAttnWeights: true, returnPerHeadOutput: true });
+  const r = layer(kvHeads, rope).forward(query, key, undefined,
+    { ...options, returnAttnWeights: true, returnPerHeadOutput: true, returnIntermediates: true });
+  // The same heads through the library's attention on the projected (and
+  // rotated) q, k, v, for the scores the softmax took: the fused forward
+  // never stores them.
+  const { scores } = state.module.attention(r.q, r.k, r.v, { ...options, returnScores: true });
+  notes.push(`${a.tokens.length} query tokens${cross ? `, ${b.tokens.length} key tokens` : ''}; ` +
+    `K and V ${formatShape(r.k.shape)}: ${kvHeads} key/value ${kvHeads === 1 ? 'head' : 'heads'} ` +
+    `for ${H} query heads.`);
+  ui.tokenNote.textContent = notes.join(' ');
   state.last = {
-    cross, causal, tq: a.tokens.length, tk: b.tokens.length, queries: a.tokens, keys: b.tokens,
-    probs: r.attnWeights.data, perHead: r.perHeadOutput.data,
+    cross, ...options, kvHeads, rope, tq: a.tokens.length, tk: b.tokens.length, queries: a.tokens, keys: b.tokens,
+    kvShape: r.k.shape, probs: r.attnWeights.data, scores: scores.data, perHead: r.perHeadOutput.data,
   };
   render();
 }
@@ -292,22 +238,33 @@ function explainConstruction() {
 
 async function main() {
   initPage();
-  for (const id of ['sentence', 'sentence2', 'causal', 'cross']) ui[id] = document.getElementById(id);
+  for (const id of ['sentence', 'sentence2', 'causal', 'cross', 'rope']) ui[id] = document.getElementById(id);
+  ui.kvHeads = document.getElementById('kv-heads');
+  ui.windowLeft = document.getElementById('window-left');
+  ui.windowRight = document.getElementById('window-right');
   ui.grid = document.getElementById('head-grid');
   ui.chart = document.getElementById('chart');
+  ui.chartHint = document.getElementById('chart-hint');
   ui.chartLegend = document.getElementById('chart-legend');
+  ui.kvLegend = document.getElementById('kv-legend');
   ui.tokenNote = document.getElementById('token-note');
   ui.construction = document.getElementById('construction');
   const params = new URLSearchParams(location.search);
   if (params.has('text')) ui.sentence.value = params.get('text');
   if (params.has('text2')) ui.sentence2.value = params.get('text2');
-  if (params.get('causal') === '1') ui.causal.checked = true;
+  // causal=1 is the library's causal: true (bottom-right).
+  const causal = params.get('causal') === '1' ? 'bottom-right' : params.get('causal');
+  if (['none', 'top-left', 'bottom-right'].includes(causal)) ui.causal.value = causal;
   if (params.get('cross') === '1') ui.cross.checked = true;
+  if (params.get('rope') === '1') ui.rope.checked = true;
+  if (KV_CHOICES.includes(Number(params.get('kv')))) ui.kvHeads.value = params.get('kv');
+  const [left, right] = (params.get('window') ?? '').split(',');
+  if (right !== undefined) [ui.windowLeft.value, ui.windowRight.value] = [left, right];
   ui.sentence2.disabled = !ui.cross.checked;
-  ui.causal.disabled = ui.cross.checked;
 
   const picker = document.getElementById('heads');
-  HEADS.forEach((head, h) => {
+  ui.swatches = HEADS.map((head, h) => {
+    const swatch = el('span', { class: 'swatch' });
     picker.append(el('label', {},
       el('input', {
         type: 'checkbox', checked: true, 'data-head': h,
@@ -317,16 +274,14 @@ async function main() {
           render();
         },
       }),
-      el('span', { class: 'swatch', style: `background:${PALETTE[h]}` }),
-      `${h}: ${head.name}`));
+      swatch, `${h}: ${head.name}`));
+    return swatch;
   });
   document.getElementById('legend').replaceChildren(legend({ scale: 'prob', vmin: 0, vmax: 1, title: 'attention weight' }));
   explainConstruction();
 
   state.module = await attentionModule();
   showBuild(state.module);
-  state.mha = new state.module.MultiHeadAttention({ dModel: D, numHeads: H });
-  state.mha.setWeights(buildWeights());
 
   let timer = 0;
   const update = () => {
@@ -339,12 +294,10 @@ async function main() {
       }
     }, 120);
   };
-  ui.sentence.addEventListener('input', update);
-  ui.sentence2.addEventListener('input', update);
-  ui.causal.addEventListener('change', update);
+  for (const input of [ui.sentence, ui.sentence2, ui.windowLeft, ui.windowRight]) input.addEventListener('input', update);
+  for (const input of [ui.causal, ui.kvHeads, ui.rope]) input.addEventListener('change', update);
   ui.cross.addEventListener('change', () => {
     ui.sentence2.disabled = !ui.cross.checked;
-    ui.causal.disabled = ui.cross.checked;
     update();
   });
   onWidthChange(render);
