@@ -200,7 +200,7 @@ struct Attention {
       const size_t width = b.by_dots ? kL : G::kPanel;
       b.cols = (b.nq + width - 1) / width * width;
       VisibleKeys(a, b.q0, b.nq, b.key_begin, b.key_end);
-      PackScaledQueries(a, b);
+      PackScaledQueries(a, b.q0, b.nq, b.cols, b.by_dots ? 0 : G::kPanel, b.qt);
       // -FLT_MAX, not -inf: exp(m_old - m_new) stays finite while a row has
       // seen only masked keys, and such a row ends with l = 0 -> zeros.
       FillN(b.m, b.cols, -std::numeric_limits<float>::max());
@@ -220,30 +220,6 @@ struct Attention {
       if (a.probs != nullptr || a.scores != nullptr) {
         for (size_t k0 = 0; k0 < a.tk; k0 += kBk) {
           WriteProbabilities(a, b, k0, std::min(kBk, a.tk - k0));
-        }
-      }
-    }
-  }
-
-  // The block's queries times the softmax scale: rows for dot products, or
-  // Q^T as GEMM panels whose columns past the last query are zero.
-  static void PackScaledQueries(const AttentionArgs& a, const Block& b) {
-    if (b.by_dots) {
-      for (size_t i = 0; i < b.nq; ++i) {
-        const float* q = a.q + (b.q0 + i) * a.ldq;
-        for (size_t d = 0; d < a.dk; ++d) b.qt[i * a.dk + d] = q[d] * a.scale;
-      }
-      return;
-    }
-    for (size_t p = 0; p < b.cols / G::kPanel; ++p) {
-      float* panel = b.qt + p * a.dk * G::kPanel;
-      for (size_t c = 0; c < G::kPanel; ++c) {
-        const size_t i = p * G::kPanel + c;
-        if (i < b.nq) {
-          const float* q = a.q + (b.q0 + i) * a.ldq;
-          for (size_t d = 0; d < a.dk; ++d) panel[d * G::kPanel + c] = q[d] * a.scale;
-        } else {
-          for (size_t d = 0; d < a.dk; ++d) panel[d * G::kPanel + c] = 0.0f;
         }
       }
     }

@@ -71,12 +71,17 @@ struct AttentionArgs {
 };
 
 // The kernel's scalar parts, the same for every vector layer and so compiled
-// once (attention_masks.cc). The key block [k0, k0 + nk) of a query block
+// once (attention_scalar_parts.cc). The key block [k0, k0 + nk) of a query block
 // [q0, q0 + nq) is a tile S^T of nk rows of `cols` floats (cols >= nq).
 
 // Keys [begin, end) that the causal mask and the window leave visible to
 // some query of the block.
 void VisibleKeys(const AttentionArgs& a, size_t q0, size_t nq, size_t& begin, size_t& end);
+// The block's queries times the softmax scale into qt: rows [nq][dk] for
+// dot products (panel == 0), or Q^T as GEMM panels [cols / panel][dk][panel]
+// whose columns past the last query are zero.
+void PackScaledQueries(const AttentionArgs& a, size_t q0, size_t nq, size_t cols, size_t panel,
+                       float* qt);
 // Whether every key of the block is padding.
 bool AllPadding(const AttentionArgs& a, size_t k0, size_t nk);
 // Adds the additive mask and sets every hidden score of the tile to -inf.
