@@ -197,11 +197,12 @@ async function readCell(page, tensor, row, col) {
 // The walk-through's blocks against a library call of this test: for the
 // batch and head shown, cells of the tensors the page takes from the
 // library, formatted as the page formats them; scores from q and k.
-async function expectedCells(page, mode, b, h, cells) {
-  return page.evaluate(async ({ mode: m, b: bi, h: hi, cells: wanted }) => {
+async function expectedCells(page, mode, kv, b, h, cells) {
+  return page.evaluate(async ({ mode: m, kv: kvHeads, b: bi, h: hi, cells: wanted }) => {
     const { INPUTS } = await import('/web/demo/js/shapes.js');
     const { attentionModule, withMha, formatNumber } = await import('/web/demo/js/common.js');
-    const { X, MEMORY, WEIGHTS, config } = INPUTS;
+    const { X, MEMORY, weights, config: configs } = INPUTS;
+    const [WEIGHTS, config] = [weights[kvHeads], configs[kvHeads]];
     const module = await attentionModule();
     const batch = 2;
     const t = X.length / batch / config.dModel;
@@ -209,9 +210,11 @@ async function expectedCells(page, mode, b, h, cells) {
       ? { data: MEMORY, shape: [batch, MEMORY.length / batch / config.dModel, config.dModel] } : undefined;
     const r = withMha(module, config, WEIGHTS, (mha) => mha.forward({ data: X, shape: [batch, t, config.dModel] },
       memory, undefined, { returnIntermediates: true, returnAttnWeights: true }));
+    // Query head hi, or the key/value head it reads.
     const at = (x, row, col) => {
       const [, heads, rows, width] = x.shape;
-      return x.data[((bi * heads + hi) * rows + row) * width + col];
+      const head = Math.floor(hi / (config.numHeads / heads));
+      return x.data[((bi * heads + head) * rows + row) * width + col];
     };
     const dk = r.q.shape[3];
     const score = (i, j) => {
@@ -222,26 +225,26 @@ async function expectedCells(page, mode, b, h, cells) {
     const tensors = { Qh: r.q, Kh: r.k, Vh: r.v, z: r.headOutput, probs: r.attnWeights };
     return wanted.map(([id, row, col]) =>
       formatNumber(id === 'scores' ? score(row, col) : at(tensors[id], row, col), 4));
-  }, { mode, b, h, cells });
+  }, { mode, kv, b, h, cells });
 }
 
-async function checkCells(page, mode) {
-  const [b, h] = [1, 3];
+async function checkCells(page, mode, kv = 8, h = 3) {
+  const b = 1;
   await page.selectOption('#batch', String(b));
   await page.selectOption('#head', String(h));
   const last = mode === 'cross' ? 15 : 9;
   const cells = [['Qh', 2, 5], ['Kh', last, 60], ['Vh', last, 1], ['scores', 7, last],
     ['probs', 4, last], ['z', 9, 33]];
-  const want = await expectedCells(page, mode, b, h, cells);
+  const want = await expectedCells(page, mode, kv, b, h, cells);
   for (const [i, [id, row, col]] of cells.entries()) {
     assert.equal(await readCell(page, id, row, col), want[i],
-      `${mode}: ${id}[b=${b}, h=${h}, ${row}, ${col}] is not the library's value`);
+      `${mode}, ${kv} kv heads: ${id}[b=${b}, h=${h}, ${row}, ${col}] is not the library's value`);
   }
   await page.selectOption('#batch', '0');
   await page.selectOption('#head', '0');
 }
 
-test('shapes walk-through prints the right shapes, self and cross', { timeout: TIMEOUT }, async () => {
+test('shapes walk-through prints the right shapes: self, cross and grouped-query heads, on a structured example', { timeout: TIMEOUT }, async () => {
   const p = await open('shapes.html');
   assertClean(p, 'shapes');
   const self = {
@@ -285,14 +288,50 @@ test('shapes walk-through prints the right shapes, self and cross', { timeout: T
   await checkCells(p.page, 'cross');
   assert.equal(await p.page.locator('.check .pill.bad').count(), 0);
   await shoot(p.page, 'shapes-cross-1280x800');
+
+  // Grouped-query heads: 2 key/value heads, K and V [B, 2, T_k, 64]; query
+  // head h reads kv head h / 4. Outlined: what differs from 8 kv heads.
+  await p.page.click('#kv-2');
+  await p.page.waitForFunction(() => document.body.dataset.kvHeads === '2');
+  const groupedChanges = ['K', 'V', 'Kh', 'Vh'];
+  const groupedCross = { ...cross, K: '[2, 16, 128]', V: '[2, 16, 128]', Kh: '[2, 2, 16, 64]', Vh: '[2, 2, 16, 64]' };
+  await assertShapes(p.page, groupedCross, groupedChanges, 'cross, 2 kv heads');
+  await checkCells(p.page, 'cross', 2, 5);
+  await p.page.selectOption('#head', '5');
+  assert.match(await p.page.locator('[data-tensor="Kh"] .hm-readout').textContent(), /^batch 0, kv head 1 \(read by query head 5\)/);
+  await p.page.selectOption('#head', '0');
+  assert.match(await p.page.locator('[data-stage="split"] .explain').textContent(), /query head h reads key\/value head ⌊h \/ 4⌋/);
+  await shoot(p.page, 'shapes-cross-gqa-1280x800');
+  await p.page.click('#mode-self');
+  await p.page.waitForFunction(() => document.body.dataset.mode === 'self');
+  await assertShapes(p.page, { ...self, K: '[2, 10, 128]', V: '[2, 10, 128]', Kh: '[2, 2, 10, 64]', Vh: '[2, 2, 10, 64]' },
+    groupedChanges, 'self, 2 kv heads');
+  await checkCells(p.page, 'self', 2, 6);
+  assert.equal(await p.page.locator('.check .pill.bad').count(), 0);
+
+  // The example is structured: head 0 takes the previous token ("on" -> "sat"),
+  // head 1 the same word ("the" at 4 -> the three "the"s), read off the page.
+  await p.page.click('#kv-8');
+  await p.page.waitForFunction(() => document.body.dataset.kvHeads === '8');
+  assert.match(await p.page.locator('.lead').nth(1).textContent(), /A structured example, not noise/);
+  const weight = async (row, col) => Number(await readCell(p.page, 'probs', row, col));
+  assert.ok(await weight(3, 2) > 0.99, 'previous-token head: "on" -> "sat"');
+  await p.page.selectOption('#head', '1');
+  const same = (await weight(4, 0)) + (await weight(4, 4)) + (await weight(4, 7));
+  assert.ok(same > 0.95, `same-word head: "the" -> the "the"s: ${same}`);
+  assert.match(await p.page.locator('[data-tensor="probs"] .hm-readout').textContent(), /head 1 \(same word\)/);
+  await p.page.selectOption('#head', '0');
   assert.deepEqual(p.problems, []);
   await p.context.close();
 
-  const phone = await open('shapes.html?mode=cross', { viewport: PHONE });
-  assertClean(phone, 'shapes 390');
-  await assertNoHorizontalOverflow(phone.page, 'shapes 390');
-  await shoot(phone.page, 'shapes-cross-390');
-  await phone.context.close();
+  for (const [query, name] of [['mode=cross', 'shapes-cross-390'], ['mode=cross&kv=2', 'shapes-cross-gqa-390']]) {
+    const phone = await open(`shapes.html?${query}`, { viewport: PHONE });
+    assertClean(phone, name);
+    await assertNoHorizontalOverflow(phone.page, name);
+    assert.deepEqual(await labelOverlaps(phone.page), [], name);
+    await shoot(phone.page, name);
+    await phone.context.close();
+  }
 });
 
 async function headCards(page) {

@@ -1,28 +1,19 @@
 // Shapes walk-through: the worked example (B=2, T=10, d_model=512, 8 heads)
-// stage by stage, self- or cross-attention (T_k = 16).
+// stage by stage, self- or cross-attention (T_k = 16), with one key/value
+// head per query head or grouped-query heads (2 key/value heads).
 import {
-  attentionModule, initPage, el, heatmap, legend, randn, formatShape, formatNumber, showError,
+  attentionModule, initPage, el, heatmap, legend, formatShape, formatNumber, showError,
   withMha, requireFunction, onWidthChange, scaleRange, showBuild,
 } from './common.js';
+import {
+  B, T, D, H, DK, TK_CROSS, KV_CHOICES, SENTENCES, MEMORY_SENTENCES, HEADS, example,
+} from './shapes-example.js';
 
-const B = 2;
-const T = 10;
-const D = 512;
-const H = 8;
-const DK = D / H;
-const TK_CROSS = 16;
 const SHOWN_FEATURES = 64;
 
-// Inputs and weights: fixed seeds, so every visit shows the same numbers.
-const X = randn(B * T * D, 1, 1);
-const MEMORY = randn(B * TK_CROSS * D, 1, 2);
-const WS = 1 / Math.sqrt(D);
-const WEIGHTS = {
-  wQ: randn(D * D, WS, 11), wK: randn(D * D, WS, 12), wV: randn(D * D, WS, 13), wO: randn(D * D, WS, 14),
-  bQ: randn(D, 0.02, 15), bK: randn(D, 0.02, 16), bV: randn(D, 0.02, 17), bO: randn(D, 0.02, 18),
-};
-// For the browser test, which checks the blocks against its own library call.
-export const INPUTS = { X, MEMORY, WEIGHTS, config: { dModel: D, numHeads: H } };
+// The example's inputs, weights and configs, filled in once the module has
+// loaded; the browser test checks the blocks against its own library call on them.
+export const INPUTS = {};
 
 // ---------------------------------------------------------------------------
 // The page's own loops: the scores (which the fused library never stores),
@@ -44,30 +35,34 @@ function linear(x, m, k, w, n, b) {
   return out;
 }
 
-// [B, H, t, dk] -> [B, t, H*dk] (no arithmetic)
-function concatHeads(z, t) {
+// [B, heads, t, dk] -> [B, t, heads*dk] (no arithmetic)
+function concatHeads(z, t, heads = H) {
   const out = new Float32Array(z.length);
   for (let b = 0; b < B; b++) {
-    for (let h = 0; h < H; h++) {
+    for (let h = 0; h < heads; h++) {
       for (let i = 0; i < t; i++) {
-        const src = ((b * H + h) * t + i) * DK;
-        out.set(z.subarray(src, src + DK), (b * t + i) * D + h * DK);
+        const src = ((b * heads + h) * t + i) * DK;
+        out.set(z.subarray(src, src + DK), (b * t + i) * heads * DK + h * DK);
       }
     }
   }
   return out;
 }
 
-// Q_h K_h^T / sqrt(dk): [B, H, T, Tk]
-function scores(qh, kh, tk) {
+/** The key/value head query head h reads: h / (H / Hkv). */
+const kvHeadOf = (h, kvHeads) => Math.floor(h / (H / kvHeads));
+
+// Q_h K_g^T / sqrt(dk), g the kv head of h: [B, H, T, Tk]
+function scores(qh, kh, tk, kvHeads) {
   const out = new Float32Array(B * H * T * tk);
   const s = 1 / Math.sqrt(DK);
   for (let bh = 0; bh < B * H; bh++) {
+    const kvRow = Math.floor(bh / H) * kvHeads + kvHeadOf(bh % H, kvHeads);
     for (let i = 0; i < T; i++) {
       for (let j = 0; j < tk; j++) {
         let acc = 0;
         const q = (bh * T + i) * DK;
-        const k = (bh * tk + j) * DK;
+        const k = (kvRow * tk + j) * DK;
         for (let c = 0; c < DK; c++) acc += qh[q + c] * kh[k + c];
         out[(bh * T + i) * tk + j] = acc * s;
       }
@@ -98,13 +93,16 @@ function maxAbsDiff(a, b) {
 // One run: every stage's tensors
 // ---------------------------------------------------------------------------
 
-function compute(module, mode) {
+function compute(module, mode, kvHeads) {
+  const { X, MEMORY, weights, config } = INPUTS;
+  const layerWeights = weights[kvHeads];
+  const grouped = kvHeads < H;
   const cross = mode === 'cross';
   const tk = cross ? TK_CROSS : T;
   const query = { data: X, shape: [B, T, D] };
   const memory = cross ? { data: MEMORY, shape: [B, TK_CROSS, D] } : undefined;
 
-  const lib = withMha(module, { dModel: D, numHeads: H }, WEIGHTS, (mha) =>
+  const lib = withMha(module, config[kvHeads], layerWeights, (mha) =>
     mha.forward(query, memory, undefined,
       { returnAttnWeights: true, returnPerHeadOutput: true, returnIntermediates: true }));
 
@@ -114,15 +112,15 @@ function compute(module, mode) {
   const kh = lib.k.data;
   const vh = lib.v.data;
   const q = concatHeads(qh, T);
-  const k = concatHeads(kh, tk);
-  const v = concatHeads(vh, tk);
+  const k = concatHeads(kh, tk, kvHeads);
+  const v = concatHeads(vh, tk, kvHeads);
   // The scores from the library's q and k: the fused kernels never store them.
-  const s = scores(qh, kh, tk);
+  const s = scores(qh, kh, tk, kvHeads);
   const pPage = softmaxRows(s, tk);
   const p = lib.attnWeights.data;
   const z = lib.headOutput.data;
   const concat = concatHeads(z, T);
-  const outPage = linear(concat, B * T, D, WEIGHTS.wO, D, WEIGHTS.bO);
+  const outPage = linear(concat, B * T, D, layerWeights.wO, D, layerWeights.bO);
   const out = lib.output.data;
 
   // sum_h z_h W_O^h + b_O == output
@@ -131,7 +129,7 @@ function compute(module, mode) {
   for (let b = 0; b < B; b++) {
     for (let i = 0; i < T; i++) {
       for (let c = 0; c < D; c++) {
-        let acc = WEIGHTS.bO[c];
+        let acc = layerWeights.bO[c];
         for (let h = 0; h < H; h++) acc += ph[((b * H + h) * T + i) * D + c];
         summed[(b * T + i) * D + c] = acc;
       }
@@ -159,13 +157,16 @@ function compute(module, mode) {
 
   const tokens = (t) => ({ kind: 'tokens', t });
   const heads = (t) => ({ kind: 'heads', t });
-  const attn = { kind: 'attn', tk };
+  const kvHeadsView = (t) => ({ kind: 'heads', t, kvHeads });
+  const attn = { kind: 'attn', tk, keys: cross ? MEMORY_SENTENCES : SENTENCES };
+  const kvWidth = kvHeads * DK;
   return [
     {
       id: 'input', title: 'Input', formula: cross ? 'X (queries), M (memory)' : 'X',
-      explain: cross
-        ? 'Queries come from X; keys and values from the memory M, here 16 tokens of an encoder output.'
-        : 'Each of the B sequences has T tokens, each a d_model-wide vector.',
+      explain: (cross
+        ? 'Queries come from X; keys and values from the memory M, here 16 tokens of an encoder\'s input. '
+        : 'Each of the B sequences has T tokens, each a d_model-wide vector. ') +
+        'Here: words (a vector per word, seeded by it) plus the positional encoding.',
       tensors: [
         { id: 'X', name: 'X', shape: query.shape, data: X, view: tokens(T), source: 'input' },
         cross && { id: 'M', name: 'M (memory)', shape: memory.shape, data: MEMORY, view: tokens(TK_CROSS), isNew: true, source: 'input' },
@@ -175,26 +176,32 @@ function compute(module, mode) {
       id: 'project', title: 'Project to Q, K, V',
       formula: cross ? 'Q = X W_Q + b_Q,  K = M W_K + b_K,  V = M W_V + b_V'
         : 'Q = X W_Q + b_Q,  K = X W_K + b_K,  V = X W_V + b_V',
-      explain: 'Three [512, 512] projections; every head reads its own 64 of the 512 columns. ' +
+      explain: (grouped
+        ? `W_Q is [512, 512]; W_K and W_V are [512, ${kvWidth}]: ${kvHeads} key/value heads of 64 for 8 query heads. `
+        : 'Three [512, 512] projections; every head reads its own 64 of the 512 columns. ') +
         'The library returns Q, K and V already split into heads; shown here with the heads put back side by side.',
       tensors: [
         { id: 'Q', name: 'Q', shape: [B, T, D], data: q, view: tokens(T), source: 'library-merged' },
-        { id: 'K', name: 'K', shape: [B, tk, D], data: k, view: tokens(tk), source: 'library-merged' },
-        { id: 'V', name: 'V', shape: [B, tk, D], data: v, view: tokens(tk), source: 'library-merged' },
+        { id: 'K', name: 'K', shape: [B, tk, kvWidth], data: k, view: tokens(tk), source: 'library-merged' },
+        { id: 'V', name: 'V', shape: [B, tk, kvWidth], data: v, view: tokens(tk), source: 'library-merged' },
       ],
     },
     {
       id: 'split', title: 'Split into heads',
-      formula: 'reshape [B, T, H, d_k], transpose → [B, H, T, d_k]',
-      explain: 'No arithmetic: head h takes features 64h … 64h+63 of every token.',
+      formula: grouped ? 'Q → [B, H, T, d_k];  K, V → [B, H_kv, T_k, d_k]' : 'reshape [B, T, H, d_k], transpose → [B, H, T, d_k]',
+      explain: grouped
+        ? `No arithmetic: query head h takes features 64h … 64h+63 of Q; K and V have ${kvHeads} heads, and query head h ` +
+          `reads key/value head ⌊h / ${H / kvHeads}⌋ (heads 0–3 share kv head 0, heads 4–7 kv head 1).`
+        : 'No arithmetic: head h takes features 64h … 64h+63 of every token.',
       tensors: [
         { id: 'Qh', name: 'Q heads', shape: lib.q.shape, data: qh, view: heads(T), source: 'library' },
-        { id: 'Kh', name: 'K heads', shape: lib.k.shape, data: kh, view: heads(tk), source: 'library' },
-        { id: 'Vh', name: 'V heads', shape: lib.v.shape, data: vh, view: heads(tk), source: 'library' },
+        { id: 'Kh', name: grouped ? 'K kv heads' : 'K heads', shape: lib.k.shape, data: kh, view: kvHeadsView(tk), source: 'library' },
+        { id: 'Vh', name: grouped ? 'V kv heads' : 'V heads', shape: lib.v.shape, data: vh, view: kvHeadsView(tk), source: 'library' },
       ],
     },
     {
-      id: 'scores', title: 'Scores', formula: 'S_h = Q_h K_hᵀ / √d_k   (√64 = 8)',
+      id: 'scores', title: 'Scores',
+      formula: grouped ? 'S_h = Q_h K_gᵀ / √d_k,  g = ⌊h / 4⌋   (√64 = 8)' : 'S_h = Q_h K_hᵀ / √d_k   (√64 = 8)',
       explain: 'One score per (query, key) pair and head: how well query i matches key j. ' +
         'Computed on this page from the library\'s Q and K heads: the fused kernels never store the scores.',
       tensors: [{ id: 'scores', name: 'scores', shape: [B, H, T, tk], data: s, view: attn, source: 'page' }],
@@ -264,11 +271,16 @@ function viewOf(tensor, b, h) {
         xTitle: 'features', yTitle: 'tokens',
       };
     }
-    case 'heads':
+    case 'heads': {
+      // Key and value heads: the one query head h reads.
+      const [heads, head] = view.kvHeads ? [view.kvHeads, kvHeadOf(h, view.kvHeads)] : [H, h];
       return {
-        data: copy(view.t, DK, (b * H + h) * view.t * DK, DK, 0), rows: view.t, cols: DK,
-        slice: `batch ${b}, head ${h}: all ${DK} features`, xTitle: 'features of the head', yTitle: 'tokens',
+        data: copy(view.t, DK, (b * heads + head) * view.t * DK, DK, 0), rows: view.t, cols: DK,
+        slice: heads < H ? `batch ${b}, kv head ${head} (read by query head ${h}): all ${DK} features`
+          : `batch ${b}, head ${h}: all ${DK} features`,
+        xTitle: 'features of the head', yTitle: 'tokens',
       };
+    }
     case 'headsModel':
       return {
         data: copy(view.t, SHOWN_FEATURES, (b * H + h) * view.t * D, D, 0), rows: view.t, cols: SHOWN_FEATURES,
@@ -277,7 +289,8 @@ function viewOf(tensor, b, h) {
     case 'attn':
       return {
         data: copy(T, view.tk, (b * H + h) * T * view.tk, view.tk, 0), rows: T, cols: view.tk,
-        slice: `batch ${b}, head ${h}`, xTitle: 'keys (columns)', yTitle: 'queries (rows)', square: true,
+        slice: `batch ${b}, head ${h} (${HEADS[h].name})`, xTitle: 'keys (columns)', yTitle: 'queries (rows)', square: true,
+        rowLabels: SENTENCES[b], colLabels: view.keys[b],
       };
     default:
       throw new Error(`unknown view ${view.kind}`);
@@ -292,19 +305,31 @@ const SOURCES = {
   page: 'computed on this page',
 };
 
-const state = { mode: 'self', batch: 0, head: 0, results: {}, shapes: {} };
+const state = { mode: 'self', kv: H, batch: 0, head: 0, results: {}, shapes: {} };
+const key = (mode, kv) => `${mode} ${kv}`;
+
+// What the outline compares with: with one kv head per query head, the other
+// attention kind; with grouped heads, the same kind with one kv head per query head.
+function comparison() {
+  if (state.kv === H) {
+    const mode = state.mode === 'self' ? 'cross' : 'self';
+    return { shapes: state.shapes[key(mode, H)], name: mode };
+  }
+  return { shapes: state.shapes[key(state.mode, H)], name: `${H} kv heads` };
+}
 
 function render() {
-  const stages = state.results[state.mode];
-  const other = state.shapes[state.mode === 'self' ? 'cross' : 'self'] ?? {};
+  const stages = state.results[key(state.mode, state.kv)];
+  const { shapes: other, name: otherName } = comparison();
   const pipeline = document.getElementById('pipeline');
   const width = Math.min(240, pipeline.clientWidth - 40);
+  const squareWidth = Math.min(340, pipeline.clientWidth - 40);
   const changedNames = [];
   const blocks = stages.map((stage) => {
     let stageChanged = false;
     const tensors = stage.tensors.map((t) => {
       const otherShape = other[t.id];
-      const changed = t.isNew || (otherShape !== undefined && formatShape(otherShape) !== formatShape(t.shape));
+      const changed = otherShape === undefined ? Boolean(t.isNew) : formatShape(otherShape) !== formatShape(t.shape);
       if (changed) {
         stageChanged = true;
         changedNames.push(t.name);
@@ -312,8 +337,7 @@ function render() {
       const v = viewOf(t, state.batch, state.head);
       const scale = t.scale ?? 'signed';
       const [vmin, vmax] = scale === 'prob' ? [0, 1] : scaleRange('signed', v.data);
-      const note = t.isNew ? 'only in cross-attention'
-        : changed ? `${state.mode === 'self' ? 'cross' : 'self'}: ${formatShape(otherShape)}` : null;
+      const note = t.isNew ? 'only in cross-attention' : changed ? `${otherName}: ${formatShape(otherShape)}` : null;
       return el('div', {
         class: `tensor${changed ? ' changed' : ''}`,
         dataset: { tensor: t.id, shape: t.shape.join(','), changed: String(changed), source: t.source },
@@ -324,11 +348,13 @@ function render() {
         note ? el('span', { class: 'was' }, note) : null),
       heatmap({
         data: v.data, rows: v.rows, cols: v.cols, scale, vmin, vmax,
-        width, maxCell: v.square ? 22 : 5, cellHeight: v.square ? undefined : 9,
-        xTitle: v.xTitle, yTitle: v.yTitle,
+        width: v.square ? squareWidth : width, maxCell: v.square ? 22 : 5, cellHeight: v.square ? undefined : 9,
+        xTitle: v.xTitle, yTitle: v.yTitle, rowLabels: v.rowLabels, colLabels: v.colLabels,
         hint: `${v.slice}${SOURCES[t.source] ? ` · ${SOURCES[t.source]}` : ''}`,
         label: `${t.name}, ${formatShape(t.shape)}: heatmap of ${v.slice}`,
-        describe: (r, c, x) => `${v.yTitle.split(' ')[0]} ${r}, ${v.xTitle.split(' ')[0]} ${c}: ${formatNumber(x, 4)}`,
+        describe: v.rowLabels
+          ? (r, c, x) => `"${v.rowLabels[r]}" (${r}) \u2192 "${v.colLabels[c]}" (${c}): ${formatNumber(x, 4)}`
+          : (r, c, x) => `${v.yTitle.split(' ')[0]} ${r}, ${v.xTitle.split(' ')[0]} ${c}: ${formatNumber(x, 4)}`,
       }),
       legend({ scale, vmin, vmax, title: scale === 'prob' ? 'probability' : 'value' }));
     });
@@ -344,39 +370,47 @@ function render() {
   });
   pipeline.replaceChildren(...blocks);
   const summary = document.getElementById('changed-summary');
-  summary.replaceChildren(state.mode === 'self'
-    ? `Outlined: the shapes that differ in cross-attention (${changedNames.join(', ')}).`
-    : `Outlined: what changes from self-attention: ${changedNames.join(', ')}. Q, the head outputs and everything after keep T = 10 rows.`);
-  document.body.dataset.mode = state.mode;
+  summary.replaceChildren(state.kv < H
+    ? `Outlined: what grouped-query heads change from ${H} key/value heads: ${changedNames.join(', ')}. ` +
+      'Q, the scores, the weights and everything after keep all 8 heads.'
+    : state.mode === 'self'
+      ? `Outlined: the shapes that differ in cross-attention (${changedNames.join(', ')}).`
+      : `Outlined: what changes from self-attention: ${changedNames.join(', ')}. Q, the head outputs and everything after keep T = 10 rows.`);
+  Object.assign(document.body.dataset, { mode: state.mode, kvHeads: state.kv });
 }
 
-function setMode(mode) {
-  state.mode = mode;
-  document.getElementById('mode-self').setAttribute('aria-pressed', String(mode === 'self'));
-  document.getElementById('mode-cross').setAttribute('aria-pressed', String(mode === 'cross'));
+function set(change) {
+  Object.assign(state, change);
+  for (const mode of ['self', 'cross']) {
+    document.getElementById(`mode-${mode}`).setAttribute('aria-pressed', String(mode === state.mode));
+  }
+  for (const kv of KV_CHOICES) document.getElementById(`kv-${kv}`).setAttribute('aria-pressed', String(kv === state.kv));
   render();
 }
 
 async function main() {
   initPage();
   const headSelect = document.getElementById('head');
-  for (let h = 0; h < H; h++) headSelect.append(el('option', { value: h }, `h = ${h}`));
+  HEADS.forEach((head, h) => headSelect.append(el('option', { value: h }, `h = ${h}: ${head.name}`)));
   const module = await attentionModule();
   showBuild(module);
-  for (const mode of ['self', 'cross']) {
-    state.results[mode] = compute(module, mode);
-    state.shapes[mode] = Object.fromEntries(state.results[mode]
-      .flatMap((s) => s.tensors.map((t) => [t.id, t.shape])));
+  Object.assign(INPUTS, example(module));
+  for (const kv of KV_CHOICES) {
+    for (const mode of ['self', 'cross']) {
+      const stages = compute(module, mode, kv);
+      state.results[key(mode, kv)] = stages;
+      state.shapes[key(mode, kv)] = Object.fromEntries(stages.flatMap((s) => s.tensors.map((t) => [t.id, t.shape])));
+    }
   }
-  const failed = state.results.self.find((s) => s.error);
+  const failed = state.results[key('self', H)].find((s) => s.error);
   if (failed) showError(failed.error);
-  document.getElementById('mode-self').addEventListener('click', () => setMode('self'));
-  document.getElementById('mode-cross').addEventListener('click', () => setMode('cross'));
+  for (const mode of ['self', 'cross']) document.getElementById(`mode-${mode}`).addEventListener('click', () => set({ mode }));
+  for (const kv of KV_CHOICES) document.getElementById(`kv-${kv}`).addEventListener('click', () => set({ kv }));
   document.getElementById('batch').addEventListener('change', (e) => { state.batch = Number(e.target.value); render(); });
   headSelect.addEventListener('change', (e) => { state.head = Number(e.target.value); render(); });
   onWidthChange(render);
-  const wanted = new URLSearchParams(location.search).get('mode');
-  setMode(wanted === 'cross' ? 'cross' : 'self');
+  const params = new URLSearchParams(location.search);
+  set({ mode: params.get('mode') === 'cross' ? 'cross' : 'self', kv: KV_CHOICES.includes(Number(params.get('kv'))) ? Number(params.get('kv')) : H });
   if (!failed) document.body.dataset.state = 'ready';
 }
 
