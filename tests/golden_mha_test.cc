@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <tuple>
 
 #include "golden.h"
 #include "reference/attention_reference.h"
@@ -33,30 +32,23 @@ TEST_P(GoldenMha, Reference) {
                                             in.key, in.value, in.options));
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, GoldenMha,
-                         ::testing::ValuesIn(GoldenCaseNames("mha")),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenMha, ::testing::ValuesIn(GoldenCaseNames("mha")),
+                         CaseParamName);
 
 // Every case on every table: "<table>_<case>".
-class GoldenMhaOnTable
-    : public ::testing::TestWithParam<std::tuple<const KernelTable*, std::string>> {};
+class GoldenMhaOnTable : public TableCaseTest {};
 
 TEST_P(GoldenMhaOnTable, MatchesGolden) {
-  const auto& [table, name] = GetParam();
-  const GoldenCase c = LoadGoldenCase(name);
+  const GoldenCase c = LoadGoldenCase(case_name());
   const MhaCaseInputs in = MhaInputs(c);
-  MultiHeadAttention mha(in.config, *table);
+  MultiHeadAttention mha(in.config, table());
   mha.SetWeights(in.weights);
   ExpectMatchesGolden(c, mha.Forward(in.query, in.key, in.value, in.options));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenMhaOnTable,
-                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
-                                            ::testing::ValuesIn(GoldenCaseNames("mha"))),
-                         [](const auto& info) {
-                           return TableTestName(*std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         ::testing::ValuesIn(OnEveryTable(GoldenCaseNames("mha"))),
+                         TableCaseParamName);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "golden.h"
@@ -78,17 +77,14 @@ TEST_P(GoldenMhaVariantReference, MatchesGolden) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenMhaVariantReference,
-                         ::testing::ValuesIn(GoldenCaseNames("mha_variant")),
-                         [](const auto& info) { return info.param; });
+                         ::testing::ValuesIn(GoldenCaseNames("mha_variant")), CaseParamName);
 
-using Param = std::tuple<const KernelTable*, std::string>;
-class GoldenMhaVariant : public ::testing::TestWithParam<Param> {};
+class GoldenMhaVariant : public TableCaseTest {};
 
 TEST_P(GoldenMhaVariant, MatchesGolden) {
-  const auto& [table, name] = GetParam();
-  const VariantCase v = Load(name);
+  const VariantCase v = Load(case_name());
   ASSERT_NE(v.c.config.at("self_attention"), 0) << "cross-attention variants: add them here";
-  MultiHeadAttention mha(v.config, *table);
+  MultiHeadAttention mha(v.config, table());
   mha.SetWeights(v.weights);
   const MhaResult r = mha.Forward(v.query, v.options);
   EXPECT_TRUE(AllNear(r.output, v.c.Tensor("output").f32, v.c.tolerance)) << "output";
@@ -97,12 +93,8 @@ TEST_P(GoldenMhaVariant, MatchesGolden) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenMhaVariant,
-                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
-                                            ::testing::ValuesIn(GoldenCaseNames("mha_variant"))),
-                         [](const auto& info) {
-                           return TableTestName(*std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         ::testing::ValuesIn(OnEveryTable(GoldenCaseNames("mha_variant"))),
+                         TableCaseParamName);
 
 // The causal cases that start at position 0: a prompt a cache can replay.
 std::vector<std::string> CausalPrompts() {
@@ -116,14 +108,13 @@ std::vector<std::string> CausalPrompts() {
   return names;
 }
 
-class GoldenMhaVariantDecoding : public ::testing::TestWithParam<Param> {};
+class GoldenMhaVariantDecoding : public TableCaseTest {};
 
 // Decoding one token at a time through the cache (which holds only the
 // key/value heads) gives the full causal forward's rows.
 TEST_P(GoldenMhaVariantDecoding, TokenByTokenEqualsTheFullForward) {
-  const auto& [table, name] = GetParam();
-  const VariantCase v = Load(name);
-  MultiHeadAttention mha(v.config, *table);
+  const VariantCase v = Load(case_name());
+  MultiHeadAttention mha(v.config, table());
   mha.SetWeights(v.weights);
   MhaOptions plain = v.options;
   plain.need_weights = false;
@@ -139,12 +130,7 @@ TEST_P(GoldenMhaVariantDecoding, TokenByTokenEqualsTheFullForward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenMhaVariantDecoding,
-                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
-                                            ::testing::ValuesIn(CausalPrompts())),
-                         [](const auto& info) {
-                           return TableTestName(*std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         ::testing::ValuesIn(OnEveryTable(CausalPrompts())), TableCaseParamName);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -659,14 +659,10 @@ TEST_P(KVCacheErrors, IncrementalBeforeSetWeights) {
   EXPECT_EQ(cache.length(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, KVCacheGolden,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, KVCacheRandom,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, PrecomputedKVTest,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, KVCacheErrors,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(KVCacheGolden);
+INSTANTIATE_ON_EVERY_TABLE(KVCacheRandom);
+INSTANTIATE_ON_EVERY_TABLE(PrecomputedKVTest);
+INSTANTIATE_ON_EVERY_TABLE(KVCacheErrors);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -103,8 +103,7 @@ TEST(GoldenLayers, PositionalEncoding) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, GoldenLayersOnTable,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(GoldenLayersOnTable);
 
 }  // namespace
 }  // namespace simd_attention::testing

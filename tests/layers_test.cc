@@ -451,8 +451,7 @@ TEST_P(LayerVariants, GroupedQueryHeadsAndRotaryPositions) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, LayerVariants, ::testing::ValuesIn(AllKernelTables()),
-                         TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(LayerVariants);
 
 class DecoderPrecomputed : public TableTest {};
 
@@ -625,20 +624,13 @@ TEST_P(LayerErrors, ForwardBeforeSetWeights) {
                                            {"SetWeights"}));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, LayersVsReference,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, ElementwiseKernels,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, DecoderGolden,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, DecoderIncremental,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, DecoderPrecomputed,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, LayerErrors,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, LayerWeightErrors,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(LayersVsReference);
+INSTANTIATE_ON_EVERY_TABLE(ElementwiseKernels);
+INSTANTIATE_ON_EVERY_TABLE(DecoderGolden);
+INSTANTIATE_ON_EVERY_TABLE(DecoderIncremental);
+INSTANTIATE_ON_EVERY_TABLE(DecoderPrecomputed);
+INSTANTIATE_ON_EVERY_TABLE(LayerErrors);
+INSTANTIATE_ON_EVERY_TABLE(LayerWeightErrors);
 
 }  // namespace
 }  // namespace simd_attention::testing

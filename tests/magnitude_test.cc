@@ -184,8 +184,7 @@ TEST(Eps, OneRuleForLayersAndLayerNorm) {
                                                 {"config.eps: expected a finite number > 0"}));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, Magnitude, ::testing::ValuesIn(testing::AllKernelTables()),
-                         testing::TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(Magnitude);
 
 }  // namespace
 }  // namespace simd_attention

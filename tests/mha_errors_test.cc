@@ -281,10 +281,8 @@ TEST_P(MhaErrors, PlusInfinityInAttnMask) {
   ExpectOptionsRejected(options, {"attn_mask", "element 7", "+Infinity"});
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, MhaErrors,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
-INSTANTIATE_TEST_SUITE_P(AllTables, MhaUsageErrorsOnTable,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(MhaErrors);
+INSTANTIATE_ON_EVERY_TABLE(MhaUsageErrorsOnTable);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -456,8 +456,7 @@ TEST_P(MhaProperties, IntermediatesFollowTheStages) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, MhaProperties,
-                         ::testing::ValuesIn(AllKernelTables()), TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(MhaProperties);
 
 }  // namespace
 }  // namespace simd_attention::testing

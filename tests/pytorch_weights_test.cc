@@ -111,9 +111,8 @@ TEST_P(GoldenPyTorch, ReproducesTheGoldenOutputs) {
       << "per_head_output";
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, GoldenPyTorch,
-                         ::testing::ValuesIn(GoldenCaseNames("mha")),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenPyTorch, ::testing::ValuesIn(GoldenCaseNames("mha")),
+                         CaseParamName);
 
 // A small config with random-free weights: values do not matter here.
 struct Small {

@@ -9,7 +9,6 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "golden.h"
@@ -117,18 +116,15 @@ TEST_P(GoldenSdpaReference, MatchesGolden) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenSdpaReference,
-                         ::testing::ValuesIn(GoldenCaseNames("attention")),
-                         [](const auto& info) { return info.param; });
+                         ::testing::ValuesIn(GoldenCaseNames("attention")), CaseParamName);
 
 // Every case on every table, head-major and token-major: "<table>_<case>".
-class GoldenSdpaOnTable
-    : public ::testing::TestWithParam<std::tuple<const KernelTable*, std::string>> {};
+class GoldenSdpaOnTable : public TableCaseTest {};
 
 TEST_P(GoldenSdpaOnTable, MatchesGolden) {
-  const auto& [table, name] = GetParam();
-  const GoldenCase c = LoadGoldenCase(name);
+  const GoldenCase c = LoadGoldenCase(case_name());
   const GoldenSdpa in = SdpaInputs(c);
-  ScaledDotProductAttention sdpa({}, *table);
+  ScaledDotProductAttention sdpa({}, table());
   const SdpaResult r = sdpa.Forward(in.q, in.k, in.v, in.options);
   const std::vector<float>& output = c.Tensor("output").f32;
   EXPECT_TRUE(AllNear(r.output, output, c.tolerance)) << "output";
@@ -150,12 +146,8 @@ TEST_P(GoldenSdpaOnTable, MatchesGolden) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenSdpaOnTable,
-                         ::testing::Combine(::testing::ValuesIn(AllKernelTables()),
-                                            ::testing::ValuesIn(GoldenCaseNames("attention"))),
-                         [](const auto& info) {
-                           return TableTestName(*std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         ::testing::ValuesIn(OnEveryTable(GoldenCaseNames("attention"))),
+                         TableCaseParamName);
 
 // A random problem: q [B, H, Tq, d], k [B, Hkv, Tk, d], v [B, Hkv, Tk, dv].
 struct Problem {
@@ -451,8 +443,7 @@ TEST_P(Sdpa, BadInput) {
   EXPECT_EQ(sdpa.Forward(ok.q.View(), ok.k.View(), ok.v.View()).output.size(), 2u * 6 * 5 * 8);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, Sdpa, ::testing::ValuesIn(AllKernelTables()),
-                         TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(Sdpa);
 
 }  // namespace
 }  // namespace simd_attention::testing

@@ -26,6 +26,22 @@ std::string TableParamName(const ::testing::TestParamInfo<const KernelTable*>& i
   return TableTestName(*info.param);
 }
 
+std::vector<TableAndCase> OnEveryTable(const std::vector<std::string>& names) {
+  std::vector<TableAndCase> params;
+  for (const KernelTable* table : AllKernelTables()) {
+    for (const std::string& name : names) params.emplace_back(table, name);
+  }
+  return params;
+}
+
+std::string TableCaseParamName(const ::testing::TestParamInfo<TableAndCase>& info) {
+  return TableTestName(*std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+}
+
+std::string CaseParamName(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param;
+}
+
 ::testing::AssertionResult AllNear(std::span<const float> actual,
                                    std::span<const float> expected,
                                    double tolerance) {

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "dispatch/kernel_table.h"
@@ -24,8 +25,7 @@ std::string TableTestName(const KernelTable& table);
 // own that --gtest_filter=*AVX2* or ctest -R AVX2 selects:
 //   class Suite : public TableTest {};
 //   TEST_P(Suite, Name) { ... table() ... }
-//   INSTANTIATE_TEST_SUITE_P(AllTables, Suite, ::testing::ValuesIn(AllKernelTables()),
-//                            TableParamName);
+//   INSTANTIATE_ON_EVERY_TABLE(Suite);
 class TableTest : public ::testing::TestWithParam<const KernelTable*> {
  protected:
   const KernelTable& table() const { return *GetParam(); }
@@ -33,6 +33,28 @@ class TableTest : public ::testing::TestWithParam<const KernelTable*> {
 
 // Name generator of INSTANTIATE_TEST_SUITE_P for a table parameter.
 std::string TableParamName(const ::testing::TestParamInfo<const KernelTable*>& info);
+
+// Instantiates a TableTest suite once per table, "AllTables/<Suite>.<Test>/<table>".
+#define INSTANTIATE_ON_EVERY_TABLE(Suite)                                                  \
+  INSTANTIATE_TEST_SUITE_P(AllTables, Suite,                                               \
+                           ::testing::ValuesIn(::simd_attention::testing::AllKernelTables()), \
+                           ::simd_attention::testing::TableParamName)
+
+// Tests run for every named case (a golden case, a shape) on every table.
+using TableAndCase = std::tuple<const KernelTable*, std::string>;
+class TableCaseTest : public ::testing::TestWithParam<TableAndCase> {
+ protected:
+  const KernelTable& table() const { return *std::get<0>(GetParam()); }
+  const std::string& case_name() const { return std::get<1>(GetParam()); }
+};
+
+// Every table paired with every name, tables outermost.
+std::vector<TableAndCase> OnEveryTable(const std::vector<std::string>& names);
+
+// Name generators: "<table>_<case>" for a TableCaseTest, the case itself for
+// a test parameterized by case name alone.
+std::string TableCaseParamName(const ::testing::TestParamInfo<TableAndCase>& info);
+std::string CaseParamName(const ::testing::TestParamInfo<std::string>& info);
 
 // Asserts |actual - expected| <= tolerance everywhere; reports the worst.
 ::testing::AssertionResult AllNear(std::span<const float> actual,

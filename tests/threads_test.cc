@@ -170,8 +170,7 @@ TEST(ThreadPool, RunsEveryIndexOnceOnEveryThreadCount) {
   EXPECT_THROW(ThreadPool(0), std::invalid_argument);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTables, Threads, ::testing::ValuesIn(testing::AllKernelTables()),
-                         testing::TableParamName);
+INSTANTIATE_ON_EVERY_TABLE(Threads);
 #else
 // A wasm build without threads runs everything on the caller and says so
 // when asked for more.
