@@ -94,20 +94,40 @@ GoldenCase LoadGoldenCase(const std::string& name) {
   return c;
 }
 
-MhaCaseInputs MhaInputs(const GoldenCase& c) {
-  MhaCaseInputs in;
-  in.config.d_model = c.Config("d_model");
-  in.config.num_heads = c.Config("num_heads");
-  in.config.kdim = c.Config("kdim");
-  in.config.vdim = c.Config("vdim");
-  in.config.head_dim_v = c.Config("head_dim_v");
-  in.config.bias = c.Config("bias") != 0;
+MhaConfig GoldenMhaConfig(const GoldenCase& c) {
+  MhaConfig config;
+  config.d_model = c.Config("d_model");
+  config.num_heads = c.Config("num_heads");
+  config.head_dim = c.Config("head_dim");
+  config.head_dim_v = c.Config("head_dim_v");
+  config.bias = c.Config("bias") != 0;
+  // `mha` cases name the key and value widths, `mha_variant` cases the
+  // key/value heads and rotary positions; what a case leaves out is default.
+  auto optional = [&](const char* key) { return c.config.count(key) ? c.Config(key) : 0; };
+  config.kdim = optional("kdim");
+  config.vdim = optional("vdim");
+  config.num_kv_heads = optional("num_kv_heads");
+  if (c.config_text.count("rope.style")) {
+    config.rope.style =
+        c.config_text.at("rope.style") == "half" ? RopeStyle::kHalf : RopeStyle::kInterleaved;
+    config.rope.base = c.config.at("rope.base");
+    config.rope.rotary_dim = c.Config("rope.rotary_dim");
+  }
+  return config;
+}
+
+MhaWeights GoldenMhaWeights(const GoldenCase& c) {
   auto f = [&](const char* name) -> std::span<const float> {
     return c.Has(name) ? std::span<const float>(c.Tensor(name).f32)
                        : std::span<const float>();
   };
-  in.weights = {f("w_q"), f("w_k"), f("w_v"), f("w_o"),
-                f("b_q"), f("b_k"), f("b_v"), f("b_o")};
+  return {f("w_q"), f("w_k"), f("w_v"), f("w_o"), f("b_q"), f("b_k"), f("b_v"), f("b_o")};
+}
+
+MhaCaseInputs MhaInputs(const GoldenCase& c) {
+  MhaCaseInputs in;
+  in.config = GoldenMhaConfig(c);
+  in.weights = GoldenMhaWeights(c);
   auto tensor = [&](const char* name) {
     const GoldenTensor& t = c.Tensor(name);
     return Tensor3{t.f32, t.shape[0], t.shape[1], t.shape[2]};

@@ -37,6 +37,11 @@ std::string GoldenDir();
 std::vector<std::string> GoldenCaseNames(const std::string& kind);
 GoldenCase LoadGoldenCase(const std::string& name);
 
+// An `mha` or `mha_variant` case's configuration, and its weights as views
+// into `c` (the biases empty where the case has none).
+MhaConfig GoldenMhaConfig(const GoldenCase& c);
+MhaWeights GoldenMhaWeights(const GoldenCase& c);
+
 // An `mha` case as API arguments; the views point into `c`.
 struct MhaCaseInputs {
   MhaConfig config;

@@ -26,26 +26,8 @@ struct VariantCase {
 VariantCase Load(const std::string& name) {
   VariantCase v{LoadGoldenCase(name)};
   const GoldenCase& c = v.c;
-  v.config.d_model = c.Config("d_model");
-  v.config.num_heads = c.Config("num_heads");
-  v.config.num_kv_heads = c.Config("num_kv_heads");
-  v.config.head_dim = c.Config("head_dim");
-  v.config.head_dim_v = c.Config("head_dim_v");
-  v.config.bias = c.Config("bias") != 0;
-  if (c.config_text.count("rope.style")) {
-    v.config.rope.style =
-        c.config_text.at("rope.style") == "half" ? RopeStyle::kHalf : RopeStyle::kInterleaved;
-    v.config.rope.base = c.config.at("rope.base");
-    v.config.rope.rotary_dim = c.Config("rope.rotary_dim");
-  }
-  auto f = [&](const char* t) { return std::span<const float>(c.Tensor(t).f32); };
-  v.weights = {f("w_q"), f("w_k"), f("w_v"), f("w_o")};
-  if (v.config.bias) {
-    v.weights.b_q = f("b_q");
-    v.weights.b_k = f("b_k");
-    v.weights.b_v = f("b_v");
-    v.weights.b_o = f("b_o");
-  }
+  v.config = GoldenMhaConfig(c);
+  v.weights = GoldenMhaWeights(c);
   const GoldenTensor& q = c.Tensor("query");
   v.query = {q.f32, q.shape[0], q.shape[1], q.shape[2]};
   const std::string causal = c.config_text.at("causal");
