@@ -166,6 +166,17 @@ class Sdpa : public TableTest {
     ScaledDotProductAttention sdpa({}, table());
     return sdpa.Forward(p.q.View(), p.k.View(), p.v.View(), o);
   }
+
+  // Two ways of saying the same attention: outputs and probabilities must be
+  // bit-identical, since the kernels see the same visible keys either way.
+  // Returns the first result for further checks.
+  SdpaResult ExpectIdentical(const Problem& pa, SdpaOptions a, const Problem& pb, SdpaOptions b) {
+    a.need_weights = b.need_weights = true;
+    const SdpaResult ra = Run(pa, a), rb = Run(pb, b);
+    EXPECT_EQ(ra.output, rb.output);
+    EXPECT_EQ(ra.attn_weights, rb.attn_weights);
+    return ra;
+  }
 };
 
 // Every option alone and combined, over sizes that cross query blocks (32),
@@ -247,10 +258,7 @@ TEST_P(Sdpa, GroupedQueryEqualsExpandedHeads) {
   }
   SdpaOptions o;
   o.causal = CausalAlignment::kBottomRight;
-  o.need_weights = true;
-  const SdpaResult a = Run(p, o), b = Run(expanded, o);
-  EXPECT_EQ(a.output, b.output);
-  EXPECT_EQ(a.attn_weights, b.attn_weights);
+  ExpectIdentical(p, o, expanded, o);
 }
 
 // With Hkv = H, the heads are MultiHeadAttention's: its projected q, k, v
@@ -283,13 +291,11 @@ TEST_P(Sdpa, UnboundedWindowEqualsNone) {
   std::mt19937 rng(3);
   const Problem p = RandomSdpa(1, 2, 2, 50, 90, 16, 16, rng);
   for (CausalAlignment causal : {CausalAlignment::kNone, CausalAlignment::kTopLeft}) {
-    SdpaOptions none, unbounded;
-    none.causal = unbounded.causal = causal;
-    none.need_weights = unbounded.need_weights = true;
+    SdpaOptions none;
+    none.causal = causal;
+    SdpaOptions unbounded = none;
     unbounded.window = {-1, -1};
-    const SdpaResult a = Run(p, none), b = Run(p, unbounded);
-    EXPECT_EQ(a.output, b.output);
-    EXPECT_EQ(a.attn_weights, b.attn_weights);
+    ExpectIdentical(p, none, p, unbounded);
   }
 }
 
@@ -300,10 +306,7 @@ TEST_P(Sdpa, CausalEqualsWindowWithNoKeysAhead) {
   SdpaOptions causal, window;
   causal.causal = CausalAlignment::kTopLeft;
   window.window = {-1, 0};
-  causal.need_weights = window.need_weights = true;
-  const SdpaResult a = Run(p, causal), b = Run(p, window);
-  EXPECT_EQ(a.output, b.output);
-  EXPECT_EQ(a.attn_weights, b.attn_weights);
+  ExpectIdentical(p, causal, p, window);
 }
 
 TEST_P(Sdpa, BooleanMaskEqualsAdditiveTwin) {
@@ -319,10 +322,7 @@ TEST_P(Sdpa, BooleanMaskEqualsAdditiveTwin) {
   b.bool_mask = allowed;
   a.attn_mask = additive;
   b.bool_mask_shape = a.attn_mask_shape = {2, 2, 35, 80};
-  b.need_weights = a.need_weights = true;
-  const SdpaResult rb = Run(p, b), ra = Run(p, a);
-  EXPECT_EQ(rb.output, ra.output);
-  EXPECT_EQ(rb.attn_weights, ra.attn_weights);
+  ExpectIdentical(p, b, p, a);
 }
 
 TEST_P(Sdpa, LengthsEqualKeyPadding) {
@@ -336,10 +336,7 @@ TEST_P(Sdpa, LengthsEqualKeyPadding) {
   SdpaOptions l, k;
   l.kv_lengths = lengths;
   k.key_padding_mask = padding;
-  l.need_weights = k.need_weights = true;
-  const SdpaResult a = Run(p, l), b = Run(p, k);
-  EXPECT_EQ(a.output, b.output);
-  EXPECT_EQ(a.attn_weights, b.attn_weights);
+  const SdpaResult a = ExpectIdentical(p, l, p, k);
   // Batch item 1 has no key: zeros, not NaN.
   for (size_t i = 20 * 2 * 8; i < 2 * 20 * 2 * 8; ++i) ASSERT_EQ(a.output[i], 0.0f) << i;
 }
