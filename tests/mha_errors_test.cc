@@ -99,23 +99,33 @@ class MhaErrors : public TableTest {
   MultiHeadAttention mha_;
 };
 
-TEST(MhaConfigErrors, DModelNotDivisibleByHeads) {
+// A config the constructor refuses, and what its message must say: the
+// argument, the rule it breaks and the value given.
+struct BadConfig {
+  const char* name;
+  size_t d_model, num_heads;
+  const char* argument;
+  const char* rule;
+  const char* given;
+};
+
+constexpr BadConfig kBadConfigs[] = {
+    {"DModelNotDivisibleByHeads", 10, 3, "d_model", "num_heads (3)", "got 10"},
+    {"ZeroHeads", 8, 0, "num_heads", "> 0", "got 0"},
+    {"ZeroDModel", 0, 2, "d_model", "> 0", "got 0"},
+};
+
+class MhaConfigErrors : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(MhaConfigErrors, Rejected) {
+  const BadConfig& c = GetParam();
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [] { MultiHeadAttention mha(Config(10, 3)); },
-      {"d_model", "num_heads (3)", "got 10"}));
+      [&] { MultiHeadAttention mha(Config(c.d_model, c.num_heads)); },
+      {c.argument, c.rule, c.given}));
 }
 
-TEST(MhaConfigErrors, ZeroHeads) {
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [] { MultiHeadAttention mha(Config(8, 0)); },
-      {"num_heads", "> 0", "got 0"}));
-}
-
-TEST(MhaConfigErrors, ZeroDModel) {
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [] { MultiHeadAttention mha(Config(0, 2)); },
-      {"d_model", "> 0", "got 0"}));
-}
+INSTANTIATE_TEST_SUITE_P(Configs, MhaConfigErrors, ::testing::ValuesIn(kBadConfigs),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MhaUsageErrors, UnknownBackendName) {
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
