@@ -37,11 +37,17 @@ void ExpectSameResult(const MhaResult& a, const MhaResult& b, size_t threads) {
   EXPECT_EQ(a.head_output, b.head_output) << threads << " threads";
 }
 
-MhaResult ForwardOn(const MhaProblem& p, const KernelTable& table, std::shared_ptr<ThreadPool> pool,
-              const MhaOptions& o) {
-  MultiHeadAttention mha(p.config, table, std::move(pool));
-  mha.SetWeights(p.weights.View());
-  return mha.Forward(p.query.View(), p.key.View(), p.value.View(), o);
+void ExpectSameResult(const std::vector<float>& a, const std::vector<float>& b, size_t threads) {
+  EXPECT_EQ(a, b) << threads << " threads";
+}
+
+// `run(pool)` gives on a pool of every count what it gives on one thread.
+template <class Run>
+void ExpectSameOnEveryPool(Run run) {
+  const auto want = run(SplittingPool(1));
+  for (const size_t threads : kThreadCounts) {
+    ExpectSameResult(run(SplittingPool(threads)), want, threads);
+  }
 }
 
 TEST_P(Threads, GoldenCasesAreBitIdentical) {
@@ -50,14 +56,11 @@ TEST_P(Threads, GoldenCasesAreBitIdentical) {
     const testing::MhaCaseInputs in = testing::MhaInputs(c);
     MhaOptions o = in.options;
     o.need_weights = o.need_per_head_output = o.need_intermediates = true;
-    MultiHeadAttention one(in.config, table(), SplittingPool(1));
-    one.SetWeights(in.weights);
-    const MhaResult want = one.Forward(in.query, in.key, in.value, o);
-    for (const size_t threads : kThreadCounts) {
-      MultiHeadAttention mha(in.config, table(), SplittingPool(threads));
+    ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
+      MultiHeadAttention mha(in.config, table(), std::move(pool));
       mha.SetWeights(in.weights);
-      ExpectSameResult(mha.Forward(in.query, in.key, in.value, o), want, threads);
-    }
+      return mha.Forward(in.query, in.key, in.value, o);
+    });
   }
 }
 
@@ -80,10 +83,11 @@ TEST_P(Threads, RandomProblemsWithEveryMaskAreBitIdentical) {
         additive = testing::RandomAdditiveMask(2 * 5 * 75 * 97, 0.2, rng);
         o.attn_mask = additive;
       }
-      const MhaResult want = ForwardOn(p, table(), SplittingPool(1), o);
-      for (const size_t threads : kThreadCounts) {
-        ExpectSameResult(ForwardOn(p, table(), SplittingPool(threads), o), want, threads);
-      }
+      ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
+        MultiHeadAttention mha(p.config, table(), std::move(pool));
+        mha.SetWeights(p.weights.View());
+        return mha.Forward(p.query.View(), p.key.View(), p.value.View(), o);
+      });
     }
   }
 }
@@ -94,7 +98,7 @@ TEST_P(Threads, IncrementalDecodingIsBitIdentical) {
   const testing::OwnedWeights w = testing::RandomWeights(testing::Resolve(config), rng);
   const testing::OwnedTensor prompt = testing::RandomTensor(2, 40, 48, rng);
   const testing::OwnedTensor step = testing::RandomTensor(2, 1, 48, rng);
-  auto decode = [&](std::shared_ptr<ThreadPool> pool) {
+  ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
     MultiHeadAttention mha(config, table(), std::move(pool));
     mha.SetWeights(w.View());
     KVCache cache = mha.CreateKVCache(2, 48);
@@ -104,11 +108,7 @@ TEST_P(Threads, IncrementalDecodingIsBitIdentical) {
       out.insert(out.end(), o.begin(), o.end());
     }
     return out;
-  };
-  const std::vector<float> want = decode(SplittingPool(1));
-  for (const size_t threads : kThreadCounts) {
-    EXPECT_EQ(decode(SplittingPool(threads)), want) << threads << " threads";
-  }
+  });
 }
 
 TEST_P(Threads, LayersAreBitIdentical) {
@@ -125,7 +125,7 @@ TEST_P(Threads, LayersAreBitIdentical) {
   for (const bool norm_first : {false, true}) {
     LayerConfig c{.d_model = d, .num_heads = 4, .ffn_dim = f, .norm_first = norm_first,
                   .activation = Activation::kGeluErf};
-    auto run = [&](std::shared_ptr<ThreadPool> pool) {
+    ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
       TransformerEncoderLayer enc(c, table(), pool);
       enc.SetWeights(self.View(), {w1, b1, w2, b2}, {g, be}, {g, be});
       TransformerDecoderLayer dec(c, table(), pool);
@@ -134,11 +134,7 @@ TEST_P(Threads, LayersAreBitIdentical) {
       const std::vector<float> o = dec.Forward(x.View(), memory.View());
       out.insert(out.end(), o.begin(), o.end());
       return out;
-    };
-    const std::vector<float> want = run(SplittingPool(1));
-    for (const size_t threads : kThreadCounts) {
-      EXPECT_EQ(run(SplittingPool(threads)), want) << threads << " threads";
-    }
+    });
   }
 }
 
