@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "golden.h"
@@ -35,9 +37,14 @@ MhaConfig SelfConfig(size_t d_model, size_t num_heads) {
   return c;
 }
 
-MhaOptions CausalWithWeights() {
+MhaOptions Causal() {
   MhaOptions o;
   o.causal = true;
+  return o;
+}
+
+MhaOptions CausalWithWeights() {
+  MhaOptions o = Causal();
   o.need_weights = true;
   return o;
 }
@@ -161,24 +168,31 @@ class KVCacheRandom : public TableTest {
     return TokenRows(full, kBatch, kTokens, kDModel, begin, n);
   }
 
+  // Tokens begin..kTokens-1 of X fed one at a time into `cache`: each step
+  // gives its row of the straight causal run.
+  void ExpectTokenByTokenFrom(size_t begin, MultiHeadAttention& mha, KVCache& cache,
+                              const MhaResult& straight) const {
+    for (size_t t = begin; t < kTokens; ++t) {
+      SCOPED_TRACE("token " + std::to_string(t));
+      const MhaResult step = mha.ForwardIncremental(Tokens(X(), t, 1).View(), cache);
+      EXPECT_TRUE(AllNear(step.output, Rows(straight.output, t, 1), kTol));
+    }
+  }
+
   MhaProblem problem_;
   OwnedTensor draft_;
 };
 
 TEST_P(KVCacheRandom, FullCausalForwardMatchesReference) {
   // The anchor for the other tests here: the full run itself is right.
-  MhaOptions causal;
-  causal.causal = true;
-  const MhaResult expected = RunReference(problem_, causal);
+  const MhaResult expected = RunReference(problem_, Causal());
   MultiHeadAttention mha = Make(table());
-  ExpectResultNear(mha.Forward(X(), causal), expected, kRefTol);
+  ExpectResultNear(mha.Forward(X(), Causal()), expected, kRefTol);
 }
 
 TEST_P(KVCacheRandom, PrefixTruncateContinueEqualsStraightRun) {
   MultiHeadAttention mha = Make(table());
-  MhaOptions causal;
-  causal.causal = true;
-  const MhaResult straight = mha.Forward(X(), causal);
+  const MhaResult straight = mha.Forward(X(), Causal());
 
   KVCache cache = mha.CreateKVCache(kBatch, kTokens);
   const MhaResult all = mha.ForwardIncremental(X(), cache);
@@ -200,9 +214,7 @@ TEST_P(KVCacheRandom, RejectedDraftIsForgottenAfterTruncate) {
   // Speculative decoding: 4 draft tokens are appended, rejected by rolling
   // back, and the real tokens follow. Nothing of the draft may leak in.
   MultiHeadAttention mha = Make(table());
-  MhaOptions causal;
-  causal.causal = true;
-  const MhaResult straight = mha.Forward(X(), causal);
+  const MhaResult straight = mha.Forward(X(), Causal());
 
   KVCache cache = mha.CreateKVCache(kBatch, kTokens);
   mha.ForwardIncremental(Tokens(X(), 0, 6).View(), cache);
@@ -210,11 +222,7 @@ TEST_P(KVCacheRandom, RejectedDraftIsForgottenAfterTruncate) {
   // The draft changed the answer, so agreement below is not vacuous.
   EXPECT_FALSE(AllNear(draft.output, Rows(straight.output, 6, 4), 1e-3));
   cache.Truncate(6);
-  for (size_t t = 6; t < kTokens; ++t) {
-    SCOPED_TRACE("token " + std::to_string(t));
-    const MhaResult step = mha.ForwardIncremental(Tokens(X(), t, 1).View(), cache);
-    EXPECT_TRUE(AllNear(step.output, Rows(straight.output, t, 1), kTol));
-  }
+  ExpectTokenByTokenFrom(6, mha, cache, straight);
 }
 
 TEST_P(KVCacheRandom, ResetThenReuseStartsAfresh) {
@@ -228,15 +236,8 @@ TEST_P(KVCacheRandom, ResetThenReuseStartsAfresh) {
   EXPECT_EQ(cache.max_length(), kTokens);
   EXPECT_EQ(cache.batch(), kBatch);
 
-  MhaOptions causal;
-  causal.causal = true;
-  const MhaResult straight = mha.Forward(X(), causal);
   // A whole max_length fits again after the reset.
-  for (size_t t = 0; t < kTokens; ++t) {
-    SCOPED_TRACE("token " + std::to_string(t));
-    const MhaResult step = mha.ForwardIncremental(Tokens(X(), t, 1).View(), cache);
-    EXPECT_TRUE(AllNear(step.output, Rows(straight.output, t, 1), kTol));
-  }
+  ExpectTokenByTokenFrom(0, mha, cache, mha.Forward(X(), Causal()));
 }
 
 TEST_P(KVCacheRandom, BatchWithKeyPaddingTokenByToken) {
@@ -468,15 +469,22 @@ class KVCacheErrors : public TableTest {
 
   Tensor3 X() const { return problem_.query.View(); }
 
+  // `mha` refuses to decode X's first token into `cache`, with a message
+  // naming `fragments`, and the cache stays empty.
+  void ExpectFirstStepRefused(MultiHeadAttention& mha, KVCache& cache,
+                              std::initializer_list<std::string_view> fragments) {
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), cache); }, fragments));
+    EXPECT_EQ(cache.length(), 0u);
+  }
+
   // The cache holds tokens 0..length-1 of X, unchanged by a rejected call:
   // same length, same keys, and token `length` continues the straight run.
   void ExpectCacheIntact(MultiHeadAttention& mha, KVCache& cache, size_t length,
                          const std::vector<float>& keys) {
     EXPECT_EQ(cache.length(), length);
     EXPECT_TRUE(AllNear(cache.Keys(), keys, 0));
-    MhaOptions causal;
-    causal.causal = true;
-    const MhaResult straight = mha.Forward(X(), causal);
+    const MhaResult straight = mha.Forward(X(), Causal());
     const MhaResult step = mha.ForwardIncremental(Tokens(X(), length, 1).View(), cache);
     EXPECT_TRUE(AllNear(step.output,
                         TokenRows(straight.output, kBatch, kTokens, kDModel, length, 1), kTol));
@@ -526,10 +534,7 @@ TEST_P(KVCacheErrors, CacheOrMemoryOfAnotherHeadLayout) {
   MultiHeadAttention mha = Make(table());
   MultiHeadAttention four_heads = Make(table(), SelfConfig(kDModel, 4));
   KVCache foreign = four_heads.CreateKVCache(kBatch, kTokens);
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), foreign); },
-      {"KV cache", "4 heads of d_k 4", "2 heads of d_k 8"}));
-  EXPECT_EQ(foreign.length(), 0u);
+  ExpectFirstStepRefused(mha, foreign, {"KV cache", "4 heads of d_k 4", "2 heads of d_k 8"});
 
   const PrecomputedKV memory = four_heads.PrecomputeKeyValue(X());
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
@@ -537,13 +542,10 @@ TEST_P(KVCacheErrors, CacheOrMemoryOfAnotherHeadLayout) {
       {"precomputed key/value", "4 heads", "2 heads"}));
 
   // Same heads, different d_v: also a different layout.
-  MhaConfig wide_v = SelfConfig(kDModel, kHeads);
-  wide_v.head_dim_v = 5;
-  MultiHeadAttention other_dv = Make(table(), wide_v);
+  MultiHeadAttention other_dv =
+      Make(table(), {.d_model = kDModel, .num_heads = kHeads, .head_dim_v = 5});
   KVCache dv_cache = other_dv.CreateKVCache(kBatch, kTokens);
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { mha.ForwardIncremental(Tokens(X(), 0, 1).View(), dv_cache); },
-      {"KV cache", "d_v 5", "d_v 8"}));
+  ExpectFirstStepRefused(mha, dv_cache, {"KV cache", "d_v 5", "d_v 8"});
 }
 
 TEST_P(KVCacheErrors, AppendWithWrongLengthsOrValues) {
@@ -589,22 +591,16 @@ TEST_P(KVCacheErrors, CacheOfNoCapacityOrBatch) {
 }
 
 TEST_P(KVCacheErrors, IncrementalNeedsSelfAttentionWidths) {
-  MhaConfig narrow_keys = SelfConfig(kDModel, kHeads);
-  narrow_keys.kdim = 12;
-  MultiHeadAttention cross = Make(table(), narrow_keys);
+  MultiHeadAttention cross = Make(table(), {.d_model = kDModel, .num_heads = kHeads, .kdim = 12});
   KVCache cache = cross.CreateKVCache(kBatch, kTokens);
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { cross.ForwardIncremental(Tokens(X(), 0, 1).View(), cache); },
-      {"incremental self-attention needs kdim == vdim == d_model (16), got kdim 12, vdim 16"}));
-  EXPECT_EQ(cache.length(), 0u);
+  ExpectFirstStepRefused(
+      cross, cache,
+      {"incremental self-attention needs kdim == vdim == d_model (16), got kdim 12, vdim 16"});
 
-  MhaConfig narrow_values = SelfConfig(kDModel, kHeads);
-  narrow_values.vdim = 10;
-  MultiHeadAttention cross_v = Make(table(), narrow_values);
+  MultiHeadAttention cross_v = Make(table(), {.d_model = kDModel, .num_heads = kHeads, .vdim = 10});
   KVCache cache_v = cross_v.CreateKVCache(kBatch, kTokens);
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { cross_v.ForwardIncremental(Tokens(X(), 0, 1).View(), cache_v); },
-      {"incremental self-attention needs", "got kdim 16, vdim 10"}));
+  ExpectFirstStepRefused(cross_v, cache_v,
+                         {"incremental self-attention needs", "got kdim 16, vdim 10"});
 }
 
 TEST_P(KVCacheErrors, PrecomputeNeedsEqualKeyAndValueWidths) {
