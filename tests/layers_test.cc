@@ -31,31 +31,14 @@ constexpr double kLayerTol = 1e-4;
 // One float path against another (same kernels, other tiling or caching).
 constexpr double kTol = 1e-5;
 
-const char* ActivationName(Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kGeluTanh:
-      return "gelu_tanh";
-    case Activation::kGeluErf:
-      return "gelu_erf";
-  }
-  return "?";
-}
-
-constexpr Activation kActivations[] = {Activation::kRelu, Activation::kGeluTanh,
-                                       Activation::kGeluErf};
-
-LayerConfig MakeConfig(size_t d_model, size_t num_heads, size_t ffn_dim,
-                       bool norm_first, Activation activation) {
-  LayerConfig c;
-  c.d_model = d_model;
-  c.num_heads = num_heads;
-  c.ffn_dim = ffn_dim;
-  c.norm_first = norm_first;
-  c.activation = activation;
-  return c;
-}
+// Every activation, with the name a failing check reports it by.
+struct NamedActivation {
+  Activation activation;
+  const char* name;
+};
+constexpr NamedActivation kActivations[] = {{Activation::kRelu, "relu"},
+                                            {Activation::kGeluTanh, "gelu_tanh"},
+                                            {Activation::kGeluErf, "gelu_erf"}};
 
 // Every weight of an encoder or decoder layer, owned; torch-like scales so
 // activations stay O(1), and gamma/beta away from 1/0 so that a swapped or
@@ -109,6 +92,34 @@ LayerWeights RandomLayerWeights(const LayerConfig& c, std::mt19937& rng) {
   return w;
 }
 
+// A decoder layer's weights, tokens [batch, t, d_model] and encoder memory
+// [batch, s, d_model], drawn in that order.
+struct DecoderProblem {
+  LayerWeights w;
+  OwnedTensor x, memory;
+};
+
+DecoderProblem RandomDecoderProblem(const LayerConfig& c, size_t batch, size_t t, size_t s,
+                                    std::mt19937& rng) {
+  DecoderProblem p;
+  p.w = RandomLayerWeights(c, rng);
+  p.x = RandomTensor(batch, t, c.d_model, rng);
+  p.memory = RandomTensor(batch, s, c.d_model, rng);
+  return p;
+}
+
+// x through `layer` one token at a time into `cache`, against the memory's
+// keys and values `kv`: each step's [batch, 1, d_model] output.
+std::vector<std::vector<float>> DecodeTokenByToken(TransformerDecoderLayer& layer,
+                                                   const Tensor3& x, KVCache& cache,
+                                                   const PrecomputedKV& kv) {
+  std::vector<std::vector<float>> steps;
+  for (size_t t = 0; t < x.tokens; ++t) {
+    steps.push_back(layer.ForwardIncremental(Tokens(x, t, 1).View(), cache, kv));
+  }
+  return steps;
+}
+
 // ---------------------------------------------------------------------------
 // Whole layers against the reference, every norm placement and activation.
 
@@ -119,34 +130,48 @@ struct LayerShape {
 // (padding and row tails everywhere).
 constexpr LayerShape kShapes[] = {{24, 3, 40}, {20, 4, 33}};
 
+// Every shape with every norm placement and activation, each named for the
+// failure messages.
+struct NamedLayerConfig {
+  LayerConfig config;
+  std::string name;
+};
+
+std::vector<NamedLayerConfig> EveryLayerConfig() {
+  std::vector<NamedLayerConfig> configs;
+  for (const LayerShape& shape : kShapes) {
+    for (const bool norm_first : {true, false}) {
+      for (const auto& [act, act_name] : kActivations) {
+        configs.push_back({{.d_model = shape.d_model, .num_heads = shape.num_heads,
+                            .ffn_dim = shape.ffn_dim, .norm_first = norm_first,
+                            .activation = act},
+                           "d_model " + std::to_string(shape.d_model) +
+                               (norm_first ? " pre-LN " : " post-LN ") + act_name});
+      }
+    }
+  }
+  return configs;
+}
+
 class LayersVsReference : public TableTest {};
 
 TEST_P(LayersVsReference, EncoderLayer) {
   constexpr size_t kBatch = 2, kT = 6;
   std::mt19937 rng(100);
-  for (const LayerShape& shape : kShapes) {
-    for (const bool norm_first : {true, false}) {
-      for (const Activation act : kActivations) {
-        const LayerConfig config =
-            MakeConfig(shape.d_model, shape.num_heads, shape.ffn_dim, norm_first, act);
-        const LayerWeights w = RandomLayerWeights(config, rng);
-        const OwnedTensor x = RandomTensor(kBatch, kT, shape.d_model, rng);
-        const std::vector<uint8_t> padding = RandomKeyPadding(kBatch, kT, 0.6, rng);
-        for (const int variant : {0, 1, 2, 3}) {
-          EncoderOptions options;
-          if (variant & 1) options.key_padding_mask = padding;
-          options.causal = (variant & 2) != 0;
-          SCOPED_TRACE(std::string("d_model ") + std::to_string(shape.d_model) +
-                       (norm_first ? " pre-LN " : " post-LN ") + ActivationName(act) +
-                       ((variant & 1) ? " padded" : "") + (options.causal ? " causal" : ""));
-          const std::vector<float> expected =
-              w.ReferenceEncoder(config, x.View(), options);
-          TransformerEncoderLayer layer(config, table());
-          w.SetOn(layer);
-          EXPECT_TRUE(AllNear(layer.Forward(x.View(), options), expected,
-                              ScaledTolerance(expected, kLayerTol)));
-        }
-      }
+  for (const auto& [config, name] : EveryLayerConfig()) {
+    const LayerWeights w = RandomLayerWeights(config, rng);
+    const OwnedTensor x = RandomTensor(kBatch, kT, config.d_model, rng);
+    const std::vector<uint8_t> padding = RandomKeyPadding(kBatch, kT, 0.6, rng);
+    for (const int variant : {0, 1, 2, 3}) {
+      EncoderOptions options;
+      if (variant & 1) options.key_padding_mask = padding;
+      options.causal = (variant & 2) != 0;
+      SCOPED_TRACE(name + ((variant & 1) ? " padded" : "") + (options.causal ? " causal" : ""));
+      const std::vector<float> expected = w.ReferenceEncoder(config, x.View(), options);
+      TransformerEncoderLayer layer(config, table());
+      w.SetOn(layer);
+      EXPECT_TRUE(AllNear(layer.Forward(x.View(), options), expected,
+                          ScaledTolerance(expected, kLayerTol)));
     }
   }
 }
@@ -154,33 +179,24 @@ TEST_P(LayersVsReference, EncoderLayer) {
 TEST_P(LayersVsReference, DecoderLayer) {
   constexpr size_t kBatch = 2, kT = 5, kS = 7;
   std::mt19937 rng(200);
-  for (const LayerShape& shape : kShapes) {
-    for (const bool norm_first : {true, false}) {
-      for (const Activation act : kActivations) {
-        const LayerConfig config =
-            MakeConfig(shape.d_model, shape.num_heads, shape.ffn_dim, norm_first, act);
-        const LayerWeights w = RandomLayerWeights(config, rng);
-        const OwnedTensor x = RandomTensor(kBatch, kT, shape.d_model, rng);
-        const OwnedTensor memory = RandomTensor(kBatch, kS, shape.d_model, rng);
-        const std::vector<uint8_t> padding = RandomKeyPadding(kBatch, kT, 0.6, rng);
-        const std::vector<uint8_t> memory_padding = RandomKeyPadding(kBatch, kS, 0.6, rng);
-        for (const int variant : {0, 1, 2}) {
-          DecoderOptions options;  // causal by default, as torch's decoder use
-          if (variant == 1) {
-            options.key_padding_mask = padding;
-            options.memory_key_padding_mask = memory_padding;
-          }
-          if (variant == 2) options.causal = false;
-          SCOPED_TRACE(std::string("d_model ") + std::to_string(shape.d_model) +
-                       (norm_first ? " pre-LN " : " post-LN ") + ActivationName(act) +
-                       (variant == 1 ? " padded" : "") + (options.causal ? " causal" : ""));
-          const std::vector<float> expected = w.ReferenceDecoder(config, x.View(), memory.View(), options);
-          TransformerDecoderLayer layer(config, table());
-          w.SetOn(layer);
-          EXPECT_TRUE(AllNear(layer.Forward(x.View(), memory.View(), options), expected,
-                              ScaledTolerance(expected, kLayerTol)));
-        }
+  for (const auto& [config, name] : EveryLayerConfig()) {
+    const auto [w, x, memory] = RandomDecoderProblem(config, kBatch, kT, kS, rng);
+    const std::vector<uint8_t> padding = RandomKeyPadding(kBatch, kT, 0.6, rng);
+    const std::vector<uint8_t> memory_padding = RandomKeyPadding(kBatch, kS, 0.6, rng);
+    for (const int variant : {0, 1, 2}) {
+      DecoderOptions options;  // causal by default, as torch's decoder use
+      if (variant == 1) {
+        options.key_padding_mask = padding;
+        options.memory_key_padding_mask = memory_padding;
       }
+      if (variant == 2) options.causal = false;
+      SCOPED_TRACE(name + (variant == 1 ? " padded" : "") + (options.causal ? " causal" : ""));
+      const std::vector<float> expected =
+          w.ReferenceDecoder(config, x.View(), memory.View(), options);
+      TransformerDecoderLayer layer(config, table());
+      w.SetOn(layer);
+      EXPECT_TRUE(AllNear(layer.Forward(x.View(), memory.View(), options), expected,
+                          ScaledTolerance(expected, kLayerTol)));
     }
   }
 }
@@ -190,11 +206,11 @@ TEST_P(LayersVsReference, FeedForwardEveryActivation) {
   // on both sides, not just its near-linear middle.
   constexpr size_t kD = 24, kFfn = 37, kRows = 5;
   std::mt19937 rng(300);
-  const LayerConfig shape = MakeConfig(kD, 3, kFfn, false, Activation::kRelu);
+  const LayerConfig shape = {.d_model = kD, .num_heads = 3, .ffn_dim = kFfn};
   const LayerWeights w = RandomLayerWeights(shape, rng);
   const std::vector<float> x = RandomVector(kRows * kD, 3.0f, rng);
-  for (const Activation act : kActivations) {
-    SCOPED_TRACE(ActivationName(act));
+  for (const auto& [act, act_name] : kActivations) {
+    SCOPED_TRACE(act_name);
     const std::vector<float> expected = ReferenceFeedForward(x, kD, kFfn, act, w.Ffn());
     FeedForward ffn(kD, kFfn, act, table());
     ffn.SetWeights(w.Ffn());
@@ -234,8 +250,8 @@ TEST_P(ElementwiseKernels, ActivationMatchesClosedForms) {
   const std::vector<float> inputs = ActivationInputs();
   // 1: tail only; 37: vectors plus a ragged tail on every width; all.
   for (const size_t n : {size_t{1}, size_t{37}, inputs.size()}) {
-    for (const Activation act : kActivations) {
-      SCOPED_TRACE(std::string(ActivationName(act)) + " n=" + std::to_string(n));
+    for (const auto& [act, act_name] : kActivations) {
+      SCOPED_TRACE(std::string(act_name) + " n=" + std::to_string(n));
       // Start one float into the buffer: the kernel must not assume
       // vector-aligned rows. The sentinels around it must survive.
       std::vector<float> buffer(n + 2, 1234.5f);
@@ -322,8 +338,8 @@ class DecoderGolden : public TableTest {
     ASSERT_EQ(c_.config_text.at("norm"), "post");
     ASSERT_EQ(c_.config_text.at("activation"), "relu");
     ASSERT_EQ(c_.Config("self_attention_causal"), 1u);
-    config_ = MakeConfig(c_.Config("d_model"), c_.Config("num_heads"), c_.Config("ffn_dim"),
-                         false, Activation::kRelu);
+    config_ = {.d_model = c_.Config("d_model"), .num_heads = c_.Config("num_heads"),
+               .ffn_dim = c_.Config("ffn_dim")};
     config_.eps = static_cast<float>(c_.config.at("layer_norm_eps"));
   }
 
@@ -365,11 +381,11 @@ TEST_P(DecoderGolden, IncrementalEqualsFullCausalForward) {
   {
     SCOPED_TRACE("token by token");
     KVCache cache = layer.self_attention().CreateKVCache(x.batch, x.tokens);
+    const std::vector<std::vector<float>> steps = DecodeTokenByToken(layer, x, cache, kv);
     for (size_t t = 0; t < x.tokens; ++t) {
       SCOPED_TRACE("token " + std::to_string(t));
-      const std::vector<float> step = layer.ForwardIncremental(Tokens(x, t, 1).View(), cache, kv);
-      EXPECT_TRUE(AllNear(step, TokenRows(full, x.batch, x.tokens, d, t, 1), kTol));
-      EXPECT_TRUE(AllNear(step, TokenRows(F("output"), x.batch, x.tokens, d, t, 1),
+      EXPECT_TRUE(AllNear(steps[t], TokenRows(full, x.batch, x.tokens, d, t, 1), kTol));
+      EXPECT_TRUE(AllNear(steps[t], TokenRows(F("output"), x.batch, x.tokens, d, t, 1),
                           c_.tolerance));
     }
     EXPECT_EQ(cache.length(), x.tokens);
@@ -390,23 +406,20 @@ TEST_P(DecoderIncremental, PreLnGeluTokenByTokenEqualsReference) {
   // The same through the other norm placement and a GELU, against the
   // double reference: incremental decoding must not depend on post-LN.
   constexpr size_t kBatch = 2, kT = 6, kS = 4;
-  const LayerConfig config = MakeConfig(20, 4, 33, true, Activation::kGeluTanh);
+  const LayerConfig config = {.d_model = 20, .num_heads = 4, .ffn_dim = 33, .norm_first = true,
+                               .activation = Activation::kGeluTanh};
   std::mt19937 rng(600);
-  const LayerWeights w = RandomLayerWeights(config, rng);
-  const OwnedTensor x = RandomTensor(kBatch, kT, config.d_model, rng);
-  const OwnedTensor memory = RandomTensor(kBatch, kS, config.d_model, rng);
-  const std::vector<float> expected =
-      w.ReferenceDecoder(config, x.View(), memory.View(), {});
+  const auto [w, x, memory] = RandomDecoderProblem(config, kBatch, kT, kS, rng);
+  const std::vector<float> expected = w.ReferenceDecoder(config, x.View(), memory.View(), {});
   TransformerDecoderLayer layer(config, table());
   w.SetOn(layer);
   const PrecomputedKV kv = layer.cross_attention().PrecomputeKeyValue(memory.View());
   KVCache cache = layer.self_attention().CreateKVCache(kBatch, kT);
+  const std::vector<std::vector<float>> steps = DecodeTokenByToken(layer, x.View(), cache, kv);
   for (size_t t = 0; t < kT; ++t) {
     SCOPED_TRACE("token " + std::to_string(t));
-    const std::vector<float> step =
-        layer.ForwardIncremental(Tokens(x.View(), t, 1).View(), cache, kv);
     const std::vector<float> row = TokenRows(expected, kBatch, kT, config.d_model, t, 1);
-    EXPECT_TRUE(AllNear(step, row, ScaledTolerance(row, kLayerTol)));
+    EXPECT_TRUE(AllNear(steps[t], row, ScaledTolerance(row, kLayerTol)));
   }
 }
 
@@ -419,14 +432,13 @@ TEST_P(LayerVariants, GroupedQueryHeadsAndRotaryPositions) {
   constexpr size_t kBatch = 2, kT = 5, kS = 4;
   for (const RopeStyle style : {RopeStyle::kHalf, RopeStyle::kInterleaved}) {
     SCOPED_TRACE(style == RopeStyle::kHalf ? "half" : "interleaved");
-    LayerConfig config = MakeConfig(24, 6, 40, style == RopeStyle::kHalf, Activation::kGeluTanh);
-    config.num_kv_heads = 2;
-    config.rope = {.style = style, .base = 500.0, .rotary_dim = 2};
+    const LayerConfig config = {.d_model = 24, .num_heads = 6, .ffn_dim = 40,
+                                .norm_first = style == RopeStyle::kHalf,
+                                .activation = Activation::kGeluTanh, .num_kv_heads = 2,
+                                .rope = {.style = style, .base = 500.0, .rotary_dim = 2}};
     std::mt19937 rng(800);
-    const LayerWeights w = RandomLayerWeights(config, rng);
+    const auto [w, x, memory] = RandomDecoderProblem(config, kBatch, kT, kS, rng);
     ASSERT_EQ(w.self_attention.w_k.size(), 24u * 2 * 4) << "w_k holds the 2 kv heads";
-    const OwnedTensor x = RandomTensor(kBatch, kT, config.d_model, rng);
-    const OwnedTensor memory = RandomTensor(kBatch, kS, config.d_model, rng);
     EncoderOptions causal;
     causal.causal = true;
     TransformerEncoderLayer encoder(config, table());
@@ -442,11 +454,10 @@ TEST_P(LayerVariants, GroupedQueryHeadsAndRotaryPositions) {
     EXPECT_TRUE(AllNear(full, reference, ScaledTolerance(reference, kLayerTol)));
     const PrecomputedKV kv = decoder.PrecomputeMemory(memory.View());
     KVCache cache = decoder.self_attention().CreateKVCache(kBatch, kT);
+    const std::vector<std::vector<float>> steps = DecodeTokenByToken(decoder, x.View(), cache, kv);
     for (size_t t = 0; t < kT; ++t) {
       SCOPED_TRACE("token " + std::to_string(t));
-      const std::vector<float> step =
-          decoder.ForwardIncremental(Tokens(x.View(), t, 1).View(), cache, kv);
-      EXPECT_TRUE(AllNear(step, TokenRows(full, kBatch, kT, config.d_model, t, 1), kTol));
+      EXPECT_TRUE(AllNear(steps[t], TokenRows(full, kBatch, kT, config.d_model, t, 1), kTol));
     }
   }
 }
@@ -457,11 +468,10 @@ class DecoderPrecomputed : public TableTest {};
 
 TEST_P(DecoderPrecomputed, EqualsForwardWithMemoryTensor) {
   constexpr size_t kBatch = 2, kT = 5, kS = 6;
-  const LayerConfig config = MakeConfig(24, 3, 40, false, Activation::kGeluErf);
+  const LayerConfig config = {.d_model = 24, .num_heads = 3, .ffn_dim = 40,
+                               .activation = Activation::kGeluErf};
   std::mt19937 rng(700);
-  const LayerWeights w = RandomLayerWeights(config, rng);
-  const OwnedTensor x = RandomTensor(kBatch, kT, config.d_model, rng);
-  const OwnedTensor memory = RandomTensor(kBatch, kS, config.d_model, rng);
+  const auto [w, x, memory] = RandomDecoderProblem(config, kBatch, kT, kS, rng);
   // Two different memory masks, key 0 real in each row.
   const std::vector<uint8_t> mask_a = {1, 1, 0, 1, 1, 0, /**/ 1, 0, 0, 1, 1, 1};
   const std::vector<uint8_t> mask_b = {1, 0, 1, 1, 0, 1, /**/ 1, 1, 1, 1, 0, 0};
@@ -515,16 +525,15 @@ TEST(PositionalEncodingTest, RejectsEmptyShapes) {
 class LayerErrors : public TableTest {};
 
 TEST_P(LayerErrors, BadConfig) {
-  LayerConfig no_ffn = MakeConfig(16, 2, 0, false, Activation::kRelu);
+  const LayerConfig no_ffn = {.d_model = 16, .num_heads = 2, .ffn_dim = 0};
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { TransformerEncoderLayer layer(no_ffn, table()); }, {"config.ffn_dim", "got 0"}));
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { TransformerDecoderLayer layer(no_ffn, table()); }, {"config.ffn_dim", "got 0"}));
-  LayerConfig no_eps = MakeConfig(16, 2, 32, false, Activation::kRelu);
-  no_eps.eps = 0.0f;
+  const LayerConfig no_eps = {.d_model = 16, .num_heads = 2, .ffn_dim = 32, .eps = 0.0};
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { TransformerEncoderLayer layer(no_eps, table()); }, {"config.eps"}));
-  LayerConfig indivisible = MakeConfig(18, 4, 32, false, Activation::kRelu);
+  const LayerConfig indivisible = {.d_model = 18, .num_heads = 4, .ffn_dim = 32};
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { TransformerDecoderLayer layer(indivisible, table()); },
       {"config.d_model", "num_heads (4)", "got 18"}));
@@ -535,7 +544,8 @@ class LayerWeightErrors : public TableTest {
   // d_model 16, ffn 24: every wrong length below is unambiguous.
   void SetUp() override {
     std::mt19937 rng(800);
-    config_ = MakeConfig(16, 2, 24, true, Activation::kGeluErf);
+    config_ = {.d_model = 16, .num_heads = 2, .ffn_dim = 24, .norm_first = true,
+               .activation = Activation::kGeluErf};
     w_ = RandomLayerWeights(config_, rng);
   }
 
@@ -606,7 +616,7 @@ TEST_P(LayerWeightErrors, NormWeightsOfWrongLength) {
 
 TEST_P(LayerErrors, EncoderInputOfWrongLength) {
   std::mt19937 rng(900);
-  const LayerConfig config = MakeConfig(16, 2, 24, false, Activation::kRelu);
+  const LayerConfig config = {.d_model = 16, .num_heads = 2, .ffn_dim = 24};
   const LayerWeights w = RandomLayerWeights(config, rng);
   TransformerEncoderLayer layer(config, table());
   w.SetOn(layer);
@@ -616,7 +626,7 @@ TEST_P(LayerErrors, EncoderInputOfWrongLength) {
 }
 
 TEST_P(LayerErrors, ForwardBeforeSetWeights) {
-  const LayerConfig config = MakeConfig(16, 2, 24, false, Activation::kRelu);
+  const LayerConfig config = {.d_model = 16, .num_heads = 2, .ffn_dim = 24};
   std::mt19937 rng(901);
   const OwnedTensor x = RandomTensor(1, 2, 16, rng);
   TransformerEncoderLayer layer(config, table());
