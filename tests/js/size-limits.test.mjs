@@ -3,7 +3,7 @@
 // and the bytes, before anything is allocated; nothing leaks, the heap does
 // not grow for a request it cannot satisfy, and the module keeps working.
 import { thrown } from './support/errors.mjs';
-import { loadBuilds } from './support/modules.mjs';
+import { disposing, loadBuilds, withMha } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 
@@ -49,6 +49,12 @@ describe.each(Object.keys(builds))('%s build', (build) => {
     expected = mha.forward(x).output.data;
   });
   afterAll(() => mha.dispose());
+  // fn(attention): a MultiHeadAttention of `config` with weights for its
+  // widths, disposed after.
+  const withWeights = (config, fn) => withMha(module, config, (attention) => {
+    attention.setWeights(weights(config.dModel, config));
+    return fn(attention);
+  });
   // The module and the object give the same answer as before.
   afterEach(() => {
     expect(mha.forward(x).output.data).toEqual(expected);
@@ -59,25 +65,19 @@ describe.each(Object.keys(builds))('%s build', (build) => {
       '^MultiHeadAttention\\.createKVCache: KV cache keys: batch \\* maxLength \\* padded key ' +
       `row = 1 \\* ${maxLength} \\* \\d+ = \\d+ floats \\(\\d+(\\.\\d)? GiB\\) ${WASM32}$`));
     // A cache that fits still decodes.
-    const cache = mha.createKVCache({ batch: 2, maxLength: 5 });
-    try {
+    disposing(mha.createKVCache({ batch: 2, maxLength: 5 }), (cache) => {
       const step = mha.forwardIncremental(x, cache).output.data;
       expect(step.length).toBe(expected.length);
-    } finally {
-      cache.dispose();
-    }
+    });
   });
 
   test('a decoder layer KV cache of 16 GiB', () => {
     const layer = new module.TransformerDecoderLayer({ dModel: 512, numHeads: 8, ffnDim: 8 });
-    try {
-      expectRefused(module, () => layer.createKVCache({ batch: 128, maxLength: 65536 }),
-        new RegExp('^TransformerDecoderLayer\\.createKVCache: KV cache keys: batch \\* ' +
-          'maxLength \\* padded key row = 128 \\* 65536 \\* 512 = 4294967296 floats ' +
-          `\\(16 GiB\\) ${WASM32}$`));
-    } finally {
-      layer.dispose();
-    }
+    disposing(layer, () => expectRefused(module,
+      () => layer.createKVCache({ batch: 128, maxLength: 65536 }),
+      new RegExp('^TransformerDecoderLayer\\.createKVCache: KV cache keys: batch \\* ' +
+        'maxLength \\* padded key row = 128 \\* 65536 \\* 512 = 4294967296 floats ' +
+        `\\(16 GiB\\) ${WASM32}$`)));
   });
 
   test.each([[65536, '4294967296', '16 GiB'], [1e9, '1000000000000000000', '3.46945 EiB']])(
@@ -93,9 +93,7 @@ describe.each(Object.keys(builds))('%s build', (build) => {
   });
 
   test('keys of a cross-attention projected from 2^20 narrow tokens', () => {
-    const wide = new module.MultiHeadAttention({ dModel: 2048, numHeads: 8, kDim: 1, vDim: 1 });
-    try {
-      wide.setWeights(weights(2048, { kDim: 1, vDim: 1 }));
+    withWeights({ dModel: 2048, numHeads: 8, kDim: 1, vDim: 1 }, (wide) => {
       const memory = tensor([1, 2 ** 20, 1], 11);
       const query = tensor([1, 1, 2048], 12);
       expectRefused(module, () => wide.forward(query, memory), new RegExp(
@@ -108,15 +106,11 @@ describe.each(Object.keys(builds))('%s build', (build) => {
         `${WASM32}$`));
       const small = tensor([1, 3, 1], 13);
       expect(wide.forward(query, small).output.shape).toEqual([1, 1, 2048]);
-    } finally {
-      wide.dispose();
-    }
+    });
   });
 
   test('attention weights at T = 16384 with 16 heads, repeatedly', () => {
-    const m = new module.MultiHeadAttention({ dModel: 16, numHeads: 16 });
-    try {
-      m.setWeights(weights(16));
+    withWeights({ dModel: 16, numHeads: 16 }, (m) => {
       const long = tensor([1, 16384, 16], 14);
       for (let i = 0; i < 3; i++) {
         expectRefused(module, () => m.forward(long, undefined, undefined,
@@ -125,22 +119,16 @@ describe.each(Object.keys(builds))('%s build', (build) => {
         'tokens = 1 * 16 * 16384 * 16384 = 4294967296 floats (16 GiB) ' + WASM32);
       }
       expect(m.forward(long).output.shape).toEqual([1, 16384, 16]);
-    } finally {
-      m.dispose();
-    }
+    });
   });
 
   test('a request under 2 GiB that the heap cannot hold fails before the heap grows', () => {
-    const m = new module.MultiHeadAttention({ dModel: 1, numHeads: 1 });
-    try {
-      m.setWeights(weights(1));
+    withWeights({ dModel: 1, numHeads: 1 }, (m) => {
       // [1, 1, 23170, 23170] floats: 88 KB below the 2 GiB maximum, more than is free.
       const t = 23170;
       const error = expectRefused(module, () => m.forward(tensor([1, t, 1], 15), undefined,
         undefined, { returnAttnWeights: true }), /^MultiHeadAttention\.forward: attention weights: .* = 536848900 floats \(1\.99992 GiB\) exceeds the 1\.99\d* GiB this module can still allocate \([\d.]+ [KM]iB of its 2 GiB are in use\)$/);
       expect(error.message).toContain('1 * 1 * 23170 * 23170');
-    } finally {
-      m.dispose();
-    }
+    });
   });
 });

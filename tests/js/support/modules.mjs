@@ -23,15 +23,18 @@ export async function loadBuilds() {
 // in the vm contexts Jest runs tests in).
 export const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
-// Runs fn(mha) and disposes of the object whatever happens, the way a
+// Runs fn(object) and disposes of the object whatever happens, the way a
 // `using` declaration would (Node 20 does not parse `using` yet).
-export function withMha(module, config, fn) {
-  const mha = new module.MultiHeadAttention(config);
+export function disposing(object, fn) {
   try {
-    return fn(mha);
+    return fn(object);
   } finally {
-    mha[disposeSymbol]();
+    object[disposeSymbol]();
   }
+}
+
+export function withMha(module, config, fn) {
+  return disposing(new module.MultiHeadAttention(config), fn);
 }
 
 // Objects disposed after each test of the file that imports this.
