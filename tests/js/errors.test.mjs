@@ -120,29 +120,22 @@ describe('data that is not a Float32Array', () => {
 });
 
 describe('masks of the wrong size or type', () => {
-  test('keyPaddingMask length', () => {
-    expectError(() => ready().forward(x(2, 5), undefined, undefined,
-      { keyPaddingMask: new Uint8Array(3) }), RangeError,
-    'MultiHeadAttention.forward: options.keyPaddingMask: expected 10 values for shape ' +
-      '[2, 5], got 3');
-  });
-  test('keyPaddingMask type', () => {
-    expectError(() => ready().forward(x(1, 5), undefined, undefined,
-      { keyPaddingMask: [1, 1, 1, 1, 0] }), TypeError,
-    'MultiHeadAttention.forward: options.keyPaddingMask: expected a Uint8Array ' +
-      '(1 = real token, 0 = padding), got [1, 1, 1, 1, 0]');
-  });
-  test('attnMask length', () => {
-    expectError(() => ready().forward(x(2, 5), undefined, undefined,
-      { attnMask: new Float32Array(7) }), RangeError,
-    'MultiHeadAttention.forward: options.attnMask: expected 25 values for [5, 5] or ' +
-      '100 for [2, 2, 5, 5], got 7');
-  });
-  test('attnMask type', () => {
-    expectError(() => ready().forward(x(1, 5), undefined, undefined,
-      { attnMask: new Float64Array(25) }), TypeError,
-    'MultiHeadAttention.forward: options.attnMask: expected a Float32Array, got ' +
-      'Float64Array(25)');
+  // [name, batch of the 5-token query, options, error class, message]
+  test.each([
+    ['keyPaddingMask length', 2, { keyPaddingMask: new Uint8Array(3) }, RangeError,
+      'MultiHeadAttention.forward: options.keyPaddingMask: expected 10 values for shape ' +
+      '[2, 5], got 3'],
+    ['keyPaddingMask type', 1, { keyPaddingMask: [1, 1, 1, 1, 0] }, TypeError,
+      'MultiHeadAttention.forward: options.keyPaddingMask: expected a Uint8Array ' +
+      '(1 = real token, 0 = padding), got [1, 1, 1, 1, 0]'],
+    ['attnMask length', 2, { attnMask: new Float32Array(7) }, RangeError,
+      'MultiHeadAttention.forward: options.attnMask: expected 25 values for [5, 5] or ' +
+      '100 for [2, 2, 5, 5], got 7'],
+    ['attnMask type', 1, { attnMask: new Float64Array(25) }, TypeError,
+      'MultiHeadAttention.forward: options.attnMask: expected a Float32Array, got ' +
+      'Float64Array(25)'],
+  ])('%s', (name, batch, options, Class, message) => {
+    expectError(() => ready().forward(x(batch, 5), undefined, undefined, options), Class, message);
   });
   test('attnMask with NaN (-Infinity is allowed)', () => {
     const mask = new Float32Array(25).fill(-Infinity);
