@@ -31,6 +31,19 @@ function causalAttention(module, backend) {
   return { mha, x: a.query };
 }
 
+// The golden decoder layer on `module`, and a standalone MultiHeadAttention
+// with the weights of one of its attentions (`part`: 'selfAttention' or
+// 'crossAttention'), both ready to run.
+function decoderAndAttention(module, part) {
+  const a = decoderArguments(decoderCase);
+  const layer = track(new module.TransformerDecoderLayer(a.config));
+  layer.setWeights(a.weights);
+  const attention = track(new module.MultiHeadAttention({ dModel: a.config.dModel,
+    numHeads: a.config.numHeads }));
+  attention.setWeights(a.weights[part]);
+  return { a, layer, attention };
+}
+
 // Feeds x's tokens [start, end) in chunks of `step`; returns the outputs
 // joined along the tokens.
 function feed(mha, cache, x, start, end, step = 1, options) {
@@ -236,24 +249,14 @@ describe.each(Object.keys(builds))('%s build', (build) => {
   });
 
   test('the decoder layer accepts precomputed K/V of a standalone attention with its cross weights', () => {
-    const a = decoderArguments(decoderCase);
-    const layer = track(new module.TransformerDecoderLayer(a.config));
-    layer.setWeights(a.weights);
-    const cross = track(new module.MultiHeadAttention({ dModel: a.config.dModel,
-      numHeads: a.config.numHeads }));
-    cross.setWeights(a.weights.crossAttention);
+    const { a, layer, attention: cross } = decoderAndAttention(module, 'crossAttention');
     const kv = track(cross.precomputeKeyValue(a.memory));
     expectClose('decoder with attention-made K/V', layer.forward(a.input, kv).data,
       a.output.data, decoderCase.tolerance);
   });
 
   test('a KV cache of the decoder layer and of a MultiHeadAttention of the same layout are interchangeable', () => {
-    const a = decoderArguments(decoderCase);
-    const layer = track(new module.TransformerDecoderLayer(a.config));
-    layer.setWeights(a.weights);
-    const self = track(new module.MultiHeadAttention({ dModel: a.config.dModel,
-      numHeads: a.config.numHeads }));
-    self.setWeights(a.weights.selfAttention);
+    const { a, layer, attention: self } = decoderAndAttention(module, 'selfAttention');
     const cache = track(self.createKVCache({ batch: 2, maxLength: 5 }));
     const memory = track(layer.precomputeMemory(a.memory));
     const parts = [];
