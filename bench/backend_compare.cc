@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/packed_gemm.h"
 #include "bench/random_fill.h"
 #include "bench/workloads.h"
 #include "dispatch/dispatch.h"
@@ -33,23 +34,8 @@ Case GemmCase(size_t m, size_t k, size_t n) {
   c.name = "gemm " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
   c.flops = 2.0 * m * k * n;
   c.prepare = [m, k, n](const KernelTable& t) -> std::function<void()> {
-    auto a = std::make_shared<std::vector<float>>(RandomVector(m * k, 1.0f, 1));
-    const std::vector<float> w = RandomVector(k * n, 1.0f, 2);
-    auto packed = std::make_shared<std::vector<float>>(PackedFloats(t, k, n));
-    t.pack_b(w.data(), k, n, packed->data());
-    auto out = std::make_shared<std::vector<float>>(m * n);
-    const GemmArgs g{.a = a->data(),
-                     .lda = k,
-                     .m = m,
-                     .k = k,
-                     .packed_b = packed->data(),
-                     .packed_rows = k,
-                     .k_begin = 0,
-                     .n = n,
-                     .packed_bias = nullptr,
-                     .c = out->data(),
-                     .ldc = n};
-    return [&t, g, a, packed, out] { t.gemm(g); };
+    auto gemm = std::make_shared<PackedGemm>(t, m, k, n);
+    return [gemm] { gemm->Run(); };
   };
   return c;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "bench/packed_gemm.h"
 #include "bench/random_fill.h"
 #include "bench/workloads.h"
 #include "dispatch/dispatch.h"
@@ -15,38 +16,16 @@
 namespace simd_attention::bench {
 namespace {
 
-// C = A * W, cycling through `weights` packed W: a forward's four
-// projections use four matrices, which at 768 x 768 (2.36 MB each) come from
-// L3, where a single matrix multiplied again and again partly stays in the
-// 2 MiB L2.
+// C = A * W, cycling through `weights` packed W (PackedGemm).
 void BenchGemm(benchmark::State& state, const KernelTable* t, size_t m,
                size_t k, size_t n, size_t weights) {
-  const std::vector<float> a = RandomVector(m * k, 1.0f, 1);
-  std::vector<std::vector<float>> packed(weights);
-  for (size_t i = 0; i < weights; ++i) {
-    const std::vector<float> w = RandomVector(k * n, 1.0f, static_cast<unsigned>(2 + i));
-    packed[i].resize(PackedFloats(*t, k, n));
-    t->pack_b(w.data(), k, n, packed[i].data());
-  }
-  std::vector<float> c(m * n);
-  size_t i = 0;
+  PackedGemm gemm(*t, m, k, n, weights);
   for (auto _ : state) {
-    t->gemm({.a = a.data(),
-             .lda = k,
-             .m = m,
-             .k = k,
-             .packed_b = packed[i].data(),
-             .packed_rows = k,
-             .k_begin = 0,
-             .n = n,
-             .packed_bias = nullptr,
-             .c = c.data(),
-             .ldc = n});
-    i = (i + 1) % weights;
-    benchmark::DoNotOptimize(c.data());
+    gemm.Run();
+    benchmark::DoNotOptimize(gemm.c());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(
-      2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate,
+      gemm.Flops(), benchmark::Counter::kIsIterationInvariantRate,
       benchmark::Counter::kIs1000);
 }
 

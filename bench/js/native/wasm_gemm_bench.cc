@@ -14,12 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/packed_gemm.h"
 #include "bench/workloads.h"
 #include "dispatch/dispatch.h"
 #include "simd_attention/multi_head_attention.h"
 
 using namespace simd_attention;
 using simd_attention::bench::GemmShape;
+using simd_attention::bench::PackedGemm;
 using simd_attention::bench::Workload;
 
 namespace {
@@ -47,34 +49,11 @@ double BestSecondsPerCall(F run) {
   return best;
 }
 
-// weights > 1 rotates through that many copies of B, as a forward does
+// weights > 1 rotates through that many matrices B, as a forward does
 // (four 2.36 MB matrices do not stay in a 2 MiB L2).
 double TimeGemm(const KernelTable& t, size_t m, size_t k, size_t n, size_t weights = 1) {
-  std::vector<float> a(m * k), w(k * n), c(m * n);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 13) * 0.01f;
-  for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 7) * 0.01f;
-  std::vector<std::vector<float>> packed(weights);
-  for (auto& p : packed) {
-    p.resize(PackedFloats(t, k, n));
-    t.pack_b(w.data(), k, n, p.data());
-  }
-  size_t which = 0;
-  auto run = [&] {
-    const GemmArgs g{.a = a.data(),
-                     .lda = k,
-                     .m = m,
-                     .k = k,
-                     .packed_b = packed[which].data(),
-                     .packed_rows = k,
-                     .k_begin = 0,
-                     .n = n,
-                     .packed_bias = nullptr,
-                     .c = c.data(),
-                     .ldc = n};
-    which = (which + 1) % weights;
-    t.gemm(g);
-  };
-  return 2.0 * m * n * k / BestSecondsPerCall(run) / 1e9;
+  PackedGemm gemm(t, m, k, n, weights);
+  return gemm.Flops() / BestSecondsPerCall([&] { gemm.Run(); }) / 1e9;
 }
 
 // One head's attention over T x T (causal or not), all heads in turn, as in
