@@ -1,29 +1,19 @@
 // onnxruntime-web, wasm execution provider, one thread, on two graphs built
 // in memory (bench/js/onnx.js): the com.microsoft MultiHeadAttention contrib
 // op between MatMul/Add projections, and the plain MatMul/Softmax graph.
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { mhaContribModel, plainModel } from '../onnx.js';
+import { once, packageDir } from './loading.js';
 
-const require = createRequire(import.meta.url);
-let ortPromise = null;
-
-async function loadOrt() {
-  if (!ortPromise) {
-    ortPromise = (async () => {
-      const ort = await import('onnxruntime-web');
-      const dist = path.dirname(require.resolve('onnxruntime-web')) + '/';
-      // Local files only (no CDN): the .mjs/.wasm pair next to the package.
-      ort.env.wasm.wasmPaths = pathToFileURL(dist).href;
-      ort.env.wasm.numThreads = 1;
-      ort.env.wasm.proxy = false;
-      ort.env.logLevel = 'error';
-      return ort;
-    })();
-  }
-  return ortPromise;
-}
+const loadOrt = once(async () => {
+  const ort = await import('onnxruntime-web');
+  // The .mjs/.wasm pair next to the package.
+  ort.env.wasm.wasmPaths = pathToFileURL(packageDir('onnxruntime-web')).href;
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.proxy = false;
+  ort.env.logLevel = 'error';
+  return ort;
+});
 
 export function ortFeeds(ort, data, graph) {
   const { d, tq, tk, heads: H, cacheLen } = data;

@@ -4,29 +4,19 @@
 // setThreadsCount(1). Weights, inputs and masks are tensors created once
 // (resident in the backend's heap); each call reads the output back with
 // dataSync(), as a caller would.
-import { createRequire } from 'node:module';
-import path from 'node:path';
+import { once, packageDir } from './loading.js';
 
-const require = createRequire(import.meta.url);
-let tfPromise = null;
-
-async function loadTf() {
-  if (!tfPromise) {
-    tfPromise = (async () => {
-      const tf = await import('@tensorflow/tfjs-core');
-      const wasm = await import('@tensorflow/tfjs-backend-wasm');
-      const dist = path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm')) + '/';
-      wasm.setWasmPaths(dist);
-      wasm.setThreadsCount(1);
-      tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
-      tf.env().set('WASM_HAS_SIMD_SUPPORT', true);
-      await tf.setBackend('wasm');
-      await tf.ready();
-      return tf;
-    })();
-  }
-  return tfPromise;
-}
+const loadTf = once(async () => {
+  const tf = await import('@tensorflow/tfjs-core');
+  const wasm = await import('@tensorflow/tfjs-backend-wasm');
+  wasm.setWasmPaths(packageDir('@tensorflow/tfjs-backend-wasm'));
+  wasm.setThreadsCount(1);
+  tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
+  tf.env().set('WASM_HAS_SIMD_SUPPORT', true);
+  await tf.setBackend('wasm');
+  await tf.ready();
+  return tf;
+});
 
 export async function createTfjs(data) {
   const tf = await loadTf();
