@@ -182,15 +182,20 @@ async function assertShapes(page, want, changing, what) {
   }
 }
 
-// The read-out of cell (row, col) of a tensor's heatmap, by pointing at it.
-async function readCell(page, tensor, row, col) {
-  const fig = page.locator(`[data-tensor="${tensor}"] figure.hm`);
+// The read-out line of a heatmap (figure.hm) at cell (row, col), by pointing at it.
+async function pointAt(page, fig, row, col) {
   const { rows, cols } = await fig.evaluate((f) => ({ rows: Number(f.dataset.rows), cols: Number(f.dataset.cols) }));
   const canvas = fig.locator('canvas');
   const box = await canvas.boundingBox();
   await canvas.hover({ position: { x: ((col + 0.5) * box.width) / cols, y: ((row + 0.5) * box.height) / rows } });
   const text = await fig.locator('.hm-readout').textContent();
   await page.mouse.move(0, 0);
+  return text;
+}
+
+// The value of cell (row, col) of a walk-through tensor's heatmap.
+async function readCell(page, tensor, row, col) {
+  const text = await pointAt(page, page.locator(`[data-tensor="${tensor}"] figure.hm`), row, col);
   return text.slice(text.lastIndexOf(': ') + 2);
 }
 
@@ -462,17 +467,8 @@ function assertMask(run, hidden, what) {
   }
 }
 
-// The text of a head's heatmap read-out at cell (row, col), by pointing at it.
-async function explorerCell(page, head, row, col) {
-  const card = page.locator(`[data-head="${head}"][data-pattern]`);
-  const { rows, cols } = await card.evaluate((c) => ({ rows: Number(c.dataset.rows), cols: Number(c.dataset.cols) }));
-  const canvas = card.locator('canvas');
-  const box = await canvas.boundingBox();
-  await canvas.hover({ position: { x: ((col + 0.5) * box.width) / cols, y: ((row + 0.5) * box.height) / rows } });
-  const text = await card.locator('.hm-readout').textContent();
-  await page.mouse.move(0, 0);
-  return text;
-}
+// The read-out of an explorer head's heatmap at cell (row, col).
+const explorerCell = (page, head, row, col) => pointAt(page, page.locator(`[data-head="${head}"][data-pattern] figure.hm`), row, col);
 
 test('explorer: causal alignment, window, key/value heads and RoPE change the heatmaps as the math says', { timeout: TIMEOUT }, async () => {
   const text = 'the quick brown fox jumps over the lazy dog';
