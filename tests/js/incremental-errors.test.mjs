@@ -268,7 +268,8 @@ describe('layers', () => {
       beta: ones(1) } }), RangeError,
     `TransformerDecoderLayer.setWeights: norm3.beta: expected ${d} values for shape [${d}], got 1`);
     expectError(() => decoder.forward(dec.input, dec.memory), Error,
-      'TransformerDecoderLayer.forward: no weights yet; call setWeights() first');
+      'TransformerDecoderLayer.forward: no weights yet; call setWeights() or ' +
+      'setWeightsFromPyTorch() first');
   });
 
   test('a failed setWeights keeps the previous weights', () => {

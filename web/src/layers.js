@@ -6,6 +6,7 @@ import { readRope } from './attention.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
+import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { readTensor } from './tensors.js';
 import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './wasm-object.js';
 
@@ -58,7 +59,8 @@ function readLayerWeights(where, weights, groups) {
 
 // The layers' weights and construction on top of the shared base.
 function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
-  return class LayerBase extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
+  return class LayerBase extends makeWasmObjectBase(wasm, reclaimer, kind,
+    'setWeights() or setWeightsFromPyTorch()') {
     constructor(config) {
       const resolved = readLayerConfig(kind, config, defaultBackend);
       // eps as given (C++ holds it as a float32).
@@ -70,6 +72,15 @@ function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
       const raw = super[LIVE](where);
       const w = readLayerWeights(where, weights, groups);
       // All or nothing (C++): after an error the layer keeps its old weights.
+      unwrap(wasm, where, raw.setWeights(w));
+      this[WEIGHTS_SET]();
+    }
+
+    // An nn.TransformerEncoderLayer / TransformerDecoderLayer state_dict.
+    setWeightsFromPyTorch(state) {
+      const where = `${kind}.setWeightsFromPyTorch`;
+      const raw = super[LIVE](where);
+      const w = layerWeightsFromPyTorch(where, kind, this.config, state);
       unwrap(wasm, where, raw.setWeights(w));
       this[WEIGHTS_SET]();
     }
