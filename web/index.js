@@ -141,3 +141,5 @@ export async function createAttentionModule(options = {}) {
 export default createAttentionModule;
 
 export { createAttentionPool } from './src/pool.js';
+export { loadCheckpoint } from './src/checkpoint-mapping.js';
+export { parseSafetensors, readSafetensors, SafetensorsFile } from './src/safetensors.js';

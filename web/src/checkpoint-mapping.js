@@ -1,0 +1,271 @@
+// Checkpoint tensors -> the weights of a MultiHeadAttention or a layer, from
+// PyTorch's state_dict names and Hugging Face's common layouts. Each layout
+// is a table from the checkpoint's names to PyTorch's (nn.MultiheadAttention,
+// nn.TransformerEncoderLayer, nn.TransformerDecoderLayer); the object's
+// setWeightsFromPyTorch does the rest (C++ for MultiHeadAttention). Only
+// what the checkpoint alone knows is checked here: which names are there,
+// and the shapes its header declares, which setWeightsFromPyTorch never
+// sees (it reads flat arrays, so a transposed [E, 3E] would pass as
+// [3E, E]).
+import { checkObject, describe, float32, integers } from './arguments.js';
+import { OPTION_KEYS } from './option-keys.js';
+import { attentionShapes, layerShapes } from './pytorch-layer-state.js';
+
+const copy = (to, from) => ({ to, from: [from] });
+// GPT-2's Conv1D stores [in, out], the transpose of a Linear weight.
+const conv1d = (to, from) => ({ to, from: [from], conv1d: true });
+const concat = (to, ...from) => ({ to, from });
+
+// One attention block as nn.MultiheadAttention's names after `to`, from the
+// checkpoint's after `at`; has(name) says whether the checkpoint holds one.
+const ATTENTION_LAYOUTS = {
+  pytorch: (to, at, has) => [
+    ...(has(`${at}in_proj_weight`) || !has(`${at}q_proj_weight`)
+      ? [copy(`${to}in_proj_weight`, `${at}in_proj_weight`)]
+      : ['q', 'k', 'v'].map((x) => copy(`${to}${x}_proj_weight`, `${at}${x}_proj_weight`))),
+    copy(`${to}in_proj_bias`, `${at}in_proj_bias`),
+    copy(`${to}out_proj.weight`, `${at}out_proj.weight`),
+    copy(`${to}out_proj.bias`, `${at}out_proj.bias`),
+  ],
+  // Separate projections: BART, Whisper, OPT, ...
+  separate: (to, at) => separate(to, at, ['q_proj.', 'k_proj.', 'v_proj.', 'out_proj.']),
+  bert: (to, at) => separate(to, at,
+    ['self.query.', 'self.key.', 'self.value.', 'output.dense.']),
+  // q, k, v packed as in in_proj_weight: timm's ViT.
+  fused: (to, at) => [
+    copy(`${to}in_proj_weight`, `${at}qkv.weight`), copy(`${to}in_proj_bias`, `${at}qkv.bias`),
+    copy(`${to}out_proj.weight`, `${at}proj.weight`), copy(`${to}out_proj.bias`, `${at}proj.bias`),
+  ],
+  gpt2: (to, at) => [
+    conv1d(`${to}in_proj_weight`, `${at}c_attn.weight`),
+    copy(`${to}in_proj_bias`, `${at}c_attn.bias`),
+    conv1d(`${to}out_proj.weight`, `${at}c_proj.weight`),
+    copy(`${to}out_proj.bias`, `${at}c_proj.bias`),
+  ],
+};
+
+function separate(to, at, [q, k, v, o]) {
+  return [
+    copy(`${to}q_proj_weight`, `${at}${q}weight`), copy(`${to}k_proj_weight`, `${at}${k}weight`),
+    copy(`${to}v_proj_weight`, `${at}${v}weight`),
+    concat(`${to}in_proj_bias`, `${at}${q}bias`, `${at}${k}bias`, `${at}${v}bias`),
+    copy(`${to}out_proj.weight`, `${at}${o}weight`), copy(`${to}out_proj.bias`, `${at}${o}bias`),
+  ];
+}
+
+// A Linear (or LayerNorm) `to` from `from`.
+const linear = (to, from) => [copy(`${to}.weight`, `${from}.weight`), copy(`${to}.bias`, `${from}.bias`)];
+const gpt2Linear = (to, from) =>
+  [conv1d(`${to}.weight`, `${from}.weight`), copy(`${to}.bias`, `${from}.bias`)];
+const attention = (layout, to, at) => (has) => ATTENTION_LAYOUTS[layout](to, at, has);
+
+// Each object's layouts: a list of attention blocks (functions of has) and
+// entries. The activation, norm placement and eps are the config's: BERT,
+// BART: post-LN, GELU; GPT-2: normFirst, 'gelu_tanh', causal; ViT: normFirst, GELU.
+const LAYOUTS = {
+  MultiHeadAttention: Object.fromEntries(Object.keys(ATTENTION_LAYOUTS).map((name) =>
+    [name, [attention(name, '', '')]])),
+  TransformerEncoderLayer: {
+    pytorch: [attention('pytorch', 'self_attn.', 'self_attn.'), ...linear('linear1', 'linear1'),
+      ...linear('linear2', 'linear2'), ...linear('norm1', 'norm1'), ...linear('norm2', 'norm2')],
+    separate: [attention('separate', 'self_attn.', 'self_attn.'),
+      ...linear('norm1', 'self_attn_layer_norm'), ...linear('linear1', 'fc1'),
+      ...linear('linear2', 'fc2'), ...linear('norm2', 'final_layer_norm')],
+    bert: [attention('bert', 'self_attn.', 'attention.'),
+      ...linear('norm1', 'attention.output.LayerNorm'), ...linear('linear1', 'intermediate.dense'),
+      ...linear('linear2', 'output.dense'), ...linear('norm2', 'output.LayerNorm')],
+    fused: [attention('fused', 'self_attn.', 'attn.'), ...linear('norm1', 'norm1'),
+      ...linear('linear1', 'mlp.fc1'), ...linear('linear2', 'mlp.fc2'), ...linear('norm2', 'norm2')],
+    gpt2: [attention('gpt2', 'self_attn.', 'attn.'), ...linear('norm1', 'ln_1'),
+      ...gpt2Linear('linear1', 'mlp.c_fc'), ...gpt2Linear('linear2', 'mlp.c_proj'),
+      ...linear('norm2', 'ln_2')],
+  },
+  TransformerDecoderLayer: {
+    pytorch: [attention('pytorch', 'self_attn.', 'self_attn.'),
+      attention('pytorch', 'multihead_attn.', 'multihead_attn.'), ...linear('linear1', 'linear1'),
+      ...linear('linear2', 'linear2'), ...linear('norm1', 'norm1'), ...linear('norm2', 'norm2'),
+      ...linear('norm3', 'norm3')],
+    separate: [attention('separate', 'self_attn.', 'self_attn.'),
+      attention('separate', 'multihead_attn.', 'encoder_attn.'),
+      ...linear('norm1', 'self_attn_layer_norm'), ...linear('norm2', 'encoder_attn_layer_norm'),
+      ...linear('linear1', 'fc1'), ...linear('linear2', 'fc2'),
+      ...linear('norm3', 'final_layer_norm')],
+  },
+};
+
+// Which object `target` is, by its methods (class names do not survive
+// minifiers).
+function targetKind(where, target) {
+  const has = (m) => target !== null && typeof target === 'object' && typeof target[m] === 'function';
+  if (has('setWeightsFromPyTorch') && has('precomputeKeyValue')) return 'MultiHeadAttention';
+  if (has('setWeightsFromPyTorch') && has('precomputeMemory')) return 'TransformerDecoderLayer';
+  if (has('setWeightsFromPyTorch') && has('forward')) return 'TransformerEncoderLayer';
+  throw new TypeError(`${where}: target: expected a MultiHeadAttention, ` +
+    `TransformerEncoderLayer or TransformerDecoderLayer, got ${describe(target)}`);
+}
+
+// The checkpoint as { names, shape(name) (undefined if not declared),
+// data(name) }: a SafetensorsFile, or an object of Float32Array or
+// { data, shape } entries.
+function readCheckpoint(where, checkpoint) {
+  if (checkpoint !== null && typeof checkpoint === 'object' &&
+      Array.isArray(checkpoint.names) && typeof checkpoint.tensor === 'function') {
+    return {
+      names: checkpoint.names,
+      shape: (name) => checkpoint.info(name).shape,
+      data: (name) => checkpoint.tensor(name).data,
+    };
+  }
+  checkObject(where, 'checkpoint', checkpoint);
+  const entry = (name) => {
+    const v = checkpoint[name];
+    if (ArrayBuffer.isView(v)) return { data: float32(where, `checkpoint['${name}']`, v) };
+    if (v === null || typeof v !== 'object') {
+      throw new TypeError(`${where}: checkpoint['${name}']: expected a Float32Array or ` +
+        `{ data: Float32Array, shape }, got ${describe(v)}`);
+    }
+    return {
+      data: float32(where, `checkpoint['${name}'].data`, v.data),
+      shape: integers(where, `checkpoint['${name}'].shape`, v.shape),
+    };
+  };
+  return {
+    names: Object.keys(checkpoint),
+    shape: (name) => entry(name).shape,
+    data: (name) => entry(name).data,
+  };
+}
+
+const sameShape = (a, b) => a.length === b.length && a.every((d, i) => d === b[i]);
+const shapeString = (s) => `[${s.join(', ')}]`;
+
+// [rows, cols] -> [cols, rows]
+function transpose(data, rows, cols) {
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
+  }
+  return out;
+}
+
+function concatenate(arrays) {
+  const out = new Float32Array(arrays.reduce((n, a) => n + a.length, 0));
+  let at = 0;
+  for (const a of arrays) { out.set(a, at); at += a.length; }
+  return out;
+}
+
+function readOptions(where, options) {
+  const o = options === undefined ? {} : options;
+  checkObject(where, 'options', o, OPTION_KEYS.LoadCheckpointOptions);
+  if (o.prefix !== undefined && typeof o.prefix !== 'string') {
+    throw new TypeError(`${where}: options.prefix: expected a string, got ${describe(o.prefix)}`);
+  }
+  if (o.allowUnused !== undefined && typeof o.allowUnused !== 'boolean') {
+    throw new TypeError(`${where}: options.allowUnused: expected a boolean, got ` +
+      `${describe(o.allowUnused)}`);
+  }
+  // 'layers.3' means the tensors of layers.3, not also those of layers.30.
+  const prefix = o.prefix === undefined || o.prefix === '' || o.prefix.endsWith('.')
+    ? o.prefix ?? '' : `${o.prefix}.`;
+  return { prefix, layout: o.layout, allowUnused: o.allowUnused ?? false };
+}
+
+// The entries of `layout`, or of the layout whose names the checkpoint
+// holds most of.
+function pickLayout(where, kind, layouts, requested, has) {
+  const entriesOf = (name) => layouts[name].flatMap((e) => (typeof e === 'function' ? e(has) : [e]));
+  if (requested !== undefined) {
+    if (!(typeof requested === 'string' && requested in layouts)) {
+      throw new TypeError(`${where}: options.layout: expected one of ` +
+        `${Object.keys(layouts).map((n) => `'${n}'`).join(', ')} for a ${kind}, got ` +
+        `${describe(requested)}`);
+    }
+    return { layout: requested, entries: entriesOf(requested) };
+  }
+  let best = { layout: undefined, entries: [], found: 0 };
+  for (const layout of Object.keys(layouts)) {
+    const entries = entriesOf(layout);
+    const found = entries.flatMap((e) => e.from).filter(has).length;
+    if (found > best.found) best = { layout, entries, found };
+  }
+  return best;
+}
+
+/**
+ * Sets `target`'s weights from the tensors of `checkpoint` under
+ * options.prefix, in options.layout or the layout their names show.
+ * Returns { layout, tensors (the names used), unused }.
+ */
+export function loadCheckpoint(target, checkpoint, options) {
+  const where = 'loadCheckpoint';
+  const kind = targetKind(where, target);
+  const ckpt = readCheckpoint(where, checkpoint);
+  const { prefix, layout: requested, allowUnused } = readOptions(where, options);
+  const under = new Set(ckpt.names.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length)));
+  const has = (name) => under.has(name);
+  const { layout, entries } = pickLayout(where, kind, LAYOUTS[kind], requested, has);
+  const full = (name) => `${prefix}${name}`;
+  if (layout === undefined) {
+    const some = ckpt.names.slice(0, 3).map((n) => `'${n}'`).join(', ');
+    throw new RangeError(`${where}: no tensor of a ${kind} layout (` +
+      `${Object.keys(LAYOUTS[kind]).join(', ')}) under prefix '${prefix}'; the ` +
+      `checkpoint's ${ckpt.names.length} tensors start ${some}: set options.prefix`);
+  }
+
+  const { bias, ...config } = target.config;
+  const shapes = kind === 'MultiHeadAttention' ? attentionShapes(config) : layerShapes(kind, config);
+  // A MultiHeadAttention with bias: false has none to take.
+  const wanted = entries.filter((e) => bias !== false || !e.to.endsWith('bias'));
+  const missing = wanted.flatMap((e) => e.from).filter((n) => !has(n));
+  if (missing.length > 0) {
+    throw new RangeError(`${where}: missing ${missing.map((n) => `'${full(n)}'`).join(', ')} ` +
+      `(layout '${layout}' of a ${kind})`);
+  }
+  const used = new Set(wanted.flatMap((e) => e.from));
+  const unused = [...under].filter((n) => !used.has(n)).map(full);
+  if (unused.length > 0 && !allowUnused) {
+    const list = unused.slice(0, 5).map((n) => `'${n}'`).join(', ');
+    throw new RangeError(`${where}: ${unused.length} tensor${unused.length === 1 ? '' : 's'} ` +
+      `under prefix '${prefix}' not part of a ${kind} in layout '${layout}': ${list}` +
+      `${unused.length > 5 ? ', ...' : ''}; set options.prefix to the object's own tensors, ` +
+      'or options.allowUnused: true');
+  }
+
+  const state = {};
+  for (const e of wanted) {
+    const expected = shapes[e.to];
+    // The parts of a concatenated in_proj_bias are the q, k and v biases.
+    const partShapes = e.from.length === 1 ? [e.conv1d ? [...expected].reverse() : expected]
+      : ['q', 'k', 'v'].map((x) => [shapes[e.to.replace('in_proj_bias', `${x}_proj_weight`)][0]]);
+    const parts = e.from.map((name, i) => {
+      const declared = ckpt.shape(full(name));
+      const want = partShapes[i];
+      if (declared !== undefined && !sameShape(declared, want)) {
+        throw new RangeError(`${where}: ${full(name)}: expected shape ${shapeString(want)} ` +
+          `(${e.conv1d ? `Conv1D, the transpose of PyTorch's ${e.to}` : `PyTorch's ${e.to}`} ` +
+          `of this ${kind}), got ${shapeString(declared)}`);
+      }
+      const data = ckpt.data(full(name));
+      if (!e.conv1d) return data;
+      if (data.length !== want[0] * want[1]) {
+        throw new RangeError(`${where}: ${full(name)}: expected ${want[0] * want[1]} values ` +
+          `for shape ${shapeString(want)} (Conv1D), got ${data.length}`);
+      }
+      return transpose(data, want[0], want[1]);
+    });
+    state[e.to] = parts.length === 1 ? parts[0] : concatenate(parts);
+  }
+
+  try {
+    target.setWeightsFromPyTorch(state);
+  } catch (error) {
+    // Name the checkpoint's tensors beside PyTorch's name in the message.
+    const e = wanted.find((x) => error.message.includes(`: ${x.to}:`));
+    if (e === undefined) throw error;
+    const names = e.from.map((n) => `'${full(n)}'`).join(' + ');
+    throw new error.constructor(`${where}: checkpoint tensor ${names}: ${error.message}`,
+      { cause: error });
+  }
+  return { layout, tensors: [...used].map(full), unused };
+}
