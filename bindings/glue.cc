@@ -1,6 +1,7 @@
 #include "glue.h"
 
 #include "js_arg_names.h"
+#include "checked_size.h"
 
 namespace simd_attention::bindings {
 
@@ -91,9 +92,51 @@ CausalAlignment ParseCausal(const std::string& causal) {
       ": expected 'none', 'top-left' or 'bottom-right', got '") + causal + "'");
 }
 
-JsMhaOptions::JsMhaOptions(const val& js)
-    : key_padding_mask(CopyBytesIfGiven(js, "keyPaddingMask")),
-      attn_mask(CopyFloatsIfGiven(js, "attnMask")) {
+std::vector<double> Integers(const std::string& name, const val& array, double min) {
+  std::vector<double> out(array["length"].as<size_t>());
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = array[i].as<double>();
+    if (!(out[i] >= min && out[i] < 9007199254740992.0)) {
+      throw std::invalid_argument(name + "[" + std::to_string(i) + "]: expected an integer in [" +
+                                  NumberString(min) + ", 2^53), got " + NumberString(out[i]));
+    }
+  }
+  return out;
+}
+
+std::vector<size_t> Sizes(const std::string& name, const val& array) {
+  const std::vector<double> numbers = Integers(name, array, 0);
+  return std::vector<size_t>(numbers.begin(), numbers.end());
+}
+
+namespace {
+
+std::vector<size_t> SizesIfGiven(const char* name, const val& object, const char* key) {
+  const val v = object[key];
+  return Given(v) ? Sizes(name, v) : std::vector<size_t>{};
+}
+
+}  // namespace
+
+JsAttentionOptions::JsAttentionOptions(const val& js)
+    : attn_mask(CopyFloatsIfGiven(js, "attnMask")),
+      bool_mask(CopyBytesIfGiven(js, "boolMask")),
+      key_padding_mask(CopyBytesIfGiven(js, "keyPaddingMask")),
+      need_weights(js["returnAttnWeights"].as<bool>()),
+      need_scores(js["returnScores"].as<bool>()) {
+  const ArgNames& n = JsArgNames();
+  attn_mask_shape = SizesIfGiven(n.attn_mask_shape, js, "attnMaskShape");
+  bool_mask_shape = SizesIfGiven(n.bool_mask_shape, js, "boolMaskShape");
+  kv_lengths = SizesIfGiven(n.kv_lengths, js, "kvLengths");
+  if (Given(js["window"])) {
+    const std::vector<double> w = Integers(n.window, js["window"], -9007199254740991.0);
+    window = {static_cast<int64_t>(w[0]), static_cast<int64_t>(w[1])};
+  }
+  if (Given(js["scale"])) scale = js["scale"].as<double>();
+  if (Given(js["softcap"])) softcap = js["softcap"].as<double>();
+}
+
+JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {
   // true: bottom-right, as before alignments could be named.
   const val causal = js["causal"];
   if (causal.isString()) {
@@ -102,17 +145,9 @@ JsMhaOptions::JsMhaOptions(const val& js)
   } else {
     options.causal = causal.as<bool>();
   }
-  options.key_padding_mask = key_padding_mask;
-  options.attn_mask = attn_mask;
-  options.need_weights = js["returnAttnWeights"].as<bool>();
+  shared.SetOn(options);
   options.need_per_head_output = js["returnPerHeadOutput"].as<bool>();
   options.need_intermediates = js["returnIntermediates"].as<bool>();
-  const val window = js["window"];
-  if (Given(window)) {
-    options.window = {int64_t(window[0].as<double>()), int64_t(window[1].as<double>())};
-  }
-  if (Given(js["scale"])) options.scale = js["scale"].as<double>();
-  if (Given(js["softcap"])) options.softcap = js["softcap"].as<double>();
   options.position_offset = SizeOf(js, "positionOffset");
 }
 
@@ -129,6 +164,7 @@ val ResultToJs(const MhaResult& r, const MhaOptions& o) {
   out.set("tk", r.tk);
   out.set("output", ToFloat32Array(r.output));
   if (o.need_weights) out.set("attnWeights", ToFloat32Array(r.attn_weights));
+  if (o.need_scores) out.set("scores", ToFloat32Array(r.scores));
   if (o.need_per_head_output) out.set("perHeadOutput", ToFloat32Array(r.per_head_output));
   if (o.need_intermediates) {
     out.set("q", ToFloat32Array(r.q));

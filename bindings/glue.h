@@ -14,7 +14,9 @@
 
 #include <emscripten/val.h>
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -134,13 +136,51 @@ val RopeToJs(const RopeConfig& rope, size_t head_dim);
 // 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
 CausalAlignment ParseCausal(const std::string& causal);
 
-// MultiHeadAttention's forward options from JS ({causal, keyPaddingMask,
-// attnMask, returnAttnWeights, returnPerHeadOutput, returnIntermediates},
-// as the user spelt them, types checked), with copies of the masks that
-// `options` views.
-struct JsMhaOptions {
-  std::vector<uint8_t> key_padding_mask;
+// An array of integers from JS (types checked by the JS side) that are at
+// least `min` and below 2^53, so that they convert exactly; `name` names it
+// in the message otherwise.
+std::vector<double> Integers(const std::string& name, const val& array, double min);
+// Same, for sizes (>= 0).
+std::vector<size_t> Sizes(const std::string& name, const val& array);
+
+// The options attention() and every forward share, as the user spelt them
+// ({scale, softcap, window, attnMask, attnMaskShape, boolMask,
+// boolMaskShape, keyPaddingMask, kvLengths, returnAttnWeights, returnScores};
+// types checked), copied; SetOn points an options struct at the copies.
+struct JsAttentionOptions {
   std::vector<float> attn_mask;
+  std::vector<size_t> attn_mask_shape;
+  std::vector<uint8_t> bool_mask;
+  std::vector<size_t> bool_mask_shape;
+  std::vector<uint8_t> key_padding_mask;
+  std::vector<size_t> kv_lengths;
+  std::array<int64_t, 2> window{-1, -1};
+  std::optional<double> scale, softcap;
+  bool need_weights = false, need_scores = false;
+  explicit JsAttentionOptions(const val& js);
+
+  // MhaOptions or SdpaOptions: their fields of these names view the copies.
+  template <class Options>
+  void SetOn(Options& o) const {
+    o.attn_mask = attn_mask;
+    o.attn_mask_shape = attn_mask_shape;
+    o.bool_mask = bool_mask;
+    o.bool_mask_shape = bool_mask_shape;
+    o.key_padding_mask = key_padding_mask;
+    o.kv_lengths = kv_lengths;
+    o.window = window;
+    o.scale = scale;
+    o.softcap = softcap;
+    o.need_weights = need_weights;
+    o.need_scores = need_scores;
+  }
+};
+
+// MultiHeadAttention's forward options from JS: the shared ones and
+// {causal, returnPerHeadOutput, returnIntermediates, positionOffset}, with
+// copies of the masks that `options` views.
+struct JsMhaOptions {
+  JsAttentionOptions shared;
   MhaOptions options;
   explicit JsMhaOptions(const val& js);
 };
@@ -153,7 +193,7 @@ struct JsMhaWeights {
   explicit JsMhaWeights(const val& js);
 };
 
-// {batch, tq, tk, output, attnWeights?, perHeadOutput?, q?, k?, v?,
+// {batch, tq, tk, output, attnWeights?, scores?, perHeadOutput?, q?, k?, v?,
 // headOutput?} as fresh arrays (the last four with need_intermediates).
 val ResultToJs(const MhaResult& r, const MhaOptions& o);
 

@@ -3,10 +3,10 @@
 // that watch memory).
 #include <emscripten/bind.h>
 #include <emscripten/heap.h>
-#include <malloc.h>
 
 #include <string>
 
+#include "allocation_counter.h"
 #include "glue.h"
 #include "simd_attention/backend.h"
 
@@ -35,11 +35,10 @@ val KernelInfo(const std::string& backend) {
 }
 
 val MemoryStats() {
-  const struct mallinfo m = mallinfo();
   val v = val::object();
   v.set("heapBytes", static_cast<double>(emscripten_get_heap_size()));
   v.set("maxHeapBytes", static_cast<double>(emscripten_get_heap_max()));
-  v.set("allocatedBytes", static_cast<double>(m.uordblks));
+  v.set("allocatedBytes", static_cast<double>(AllocatedBytes()));
   return v;
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention_call.h"
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
 #include "kernels/attention.h"
@@ -109,38 +110,7 @@ std::vector<float> HeadMajor(const char* what, const float* src, size_t batch,
   return out;
 }
 
-// Scores scale * q . k of rows with |q_i| <= max_q and |k_i| <= max_k are at
-// most scale * d_k * max_q * max_k in magnitude. Above float32's largest value
-// a score could be +-inf and the softmax's running max would turn inf - inf
-// into NaN, so such inputs are refused instead of computed wrong.
-void CheckScoreRange(double scale, size_t dk, double max_q, double max_k) {
-  const double bound = scale * double(dk) * max_q * max_k;
-  if (bound > double(std::numeric_limits<float>::max())) {
-    throw std::range_error(
-        "attention scores may overflow float32: scale * head_dim * max|q| * max|k| = " +
-        NumberString(scale) + " * " + std::to_string(dk) + " * " + NumberString(max_q) +
-        " * " + NumberString(max_k) + " = " + NumberString(bound) + " exceeds " +
-        NumberString(std::numeric_limits<float>::max()) +
-        "; the query and key inputs or weights are too large in magnitude: scale them down");
-  }
-}
-
 constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
-
-// attn_mask: [Tq, Tk] or [B, H, Tq, Tk], finite or -inf.
-void CheckAttnMask(const char* name, std::span<const float> mask, size_t batch,
-                   size_t heads, size_t tq, size_t tk) {
-  const Product shared = ProductOf({tq, tk}), per_head = ProductOf({batch, heads, tq, tk});
-  const size_t given = mask.size();
-  if ((shared.overflow || given != shared.value) &&
-      (per_head.overflow || given != per_head.value)) {
-    throw std::invalid_argument(
-        std::string(name) + ": expected " + ProductString(shared) + " values for " +
-        ShapeString({tq, tk}) + " or " + ProductString(per_head) + " for " +
-        ShapeString({batch, heads, tq, tk}) + ", got " + std::to_string(given));
-  }
-  CheckMask(name, mask);
-}
 
 }  // namespace
 
@@ -288,43 +258,30 @@ void MultiHeadAttention::CheckReady() const {
   }
 }
 
+AttentionCall MultiHeadAttention::Call(const Tensor3& query, size_t tk,
+                                       const MhaOptions& o) const {
+  const CausalAlignment causal =
+      !o.causal ? CausalAlignment::kNone
+      : o.causal_alignment == CausalAlignment::kTopLeft ? CausalAlignment::kTopLeft
+                                                        : CausalAlignment::kBottomRight;
+  return AttentionCall(*config_.names, CallOptionsOf(o, causal), query.batch, config_.num_heads,
+                       query.tokens, tk, head_dim());
+}
+
 MhaResult MultiHeadAttention::PrepareResult(const Tensor3& query, size_t tk,
                                             const MhaOptions& options) const {
   const size_t batch = query.batch, tq = query.tokens, heads = config_.num_heads;
   const ArgNames& n = *config_.names;
-  if (!options.key_padding_mask.empty()) {
-    CheckLength(n.key_padding_mask, options.key_padding_mask.size(), {batch, tk});
-  }
-  if (!options.attn_mask.empty()) {
-    CheckAttnMask(n.attn_mask, options.attn_mask, batch, heads, tq, tk);
-  }
-  for (size_t side = 0; side < 2; ++side) {
-    if (options.window[side] < -1) {
-      throw std::invalid_argument(Cat({n.window, "[", std::to_string(side),
-                                       "]: expected -1 (unbounded) or a number >= 0, got ",
-                                       std::to_string(options.window[side])}));
-    }
-  }
-  const double float_max = std::numeric_limits<float>::max();
-  if (options.softcap && !(*options.softcap > 0 && *options.softcap <= float_max)) {
-    throw std::invalid_argument(Cat({n.softcap, ": expected a finite number > 0, got ",
-                                     NumberString(*options.softcap)}));
-  }
-  if (options.scale && !(std::fabs(*options.scale) <= float_max)) {
-    throw std::invalid_argument(
-        Cat({n.scale, ": expected a finite number, got ", NumberString(*options.scale)}));
-  }
   MhaResult r;
   r.batch = batch;
   r.tq = tq;
   r.tk = tk;
   r.output.resize(CheckedCount(
       "output", {{"batch", batch}, {"tokens", tq}, {n.d_model, config_.d_model}}));
-  if (options.need_weights) {
-    r.attn_weights.resize(CheckedCount(
-        "attention weights",
-        {{"batch", batch}, {n.num_heads, heads}, {"query tokens", tq}, {"key tokens", tk}}));
-  }
+  const std::initializer_list<Dim> probs_dims = {
+      {"batch", batch}, {n.num_heads, heads}, {"query tokens", tq}, {"key tokens", tk}};
+  if (options.need_weights) r.attn_weights.resize(CheckedCount("attention weights", probs_dims));
+  if (options.need_scores) r.scores.resize(CheckedCount("scores", probs_dims));
   if (options.need_per_head_output) {
     r.per_head_output.resize(CheckedCount(
         "per-head output",
@@ -354,6 +311,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   CheckEqual("key.batch", key.batch, query.batch, "query.batch");
   CheckEqual("value.batch", value.batch, query.batch, "query.batch");
   CheckEqual("value.tokens", value.tokens, key.tokens, "key.tokens");
+  const AttentionCall call = Call(query, key.tokens, options);
   MhaResult result = PrepareResult(query, key.tokens, options);
 
   const size_t rows = key.batch * key.tokens;  // <= key.data.size()
@@ -373,7 +331,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   const double max_abs_key = CheckComputed("the key projection key W_k + b_k", keys, kTooLarge);
   CheckComputed("the value projection value W_v + b_v",
                 {v, rows * layout_.value_row()}, kTooLarge);
-  return Attend(query, KVView{k, v, key.tokens, key.tokens, max_abs_key}, options,
+  return Attend(query, KVView{k, v, key.tokens, key.tokens, max_abs_key}, call, options,
                 options.position_offset, std::move(result));
 }
 
@@ -429,10 +387,11 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
   CheckEqual("query.batch", query.batch, kv.batch(), "batch of the precomputed memory");
   MhaOptions with_mask = options;
   if (options.key_padding_mask.empty()) with_mask.key_padding_mask = kv.key_padding_;
+  const AttentionCall call = Call(query, kv.tokens(), with_mask);
   MhaResult result = PrepareResult(query, kv.tokens(), with_mask);
   return Attend(query,
                 KVView{kv.k_.data(), kv.v_.data(), kv.tokens(), kv.tokens(), kv.max_abs_key_},
-                with_mask, options.position_offset, std::move(result));
+                call, with_mask, options.position_offset, std::move(result));
 }
 
 KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
@@ -456,7 +415,11 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   CheckEqual("x.batch", x.batch, cache.batch(), "batch of the KV cache");
   cache.CheckRoom(x.tokens);
   const size_t tk = cache.length() + x.tokens;
-  MhaResult result = PrepareResult(x, tk, options);
+  MhaOptions causal = options;
+  causal.causal = true;
+  causal.causal_alignment = CausalAlignment::kBottomRight;
+  const AttentionCall call = Call(x, tk, causal);
+  MhaResult result = PrepareResult(x, tk, causal);
   double max_abs_key = cache.max_abs_key_;
   for (size_t b = 0; b < x.batch; ++b) {
     const float* rows = x.data.data() + b * x.tokens * x.features;
@@ -473,12 +436,9 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
                   kTooLarge);
     max_abs_key = std::max(max_abs_key, max_abs);
   }
-  MhaOptions causal = options;
-  causal.causal = true;
-  causal.causal_alignment = CausalAlignment::kBottomRight;
   MhaResult r = Attend(
-      x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, causal,
-      cache.length(), std::move(result));
+      x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, call,
+      causal, cache.length(), std::move(result));
   // Only a step that succeeded adds its tokens.
   cache.length_ = tk;
   cache.max_abs_key_ = max_abs_key;
@@ -486,8 +446,8 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
 }
 
 MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
-                                     const MhaOptions& options, size_t query_pos0,
-                                     MhaResult r) {
+                                     const AttentionCall& call, const MhaOptions& options,
+                                     size_t query_pos0, MhaResult r) {
   const MhaConfig& c = config_;
   const size_t heads = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const size_t batch = query.batch, tq = query.tokens, tk = kv.tk;
@@ -510,29 +470,13 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const std::span<const float> queries(q, batch * tq * ld_q);
   const double max_abs_query =
       CheckComputed("the query projection query W_q + b_q", queries, kTooLarge);
-  const float scale = options.scale ? float(*options.scale)
-                                    : 1.0f / std::sqrt(static_cast<float>(head_dim()));
-  CheckScoreRange(std::fabs(scale), head_dim(), max_abs_query, kv.max_abs_key);
-  // The key window around each query's diagonal (see MhaOptions::window):
-  // the kernel's causal bound is its right edge, its sliding bound the left.
-  const int64_t left = options.window[0], right = options.window[1];
-  const bool bounded_right = options.causal || right >= 0;
-  const ptrdiff_t right_edge = options.causal ? 0 : ptrdiff_t(right);
-  // i' = i + Tk - Tq (bottom-right) or i (top-left, and without causal).
-  const bool bottom_right =
-      options.causal && options.causal_alignment != CausalAlignment::kTopLeft;
-  const ptrdiff_t diagonal =
-      bottom_right ? static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq) : 0;
+  call.CheckScoreRange(max_abs_query, kv.max_abs_key,
+                       "the query and key inputs or weights are too large in magnitude");
 
-  // Work items as ParallelAttention hands them out. Cost model: 4 * tq * tk
-  // * d_k FLOPs per head at ~40 GFLOP/s (bounded on the right: about half).
-  const bool mask_per_head =
-      options.attn_mask.size() == batch * heads * tq * tk && batch * heads > 1;
+  // Work items as ParallelAttention hands them out (see AttentionCall::HeadNs).
   const size_t heads_total = batch * heads;
-  const double head_ns =
-      4.0 * double(tq) * double(tk) * double(dk) / 40.0 * (bounded_right ? 0.5 : 1.0);
-  ParallelAttention(*pool_, batch, heads, tq, head_ns, [&](size_t b, size_t h, size_t q0,
-                                                          size_t q1, size_t thread) {
+  ParallelAttention(*pool_, batch, heads, tq, call.HeadNs(dk),
+                    [&](size_t b, size_t h, size_t q0, size_t q1, size_t thread) {
     const size_t kvh = h / group;
     AttentionArgs a{};
     a.q = q + (b * tq + q0) * ld_q + h * dk;
@@ -545,26 +489,12 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     a.tk = tk;
     a.dk = dk;
     a.dv = dv;
-    a.scale = scale;
-    a.causal = bounded_right;
-    a.causal_diagonal = diagonal + static_cast<ptrdiff_t>(q0);
-    a.window_right = right_edge;
-    a.sliding = left >= 0;
-    a.window_left = left;
-    a.softcap = options.softcap ? float(*options.softcap) : 0.0f;
-    a.key_valid = options.key_padding_mask.empty()
-                      ? nullptr
-                      : options.key_padding_mask.data() + b * tk;
-    if (!options.attn_mask.empty()) {
-      a.additive_mask = options.attn_mask.data() +
-                        (mask_per_head ? (b * heads + h) * tq * tk : 0) + q0 * tk;
-      a.mask_ld = tk;
-    }
+    call.Set(a, b, h, q0);
     a.z = z + (b * tq + q0) * ld_z + h * dv;
     a.ldz = ld_z;
-    a.probs = options.need_weights
-                  ? r.attn_weights.data() + ((b * heads + h) * tq + q0) * tk
-                  : nullptr;
+    const size_t probs_at = ((b * heads + h) * tq + q0) * tk;
+    a.probs = options.need_weights ? r.attn_weights.data() + probs_at : nullptr;
+    a.scores = options.need_scores ? r.scores.data() + probs_at : nullptr;
     a.scratch = attention_scratch + thread * scratch;
     kernels_->attention(a);
   });

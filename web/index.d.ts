@@ -282,10 +282,20 @@ export interface ForwardOptions {
    * A query whose keys are all masked gets zero attention (output = bO).
    */
   keyPaddingMask?: Uint8Array;
-  /** Added to the scaled scores: `[Tq*Tk]` or `[B*H*Tq*Tk]`; may hold -Infinity. */
-  attnMask?: Float32Array;
+  /** `[B]`: batch item b attends to its first `kvLengths[b]` keys only (with `keyPaddingMask`, both apply). */
+  kvLengths?: number[] | Uint32Array | Int32Array;
+  /**
+   * Added to the scaled scores; may hold -Infinity. A Float32Array alone is
+   * `[Tq, Tk]` or `[B, H, Tq, Tk]` by its length; with a shape it broadcasts
+   * from `[Tq, Tk]`, `[B, 1, Tq, Tk]`, `[1, H, Tq, Tk]` or `[B, H, Tq, Tk]`.
+   */
+  attnMask?: Float32Array | BroadcastMask<Float32Array>;
+  /** 1 = may attend, 0 = masked (PyTorch's convention for boolean `attn_mask` in `scaled_dot_product_attention`); shapes as `attnMask`. */
+  boolMask?: Uint8Array | BroadcastMask<Uint8Array>;
   /** Also return the softmax probabilities of every head. */
   returnAttnWeights?: boolean;
+  /** Also return the scores the softmax takes (scaled, capped, masked: -Infinity where masked). */
+  returnScores?: boolean;
   /** Also return each head's contribution z_h W_O^h in model space. */
   returnPerHeadOutput?: boolean;
   /**
@@ -322,6 +332,8 @@ export interface ForwardResult {
   output: Tensor;
   /** `[B, H, Tq, Tk]`, with `returnAttnWeights`. */
   attnWeights?: Tensor;
+  /** `[B, H, Tq, Tk]`, with `returnScores`: what the softmax takes (scaled, capped, masked: -Infinity where masked). */
+  scores?: Tensor;
   /** `[B, H, Tq, dModel]`, with `returnPerHeadOutput`: output = sum over h + bO. */
   perHeadOutput?: Tensor;
   /**
@@ -348,14 +360,16 @@ export interface ForwardResult {
 
 /**
  * The result of a forward whose options set `returnAttnWeights`,
- * `returnPerHeadOutput` and `returnIntermediates` to (the types) `A`, `P`
- * and `I`: what was asked for with a literal `true` is present, not
+ * `returnPerHeadOutput`, `returnIntermediates` and `returnScores` to (the
+ * types) `A`, `P`, `I` and `S`: what was asked for with a literal `true` is present, not
  * optional, e.g. `mha.forward(x, m, undefined, { returnAttnWeights: true })`
  * has `attnWeights: Tensor`.
  */
-export type ForwardResultFor<A extends boolean, P extends boolean, I extends boolean> =
+export type ForwardResultFor<A extends boolean, P extends boolean, I extends boolean,
+  S extends boolean = false> =
   ForwardResult &
   ([A] extends [true] ? { attnWeights: Tensor } : unknown) &
+  ([S] extends [true] ? { scores: Tensor } : unknown) &
   ([P] extends [true] ? { perHeadOutput: Tensor } : unknown) &
   ([I] extends [true] ? { q: Tensor; k: Tensor; v: Tensor; headOutput: Tensor } : unknown);
 
@@ -384,18 +398,18 @@ export interface MultiHeadAttention {
    * self-attention; `value` omitted: value = key. Inputs are copied, never
    * kept.
    */
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false>(query: Tensor,
-    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
-    ForwardResultFor<A, P, I>;
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
+    ForwardResultFor<A, P, I, S>;
   /**
    * Cross-attention of `query` over keys/values projected once by
    * `precomputeKeyValue` (value must be omitted). Same results as passing the
    * memory tensor itself; the options' `keyPaddingMask`, if given, replaces
    * the one the object was made with.
    */
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false>(query: Tensor,
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
     precomputed: PrecomputedKeyValue, value?: undefined,
-    options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }): ForwardResultFor<A, P, I>;
+    options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }): ForwardResultFor<A, P, I, S>;
   /**
    * An empty cache of this attention's keys/values for `forwardIncremental`.
    * Needs no weights. RangeError for a zero batch or maxLength.
@@ -409,9 +423,9 @@ export interface MultiHeadAttention {
    * Needs kDim == vDim == dModel. A full cache is a RangeError naming the
    * numbers, and a failed call leaves the cache unchanged.
    */
-  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false>(x: Tensor,
-    cache: KVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
-    ForwardResultFor<A, P, I>;
+  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(x: Tensor,
+    cache: KVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
+    ForwardResultFor<A, P, I, S>;
   /**
    * Projects `memory` (`[B, S, kDim]`, used as keys and values; needs
    * kDim == vDim) once, for cross-attention of many queries:
@@ -515,10 +529,16 @@ export interface PrecomputedKeyValue {
 export interface IncrementalForwardOptions {
   /** `[B*(length+n)]` over everything cached plus the new tokens; 1 = real token. */
   keyPaddingMask?: Uint8Array;
-  /** Added to the scaled scores: `[n*(length+n)]` or `[B*H*n*(length+n)]`. */
-  attnMask?: Float32Array;
+  /** `[B]`: batch item b attends to its first `kvLengths[b]` of the `length+n` keys only. */
+  kvLengths?: number[] | Uint32Array | Int32Array;
+  /** Added to the scaled scores: `[n*(length+n)]` or `[B*H*n*(length+n)]`, or with a shape that broadcasts (see ForwardOptions). */
+  attnMask?: Float32Array | BroadcastMask<Float32Array>;
+  /** 1 = may attend, 0 = masked; shapes as `attnMask`. */
+  boolMask?: Uint8Array | BroadcastMask<Uint8Array>;
   /** Also return the probabilities over every cached token, `[B, H, n, length+n]`. */
   returnAttnWeights?: boolean;
+  /** Also return the scores the softmax takes, `[B, H, n, length+n]`. */
+  returnScores?: boolean;
   /** Also return each head's contribution, `[B, H, n, dModel]`. */
   returnPerHeadOutput?: boolean;
   /**
@@ -883,17 +903,17 @@ export interface PooledMultiHeadAttention {
   readonly kernels: string;
   readonly disposed: boolean;
   setWeights(w: MultiHeadAttentionWeights): Promise<void>;
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false>(query: Tensor,
-    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
-    Promise<ForwardResultFor<A, P, I>>;
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false>(query: Tensor,
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
+    Promise<ForwardResultFor<A, P, I, S>>;
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
     precomputed: PooledPrecomputedKeyValue, value?: undefined,
-    options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
-    Promise<ForwardResultFor<A, P, I>>;
+    options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
+    Promise<ForwardResultFor<A, P, I, S>>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
-  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false>(x: Tensor,
-    cache: PooledKVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I }):
-    Promise<ForwardResultFor<A, P, I>>;
+  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(x: Tensor,
+    cache: PooledKVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
+    Promise<ForwardResultFor<A, P, I, S>>;
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

@@ -149,8 +149,8 @@ describe('masks of the wrong size or type', () => {
   test('unknown option', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { needWeights: true }),
       TypeError, "MultiHeadAttention.forward: options: unknown key 'needWeights' (expected " +
-      'causal, keyPaddingMask, attnMask, returnAttnWeights, returnPerHeadOutput, ' +
-      'returnIntermediates, window, scale, softcap, positionOffset)');
+      'causal, keyPaddingMask, kvLengths, attnMask, boolMask, returnAttnWeights, returnScores, ' +
+      'returnPerHeadOutput, returnIntermediates, window, scale, softcap, positionOffset)');
   });
   test('option of the wrong type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { causal: 1 }),

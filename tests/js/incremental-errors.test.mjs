@@ -177,8 +177,8 @@ describe('KV cache', () => {
     const cache = track(mha.createKVCache({ batch: 1, maxLength: 4 }));
     expectError(() => mha.forwardIncremental(x(1, 1), cache, { causal: false }), TypeError,
       "MultiHeadAttention.forwardIncremental: options: unknown key 'causal' (expected " +
-      'keyPaddingMask, attnMask, returnAttnWeights, returnPerHeadOutput, returnIntermediates, ' +
-      'window, scale, softcap)');
+      'keyPaddingMask, kvLengths, attnMask, boolMask, returnAttnWeights, returnScores, ' +
+      'returnPerHeadOutput, returnIntermediates, window, scale, softcap)');
     mha.forwardIncremental(x(1, 1), cache);
     expectError(() => mha.forwardIncremental(x(1, 1), cache,
       { keyPaddingMask: new Uint8Array(1) }), RangeError,

@@ -25,6 +25,13 @@ import {
   type PooledPrecomputedKeyValue, type PooledTransformerDecoderLayer,
   type PooledTransformerEncoderLayer, type PooledTransformerLayerBase,
 } from '../../web/index.js';
+import {
+  loadCheckpoint, parseSafetensors, readSafetensors, SafetensorsFile, type CheckpointLayout,
+  type CheckpointTensor, type CheckpointTensors, type LoadCheckpointOptions,
+  type LoadCheckpointResult, type PyTorchTransformerDecoderLayerState,
+  type PyTorchTransformerEncoderLayerState, type ResponseLike, type SafetensorsDtype,
+  type SafetensorsTensorInfo,
+} from '../../web/index.js';
 
 const f32 = (n: number) => new Float32Array(n);
 const mask = (n: number) => new Uint8Array(n).fill(1);
@@ -76,13 +83,14 @@ const x: Tensor = { data: f32(40), shape: [5, 8] };
 const forwardOptions: ForwardOptions = {
   causal: true, keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
   returnPerHeadOutput: true, returnIntermediates: true, window: [4, 0], scale: 0.5, softcap: 30,
-  positionOffset: 2,
+  positionOffset: 2, kvLengths: [5], boolMask: { data: mask(25), shape: [1, 1, 5, 5] },
+  returnScores: true,
 };
 const r: ForwardResult = mha.forward(x, x, x, forwardOptions);
 const topLeft: CausalAlignmentName = 'top-left';
 mha.forward(x, x, x, { causal: topLeft });
-const outputs: (Tensor | undefined)[] = [r.output, r.attnWeights, r.perHeadOutput, r.q, r.k,
-  r.v, r.headOutput];
+const outputs: (Tensor | undefined)[] = [r.output, r.attnWeights, r.scores, r.perHeadOutput,
+  r.q, r.k, r.v, r.headOutput];
 mha.forward(x);
 
 const precomputeOptions: PrecomputeOptions = { keyPaddingMask: mask(5) };
@@ -95,8 +103,10 @@ const cache: KVCache = mha.createKVCache(cacheOptions);
 const incrementalOptions: IncrementalForwardOptions = {
   keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
   returnPerHeadOutput: true, returnIntermediates: true, window: [4, 0], scale: 0.5, softcap: 30,
+  kvLengths: Uint32Array.of(5), boolMask: mask(25), returnScores: true,
 };
 mha.forwardIncremental(x, cache, incrementalOptions);
+const logits: Tensor = mha.forward(x, x, x, { returnScores: true }).scores;
 
 // Results typed by their options: what was asked for with `true` is there.
 const probabilities: Float32Array = mha.forward(x, x, x, { returnAttnWeights: true })
@@ -106,7 +116,7 @@ const contributions: Tensor = mha.forward(x, kv, undefined, { returnPerHeadOutpu
 const stepped: ForwardResultFor<true, false, true> = mha.forwardIncremental(x, cache,
   { returnAttnWeights: true, returnIntermediates: true });
 const requested: Tensor[] = [stepped.attnWeights, stepped.q, stepped.k, stepped.v,
-  stepped.headOutput, contributions];
+  stepped.headOutput, contributions, logits];
 const cacheFacts: number[] = [cache.batch, cache.maxLength, cache.length];
 const saved: [Tensor, Tensor] = [cache.keys(), cache.values()];
 cache.truncate(cache.length - 1);
@@ -295,6 +305,49 @@ void createAttentionModule({ wasmPaht: './dist' });
 sa.build = 'simd';
 // @ts-expect-error: unknown activation
 void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'swish' });
+// Checkpoints: a layer's state_dict, safetensors files and their mapping.
+const encoderState: PyTorchTransformerEncoderLayerState = {
+  'self_attn.in_proj_weight': f32(192), 'self_attn.q_proj_weight': f32(64),
+  'self_attn.k_proj_weight': f32(64), 'self_attn.v_proj_weight': f32(64),
+  'self_attn.in_proj_bias': f32(24), 'self_attn.out_proj.weight': f32(64),
+  'self_attn.out_proj.bias': f32(8), 'linear1.weight': f32(128), 'linear1.bias': f32(16),
+  'linear2.weight': f32(128), 'linear2.bias': f32(8), 'norm1.weight': f32(8),
+  'norm1.bias': f32(8), 'norm2.weight': f32(8), 'norm2.bias': f32(8),
+};
+encoder.setWeightsFromPyTorch(encoderState);
+const decoderState: PyTorchTransformerDecoderLayerState = {
+  ...encoderState, 'multihead_attn.in_proj_weight': f32(192),
+  'multihead_attn.q_proj_weight': f32(64), 'multihead_attn.k_proj_weight': f32(64),
+  'multihead_attn.v_proj_weight': f32(64), 'multihead_attn.in_proj_bias': f32(24),
+  'multihead_attn.out_proj.weight': f32(64), 'multihead_attn.out_proj.bias': f32(8),
+  'norm3.weight': f32(8), 'norm3.bias': f32(8),
+};
+decoder.setWeightsFromPyTorch(decoderState);
+const response: ResponseLike = {
+  ok: true, status: 200, url: 'https://example.invalid/model.safetensors', headers: {},
+  arrayBuffer: async () => new ArrayBuffer(8),
+};
+const file: SafetensorsFile = await readSafetensors(response);
+const parsed: SafetensorsFile = parseSafetensors(new Uint8Array(8));
+const fromPath: Promise<SafetensorsFile> = readSafetensors('model.safetensors');
+const dtype: SafetensorsDtype = 'BF16';
+const info: SafetensorsTensorInfo = { dtype, shape: file.info('w').shape };
+const read: CheckpointTensor = file.tensor('w');
+const fileFacts: [Record<string, string>, string[], boolean, Float32Array] =
+  [parsed.metadata, file.names, file.has(info.dtype), read.data];
+const layout: CheckpointLayout = 'bert';
+const loadOptions: LoadCheckpointOptions = { prefix: 'encoder.layer.3', layout, allowUnused: true };
+const flat: CheckpointTensors = { 'linear1.weight': f32(128), 'norm1.weight': { data: f32(8), shape: [8] } };
+const loaded: LoadCheckpointResult = loadCheckpoint(encoder, file, loadOptions);
+const loadedFacts: [CheckpointLayout, string[], string[]] = [loaded.layout, loaded.tensors,
+  loaded.unused];
+loadCheckpoint(mha, flat);
+// @ts-expect-error: a layout the package does not know
+loadCheckpoint(decoder, file, { layout: 'llama' });
+// @ts-expect-error: an encoder state_dict needs its FFN
+encoder.setWeightsFromPyTorch({ 'self_attn.in_proj_weight': f32(192) });
+void [fromPath, fileFacts, loadedFacts];
+
 // @ts-expect-error: ffnDim is required
 void new sa.TransformerDecoderLayer({ dModel: 8, numHeads: 2 });
 // @ts-expect-error: an encoder has no memory mask

@@ -88,8 +88,7 @@ export function readBackend(where, config, defaultBackend) {
 // place that can tell them apart.
 function nonEmptyMask(where, name, v) {
   if (v !== undefined && v.length === 0) {
-    throw new RangeError(`${where}: ${name}: given with no values; pass one value per ` +
-      'key, or omit the option for no mask');
+    throw new RangeError(`${where}: ${name}: given with no values; omit the option instead`);
   }
   return v;
 }
@@ -102,9 +101,41 @@ export function optionalMask(where, name, v) {
   return nonEmptyMask(where, name, v);
 }
 
-// An additive mask: a Float32Array (may hold -Infinity) or undefined.
-export function optionalAdditiveMask(where, name, v) {
-  return nonEmptyMask(where, name, float32(where, name, v, true));
+// {data, shape} with data of `check`'s type.
+export function tensor(where, name, t, check) {
+  if (t === null || typeof t !== 'object' || ArrayBuffer.isView(t) || Array.isArray(t)) {
+    throw new TypeError(`${where}: ${name}: expected a tensor { data, shape: number[] }, ` +
+      `got ${describe(t)}`);
+  }
+  return { data: check(where, `${name}.data`, t.data), shape: integers(where, `${name}.shape`, t.shape) };
+}
+
+// A mask given as its data alone (C++ infers [Tq, Tk] or [B, H, Tq, Tk] from
+// its length) or as a tensor with the shape it broadcasts from: { data,
+// shape? }, or {} when omitted. check: additiveValues or booleanValues.
+export function shapedMask(where, name, v, check) {
+  if (v === undefined) return {};
+  if (ArrayBuffer.isView(v)) return { data: check(where, name, v) };
+  return tensor(where, name, v, check);
+}
+
+// An additive mask's values: a non-empty Float32Array (may hold -Infinity).
+export function additiveValues(where, name, v) {
+  return nonEmptyMask(where, name, float32(where, name, v));
+}
+
+// A boolean mask's values: a non-empty Uint8Array, 1 = may attend.
+export function booleanValues(where, name, v) {
+  if (!isUint8Array(v)) {
+    throw new TypeError(`${where}: ${name}: expected a Uint8Array (1 = may attend, ` +
+      `0 = masked), got ${describe(v)}`);
+  }
+  return nonEmptyMask(where, name, v);
+}
+
+// Valid key lengths per batch item: a non-empty array of integers.
+export function optionalLengths(where, name, v) {
+  return v === undefined ? undefined : nonEmptyMask(where, name, integers(where, name, v));
 }
 
 // config.threads: 1 when omitted (0 = every logical processor).

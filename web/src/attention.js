@@ -1,8 +1,8 @@
 // MultiHeadAttention: self- and cross-attention, incremental decoding over a
 // KVCache, cross-attention over a PrecomputedKeyValue.
-import { checkObject, describe, float32, integers, optionalAdditiveMask, optionalBoolean,
-  optionalMask, optionalNumber,
-  optionalSize, readBackend, readThreads, requiredSize } from './arguments.js';
+import { additiveValues, booleanValues, checkObject, describe, float32, integers,
+  optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
+  readThreads, requiredSize, shapedMask } from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
@@ -15,12 +15,19 @@ import { defineDispose, INFO, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET }
 function readAttentionOptions(where, options, allowed) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, allowed);
+  const attnMask = shapedMask(where, 'options.attnMask', o.attnMask, additiveValues);
+  const boolMask = shapedMask(where, 'options.boolMask', o.boolMask, booleanValues);
   return {
     causal: readCausal(where, o.causal),
     keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
-    attnMask: optionalAdditiveMask(where, 'options.attnMask', o.attnMask),
+    kvLengths: optionalLengths(where, 'options.kvLengths', o.kvLengths),
+    attnMask: attnMask.data,
+    attnMaskShape: attnMask.shape,
+    boolMask: boolMask.data,
+    boolMaskShape: boolMask.shape,
     returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
       o.returnAttnWeights, false),
+    returnScores: optionalBoolean(where, 'options.returnScores', o.returnScores, false),
     returnPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
       o.returnPerHeadOutput, false),
     returnIntermediates: optionalBoolean(where, 'options.returnIntermediates',
@@ -65,6 +72,7 @@ function attentionResult(r, rank, info) {
   const batched = (dims) => (rank === 3 ? [r.batch, ...dims] : dims);
   const out = { output: { data: r.output, shape: batched([r.tq, dModel]) } };
   if (r.attnWeights) out.attnWeights = { data: r.attnWeights, shape: batched([heads, r.tq, r.tk]) };
+  if (r.scores) out.scores = { data: r.scores, shape: batched([heads, r.tq, r.tk]) };
   if (r.perHeadOutput) {
     out.perHeadOutput = { data: r.perHeadOutput, shape: batched([heads, r.tq, dModel]) };
   }

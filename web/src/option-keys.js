@@ -8,6 +8,15 @@ const ATTENTION_WEIGHTS = ['wQ', 'wK', 'wV', 'wO', 'bQ', 'bK', 'bV', 'bO'];
 const FEED_FORWARD_WEIGHTS = ['w1', 'b1', 'w2', 'b2'];
 const LAYER_NORM_WEIGHTS = ['gamma', 'beta'];
 
+// nn.MultiheadAttention's state_dict names inside a torch layer.
+const TORCH_LAYER_ATTENTION = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
+  'v_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias'];
+const torchLayerState = (attentions, norms) => [
+  ...attentions.flatMap((a) => TORCH_LAYER_ATTENTION.map((k) => `${a}.${k}`)),
+  'linear1.weight', 'linear1.bias', 'linear2.weight', 'linear2.bias',
+  ...norms.flatMap((n) => [`${n}.weight`, `${n}.bias`]),
+];
+
 // A layer's weights: group -> the keys of that group.
 export const ENCODER_WEIGHT_GROUPS = {
   attention: ATTENTION_WEIGHTS, ffn: FEED_FORWARD_WEIGHTS, norm1: LAYER_NORM_WEIGHTS,
@@ -28,10 +37,12 @@ export const OPTION_KEYS = {
   PyTorchMultiheadAttentionState: ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
     'v_proj_weight', 'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias',
     'out_proj.bias'],
-  ForwardOptions: ['causal', 'keyPaddingMask', 'attnMask', 'returnAttnWeights',
-    'returnPerHeadOutput', 'returnIntermediates', 'window', 'scale', 'softcap', 'positionOffset'],
-  IncrementalForwardOptions: ['keyPaddingMask', 'attnMask', 'returnAttnWeights',
-    'returnPerHeadOutput', 'returnIntermediates', 'window', 'scale', 'softcap'],
+  ForwardOptions: ['causal', 'keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
+    'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
+    'scale', 'softcap', 'positionOffset'],
+  IncrementalForwardOptions: ['keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
+    'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
+    'scale', 'softcap'],
   KVCacheOptions: ['batch', 'maxLength'],
   PrecomputeOptions: ['keyPaddingMask'],
   TransformerLayerConfig: ['dModel', 'numHeads', 'ffnDim', 'normFirst', 'activation', 'eps',
@@ -44,6 +55,10 @@ export const OPTION_KEYS = {
   TransformerDecoderLayerWeights: Object.keys(DECODER_WEIGHT_GROUPS),
   EncoderForwardOptions: ['keyPaddingMask', 'causal'],
   DecoderForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask'],
+  PyTorchTransformerEncoderLayerState: torchLayerState(['self_attn'], ['norm1', 'norm2']),
+  PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
+    ['norm1', 'norm2', 'norm3']),
+  LoadCheckpointOptions: ['prefix', 'layout', 'allowUnused'],
   AttentionOptions: ['causal', 'scale', 'softcap', 'window', 'attnMask', 'boolMask',
     'keyPaddingMask', 'kvLengths', 'numHeads', 'numKvHeads', 'returnAttnWeights', 'returnScores',
     'backend'],

@@ -181,12 +181,37 @@ function columns(m, rows, cols, from, to) {
 // Entries [from, to) along the axis of size `size` of data shaped
 // [outer, size, inner].
 function sliceAxis(data, outer, size, inner, from, to) {
-  const out = new Float32Array(outer * (to - from) * inner);
+  const n = outer * (to - from) * inner;
+  const out = data instanceof Uint8Array ? new Uint8Array(n) : new Float32Array(n);
   for (let o = 0; o < outer; ++o) {
     out.set(data.subarray((o * size + from) * inner, (o * size + to) * inner),
       o * (to - from) * inner);
   }
   return out;
+}
+
+// Whether a mask has a head axis to split: a bare mask of B * H * Tq * Tk
+// values (C++ reads it as [B, H, Tq, Tk]) or a tensor shaped
+// [B or 1, H, Tq, Tk]. Masks that broadcast over the heads, and anything C++
+// will refuse, go to every worker whole.
+function hasHeadAxis(mask, batch, heads, tq, tk) {
+  if (mask === undefined || mask === null || heads === 1) return false;
+  if (ArrayBuffer.isView(mask)) {
+    return 'length' in mask && batch * heads > 1 && mask.length === batch * heads * tq * tk;
+  }
+  const { data, shape } = mask;
+  return Array.isArray(shape) && shape.length === 4 && (shape[0] === batch || shape[0] === 1) &&
+    shape[1] === heads && shape[2] === tq && shape[3] === tk && ArrayBuffer.isView(data) &&
+    'length' in data && data.length === shape[0] * heads * tq * tk;
+}
+
+// The mask's part for heads [from, to).
+function headSlice(mask, batch, heads, tq, tk, from, to) {
+  if (!hasHeadAxis(mask, batch, heads, tq, tk)) return mask;
+  if (ArrayBuffer.isView(mask)) return sliceAxis(mask, batch, heads, tq * tk, from, to);
+  const outer = mask.shape[0];
+  return { data: sliceAxis(mask.data, outer, heads, tq * tk, from, to),
+    shape: [outer, to - from, tq, tk] };
 }
 
 // Tensors that differ only in the size of axis `axis`, joined along it.
@@ -223,7 +248,7 @@ function joinResults(parts, bO) {
     }
   }
   const result = { output };
-  for (const key of ['attnWeights', 'perHeadOutput', 'q', 'k', 'v', 'headOutput']) {
+  for (const key of ['attnWeights', 'scores', 'perHeadOutput', 'q', 'k', 'v', 'headOutput']) {
     if (parts[0][key] !== undefined) {
       result[key] = joinAxis(parts.map((p) => p[key]), parts[0][key].shape.length - 3);
     }
@@ -507,20 +532,20 @@ function makePool(workers, summary) {
       return out;
     }
 
-    // Runs `method` on every shard with the options' per-head attnMask
-    // sliced to the shard's heads ([B, H, Tq, Tk], as C++ tells it from
-    // [Tq, Tk]), and joins the results.
+    // Runs `method` on every shard with the options' masks sliced to the
+    // shard's heads where they have a head axis (see headSlice), and joins
+    // the results.
     async #attend(where, method, args, optionsAt, batch, tq, tk) {
       const options = args[optionsAt];
       if (options !== undefined) checkObject(where, 'options', options);
-      const mask = options?.attnMask;
       const heads = this.#config.numHeads;
-      const perHead = ArrayBuffer.isView(mask) && 'length' in mask && batch * heads > 1 &&
-        mask.length === batch * heads * tq * tk;
-      const parts = await this.call(method, args, perHead ? (s) => {
+      const slice = (mask, s) => headSlice(mask, batch, heads, tq, tk, s.heads[0], s.heads[1]);
+      const sliced = options !== undefined && [options.attnMask, options.boolMask]
+        .some((mask) => hasHeadAxis(mask, batch, heads, tq, tk));
+      const parts = await this.call(method, args, sliced ? (s) => {
         const shardArgs = [...args];
-        shardArgs[optionsAt] = { ...options,
-          attnMask: sliceAxis(mask, batch, heads, tq * tk, s.heads[0], s.heads[1]) };
+        shardArgs[optionsAt] = { ...options, attnMask: slice(options.attnMask, s),
+          boolMask: slice(options.boolMask, s) };
         return shardArgs;
       } : undefined);
       return joinResults(parts, this.#bO);

@@ -3,45 +3,11 @@
 // Attention), over the module's wasm instance. Types are checked here;
 // shapes and values in C++ (bindings/sdpa_binding.cc), whose messages name
 // the options as the user spelt them.
-import { checkObject, describe, float32, integers, optionalBoolean, optionalMask,
-  optionalNumber, optionalSize, readBackend } from './arguments.js';
+import { additiveValues, booleanValues, checkObject, describe, float32, integers,
+  optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
+  shapedMask, tensor } from './arguments.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
-
-// {data, shape} with data of `check`'s type.
-function tensor(where, name, t, check) {
-  if (t === null || typeof t !== 'object' || ArrayBuffer.isView(t) || Array.isArray(t)) {
-    throw new TypeError(`${where}: ${name}: expected a tensor { data, shape: number[] }, ` +
-      `got ${describe(t)}`);
-  }
-  return { data: check(where, `${name}.data`, t.data), shape: integers(where, `${name}.shape`, t.shape) };
-}
-
-// C++ reads an empty array as "not given", so an empty one is refused here,
-// the one place that can tell them apart (as arguments.js does for masks).
-function nonEmpty(where, name, v) {
-  if (v !== undefined && v.length === 0) {
-    throw new RangeError(`${where}: ${name}: given with no values; omit the option instead`);
-  }
-  return v;
-}
-
-const float32Data = (where, name, v) => nonEmpty(where, name, float32(where, name, v));
-function bytes(where, name, v) {
-  if (!(ArrayBuffer.isView(v) && Object.prototype.toString.call(v) === '[object Uint8Array]')) {
-    throw new TypeError(`${where}: ${name}: expected a Uint8Array (1 = may attend, ` +
-      `0 = masked), got ${describe(v)}`);
-  }
-  return nonEmpty(where, name, v);
-}
-
-// A mask given as its data alone ([Tq, Tk]) or as a tensor with its shape.
-function mask(where, name, v, check) {
-  if (v === undefined) return {};
-  if (ArrayBuffer.isView(v)) return { data: check(where, name, v) };
-  return tensor(where, name, v, check);
-}
-
 
 // attention() of one module (wasm instance).
 export function makeScaledDotProductAttention(wasm, defaultBackend) {
@@ -53,8 +19,8 @@ export function makeScaledDotProductAttention(wasm, defaultBackend) {
       throw new TypeError(`${where}: options.causal: expected 'none', 'top-left' or ` +
         `'bottom-right', got ${describe(o.causal)}`);
     }
-    const attnMask = mask(where, 'options.attnMask', o.attnMask, float32Data);
-    const boolMask = mask(where, 'options.boolMask', o.boolMask, bytes);
+    const attnMask = shapedMask(where, 'options.attnMask', o.attnMask, additiveValues);
+    const boolMask = shapedMask(where, 'options.boolMask', o.boolMask, booleanValues);
     const heads = [['q', q], ['k', k], ['v', v]].map(([name, t]) =>
       tensor(where, name, t, (w, n, d) => float32(w, n, d)));
     const r = unwrap(wasm, where, wasm.attention(...heads, {
@@ -68,8 +34,7 @@ export function makeScaledDotProductAttention(wasm, defaultBackend) {
       boolMask: boolMask.data,
       boolMaskShape: boolMask.shape,
       keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
-      kvLengths: o.kvLengths === undefined ? undefined
-        : nonEmpty(where, 'options.kvLengths', integers(where, 'options.kvLengths', o.kvLengths)),
+      kvLengths: optionalLengths(where, 'options.kvLengths', o.kvLengths),
       numHeads: optionalSize(where, 'options.numHeads', o.numHeads),
       numKvHeads: o.numKvHeads === undefined ? undefined
         : optionalSize(where, 'options.numKvHeads', o.numKvHeads),

@@ -21,6 +21,7 @@
 
 namespace simd_attention {
 
+class AttentionCall;
 class ThreadPool;
 struct KernelTable;
 
@@ -82,9 +83,19 @@ struct MhaOptions {
   bool causal = false;
   CausalAlignment causal_alignment = CausalAlignment::kBottomRight;
   std::span<const uint8_t> key_padding_mask;  // [B, Tk], nonzero = real token
-  // Added to the scaled scores: [Tq, Tk] or [B, H, Tq, Tk]; may hold -inf.
+  // Or the number of real keys of each batch item, [B]: keys j >=
+  // kv_lengths[b] are masked (combined with key_padding_mask if both).
+  std::span<const size_t> kv_lengths;
+  // Added to the scaled scores; may hold -inf. Without a shape: [Tq, Tk] or
+  // [B, H, Tq, Tk] by its length; with one, any shape that broadcasts to
+  // [B, H, Tq, Tk]: [Tq, Tk], [B, 1, Tq, Tk], [1, H, Tq, Tk], [B, H, Tq, Tk].
   std::span<const float> attn_mask;
+  std::vector<size_t> attn_mask_shape;
+  // 1 = may attend, 0 = masked; shapes as attn_mask's.
+  std::span<const uint8_t> bool_mask;
+  std::vector<size_t> bool_mask_shape;
   bool need_weights = false;          // fill MhaResult::attn_weights
+  bool need_scores = false;           // fill MhaResult::scores
   bool need_per_head_output = false;  // fill MhaResult::per_head_output
   // Fill MhaResult::q, k, v and head_output: the intermediate per-head
   // tensors, for inspecting and teaching (copies; the fast path never
@@ -103,11 +114,15 @@ struct MhaOptions {
 };
 
 // A query row whose every key is masked gets all-zero probabilities and a
-// zero attention output (so its output row is b_o), never NaN.
+// zero attention output (so its output row is b_o), never NaN. Every mask
+// combines: a key is attended only if every mask allows it.
 struct MhaResult {
   size_t batch = 0, tq = 0, tk = 0;
   std::vector<float> output;           // [B, Tq, d_model]
   std::vector<float> attn_weights;     // [B, H, Tq, Tk], if requested
+  // [B, H, Tq, Tk], if requested: the scaled, capped and masked scores the
+  // softmax takes (-inf where masked).
+  std::vector<float> scores;
   std::vector<float> q;                // [B, H, Tq, d_k], if intermediates
   std::vector<float> k;                // [B, H_kv, Tk, d_k]
   std::vector<float> v;                // [B, H_kv, Tk, d_v]
@@ -190,15 +205,17 @@ class MultiHeadAttention {
   void Project(const float* x, size_t rows, const Packed& p, float* out,
                size_t ldc) const;
   void CheckReady() const;
-  // Checks the masks against [B, Tq, Tk] and allocates the outputs the
-  // options ask for, before any workspace grows: a request too large to
-  // allocate fails with nothing else changed.
+  // The call's scale, window and masks checked against [B, H, Tq, Tk],
+  // before anything changes (ForwardIncremental: the cache).
+  AttentionCall Call(const Tensor3& query, size_t tk, const MhaOptions& options) const;
+  // Allocates the outputs the options ask for, before any workspace grows:
+  // a request too large to allocate fails with nothing else changed.
   MhaResult PrepareResult(const Tensor3& query, size_t tk,
                           const MhaOptions& options) const;
   // The attention proper once K and V are projected.
   // The queries' rotary positions start at query_pos0.
-  MhaResult Attend(const Tensor3& query, const KVView& kv, const MhaOptions& options,
-                   size_t query_pos0, MhaResult r);
+  MhaResult Attend(const Tensor3& query, const KVView& kv, const AttentionCall& call,
+                   const MhaOptions& options, size_t query_pos0, MhaResult r);
 
   MhaConfig config_;  // threads resolved (never 0)
   const KernelTable* kernels_;
