@@ -724,6 +724,11 @@ export interface TransformerEncoderLayer extends TransformerLayerBase {
    * previous weights.
    */
   setWeights(weights: TransformerEncoderLayerWeights): void;
+  /**
+   * The same from an `nn.TransformerEncoderLayer` state_dict (PyTorch's
+   * `[out, in]` layout, transposed on loading); errors name the entry.
+   */
+  setWeightsFromPyTorch(state: PyTorchTransformerEncoderLayerState): void;
   /** `x [B, T, dModel]` (or `[T, dModel]`) -> a tensor of the same shape. */
   forward(x: Tensor, options?: EncoderForwardOptions): Tensor;
 }
@@ -736,6 +741,8 @@ export interface TransformerEncoderLayer extends TransformerLayerBase {
 export interface TransformerDecoderLayer extends TransformerLayerBase {
   /** Copies the weights; all or nothing. */
   setWeights(weights: TransformerDecoderLayerWeights): void;
+  /** The same from an `nn.TransformerDecoderLayer` state_dict. */
+  setWeightsFromPyTorch(state: PyTorchTransformerDecoderLayerState): void;
   /**
    * `x [B, T, dModel]` attending (causally by default) to itself and to
    * `memory`: a tensor `[B, S, dModel]` or a PrecomputedKeyValue made by
@@ -971,3 +978,141 @@ export interface PooledPrecomputedKeyValue {
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
+
+// ---------------------------------------------------------------------------
+// Checkpoints: safetensors files, PyTorch and Hugging Face weight names
+// ---------------------------------------------------------------------------
+
+/**
+ * An `nn.TransformerEncoderLayer` state_dict as flat Float32Arrays in
+ * PyTorch's layout (`[out, in]` for a Linear weight). The attention's
+ * projections are `in_proj_weight` or all three of `q_proj_weight`,
+ * `k_proj_weight`, `v_proj_weight`; everything else is required.
+ */
+export interface PyTorchTransformerEncoderLayerState {
+  /** `[3*dModel, dModel]` (with numKvHeads: `[dModel + 2*numKvHeads*headDim, dModel]`). */
+  'self_attn.in_proj_weight'?: Float32Array;
+  'self_attn.q_proj_weight'?: Float32Array;
+  'self_attn.k_proj_weight'?: Float32Array;
+  'self_attn.v_proj_weight'?: Float32Array;
+  'self_attn.in_proj_bias': Float32Array;
+  'self_attn.out_proj.weight': Float32Array;
+  'self_attn.out_proj.bias': Float32Array;
+  /** `[ffnDim, dModel]` */
+  'linear1.weight': Float32Array;
+  'linear1.bias': Float32Array;
+  /** `[dModel, ffnDim]` */
+  'linear2.weight': Float32Array;
+  'linear2.bias': Float32Array;
+  'norm1.weight': Float32Array;
+  'norm1.bias': Float32Array;
+  'norm2.weight': Float32Array;
+  'norm2.bias': Float32Array;
+}
+
+/** An `nn.TransformerDecoderLayer` state_dict, as the encoder's plus the cross-attention and norm3. */
+export interface PyTorchTransformerDecoderLayerState extends PyTorchTransformerEncoderLayerState {
+  'multihead_attn.in_proj_weight'?: Float32Array;
+  'multihead_attn.q_proj_weight'?: Float32Array;
+  'multihead_attn.k_proj_weight'?: Float32Array;
+  'multihead_attn.v_proj_weight'?: Float32Array;
+  'multihead_attn.in_proj_bias': Float32Array;
+  'multihead_attn.out_proj.weight': Float32Array;
+  'multihead_attn.out_proj.bias': Float32Array;
+  'norm3.weight': Float32Array;
+  'norm3.bias': Float32Array;
+}
+
+/** The element types of safetensors; F32, F16 and BF16 convert to float32. */
+export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'F64' | 'I64' | 'I32' | 'I16' | 'I8' |
+  'U64' | 'U32' | 'U16' | 'U8' | 'BOOL' | 'F8_E4M3' | 'F8_E5M2';
+
+/** A tensor's entry in a safetensors header. */
+export interface SafetensorsTensorInfo {
+  dtype: SafetensorsDtype;
+  shape: number[];
+}
+
+/** A tensor read from a checkpoint, converted to float32 (a fresh copy). */
+export interface CheckpointTensor extends SafetensorsTensorInfo {
+  data: Float32Array;
+}
+
+/**
+ * A parsed safetensors file. The header is checked when parsed (a wrong
+ * header, a truncated file, a dtype or shape that does not fit its bytes is
+ * an error naming the tensor); a tensor is converted when read.
+ */
+export declare class SafetensorsFile {
+  private constructor();
+  /** The header's `__metadata__`; `{}` when absent. */
+  readonly metadata: Record<string, string>;
+  /** The tensors' names, in the header's order. */
+  readonly names: string[];
+  has(name: string): boolean;
+  info(name: string): SafetensorsTensorInfo;
+  /** F32, F16 and BF16 as float32 (exactly); another dtype is a TypeError naming the tensor. */
+  tensor(name: string): CheckpointTensor;
+}
+
+/** What readSafetensors takes for a fetch `Response` (no DOM typings needed). */
+export interface ResponseLike {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly url: string;
+  readonly headers: unknown;
+  arrayBuffer(): Promise<ArrayBuffer>;
+}
+
+/** Parses a safetensors file's bytes; the file keeps a reference to them. */
+export function parseSafetensors(bytes: ArrayBuffer | ArrayBufferView): SafetensorsFile;
+
+/**
+ * Reads a safetensors file from its bytes, a fetch `Response`, or in Node a
+ * file path or `file:` URL (read with a dynamic import of `node:fs`, which
+ * browser bundles never contain).
+ */
+export function readSafetensors(
+  source: ArrayBuffer | ArrayBufferView | ResponseLike | string | URLLike,
+): Promise<SafetensorsFile>;
+
+/**
+ * Tensor names: `'pytorch'` (torch.nn's state_dict names), `'separate'`
+ * (`q_proj`, `k_proj`, `v_proj`, `out_proj`: BART and its kin), `'bert'`
+ * (`attention.self.query`, ..., `attention.output.dense`), `'fused'` (timm's
+ * ViT: `attn.qkv`, `attn.proj`), `'gpt2'` (`attn.c_attn`, `attn.c_proj`,
+ * Conv1D weights). The decoder layer has `'pytorch'` and `'separate'`.
+ */
+export type CheckpointLayout = 'pytorch' | 'separate' | 'bert' | 'fused' | 'gpt2';
+
+export interface LoadCheckpointOptions {
+  /** The object's tensors are those named `prefix + name` (`'layers.3'` means `'layers.3.'`). */
+  prefix?: string;
+  /** Default: the layout most of the names under the prefix belong to. */
+  layout?: CheckpointLayout;
+  /** Tensors under the prefix that the layout does not take are an error unless true. */
+  allowUnused?: boolean;
+}
+
+export interface LoadCheckpointResult {
+  layout: CheckpointLayout;
+  /** The checkpoint's tensors that were loaded. */
+  tensors: string[];
+  /** Tensors under the prefix left out (only with allowUnused). */
+  unused: string[];
+}
+
+/** Tensors by name: a SafetensorsFile or flat arrays (with their shapes, to be checked). */
+export type CheckpointTensors = SafetensorsFile |
+  Record<string, Float32Array | { data: Float32Array; shape: number[] }>;
+
+/**
+ * Sets the weights of `target` from a checkpoint's tensors: missing, extra
+ * and mis-shaped tensors are errors naming them. Norm placement,
+ * activation and eps are the target's config (BERT and BART: post-LN,
+ * GELU; GPT-2: normFirst, 'gelu_tanh', causal; ViT: normFirst, GELU).
+ */
+export function loadCheckpoint(
+  target: MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer,
+  checkpoint: CheckpointTensors, options?: LoadCheckpointOptions,
+): LoadCheckpointResult;
