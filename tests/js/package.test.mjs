@@ -6,7 +6,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { goldenCaseNames, goldenDir, repoRoot, webDir } from './support/golden.mjs';
+import { goldenCaseNames, goldenDir, loadGoldenCase, maxAbsDiff, repoRoot, transpose, webDir }
+  from './support/golden.mjs';
+import { writeSafetensors } from './support/safetensors-writer.mjs';
 
 // index.js imports every module of src/, so all of them ship.
 const SHIPPED = [
@@ -132,6 +134,58 @@ console.log(JSON.stringify(report));
     expect(r.backend).toBe('highway');
     expect(r.diff).toBeLessThanOrEqual(r.tolerance);
   }
+});
+
+// A browser bundle must hold no Node module: Node-only code reaches them
+// through a dynamic import() of a specifier bundlers do not follow.
+test('no shipped module imports a Node module statically', () => {
+  const installed = path.join(app, 'node_modules', 'simd-attention');
+  for (const file of SHIPPED.filter((f) => f.endsWith('.js') && !f.startsWith('dist/'))) {
+    const code = fs.readFileSync(path.join(installed, file), 'utf8');
+    expect({ file, nodeImports: code.match(/^\s*(import|export)\b[^;]*?from\s+['"](node:|fs|path)/gm) })
+      .toEqual({ file, nodeImports: null });
+  }
+});
+
+test('the installed package reads a safetensors file by path into a layer', () => {
+  const c = loadGoldenCase(goldenCaseNames('encoder_layer')[0]);
+  const t = c.tensors;
+  const e = c.config.d_model;
+  const f = c.config.ffn_dim;
+  const linear = (w, rows) => ({ data: transpose(w.data, rows, w.data.length / rows),
+    shape: [w.data.length / rows, rows] });
+  const vector = (v) => ({ data: v.data, shape: [v.data.length] });
+  const inProj = [t.w_q, t.w_k, t.w_v].map((w) => linear(w, e).data);
+  const tensors = {
+    'self_attn.in_proj_weight': { data: Float32Array.from([...inProj[0], ...inProj[1], ...inProj[2]]),
+      shape: [3 * e, e] },
+    'self_attn.in_proj_bias': { data: Float32Array.from([...t.b_q.data, ...t.b_k.data, ...t.b_v.data]),
+      shape: [3 * e] },
+    'self_attn.out_proj.weight': linear(t.w_o, e), 'self_attn.out_proj.bias': vector(t.b_o),
+    'linear1.weight': linear(t.ffn_w1, e), 'linear1.bias': vector(t.ffn_b1),
+    'linear2.weight': linear(t.ffn_w2, f), 'linear2.bias': vector(t.ffn_b2),
+    'norm1.weight': vector(t.ln1_gamma), 'norm1.bias': vector(t.ln1_beta),
+    'norm2.weight': vector(t.ln2_gamma), 'norm2.bias': vector(t.ln2_beta),
+  };
+  fs.writeFileSync(path.join(app, 'model.safetensors'), writeSafetensors(Object.fromEntries(
+    Object.entries(tensors).map(([k, v]) => [`encoder.layers.0.${k}`, v]))));
+  fs.writeFileSync(path.join(app, 'input.bin'), t.input.data);
+  fs.writeFileSync(path.join(app, 'checkpoint.mjs'), `
+import fs from 'node:fs';
+import { createAttentionModule, loadCheckpoint, readSafetensors } from 'simd-attention';
+const sa = await createAttentionModule();
+const layer = new sa.TransformerEncoderLayer(${JSON.stringify({ dModel: e,
+    numHeads: c.config.num_heads, ffnDim: f })});
+const file = await readSafetensors('model.safetensors');
+const { layout } = loadCheckpoint(layer, file, { prefix: 'encoder.layers.0' });
+const bytes = fs.readFileSync('input.bin');
+const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+const out = layer.forward({ data, shape: ${JSON.stringify(t.input.shape)} });
+console.log(JSON.stringify({ layout, output: Array.from(out.data) }));
+`);
+  const { layout, output } = JSON.parse(run('node', ['checkpoint.mjs'], app));
+  expect(layout).toBe('pytorch');
+  expect(maxAbsDiff(output, t.output.data)).toBeLessThanOrEqual(c.tolerance);
 });
 
 test("the README's usage example runs as a Node ESM file", () => {
