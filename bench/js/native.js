@@ -3,7 +3,9 @@
 //     kernels per backend and target, repetitions randomly interleaved;
 //   - fma_peak (bench/js/native/fma_peak.c, built by scripts/bench.sh):
 //     measured fp32 throughput per vector width;
-//   - native_ort.js: onnxruntime-node on the same graphs.
+//   - native_ort.js: onnxruntime-node on the same graphs;
+//   - variants_bench and sdpa_bench: what grouped-query heads, rotary
+//     positions and a sliding window cost or save (one thread).
 import { execFile, fork } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -16,6 +18,29 @@ import { summarize } from '../../web/bench-kit/timing.js';
 const execFileP = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const repoRoot = path.resolve(here, '../..');
+
+// The variants' figures: { gqaRatio, ropeOverhead, windowSpeedup, lines }
+// (ratios as the two programs print them, lines their whole output).
+export async function runVariantsBench({ quick }) {
+  const run = async (name, args) => {
+    const exe = path.join(repoRoot, 'build/native/bench', name);
+    if (!existsSync(exe)) throw new Error(`${exe} not built (bash scripts/build.sh native)`);
+    return (await execFileP(exe, args, { maxBuffer: 1 << 20 })).stdout;
+  };
+  try {
+    const variants = await run('variants_bench', ['--rounds', quick ? '9' : '31']);
+    const sdpa = await run('sdpa_bench', ['--rounds', quick ? '1' : '3']);
+    const number = (text, pattern) => Number(text.match(pattern)?.[1]);
+    return {
+      gqaRatio: number(variants, /kv heads\s+[\d.]+ ms\s+\(([\d.]+)x/),
+      ropeOverhead: number(variants, /with rope\s+[\d.]+ ms\s+\(\+?(-?[\d.]+)%/) / 100,
+      windowSpeedup: number(sdpa, /speed-up ([\d.]+)x/),
+      lines: `${variants}${sdpa}`.trimEnd().split('\n'),
+    };
+  } catch (e) {
+    return { error: e.message };
+  }
+}
 
 export async function runKernelsBench({ quick, workloads }) {
   const exe = path.join(repoRoot, 'build/native/bench/kernels_bench');

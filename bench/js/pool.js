@@ -1,4 +1,5 @@
-// The worker pool against our synchronous attention on one thread:
+// The worker pool against our synchronous attention on one thread, run by
+// `npm run bench` (run.js) or alone:
 //
 //   bash scripts/node-wasm.sh bench/js/pool.js [--workers N] [--quick]
 //                                              [--workloads S2,S4,S4c,C1,D1]
@@ -12,9 +13,11 @@
 // on S2 (Node's event-loop utilization: JS run on the main thread, i.e.
 // copying the inputs out and adding the partial outputs).
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 import { WORKLOADS, makeData } from '../../web/bench-kit/workloads.js';
 import { interleave, maxAbsDiff, summarize } from '../../web/bench-kit/timing.js';
 import { createOurs, loadPackage } from '../../web/bench-kit/ours.js';
+import { poolTable } from './report.js';
 
 const TOLERANCE = 1e-3;
 
@@ -73,44 +76,45 @@ async function mainThreadBusy(run, calls) {
   return performance.eventLoopUtilization(before).active / calls;
 }
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
+// Rows { workload, syncMs, poolMs, speedup, diff, mainThreadMsPerCall? }
+// for a pool of `workers` on the SIMD build's default backend.
+export async function runPoolBench({ workers = 2, quick = false,
+  workloads = ['S2', 'S4', 'S4c', 'C1', 'D1'] } = {}) {
   const { createAttentionPool } = await loadPackage();
-  const pool = await createAttentionPool({ workers: args.workers, build: 'simd' });
+  const pool = await createAttentionPool({ workers, build: 'simd' });
   const timing = {
-    warmupMs: args.quick ? 100 : 300, warmupCalls: 3, slotMs: args.quick ? 20 : 40,
-    budgetMs: (args.quick ? 4 : 20) * 1000, minRounds: args.quick ? 3 : 5,
-    maxRounds: args.quick ? 5 : 15,
+    warmupMs: quick ? 100 : 300, warmupCalls: 3, slotMs: quick ? 20 : 40,
+    budgetMs: (quick ? 4 : 20) * 1000, minRounds: quick ? 3 : 5,
+    maxRounds: quick ? 5 : 15,
   };
   const rows = [];
-  for (const name of args.workloads) {
-    const w = WORKLOADS.find((x) => x.name === name);
-    if (!w) throw new Error(`no workload ${name}`);
-    const data = makeData(w);
-    const sync = await createOurs(data, { simd: true, backend: 'highway' });
-    sync.name = 'synchronous, 1 thread';
-    const pooled = await createPooled(pool, data);
-    const diff = maxAbsDiff(await pooled.run(), sync.run());
-    if (!(diff <= TOLERANCE)) throw new Error(`${name}: the pool differs by ${diff}`);
-    const { samples } = await interleave([sync, pooled], timing);
-    const [s, p] = [summarize(samples.get(sync.name)), summarize(samples.get(pooled.name))];
-    const row = { workload: name, syncMs: s.median, poolMs: p.median, speedup: s.median / p.median,
-      diff };
-    if (name === 'S2') row.mainThreadMsPerCall = await mainThreadBusy(() => pooled.run(), 20);
-    rows.push(row);
-    console.error(`${name}: synchronous ${s.median.toFixed(2)} ms, pool ${p.median.toFixed(2)} ms` +
-      ` (${row.speedup.toFixed(2)}x)`);
-    sync.dispose();
-    await pooled.dispose();
+  try {
+    for (const name of workloads) {
+      const w = WORKLOADS.find((x) => x.name === name);
+      if (!w) throw new Error(`no workload ${name}`);
+      const data = makeData(w);
+      const sync = await createOurs(data, { simd: true, backend: 'highway' });
+      sync.name = 'synchronous, 1 thread';
+      const pooled = await createPooled(pool, data);
+      const diff = maxAbsDiff(await pooled.run(), sync.run());
+      if (!(diff <= TOLERANCE)) throw new Error(`${name}: the pool differs by ${diff}`);
+      const { samples } = await interleave([sync, pooled], timing);
+      const [s, p] = [summarize(samples.get(sync.name)), summarize(samples.get(pooled.name))];
+      const row = { workload: name, syncMs: s.median, poolMs: p.median,
+        speedup: s.median / p.median, diff };
+      if (name === 'S2') row.mainThreadMsPerCall = await mainThreadBusy(() => pooled.run(), 20);
+      rows.push(row);
+      console.error(`${name}: synchronous ${s.median.toFixed(2)} ms, pool ${p.median.toFixed(2)} ms` +
+        ` (${row.speedup.toFixed(2)}x)`);
+      sync.dispose();
+      await pooled.dispose();
+    }
+  } finally {
+    await pool.dispose();
   }
-  await pool.dispose();
-  console.log(`| workload | synchronous, 1 thread (ms) | pool of ${args.workers} (ms) | speed-up |` +
-    ' main thread busy per call (ms) |');
-  console.log('|---|---:|---:|---:|---:|');
-  for (const r of rows) {
-    console.log(`| ${r.workload} | ${r.syncMs.toFixed(2)} | ${r.poolMs.toFixed(2)} | ` +
-      `${r.speedup.toFixed(2)}x | ${r.mainThreadMsPerCall?.toFixed(2) ?? ''} |`);
-  }
+  return { workers, rows };
 }
 
-await main();
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(poolTable(await runPoolBench(parseArgs(process.argv.slice(2)))));
+}

@@ -187,6 +187,34 @@ export function evaluateTargets(report) {
         `(${(g.nominalEfficiency * 100).toFixed(0)}% of the ${g.peak.nominal.toFixed(1)} GFLOP/s nominal peak)`);
     }
   }
+  const pool = new Map((report.pool?.rows ?? []).map((r) => [r.workload, r]));
+  for (const name of ['S2', 'S4', 'S4c', 'C1']) {
+    const r = pool.get(name);
+    if (r) {
+      add(`pool of 2 >= 1.7x our synchronous 1 thread on ${name}`, r.speedup >= 1.7 ? 'met' : 'missed',
+        `${r.speedup.toFixed(2)}x: ${ms(r.poolMs)} ms vs ${ms(r.syncMs)} ms`);
+    }
+  }
+  const poolD1 = pool.get('D1');
+  if (poolD1) {
+    const ratio = poolD1.poolMs / poolD1.syncMs;
+    add('pool of 2: D1 <= 0.7x the synchronous time per token', ratio <= 0.7 ? 'met' : 'missed',
+      `${ratio.toFixed(2)}x: ${ms(poolD1.poolMs)} ms vs ${ms(poolD1.syncMs)} ms`);
+  }
+  const busy = pool.get('S2')?.mainThreadMsPerCall;
+  if (busy !== undefined) {
+    add('pool: calling thread busy < 1 ms per S2 forward', busy < 1 ? 'met' : 'missed',
+      `${busy.toFixed(2)} ms of JS on the calling thread per call`);
+  }
+  const v = report.native?.variants;
+  if (v && !v.error) {
+    add('sliding window [1024, 0] on L1 >= 6x no window (native, 1 thread)',
+      v.windowSpeedup >= 6 ? 'met' : 'missed', `${v.windowSpeedup}x`);
+    add('D1 attention with 2 kv heads <= 0.4x 12 (native, 1 thread)',
+      v.gqaRatio <= 0.4 ? 'met' : 'missed', `${v.gqaRatio}x`);
+    add('RoPE adds <= 5% to S2 (native, 1 thread)', v.ropeOverhead <= 0.05 ? 'met' : 'missed',
+      `${(v.ropeOverhead * 100).toFixed(1)}%`);
+  }
   for (const [label, size] of [['default SIMD .wasm <= 200 KB', report.meta.sizes.simdWasm],
     ['relaxed-SIMD .wasm <= 200 KB', report.meta.sizes.relaxedWasm]]) {
     if (size) {
@@ -194,6 +222,17 @@ export function evaluateTargets(report) {
     }
   }
   return t;
+}
+
+// runPoolBench's rows (pool.js) as a Markdown table.
+export function poolTable({ workers, rows }) {
+  const lines = [`| workload | synchronous, 1 thread (ms) | pool of ${workers} (ms) | speed-up |` +
+    ' main thread busy per call (ms) |', '|---|---:|---:|---:|---:|'];
+  for (const r of rows) {
+    lines.push(`| ${r.workload} | ${ms(r.syncMs)} | ${ms(r.poolMs)} | ${r.speedup.toFixed(2)}x | ` +
+      `${r.mainThreadMsPerCall?.toFixed(2) ?? ''} |`);
+  }
+  return lines.join('\n');
 }
 
 function table(header, rows) {
@@ -309,6 +348,22 @@ export function renderMarkdown(report) {
       'KV cache, its own process, not interleaved; output checked against the plain JS one; it also runs in wasm, which kernels_bench does not): ' +
       `${part(pn, ortNode, 'native')}; ${part(pw, ortWeb, 'wasm-simd128')}` +
       (pkgD1 ? ` (through the package: ${ms(pkgD1.median)} ms, in the table).` : ' (the package itself: n/a above).'));
+    lines.push('');
+  }
+
+  if (report.pool) {
+    lines.push('**Worker pool** (`createAttentionPool({ workers: 2 })`, SIMD build, highway; ' +
+      '`bench/js/pool.js`: each worker its heads, interleaved with the synchronous API on one thread)');
+    lines.push('');
+    lines.push(report.pool.error ? `failed: ${report.pool.error}` : poolTable(report.pool));
+    lines.push('');
+  }
+
+  if (report.native?.variants) {
+    const v = report.native.variants;
+    lines.push('**Attention variants** (native, one thread: `variants_bench`, `sdpa_bench`)');
+    lines.push('');
+    lines.push(v.error ? `failed: ${v.error}` : ['```', ...v.lines, '```'].join('\n'));
     lines.push('');
   }
 

@@ -3,14 +3,16 @@
 //
 //   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
 //                        [--workloads S1,S2,...] [--no-native] [--no-l1]
-//                        [--budget SECONDS] [--retries N]
+//                        [--no-pool] [--budget SECONDS] [--retries N]
 //   node bench/js/run.js --render FILE.json [--md FILE]   (tables of an earlier run)
 //
 // Per workload (web/bench-kit/workloads.json) it sets up every
 // implementation with weights and inputs resident, checks each output
 // against ours (max abs diff <= 1e-3), warms up, then times them
-// interleaved (A B C .., B C .. A, ...; single thread everywhere). Then,
-// natively: kernels_bench (Google Benchmark) and onnxruntime-node. Prints
+// interleaved (A B C .., B C .. A, ...; single thread everywhere). Then the
+// worker pool of 2 against our synchronous attention (pool.js) and,
+// natively: kernels_bench (Google Benchmark), onnxruntime-node and the
+// attention variants (variants_bench, sdpa_bench). Prints
 // Markdown tables and the speed targets met or missed; --json/--md write
 // them.
 import { execFileSync } from 'node:child_process';
@@ -23,14 +25,16 @@ import { createPlainJs } from '../../web/bench-kit/plainjs.js';
 import { createOrtWeb } from './peers/ortweb.js';
 import { createTfjs } from './peers/tfjs.js';
 import { createOurs, oursVariants, variantName, loadPackage } from '../../web/bench-kit/ours.js';
-import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode } from './native.js';
+import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode,
+  runVariantsBench } from './native.js';
+import { runPoolBench } from './pool.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
 import { runDecodePreview } from './decode_preview.js';
 
 const TOLERANCE = 1e-3;
 
 function parseArgs(argv) {
-  const a = { quick: false, native: true, l1: true, retries: null };
+  const a = { quick: false, native: true, l1: true, pool: true, retries: null };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const next = () => {
@@ -43,6 +47,7 @@ function parseArgs(argv) {
     else if (k === '--workloads') a.workloads = next().split(',');
     else if (k === '--no-native') a.native = false;
     else if (k === '--no-l1') a.l1 = false;
+    else if (k === '--no-pool') a.pool = false;
     else if (k === '--budget') a.budget = Number(next());
     else if (k === '--retries') a.retries = Number(next());
     else if (k === '--render') a.render = next();
@@ -361,6 +366,18 @@ async function main() {
     else wasm.push(await runWorkload(w, args, variants));
   }
 
+  let pool = null;
+  if (args.pool) {
+    const names = selected.filter((w) => ['S2', 'S4', 'S4c', 'C1', 'D1'].includes(w.name))
+      .map((w) => w.name);
+    log('\nthe worker pool of 2 against the synchronous API (pool.js)');
+    try {
+      pool = await runPoolBench({ workers: 2, quick: args.quick, workloads: names });
+    } catch (e) {
+      pool = { error: e.message };
+    }
+  }
+
   const d1 = wasm.find((r) => r.workload.name === 'D1');
   let decodePreview = null;
   if (d1) {
@@ -383,14 +400,17 @@ async function main() {
     // Two implementations, both fast: a smaller budget than the wasm side's.
     const nativeTiming = { ...timingOptions(args), budgetMs: args.quick ? 2000 : 8000 };
     const ortNode = await runOrtNode({ names, references, timing: nativeTiming, tolerance: TOLERANCE });
-    native = { fma, gemm, kernelsBench: kb, ortNode };
+    log('native: variants_bench, sdpa_bench');
+    const variants = await runVariantsBench({ quick: args.quick });
+    if (variants.error) log(`  variants: ${variants.error}`);
+    native = { fma, gemm, kernelsBench: kb, ortNode, variants };
     if (kb.error) log(`  kernels_bench: ${kb.error}`);
     if (ortNode.error) log(`  onnxruntime-node: ${ortNode.error}`);
   }
   meta.loadAvgEnd = os.loadavg();
   meta.seconds = (Date.now() - started.getTime()) / 1000;
   for (const r of wasm) delete r.oursOutput;
-  const report = { meta, wasm, native, decodePreview };
+  const report = { meta, wasm, native, decodePreview, pool };
   report.targets = evaluateTargets(report);
   const md = renderMarkdown(report);
   console.log(md);
