@@ -121,9 +121,7 @@ std::vector<size_t> SizesIfGiven(const char* name, const val& object, const char
 JsAttentionOptions::JsAttentionOptions(const val& js)
     : attn_mask(CopyFloatsIfGiven(js, "attnMask")),
       bool_mask(CopyBytesIfGiven(js, "boolMask")),
-      key_padding_mask(CopyBytesIfGiven(js, "keyPaddingMask")),
-      need_weights(js["returnAttnWeights"].as<bool>()),
-      need_scores(js["returnScores"].as<bool>()) {
+      key_padding_mask(CopyBytesIfGiven(js, "keyPaddingMask")) {
   const ArgNames& n = JsArgNames();
   attn_mask_shape = SizesIfGiven(n.attn_mask_shape, js, "attnMaskShape");
   bool_mask_shape = SizesIfGiven(n.bool_mask_shape, js, "boolMaskShape");
@@ -134,6 +132,8 @@ JsAttentionOptions::JsAttentionOptions(const val& js)
   }
   if (Given(js["scale"])) scale = js["scale"].as<double>();
   if (Given(js["softcap"])) softcap = js["softcap"].as<double>();
+  need_weights = Given(js["returnAttnWeights"]) && js["returnAttnWeights"].as<bool>();
+  need_scores = Given(js["returnScores"]) && js["returnScores"].as<bool>();
 }
 
 JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {

@@ -145,8 +145,9 @@ std::vector<size_t> Sizes(const std::string& name, const val& array);
 
 // The options attention() and every forward share, as the user spelt them
 // ({scale, softcap, window, attnMask, attnMaskShape, boolMask,
-// boolMaskShape, keyPaddingMask, kvLengths, returnAttnWeights, returnScores};
-// types checked), copied; SetOn points an options struct at the copies.
+// boolMaskShape, keyPaddingMask, kvLengths, returnAttnWeights?,
+// returnScores?}; types checked), copied; SetOn points an options struct at
+// the copies.
 struct JsAttentionOptions {
   std::vector<float> attn_mask;
   std::vector<size_t> attn_mask_shape;
@@ -159,20 +160,21 @@ struct JsAttentionOptions {
   bool need_weights = false, need_scores = false;
   explicit JsAttentionOptions(const val& js);
 
-  // MhaOptions or SdpaOptions: their fields of these names view the copies.
+  // MhaOptions, SdpaOptions or a layer's SelfAttentionOptions: the fields
+  // it has of these names view the copies.
   template <class Options>
   void SetOn(Options& o) const {
     o.attn_mask = attn_mask;
     o.attn_mask_shape = attn_mask_shape;
     o.bool_mask = bool_mask;
     o.bool_mask_shape = bool_mask_shape;
-    o.key_padding_mask = key_padding_mask;
     o.kv_lengths = kv_lengths;
     o.window = window;
     o.scale = scale;
     o.softcap = softcap;
-    o.need_weights = need_weights;
-    o.need_scores = need_scores;
+    if constexpr (requires { o.key_padding_mask; }) o.key_padding_mask = key_padding_mask;
+    if constexpr (requires { o.need_weights; }) o.need_weights = need_weights;
+    if constexpr (requires { o.need_scores; }) o.need_scores = need_scores;
   }
 };
 

@@ -111,10 +111,11 @@ class EncoderLayerBinding : public Owned<TransformerEncoderLayer> {
     return Guard([&] {
       TransformerEncoderLayer& layer = Checked();
       const Input in(x);
-      const std::vector<uint8_t> mask = CopyBytesIfGiven(options, "keyPaddingMask");
+      const JsAttentionOptions shared(options);
       EncoderOptions o;
       o.causal = options["causal"].as<bool>();
-      o.key_padding_mask = mask;
+      o.key_padding_mask = shared.key_padding_mask;
+      shared.SetOn(o.self_attention);
       return TensorToJs(layer.Forward(in.tensor, o));
     });
   }
@@ -163,14 +164,17 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
     });
   }
   // One decoding step; a failed step leaves the cache as it was.
-  val forwardIncremental(const val& x, KVCacheBinding& cache,
-                         const PrecomputedBinding& memory) {
+  val forwardIncremental(const val& x, KVCacheBinding& cache, const PrecomputedBinding& memory,
+                         const val& options) {
     return Guard([&] {
       TransformerDecoderLayer& layer = Checked();
       KVCache& c = cache.Checked();
       const PrecomputedKV& kv = memory.Checked();
       const Input in(x);
-      return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv));
+      const JsAttentionOptions shared(options);
+      SelfAttentionOptions self;
+      shared.SetOn(self);
+      return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv, self));
     });
   }
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
@@ -190,14 +194,14 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
  private:
   // DecoderOptions viewing copies of the JS masks.
   struct Masks {
-    std::vector<uint8_t> self, memory;
+    JsAttentionOptions self;
+    std::vector<uint8_t> memory;
     DecoderOptions options;
-    explicit Masks(const val& js)
-        : self(CopyBytesIfGiven(js, "keyPaddingMask")),
-          memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
+    explicit Masks(const val& js) : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
       options.causal = js["causal"].as<bool>();
-      options.key_padding_mask = self;
+      options.key_padding_mask = self.key_padding_mask;
       options.memory_key_padding_mask = memory;
+      self.SetOn(options.self_attention);
     }
   };
 };

@@ -245,7 +245,7 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = attention_.kernels();
   ThreadPool& pool = attention_.pool();
-  MhaOptions mha;
+  MhaOptions mha = SelfAttentionMhaOptions(options.self_attention);
   mha.causal = options.causal;
   mha.key_padding_mask = options.key_padding_mask;
   Residual("the self-attention sublayer", config_.norm_first, norm1_, pool, k, h, rows,
@@ -363,7 +363,7 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
     CheckLength(n.memory_key_padding_mask, options.memory_key_padding_mask.size(),
                 {memory.batch(), memory.tokens()});
   }
-  MhaOptions self;
+  MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
   self.causal = options.causal;
   self.key_padding_mask = options.key_padding_mask;
   MhaOptions cross;
@@ -374,7 +374,9 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
 }
 
 std::vector<float> TransformerDecoderLayer::ForwardIncremental(
-    const Tensor3& x, KVCache& cache, const PrecomputedKV& memory) {
+    const Tensor3& x, KVCache& cache, const PrecomputedKV& memory,
+    const SelfAttentionOptions& self_attention) {
+  const MhaOptions self = SelfAttentionMhaOptions(self_attention);
   CheckTensor("x", x, config_.d_model, config_.names->d_model);
   CheckEqual("x.batch", x.batch, memory.batch(), "batch of the precomputed memory");
   // The self-attention adds x's tokens to the cache before the later
@@ -383,12 +385,27 @@ std::vector<float> TransformerDecoderLayer::ForwardIncremental(
   try {
     return Run(
         x,
-        [&](const Tensor3& in) { return self_attention_.ForwardIncremental(in, cache).output; },
+        [&](const Tensor3& in) {
+          return self_attention_.ForwardIncremental(in, cache, self).output;
+        },
         [&](const Tensor3& in) { return cross_attention_.Forward(in, memory).output; });
   } catch (...) {
     cache.Truncate(length);
     throw;
   }
+}
+
+MhaOptions SelfAttentionMhaOptions(const SelfAttentionOptions& o) {
+  MhaOptions mha;
+  mha.window = o.window;
+  mha.scale = o.scale;
+  mha.softcap = o.softcap;
+  mha.attn_mask = o.attn_mask;
+  mha.attn_mask_shape = o.attn_mask_shape;
+  mha.bool_mask = o.bool_mask;
+  mha.bool_mask_shape = o.bool_mask_shape;
+  mha.kv_lengths = o.kv_lengths;
+  return mha;
 }
 
 std::vector<float> PositionalEncoding(size_t t, size_t d_model, const ArgNames& names) {

@@ -462,6 +462,52 @@ TEST_P(LayerVariants, GroupedQueryHeadsAndRotaryPositions) {
   }
 }
 
+// The self-attention options reach both layers: against the reference
+// (window, scale, soft-cap, a boolean mask broadcast over the batch, valid
+// lengths), and a decoder with a window, token by token through its cache,
+// equals its full causal forward with that window.
+TEST_P(LayerVariants, SelfAttentionOptions) {
+  constexpr size_t kBatch = 2, kT = 6, kS = 3, kHeads = 4;
+  const LayerConfig config = {.d_model = 16, .num_heads = kHeads, .ffn_dim = 24,
+                              .norm_first = true, .num_kv_heads = 2};
+  std::mt19937 rng(900);
+  const auto [w, x, memory] = RandomDecoderProblem(config, kBatch, kT, kS, rng);
+  std::vector<uint8_t> allowed(kHeads * kT * kT);
+  for (uint8_t& a : allowed) a = rng() % 4 != 0;
+  const std::vector<size_t> lengths = {kT, 4};
+  SelfAttentionOptions options{.window = {2, -1}, .scale = 0.4, .softcap = 3.0,
+                               .bool_mask = allowed, .bool_mask_shape = {1, kHeads, kT, kT},
+                               .kv_lengths = lengths};
+
+  TransformerEncoderLayer encoder(config, table());
+  w.SetOn(encoder);
+  const EncoderOptions encoder_options{.self_attention = options};
+  const std::vector<float> expected = w.ReferenceEncoder(config, x.View(), encoder_options);
+  const std::vector<float> got = encoder.Forward(x.View(), encoder_options);
+  EXPECT_TRUE(AllNear(got, expected, ScaledTolerance(expected, kLayerTol)));
+  EXPECT_FALSE(AllNear(got, encoder.Forward(x.View()), kLayerTol)) << "the options had no effect";
+
+  TransformerDecoderLayer decoder(config, table());
+  w.SetOn(decoder);
+  const DecoderOptions decoder_options{.self_attention = options};
+  const std::vector<float> reference =
+      w.ReferenceDecoder(config, x.View(), memory.View(), decoder_options);
+  EXPECT_TRUE(AllNear(decoder.Forward(x.View(), memory.View(), decoder_options), reference,
+                      ScaledTolerance(reference, kLayerTol)));
+
+  const SelfAttentionOptions window{.window = {2, -1}};
+  const std::vector<float> full =
+      decoder.Forward(x.View(), memory.View(), DecoderOptions{.self_attention = window});
+  const PrecomputedKV kv = decoder.PrecomputeMemory(memory.View());
+  KVCache cache = decoder.self_attention().CreateKVCache(kBatch, kT);
+  for (size_t t = 0; t < kT; ++t) {
+    SCOPED_TRACE("token " + std::to_string(t));
+    EXPECT_TRUE(AllNear(decoder.ForwardIncremental(Tokens(x.View(), t, 1).View(), cache, kv,
+                                                   window),
+                        TokenRows(full, kBatch, kT, config.d_model, t, 1), kTol));
+  }
+}
+
 INSTANTIATE_ON_EVERY_TABLE(LayerVariants);
 
 class DecoderPrecomputed : public TableTest {};

@@ -163,6 +163,29 @@ TEST_P(MhaMasks, ScoresEqualAttentionOnTheProjectedHeads) {
   ExpectScores(r.scores, h.scores);
 }
 
+// Every mask kind at once, and the scores, against the float64 reference.
+TEST_P(MhaMasks, MatchesReference) {
+  std::mt19937 rng(17);
+  const MhaProblem p = Problem(rng);
+  const std::vector<float> additive = RandomAdditiveMask(kB * kTq * kTk, 0.1, rng);
+  std::vector<uint8_t> allowed(kH * kTq * kTk);
+  for (uint8_t& a : allowed) a = rng() % 4 != 0;
+  const std::vector<uint8_t> padding = RandomKeyPadding(kB, kTk, 0.8, rng);
+  const std::vector<size_t> lengths = {kTk, 30};
+  MhaOptions o = Everything();
+  o.need_intermediates = false;
+  o.attn_mask = additive;
+  o.attn_mask_shape = {kB, 1, kTq, kTk};
+  o.bool_mask = allowed;
+  o.bool_mask_shape = {1, kH, kTq, kTk};
+  o.key_padding_mask = padding;
+  o.kv_lengths = lengths;
+  const MhaResult r = RunKernels(table(), p, o);
+  const MhaResult expected = RunReference(p, o);
+  ExpectResultNear(r, expected, kTol);
+  ExpectScores(r.scores, expected.scores);
+}
+
 TEST_P(MhaMasks, BadMasksAreNamed) {
   std::mt19937 rng(13);
   const MhaProblem p = Problem(rng);

@@ -683,14 +683,33 @@ export interface TransformerDecoderLayerWeights {
   norm3: LayerNormWeights;
 }
 
-export interface EncoderForwardOptions {
+/**
+ * A layer's self-attention options besides `causal` and `keyPaddingMask`,
+ * with `ForwardOptions`' meaning (Mistral's window, Gemma 2's soft-cap, ...).
+ */
+export interface SelfAttentionOptions {
+  /** Key window `[left, right]` around each query's diagonal; -1 = unbounded. */
+  window?: [number, number] | readonly number[];
+  /** Multiplies q . k; default 1 / sqrt(headDim). */
+  scale?: number;
+  /** c > 0: scores become c * tanh(scores / c) after the scale, before masks. */
+  softcap?: number;
+  /** Added to the scaled scores: `[T*T]` or `[B*H*T*T]` values, or `{ data, shape }` that broadcasts. */
+  attnMask?: Float32Array | BroadcastMask<Float32Array>;
+  /** 1 = may attend, 0 = masked; shapes as `attnMask`. */
+  boolMask?: Uint8Array | BroadcastMask<Uint8Array>;
+  /** `[B]`: batch item b attends to its first `kvLengths[b]` keys only. */
+  kvLengths?: number[] | Uint32Array | Int32Array;
+}
+
+export interface EncoderForwardOptions extends SelfAttentionOptions {
   /** `[B*T]`, 1 = real token, 0 = padding (the opposite of torch's src_key_padding_mask). */
   keyPaddingMask?: Uint8Array;
   /** Causal self-attention (query i sees keys <= i). Default false. */
   causal?: boolean;
 }
 
-export interface DecoderForwardOptions {
+export interface DecoderForwardOptions extends SelfAttentionOptions {
   /** Causal self-attention, default **true** (torch's tgt_is_causal with a square subsequent mask). */
   causal?: boolean;
   /** `[B*T]` over x's tokens, 1 = real token. */
@@ -758,7 +777,8 @@ export interface TransformerDecoderLayer extends TransformerLayerBase {
    * rows of the causal `forward`. A full cache is a RangeError, and a failed
    * step leaves the cache unchanged.
    */
-  forwardIncremental(x: Tensor, cache: KVCache, memory: PrecomputedKeyValue | Tensor): Tensor;
+  forwardIncremental(x: Tensor, cache: KVCache, memory: PrecomputedKeyValue | Tensor,
+    options?: SelfAttentionOptions): Tensor;
   /** An empty self-attention cache for `forwardIncremental`. */
   createKVCache(options: KVCacheOptions): KVCache;
   /** The memory's cross-attention keys/values, projected once with this layer's weights. */
@@ -944,8 +964,8 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
   setWeights(weights: TransformerDecoderLayerWeights): Promise<void>;
   forward(x: Tensor, memory: Tensor | PooledPrecomputedKeyValue, options?: DecoderForwardOptions):
     Promise<Tensor>;
-  forwardIncremental(x: Tensor, cache: PooledKVCache, memory: PooledPrecomputedKeyValue | Tensor):
-    Promise<Tensor>;
+  forwardIncremental(x: Tensor, cache: PooledKVCache, memory: PooledPrecomputedKeyValue | Tensor,
+    options?: SelfAttentionOptions): Promise<Tensor>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
   precomputeMemory(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
 }

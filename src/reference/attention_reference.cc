@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "reference/sdpa_reference.h"
+
 namespace simd_attention {
 namespace {
 
@@ -62,13 +64,19 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
   const bool self = key.data.data() == query.data.data();
   Rotate(Q, B, Tq, H, dk, c.rope, opt.position_offset);
   Rotate(K, B, Tk, Hkv, dk, c.rope, self ? opt.position_offset : 0);
-  const bool mask_per_head = opt.attn_mask.size() == B * H * Tq * Tk && B * H > 1;
+  // A mask given without a shape is [B, H, Tq, Tk] by its length, else [Tq, Tk].
+  auto shape_of = [&](const std::vector<size_t>& shape, size_t n) {
+    return shape.empty() && n == B * H * Tq * Tk ? std::vector<size_t>{B, H, Tq, Tk} : shape;
+  };
+  const std::vector<size_t> attn_shape = shape_of(opt.attn_mask_shape, opt.attn_mask.size());
+  const std::vector<size_t> bool_shape = shape_of(opt.bool_mask_shape, opt.bool_mask.size());
 
   MhaResult r;
   r.batch = B;
   r.tq = Tq;
   r.tk = Tk;
   std::vector<double> probs(B * H * Tq * Tk, 0.0);
+  if (opt.need_scores) r.scores.assign(B * H * Tq * Tk, 0.0f);
   std::vector<double> Z(B * Tq * H * dv, 0.0);  // concat(heads)
   const double scale = opt.scale ? *opt.scale : 1.0 / std::sqrt(double(dk));
   // Key j is visible to query i iff i' - left <= j <= i' + right, with
@@ -91,15 +99,23 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
           s[j] = dot * scale;
           if (opt.softcap) s[j] = *opt.softcap * std::tanh(s[j] / *opt.softcap);
           if (!opt.attn_mask.empty()) {
-            s[j] += opt.attn_mask[(mask_per_head ? (b * H + h) * Tq * Tk : 0) +
-                                  i * Tk + j];
+            s[j] += opt.attn_mask[ReferenceMaskIndex(attn_shape, b, h, i, j, Tq, Tk)];
           }
           if (!opt.key_padding_mask.empty() && opt.key_padding_mask[b * Tk + j] == 0) {
             s[j] = neg_inf;
           }
+          if (!opt.bool_mask.empty() &&
+              opt.bool_mask[ReferenceMaskIndex(bool_shape, b, h, i, j, Tq, Tk)] == 0) {
+            s[j] = neg_inf;
+          }
+          if (!opt.kv_lengths.empty() && j >= opt.kv_lengths[b]) s[j] = neg_inf;
           const double diagonal = double(i) + shift;
           if ((opt.causal || right >= 0) && double(j) > diagonal + right) s[j] = neg_inf;
           if (left >= 0 && double(j) < diagonal - left) s[j] = neg_inf;
+        }
+        if (opt.need_scores) {
+          float* out = &r.scores[((b * H + h) * Tq + i) * Tk];
+          for (size_t j = 0; j < Tk; ++j) out[j] = float(s[j]);
         }
         const double mx = *std::max_element(s.begin(), s.end());
         if (mx == neg_inf) continue;  // every key masked: zeros

@@ -85,7 +85,7 @@ std::vector<float> ReferenceEncoderLayer(const LayerConfig& c, const MhaWeights&
                                          const FfnWeights& ffn, const NormWeights& norm1,
                                          const NormWeights& norm2, const Tensor3& x,
                                          const EncoderOptions& options) {
-  MhaOptions mha;
+  MhaOptions mha = SelfAttentionMhaOptions(options.self_attention);
   mha.causal = options.causal;
   mha.key_padding_mask = options.key_padding_mask;
   std::vector<float> h(x.data.begin(), x.data.end());
@@ -103,7 +103,7 @@ std::vector<float> ReferenceDecoderLayer(
     const MhaWeights& cross_attention, const FfnWeights& ffn,
     const NormWeights& norm1, const NormWeights& norm2, const NormWeights& norm3,
     const Tensor3& x, const Tensor3& memory, const DecoderOptions& options) {
-  MhaOptions self;
+  MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
   self.causal = options.causal;
   self.key_padding_mask = options.key_padding_mask;
   MhaOptions cross;

@@ -16,14 +16,13 @@ double At(const HeadsTensor& t, HeadLayout layout, size_t b, size_t h, size_t i,
   return t.data[at];
 }
 
-// Index of (b, h, i, j) in a mask of `shape` broadcast to [B, H, Tq, Tk].
-size_t MaskIndex(const std::vector<size_t>& shape, size_t b, size_t h, size_t i, size_t j,
-                 size_t tq, size_t tk) {
+}  // namespace
+
+size_t ReferenceMaskIndex(const std::vector<size_t>& shape, size_t b, size_t h, size_t i,
+                          size_t j, size_t tq, size_t tk) {
   const size_t mb = shape.size() == 4 ? shape[0] : 1, mh = shape.size() == 4 ? shape[1] : 1;
   return (((mb == 1 ? 0 : b) * mh + (mh == 1 ? 0 : h)) * tq + i) * tk + j;
 }
-
-}  // namespace
 
 SdpaResult ReferenceScaledDotProductAttention(const HeadsTensor& q, const HeadsTensor& k,
                                               const HeadsTensor& v, const SdpaOptions& o) {
@@ -57,11 +56,11 @@ SdpaResult ReferenceScaledDotProductAttention(const HeadsTensor& q, const HeadsT
           s[j] = dot * scale;
           if (o.softcap) s[j] = *o.softcap * std::tanh(s[j] / *o.softcap);
           if (!o.attn_mask.empty()) {
-            s[j] += o.attn_mask[MaskIndex(o.attn_mask_shape, b, h, i, j, Tq, Tk)];
+            s[j] += o.attn_mask[ReferenceMaskIndex(o.attn_mask_shape, b, h, i, j, Tq, Tk)];
           }
           bool visible = true;
           if (!o.bool_mask.empty()) {
-            visible &= o.bool_mask[MaskIndex(o.bool_mask_shape, b, h, i, j, Tq, Tk)] != 0;
+            visible &= o.bool_mask[ReferenceMaskIndex(o.bool_mask_shape, b, h, i, j, Tq, Tk)] != 0;
           }
           if (!o.key_padding_mask.empty()) visible &= o.key_padding_mask[b * Tk + j] != 0;
           if (!o.kv_lengths.empty()) visible &= j < o.kv_lengths[b];

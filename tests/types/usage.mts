@@ -6,7 +6,7 @@ import createDefault, {
   createAttentionModule, wasmRelaxedSimdSupported, wasmSimdSupported,
   type ActivationName, type AttentionModule, type AttentionModuleOptions, type AttentionOptions,
   type AttentionResult, type AttentionResultFor, type BackendName, type BroadcastMask,
-  type BuildName, type DecoderForwardOptions, type EncoderForwardOptions,
+  type BuildName, type DecoderForwardOptions, type EncoderForwardOptions, type SelfAttentionOptions,
   type FeedForwardWeights, type ForwardOptions, type ForwardResult, type ForwardResultFor,
   type IncrementalForwardOptions, type KVCache, type KVCacheOptions,
   type LayerAttentionWeights, type LayerNormOptions, type RopeConfig,
@@ -142,7 +142,9 @@ const encoder: TransformerEncoderLayer = new Encoder(layerConfig);
 const encoderWeights: TransformerEncoderLayerWeights = { attention, ffn, norm1: norm,
   norm2: norm };
 encoder.setWeights(encoderWeights);
-const encoderOptions: EncoderForwardOptions = { keyPaddingMask: mask(5), causal: false };
+const encoderOptions: EncoderForwardOptions = { keyPaddingMask: mask(5), causal: false,
+  window: [2, -1], scale: 0.5, softcap: 20, attnMask: f32(25),
+  boolMask: { data: mask(25), shape: [1, 1, 5, 5] }, kvLengths: [5] };
 const encoded: Tensor = encoder.forward(x, encoderOptions);
 const isEncoder: boolean = Encoder.prototype === Object.getPrototypeOf(encoder);
 
@@ -161,7 +163,8 @@ const memory: PrecomputedKeyValue = decoder.precomputeMemory(encoded, { keyPaddi
 decoder.forward(x, memory);
 const decoderCache: KVCache = decoder.createKVCache({ batch: 1, maxLength: 8 });
 const step: Tensor = decoder.forwardIncremental(x, decoderCache, memory);
-decoder.forwardIncremental(x, decoderCache, encoded);
+const selfAttentionOptions: SelfAttentionOptions = { window: [3, 0], softcap: 30 };
+decoder.forwardIncremental(x, decoderCache, encoded, selfAttentionOptions);
 const isDecoder: boolean = Decoder.prototype === Object.getPrototypeOf(decoder);
 
 // Both layer kinds through their common interface.

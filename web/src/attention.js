@@ -10,21 +10,33 @@ import { readTensor } from './tensors.js';
 import { defineDispose, INFO, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET }
   from './wasm-object.js';
 
-// Attention options, types checked and defaults filled in, under the
-// user's names (OptionsFromJs in bindings/glue.cc reads them).
-function readAttentionOptions(where, options, allowed) {
-  const o = options === undefined ? {} : options;
-  checkObject(where, 'options', o, allowed);
+// The options every attention call takes (its window, scale, soft-cap,
+// masks and valid lengths; JsAttentionOptions in bindings/glue.cc reads
+// them), types checked, under the user's names.
+export function readSharedAttentionOptions(where, o) {
   const attnMask = shapedMask(where, 'options.attnMask', o.attnMask, additiveValues);
   const boolMask = shapedMask(where, 'options.boolMask', o.boolMask, booleanValues);
   return {
-    causal: readCausal(where, o.causal),
     keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
     kvLengths: optionalLengths(where, 'options.kvLengths', o.kvLengths),
     attnMask: attnMask.data,
     attnMaskShape: attnMask.shape,
     boolMask: boolMask.data,
     boolMaskShape: boolMask.shape,
+    window: o.window === undefined ? undefined : integers(where, 'options.window', o.window, 2),
+    scale: optionalNumber(where, 'options.scale', o.scale),
+    softcap: optionalNumber(where, 'options.softcap', o.softcap),
+  };
+}
+
+// Attention options, types checked and defaults filled in, under the
+// user's names (JsMhaOptions in bindings/glue.cc reads them).
+function readAttentionOptions(where, options, allowed) {
+  const o = options === undefined ? {} : options;
+  checkObject(where, 'options', o, allowed);
+  return {
+    ...readSharedAttentionOptions(where, o),
+    causal: readCausal(where, o.causal),
     returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
       o.returnAttnWeights, false),
     returnScores: optionalBoolean(where, 'options.returnScores', o.returnScores, false),
@@ -32,9 +44,6 @@ function readAttentionOptions(where, options, allowed) {
       o.returnPerHeadOutput, false),
     returnIntermediates: optionalBoolean(where, 'options.returnIntermediates',
       o.returnIntermediates, false),
-    window: o.window === undefined ? undefined : integers(where, 'options.window', o.window, 2),
-    scale: optionalNumber(where, 'options.scale', o.scale),
-    softcap: optionalNumber(where, 'options.softcap', o.softcap),
     positionOffset: optionalSize(where, 'options.positionOffset', o.positionOffset),
   };
 }

@@ -2,7 +2,7 @@
 // first, dropout 0) on the shared wasm-object base.
 import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
   readEps, readThreads, requiredSize } from './arguments.js';
-import { readRope } from './attention.js';
+import { readRope, readSharedAttentionOptions } from './attention.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
@@ -99,9 +99,9 @@ export function makeEncoderLayer(wasm, reclaimer, defaultBackend) {
       const { dModel } = this.config;
       const o = options === undefined ? {} : options;
       checkObject(where, 'options', o, OPTION_KEYS.EncoderForwardOptions);
-      const keyPaddingMask = optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
       const data = unwrap(wasm, where, raw.forward(t, {
-        keyPaddingMask, causal: optionalBoolean(where, 'options.causal', o.causal, false),
+        ...readSharedAttentionOptions(where, o),
+        causal: optionalBoolean(where, 'options.causal', o.causal, false),
       }));
       return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
     }
@@ -131,13 +131,11 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       const m = readMemory(where, memory);
       const o = options === undefined ? {} : options;
       checkObject(where, 'options', o, OPTION_KEYS.DecoderForwardOptions);
-      const keyPaddingMask = optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
-      const memoryKeyPaddingMask = optionalMask(where, 'options.memoryKeyPaddingMask',
-        o.memoryKeyPaddingMask);
       const opts = {
+        ...readSharedAttentionOptions(where, o),
         causal: optionalBoolean(where, 'options.causal', o.causal, true),
-        keyPaddingMask,
-        memoryKeyPaddingMask,
+        memoryKeyPaddingMask: optionalMask(where, 'options.memoryKeyPaddingMask',
+          o.memoryKeyPaddingMask),
       };
       const data = unwrap(wasm, where, m.precomputed
         ? raw.forwardPrecomputed(t, m.precomputed, opts)
@@ -145,10 +143,13 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
     }
 
-    forwardIncremental(x, cache, memory) {
+    forwardIncremental(x, cache, memory, options) {
       const where = 'TransformerDecoderLayer.forwardIncremental';
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
+      const o = options === undefined ? {} : options;
+      checkObject(where, 'options', o, OPTION_KEYS.SelfAttentionOptions);
+      const self = readSharedAttentionOptions(where, o);
       const { dModel } = this.config;
       const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
       const m = readMemory(where, memory);
@@ -157,7 +158,7 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       try {
         const precomputed = m.precomputed ??
           kvRaw(wasm, where, 'memory', temporary, 'PrecomputedKeyValue');
-        const data = unwrap(wasm, where, raw.forwardIncremental(t, rawCache, precomputed));
+        const data = unwrap(wasm, where, raw.forwardIncremental(t, rawCache, precomputed, self));
         return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
       } finally {
         temporary?.dispose();

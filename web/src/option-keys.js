@@ -7,6 +7,9 @@
 const ATTENTION_WEIGHTS = ['wQ', 'wK', 'wV', 'wO', 'bQ', 'bK', 'bV', 'bO'];
 const FEED_FORWARD_WEIGHTS = ['w1', 'b1', 'w2', 'b2'];
 const LAYER_NORM_WEIGHTS = ['gamma', 'beta'];
+// A layer's self-attention options besides causal and key padding.
+const SELF_ATTENTION_OPTIONS = ['window', 'scale', 'softcap', 'attnMask', 'boolMask',
+  'kvLengths'];
 
 // nn.MultiheadAttention's state_dict names inside a torch layer.
 const TORCH_LAYER_ATTENTION = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
@@ -53,8 +56,10 @@ export const OPTION_KEYS = {
   LayerNormOptions: ['gamma', 'beta', 'eps', 'backend'],
   TransformerEncoderLayerWeights: Object.keys(ENCODER_WEIGHT_GROUPS),
   TransformerDecoderLayerWeights: Object.keys(DECODER_WEIGHT_GROUPS),
-  EncoderForwardOptions: ['keyPaddingMask', 'causal'],
-  DecoderForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask'],
+  EncoderForwardOptions: ['keyPaddingMask', 'causal', ...SELF_ATTENTION_OPTIONS],
+  DecoderForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask',
+    ...SELF_ATTENTION_OPTIONS],
+  SelfAttentionOptions: SELF_ATTENTION_OPTIONS,
   PyTorchTransformerEncoderLayerState: torchLayerState(['self_attn'], ['norm1', 'norm2']),
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
     ['norm1', 'norm2', 'norm3']),

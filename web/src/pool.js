@@ -683,12 +683,13 @@ function makePool(workers, summary) {
       });
     }
 
-    forwardIncremental(x, cache, memory) {
+    forwardIncremental(x, cache, memory, options) {
       return this.invoke('forwardIncremental', true, (where) => {
         const { tokens } = readTensor(where, 'x', x);
         const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()', this.shards);
         return {
-          args: [x, ref, this.argument(where, 'memory', memory, PrecomputedKeyValue, MEMORY_FROM)],
+          args: [x, ref, this.argument(where, 'memory', memory, PrecomputedKeyValue, MEMORY_FROM),
+            options],
           around: (job) => cache.step(job, (length) => length + tokens),
         };
       });

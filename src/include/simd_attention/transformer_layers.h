@@ -3,8 +3,10 @@
 // semantics, dropout 0), and sinusoidal positional encoding.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -93,9 +95,28 @@ std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
                                     double eps, const KernelTable& kernels,
                                     const ArgNames& names = CppArgNames());
 
+// A layer's self-attention options besides causal and key padding, with
+// MhaOptions' meaning: the key window, scale, soft-capping, additive and
+// boolean masks (with the shapes they broadcast from) and valid key lengths.
+struct SelfAttentionOptions {
+  std::array<int64_t, 2> window{-1, -1};
+  std::optional<double> scale;
+  std::optional<double> softcap;
+  std::span<const float> attn_mask;
+  std::vector<size_t> attn_mask_shape;
+  std::span<const uint8_t> bool_mask;
+  std::vector<size_t> bool_mask_shape;
+  std::span<const size_t> kv_lengths;
+};
+
+// The attention options a layer's self-attention runs with (causal and key
+// padding are the layer's to add).
+MhaOptions SelfAttentionMhaOptions(const SelfAttentionOptions& options);
+
 struct EncoderOptions {
   std::span<const uint8_t> key_padding_mask;  // [B, T], nonzero = real
   bool causal = false;
+  SelfAttentionOptions self_attention;
 };
 
 class TransformerEncoderLayer {
@@ -124,6 +145,7 @@ struct DecoderOptions {
   bool causal = true;                                // self-attention
   std::span<const uint8_t> key_padding_mask;         // [B, T] of x
   std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of memory
+  SelfAttentionOptions self_attention;
 };
 
 class TransformerDecoderLayer {
@@ -149,10 +171,12 @@ class TransformerDecoderLayer {
   PrecomputedKV PrecomputeMemory(const Tensor3& memory,
                                  std::span<const uint8_t> key_padding_mask = {});
   // One decoding step: n new tokens x [B, n, d_model] against the
-  // self-attention cache (self_attention().CreateKVCache) and the memory.
+  // self-attention cache (self_attention().CreateKVCache) and the memory;
+  // masks in `self_attention` cover the cache's length + n keys.
   // On any error the cache keeps the tokens it had.
   std::vector<float> ForwardIncremental(const Tensor3& x, KVCache& cache,
-                                        const PrecomputedKV& memory);
+                                        const PrecomputedKV& memory,
+                                        const SelfAttentionOptions& self_attention = {});
 
   const LayerConfig& config() const { return config_; }  // as the encoder's
   MultiHeadAttention& self_attention() { return self_attention_; }
