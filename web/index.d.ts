@@ -95,7 +95,7 @@ export interface MemoryStats {
   heapBytes: number;
   /** The most the wasm memory may grow to (2 GiB). */
   maxHeapBytes: number;
-  /** Bytes currently allocated by the C++ side (malloc). */
+  /** Bytes the C++ side holds (its allocations, counted as made: back to the same number once an object is freed). */
   allocatedBytes: number;
   /** JS values the wasm side holds handles to (Embind); stays flat unless something leaks. */
   jsHandles: number;
