@@ -916,6 +916,15 @@ export interface AttentionPool {
   TransformerEncoderLayer(config: TransformerLayerConfig): Promise<PooledTransformerEncoderLayer>;
   /** A TransformerDecoderLayer run whole in the worker holding the fewest layers. */
   TransformerDecoderLayer(config: TransformerLayerConfig): Promise<PooledTransformerDecoderLayer>;
+  /** The module's `positionalEncoding`, run on the next worker in turn. */
+  positionalEncoding(t: number, dModel: number): Promise<Tensor>;
+  /** The module's `layerNorm`, run on the next worker in turn. */
+  layerNorm(x: Tensor, options: LayerNormOptions): Promise<Tensor>;
+  /** The module's `attention`, run whole on the next worker in turn. */
+  attention<A extends boolean = false, S extends boolean = false>(
+    q: Tensor, k: Tensor, v: Tensor,
+    options?: AttentionOptions & { returnAttnWeights?: A; returnScores?: S },
+  ): Promise<AttentionResultFor<A, S>>;
   /** Terminates the workers; pending and later calls reject. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

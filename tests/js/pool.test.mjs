@@ -295,6 +295,31 @@ test('layers run whole in the worker holding the fewest, as the synchronous ones
     'TransformerDecoderLayer.forward: this TransformerDecoderLayer was disposed; create a new one');
 });
 
+test('positionalEncoding, layerNorm and attention run in the workers, as the synchronous ones', async () => {
+  const pool = pools[2];
+  // Tensors (or results of tensors) equal value for value: arrays that came
+  // back in a message belong to another realm than Jest's, so compare plainly.
+  const plain = (r) => Object.fromEntries(Object.entries(r.data ? { r } : r)
+    .map(([k, t]) => [k, { data: Array.from(t.data), shape: t.shape }]));
+  const expectSame = (got, want) => expect(plain(got)).toEqual(plain(want));
+  expectSame(await pool.positionalEncoding(7, 10), module.positionalEncoding(7, 10));
+  const x = { data: random(2 * 3 * 8, 50), shape: [2, 3, 8] };
+  const norm = { gamma: random(8, 51), beta: random(8, 52), eps: 1e-3 };
+  expectSame(await pool.layerNorm(x, norm), module.layerNorm(x, norm));
+  const q = { data: random(2 * 4 * 5 * 8, 53), shape: [2, 4, 5, 8] };
+  const kv = { data: random(2 * 2 * 6 * 8, 54), shape: [2, 2, 6, 8] };
+  const options = { causal: 'bottom-right', window: [3, 0], returnAttnWeights: true,
+    returnScores: true };
+  // Two calls, one per worker in turn.
+  for (let i = 0; i < 2; ++i) {
+    expectSame(await pool.attention(q, kv, kv, options), module.attention(q, kv, kv, options));
+  }
+  await expectRejects(pool.attention(q, kv, kv, { scale: NaN }), RangeError,
+    'attention: options.scale: expected a finite number float32 holds, got NaN');
+  await expect(pool.positionalEncoding(0, 4)).rejects.toThrow(RangeError);
+  expectSame(await pool.positionalEncoding(1, 2), module.positionalEncoding(1, 2));
+});
+
 test('a killed worker rejects every pending call and marks the pool dead', async () => {
   const pool = await createAttentionPool({ workers: 2, build: 'simd' });
   const config = { dModel: 8, numHeads: 2 };

@@ -256,6 +256,9 @@ const pooledDecoded: Tensor[] = [await pooledDecoder.forward(x, pooledDecoderMem
 const pooledLayer: PooledTransformerLayerBase = pooledDecoder;
 const pooledLayerFacts: [ResolvedTransformerLayerConfig, string, boolean] = [pooledLayer.config,
   pooledLayer.kernels, pooledLayer.disposed];
+const pooledFunctions: [Tensor, Tensor, Tensor] = [await pool.positionalEncoding(4, 8),
+  await pool.layerNorm(x, { gamma: f32(8), beta: f32(8) }),
+  (await pool.attention(tokens, tokens, tokens, { numHeads: 2, returnScores: true })).scores];
 await pooledEncoder[Symbol.asyncDispose]();
 await pooledLayer.dispose();
 await pool[Symbol.asyncDispose]();
@@ -263,7 +266,7 @@ await pool.dispose();
 
 export const poolUsed = [poolFacts, pooledFacts, pooledResult, pooledStep, pooledCacheFacts,
   pooledCross, pooledMemoryFacts, pooledMemoryDisposed, pooledEncoded, pooledDecoded,
-  pooledLayerFacts];
+  pooledLayerFacts, pooledFunctions];
 
 // Misuses that must not compile.
 // @ts-expect-error: misspelled option

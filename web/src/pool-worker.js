@@ -6,6 +6,7 @@
 //   { id, op: 'check', kind, config, weights? }   -> { id, value: resolved config }
 //   { id, op: 'new', ref, kind, config }          -> { id, value: { config, kernels } }
 //   { id, op: 'call', ref, method, args, out? }   -> { id, value }
+//   { id, op: 'module', fn, args }                -> { id, value } (module.fn(...args))
 //   { id, op: 'dispose', ref }                    -> { id }
 // and any failure as { id, error: { name, message } }. Arguments that stand
 // for objects of this worker are { poolRef }; `out` keeps the
@@ -13,11 +14,9 @@
 // later call on one throws the synchronous API's message for it.
 import { createAttentionModule } from '../index.js';
 
-// Node's worker_threads, hidden from bundlers, which target browsers here.
-const nodeWorkerThreads = 'node:worker_threads';
-const port = typeof globalThis.postMessage === 'function'
-  ? globalThis
-  : (await import(/* webpackIgnore: true */ /* @vite-ignore */ nodeWorkerThreads)).parentPort;
+// Where requests come from and replies go: the worker's global scope, or in
+// Node worker_threads' parentPort, set below.
+let port = null;
 
 let module = null;
 const objects = new Map();
@@ -72,6 +71,8 @@ async function serve(request) {
       objects.set(request.out, value);
       return undefined;
     }
+    case 'module':
+      return module[request.fn](...request.args);
     case 'dispose':
       objects.get(request.ref).dispose();
       return undefined;
@@ -94,8 +95,17 @@ function onRequest(request) {
   });
 }
 
-if (port === globalThis) {
+// No top-level await: bundlers build workers as classic scripts by default
+// (Vite's worker.format 'iife'), which cannot hold one. A Node port queues
+// the messages that arrive before its listener.
+if (typeof globalThis.postMessage === 'function') {
+  port = globalThis;
   globalThis.addEventListener('message', (event) => onRequest(event.data));
 } else {
-  port.on('message', onRequest);
+  // Node's worker_threads, hidden from bundlers, which target browsers here.
+  const nodeWorkerThreads = 'node:worker_threads';
+  import(/* webpackIgnore: true */ /* @vite-ignore */ nodeWorkerThreads).then((threads) => {
+    port = threads.parentPort;
+    port.on('message', onRequest);
+  });
 }

@@ -741,6 +741,19 @@ function makePool(workers, summary) {
     return mha;
   }
 
+  // positionalEncoding, layerNorm and attention: each call whole on the
+  // next worker in turn, its tensors copied out as a forward's are.
+  let nextWorker = 0;
+  const moduleFunction = (fn) => async (...args) => {
+    workers.check(fn);
+    const worker = nextWorker;
+    nextWorker = (nextWorker + 1) % workers.count;
+    const sent = outgoing(args);
+    const [value] = await workers.all([worker], () => ({ op: 'module', fn, args: sent.args }),
+      () => sent.transfer);
+    return value;
+  };
+
   const pool = {
     get workers() { return workers.count; },
     get dead() { return workers.dead; },
@@ -754,6 +767,9 @@ function makePool(workers, summary) {
       createLayer(TransformerEncoderLayer, 'TransformerEncoderLayer', config),
     TransformerDecoderLayer: (config) =>
       createLayer(TransformerDecoderLayer, 'TransformerDecoderLayer', config),
+    positionalEncoding: moduleFunction('positionalEncoding'),
+    layerNorm: moduleFunction('layerNorm'),
+    attention: moduleFunction('attention'),
     dispose: async () => workers.dispose(),
     [asyncDisposeSymbol]: async () => workers.dispose(),
     [TERMINATE_WORKER]: (worker) => workers.terminate(worker),
