@@ -1,6 +1,9 @@
-// Shared by the demo pages: the package (one wasm module per page), the nav,
-// seeded random numbers, heatmaps, colour legends and small DOM helpers.
-import { createAttentionModule, wasmSimdSupported, wasmRelaxedSimdSupported } from '../../index.js';
+// Shared by the demo pages: the package (one wasm module and one worker pool
+// per page), the nav, seeded random numbers, heatmaps, colour legends and
+// small DOM helpers.
+import {
+  createAttentionModule, createAttentionPool, wasmSimdSupported, wasmRelaxedSimdSupported,
+} from '../../index.js';
 
 export { createAttentionModule, wasmSimdSupported, wasmRelaxedSimdSupported };
 
@@ -14,6 +17,31 @@ let modulePromise = null;
 export function attentionModule() {
   modulePromise ??= createAttentionModule();
   return modulePromise;
+}
+
+/** Workers of the page's pool: the forwards run beside the page, on two cores. */
+export const POOL_WORKERS = 2;
+
+let poolPromise = null;
+
+/**
+ * The page's worker pool, created once: the pages run their forwards in it
+ * so that the page's own thread stays free to draw and to take input.
+ */
+export function attentionPool() {
+  poolPromise ??= createAttentionPool({ workers: POOL_WORKERS });
+  return poolPromise;
+}
+
+/** Awaits fn(mha) with a fresh MultiHeadAttention of the pool and disposes it afterwards. */
+export async function withPooledMha(pool, config, weights, fn) {
+  const mha = await pool.MultiHeadAttention(config);
+  try {
+    await mha.setWeights(weights);
+    return await fn(mha);
+  } finally {
+    await mha.dispose();
+  }
 }
 
 /** Calls fn(mha) with a fresh MultiHeadAttention and disposes it afterwards. */

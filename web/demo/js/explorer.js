@@ -1,10 +1,12 @@
 // Attention explorer: a sentence through one attention layer (d_model = 64,
 // 8 heads, explorer-model.js), with the masks, grouped key/value heads and
 // rotary positions of the library's MultiHeadAttention to switch on and off.
+// The layer runs in the page's worker pool, so typing never waits for it.
 import {
-  attentionModule, initPage, el, heatmap, legend, formatNumber, formatShape, showError, onWidthChange, showBuild, rowArgmax,
-  niceTicks, tickLabel,
+  attentionModule, attentionPool, initPage, el, heatmap, legend, formatNumber, formatShape, showError, onWidthChange, showBuild,
+  rowArgmax, niceTicks, tickLabel,
 } from './common.js';
+import { newestOnly } from './newest-only.js';
 import { expectedArgmax } from './position-heads.js';
 import {
   D, H, MAX_TOKENS, PAIRS, TARGET_GAP, KV_CHOICES, ALPHA, RUNNER_UP, MARGIN, HEADS, kvHeadOf, headColour,
@@ -163,47 +165,59 @@ function windowBound(input) {
   return Number.isInteger(v) && v >= 0 ? v : -1;
 }
 
-// The layer for the chosen key/value heads and positions (made again when they change).
+// The pooled layer for the chosen key/value heads and positions (made again
+// when they change). Runs never overlap (newestOnly), so the old layer has
+// no call in flight when it is disposed.
 function layer(kvHeads, rope) {
   const key = `${kvHeads} ${rope}`;
   if (state.layer?.key !== key) {
-    state.layer?.mha.dispose();
-    const mha = new state.module.MultiHeadAttention({ dModel: D, numHeads: H, numKvHeads: kvHeads, ...(rope ? { rope: ROPE } : {}) });
-    mha.setWeights(buildWeights(kvHeads));
+    state.layer?.mha.then((old) => old.dispose(), () => {});
+    const config = { dModel: D, numHeads: H, numKvHeads: kvHeads, ...(rope ? { rope: ROPE } : {}) };
+    const mha = state.pool.MultiHeadAttention(config).then(async (m) => {
+      await m.setWeights(buildWeights(kvHeads));
+      return m;
+    });
     state.layer = { key, mha };
   }
   return state.layer.mha;
 }
 
-function compute() {
+// Reads the controls and runs the layer on them: resolves to the note to show
+// and the run to draw (none when a sentence is empty).
+async function compute() {
   const cross = ui.cross.checked;
   const a = tokenize(ui.sentence.value);
   const b = cross ? tokenize(ui.sentence2.value) : a;
   const notes = [];
   if (a.dropped || (cross && b.dropped)) notes.push(`Only the first ${MAX_TOKENS} tokens are used.`);
-  if (a.tokens.length === 0 || b.tokens.length === 0) {
-    ui.tokenNote.textContent = 'Type at least one word in each sentence.';
-    return;
-  }
+  if (a.tokens.length === 0 || b.tokens.length === 0) return { note: 'Type at least one word in each sentence.' };
   const kvHeads = Number(ui.kvHeads.value);
   const rope = ui.rope.checked;
   const options = { causal: ui.causal.value, window: [windowBound(ui.windowLeft), windowBound(ui.windowRight)] };
+  // The embeddings take the page's own module for positionalEncoding, which
+  // the pool does not offer: 32 x 64 values, far below a frame's time.
   const query = { data: embed(state.module, a.tokens), shape: [1, a.tokens.length, D] };
   const key = cross ? { data: embed(state.module, b.tokens), shape: [1, b.tokens.length, D] } : undefined;
-  const r = layer(kvHeads, rope).forward(query, key, undefined,
-    { ...options, returnAttnWeights: true, returnPerHeadOutput: true, returnIntermediates: true });
-  // The same heads through the library's attention on the projected (and
-  // rotated) q, k, v, for the scores the softmax took: the fused forward
-  // never stores them.
-  const { scores } = state.module.attention(r.q, r.k, r.v, { ...options, returnScores: true });
+  // The scores are the ones the softmax took (returnScores), -Infinity where masked.
+  const r = await (await layer(kvHeads, rope)).forward(query, key, undefined, {
+    ...options, returnAttnWeights: true, returnPerHeadOutput: true, returnIntermediates: true, returnScores: true,
+  });
   notes.push(`${a.tokens.length} query tokens${cross ? `, ${b.tokens.length} key tokens` : ''}; ` +
     `K and V ${formatShape(r.k.shape)}: ${kvHeads} key/value ${kvHeads === 1 ? 'head' : 'heads'} ` +
-    `for ${H} query heads.`);
-  ui.tokenNote.textContent = notes.join(' ');
-  state.last = {
-    cross, ...options, kvHeads, rope, tq: a.tokens.length, tk: b.tokens.length, queries: a.tokens, keys: b.tokens,
-    kvShape: r.k.shape, probs: r.attnWeights.data, scores: scores.data, perHead: r.perHeadOutput.data,
+    `for ${H} query heads; computed in ${state.pool.workers} workers.`);
+  return {
+    note: notes.join(' '),
+    run: {
+      cross, ...options, kvHeads, rope, tq: a.tokens.length, tk: b.tokens.length, queries: a.tokens, keys: b.tokens,
+      kvShape: r.k.shape, probs: r.attnWeights.data, scores: r.scores.data, perHead: r.perHeadOutput.data,
+    },
   };
+}
+
+function show({ note, run }) {
+  ui.tokenNote.textContent = note;
+  if (!run) return;
+  state.last = run;
   render();
 }
 
@@ -280,19 +294,23 @@ async function main() {
   document.getElementById('legend').replaceChildren(legend({ scale: 'prob', vmin: 0, vmax: 1, title: 'attention weight' }));
   explainConstruction();
 
-  state.module = await attentionModule();
+  [state.module, state.pool] = await Promise.all([attentionModule(), attentionPool()]);
   showBuild(state.module);
+  document.body.dataset.poolWorkers = state.pool.workers;
 
+  // The first result makes the page ready; an input made while it runs
+  // supersedes it like any other.
+  const recompute = newestOnly(compute, {
+    onResult: (result) => {
+      show(result);
+      if (document.body.dataset.state === 'loading') document.body.dataset.state = 'ready';
+    },
+    onError: showError,
+  });
   let timer = 0;
   const update = () => {
     clearTimeout(timer);
-    timer = setTimeout(() => {
-      try {
-        compute();
-      } catch (e) {
-        showError(e);
-      }
-    }, 120);
+    timer = setTimeout(recompute, 120);
   };
   for (const input of [ui.sentence, ui.sentence2, ui.windowLeft, ui.windowRight]) input.addEventListener('input', update);
   for (const input of [ui.causal, ui.kvHeads, ui.rope]) input.addEventListener('change', update);
@@ -301,8 +319,7 @@ async function main() {
     update();
   });
   onWidthChange(render);
-  compute();
-  document.body.dataset.state = 'ready';
+  recompute();
 }
 
 main().catch((e) => showError(e));
