@@ -1,9 +1,11 @@
 // Shapes walk-through: the worked example (B=2, T=10, d_model=512, 8 heads)
 // stage by stage, self- or cross-attention (T_k = 16), with one key/value
-// head per query head or grouped-query heads (2 key/value heads).
+// head per query head or grouped-query heads (2 key/value heads). The
+// forwards run in the page's worker pool, all four at load; the switches
+// only redraw what they computed.
 import {
-  attentionModule, initPage, el, heatmap, legend, formatShape, formatNumber, showError,
-  withMha, requireFunction, onWidthChange, scaleRange, showBuild,
+  attentionModule, attentionPool, initPage, el, heatmap, legend, formatShape, formatNumber, showError,
+  withPooledMha, requireFunction, onWidthChange, scaleRange, showBuild,
 } from './common.js';
 import {
   B, T, D, H, DK, TK_CROSS, KV_CHOICES, SENTENCES, MEMORY_SENTENCES, HEADS, example,
@@ -93,7 +95,7 @@ function maxAbsDiff(a, b) {
 // One run: every stage's tensors
 // ---------------------------------------------------------------------------
 
-function compute(module, mode, kvHeads) {
+async function compute(module, pool, mode, kvHeads) {
   const { X, MEMORY, weights, config } = INPUTS;
   const layerWeights = weights[kvHeads];
   const grouped = kvHeads < H;
@@ -102,7 +104,7 @@ function compute(module, mode, kvHeads) {
   const query = { data: X, shape: [B, T, D] };
   const memory = cross ? { data: MEMORY, shape: [B, TK_CROSS, D] } : undefined;
 
-  const lib = withMha(module, config[kvHeads], layerWeights, (mha) =>
+  const lib = await withPooledMha(pool, config[kvHeads], layerWeights, (mha) =>
     mha.forward(query, memory, undefined,
       { returnAttnWeights: true, returnPerHeadOutput: true, returnIntermediates: true }));
 
@@ -139,7 +141,8 @@ function compute(module, mode, kvHeads) {
   const residual = new Float32Array(B * T * D);
   for (let i = 0; i < residual.length; i++) residual[i] = X[i] + out[i];
   // The library's LayerNorm (the layers API); without it the last stage
-  // says so instead of computing it here.
+  // says so instead of computing it here. On the page's own module: the pool
+  // has no layerNorm, and 20 rows of 512 take far less than a frame.
   let normed = null;
   let normError = null;
   let mean = NaN;
@@ -392,16 +395,16 @@ async function main() {
   initPage();
   const headSelect = document.getElementById('head');
   HEADS.forEach((head, h) => headSelect.append(el('option', { value: h }, `h = ${h}: ${head.name}`)));
-  const module = await attentionModule();
+  const [module, pool] = await Promise.all([attentionModule(), attentionPool()]);
   showBuild(module);
   Object.assign(INPUTS, example(module));
-  for (const kv of KV_CHOICES) {
-    for (const mode of ['self', 'cross']) {
-      const stages = compute(module, mode, kv);
-      state.results[key(mode, kv)] = stages;
-      state.shapes[key(mode, kv)] = Object.fromEntries(stages.flatMap((s) => s.tensors.map((t) => [t.id, t.shape])));
-    }
-  }
+  const runs = KV_CHOICES.flatMap((kv) => ['self', 'cross'].map((mode) => ({ mode, kv })));
+  const computed = await Promise.all(runs.map(({ mode, kv }) => compute(module, pool, mode, kv)));
+  runs.forEach(({ mode, kv }, i) => {
+    const stages = computed[i];
+    state.results[key(mode, kv)] = stages;
+    state.shapes[key(mode, kv)] = Object.fromEntries(stages.flatMap((s) => s.tensors.map((t) => [t.id, t.shape])));
+  });
   const failed = state.results[key('self', H)].find((s) => s.error);
   if (failed) showError(failed.error);
   for (const mode of ['self', 'cross']) document.getElementById(`mode-${mode}`).addEventListener('click', () => set({ mode }));
