@@ -194,8 +194,8 @@ async function compute() {
   const kvHeads = Number(ui.kvHeads.value);
   const rope = ui.rope.checked;
   const options = { causal: ui.causal.value, window: [windowBound(ui.windowLeft), windowBound(ui.windowRight)] };
-  // The embeddings take the page's own module for positionalEncoding, which
-  // the pool does not offer: 32 x 64 values, far below a frame's time.
+  // positionalEncoding runs on the page's own module: at most 32 x 64 values
+  // take far less than a round trip to a worker.
   const query = { data: embed(state.module, a.tokens), shape: [1, a.tokens.length, D] };
   const key = cross ? { data: embed(state.module, b.tokens), shape: [1, b.tokens.length, D] } : undefined;
   // The scores are the ones the softmax took (returnScores), -Infinity where masked.

@@ -141,8 +141,8 @@ async function compute(module, pool, mode, kvHeads) {
   const residual = new Float32Array(B * T * D);
   for (let i = 0; i < residual.length; i++) residual[i] = X[i] + out[i];
   // The library's LayerNorm (the layers API); without it the last stage
-  // says so instead of computing it here. On the page's own module: the pool
-  // has no layerNorm, and 20 rows of 512 take far less than a frame.
+  // says so instead of computing it here. On the page's own module: 20 rows
+  // of 512 take far less than a round trip to a worker.
   let normed = null;
   let normError = null;
   let mean = NaN;
