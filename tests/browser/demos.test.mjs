@@ -594,7 +594,7 @@ test('explorer: 32 tokens keep their labels apart and fit a 390 px screen', { ti
   }
 });
 
-test('benchmark: numbers for every backend of every build and plain JS (S1, quick)', { timeout: TIMEOUT }, async () => {
+test('benchmark: numbers for every backend of every build, a pool of 2 workers and plain JS (S1, quick)', { timeout: TIMEOUT }, async () => {
   const p = await open('bench.html?workload=S1&quick=1&autorun=1', { until: ['done'] });
   assertClean(p, 'bench');
   const { simd, relaxed } = await p.page.evaluate(async () => {
@@ -609,8 +609,11 @@ test('benchmark: numbers for every backend of every build and plain JS (S1, quic
   assert.deepEqual(rows.map((r) => r.impl), [
     'ours wasm-relaxed highway', 'ours wasm-relaxed xsimd',
     'ours wasm-simd highway', 'ours wasm-simd xsimd', 'ours wasm-simd scalar',
-    'ours wasm no-SIMD (highway)', 'plain JS',
+    'ours wasm no-SIMD (highway)', 'pool, 2 workers', 'plain JS',
   ]);
+  // Served with COOP/COEP (the demo server's default): isolated, and it says so.
+  assert.equal(await p.page.locator('#isolation').getAttribute('data-isolated'), 'true');
+  assert.match(await p.page.locator('#isolation').textContent(), /^yes \(COOP\/COEP headers\)/);
   for (const r of rows) {
     assert.ok(r.median > 0 && Number.isFinite(r.median), `${r.impl}: median ${r.median}`);
     assert.ok(r.gflops > 0 && Number.isFinite(r.gflops), `${r.impl}: GFLOP/s ${r.gflops}`);

@@ -6,6 +6,7 @@ import { interleave, summarize, maxAbsDiff } from '../../bench-kit/timing.js';
 import { createPlainJs } from '../../bench-kit/plainjs.js';
 import { createOurs, oursModule, RELAXED_BACKENDS } from '../../bench-kit/ours.js';
 import { wasmSimdSupported, wasmRelaxedSimdSupported } from '../../index.js';
+import { createPooled } from './bench-pool.js';
 
 const TOLERANCE = 1e-3;
 const TIMING = {
@@ -35,7 +36,8 @@ async function variants() {
   return out;
 }
 
-async function run({ workload, mode }) {
+// poolWorkers: the workers of the "pool, N workers" row, 0 for none.
+async function run({ workload, mode, poolWorkers }) {
   const w = WORKLOADS.find((x) => x.name === workload);
   if (!w) throw new Error(`unknown workload ${workload}`);
   const flops = workloadFlops(w);
@@ -44,9 +46,14 @@ async function run({ workload, mode }) {
   const peers = [];
   try {
     for (const v of await variants()) peers.push(await createOurs(data, v));
+    if (poolWorkers > 0) {
+      progress(`${w.name}: starting a pool of ${poolWorkers}`);
+      peers.push(await createPooled(data, poolWorkers));
+    }
     peers.push(await createPlainJs(data));
     const reference = Float32Array.from(peers[0].run());
-    const diffs = new Map(peers.map((p) => [p.name, maxAbsDiff(reference, p.run())]));
+    const diffs = new Map();
+    for (const p of peers) diffs.set(p.name, maxAbsDiff(reference, await p.run()));
     progress(`${w.name}: checked ${peers.length} implementations against ${peers[0].name}; timing (${mode})`);
     const { samples, rounds } = await interleave(peers, TIMING[mode], {
       log: progress,
@@ -61,7 +68,7 @@ async function run({ workload, mode }) {
     });
     post({ type: 'result', workload: w.name, flops, rounds, rows });
   } finally {
-    for (const p of peers) p.dispose();
+    await Promise.all(peers.map((p) => p.dispose()));
   }
 }
 

@@ -15,6 +15,15 @@ function describeWorkload(w) {
     `${formatNumber(workloadFlops(w) / 1e9, 3)} GFLOP per call`;
 }
 
+// Whether the page is cross-origin isolated: only then do threads that share
+// memory exist; the worker pool needs none, so it runs either way.
+function isolation() {
+  const isolated = globalThis.crossOriginIsolated === true;
+  return el('span', { id: 'isolation', dataset: { isolated: String(isolated) } }, isolated
+    ? 'yes (COOP/COEP headers): SharedArrayBuffer is available'
+    : 'no (no COOP/COEP headers): no SharedArrayBuffer, so no shared-memory threads; the worker pool needs none');
+}
+
 function envList(simd, relaxed) {
   const rows = [
     ['WebAssembly SIMD', el('span', { class: `pill ${simd ? 'ok' : 'bad'}` },
@@ -22,7 +31,7 @@ function envList(simd, relaxed) {
     ['Relaxed SIMD', el('span', { class: `pill ${relaxed ? 'ok' : 'bad'}` },
       relaxed ? 'supported: the relaxed-SIMD build (fused multiply-add) runs too'
         : 'not supported: no relaxed-SIMD rows')],
-    ['Cross-origin isolated', globalThis.crossOriginIsolated ? 'yes (COOP/COEP headers)' : 'no'],
+    ['Cross-origin isolated', isolation()],
     ['Logical processors', String(navigator.hardwareConcurrency ?? 'unknown')],
     ['User agent', navigator.userAgent],
   ];
@@ -54,7 +63,9 @@ function table(result) {
   return [wrap, caption];
 }
 
-const colourOf = (name) => (name === 'plain JS' ? '#8a93a6' : name.includes('no-SIMD') ? '#f0a04b' : '#2456c8');
+const POOL_COLOUR = '#2a9d5c';
+const colourOf = (name) => (name === 'plain JS' ? '#8a93a6' : name.includes('no-SIMD') ? '#f0a04b'
+  : name.startsWith('pool') ? POOL_COLOUR : '#2456c8');
 
 function chart(result) {
   const rows = result.rows;
@@ -91,7 +102,8 @@ function chart(result) {
     'GFLOP/s (higher is faster)'));
   const key = (colour, text) => el('span', {}, el('span', { class: 'swatch', style: `background:${colour}` }), text);
   ui.chart.replaceChildren(svg, el('div', { class: 'chart-legend' },
-    key('#2456c8', 'wasm SIMD build'), key('#f0a04b', 'wasm non-SIMD build'), key('#8a93a6', 'plain JavaScript')));
+    key('#2456c8', 'wasm SIMD build'), key('#f0a04b', 'wasm non-SIMD build'), key(POOL_COLOUR, 'worker pool'),
+    key('#8a93a6', 'plain JavaScript')));
 }
 
 function show(result) {
@@ -102,7 +114,7 @@ function show(result) {
 
 async function main() {
   initPage();
-  for (const id of ['env', 'workload', 'mode', 'run', 'progress', 'results', 'chart']) ui[id] = document.getElementById(id);
+  for (const id of ['env', 'workload', 'mode', 'pool', 'run', 'progress', 'results', 'chart']) ui[id] = document.getElementById(id);
   ui.note = document.getElementById('workload-note');
   envList(wasmSimdSupported(), wasmRelaxedSimdSupported());
   // The worker runs every build; the badge names the one this page's loader picks, as on the other pages.
@@ -112,6 +124,12 @@ async function main() {
   const params = new URLSearchParams(location.search);
   if (shown.some((w) => w.name === params.get('workload'))) ui.workload.value = params.get('workload');
   if (params.get('quick') === '1') ui.mode.value = 'quick';
+  // "pool, N workers": N = 1 .. the logical processors, 2 unless there is one.
+  const cores = Math.max(1, navigator.hardwareConcurrency || 1);
+  ui.pool.append(el('option', { value: 0 }, 'none'), ...Array.from({ length: cores }, (_, i) =>
+    el('option', { value: i + 1 }, `pool, ${i + 1} ${i ? 'workers' : 'worker'}`)));
+  const poolParam = Number(params.get('pool') ?? NaN);
+  ui.pool.value = String(Number.isInteger(poolParam) && poolParam >= 0 && poolParam <= cores ? poolParam : Math.min(2, cores));
   const noteFor = () => { ui.note.textContent = describeWorkload(shown.find((w) => w.name === ui.workload.value)); };
   ui.workload.addEventListener('change', noteFor);
   noteFor();
@@ -151,7 +169,7 @@ async function main() {
     started = performance.now();
     document.body.dataset.state = 'running';
     log(`running ${ui.workload.value} (${ui.mode.value}) …`);
-    worker.postMessage({ workload: ui.workload.value, mode: ui.mode.value });
+    worker.postMessage({ workload: ui.workload.value, mode: ui.mode.value, poolWorkers: Number(ui.pool.value) });
   });
   onWidthChange(() => lastResult && chart(lastResult));
 }
