@@ -965,12 +965,14 @@ export interface PooledTransformerLayerBase {
 
 export interface PooledTransformerEncoderLayer extends PooledTransformerLayerBase {
   setWeights(weights: TransformerEncoderLayerWeights): Promise<void>;
+  setWeightsFromPyTorch(state: PyTorchTransformerEncoderLayerState): Promise<void>;
   forward(x: Tensor, options?: EncoderForwardOptions): Promise<Tensor>;
 }
 
 /** Its caches and precomputed memories stay in its worker. */
 export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBase {
   setWeights(weights: TransformerDecoderLayerWeights): Promise<void>;
+  setWeightsFromPyTorch(state: PyTorchTransformerDecoderLayerState): Promise<void>;
   forward(x: Tensor, memory: Tensor | PooledPrecomputedKeyValue, options?: DecoderForwardOptions):
     Promise<Tensor>;
   forwardIncremental(x: Tensor, cache: PooledKVCache, memory: PooledPrecomputedKeyValue | Tensor,

@@ -13,7 +13,7 @@ import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments, transpose }
   from './support/golden.mjs';
 import { expectError } from './support/errors.mjs';
 import { decoderArguments, encoderArguments } from './support/layers.mjs';
-import { createAttentionModule, loadCheckpoint, parseSafetensors, readSafetensors, track }
+import { createAttentionModule, createAttentionPool, loadCheckpoint, parseSafetensors, readSafetensors, track }
   from './support/modules.mjs';
 import { bfloat16ToFloat, halfToFloat, roundTo, writeSafetensors }
   from './support/safetensors-writer.mjs';
@@ -248,6 +248,21 @@ describe('layers: setWeightsFromPyTorch', () => {
     const direct = track(new sa.TransformerEncoderLayer(a.config));
     direct.setWeights(a.weights);
     expect(layer.forward(a.input).data).toEqual(direct.forward(a.input).data);
+  });
+
+  test('a pooled layer takes the state_dict too, with the same result', async () => {
+    const a = encoderArguments(encoderCase);
+    const pool = await createAttentionPool({ workers: 1 });
+    try {
+      const pooled = await pool.TransformerEncoderLayer(a.config);
+      await pooled.setWeightsFromPyTorch(encoderState(encoderCase));
+      const direct = track(new sa.TransformerEncoderLayer(a.config));
+      direct.setWeights(a.weights);
+      const got = await pooled.forward(a.input);
+      expect(Array.from(got.data)).toEqual(Array.from(direct.forward(a.input).data));
+    } finally {
+      await pool.dispose();
+    }
   });
 
   test('bad state_dicts name the entry; the old weights stay', () => {

@@ -328,6 +328,9 @@ const decoderState: PyTorchTransformerDecoderLayerState = {
   'multihead_attn.out_proj.weight': f32(64), 'multihead_attn.out_proj.bias': f32(8),
   'norm3.weight': f32(8), 'norm3.bias': f32(8),
 };
+export const pooledFromPyTorch = (encoderPart: PooledTransformerEncoderLayer,
+  decoderPart: PooledTransformerDecoderLayer): Promise<void[]> => Promise.all([
+  encoderPart.setWeightsFromPyTorch(encoderState), decoderPart.setWeightsFromPyTorch(decoderState)]);
 decoder.setWeightsFromPyTorch(decoderState);
 const response: ResponseLike = {
   ok: true, status: 200, url: 'https://example.invalid/model.safetensors', headers: {},

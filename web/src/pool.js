@@ -641,7 +641,8 @@ function makePool(workers, summary) {
         if (this.disposed || (needsWeights && !this.#hasWeights)) await this.call(method);
         const { args, made, around = (job) => job() } = prepare(where);
         const [value] = await around(() => this.call(method, args, undefined, made?.ref));
-        if (method === 'setWeights') this.#hasWeights = true;
+        // setWeights and setWeightsFromPyTorch
+        if (method.startsWith('setWeights')) this.#hasWeights = true;
         return made ?? value;
       });
     }
@@ -657,6 +658,13 @@ function makePool(workers, summary) {
       return this.invoke('setWeights', false, (where) => {
         checkObject(where, 'weights', weights);
         return { args: [weights] };
+      });
+    }
+
+    setWeightsFromPyTorch(state) {
+      return this.invoke('setWeightsFromPyTorch', false, (where) => {
+        checkObject(where, 'state', state);
+        return { args: [state] };
       });
     }
 
