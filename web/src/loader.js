@@ -6,23 +6,43 @@ const isNode = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
 // The builds (BuildName in index.d.ts), fastest first: dist/<file>.{js,wasm}.
-// The imports are spelled out so that bundlers see every file.
+// Each file is a literal `new URL(..., import.meta.url)`, so that bundlers
+// emit each once, as is, and nothing else of dist/. The glue is imported from
+// its URL at run time rather than by import(): a code-split bundle is one
+// that Vite cannot build into a worker in its default format ('iife'), and
+// only the picked build's glue is downloaded.
 export const BUILDS = {
   'relaxed-simd': {
     file: 'simd_attention_relaxed',
-    factory: () => import('../dist/simd_attention_relaxed.js'),
+    glue: () => new URL('../dist/simd_attention_relaxed.js', import.meta.url),
+    wasm: () => new URL('../dist/simd_attention_relaxed.wasm', import.meta.url),
   },
-  simd: { file: 'simd_attention_simd', factory: () => import('../dist/simd_attention_simd.js') },
+  simd: {
+    file: 'simd_attention_simd',
+    glue: () => new URL('../dist/simd_attention_simd.js', import.meta.url),
+    wasm: () => new URL('../dist/simd_attention_simd.wasm', import.meta.url),
+  },
   nosimd: {
     file: 'simd_attention_nosimd',
-    factory: () => import('../dist/simd_attention_nosimd.js'),
+    glue: () => new URL('../dist/simd_attention_nosimd.js', import.meta.url),
+    wasm: () => new URL('../dist/simd_attention_nosimd.wasm', import.meta.url),
   },
 };
 const WASM_FILES = Object.values(BUILDS).map((b) => `${b.file}.wasm`);
 
+// Vite's dev server moves this module into node_modules/.vite/deps/ (its
+// dependency optimizer), so '../dist/' points into node_modules/.vite/; it
+// still serves the package's own files from node_modules/simd-attention/
+// when the app's node_modules holds the package (else VITE_EXCLUDE below).
+const inViteDeps = /\/node_modules\/\.vite\//.test(import.meta.url);
+function fromViteDeps(url) {
+  const moved = inViteDeps && /^(.*\/node_modules\/)\.vite\/dist\/([^/]+)$/.exec(url.pathname);
+  return moved ? new URL(`${moved[1]}simd-attention/dist/${moved[2]}`, url) : url;
+}
+
 // Where a .wasm file is: a URL, or in Node a file path.
-function wasmLocation(file, wasmPath) {
-  if (wasmPath === undefined) return new URL(`../dist/${file}`, import.meta.url);
+function wasmLocation(build, file, wasmPath) {
+  if (wasmPath === undefined) return fromViteDeps(BUILDS[build].wasm());
   const isUrl = typeof wasmPath !== 'string';
   let dir = isUrl ? wasmPath.href : wasmPath;
   if (/\.wasm$/i.test(dir)) {
@@ -94,7 +114,7 @@ async function instantiate(file, where, imports) {
     return WebAssembly.instantiate(bytes, imports);
   }
   const response = await fetch(where);
-  const inVite = /\/node_modules\/\.vite\//.test(response.url || String(where));
+  const inVite = inViteDeps || /\/node_modules\/\.vite\//.test(response.url || String(where));
   if (!response.ok) {
     throw new Error(`createAttentionModule: fetching ${where} failed: HTTP ` +
       `${response.status}; set options.wasmPath to where the .wasm files are served` +
@@ -161,8 +181,16 @@ export function pickBuild(where, forceSimd, forceRelaxed, engine) {
 // dist/; resolves to the emcc module, i.e. the Embind glue.
 export async function loadBuild(where, build, wasmPath) {
   const file = `${BUILDS[build].file}.wasm`;
-  const factory = (await BUILDS[build].factory()).default;
-  const wasm = await startBuild(factory, file, wasmLocation(file, wasmPath));
+  const glue = fromViteDeps(BUILDS[build].glue());
+  let factory;
+  try {
+    factory = (await import(/* webpackIgnore: true */ /* @vite-ignore */ glue.href)).default;
+  } catch (e) {
+    throw new Error(`${where}: cannot load ${BUILDS[build].file}.js, the glue of the ` +
+      `${build} build, from ${glue} (${e?.message ?? e}); serve the package's dist/ ` +
+      `next to its src/${inViteDeps ? `, or ${VITE_EXCLUDE}` : ''}`, { cause: e });
+  }
+  const wasm = await startBuild(factory, file, wasmLocation(build, file, wasmPath));
   if (wasm.build() !== build) {
     throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +
       'build; the files in dist/ are mixed up');
