@@ -9,14 +9,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 import { startServer } from '../../web/demo/server.mjs';
 import { createAttentionModule } from '../../web/index.js';
 import { repoRoot, loadGoldenCase, mhaArguments, maxAbsDiff } from '../js/support/golden.mjs';
+import { launchChromium } from './launch.mjs';
 
-const CHROMIUM = process.env.SA_CHROMIUM ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SHOTS = path.join(repoRoot, 'build', 'screenshots');
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -28,7 +25,7 @@ let browser;
 before(async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
   server = await startServer({ port: 0 });
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  browser = await launchChromium();
 });
 
 after(async () => {

@@ -6,20 +6,16 @@
 // SA_CHROMIUM overrides the browser binary (default /usr/bin/chromium).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
 import { startServer } from '../../web/demo/server.mjs';
 import { loadGoldenCase, maxAbsDiff, mhaArguments } from '../js/support/golden.mjs';
-
-const CHROMIUM = process.env.SA_CHROMIUM ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+import { launchChromium } from './launch.mjs';
 
 let server;
 let browser;
 
 before(async () => {
   server = await startServer({ port: 0, isolated: false });
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  browser = await launchChromium();
 });
 
 after(async () => {
