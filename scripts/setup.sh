@@ -6,7 +6,8 @@
 #   SA_SETUP_SKIP_APT=1 scripts/setup.sh   # skip the Debian package step
 #
 # Steps: 1. Debian packages  2. xsimd 13 headers from trixie into .deps/xsimd
-#        3. emcc check (see scripts/env.sh)  4. npm deps  5. .gitignore entries
+#        3. emcc check (see scripts/env.sh)  4. npm deps (the root's, tests/bundlers')
+#        5. .gitignore entries
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -223,43 +224,48 @@ EOF
 # ---------------------------------------------------------------------------
 # 4. npm dependencies
 # ---------------------------------------------------------------------------
+# $1: a folder with a package.json: the root, or a test project that keeps its
+# large dependencies out of the root's (tests/bundlers: Vite, webpack).
 step_npm() {
-  if [ ! -f package.json ]; then
-    say "npm ok (no package.json yet)"
+  local dir="$1" label=npm
+  [ "$dir" = . ] || label="npm ($dir)"
+  if [ ! -f "$dir/package.json" ]; then
+    say "$label ok (no package.json yet)"
     return
   fi
   # Up to date when the reference file is newer than the lock (or package.json
   # when there is no lock). Reference = npm's own node_modules/.package-lock.json;
   # a package with nothing to install gets no node_modules at all, so then the
   # reference is our stamp in build/.
-  local want=package.json ref=node_modules/.package-lock.json stamp=build/.npm-installed
-  local empty=0
-  if [ -f package-lock.json ]; then
-    want=package-lock.json
-    grep -q '"node_modules/' package-lock.json || empty=1
+  local stamp="$ROOT/build/.npm-installed"
+  [ "$dir" = . ] || stamp="$stamp-${dir//\//-}"
+  local want="$dir/package.json" ref="$dir/node_modules/.package-lock.json" empty=0
+  if [ -f "$dir/package-lock.json" ]; then
+    want="$dir/package-lock.json"
+    grep -q '"node_modules/' "$want" || empty=1
   else
-    node -e 'const p=require("./package.json");
+    (cd "$dir" && node -e 'const p=require("./package.json");
       process.exit(["dependencies","devDependencies","optionalDependencies"]
-        .some(k => p[k] && Object.keys(p[k]).length) ? 1 : 0)' && empty=1
+        .some(k => p[k] && Object.keys(p[k]).length) ? 1 : 0)') && empty=1
   fi
   [ "$empty" = 1 ] && ref="$stamp"
   if [ -f "$ref" ] && [ ! "$ref" -ot "$want" ]; then
-    say "npm ok"
+    say "$label ok"
     return
   fi
-  if [ -f package-lock.json ]; then
-    say "npm ci"
-    npm ci --no-audit --no-fund
+  if [ -f "$dir/package-lock.json" ]; then
+    say "$label: npm ci"
+    (cd "$dir" && npm ci --no-audit --no-fund)
   else
-    say "npm install"
-    npm install --no-audit --no-fund
+    say "$label: npm install"
+    (cd "$dir" && npm install --no-audit --no-fund)
   fi
   # npm may write package-lock.json after node_modules/.package-lock.json;
   # touch the references so the next run does not redo the install.
-  mkdir -p build
+  mkdir -p "$ROOT/build"
   touch "$stamp"
-  [ -f node_modules/.package-lock.json ] && touch node_modules/.package-lock.json
-  say "npm ok (installed)"
+  [ -f "$dir/node_modules/.package-lock.json" ] && touch "$dir/node_modules/.package-lock.json"
+  say "$label ok (installed)"
 }
 
 # ---------------------------------------------------------------------------
@@ -283,5 +289,6 @@ step_gitignore() {
 step_apt
 step_xsimd
 step_emcc
-step_npm
+step_npm .
+step_npm tests/bundlers
 step_gitignore

@@ -32,6 +32,10 @@ npm run --silent test:types
 # The demos (web/demo/) in Debian's chromium, driven by playwright-core.
 echo "test: browser"
 npm run --silent test:browser
+# Consumer apps against the packed tarball: Vite dev and build, webpack, an
+# import map, each in chromium, on the page and in a module worker.
+echo "test: bundlers"
+npm run --silent test:bundlers
 # The demo server: path checks, symlinks and non-regular files, a symlink race.
 echo "test: server"
 npm run --silent test:server

@@ -1,0 +1,146 @@
+// The package in the apps users build: tests/bundlers/app/ (a page and a
+// module worker, each running a forward) against the packed tarball, served
+// by Vite's dev server, built by Vite and by webpack with no configuration,
+// and as a plain page with an import map, each opened in Chromium. Each gives
+// PyTorch's output for the golden case cross_basic on the page and in the
+// worker, fetches one build (its glue and wasm), and a bundle holds each file
+// of the package's dist/ exactly once, byte for byte, and no other wasm.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { build as viteBuild, createServer, preview } from 'vite';
+import webpack from 'webpack';
+import { startServer } from '../../web/demo/server.mjs';
+import { loadGoldenCase, maxAbsDiff, mhaArguments } from '../js/support/golden.mjs';
+import { emittedFiles, makeApp, packageDistFiles } from './support/apps.mjs';
+import { launch, openApp } from './support/browser.mjs';
+
+const golden = loadGoldenCase('cross_basic');
+const plain = (t) => t && { data: Array.from(t.data), shape: t.shape };
+const args = mhaArguments(golden);
+const input = {
+  config: args.config,
+  weights: Object.fromEntries(Object.entries(args.weights).map(([k, v]) => [k, Array.from(v)])),
+  query: plain(args.query), key: plain(args.key), value: plain(args.value), options: args.options,
+};
+const DIST = ['simd_attention_nosimd.js', 'simd_attention_nosimd.wasm',
+  'simd_attention_relaxed.js', 'simd_attention_relaxed.wasm', 'simd_attention_simd.js',
+  'simd_attention_simd.wasm'];
+// What Chromium loads: the relaxed-SIMD build, and nothing of the others.
+const PICKED = ['simd_attention_relaxed.js', 'simd_attention_relaxed.wasm'];
+
+let tmp;
+let app;
+let distFiles;
+let browser;
+
+before(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'simd-attention-bundlers-'));
+  app = makeApp(tmp);
+  distFiles = packageDistFiles(app);
+  assert.deepEqual([...distFiles.values()].sort(), DIST);
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+function assertGolden(where, result) {
+  assert.equal(result.error, undefined, `${where}: ${result.error}`);
+  assert.equal(result.build, 'relaxed-simd', where);
+  for (const [name, want] of [['output', golden.tensors.output],
+    ['attnWeights', golden.tensors.attn_weights]]) {
+    const diff = maxAbsDiff(Float32Array.from(result[name]), want.data);
+    assert.ok(diff <= golden.tolerance, `${where}: ${name} differs from PyTorch by ${diff}`);
+  }
+}
+
+// Opens `url`, runs the forward on the page and (unless `worker` is false) in
+// the app's worker; checks both and what was fetched.
+async function checkApp(label, url, { worker = true } = {}) {
+  const { page, problems, fetched } = await openApp(browser, url, distFiles);
+  try {
+    assertGolden(`${label}, page`, await page.evaluate((c) => window.forwardOnPage(c), input));
+    if (worker) {
+      assertGolden(`${label}, worker`,
+        await page.evaluate((c) => window.forwardInWorker(c), input));
+    }
+    assert.deepEqual(await fetched(), PICKED, `${label}: package files fetched`);
+    assert.deepEqual(problems, [], label);
+  } finally {
+    await page.close();
+  }
+}
+
+// Each dist/ file once (the wasm byte for byte, the glue perhaps minified),
+// no other wasm; prints the bytes.
+function checkEmitted(label, outDir) {
+  const files = emittedFiles(outDir, distFiles);
+  const copies = files.filter((f) => f.copyOf !== undefined).map((f) => f.copyOf).sort();
+  assert.deepEqual(copies, DIST, `${label}: copies of the package's dist/`);
+  const otherWasm = files.filter((f) => f.copyOf === undefined && f.file.endsWith('.wasm'));
+  assert.deepEqual(otherWasm, [], `${label}: wasm files that are not the package's`);
+  const total = files.reduce((s, f) => s + f.bytes, 0);
+  console.log(`${label}: dist/ holds ${total} bytes in ${files.length} files: ` +
+    files.map((f) => `${f.file} ${f.bytes}`).join(', '));
+  return files;
+}
+
+// Serves `root` with the demo server (at /web/) while `fn(base URL)` runs.
+async function serve(root, fn) {
+  const server = await startServer({ port: 0, root, isolated: false });
+  try {
+    await fn(new URL('web/', server.url).href);
+  } finally {
+    await server.close();
+  }
+}
+
+test('a plain page with an import map', async () => {
+  // Import maps do not reach into workers, so the page alone.
+  await serve(app, (base) =>
+    checkApp('import map', `${base}importmap.html`, { worker: false }));
+});
+
+test("Vite's dev server, no configuration", async () => {
+  const server = await createServer({ root: app, configFile: false, logLevel: 'silent',
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
+  await server.listen();
+  try {
+    await checkApp('Vite dev', server.resolvedUrls.local[0]);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a Vite build, no configuration', async () => {
+  const outDir = path.join(tmp, 'vite-dist');
+  await viteBuild({ root: app, configFile: false, logLevel: 'silent',
+    build: { outDir, emptyOutDir: true } });
+  checkEmitted('Vite build', outDir);
+  // Its pages name their scripts from the site's root, as Vite's preview serves them.
+  const server = await preview({ root: app, configFile: false, logLevel: 'silent',
+    build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
+  try {
+    await checkApp('Vite build', server.resolvedUrls.local[0]);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a webpack build, no configuration beyond entry and output', async () => {
+  const outDir = path.join(tmp, 'webpack-dist');
+  const stats = await new Promise((resolve, reject) => {
+    webpack({ mode: 'production', context: app, entry: './main.js',
+      output: { path: outDir, clean: true } }, (e, s) => (e ? reject(e) : resolve(s)));
+  });
+  const { errors, warnings } = stats.toJson({ all: false, errors: true, warnings: true });
+  assert.deepEqual([...errors, ...warnings].map((m) => m.message), []);
+  fs.copyFileSync(path.join(app, 'webpack.html'), path.join(outDir, 'index.html'));
+  checkEmitted('webpack', outDir);
+  await serve(outDir, (base) => checkApp('webpack', `${base}index.html`));
+});
