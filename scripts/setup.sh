@@ -291,4 +291,5 @@ step_xsimd
 step_emcc
 step_npm .
 step_npm tests/bundlers
+step_npm tests/types
 step_gitignore

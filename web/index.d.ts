@@ -393,15 +393,6 @@ export interface MultiHeadAttention {
   /** Loads PyTorch's nn.MultiheadAttention weights (transposing them). */
   setWeightsFromPyTorch(state: PyTorchMultiheadAttentionState): void;
   /**
-   * Attention of `query` ([B, Tq, dModel]) over `key` ([B, Tk, kDim]) and
-   * `value` ([B, Tk, vDim]). `key` omitted (or the query itself):
-   * self-attention; `value` omitted: value = key. Inputs are copied, never
-   * kept.
-   */
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
-    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
-    ForwardResultFor<A, P, I, S>;
-  /**
    * Cross-attention of `query` over keys/values projected once by
    * `precomputeKeyValue` (value must be omitted). Same results as passing the
    * memory tensor itself; the options' `keyPaddingMask`, if given, replaces
@@ -410,6 +401,19 @@ export interface MultiHeadAttention {
   forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
     precomputed: PrecomputedKeyValue, value?: undefined,
     options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }): ForwardResultFor<A, P, I, S>;
+  // The precomputed overload comes first: a call that matches neither is
+  // reported against the last one (TypeScript 7 names only that one), which
+  // should be the tensor overload, so that a misspelled option is what the
+  // message names.
+  /**
+   * Attention of `query` ([B, Tq, dModel]) over `key` ([B, Tk, kDim]) and
+   * `value` ([B, Tk, vDim]). `key` omitted (or the query itself):
+   * self-attention; `value` omitted: value = key. Inputs are copied, never
+   * kept.
+   */
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
+    ForwardResultFor<A, P, I, S>;
   /**
    * An empty cache of this attention's keys/values for `forwardIncremental`.
    * Needs no weights. RangeError for a zero batch or maxLength.
@@ -940,11 +944,12 @@ export interface PooledMultiHeadAttention {
   readonly disposed: boolean;
   setWeights(w: MultiHeadAttentionWeights): Promise<void>;
   forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
-    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
-    Promise<ForwardResultFor<A, P, I, S>>;
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
     precomputed: PooledPrecomputedKeyValue, value?: undefined,
     options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
+    Promise<ForwardResultFor<A, P, I, S>>;
+  // The tensor overload last, as in MultiHeadAttention.
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+    key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
   forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(x: Tensor,

@@ -11,6 +11,7 @@
 //   checks of plain JS: no unknown names, no unused imports, locals or
 //   parameters.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -137,3 +138,25 @@ test('the JS of the package passes tsc --checkJs', () => {
     getCanonicalFileName: (f) => f, getCurrentDirectory: () => here, getNewLine: () => '\n',
   }), '');
 });
+
+// TypeScript 5.9 (the root's) and 7 (tsgo, tests/types' own package.json) on
+// wrong-options.mts: each misspelled option is named. TypeScript 7 reports
+// only the last overload that failed, which must be the tensor one.
+const compilers = [
+  ['TypeScript 5.9', path.resolve(here, '..', '..', 'node_modules', '.bin', 'tsc')],
+  ['TypeScript 7', path.join(here, 'node_modules', '.bin', 'tsgo')],
+];
+for (const [name, bin] of compilers) {
+  test(`${name} names the misspelled forward option`, () => {
+    const run = spawnSync(bin, ['-p', path.join(here, 'tsconfig.wrong-options.json')],
+      { encoding: 'utf8' });
+    assert.ok(run.stdout !== undefined && run.error === undefined, String(run.error));
+    assert.notEqual(run.status, 0, 'wrong-options.mts compiled');
+    for (const [line, key] of [[13, 'returnAttnWeight'], [14, 'causall'], [15, 'returnScore']]) {
+      const message = run.stdout.split(/\n(?=\S)/).find((m) => m.includes(`.mts(${line},`));
+      assert.ok(message, `no error on line ${line}:\n${run.stdout}`);
+      assert.match(message, new RegExp(`'${key}' does not exist in type 'ForwardOptions`));
+      if (name === 'TypeScript 7') assert.doesNotMatch(message, /PrecomputedKeyValue/);
+    }
+  });
+}
