@@ -73,8 +73,7 @@ constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
 // x += y, split across the pool (element-wise: any split is exact).
 void AddInPlace(ThreadPool& pool, const KernelTable& k, std::vector<float>& x,
                 const std::vector<float>& y) {
-  const size_t tasks = TaskCount(pool, 0.1 * double(x.size()), x.size() / 1024 + 1);
-  ParallelRanges(pool, x.size(), tasks, [&](size_t begin, size_t end) {
+  ParallelElementwise(pool, x.size(), 0.1, [&](size_t begin, size_t end) {
     k.add(x.data() + begin, y.data() + begin, end - begin, x.data() + begin);
   });
 }
@@ -150,11 +149,9 @@ void FeedForward::Forward(const float* x, size_t rows, float* out) {
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, d_model_, w1_.data(), b1_.data(), ffn_dim_,
                          hidden_.data(), ffn_dim_);
   // The activation at ~0.5 ns an element (GELU's exp), element-wise.
-  const size_t n = rows * ffn_dim_;
-  ParallelRanges(*pool_, n, TaskCount(*pool_, 0.5 * double(n), n / 1024 + 1),
-                 [&](size_t begin, size_t end) {
-                   kernels_->activation(activation_, hidden_.data() + begin, end - begin);
-                 });
+  ParallelElementwise(*pool_, rows * ffn_dim_, 0.5, [&](size_t begin, size_t end) {
+    kernels_->activation(activation_, hidden_.data() + begin, end - begin);
+  });
   ParallelMultiplyPacked(*pool_, *kernels_, hidden_.data(), rows, ffn_dim_, w2_.data(),
                          b2_.data(), d_model_, out, d_model_);
 }

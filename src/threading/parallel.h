@@ -47,6 +47,23 @@ void ParallelRanges(ThreadPool& pool, size_t n, size_t tasks, const F& f) {
   pool.Run(tasks, [&](size_t t, size_t) { f(n * t / tasks, n * (t + 1) / tasks); });
 }
 
+// An element-wise kernel f(begin, end) over n floats at ns_per_element,
+// split only at multiples of kElementwiseBlock floats: a kernel takes whole
+// vectors and finishes with a scalar tail, whose results need not match the
+// vector lanes' bit for bit (e.g. the activations' approximations), so every
+// element must take the same path whatever the split. 64 floats is a whole
+// number of vectors of every target (16 lanes at most) and a cache line's
+// multiple.
+constexpr size_t kElementwiseBlock = 64;
+template <class F>
+void ParallelElementwise(ThreadPool& pool, size_t n, double ns_per_element, const F& f) {
+  const size_t blocks = (n + kElementwiseBlock - 1) / kElementwiseBlock;
+  const size_t tasks = TaskCount(pool, ns_per_element * double(n), blocks / 16 + 1);
+  ParallelRanges(pool, blocks, tasks, [&](size_t b0, size_t b1) {
+    f(b0 * kElementwiseBlock, std::min(n, b1 * kElementwiseBlock));
+  });
+}
+
 // Attention's work items: task(b, h, q0, q1, thread) for batch item b, head
 // h and queries [q0, q1), a chunk of whole query blocks. head_ns: one head's
 // estimated time on one thread. A head is split into chunks only when there
