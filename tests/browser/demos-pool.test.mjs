@@ -4,43 +4,32 @@
 // heatmap is the last input's; the live benchmark's "pool, 2 workers" row
 // gives a number and the page says it is not cross-origin isolated.
 // Screenshots go to build/screenshots/.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startServer } from '../../web/demo/server.mjs';
 import { repoRoot } from '../js/support/golden.mjs';
-import { launchChromium } from './launch.mjs';
+import { demoSession } from './launch.mjs';
+
+const session = demoSession({ isolated: false });
 
 const SHOTS = path.join(repoRoot, 'build', 'screenshots');
 const DESKTOP = { width: 1280, height: 800 };
 const TIMEOUT = 120_000;
 
-let server;
-let browser;
-
-before(async () => {
-  fs.mkdirSync(SHOTS, { recursive: true });
-  server = await startServer({ port: 0, isolated: false });
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(() => fs.mkdirSync(SHOTS, { recursive: true }));
 
 // Opens a demo page and waits until it says `until` (body[data-state]);
 // console errors, page errors and failed requests go to `problems`.
 async function open(pagePath, until = ['ready']) {
-  const context = await browser.newContext({ viewport: DESKTOP, deviceScaleFactor: 1 });
+  const context = await session.browser.newContext({ viewport: DESKTOP, deviceScaleFactor: 1 });
   const page = await context.newPage();
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
-  const response = await page.goto(new URL(`web/demo/${pagePath}`, server.url).href);
+  const response = await page.goto(new URL(`web/demo/${pagePath}`, session.server.url).href);
   await page.waitForFunction((states) => states.includes(document.body.dataset.state) ||
     document.body.dataset.state === 'error', until, { timeout: TIMEOUT });
   assert.notEqual(await page.evaluate(() => document.body.dataset.state), 'error', `${pagePath}: the page shows an error`);

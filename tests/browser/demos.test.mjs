@@ -4,34 +4,23 @@
 // does, after the Jest suite). Screenshots go to build/screenshots/.
 //
 // SA_CHROMIUM overrides the browser binary (default /usr/bin/chromium).
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { startServer } from '../../web/demo/server.mjs';
 import { createAttentionModule } from '../../web/index.js';
 import { repoRoot, loadGoldenCase, mhaArguments, maxAbsDiff } from '../js/support/golden.mjs';
-import { launchChromium } from './launch.mjs';
+import { demoSession } from './launch.mjs';
+
+const session = demoSession();
 
 const SHOTS = path.join(repoRoot, 'build', 'screenshots');
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 const TIMEOUT = 120_000;
 
-let server;
-let browser;
-
-before(async () => {
-  fs.mkdirSync(SHOTS, { recursive: true });
-  server = await startServer({ port: 0 });
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(() => fs.mkdirSync(SHOTS, { recursive: true }));
 
 /**
  * Opens a demo page and waits until it says it is ready (body[data-state]).
@@ -39,14 +28,14 @@ after(async () => {
  * `problems`.
  */
 async function open(pagePath, { viewport = DESKTOP, until = ['ready', 'done'] } = {}) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+  const context = await session.browser.newContext({ viewport, deviceScaleFactor: 1 });
   const page = await context.newPage();
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
-  await page.goto(new URL(`web/demo/${pagePath}`, server.url).href);
+  await page.goto(new URL(`web/demo/${pagePath}`, session.server.url).href);
   await page.waitForFunction((states) => states.includes(document.body.dataset.state) ||
     document.body.dataset.state === 'error', until, { timeout: TIMEOUT });
   const state = await page.evaluate(() => document.body.dataset.state);
@@ -77,7 +66,7 @@ async function assertNoHorizontalOverflow(page, what) {
 // A raw GET (no URL normalisation, unlike fetch), so '..' reaches the server.
 function rawGet(rawPath) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: server.port, path: rawPath, method: 'GET' }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port: session.server.port, path: rawPath, method: 'GET' }, (res) => {
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers }));
     });

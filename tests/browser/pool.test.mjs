@@ -4,31 +4,19 @@
 // synchronous ones, while the main thread stays free to run its timers.
 //
 // SA_CHROMIUM overrides the browser binary (default /usr/bin/chromium).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../../web/demo/server.mjs';
 import { loadGoldenCase, maxAbsDiff, mhaArguments } from '../js/support/golden.mjs';
-import { launchChromium } from './launch.mjs';
+import { demoSession } from './launch.mjs';
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer({ port: 0, isolated: false });
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const session = demoSession({ isolated: false });
 
 async function openPage() {
-  const page = await browser.newPage();
+  const page = await session.browser.newPage();
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  const response = await page.goto(new URL('web/demo/pool-check.html', server.url).href);
+  const response = await page.goto(new URL('web/demo/pool-check.html', session.server.url).href);
   return { page, problems, headers: response.headers() };
 }
 
