@@ -1,15 +1,10 @@
 // Debian's chromium driven by playwright-core (never a downloaded browser):
 // opens an app's page, runs a forward on it and in its worker, and notes which
 // files of the package's dist/ the page and its workers fetched (distFileOf).
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../../browser/launch.mjs';
 import { distFileOf } from './apps.mjs';
 
-const CHROMIUM = process.env.SA_CHROMIUM ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-export const launch = () =>
-  chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+export const launch = launchChromium;
 
 // Opens `url` and waits for main.js; resolves to { page, problems, fetched }:
 // console errors, page errors and failed requests, and the dist/ files
