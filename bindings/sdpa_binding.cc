@@ -52,8 +52,9 @@ val Attention(const val& q_js, const val& k_js, const val& v_js, const val& o) {
     options.layout = rank == 4 ? HeadLayout::kHeadMajor : HeadLayout::kTokenMajor;
     options.causal = ParseCausal(o["causal"].as<std::string>());
 
-    ScaledDotProductAttention sdpa(
-        {.backend = ParseBackend(o["backend"].as<std::string>()), .names = &n});
+    // threads 0: the module's (one thread, or a threaded build's pool).
+    ScaledDotProductAttention sdpa({.backend = ParseBackend(o["backend"].as<std::string>()),
+                                    .threads = 0, .names = &n});
     const SdpaResult r = sdpa.Forward(q.heads, k.heads, v.heads, options);
     val out = val::object();
     out.set("batch", r.batch);

@@ -3,7 +3,8 @@
 # wasm with SIMD, wasm with SIMD and relaxed SIMD's FMA, and wasm without SIMD
 # (tests under node, the npm package's modules), then copies the three
 # package modules into web/dist/.
-# Usage: scripts/build.sh [native|sanitize|tsan|fuzz|wasm|wasm-relaxed|wasm-nosimd|package]...
+# Usage: scripts/build.sh [native|sanitize|tsan|fuzz|wasm|wasm-relaxed|wasm-nosimd|
+#                          wasm-threads|wasm-relaxed-threads|package]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -18,7 +19,7 @@ build_sanitize() {
     -DSA_SANITIZE=ON >/dev/null
   cmake --build build/sanitize -j"$jobs" --target sa_tests
 }
-build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128, $3 = ON/OFF for relaxed SIMD
+build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128, $3 = ON/OFF for relaxed SIMD, $4... = more CMake options
   # ctest runs the wasm tests with plain node (emcmake's default emulator
   # adds --experimental-wasm-threads, which node 20 rejects: "bad option"),
   # the relaxed tree's through scripts/node-wasm.sh, which adds
@@ -27,8 +28,16 @@ build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128, $3 = ON/OFF for 
   emulator="$(command -v node)"
   if [ "$3" = ON ]; then emulator="$PWD/scripts/node-wasm.sh"; fi
   emcmake cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Release -DSA_WASM_SIMD="$2" \
-    -DSA_WASM_RELAXED="$3" -DCMAKE_CROSSCOMPILING_EMULATOR="$emulator" >/dev/null
-  cmake --build "$1" -j"$jobs"
+    -DSA_WASM_RELAXED="$3" -DCMAKE_CROSSCOMPILING_EMULATOR="$emulator" "${@:4}" >/dev/null
+  cmake --build "$1" -j"$jobs" --target "${target:-all}"
+}
+# The threaded builds: -pthread and the highway backend only (threads add
+# about 19 kB of wasm; with xsimd and scalar it would be about 217 kB); only the
+# package's module (the C++ tests run in the other trees, and Jest compares
+# this module with the single-thread builds).
+build_wasm_threads() {  # $1 = build dir, $2 = ON/OFF for relaxed SIMD
+  target=sa_js_module build_wasm "$1" ON "$2" -DSA_WASM_THREADS=ON -DSA_WITH_XSIMD=OFF \
+    -DSA_WITH_SCALAR=OFF -DSA_BUILD_TESTS=OFF
 }
 # ThreadSanitizer over the tests of the threaded paths.
 build_tsan() {
@@ -47,9 +56,11 @@ package_web() {
   local dist=web/dist tree name f
   mkdir -p "$dist"
   for tree in wasm:simd_attention_simd wasm-relaxed:simd_attention_relaxed \
-              wasm-nosimd:simd_attention_nosimd; do
+              wasm-nosimd:simd_attention_nosimd wasm-threads:simd_attention_simd_threads \
+              wasm-relaxed-threads:simd_attention_relaxed_threads; do
     name=${tree#*:}
-    for f in "build/${tree%%:*}/bindings/$name".{js,wasm}; do
+    for f in "build/${tree%%:*}/bindings/$name".{js,wasm} \
+             $([[ $name == *_threads ]] && echo "build/${tree%%:*}/bindings/$name.worker.js"); do
       [ -f "$f" ] || { echo "build: $f missing (build the ${tree%%:*} tree first)" >&2; exit 1; }
       cp "$f" "$dist/"
     done
@@ -58,7 +69,8 @@ package_web() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(native sanitize tsan fuzz wasm wasm-relaxed wasm-nosimd package)
+[ ${#targets[@]} -gt 0 ] || targets=(native sanitize tsan fuzz wasm wasm-relaxed wasm-nosimd
+  wasm-threads wasm-relaxed-threads package)
 for t in "${targets[@]}"; do
   echo "build: $t"
   case "$t" in
@@ -69,6 +81,8 @@ for t in "${targets[@]}"; do
     wasm) build_wasm build/wasm ON OFF ;;
     wasm-relaxed) build_wasm build/wasm-relaxed ON ON ;;
     wasm-nosimd) build_wasm build/wasm-nosimd OFF OFF ;;
+    wasm-threads) build_wasm_threads build/wasm-threads OFF ;;
+    wasm-relaxed-threads) build_wasm_threads build/wasm-relaxed-threads ON ;;
     package) package_web ;;
     *) echo "build: unknown tree '$t'" >&2; exit 2 ;;
   esac

@@ -96,6 +96,16 @@ const FC_OPS = new Map([
   [17, ['table.fill', U32]],
 ]);
 
+// 0xfe prefix: the threads proposal (the threaded builds, -pthread):
+// memory.atomic.notify / wait32 / wait64, atomic.fence (one reserved zero
+// byte), then the atomic loads, stores and read-modify-writes 0x10-0x4e,
+// all with a memarg.
+const FE_OPS = new Map([
+  [0, ['memory.atomic.notify', MEMARG]], [1, ['memory.atomic.wait32', MEMARG]],
+  [2, ['memory.atomic.wait64', MEMARG]], [3, ['atomic.fence', LANE]],
+]);
+for (let op = 0x10; op <= 0x4e; op++) FE_OPS.set(op, [`atomic ${hex(op)}`, MEMARG]);
+
 // 0xfd prefix: the SIMD proposal as standardised (Wasm 2.0), plus the
 // standard relaxed-SIMD opcodes 0x100-0x113 (left as they are).
 const SIMD_OPS = new Map();
@@ -310,10 +320,10 @@ function rewriteBody(bytes, out, pos, end, where) {
       } else {
         r.fail(`unknown SIMD opcode 0xfd ${hex(sub)}`, at);
       }
-    } else if (op === 0xfc) {
+    } else if (op === 0xfc || op === 0xfe) {
       const sub = r.uleb();
-      const known = FC_OPS.get(sub);
-      if (!known) r.fail(`unknown opcode 0xfc ${sub}`, at);
+      const known = (op === 0xfc ? FC_OPS : FE_OPS).get(sub);
+      if (!known) r.fail(`unknown opcode ${hex(op)} ${sub}`, at);
       readImmediates(r, known);
     } else {
       const known = OPS.get(op);

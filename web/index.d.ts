@@ -49,6 +49,20 @@ export interface AttentionModuleOptions {
    */
   relaxedSimd?: boolean;
   /**
+   * Threads the module runs on, the caller's included: above 1, a threaded
+   * build of the SIMD or relaxed-SIMD build (shared memory; `threads - 1`
+   * Web Workers, or Node `worker_threads`, started with the module), whose
+   * objects split each call over them with results bit-identical to one
+   * thread. It needs `SharedArrayBuffer`, and in browsers a cross-origin
+   * isolated page (COOP: same-origin, COEP: require-corp). Default: the
+   * logical processors, at most 4, and 1 where threads are impossible
+   * (`threadsUnavailable` says why). Given explicitly (0 = every logical
+   * processor) and impossible, it rejects with an Error saying why. 1: the
+   * single-thread build. The threaded builds have the `'highway'` backend
+   * only: with another `backend` and no `threads`, the single-thread build.
+   */
+  threads?: number;
+  /**
    * Folder (Node: a path or `file:` URL; browsers: a URL, relative ones
    * resolved against the document) holding `simd_attention_relaxed.wasm`,
    * `simd_attention_simd.wasm` and `simd_attention_nosimd.wasm`, for apps
@@ -112,6 +126,23 @@ export interface AttentionModule {
   readonly backends: string[];
   /** Kernel table of the default backend, e.g. `"highway:WASM"` or `"scalar"`. */
   readonly kernels: string;
+  /**
+   * Threads the module runs on (1, or those of a threaded build); the
+   * default `threads` of its objects and of `attention()`.
+   */
+  readonly threads: number;
+  /**
+   * Why the module runs on one thread although `threads` was not given,
+   * e.g. `"the page is not cross-origin isolated: serve it with COOP:
+   * same-origin and COEP: require-corp ..."`; undefined otherwise.
+   */
+  readonly threadsUnavailable: string | undefined;
+  /**
+   * Disposes every object of the module and ends a threaded build's
+   * workers. The module stays usable on one thread. Node ends its process
+   * without it: the workers do not keep it alive.
+   */
+  dispose(): void;
   /** Multi-head attention running on this module's wasm instance. */
   readonly MultiHeadAttention: MultiHeadAttentionConstructor;
   /** `torch.nn.TransformerEncoderLayer` (dropout 0, batch-first). */
@@ -175,9 +206,10 @@ export interface MultiHeadAttentionConfig {
   /** Backend for this object (`'highway'`, `'xsimd'`, `'scalar'`); default the module's `backend`. */
   backend?: string;
   /**
-   * Threads a forward runs on, the caller's included (default 1; 0 = every
-   * logical processor). Results are bit-identical for every count. The
-   * package's wasm builds run on one thread: more is a RangeError there.
+   * Threads a forward runs on, the caller's included. Results are
+   * bit-identical for every count. Default (and 0): the module's `threads`;
+   * otherwise 1 or the module's `threads` (a RangeError else: the workers
+   * are started with the module, see `AttentionModuleOptions.threads`).
    */
   threads?: number;
 }
@@ -594,7 +626,7 @@ export interface TransformerLayerConfig {
   eps?: number;
   /** Backend for this layer; default the module's `backend`. */
   backend?: string;
-  /** As `MultiHeadAttentionConfig.threads`: default 1, 0 = every logical processor. */
+  /** As `MultiHeadAttentionConfig.threads`: default (and 0) the module's `threads`. */
   threads?: number;
   /**
    * Key/value heads of the attentions, as `MultiHeadAttentionConfig.numKvHeads`

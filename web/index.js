@@ -7,7 +7,7 @@
 // values in C++ and returns every failure as a value that is thrown as a JS
 // error (src/errors.js). Types and documentation: index.d.ts.
 
-import { checkObject, describe, optionalBoolean } from './src/arguments.js';
+import { checkObject, describe, optionalBoolean, optionalSize } from './src/arguments.js';
 import { makeMultiHeadAttention } from './src/attention.js';
 import { makeKeyValueClasses } from './src/caches.js';
 import { unwrap } from './src/errors.js';
@@ -16,6 +16,7 @@ import { loadBuild, pickBuild } from './src/loader.js';
 import { makeModuleFunctions } from './src/module-functions.js';
 import { OPTION_KEYS } from './src/option-keys.js';
 import { makeScaledDotProductAttention } from './src/scaled-dot-product-attention.js';
+import { logicalProcessors, threadsUnavailableReason } from './src/thread-workers.js';
 import { makeReclaimer } from './src/wasm-object.js';
 
 // ---------------------------------------------------------------------------
@@ -112,7 +113,10 @@ export async function createAttentionModule(options = {}) {
   }
   const build = pickBuild(where, forceSimd, forceRelaxed,
     { simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported() });
-  const wasm = await loadBuild(where, build, options.wasmPath);
+  const { threads, threadsUnavailable } = await pickThreads(where, options.threads,
+    build !== 'nosimd', options.backend);
+  const wasm = await loadBuild(where, build, options.wasmPath, threads);
+  if (threads > 1) unwrap(wasm, where, wasm.startThreads(threads));
 
   const backends = Object.freeze(wasm.backends());
   const backend = options.backend ?? backends[0];
@@ -120,9 +124,12 @@ export async function createAttentionModule(options = {}) {
 
   const reclaimer = makeReclaimer();
   const kv = makeKeyValueClasses(wasm, reclaimer);
+  let disposed = false;
   return Object.freeze({
     backend,
     build,
+    threads,
+    threadsUnavailable,
     simd: build !== 'nosimd',
     backends,
     kernels,
@@ -135,7 +142,44 @@ export async function createAttentionModule(options = {}) {
       const { heapBytes, maxHeapBytes, allocatedBytes } = wasm.memoryStats();
       return { heapBytes, maxHeapBytes, allocatedBytes, jsHandles: wasm.count_emval_handles() };
     },
+    // Disposes every object of the module, then ends a threaded build's
+    // workers (its pthreads first, so that none is cut off mid-task).
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      reclaimer.releaseAll();
+      if (threads > 1) {
+        wasm.stopThreads();
+        wasm.PThread.terminateAllThreads();
+      }
+    },
   });
+}
+
+// How many threads to run, and why a threaded build cannot run here if it
+// cannot: the default is the logical processors, at most 4 (each worker
+// holds its own instance of the module's code, and more than 4 threads were
+// never measured), and one where threads are impossible or a backend only
+// the single-thread builds have was asked for; `threads` given explicitly
+// and impossible rejects (and such a backend then fails in C++, naming it).
+// 0 means every logical processor.
+async function pickThreads(where, requested, simd, backend) {
+  const given = requested !== undefined;
+  let threads = given ? optionalSize(where, 'options.threads', requested) : 0;
+  if (threads === 0) {
+    threads = await logicalProcessors();
+    if (!given) threads = Math.min(threads, 4);
+  }
+  if (threads === 1) return { threads };
+  const reason = threadsUnavailableReason(simd) ?? (given || backend === undefined ||
+    backend === 'highway' ? undefined : `the threaded builds carry only the highway backend, ` +
+    `and options.backend is ${JSON.stringify(backend)}`);
+  if (reason === undefined) return { threads };
+  if (given) {
+    throw new Error(`${where}: options.threads: ${threads} threads need a threaded build, ` +
+      `which cannot run here: ${reason}`);
+  }
+  return { threads: 1, threadsUnavailable: reason };
 }
 
 export default createAttentionModule;

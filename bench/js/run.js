@@ -234,7 +234,8 @@ async function runL1(w, args) {
   let mod;
   let mha;
   try {
-    mod = await (await loadPackage()).createAttentionModule({ simd: true, relaxedSimd: false });
+    mod = await (await loadPackage()).createAttentionModule({ simd: true, relaxedSimd: false,
+      threads: 1 });
     entry.name = `ours wasm-simd ${mod.backend}`;
     const before = mod.memoryStats();
     const data = makeData(w);

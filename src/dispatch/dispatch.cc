@@ -7,11 +7,23 @@
 
 namespace simd_attention {
 
-std::vector<Backend> AvailableBackends() {
-#if SIMD_ATTENTION_HAVE_XSIMD
-  return {Backend::kHighway, Backend::kXsimd, Backend::kScalar};
+// Why a backend is missing from this build, after its name in the message.
+#if defined(__EMSCRIPTEN_PTHREADS__)
+#define SA_NOT_COMPILED \
+  " is not compiled into this build (the threaded wasm builds carry only the highway backend)"
 #else
+#define SA_NOT_COMPILED " is not compiled into this build"
+#endif
+
+std::vector<Backend> AvailableBackends() {
+#if SIMD_ATTENTION_HAVE_XSIMD && SIMD_ATTENTION_HAVE_SCALAR
+  return {Backend::kHighway, Backend::kXsimd, Backend::kScalar};
+#elif SIMD_ATTENTION_HAVE_XSIMD
+  return {Backend::kHighway, Backend::kXsimd};
+#elif SIMD_ATTENTION_HAVE_SCALAR
   return {Backend::kHighway, Backend::kScalar};
+#else
+  return {Backend::kHighway};
 #endif
 }
 
@@ -26,13 +38,16 @@ const std::vector<KernelTable>& KernelTables(Backend backend) {
       static const std::vector<KernelTable> tables = XsimdKernelTables();
       return tables;
 #else
-      throw std::invalid_argument(
-          "backend 'xsimd' is not compiled into this build");
+      throw std::invalid_argument("backend 'xsimd'" SA_NOT_COMPILED);
 #endif
     }
     case Backend::kScalar: {
+#if SIMD_ATTENTION_HAVE_SCALAR
       static const std::vector<KernelTable> tables = ScalarKernelTables();
       return tables;
+#else
+      throw std::invalid_argument("backend 'scalar'" SA_NOT_COMPILED);
+#endif
     }
   }
   throw std::invalid_argument("unknown backend " +

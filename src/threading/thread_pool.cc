@@ -9,7 +9,18 @@
 
 namespace simd_attention {
 
+#if defined(__EMSCRIPTEN_PTHREADS__)
+namespace {
+std::atomic<size_t> wasm_threads{0};  // 0: no limit (see SetWasmThreads)
+}  // namespace
+
+void SetWasmThreads(size_t threads) { wasm_threads.store(threads); }
+#endif
+
 size_t ThreadPool::HardwareThreads() {
+#if defined(__EMSCRIPTEN_PTHREADS__)
+  if (const size_t n = wasm_threads.load(); n != 0) return n;
+#endif
 #if SA_HAVE_THREADS
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
@@ -23,6 +34,15 @@ ThreadPool::ThreadPool(size_t threads, double min_parallel_ns, double min_task_n
   if (threads == 0) {
     throw std::invalid_argument("threads: expected at least 1, got 0");
   }
+#if defined(__EMSCRIPTEN_PTHREADS__)
+  if (const size_t n = wasm_threads.load(); n != 0 && threads != 1 && threads != n) {
+    throw std::invalid_argument(
+        "threads: this wasm module runs " + std::to_string(n) + " thread" +
+        (n == 1 ? "" : "s") + " (its workers are started with it), so an object runs on " +
+        (n == 1 ? std::string("1") : "1 or " + std::to_string(n)) + ", got " +
+        std::to_string(threads));
+  }
+#endif
 #if SA_HAVE_THREADS
   workers_.reserve(threads - 1);
   for (size_t t = 1; t < threads; ++t) workers_.emplace_back([this, t] { WorkerLoop(t); });
@@ -37,11 +57,11 @@ ThreadPool::ThreadPool(size_t threads, double min_parallel_ns, double min_task_n
 #if SA_HAVE_THREADS
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<thread_sync::Mutex> lock(mutex_);
     stop_.store(true, std::memory_order_release);
   }
-  wake_.notify_all();
-  for (std::thread& w : workers_) w.join();
+  wake_.NotifyAll();
+  for (thread_sync::Thread& w : workers_) w.join();
 }
 
 void ThreadPool::Work(size_t thread) {
@@ -84,7 +104,7 @@ bool SpinUntil(const Done& done) {
 }  // namespace
 
 void ThreadPool::RunErased(size_t count, Erased call, const void* task) {
-  std::lock_guard<std::mutex> run(run_mutex_);
+  std::lock_guard<thread_sync::Mutex> run(run_mutex_);
   call_ = call;
   task_ = task;
   count_ = count;
@@ -93,16 +113,16 @@ void ThreadPool::RunErased(size_t count, Erased call, const void* task) {
   {
     // Under the mutex, so that a worker between its check and its sleep
     // cannot miss the notification.
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<thread_sync::Mutex> lock(mutex_);
     generation_.fetch_add(1, std::memory_order_release);
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   Work(0);
   // The job's fields stay valid until every worker has left it.
   auto finished = [this] { return busy_.load(std::memory_order_acquire) == 0; };
   if (SpinUntil(finished)) return;
-  std::unique_lock<std::mutex> lock(mutex_);
-  finished_.wait(lock, finished);
+  std::lock_guard<thread_sync::Mutex> lock(mutex_);
+  finished_.Wait(mutex_, finished);
 }
 
 void ThreadPool::WorkerLoop(size_t thread) {
@@ -113,15 +133,15 @@ void ThreadPool::WorkerLoop(size_t thread) {
              generation_.load(std::memory_order_acquire) != seen;
     };
     if (!SpinUntil(woken)) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, woken);
+      std::lock_guard<thread_sync::Mutex> lock(mutex_);
+      wake_.Wait(mutex_, woken);
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
     Work(thread);
     if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mutex_);  // the caller checks under it
-      finished_.notify_one();
+      std::lock_guard<thread_sync::Mutex> lock(mutex_);  // the caller checks under it
+      finished_.NotifyOne();
     }
   }
 }
@@ -142,9 +162,9 @@ std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads) {
   if (threads > 1) ThreadPool refused(threads);  // throws the constructor's error
   return kSinglePool;
 #else
-  static std::mutex mutex;
+  static thread_sync::Mutex mutex;
   static std::map<size_t, std::weak_ptr<ThreadPool>> pools;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<thread_sync::Mutex> lock(mutex);
   std::shared_ptr<ThreadPool> pool = pools[threads].lock();
   if (!pool) {
     pool = std::make_shared<ThreadPool>(threads);

@@ -26,9 +26,13 @@ const input = {
   query: plain(args.query), key: plain(args.key), value: plain(args.value), options: args.options,
 };
 const DIST = ['simd_attention_nosimd.js', 'simd_attention_nosimd.wasm',
-  'simd_attention_relaxed.js', 'simd_attention_relaxed.wasm', 'simd_attention_simd.js',
-  'simd_attention_simd.wasm'];
-// What Chromium loads: the relaxed-SIMD build, and nothing of the others.
+  'simd_attention_relaxed.js', 'simd_attention_relaxed.wasm',
+  'simd_attention_relaxed_threads.js', 'simd_attention_relaxed_threads.wasm',
+  'simd_attention_relaxed_threads.worker.js', 'simd_attention_simd.js',
+  'simd_attention_simd.wasm', 'simd_attention_simd_threads.js',
+  'simd_attention_simd_threads.wasm', 'simd_attention_simd_threads.worker.js'];
+// What Chromium loads on these pages, which are not cross-origin isolated:
+// the single-thread relaxed-SIMD build, and nothing of the others.
 const PICKED = ['simd_attention_relaxed.js', 'simd_attention_relaxed.wasm'];
 
 let tmp;

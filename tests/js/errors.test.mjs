@@ -350,9 +350,11 @@ describe('config and backend', () => {
       'createAttentionModule: options.relaxedSimd: expected a boolean, got 1'));
     await expect(createAttentionModule({ wasmPath: 3 })).rejects.toThrow(new TypeError(
       'createAttentionModule: options.wasmPath: expected a string or URL, got 3'));
-    await expect(createAttentionModule({ threads: 4 })).rejects.toThrow(new TypeError(
-      "createAttentionModule: options: unknown key 'threads' (expected backend, simd, " +
-      'relaxedSimd, wasmPath)'));
+    await expect(createAttentionModule({ threads: '4' })).rejects.toThrow(new TypeError(
+      'createAttentionModule: options.threads: expected an integer, got "4"'));
+    await expect(createAttentionModule({ thread: 4 })).rejects.toThrow(new TypeError(
+      "createAttentionModule: options: unknown key 'thread' (expected backend, simd, " +
+      'relaxedSimd, threads, wasmPath)'));
   });
 });
 

@@ -16,9 +16,10 @@ import {
 
 const distDir = path.join(webDir, 'dist');
 // Options that force each build, and its file.
+// The single-thread builds: threads.test.mjs loads the threaded ones.
 const BUILDS = [
-  ['relaxed-simd', { relaxedSimd: true }, 'simd_attention_relaxed.wasm'],
-  ['simd', { relaxedSimd: false }, 'simd_attention_simd.wasm'],
+  ['relaxed-simd', { relaxedSimd: true, threads: 1 }, 'simd_attention_relaxed.wasm'],
+  ['simd', { relaxedSimd: false, threads: 1 }, 'simd_attention_simd.wasm'],
   ['nosimd', { simd: false }, 'simd_attention_nosimd.wasm'],
 ];
 
@@ -115,7 +116,7 @@ test('a build file that is not the build it is named after', async () => {
   try {
     fs.copyFileSync(path.join(distDir, 'simd_attention_simd.wasm'),
       path.join(dir, 'simd_attention_relaxed.wasm'));
-    await expectRejects(createAttentionModule({ relaxedSimd: true, wasmPath: dir }), Error,
+    await expectRejects(createAttentionModule({ threads: 1, relaxedSimd: true, wasmPath: dir }), Error,
       'createAttentionModule: simd_attention_relaxed.wasm is the simd build, not the ' +
       'relaxed-simd build; the files in dist/ are mixed up');
   } finally {
@@ -158,7 +159,7 @@ describe('wasmPath', () => {
 
   test('a folder without the files', async () => {
     const missing = path.join(webDir, 'no-such-folder');
-    await expectRejects(createAttentionModule({ wasmPath: missing }), Error,
+    await expectRejects(createAttentionModule({ threads: 1, wasmPath: missing }), Error,
       `createAttentionModule: cannot read the wasm file ${missing}/simd_attention_relaxed.wasm ` +
       '(ENOENT); build the package (npm run build) or set options.wasmPath');
   });
@@ -171,13 +172,13 @@ describe('wasmPath', () => {
       fs.writeFileSync(path.join(dir, 'simd_attention_relaxed.wasm'), pointer);
       fs.writeFileSync(path.join(dir, 'simd_attention_simd.wasm'),
         Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03]));
-      await expectRejects(createAttentionModule({ relaxedSimd: true, wasmPath: dir }), Error,
+      await expectRejects(createAttentionModule({ threads: 1, relaxedSimd: true, wasmPath: dir }), Error,
         'createAttentionModule: simd_attention_relaxed.wasm is not WebAssembly: the file ' +
         `${dir}/simd_attention_relaxed.wasm holds ${pointer.length} bytes that start ` +
         '76 65 72 73 69 6f 6e 20 68 74 74 70 73 3a 2f 2f ("version https://"), where a wasm ' +
         'file starts 00 61 73 6d; set options.wasmPath to the folder (or URL prefix) that ' +
         "serves the .wasm files of the package's dist/, or rebuild them (npm run build)");
-      await expectRejects(createAttentionModule({ relaxedSimd: false, wasmPath: dir }), Error,
+      await expectRejects(createAttentionModule({ threads: 1, relaxedSimd: false, wasmPath: dir }), Error,
         'createAttentionModule: simd_attention_simd.wasm is not WebAssembly: the file ' +
         `${dir}/simd_attention_simd.wasm holds 10 bytes that start ` +
         '1f 8b 08 00 00 00 00 00 00 03, where a wasm file starts 00 61 73 6d; set ' +
@@ -241,7 +242,7 @@ describe('over HTTP, as in a browser (fetch + instantiateStreaming)', () => {
     });
 
   test('HTTP 404', async () => {
-    await expectRejects(createAttentionModule({ wasmPath: `${base}/missing` }), Error,
+    await expectRejects(createAttentionModule({ threads: 1, wasmPath: `${base}/missing` }), Error,
       `createAttentionModule: fetching ${base}/missing/simd_attention_relaxed.wasm ` +
       'failed: HTTP 404; set options.wasmPath to where the .wasm files are served');
   });
@@ -250,7 +251,7 @@ describe('over HTTP, as in a browser (fetch + instantiateStreaming)', () => {
   // the package into node_modules/.vite/deps/.
   test("HTTP 404 inside Vite's optimized dependencies", async () => {
     const url = `${base}/node_modules/.vite/dist/simd_attention_relaxed.wasm`;
-    await expectRejects(createAttentionModule({ wasmPath: `${base}/node_modules/.vite/dist/` }),
+    await expectRejects(createAttentionModule({ threads: 1, wasmPath: `${base}/node_modules/.vite/dist/` }),
       Error, `createAttentionModule: fetching ${url} failed: HTTP 404; set options.wasmPath ` +
       "to where the .wasm files are served, or with Vite's dev server, keep the package out " +
       "of its dependency optimizer instead: optimizeDeps: { exclude: ['simd-attention'] } in " +
@@ -262,7 +263,7 @@ describe('over HTTP, as in a browser (fetch + instantiateStreaming)', () => {
     ['as application/wasm', '/typed/', 'application/wasm'],
   ])('an HTML page served %s in place of the .wasm', async (_, folder, type) => {
     const url = `${base}${folder}simd_attention_simd.wasm`;
-    await expectRejects(createAttentionModule({ relaxedSimd: false, wasmPath: `${base}${folder}` }),
+    await expectRejects(createAttentionModule({ threads: 1, relaxedSimd: false, wasmPath: `${base}${folder}` }),
       Error, 'createAttentionModule: simd_attention_simd.wasm is not WebAssembly: ' +
       `${url} answered HTTP 200 with content type ${type} and ${INDEX_HTML.length} bytes ` +
       'that start 3c 21 44 4f 43 54 59 50 45 20 68 74 6d 6c 3e 0a ("<!DOCTYPE html>\\n"), ' +

@@ -7,7 +7,7 @@ import { goldenCaseNames, loadGoldenCase, mhaArguments } from './support/golden.
 import { randomLayerWeights } from './support/layers.mjs';
 import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
 
-const module = await createAttentionModule({ simd: true, relaxedSimd: false });
+const module = await createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 });
 const cases = goldenCaseNames('mha').map(loadGoldenCase);
 const pools = {};
 beforeAll(async () => {

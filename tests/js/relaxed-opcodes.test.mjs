@@ -144,12 +144,22 @@ describe('rewriteRelaxedOpcodes', () => {
     expect(Array.from(mem.subarray(12, 16))).toEqual([11, -5, 1, 3]);
   });
 
+  // The threaded builds (-pthread) hold the threads proposal's atomics.
+  test('decodes atomics (0xfe prefix) and leaves them as they are', () => {
+    const atomics = [...i32(0), ...i32(0), 0xfe, 0x00, ...memarg(2, 8), 0x1a, // notify, drop
+      0xfe, 0x03, 0x00, // atomic.fence
+      ...i32(0), 0xfe, 0x10, ...memarg(2, 0), 0x1a]; // i32.atomic.load, drop
+    const r = rewriteRelaxedOpcodes(assemble(FMA_DRAFT, atomics));
+    expect(r.rewritten).toBe(rewriteRelaxedOpcodes(assemble(FMA_DRAFT)).rewritten);
+    expect(Array.from(r.bytes)).toEqual(Array.from(assemble(FMA_STANDARD, atomics)));
+  });
+
   test.each([
     ['another draft relaxed opcode', simd(0xb0), /^pre-standard relaxed-SIMD opcode 0xfd 0xb0 \(f32x4\.fms, LLVM 14's encoding\): only f32x4\.fma has a rewrite/],
     ['a draft laneselect', simd(0xd3), /^pre-standard relaxed-SIMD opcode 0xfd 0xd3 \(i64x2\.laneselect/],
     ['an unassigned SIMD opcode', simd(0x9a), /^unknown SIMD opcode 0xfd 0x9a /],
     ['an unknown one-byte opcode', [0x14], /^unknown opcode 0x14 /],
-    ['an atomic (0xfe prefix)', [0xfe, 0x03, 0x00], /^unknown opcode 0xfe /],
+    ['an unassigned atomic opcode', [0xfe, 0x04], /^unknown opcode 0xfe 4 /],
     ['an unknown 0xfc opcode', [0xfc, 0x12], /^unknown opcode 0xfc 18 /],
   ])('refuses %s, naming where it is', (_, bad, message) => {
     const bytes = assemble(FMA_DRAFT, bad);
@@ -204,15 +214,17 @@ describe('the shipped builds', () => {
     return rewriteRelaxedOpcodes(new Uint8Array(b.buffer, b.byteOffset, b.length));
   };
 
-  test('the relaxed-SIMD build holds standard relaxed_madd and nothing left to rewrite', () => {
-    const r = decode('simd_attention_relaxed.wasm');
-    expect(r.rewritten).toBe(0);
-    // The GEMM tiles and attention of Highway and xsimd, inlined many times.
-    expect(r.standardRelaxed).toBeGreaterThan(50);
-    expect(r.functions).toBeGreaterThan(300);
-  });
+  test.each(['simd_attention_relaxed.wasm', 'simd_attention_relaxed_threads.wasm'])(
+    '%s holds standard relaxed_madd and nothing left to rewrite', (file) => {
+      const r = decode(file);
+      expect(r.rewritten).toBe(0);
+      // The GEMM tiles and attention of Highway (and xsimd), inlined many times.
+      expect(r.standardRelaxed).toBeGreaterThan(50);
+      expect(r.functions).toBeGreaterThan(300);
+    });
 
-  test.each(['simd_attention_simd.wasm', 'simd_attention_nosimd.wasm'])(
+  test.each(['simd_attention_simd.wasm', 'simd_attention_simd_threads.wasm',
+    'simd_attention_nosimd.wasm'])(
     '%s has no relaxed SIMD', (file) => {
       const r = decode(file);
       expect([r.rewritten, r.standardRelaxed]).toEqual([0, 0]);
@@ -225,7 +237,7 @@ describe('the shipped builds', () => {
   // operands reached relaxed_madd in another order (a + b * c), the GEMM's
   // accumulator would be multiplied instead of added to.
   test.each(['highway', 'xsimd'])('relaxed build, %s: integer projections come out exact', async (backend) => {
-    const sa = await createAttentionModule({ relaxedSimd: true });
+    const sa = await createAttentionModule({ relaxedSimd: true, threads: 1 });
     const d = 16;
     const heads = 2;
     const t = 7;

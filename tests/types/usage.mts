@@ -40,7 +40,7 @@ const mask = (n: number) => new Uint8Array(n).fill(1);
 const backend: BackendName = 'highway';
 const wasmPath: URLLike = { href: 'file:///opt/simd-attention/dist/' };
 const moduleOptions: AttentionModuleOptions = {
-  backend, simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported(), wasmPath,
+  backend, simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported(), threads: 2, wasmPath,
 };
 const create: typeof createAttentionModule = createDefault;
 void create({ wasmPath: '/opt/simd-attention/dist' });
@@ -48,6 +48,7 @@ const sa: AttentionModule = await createAttentionModule(moduleOptions);
 const build: BuildName = sa.build;
 const moduleFacts: [string, boolean, string[], string] = [sa.backend, sa.simd, sa.backends,
   sa.kernels];
+const threading: [number, string | undefined] = [sa.threads, sa.threadsUnavailable];
 const stats: MemoryStats = sa.memoryStats();
 const bytes: number[] = [stats.heapBytes, stats.maxHeapBytes, stats.allocatedBytes,
   stats.jsHandles];
@@ -212,7 +213,7 @@ cache[Symbol.dispose]();
 }
 mha.dispose();
 
-export const used = [build, moduleFacts, bytes, isMha, dims, resolvedRope, mhaFacts, outputs, kvFacts,
+export const used = [build, moduleFacts, threading, bytes, isMha, dims, resolvedRope, mhaFacts, outputs, kvFacts,
   cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested,
   attentionOutputs];
 
@@ -263,6 +264,7 @@ await pooledEncoder[Symbol.asyncDispose]();
 await pooledLayer.dispose();
 await pool[Symbol.asyncDispose]();
 await pool.dispose();
+sa.dispose(); // ends a threaded build's workers
 
 export const poolUsed = [poolFacts, pooledFacts, pooledResult, pooledStep, pooledCacheFacts,
   pooledCross, pooledMemoryFacts, pooledMemoryDisposed, pooledEncoded, pooledDecoded,
@@ -385,5 +387,9 @@ cache.batch = 2;
 void pooled.forward(x).output;
 // @ts-expect-error: a synchronous KVCache is not the pool's
 void pooled.forwardIncremental(x, cache);
+// @ts-expect-error: the thread count is a number
+void createAttentionModule({ threads: '2' });
+// @ts-expect-error: a module's thread count is read-only
+sa.threads = 4;
 // @ts-expect-error: the pool needs its worker count
 void createAttentionPool({ build: 'simd' });

@@ -22,12 +22,14 @@ const modules = new Map();
 /**
  * The module of one build, created once per process: the SIMD build
  * (simd: true), the non-SIMD build (false) or, with relaxed: true, the
- * relaxed-SIMD build.
+ * relaxed-SIMD build; the single-thread builds, as every implementation
+ * here runs on one thread.
  */
 export async function oursModule(simd, relaxed = false) {
   const key = relaxed ? 'relaxed' : simd;
   if (!modules.has(key)) {
-    modules.set(key, createAttentionModule(relaxed ? { relaxedSimd: true } : { simd, relaxedSimd: false }));
+    const build = relaxed ? { relaxedSimd: true } : { simd, relaxedSimd: false };
+    modules.set(key, createAttentionModule({ ...build, threads: 1 }));
   }
   return modules.get(key);
 }

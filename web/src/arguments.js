@@ -139,8 +139,10 @@ export function optionalLengths(where, name, v) {
 }
 
 // config.threads: 1 when omitted (0 = every logical processor).
+// An object's threads; 0 (also when omitted) is the module's: one, or the
+// threads of a threaded build (C++ resolves it).
 export function readThreads(where, v) {
-  return v === undefined ? 1 : optionalSize(where, 'config.threads', v);
+  return optionalSize(where, 'config.threads', v);
 }
 
 // LayerNorm's eps, 1e-5 when omitted (its range is C++'s to judge).

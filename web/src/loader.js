@@ -2,11 +2,14 @@
 // the emcc glue of dist/. This file sits in src/, so the package's dist/ is
 // '../dist/' from here.
 
+import { prepareWorkers } from './thread-workers.js';
+
 const isNode = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
-// The builds (BuildName in index.d.ts), fastest first: dist/<file>.{js,wasm}.
-// Each file is a literal `new URL(..., import.meta.url)`, so that bundlers
+// The builds (BuildName in index.d.ts), fastest first: dist/<file>.{js,wasm},
+// and the threaded variants of the SIMD ones: dist/<file>_threads.{js,wasm}
+// and .worker.js, the script of their workers. Each file is a literal `new URL(..., import.meta.url)`, so that bundlers
 // emit each once, as is, and nothing else of dist/. The glue is imported from
 // its URL at run time rather than by import(): a code-split bundle is one
 // that Vite cannot build into a worker in its default format ('iife'), and
@@ -16,11 +19,23 @@ export const BUILDS = {
     file: 'simd_attention_relaxed',
     glue: () => new URL('../dist/simd_attention_relaxed.js', import.meta.url),
     wasm: () => new URL('../dist/simd_attention_relaxed.wasm', import.meta.url),
+    threaded: {
+      file: 'simd_attention_relaxed_threads',
+      glue: () => new URL('../dist/simd_attention_relaxed_threads.js', import.meta.url),
+      wasm: () => new URL('../dist/simd_attention_relaxed_threads.wasm', import.meta.url),
+      worker: () => new URL('../dist/simd_attention_relaxed_threads.worker.js', import.meta.url),
+    },
   },
   simd: {
     file: 'simd_attention_simd',
     glue: () => new URL('../dist/simd_attention_simd.js', import.meta.url),
     wasm: () => new URL('../dist/simd_attention_simd.wasm', import.meta.url),
+    threaded: {
+      file: 'simd_attention_simd_threads',
+      glue: () => new URL('../dist/simd_attention_simd_threads.js', import.meta.url),
+      wasm: () => new URL('../dist/simd_attention_simd_threads.wasm', import.meta.url),
+      worker: () => new URL('../dist/simd_attention_simd_threads.worker.js', import.meta.url),
+    },
   },
   nosimd: {
     file: 'simd_attention_nosimd',
@@ -40,9 +55,10 @@ function fromViteDeps(url) {
   return moved ? new URL(`${moved[1]}simd-attention/dist/${moved[2]}`, url) : url;
 }
 
-// Where a .wasm file is: a URL, or in Node a file path.
-function wasmLocation(build, file, wasmPath) {
-  if (wasmPath === undefined) return fromViteDeps(BUILDS[build].wasm());
+// Where a .wasm file is (`variant`: an entry of BUILDS, or its threaded
+// one): a URL, or in Node a file path.
+function wasmLocation(variant, file, wasmPath) {
+  if (wasmPath === undefined) return fromViteDeps(variant.wasm());
   const isUrl = typeof wasmPath !== 'string';
   let dir = isUrl ? wasmPath.href : wasmPath;
   if (/\.wasm$/i.test(dir)) {
@@ -140,11 +156,13 @@ async function instantiate(file, where, imports) {
 }
 
 // Runs the emcc factory with our instantiateWasm hook; rejects if loading
-// the .wasm fails (emcc would otherwise never settle its promise).
-async function startBuild(factory, file, where) {
+// the .wasm fails (emcc would otherwise never settle its promise). `hooks`:
+// more Module properties (the threaded builds' workers).
+async function startBuild(factory, file, where, hooks) {
   let rejectLoad;
   const loadFailed = new Promise((_, reject) => { rejectLoad = reject; });
   const ready = factory({
+    ...hooks,
     instantiateWasm(imports, receiveInstance) {
       instantiate(file, where, imports).then(
         ({ instance, module }) => receiveInstance(instance, module), rejectLoad);
@@ -178,22 +196,31 @@ export function pickBuild(where, forceSimd, forceRelaxed, engine) {
 }
 
 // Loads `build` (a key of BUILDS) with its .wasm from options.wasmPath or
-// dist/; resolves to the emcc module, i.e. the Embind glue.
-export async function loadBuild(where, build, wasmPath) {
-  const file = `${BUILDS[build].file}.wasm`;
-  const glue = fromViteDeps(BUILDS[build].glue());
+// dist/, the threaded variant when `threads` > 1 (its workers started and
+// loaded); resolves to the emcc module, i.e. the Embind glue.
+export async function loadBuild(where, build, wasmPath, threads = 1) {
+  const variant = threads > 1 ? BUILDS[build].threaded : BUILDS[build];
+  const file = `${variant.file}.wasm`;
+  const glue = fromViteDeps(variant.glue());
   let factory;
   try {
     factory = (await import(/* webpackIgnore: true */ /* @vite-ignore */ glue.href)).default;
   } catch (e) {
-    throw new Error(`${where}: cannot load ${BUILDS[build].file}.js, the glue of the ` +
+    throw new Error(`${where}: cannot load ${variant.file}.js, the glue of the ` +
       `${build} build, from ${glue} (${e?.message ?? e}); serve the package's dist/ ` +
       `next to its src/${inViteDeps ? `, or ${VITE_EXCLUDE}` : ''}`, { cause: e });
   }
-  const wasm = await startBuild(factory, file, wasmLocation(build, file, wasmPath));
+  // The workers import the glue from where it was found (emcc's
+  // mainScriptUrlOrBlob), not from next to their own script, which a
+  // bundler may have renamed.
+  const workers = threads > 1
+    ? await prepareWorkers(threads - 1, fromViteDeps(variant.worker())) : undefined;
+  const wasm = await startBuild(factory, file, wasmLocation(variant, file, wasmPath),
+    workers && { ...workers.hooks, mainScriptUrlOrBlob: glue.href });
   if (wasm.build() !== build) {
     throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +
       'build; the files in dist/ are mixed up');
   }
+  workers?.started();
   return wasm;
 }

@@ -32,7 +32,7 @@ export const DECODER_WEIGHT_GROUPS = {
 };
 
 export const OPTION_KEYS = {
-  AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'wasmPath'],
+  AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath'],
   MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDim', 'headDimV',
     'numKvHeads', 'rope', 'bias', 'backend', 'threads'],
   RopeConfig: ['style', 'base', 'rotaryDim'],

@@ -286,7 +286,8 @@ export async function createAttentionPool(options) {
   if (count === 0) {
     throw new RangeError(`${where}: options.workers: expected a positive integer, got 0`);
   }
-  const moduleOptions = { ...readBuild(where, options.build) };
+  // Each worker runs one thread: the pool is the parallelism.
+  const moduleOptions = { ...readBuild(where, options.build), threads: 1 };
   if (options.backend !== undefined) {
     if (typeof options.backend !== 'string') {
       throw new TypeError(`${where}: options.backend: expected a string, got ` +

@@ -11,10 +11,13 @@ const disposeSymbols = [Symbol.dispose, Symbol.for('Symbol.dispose')].filter(
 // and module: dispose() releases memory at once, the collector maybe never.
 // Each object registers a handle { raw, kind } that it shares with its
 // collector entry; dispose() deletes raw, sets it to null and unregisters.
+// releaseAll() disposes every object still alive (module.dispose()).
 export function makeReclaimer() {
   const warned = new Set();
+  const live = new Set();
   const registry = typeof FinalizationRegistry === 'function'
     ? new FinalizationRegistry((handle) => {
+      live.delete(handle);
       if (handle.raw === null) return;
       handle.raw.delete();
       handle.raw = null;
@@ -25,14 +28,20 @@ export function makeReclaimer() {
         '`using`) when done with it');
     })
     : null;
+  const release = (handle) => {
+    live.delete(handle);
+    if (handle.raw === null) return;
+    handle.raw.delete();
+    handle.raw = null;
+    registry?.unregister(handle);
+  };
   return {
-    track(object, handle) { registry?.register(object, handle, handle); },
-    release(handle) {
-      if (handle.raw === null) return;
-      handle.raw.delete();
-      handle.raw = null;
-      registry?.unregister(handle);
+    track(object, handle) {
+      live.add(handle);
+      registry?.register(object, handle, handle);
     },
+    release,
+    releaseAll() { for (const handle of [...live]) release(handle); },
   };
 }
 

@@ -20,10 +20,10 @@
 #if !defined(__EMSCRIPTEN__) || defined(__EMSCRIPTEN_PTHREADS__)
 #define SA_HAVE_THREADS 1
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <vector>
+
+#include "simd_attention/thread_sync.h"
+
 #else
 #define SA_HAVE_THREADS 0
 #endif
@@ -72,7 +72,8 @@ class ThreadPool {
     for (size_t i = 0; i < count; ++i) task(i, 0);
   }
 
-  // Logical processors of this machine (1 where unknown or without threads).
+  // Logical processors of this machine (1 where unknown or without threads;
+  // in a threaded wasm module, its threads: SetWasmThreads).
   static size_t HardwareThreads();
 
  private:
@@ -89,9 +90,9 @@ class ThreadPool {
 
   double min_parallel_ns_, min_task_ns_;
 #if SA_HAVE_THREADS
-  std::mutex run_mutex_;  // one job at a time
-  std::mutex mutex_;      // for the sleeps and wake-ups below
-  std::condition_variable wake_, finished_;
+  thread_sync::Mutex run_mutex_;  // one job at a time
+  thread_sync::Mutex mutex_;      // for the sleeps and wake-ups below
+  thread_sync::CondVar wake_, finished_;
   // The current job; written before generation_ is published.
   Erased call_ = nullptr;
   const void* task_ = nullptr;
@@ -100,7 +101,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::atomic<size_t> busy_{0};  // workers still inside the current job
   std::atomic<size_t> next_{0};
-  std::vector<std::thread> workers_;
+  std::vector<thread_sync::Thread> workers_;
 #endif
 };
 
@@ -108,5 +109,17 @@ class ThreadPool {
 // on first use and shared by every object that asks for the same count for
 // as long as one of them holds it.
 std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads);
+
+#if defined(__EMSCRIPTEN_PTHREADS__)
+// A threaded wasm module runs its pthreads on Web Workers that its loader
+// starts with it: a worker started later would only begin once the calling
+// thread returns to the event loop, which a forward waiting for it never
+// does. Its loader says here how many threads those workers give (the
+// calling thread included): HardwareThreads() then returns that, and a pool
+// has 1 or that many threads, so that at most one pool holds the workers
+// (ThreadPool refuses other counts). 0, the default, sets no limit: a
+// program that sizes emcc's worker pool itself (the C++ tests).
+void SetWasmThreads(size_t threads);
+#endif
 
 }  // namespace simd_attention

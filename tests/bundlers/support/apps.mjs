@@ -51,7 +51,7 @@ export function distFileOf(bytes, distFiles) {
   const text = bytes.toString('latin1');
   const copies = text.split(GLUE_MARK).length - 1;
   if (copies === 0) return undefined;
-  const names = new Set(text.match(/simd_attention_[a-z]+(?=\.wasm)/g));
+  const names = new Set(text.match(/simd_attention_[a-z_]+(?=\.wasm)/g));
   return copies === 1 && names.size === 1 ? `${[...names][0]}.js` : 'several glues';
 }
 

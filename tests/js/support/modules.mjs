@@ -8,11 +8,12 @@ export * from '../../../web/index.js';
 // One module per build, shared by the tests of a file. Each is forced, so a
 // build the engine cannot run fails the tests instead of being left out: the
 // relaxed-SIMD one needs `npm run test:js`, which starts node with
-// --experimental-wasm-relaxed-simd where the node needs it (Node 20).
+// --experimental-wasm-relaxed-simd where the node needs it (Node 20). All
+// are the single-thread builds (threads.test.mjs tests the threaded ones).
 export async function loadBuilds() {
   const [relaxed, simd, nosimd] = await Promise.all([
-    createAttentionModule({ relaxedSimd: true }),
-    createAttentionModule({ simd: true, relaxedSimd: false }),
+    createAttentionModule({ relaxedSimd: true, threads: 1 }),
+    createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 }),
     createAttentionModule({ simd: false }),
   ]);
   return { relaxed, simd, nosimd };

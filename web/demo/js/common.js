@@ -13,9 +13,13 @@ export { createAttentionModule, wasmSimdSupported, wasmRelaxedSimdSupported };
 
 let modulePromise = null;
 
-/** The page's wasm module (the SIMD build when the browser has wasm SIMD). */
+/**
+ * The page's wasm module (the SIMD build when the browser has wasm SIMD), on
+ * one thread: the pages show every backend, which only the single-thread
+ * builds carry.
+ */
 export function attentionModule() {
-  modulePromise ??= createAttentionModule();
+  modulePromise ??= createAttentionModule({ threads: 1 });
   return modulePromise;
 }
 

@@ -1,0 +1,23 @@
+# The threaded builds (SA_WASM_THREADS): simd_attention_simd_threads and
+# simd_attention_relaxed_threads, with <name>.worker.js beside them.
+#
+# emcc starts pthreads in Web Workers, and one only starts running once the
+# thread that created it returns to the event loop, which a synchronous
+# forward never does: every worker must exist and be loaded before the
+# first pthread_create. PTHREAD_POOL_SIZE is a JS expression evaluated when
+# the runtime starts, before the .wasm is instantiated; ours calls the
+# package's loader (Module.startWorkers, web/src/thread-workers.js) with
+# emcc's PThread object. The loader creates the workers itself (Node has no
+# Web Worker, and its worker_threads need an adapter) and pushes them into
+# PThread.unusedWorkers, which emcc then loads and waits for before the
+# module's promise resolves. It returns 0, so emcc allocates none of its own.
+#
+# PTHREAD_POOL_SIZE_STRICT=2: a thread beyond those workers fails
+# (pthread_create returns EAGAIN) instead of waiting forever for a worker
+# that cannot start; the C++ core refuses such counts before that
+# (ThreadPool, SetWasmThreads).
+set_target_properties(sa_js_module PROPERTIES OUTPUT_NAME ${SA_JS_MODULE_NAME}_threads)
+target_link_options(sa_js_module PRIVATE
+  "-sPTHREAD_POOL_SIZE=Module.startWorkers(PThread)"
+  -sPTHREAD_POOL_SIZE_STRICT=2)
+target_sources(sa_js_module PRIVATE threads_binding.cc wasm_eh_threads.cc)

@@ -1,0 +1,126 @@
+// The threaded builds: whether this engine and page can run one, how many
+// threads by default, and the Web Workers emcc runs their pthreads on.
+//
+// emcc's runtime starts a pthread by posting to an idle worker; a worker
+// created at that moment would only begin once the calling thread returns to
+// the event loop, which a forward waiting for it never does. So the loader
+// creates every worker before the .wasm is instantiated: the builds call
+// Module.startWorkers(PThread) as they start (bindings/threads.cmake), and
+// emcc then loads the .wasm into these workers and waits for them before the
+// module resolves. Each worker runs emcc's <build>.worker.js: in browsers as
+// it is, in Node through thread-worker.js, which gives it the Web Worker
+// globals it expects.
+
+const isNode = typeof process === 'object' && process !== null &&
+  typeof process.versions?.node === 'string' && typeof window === 'undefined';
+
+// (module (memory 1 1 shared)): WebAssembly threads, i.e. shared memory.
+const SHARED_MEMORY_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+  0x05, 0x04, 0x01, 0x03, 0x01, 0x01, // memory: 1 entry, shared, min 1, max 1
+]);
+
+// Why this engine or page cannot run a threaded build (a sentence for
+// module.threadsUnavailable), or undefined if it can. `simd`: whether the
+// chosen build is a SIMD one (the threaded builds are).
+export function threadsUnavailableReason(simd) {
+  if (globalThis.crossOriginIsolated === false) {
+    return 'the page is not cross-origin isolated: serve it with COOP: same-origin and ' +
+      'COEP: require-corp (Cross-Origin-Opener-Policy and Cross-Origin-Embedder-Policy ' +
+      'headers), which SharedArrayBuffer needs';
+  }
+  if (typeof SharedArrayBuffer !== 'function') {
+    return 'this engine has no SharedArrayBuffer';
+  }
+  if (!isNode && typeof Worker !== 'function') {
+    return 'this context cannot start Web Workers';
+  }
+  let shared = false;
+  try {
+    shared = WebAssembly.validate(SHARED_MEMORY_PROBE);
+  } catch {
+    // leaves shared false
+  }
+  if (!shared) return 'this engine does not support WebAssembly threads (shared memory)';
+  if (!simd) return 'the threaded builds need WebAssembly SIMD, and the non-SIMD build was chosen';
+  return undefined;
+}
+
+// Logical processors, for the default thread count.
+export async function logicalProcessors() {
+  const n = globalThis.navigator?.hardwareConcurrency;
+  if (Number.isInteger(n) && n > 0) return n;
+  if (isNode) {
+    const name = 'node:os';
+    const os = await import(/* webpackIgnore: true */ /* @vite-ignore */ name);
+    return os.availableParallelism?.() ?? os.cpus().length;
+  }
+  return 1;
+}
+
+// Not a literal in new URL(): bundlers would then ship this Node-only
+// script to browsers.
+const NODE_WORKER_SCRIPT = './thread-worker.js';
+
+// Node: a worker_threads Worker dressed as the Web Worker emcc drives
+// (onmessage, onerror, postMessage, terminate).
+class NodeThreadWorker {
+  #worker;
+
+  /** @type {((event: { data: unknown }) => void) | null} set by emcc */
+  onmessage = null;
+
+  /** @type {((error: unknown) => void) | null} set by emcc */
+  onerror = null;
+
+  constructor(NodeWorker, script) {
+    this.#worker = new NodeWorker(new URL(NODE_WORKER_SCRIPT, import.meta.url),
+      { workerData: script.href });
+    this.#worker.on('message', (data) => this.onmessage?.({ data }));
+    this.#worker.on('error', (e) => this.onerror?.(e));
+  }
+
+  postMessage(message, transfer) { this.#worker.postMessage(message, transfer); }
+
+  terminate() { this.#worker.terminate(); }
+
+  // Whether the worker keeps the process alive: yes while the module loads,
+  // no after, so that a script ends on its own without module.dispose().
+  unref() { this.#worker.unref(); }
+}
+
+// emcc warns once that blocking the main thread is dangerous, as it can be
+// when a worker needs that thread (to print, to start a thread). Here a
+// forward waits only for the pool's workers, which never call back.
+function printErr(text) {
+  if (!text.startsWith('Blocking on the main thread')) console.warn(text);
+}
+
+// Makes `count` workers for the build whose emcc worker script is `script`
+// (a URL). Resolves to { hooks, started }: hooks are Module properties (the
+// Module.startWorkers hook, printErr), `started()` lets Node workers stop
+// holding the process open once they are loaded.
+export async function prepareWorkers(count, script) {
+  const workers = [];
+  let make;
+  if (isNode) {
+    const name = 'node:worker_threads';
+    const { Worker: NodeWorker } = await import(/* webpackIgnore: true */ /* @vite-ignore */ name);
+    make = () => new NodeThreadWorker(NodeWorker, script);
+  } else {
+    make = () => new Worker(script);
+  }
+  return {
+    hooks: {
+      startWorkers(PThread) {
+        for (let i = 0; i < count; i++) workers.push(make());
+        PThread.unusedWorkers.push(...workers);
+        return 0; // emcc allocates no workers of its own
+      },
+      printErr,
+    },
+    started() {
+      for (const w of workers) w.unref?.();
+    },
+  };
+}
