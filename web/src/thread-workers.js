@@ -8,8 +8,7 @@
 // Module.startWorkers(PThread) as they start (bindings/threads.cmake), and
 // emcc then loads the .wasm into these workers and waits for them before the
 // module resolves. Each worker runs emcc's <build>.worker.js: in browsers as
-// it is, in Node through thread-worker.js, which gives it the Web Worker
-// globals it expects.
+// it is, in Node with the Web Worker globals it expects (NODE_WORKER_CODE).
 
 const isNode = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
@@ -58,9 +57,19 @@ export async function logicalProcessors() {
   return 1;
 }
 
-// Not a literal in new URL(): bundlers would then ship this Node-only
-// script to browsers.
-const NODE_WORKER_SCRIPT = './thread-worker.js';
+// In Node, each worker's code: it runs emcc's <build>.worker.js (its URL is
+// the workerData) as if in a Web Worker. That script was generated for
+// browsers (the builds leave Node out of emcc's ENVIRONMENT): it sets
+// self.onmessage and calls postMessage, then imports the build's glue from
+// the URL the loader gives emcc. Messages wait in the port until the
+// listener exists, so none arrives before emcc's handler is in place. Code
+// in a string, not a file: bundlers would ship a file to browsers.
+const NODE_WORKER_CODE = `
+const { parentPort, workerData } = require('node:worker_threads');
+globalThis.self = globalThis;
+globalThis.postMessage = (message, transfer) => parentPort.postMessage(message, transfer);
+import(workerData).then(() => parentPort.on('message', (data) => globalThis.onmessage({ data })));
+`;
 
 // Node: a worker_threads Worker dressed as the Web Worker emcc drives
 // (onmessage, onerror, postMessage, terminate).
@@ -74,8 +83,7 @@ class NodeThreadWorker {
   onerror = null;
 
   constructor(NodeWorker, script) {
-    this.#worker = new NodeWorker(new URL(NODE_WORKER_SCRIPT, import.meta.url),
-      { workerData: script.href });
+    this.#worker = new NodeWorker(NODE_WORKER_CODE, { eval: true, workerData: script.href });
     this.#worker.on('message', (data) => this.onmessage?.({ data }));
     this.#worker.on('error', (e) => this.onerror?.(e));
   }
@@ -108,7 +116,13 @@ export async function prepareWorkers(count, script) {
     const { Worker: NodeWorker } = await import(/* webpackIgnore: true */ /* @vite-ignore */ name);
     make = () => new NodeThreadWorker(NodeWorker, script);
   } else {
-    make = () => new Worker(script);
+    // A bundler may inline the small script as a data: URL (Vite does below
+    // 4 kB); a worker from it would have an opaque origin and could not
+    // import the glue, so it runs from a blob: URL of the same bytes, which
+    // keeps the page's origin.
+    const url = script.protocol === 'data:'
+      ? URL.createObjectURL(await (await fetch(script)).blob()) : script;
+    make = () => new Worker(url);
   }
   return {
     hooks: {

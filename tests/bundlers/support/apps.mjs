@@ -39,16 +39,23 @@ export function packageDistFiles(app) {
   return new Map(fs.readdirSync(dist).map((f) => [sha256(fs.readFileSync(path.join(dist, f))), f]));
 }
 
-// A string of the emcc glue that minifiers keep, once per copy of it.
+// A string of the emcc glue that minifiers keep, once per copy of it, and
+// one of a threaded build's worker script.
 const GLUE_MARK = 'both async and sync fetching of the wasm failed';
+const WORKER_MARK = 'worker.js received unknown command';
 
 // Which file of dist/ `bytes` are: a wasm file byte for byte, or one copy of
-// a build's glue, minified or not (it names its own .wasm). 'several glues'
-// for a file that holds more than one; undefined for anything else.
+// a build's glue, minified or not (it names its own .wasm), or of a threaded
+// build's worker script (it names its glue). 'several glues' for a file that
+// holds more than one; undefined for anything else.
 export function distFileOf(bytes, distFiles) {
   const exact = distFiles.get(sha256(bytes));
   if (exact !== undefined) return exact;
   const text = bytes.toString('latin1');
+  if (text.split(WORKER_MARK).length === 2) {
+    const glues = new Set(text.match(/simd_attention_[a-z_]+(?=\.js)/g));
+    if (glues.size === 1) return `${[...glues][0]}.worker.js`;
+  }
   const copies = text.split(GLUE_MARK).length - 1;
   if (copies === 0) return undefined;
   const names = new Set(text.match(/simd_attention_[a-z_]+(?=\.wasm)/g));
