@@ -116,7 +116,14 @@ export async function createAttentionModule(options = {}) {
   const { threads, threadsUnavailable } = await pickThreads(where, options.threads,
     build !== 'nosimd', options.backend);
   const wasm = await loadBuild(where, build, options.wasmPath, threads);
-  if (threads > 1) unwrap(wasm, where, wasm.startThreads(threads));
+  if (threads > 1) {
+    try {
+      unwrap(wasm, where, wasm.startThreads(threads));
+    } catch (e) {
+      wasm.PThread.terminateAllThreads();
+      throw e;
+    }
+  }
 
   const backends = Object.freeze(wasm.backends());
   const backend = options.backend ?? backends[0];

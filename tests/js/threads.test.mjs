@@ -207,6 +207,13 @@ test('options.threads is a non-negative integer (JS types only)', async () => {
     'createAttentionModule: options.threads: expected a non-negative integer, got 1.5'));
 });
 
+test('a threaded module whose .wasm is missing rejects, and its workers end', async () => {
+  const missing = path.join(webDir, 'no-such-folder');
+  await expect(createAttentionModule({ threads: 2, relaxedSimd: false, wasmPath: missing }))
+    .rejects.toThrow(`createAttentionModule: cannot read the wasm file ${missing}/` +
+      'simd_attention_simd_threads.wasm (ENOENT)');
+});
+
 // A script that loads a threaded module and runs a forward; the process
 // must end by itself, with or without dispose().
 test.each([['without dispose()', ''], ['with dispose()', 'sa.dispose();']])(

@@ -215,12 +215,17 @@ export async function loadBuild(where, build, wasmPath, threads = 1) {
   // bundler may have renamed.
   const workers = threads > 1
     ? await prepareWorkers(threads - 1, fromViteDeps(variant.worker())) : undefined;
-  const wasm = await startBuild(factory, file, wasmLocation(variant, file, wasmPath),
-    workers && { ...workers.hooks, mainScriptUrlOrBlob: glue.href });
-  if (wasm.build() !== build) {
-    throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +
-      'build; the files in dist/ are mixed up');
+  try {
+    const wasm = await startBuild(factory, file, wasmLocation(variant, file, wasmPath),
+      workers && { ...workers.hooks, mainScriptUrlOrBlob: glue.href });
+    if (wasm.build() !== build) {
+      throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +
+        'build; the files in dist/ are mixed up');
+    }
+    workers?.started();
+    return wasm;
+  } catch (e) {
+    workers?.end();
+    throw e;
   }
-  workers?.started();
-  return wasm;
 }

@@ -105,9 +105,9 @@ function printErr(text) {
 }
 
 // Makes `count` workers for the build whose emcc worker script is `script`
-// (a URL). Resolves to { hooks, started }: hooks are Module properties (the
-// Module.startWorkers hook, printErr), `started()` lets Node workers stop
-// holding the process open once they are loaded.
+// (a URL). Resolves to { hooks, started, end }: hooks are Module properties
+// (the Module.startWorkers hook, printErr), `started()` lets Node workers
+// stop holding the process open once they are loaded.
 export async function prepareWorkers(count, script) {
   const workers = [];
   let make;
@@ -135,6 +135,11 @@ export async function prepareWorkers(count, script) {
     },
     started() {
       for (const w of workers) w.unref?.();
+    },
+    // When the module failed to load: a Node worker would keep the process
+    // alive.
+    end() {
+      for (const w of workers) w.terminate();
     },
   };
 }
