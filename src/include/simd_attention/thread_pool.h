@@ -117,8 +117,8 @@ std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads);
 // does. Its loader says here how many threads those workers give (the
 // calling thread included): HardwareThreads() then returns that, and a pool
 // has 1 or that many threads, so that at most one pool holds the workers
-// (ThreadPool refuses other counts). 0, the default, sets no limit: a
-// program that sizes emcc's worker pool itself (the C++ tests).
+// (ThreadPool refuses other counts). 0, the default, sets no limit, for a
+// C++ program that sizes emcc's worker pool itself.
 void SetWasmThreads(size_t threads);
 #endif
 
