@@ -42,6 +42,22 @@ export async function runVariantsBench({ quick }) {
   }
 }
 
+// Our forward natively on 1 and `threads` threads (threads_bench, every
+// workload but L1, interleaved): { rows: [{ workload, oneMs, manyMs }] }.
+export async function runThreadsBench({ threads, quick }) {
+  const exe = path.join(repoRoot, 'build/native/bench/threads_bench');
+  if (!existsSync(exe)) return { error: `${exe} not built (bash scripts/build.sh native)` };
+  try {
+    const { stdout } = await execFileP(exe, ['--threads', String(threads),
+      '--rounds', quick ? '5' : '15'], { maxBuffer: 1 << 20 });
+    const rows = [...stdout.matchAll(/^\| (\w+) \| ([\d.]+) \| ([\d.]+) \| [\d.]+x \| yes \|$/gm)]
+      .map((m) => ({ workload: m[1], oneMs: Number(m[2]), manyMs: Number(m[3]) }));
+    return { threads, rows };
+  } catch (e) {
+    return { error: String(e.message ?? e).split('\n')[0] };
+  }
+}
+
 export async function runKernelsBench({ quick, workloads }) {
   const exe = path.join(repoRoot, 'build/native/bench/kernels_bench');
   if (!existsSync(exe)) return { error: `${exe} not built (bash scripts/build.sh native)` };

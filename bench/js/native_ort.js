@@ -1,14 +1,15 @@
 // Child process of run.js (forked, so it is part of the same process tree but
 // onnxruntime-node and onnxruntime-web never share one onnxruntime-common
-// registry): onnxruntime-node, CPU execution provider, 1 intra-op and 1
-// inter-op thread, on the same two graphs as onnxruntime-web. Checks each
+// registry): onnxruntime-node, CPU execution provider, 1 intra-op thread
+// (SA_BENCH_THREADS in the threads run) and 1 inter-op thread, on the same
+// two graphs as onnxruntime-web. Checks each
 // output against ours (sent by the parent), then times both graphs
 // interleaved.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { WORKLOADS, makeData } from '../../web/bench-kit/workloads.js';
-import { buildModel, ortFeeds } from './peers/ortweb.js';
+import { buildModel, ortFeeds, PEER_THREADS } from './peers/ortweb.js';
 import { interleave, summarize, maxAbsDiff } from '../../web/bench-kit/timing.js';
 
 const require = createRequire(import.meta.url);
@@ -27,7 +28,7 @@ async function main({ names, references, timing, tolerance }) {
         const session = await ort.InferenceSession.create(buildModel(data, graph), {
           executionProviders: ['cpu'],
           graphOptimizationLevel: 'all',
-          intraOpNumThreads: 1,
+          intraOpNumThreads: PEER_THREADS,
           interOpNumThreads: 1,
           executionMode: 'sequential',
         });

@@ -206,6 +206,41 @@ export function evaluateTargets(report) {
     add('pool: calling thread busy < 1 ms per S2 forward', busy < 1 ? 'met' : 'missed',
       `${busy.toFixed(2)} ms of JS on the calling thread per call`);
   }
+  const th = report.threads;
+  if (th && !th.error) {
+    const n = th.threads;
+    const twm = new Map(th.wasm.map((r) => [r.workload.name, r]));
+    for (const name of ['S2', 'S4', 'C1']) {
+      const r = twm.get(name);
+      const o = timedEntry(r, `${DEFAULT_OURS}, ${n} threads`);
+      const peer = bestOf(r, 'ort-web');
+      if (o && peer) {
+        const x = peer.median / o.median;
+        add(`wasm, ${n} threads: >= 1.5x onnxruntime-web with ${n} threads on ${name}`,
+          x >= 1.5 ? 'met' : 'missed', `${x.toFixed(2)}x: ours ${ms(o.median)} ms vs ${peer.name} ${ms(peer.median)} ms`);
+      }
+    }
+    for (const name of ['S2', 'S4', 'S4c', 'C1']) {
+      const r = twm.get(name);
+      const one = timedEntry(r, DEFAULT_OURS);
+      const many = timedEntry(r, `${DEFAULT_OURS}, ${n} threads`);
+      if (one && many) {
+        const x = one.median / many.median;
+        add(`ours 1 -> ${n} threads >= 1.8x on ${name} (wasm SIMD)`, x >= 1.8 ? 'met' : 'missed',
+          `${x.toFixed(2)}x: ${ms(one.median)} -> ${ms(many.median)} ms`);
+      }
+    }
+    const nativeOursRows = new Map((th.native?.ours?.rows ?? []).map((r) => [r.workload, r]));
+    for (const name of ['S2', 'S4', 'C1']) {
+      const o = nativeOursRows.get(name);
+      const peer = bestOf(th.native?.ortNode?.results?.find((x) => x.workload === name), 'ort-node');
+      if (o && peer) {
+        const x = peer.median / o.manyMs;
+        add(`native, ${n} threads: >= 1.0x onnxruntime-node with ${n} threads on ${name}`,
+          x >= 1 ? 'met' : 'missed', `${x.toFixed(2)}x: ours ${ms(o.manyMs)} ms vs ${peer.name} ${ms(peer.median)} ms`);
+      }
+    }
+  }
   const v = report.native?.variants;
   if (v && !v.error) {
     add('sliding window [1024, 0] on L1 >= 6x no window (native, 1 thread)',
@@ -356,6 +391,35 @@ export function renderMarkdown(report) {
       '`bench/js/pool.js`: each worker its heads, interleaved with the synchronous API on one thread)');
     lines.push('');
     lines.push(report.pool.error ? `failed: ${report.pool.error}` : poolTable(report.pool));
+    lines.push('');
+  }
+
+  if (report.threads) {
+    const th = report.threads;
+    lines.push(`**${th.threads ?? 2} threads** (a child process: ours on the threaded builds, ` +
+      'onnxruntime-web with `numThreads` and onnxruntime-node with `intraOpNumThreads` set to it; ' +
+      'each workload interleaved with ours on one thread; natively `threads_bench`)');
+    lines.push('');
+    if (th.error) lines.push(`failed: ${th.error}`);
+    else {
+      const n = th.threads;
+      const nat = new Map((th.native?.ours?.rows ?? []).map((r) => [r.workload, r]));
+      lines.push(table(['workload', 'ours 1 thread', `ours ${n} threads`, `relaxed ${n} threads`,
+        `ort-web ${n} threads (best graph)`, 'ours speed-up', `native ours 1 / ${n} threads`,
+        `ort-node ${n} threads (best)`],
+      th.wasm.map((r) => {
+        const name = r.workload.name;
+        const one = timedEntry(r, DEFAULT_OURS);
+        const many = timedEntry(r, `${DEFAULT_OURS}, ${n} threads`);
+        const relaxed = timedEntry(r, `${RELAXED_OURS}, ${n} threads`);
+        const peer = bestOf(r, 'ort-web');
+        const node = bestOf(th.native?.ortNode?.results?.find((x) => x.workload === name), 'ort-node');
+        const o = nat.get(name);
+        return [name, ms(one?.median), ms(many?.median), ms(relaxed?.median), ms(peer?.median),
+          one && many ? speed(one.median / many.median) : '-',
+          o ? `${ms(o.oneMs)} / ${ms(o.manyMs)}` : '-', ms(node?.median)];
+      })));
+    }
     lines.push('');
   }
 

@@ -3,7 +3,7 @@
 //
 //   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
 //                        [--workloads S1,S2,...] [--no-native] [--no-l1]
-//                        [--no-pool] [--budget SECONDS] [--retries N]
+//                        [--no-pool] [--no-threads] [--budget SECONDS] [--retries N]
 //   node bench/js/run.js --render FILE.json [--md FILE]   (tables of an earlier run)
 //
 // Per workload (web/bench-kit/workloads.json) it sets up every
@@ -12,13 +12,18 @@
 // interleaved (A B C .., B C .. A, ...; single thread everywhere). Then the
 // worker pool of 2 against our synchronous attention (pool.js) and,
 // natively: kernels_bench (Google Benchmark), onnxruntime-node and the
-// attention variants (variants_bench, sdpa_bench). Prints
+// attention variants (variants_bench, sdpa_bench). Last, in a child process
+// (onnxruntime-web's thread count is per process), the same on 2 threads:
+// ours on the threaded builds against one thread, onnxruntime-web and
+// -node with 2 threads, and natively threads_bench (`--threads 2`, what the
+// child runs; --no-threads skips it). Prints
 // Markdown tables and the speed targets met or missed; --json/--md write
 // them.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { WORKLOADS, makeData, workloadFlops, linear } from '../../web/bench-kit/workloads.js';
 import { interleave, summarize, maxAbsDiff } from '../../web/bench-kit/timing.js';
 import { createPlainJs } from '../../web/bench-kit/plainjs.js';
@@ -26,7 +31,7 @@ import { createOrtWeb } from './peers/ortweb.js';
 import { createTfjs } from './peers/tfjs.js';
 import { createOurs, oursVariants, variantName, loadPackage } from '../../web/bench-kit/ours.js';
 import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode,
-  runVariantsBench } from './native.js';
+  runThreadsBench, runVariantsBench } from './native.js';
 import { runPoolBench } from './pool.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
 import { runDecodePreview } from './decode_preview.js';
@@ -34,7 +39,8 @@ import { runDecodePreview } from './decode_preview.js';
 const TOLERANCE = 1e-3;
 
 function parseArgs(argv) {
-  const a = { quick: false, native: true, l1: true, pool: true, retries: null };
+  const a = { quick: false, native: true, l1: true, pool: true, threadsRun: true, threads: 1,
+    retries: null };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const next = () => {
@@ -48,6 +54,8 @@ function parseArgs(argv) {
     else if (k === '--no-native') a.native = false;
     else if (k === '--no-l1') a.l1 = false;
     else if (k === '--no-pool') a.pool = false;
+    else if (k === '--no-threads') a.threadsRun = false;
+    else if (k === '--threads') a.threads = Number(next());
     else if (k === '--budget') a.budget = Number(next());
     else if (k === '--retries') a.retries = Number(next());
     else if (k === '--render') a.render = next();
@@ -131,8 +139,10 @@ async function runWorkload(w, args, variants) {
   }
   candidates.push({ peer: await safeCreate('ort-web MHA op', () => createOrtWeb(data, 'contrib')) });
   candidates.push({ peer: await safeCreate('ort-web plain', () => createOrtWeb(data, 'plain')) });
-  candidates.push({ peer: await safeCreate('tfjs-wasm', () => createTfjs(data)) });
-  candidates.push({ peer: await safeCreate('plain JS', () => createPlainJs(data)) });
+  if (args.threads === 1) {
+    candidates.push({ peer: await safeCreate('tfjs-wasm', () => createTfjs(data)) });
+    candidates.push({ peer: await safeCreate('plain JS', () => createPlainJs(data)) });
+  }
 
   // The reference: ours (SIMD build, default backend); for D1, where ours is
   // not available yet, the plain JS implementation.
@@ -334,6 +344,10 @@ async function main() {
   args.started = started.getTime();
   const selected = WORKLOADS.filter((w) => (args.workloads ? args.workloads.includes(w.name) : true))
     .filter((w) => args.l1 || w.name !== 'L1');
+  if (args.threads > 1) {
+    await threadsRun(args, selected.filter((w) => !w.oursOnly));
+    return;
+  }
   const meta = {
     date: started.toISOString(),
     quick: args.quick,
@@ -408,16 +422,55 @@ async function main() {
     if (kb.error) log(`  kernels_bench: ${kb.error}`);
     if (ortNode.error) log(`  onnxruntime-node: ${ortNode.error}`);
   }
+  const threads = args.threadsRun ? await spawnThreadsRun(args, selected) : null;
   meta.loadAvgEnd = os.loadavg();
   meta.seconds = (Date.now() - started.getTime()) / 1000;
   for (const r of wasm) delete r.oursOutput;
-  const report = { meta, wasm, native, decodePreview, pool };
+  const report = { meta, wasm, native, decodePreview, pool, threads };
   report.targets = evaluateTargets(report);
   const md = renderMarkdown(report);
   console.log(md);
   if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2) + '\n');
   if (args.md) writeFileSync(args.md, md);
   log(`done in ${meta.seconds.toFixed(0)} s`);
+}
+
+// The threads run (this process was started with --threads N and
+// SA_BENCH_THREADS=N, so the peers' sessions take N threads): ours on one
+// thread and on N (SIMD and relaxed-SIMD threaded builds, highway),
+// onnxruntime-web on N, interleaved per workload; natively onnxruntime-node
+// on N intra-op threads and threads_bench. Writes --json.
+async function threadsRun(args, selected) {
+  const n = args.threads;
+  const variants = [{ simd: true, backend: 'highway' }, { simd: true, backend: 'highway', threads: n },
+    { simd: true, relaxed: true, backend: 'highway', threads: n }];
+  const wasm = [];
+  for (const w of selected) wasm.push(await runWorkload(w, args, variants));
+  const references = {};
+  for (const r of wasm) if (r.oursOutput) references[r.workload.name] = r.oursOutput;
+  const names = selected.map((w) => w.name);
+  log(`\nnative on ${n} threads: onnxruntime-node, threads_bench`);
+  const ortNode = await runOrtNode({ names, references,
+    timing: { ...timingOptions(args), budgetMs: args.quick ? 2000 : 8000 }, tolerance: TOLERANCE });
+  const ours = await runThreadsBench({ threads: n, quick: args.quick });
+  for (const r of wasm) delete r.oursOutput;
+  writeFileSync(args.json, JSON.stringify({ threads: n, wasm, native: { ortNode, ours } }));
+}
+
+// Runs the threads run (2 threads) in a child process of this node and its
+// flags; its report, or { error }.
+async function spawnThreadsRun(args, selected) {
+  const names = selected.filter((w) => !w.oursOnly).map((w) => w.name);
+  const out = path.join(os.tmpdir(), `sa-bench-threads-${process.pid}.json`);
+  log('\nthe same on 2 threads (a child process: onnxruntime-web sets its threads per process)');
+  const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--threads', '2', '--json', out,
+    '--workloads', names.join(','), ...(args.quick ? ['--quick'] : [])];
+  const code = await new Promise((resolve) => {
+    spawn(process.execPath, argv, { stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, SA_BENCH_THREADS: '2' } }).on('exit', resolve);
+  });
+  if (code !== 0) return { error: `the threads run exited with ${code}` };
+  return JSON.parse(readFileSync(out, 'utf8'));
 }
 
 main().catch((e) => {

@@ -22,14 +22,14 @@ const modules = new Map();
 /**
  * The module of one build, created once per process: the SIMD build
  * (simd: true), the non-SIMD build (false) or, with relaxed: true, the
- * relaxed-SIMD build; the single-thread builds, as every implementation
- * here runs on one thread.
+ * relaxed-SIMD build; on `threads` threads (1: the single-thread builds,
+ * which every implementation of the main table runs on).
  */
-export async function oursModule(simd, relaxed = false) {
-  const key = relaxed ? 'relaxed' : simd;
+export async function oursModule(simd, relaxed = false, threads = 1) {
+  const key = `${relaxed ? 'relaxed' : simd}/${threads}`;
   if (!modules.has(key)) {
     const build = relaxed ? { relaxedSimd: true } : { simd, relaxedSimd: false };
-    modules.set(key, createAttentionModule({ ...build, threads: 1 }));
+    modules.set(key, createAttentionModule({ ...build, threads }));
   }
   return modules.get(key);
 }
@@ -51,9 +51,10 @@ export async function oursVariants() {
   return variants;
 }
 
-export function variantName({ simd, relaxed, backend }) {
-  if (relaxed) return `ours wasm-relaxed ${backend}`;
-  return simd ? `ours wasm-simd ${backend}` : `ours wasm no-SIMD (${backend})`;
+export function variantName({ simd, relaxed, backend, threads = 1 }) {
+  const on = threads > 1 ? `, ${threads} threads` : '';
+  if (relaxed) return `ours wasm-relaxed ${backend}${on}`;
+  return simd ? `ours wasm-simd ${backend}${on}` : `ours wasm no-SIMD (${backend})`;
 }
 
 export async function createOurs(data, variant) {
@@ -62,7 +63,7 @@ export async function createOurs(data, variant) {
     e.notAvailable = true;
     throw e;
   }
-  const mod = await oursModule(variant.simd, variant.relaxed);
+  const mod = await oursModule(variant.simd, variant.relaxed, variant.threads ?? 1);
   const { d, heads, tq, tk, cross, causal, cacheLen } = data;
   const mha = new mod.MultiHeadAttention({ dModel: d, numHeads: heads, backend: variant.backend });
   mha.setWeights({

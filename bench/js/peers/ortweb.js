@@ -1,15 +1,19 @@
-// onnxruntime-web, wasm execution provider, one thread, on two graphs built
+// onnxruntime-web, wasm execution provider, on one thread (SA_BENCH_THREADS
+// threads in the threads run of run.js: its setting is per process), on two graphs built
 // in memory (bench/js/onnx.js): the com.microsoft MultiHeadAttention contrib
 // op between MatMul/Add projections, and the plain MatMul/Softmax graph.
 import { pathToFileURL } from 'node:url';
 import { mhaContribModel, plainModel } from '../onnx.js';
 import { once, packageDir } from './loading.js';
 
+// Threads of this process's onnxruntime-web and onnxruntime-node sessions.
+export const PEER_THREADS = Number(process.env.SA_BENCH_THREADS ?? 1);
+
 const loadOrt = once(async () => {
   const ort = await import('onnxruntime-web');
   // The .mjs/.wasm pair next to the package.
   ort.env.wasm.wasmPaths = pathToFileURL(packageDir('onnxruntime-web')).href;
-  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.numThreads = PEER_THREADS;
   ort.env.wasm.proxy = false;
   ort.env.logLevel = 'error';
   return ort;
@@ -41,7 +45,7 @@ export async function createOrtWeb(data, graph) {
   const session = await ort.InferenceSession.create(buildModel(data, graph), {
     executionProviders: ['wasm'],
     graphOptimizationLevel: 'all',
-    intraOpNumThreads: 1,
+    intraOpNumThreads: PEER_THREADS,
     interOpNumThreads: 1,
     executionMode: 'sequential',
   });
