@@ -138,13 +138,17 @@ test('benchmark: "pool, 2 workers" on S1 on a page that is not cross-origin isol
   assert.match(await p.page.locator('#isolation').textContent(),
     /^no \(no COOP\/COEP headers\): no SharedArrayBuffer, so no shared-memory threads; the worker pool needs none$/);
   assert.equal(await p.page.locator('#pool').inputValue(), '2');
+  // No threads here: the choice is off (tests/browser/bench-threads.test.mjs checks its reason).
+  assert.equal(await p.page.locator('#threads').isDisabled(), true);
+  assert.equal(await p.page.locator('#threads-note').getAttribute('data-available'), 'false');
   const pool = await p.page.$eval('#results-table tr[data-impl="pool, 2 workers"]', (t) => ({
     median: Number(t.dataset.medianMs), gflops: Number(t.dataset.gflops), ok: t.dataset.ok,
-    shown: t.children[2].textContent,
+    shown: t.children[3].textContent, threads: t.children[2].textContent,
   }));
   assert.ok(pool.median > 0 && Number.isFinite(pool.median), `median ${pool.median}`);
   assert.ok(pool.gflops > 0 && Number.isFinite(pool.gflops), `GFLOP/s ${pool.gflops}`);
   assert.match(pool.shown, /^\d+(\.\d+)?$/);
+  assert.equal(pool.threads, '2 workers');
   assert.equal(pool.ok, 'true', 'the pool differs from the reference');
   await shoot(p.page, 'bench-S1-pool-not-isolated-1280x800');
   assert.deepEqual(p.problems, []);

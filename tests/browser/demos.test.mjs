@@ -580,7 +580,7 @@ test('explorer: 32 tokens keep their labels apart and fit a 390 px screen', { ti
   }
 });
 
-test('benchmark: numbers for every backend of every build, a pool of 2 workers and plain JS (S1, quick)', { timeout: TIMEOUT }, async () => {
+test('benchmark: numbers for every backend of every build, 2 threads, a pool of 2 workers and plain JS (S1, quick)', { timeout: TIMEOUT }, async () => {
   const p = await open('bench.html?workload=S1&quick=1&autorun=1', { until: ['done'] });
   assertClean(p, 'bench');
   const { simd, relaxed } = await p.page.evaluate(async () => {
@@ -592,9 +592,11 @@ test('benchmark: numbers for every backend of every build, a pool of 2 workers a
   const rows = await p.page.$$eval('#results-table tbody tr', (trs) => trs.map((t) => ({
     impl: t.dataset.impl, median: Number(t.dataset.medianMs), gflops: Number(t.dataset.gflops), ok: t.dataset.ok,
   })));
+  // Cross-origin isolated on 2 or more logical processors: 2 threads by default
+  // (tests/browser/bench-threads.test.mjs checks the choice).
   assert.deepEqual(rows.map((r) => r.impl), [
-    'ours wasm-relaxed highway', 'ours wasm-relaxed xsimd',
-    'ours wasm-simd highway', 'ours wasm-simd xsimd', 'ours wasm-simd scalar',
+    'ours wasm-relaxed highway', 'ours wasm-relaxed highway, 2 threads', 'ours wasm-relaxed xsimd',
+    'ours wasm-simd highway', 'ours wasm-simd highway, 2 threads', 'ours wasm-simd xsimd', 'ours wasm-simd scalar',
     'ours wasm no-SIMD (highway)', 'pool, 2 workers', 'plain JS',
   ]);
   // Served with COOP/COEP (the demo server's default): isolated, and it says so.

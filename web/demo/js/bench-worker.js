@@ -7,6 +7,7 @@ import { createPlainJs } from '../../bench-kit/plainjs.js';
 import { createOurs, oursModule, RELAXED_BACKENDS } from '../../bench-kit/ours.js';
 import { wasmSimdSupported, wasmRelaxedSimdSupported } from '../../index.js';
 import { createPooled } from './bench-pool.js';
+import { createThreaded } from './bench-threads.js';
 
 const TOLERANCE = 1e-3;
 const TIMING = {
@@ -36,8 +37,11 @@ async function variants() {
   return out;
 }
 
-// poolWorkers: the workers of the "pool, N workers" row, 0 for none.
-async function run({ workload, mode, poolWorkers }) {
+// threads: the threads of our threaded rows (1 for none): the relaxed-SIMD
+// and SIMD builds' highway backend (the only one the threaded builds carry),
+// each right after its single-thread row. poolWorkers: the workers of the
+// "pool, N workers" row, 0 for none.
+async function run({ workload, mode, threads = 1, poolWorkers }) {
   const w = WORKLOADS.find((x) => x.name === workload);
   if (!w) throw new Error(`unknown workload ${workload}`);
   const flops = workloadFlops(w);
@@ -45,10 +49,16 @@ async function run({ workload, mode, poolWorkers }) {
   const data = makeData(w);
   const peers = [];
   try {
-    for (const v of await variants()) peers.push(await createOurs(data, v));
+    for (const v of await variants()) {
+      peers.push(await createOurs(data, v));
+      if (threads > 1 && v.simd && v.backend === 'highway') {
+        progress(`${w.name}: starting the ${v.relaxed ? 'relaxed-SIMD' : 'SIMD'} build on ${threads} threads`);
+        peers.push(await createThreaded(data, { relaxed: v.relaxed === true, threads }));
+      }
+    }
     if (poolWorkers > 0) {
       progress(`${w.name}: starting a pool of ${poolWorkers}`);
-      peers.push(await createPooled(data, poolWorkers));
+      peers.push({ ...(await createPooled(data, poolWorkers)), threads: poolWorkers, threadsAre: 'workers' });
     }
     peers.push(await createPlainJs(data));
     const reference = Float32Array.from(peers[0].run());
@@ -62,7 +72,8 @@ async function run({ workload, mode, poolWorkers }) {
     const rows = peers.map((p) => {
       const s = summarize(samples.get(p.name));
       return {
-        name: p.name, kernels: p.kernels ?? 'JavaScript', median: s.median, p25: s.p25, p75: s.p75, n: s.n,
+        name: p.name, kernels: p.kernels ?? 'JavaScript', threads: p.threads ?? 1, threadsAre: p.threadsAre ?? 'threads',
+        median: s.median, p25: s.p25, p75: s.p75, n: s.n,
         gflops: flops / (s.median * 1e6), maxDiff: diffs.get(p.name), ok: diffs.get(p.name) <= TOLERANCE,
       };
     });
