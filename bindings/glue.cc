@@ -181,6 +181,10 @@ val ToFloat32Array(const std::vector<float>& data) {
       .new_(emscripten::typed_memory_view(data.size(), data.data()));
 }
 
+void ThrowNotConstructed(const char* kind) {
+  throw std::logic_error(std::string(kind) + ": not constructed");
+}
+
 size_t SizeOf(const val& object, const char* key) {
   return static_cast<size_t>(object[key].as<double>());
 }

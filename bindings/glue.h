@@ -60,6 +60,10 @@ val Guard(Body&& body) {
       const_cast<void*>(static_cast<const void*>(&body)));
 }
 
+// Throws the logic_error of a method called on an object whose
+// construction failed (out of line: Checked() is inlined at every call).
+[[noreturn]] void ThrowNotConstructed(const char* kind);
+
 // The C++ object behind an Embind class, made from a JS config. An Embind
 // constructor must not throw, so a failed construction is kept and handed to
 // JS by TakeError (bound as takeError, after which JS deletes the binding);
@@ -79,7 +83,7 @@ class Owned {
     error_ = Guard([&] { object_ = make(); });
   }
   T& Checked() const {
-    if (!object_) throw std::logic_error(std::string(kind_) + ": not constructed");
+    if (!object_) ThrowNotConstructed(kind_);
     return *object_;
   }
 

@@ -1,6 +1,6 @@
-// Embind classes behind TransformerEncoderLayer and TransformerDecoderLayer
-// of web/index.js, and the module functions positionalEncoding and
-// layerNorm. As in mha_binding.cc, JS has checked types; shapes and values
+// Embind classes behind TransformerEncoderLayer, TransformerDecoderLayer and
+// FeedForward of web/index.js, and the module functions positionalEncoding
+// and layerNorm. As in mha_binding.cc, JS has checked types; shapes and values
 // are checked by the C++ API, whose messages use the JS names.
 #include <emscripten/bind.h>
 
@@ -206,6 +206,38 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
   };
 };
 
+// A layer's FFN alone, for the worker pool, which gives each worker some
+// hidden units of a layer (W1 columns, b1, W2 rows, a zero b2) and adds the
+// workers' outputs. Only the pool makes one, from a layer config C++ has
+// accepted, and hands it rows of that layer's width, so the glue checks no
+// config and no x; SetWeights checks the weights.
+class FfnBinding : public Owned<FeedForward> {
+ public:
+  explicit FfnBinding(const val& c)
+      : Owned("FeedForward", [&] {
+          return std::make_unique<FeedForward>(
+              SizeOf(c, "dModel"), SizeOf(c, "ffnDim"),
+              ParseActivation(c["activation"].as<std::string>()),
+              BestKernels(ParseBackend(c["backend"].as<std::string>())));
+        }),
+        d_model_(SizeOf(c, "dModel")) {}
+  val setWeights(const val& w) {
+    return Guard([&] { Checked().SetWeights(Ffn(w).weights()); });
+  }
+  // x: rows of d_model floats. In place: Forward reads all of x into its
+  // hidden units before it writes the output.
+  val forward(const val& x) {
+    return Guard([&] {
+      std::vector<float> rows = CopyFloats(x);
+      Checked().Forward(rows.data(), rows.size() / d_model_, rows.data());
+      return ToFloat32Array(rows);
+    });
+  }
+
+ private:
+  size_t d_model_;
+};
+
 namespace {
 
 val PositionalEncodingJs(size_t t, size_t d_model) {
@@ -244,6 +276,11 @@ EMSCRIPTEN_BINDINGS(simd_attention_layers) {
       .function("forwardIncremental", &DecoderLayerBinding::forwardIncremental)
       .function("createKVCache", &DecoderLayerBinding::createKVCache)
       .function("precomputeMemory", &DecoderLayerBinding::precomputeMemory);
+  emscripten::class_<FfnBinding>("FfnBinding")
+      .constructor<const val&>()
+      .function("takeError", &TakeError<FfnBinding>)
+      .function("setWeights", &FfnBinding::setWeights)
+      .function("forward", &FfnBinding::forward);
   emscripten::function("positionalEncoding", &PositionalEncodingJs);
   emscripten::function("layerNorm", &LayerNormJs);
 }

@@ -11,6 +11,7 @@ import { checkObject, describe, optionalBoolean, optionalSize } from './src/argu
 import { makeMultiHeadAttention } from './src/attention.js';
 import { makeKeyValueClasses } from './src/caches.js';
 import { unwrap } from './src/errors.js';
+import { registerFeedForwardShard } from './src/feed-forward-shard.js';
 import { makeDecoderLayer, makeEncoderLayer } from './src/layers.js';
 import { loadBuild, pickBuild } from './src/loader.js';
 import { makeModuleFunctions } from './src/module-functions.js';
@@ -132,7 +133,7 @@ export async function createAttentionModule(options = {}) {
   const reclaimer = makeReclaimer();
   const kv = makeKeyValueClasses(wasm, reclaimer);
   let disposed = false;
-  return Object.freeze({
+  const module = Object.freeze({
     backend,
     build,
     threads,
@@ -161,6 +162,8 @@ export async function createAttentionModule(options = {}) {
       }
     },
   });
+  registerFeedForwardShard(module, wasm);
+  return module;
 }
 
 // How many threads to run, and why a threaded build cannot run here if it

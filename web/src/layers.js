@@ -39,7 +39,7 @@ function readLayerConfig(where, config, defaultBackend) {
 }
 
 // { group: { key: Float32Array } } with every key of every group required.
-function readLayerWeights(where, weights, groups) {
+export function readLayerWeights(where, weights, groups) {
   const names = Object.keys(groups);
   checkObject(where, 'weights', weights, names);
   const out = {};

@@ -3,7 +3,8 @@
 // objects it holds, the shards of the pool's objects, one at a time in the
 // order they come. Requests and replies are plain messages:
 //   { id, op: 'init', options }                   -> { id, value: module summary }
-//   { id, op: 'check', kind, config, weights? }   -> { id, value: resolved config }
+//   { id, op: 'check', kind, config, weights?, zeroWeights?, disposed?, method?, args? }
+//                                                 -> { id, value: { config, kernels } }
 //   { id, op: 'new', ref, kind, config }          -> { id, value: { config, kernels } }
 //   { id, op: 'call', ref, method, args, out? }   -> { id, value }
 //   { id, op: 'module', fn, args }                -> { id, value } (module.fn(...args))
@@ -12,7 +13,16 @@
 // for objects of this worker are { poolRef }; `out` keeps the
 // object a call returns under that ref. Disposed objects stay known, so a
 // later call on one throws the synchronous API's message for it.
+//
+// 'check' makes a synchronous object of `kind` for one request and disposes
+// it: the pool's objects are split over the workers, so a whole one exists
+// only here, to resolve a config or to throw the synchronous API's error for
+// an argument (weights, or a method called with `args`, after setting the
+// given weights or zeros of the config's sizes, or after disposing it).
+// Arguments { standIn: 'KVCache' | 'PrecomputedKeyValue', ... } stand for
+// the pool's sharded caches and memories there: empty ones of their sizes.
 import { createAttentionModule } from '../index.js';
+import { newFeedForwardShard } from './feed-forward-shard.js';
 
 // Where requests come from and replies go: the worker's global scope, or in
 // Node worker_threads' parentPort, set below.
@@ -43,6 +53,40 @@ function transferables(value) {
   return out;
 }
 
+// Zeros of the sizes of a layer's weights (config: the layer's resolved one).
+function zeroWeights(kind, { dModel: d, numKvHeads, headDim, ffnDim: f }) {
+  const zeros = (n) => new Float32Array(n);
+  const kv = numKvHeads * headDim;
+  const attention = () => ({ wQ: zeros(d * d), wK: zeros(d * kv), wV: zeros(d * kv),
+    wO: zeros(d * d), bQ: zeros(d), bK: zeros(kv), bV: zeros(kv), bO: zeros(d) });
+  const norm = () => ({ gamma: zeros(d), beta: zeros(d) });
+  const ffn = { w1: zeros(d * f), b1: zeros(f), w2: zeros(f * d), b2: zeros(d) };
+  return kind === 'TransformerEncoderLayer'
+    ? { attention: attention(), ffn, norm1: norm(), norm2: norm() }
+    : { selfAttention: attention(), crossAttention: attention(), ffn, norm1: norm(),
+      norm2: norm(), norm3: norm() };
+}
+
+// An argument of a 'check' request, its stand-ins made by `whole` (and
+// remembered in `made` to be disposed).
+function standIn(whole, arg, made) {
+  if (arg === null || typeof arg !== 'object' || arg.standIn === undefined) return arg;
+  const { batch, dModel } = { ...arg, dModel: whole.config.dModel };
+  const object = arg.standIn === 'KVCache'
+    ? whole.createKVCache({ batch, maxLength: arg.maxLength })
+    : whole.precomputeMemory({ data: new Float32Array(batch * arg.tokens * dModel),
+      shape: [batch, arg.tokens, dModel] });
+  made.push(object);
+  if (arg.length > 0) {
+    const width = whole.config.numKvHeads * whole.config.headDim;
+    const zeros = { data: new Float32Array(batch * arg.length * width),
+      shape: [batch, arg.length, width] };
+    object.append(zeros, zeros);
+  }
+  if (arg.disposed) object.dispose();
+  return object;
+}
+
 async function serve(request) {
   switch (request.op) {
     case 'init': {
@@ -52,15 +96,24 @@ async function serve(request) {
     }
     case 'check': {
       const whole = new module[request.kind](request.config);
+      const made = [];
       try {
         if (request.weights !== undefined) whole.setWeights(request.weights);
-        return whole.config;
+        if (request.zeroWeights) whole.setWeights(zeroWeights(request.kind, whole.config));
+        if (request.disposed) whole.dispose();
+        if (request.method !== undefined) {
+          whole[request.method](...request.args.map((arg) => standIn(whole, arg, made)));
+        }
+        return { config: whole.config, kernels: whole.kernels };
       } finally {
+        for (const object of made) object.dispose();
         whole.dispose();
       }
     }
     case 'new': {
-      const object = new module[request.kind](request.config);
+      const object = request.kind === 'FeedForward'
+        ? newFeedForwardShard(module, request.config)
+        : new module[request.kind](request.config);
       objects.set(request.ref, object);
       return { config: object.config, kernels: object.kernels };
     }

@@ -17,6 +17,7 @@
 import { checkObject, describe, float32, requiredSize } from './arguments.js';
 import { readCacheOptions } from './caches.js';
 import { OPTION_KEYS } from './option-keys.js';
+import { makePooledLayers } from './pool-layers.js';
 import { readTensor } from './tensors.js';
 
 const POOL_OPTION_KEYS = ['workers', 'build', 'backend', 'wasmPath'];
@@ -332,6 +333,55 @@ function readWasmPath(where, wasmPath) {
   return isNode || base === undefined ? wasmPath : new URL(wasmPath, base).href;
 }
 
+// Where a layer goes when the caller does not say: whole in one worker, or
+// split over the workers (attention by heads, FFN by hidden units). Split,
+// a call computes on every worker at once but makes one round trip to the
+// workers per sublayer (encoder 2, decoder 3) instead of one, and the
+// residual adds and LayerNorms run on the calling thread. So a layer is
+// split iff the compute that splitting takes off the busiest worker, for the
+// tokens of a typical call, exceeds those extra round trips:
+//   saved = tokens * (A * (1 - maxHeads / kvHeads) + 4 d f (1 - maxUnits / f))
+//   split iff saved > (sublayers - 1) * ROUND_TRIP_FLOPS
+// where A = attentions * 4 d (d + kvWidth) is the attentions' projections
+// per token (the scores, which grow with the keys, are left out: they only
+// favour splitting), f = ffnDim, maxHeads / maxUnits the most key/value
+// heads / hidden units one worker holds, tokens = ENCODER_CALL_TOKENS for an
+// encoder (a batch of sequences per call) and 1 for a decoder (a decoding
+// step, its common call). ROUND_TRIP_FLOPS is what one core computes while
+// a call goes to the workers and back: 0.22 ms per round trip of a pool of 2
+// in Node at ~29 GFLOP/s of the SIMD build's layer (measured on a
+// d = 256 encoder layer), about 6.4e6. So a BERT-base encoder (768, 3072) is
+// split, a d = 64 one stays whole, and decoders stay whole up to d ~ 1024
+// (a step's compute barely covers two more round trips).
+const ROUND_TRIP_FLOPS = 6.4e6;
+const ENCODER_CALL_TOKENS = 64;
+
+function layerPlacement(kind, c, workers) {
+  if (workers === 1) return 'whole';
+  const most = (units) => Math.max(...splitUnits(units, workers).map(({ from, to }) => to - from));
+  const d = c.dModel;
+  const f = c.ffnDim;
+  const encoder = kind === 'TransformerEncoderLayer';
+  const attentions = encoder ? 1 : 2;
+  const perToken = attentions * 4 * d * (d + c.numKvHeads * c.headDim) *
+    (1 - most(c.numKvHeads) / c.numKvHeads) + 4 * d * f * (1 - most(f) / f);
+  const tokens = encoder ? ENCODER_CALL_TOKENS : 1;
+  return tokens * perToken > attentions * ROUND_TRIP_FLOPS ? 'split' : 'whole';
+}
+
+// options.placement of a pool's layer: 'split', 'whole' or undefined (the
+// cost rule's choice).
+function readPlacement(where, options) {
+  if (options === undefined) return undefined;
+  checkObject(where, 'options', options, ['placement']);
+  const { placement } = options;
+  if (placement !== undefined && placement !== 'split' && placement !== 'whole') {
+    throw new TypeError(`${where}: options.placement: expected 'split' or 'whole', got ` +
+      `${describe(placement)}`);
+  }
+  return placement;
+}
+
 function makePool(workers, summary) {
   let nextRef = 1;
 
@@ -366,12 +416,12 @@ function makePool(workers, summary) {
       return this.enqueue(async () => {
         if (this.#disposed || workers.dead) return;
         this.#disposed = true;
-        this.released();
+        await this.released();
         await workers.all(this.shards.map((s) => s.worker), () => ({ op: 'dispose', ref: this.ref }));
       });
     }
 
-    // What else disposing of the object releases.
+    // What else disposing of the object releases (a promise, or nothing).
     released() {}
 
     [asyncDisposeSymbol]() { return this.dispose(); }
@@ -459,16 +509,18 @@ function makePool(workers, summary) {
   // Its shards: [{ worker, heads: [from, to), kvHeads: [from, to) }].
   class MultiHeadAttention extends PoolObject {
     #config;
+    #kernels;
     #bO;
     #hasWeights = false;
 
-    constructor(config, shards) {
+    constructor(config, kernels, shards) {
       super(nextRef++, shards);
       this.#config = config;
+      this.#kernels = kernels;
     }
 
     get config() { return this.#config; }
-    get kernels() { return summary.kernels; }
+    get kernels() { return this.#kernels; }
 
     // A disposed object, or one without weights, says so through the
     // synchronous object of worker 0, which checks that first.
@@ -608,8 +660,8 @@ function makePool(workers, summary) {
 
   }
 
-  // A layer runs whole in one worker, the one holding the fewest layers: the
-  // pool spreads layers over its workers, not one layer's work.
+  // A layer placed whole runs in one worker, the one holding the fewest
+  // layers, so that the pool spreads such layers over its workers.
   const layersHeld = new Array(workers.count).fill(0);
 
   // Its one shard, { worker }, holds its caches and memories too.
@@ -628,6 +680,7 @@ function makePool(workers, summary) {
 
     get config() { return this.#config; }
     get kernels() { return this.#kernels; }
+    get placement() { return 'whole'; }
 
     // Runs `method` in the layer's worker as the next call on the layer.
     // prepare(where) checks what is cheap on this side and returns { args,
@@ -719,10 +772,22 @@ function makePool(workers, summary) {
     }
   }
 
-  // A layer of class Layer in the worker holding the fewest.
-  async function createLayer(Class, kind, config) {
+  const pooledLayers = makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue,
+    poolObject, newRef: () => nextRef++, splitUnits, columns,
+    createMultiHeadAttention: (config) => createMultiHeadAttention(config) });
+
+  // A layer split over the workers (pool-layers.js), or whole (class
+  // Layer) in the worker holding the fewest: as placement says, by default
+  // as layerPlacement's cost rule picks.
+  async function createLayer(Class, kind, config, placement) {
     workers.check(kind);
     checkObject(kind, 'config', config, OPTION_KEYS.TransformerLayerConfig);
+    const chosen = readPlacement(kind, placement);
+    // Worker 0 checks the config and resolves it, as the synchronous layer.
+    const [resolved] = await workers.all([0], () => ({ op: 'check', kind, config }));
+    if ((chosen ?? layerPlacement(kind, resolved.config, workers.count)) === 'split') {
+      return pooledLayers.createPooledLayer(kind, config, resolved);
+    }
     const worker = layersHeld.indexOf(Math.min(...layersHeld));
     const ref = nextRef++;
     const [made] = await workers.all([worker], () => ({ op: 'new', ref, kind, config }));
@@ -734,14 +799,14 @@ function makePool(workers, summary) {
     const where = 'MultiHeadAttention';
     workers.check(where);
     checkObject(where, 'config', config, OPTION_KEYS.MultiHeadAttentionConfig);
-    const [resolved] = await workers.all([0],
+    const [{ config: resolved, kernels }] = await workers.all([0],
       () => ({ op: 'check', kind: 'MultiHeadAttention', config }));
     const { numHeads, numKvHeads, headDim, headDimV } = resolved;
     const group = numHeads / numKvHeads;
     const shards = splitUnits(numKvHeads, workers.count).map(({ worker, from, to }) => ({
       worker, kvHeads: [from, to], heads: [from * group, to * group],
     }));
-    const mha = new MultiHeadAttention(resolved, shards);
+    const mha = new MultiHeadAttention(resolved, kernels, shards);
     await workers.all(shards.map((s) => s.worker), (i) => ({
       op: 'new', ref: mha.ref, kind: 'MultiHeadAttention',
       config: { ...config, numHeads: (shards[i].kvHeads[1] - shards[i].kvHeads[0]) * group,
@@ -772,10 +837,10 @@ function makePool(workers, summary) {
     backends: Object.freeze(summary.backends),
     kernels: summary.kernels,
     MultiHeadAttention: createMultiHeadAttention,
-    TransformerEncoderLayer: (config) =>
-      createLayer(TransformerEncoderLayer, 'TransformerEncoderLayer', config),
-    TransformerDecoderLayer: (config) =>
-      createLayer(TransformerDecoderLayer, 'TransformerDecoderLayer', config),
+    TransformerEncoderLayer: (config, options) =>
+      createLayer(TransformerEncoderLayer, 'TransformerEncoderLayer', config, options),
+    TransformerDecoderLayer: (config, options) =>
+      createLayer(TransformerDecoderLayer, 'TransformerDecoderLayer', config, options),
     positionalEncoding: moduleFunction('positionalEncoding'),
     layerNorm: moduleFunction('layerNorm'),
     attention: moduleFunction('attention'),
