@@ -3,7 +3,8 @@
 // objects it holds, the shards of the pool's objects, one at a time in the
 // order they come. Requests and replies are plain messages:
 //   { id, op: 'init', options }                   -> { id, value: module summary }
-//   { id, op: 'check', kind, config, weights?, zeroWeights?, disposed?, method?, args? }
+//   { id, op: 'check', kind, config, weights?, zeroWeights?, disposed?, method?, args?,
+//     target? }
 //                                                 -> { id, value: { config, kernels } }
 //   { id, op: 'new', ref, kind, config }          -> { id, value: { config, kernels } }
 //   { id, op: 'call', ref, method, args, out? }   -> { id, value }
@@ -17,8 +18,9 @@
 // 'check' makes a synchronous object of `kind` for one request and disposes
 // it: the pool's objects are split over the workers, so a whole one exists
 // only here, to resolve a config or to throw the synchronous API's error for
-// an argument (weights, or a method called with `args`, after setting the
-// given weights or zeros of the config's sizes, or after disposing it).
+// an argument (weights, or a method called with `args` on it or on the
+// stand-in `target`, after setting the given weights or zeros of the
+// config's sizes, or after disposing it).
 // Arguments { standIn: 'KVCache' | 'PrecomputedKeyValue', ... } stand for
 // the pool's sharded caches and memories there: empty ones of their sizes.
 import { createAttentionModule } from '../index.js';
@@ -78,10 +80,10 @@ function standIn(whole, arg, made) {
       shape: [batch, arg.tokens, dModel] });
   made.push(object);
   if (arg.length > 0) {
-    const width = whole.config.numKvHeads * whole.config.headDim;
-    const zeros = { data: new Float32Array(batch * arg.length * width),
-      shape: [batch, arg.length, width] };
-    object.append(zeros, zeros);
+    const { numKvHeads, headDim, headDimV = headDim } = whole.config;
+    const zeros = (width) => ({ data: new Float32Array(batch * arg.length * width),
+      shape: [batch, arg.length, width] });
+    object.append(zeros(numKvHeads * headDim), zeros(numKvHeads * headDimV));
   }
   if (arg.disposed) object.dispose();
   return object;
@@ -102,7 +104,8 @@ async function serve(request) {
         if (request.zeroWeights) whole.setWeights(zeroWeights(request.kind, whole.config));
         if (request.disposed) whole.dispose();
         if (request.method !== undefined) {
-          whole[request.method](...request.args.map((arg) => standIn(whole, arg, made)));
+          const target = request.target === undefined ? whole : standIn(whole, request.target, made);
+          target[request.method](...request.args.map((arg) => standIn(whole, arg, made)));
         }
         return { config: whole.config, kernels: whole.kernels };
       } finally {

@@ -18,6 +18,7 @@ import { checkObject, describe, float32, requiredSize } from './arguments.js';
 import { readCacheOptions } from './caches.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { makePooledLayers } from './pool-layers.js';
+import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { readTensor } from './tensors.js';
 
 const POOL_OPTION_KEYS = ['workers', 'build', 'backend', 'wasmPath'];
@@ -430,12 +431,16 @@ function makePool(workers, summary) {
   class KVCache extends PoolObject {
     #batch;
     #maxLength;
+    #attention;
     #length = 0;
 
-    constructor(shards, batch, maxLength) {
+    // attention: the resolved config of the attention that made it (its
+    // heads' widths), or undefined for a cache of a layer placed whole.
+    constructor(shards, batch, maxLength, attention) {
       super(nextRef++, shards);
       this.#batch = batch;
       this.#maxLength = maxLength;
+      this.#attention = attention;
     }
 
     get batch() { return this.#batch; }
@@ -474,6 +479,45 @@ function makePool(workers, summary) {
     // (An n that is not a size fails in the workers, as synchronously.)
     truncate(n) { return this.step(() => this.call('truncate', [n]), () => n ?? 0); }
     reset() { return this.step(() => this.call('reset'), () => 0); }
+
+    // Keys [B, n, kvHeads * headDim] and values [B, n, kvHeads * headDimV]
+    // (as keys() and values() give them), each worker given its heads'
+    // features. Keys or values of another width, and whatever a worker
+    // refuses, are judged by worker 0 on a synchronous cache of this one's
+    // sizes, for the synchronous message.
+    append(keys, values) {
+      const where = 'KVCache.append';
+      let tokens = 0;
+      return this.step(async (length) => {
+        if (this.disposed) await this.call('append', []);
+        const k = readTensor(where, 'keys', keys);
+        const v = readTensor(where, 'values', values);
+        tokens = k.tokens;
+        const a = this.#attention;
+        if (a === undefined) return this.call('append', [keys, values]);
+        const kw = a.numKvHeads * a.headDim;
+        const vw = a.numKvHeads * a.headDimV;
+        let error;
+        if (k.features === kw && v.features === vw && k.data.length % kw === 0 &&
+          v.data.length % vw === 0) {
+          const part = (t, width, { kvHeads: [from, to] }, dim) => ({
+            data: columns(t.data, t.data.length / width, width, from * dim, to * dim),
+            shape: [...t.shape.slice(0, -1), (to - from) * dim],
+          });
+          try {
+            return await this.call('append', [], (s) =>
+              [part(keys, kw, s, a.headDim), part(values, vw, s, a.headDimV)]);
+          } catch (e) {
+            if (workers.dead) throw e;
+            error = e;
+          }
+        }
+        await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention', config: a,
+          target: { standIn: 'KVCache', batch: this.#batch, maxLength: this.#maxLength, length },
+          method: 'append', args: [keys, values] }));
+        throw error;
+      }, (length) => length + tokens);
+    }
   }
 
   class PrecomputedKeyValue extends PoolObject {
@@ -555,14 +599,35 @@ function makePool(workers, summary) {
           await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention',
             config: c, weights }));
         }
-        const group = c.numHeads / c.numKvHeads;
-        const parts = this.shards.map((shard) => this.#shardWeights(weights, shard, group));
-        await workers.all(this.shards.map((s) => s.worker),
-          (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
-          (i) => Object.values(parts[i]).map((a) => a.buffer));
-        this.#bO = c.bias ? Float32Array.from(weights.bO) : undefined;
-        this.#hasWeights = true;
+        await this.#apply(weights);
       });
+    }
+
+    // An nn.MultiheadAttention state_dict. Its conversion is C++'s, which
+    // takes whole attentions only: worker 0's synchronous object judges the
+    // state first, and the accepted state is transposed here and split.
+    setWeightsFromPyTorch(state) {
+      const where = 'MultiHeadAttention.setWeightsFromPyTorch';
+      return this.enqueue(async () => {
+        workers.check(where);
+        await this.#unusable('setWeightsFromPyTorch', false);
+        checkObject(where, 'state', state);
+        await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention',
+          config: this.#config, method: 'setWeightsFromPyTorch', args: [state] }));
+        await this.#apply(attentionWeightsFromPyTorch(this.#config, state));
+      });
+    }
+
+    // Weights that fit, split by heads and sent; b_O stays here.
+    async #apply(weights) {
+      const c = this.#config;
+      const group = c.numHeads / c.numKvHeads;
+      const parts = this.shards.map((shard) => this.#shardWeights(weights, shard, group));
+      await workers.all(this.shards.map((s) => s.worker),
+        (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
+        (i) => Object.values(parts[i]).map((a) => a.buffer));
+      this.#bO = c.bias ? Float32Array.from(weights.bO) : undefined;
+      this.#hasWeights = true;
     }
 
     // The weights of one shard's heads, without b_O (added once by the pool).
@@ -628,7 +693,7 @@ function makePool(workers, summary) {
         workers.check(where);
         await this.#unusable('createKVCache', false);
         const { batch, maxLength } = readCacheOptions(where, options);
-        const cache = new KVCache(this.shards, batch, maxLength);
+        const cache = new KVCache(this.shards, batch, maxLength, this.#config);
         await this.call('createKVCache', [options], undefined, cache.ref);
         return cache;
       });

@@ -64,7 +64,7 @@ function count(shape) {
 }
 
 // Rows [row0, row0 + rows) of src [*, cols], transposed: -> [cols, rows].
-function transposeRows(src, row0, rows, cols) {
+export function transposeRows(src, row0, rows, cols) {
   const out = new Float32Array(rows * cols);
   for (let r = 0; r < rows; r++) {
     const from = (row0 + r) * cols;
