@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -210,46 +211,95 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   has_weights_ = true;
 }
 
-void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p,
-                                 float* out, size_t ldc) const {
+void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p, float* out,
+                                 size_t ldc, const GemmEpilogue* then) const {
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p.rows, p.w.data(),
-                         p.bias.empty() ? nullptr : p.bias.data(), p.cols, out, ldc);
+                         p.bias.empty() ? nullptr : p.bias.data(), p.cols, out, ldc, then);
 }
 
-void MultiHeadAttention::Rotate(float* rows, size_t batch, size_t tokens,
-                                size_t rows_per_batch, size_t ld, size_t heads,
-                                size_t pos0) const {
+const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
   const RopeConfig& rope = config_.rope;
-  if (rope.style == RopeStyle::kNone) return;
-  // Pair i is (i, i + r/2) in the half style, (2i, 2i + 1) interleaved; its
-  // angle pos * base^(-2i / r), computed in double, then rotated in float.
-  const size_t half = rope.rotary_dim / 2;
-  const bool halves = rope.style == RopeStyle::kHalf;
-  std::vector<double> inv_freq(half);
-  for (size_t i = 0; i < half; ++i) {
-    inv_freq[i] = std::pow(rope.base, -2.0 * double(i) / double(rope.rotary_dim));
-  }
-  std::vector<float> cos_sin(2 * half);
-  for (size_t t = 0; t < tokens; ++t) {
-    for (size_t i = 0; i < half; ++i) {
-      const double angle = double(pos0 + t) * inv_freq[i];
-      cos_sin[2 * i] = float(std::cos(angle));
-      cos_sin[2 * i + 1] = float(std::sin(angle));
-    }
-    for (size_t b = 0; b < batch; ++b) {
-      float* row = rows + (b * rows_per_batch + t) * ld;
-      for (size_t h = 0; h < heads; ++h) {
-        float* x = row + h * layout_.dk_pad;
-        for (size_t i = 0; i < half; ++i) {
-          float& x0 = x[halves ? i : 2 * i];
-          float& x1 = x[halves ? i + half : 2 * i + 1];
-          const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1], a = x0, e = x1;
-          x0 = a * c - e * s;
-          x1 = a * s + e * c;
+  const bool interleaved = rope.style == RopeStyle::kInterleaved;
+  const size_t r = rope.rotary_dim, half = r / 2, row = RopeTableRow(r, interleaved);
+  // Pair i turns by pos * base^(-2i / r), computed in double, stored in float.
+  auto fill = [&](float* angles, size_t first, size_t count) {
+    std::vector<double> inv_freq(half);
+    for (size_t i = 0; i < half; ++i) inv_freq[i] = std::pow(rope.base, -2.0 * double(i) / double(r));
+    for (size_t t = 0; t < count; ++t) {
+      float* c = angles + t * row;
+      float* s = c + (interleaved ? r : half);
+      for (size_t i = 0; i < half; ++i) {
+        const double angle = (double(first) + double(t)) * inv_freq[i];
+        const float cos = float(std::cos(angle)), sin = float(std::sin(angle));
+        if (interleaved) {
+          c[2 * i] = c[2 * i + 1] = cos;
+          s[2 * i] = -sin;
+          s[2 * i + 1] = sin;
+        } else {
+          c[i] = cos;
+          s[i] = sin;
         }
       }
     }
+  };
+  // Kept rows grow from position 0 while the new ones are few against the
+  // call's own (a decoder's step adds one); in blocks of 64 positions.
+  if (pos0 <= rope_positions_ && tokens <= rope_positions_ - pos0) {
+    return rope_angles_.data() + pos0 * row;
   }
+  if (pos0 <= rope_positions_ + 4 * tokens + 256) {
+    const size_t end = (pos0 + tokens + 63) / 64 * 64;
+    rope_angles_.resize(CheckedCount("rotary angles", {{"positions", end}, {"angles", row}}));
+    fill(rope_angles_.data() + rope_positions_ * row, rope_positions_, end - rope_positions_);
+    rope_positions_ = end;
+    return rope_angles_.data() + pos0 * row;
+  }
+  rope_call_angles_.resize(CheckedCount("rotary angles", {{"tokens", tokens}, {"angles", row}}));
+  fill(rope_call_angles_.data(), pos0, tokens);
+  return rope_call_angles_.data();
+}
+
+void MultiHeadAttention::ProjectRotated(const float* x, size_t batch, size_t tokens,
+                                        const Packed& p, float* out, size_t ldc, size_t pos0) {
+  const RopeConfig& rope = config_.rope;
+  if (rope.style == RopeStyle::kNone) {
+    Project(x, batch * tokens, p, out, ldc);
+    return;
+  }
+  const bool interleaved = rope.style == RopeStyle::kInterleaved;
+  const size_t dk = layout_.dk_pad;
+  struct Rows {
+    const KernelTable* kernels;
+    RopeArgs args;  // x: batch item 0's row 0
+    size_t batch, batch_floats;
+  };
+  const Rows rows{kernels_,
+                  {.x = out,
+                   .ld = ldc,
+                   .tokens = tokens,
+                   .heads = 0,
+                   .head_stride = dk,
+                   .rotary_dim = rope.rotary_dim,
+                   .interleaved = interleaved,
+                   .table = RopeAngles(pos0, tokens),
+                   .table_ld = RopeTableRow(rope.rotary_dim, interleaved)},
+                  batch,
+                  tokens * ldc};
+  // Units of whole heads and whole GEMM panels, so that a task rotates only
+  // heads it wrote: 64-float heads on 32-float panels give a head a unit.
+  const GemmEpilogue rotate{
+      std::lcm(dk, kernels_->panel_width),
+      [](const void* context, size_t col0, size_t col1) {
+        const Rows& r = *static_cast<const Rows*>(context);
+        RopeArgs a = r.args;
+        a.heads = (col1 - col0) / a.head_stride;
+        for (size_t b = 0; b < r.batch; ++b) {
+          a.x = r.args.x + b * r.batch_floats + col0;
+          r.kernels->rope(a);
+        }
+      },
+      &rows};
+  Project(x, batch * tokens, p, out, ldc, &rotate);
 }
 
 void MultiHeadAttention::CheckReady() const {
@@ -322,11 +372,10 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   if (kv_workspace_.size() < need) kv_workspace_.resize(need);
   float* k = kv_workspace_.data();
   float* v = k + rows * layout_.key_row();
-  Project(key.data.data(), rows, k_, k, layout_.key_row());
-  Project(value.data.data(), rows, v_, v, layout_.value_row());
   // Self-attention's keys sit at the queries' positions; other keys from 0.
   const size_t key_pos0 = same(key, query) ? options.position_offset : 0;
-  Rotate(k, key.batch, key.tokens, key.tokens, layout_.key_row(), c.num_kv_heads, key_pos0);
+  ProjectRotated(key.data.data(), key.batch, key.tokens, k_, k, layout_.key_row(), key_pos0);
+  Project(value.data.data(), rows, v_, v, layout_.value_row());
   const std::span<const float> keys(k, rows * layout_.key_row());
   const double max_abs_key = CheckComputed("the key projection key W_k + b_k", keys, kTooLarge);
   CheckComputed("the value projection value W_v + b_v",
@@ -352,10 +401,9 @@ PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
     kv.key_padding_.assign(key_padding_mask.begin(), key_padding_mask.end());
   }
   const size_t rows = memory.batch * memory.tokens;
-  Project(memory.data.data(), rows, k_, kv.k_.data(), layout_.key_row());
+  ProjectRotated(memory.data.data(), memory.batch, memory.tokens, k_, kv.k_.data(),
+                 layout_.key_row(), 0);
   Project(memory.data.data(), rows, v_, kv.v_.data(), layout_.value_row());
-  Rotate(kv.k_.data(), memory.batch, memory.tokens, memory.tokens, layout_.key_row(),
-         config_.num_kv_heads, 0);
   kv.max_abs_key_ = CheckComputed("the key projection memory W_k + b_k", kv.k_, kTooLarge);
   CheckComputed("the value projection memory W_v + b_v", kv.v_, kTooLarge);
   return kv;
@@ -425,9 +473,8 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
     const float* rows = x.data.data() + b * x.tokens * x.features;
     float* k = cache.key_row(b, cache.length());
     float* v = cache.value_row(b, cache.length());
-    Project(rows, x.tokens, k_, k, layout_.key_row());
+    ProjectRotated(rows, 1, x.tokens, k_, k, layout_.key_row(), cache.length());
     Project(rows, x.tokens, v_, v, layout_.value_row());
-    Rotate(k, 1, x.tokens, x.tokens, layout_.key_row(), config_.num_kv_heads, cache.length());
     // Checked before the cache takes the tokens: it never holds a non-finite
     // value, so its keys() and values() can always be appended again.
     const std::span<const float> keys(k, x.tokens * layout_.key_row());
@@ -465,8 +512,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* q = workspace_.data();
   float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_z;
-  Project(query.data.data(), batch * tq, q_, q, ld_q);
-  Rotate(q, batch, tq, tq, ld_q, heads, query_pos0);
+  ProjectRotated(query.data.data(), batch, tq, q_, q, ld_q, query_pos0);
   const std::span<const float> queries(q, batch * tq * ld_q);
   const double max_abs_query =
       CheckComputed("the query projection query W_q + b_q", queries, kTooLarge);

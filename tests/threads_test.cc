@@ -92,6 +92,27 @@ TEST_P(Threads, RandomProblemsWithEveryMaskAreBitIdentical) {
   }
 }
 
+// Rotary positions on grouped-query heads of 12 floats: the projections'
+// units then hold one head or several (kernels/rope.h), rotated by the task
+// that wrote them.
+TEST_P(Threads, RotaryProblemsAreBitIdentical) {
+  std::mt19937 rng(19);
+  for (const RopeStyle style : {RopeStyle::kHalf, RopeStyle::kInterleaved}) {
+    const MhaConfig config{.d_model = 36, .num_heads = 6, .head_dim = 12, .num_kv_heads = 2,
+                           .rope = {.style = style, .base = 10000.0, .rotary_dim = 8}};
+    const MhaProblem p = testing::RandomProblem(config, 2, 70, 70, rng);
+    MhaOptions o;
+    o.causal = true;
+    o.position_offset = 3;
+    ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
+      MultiHeadAttention mha(p.config, table(), std::move(pool));
+      mha.SetWeights(p.weights.View());
+      const Tensor3 x = p.query.View();
+      return mha.Forward(x, x, x, o);
+    });
+  }
+}
+
 TEST_P(Threads, IncrementalDecodingIsBitIdentical) {
   std::mt19937 rng(23);
   const MhaConfig config{.d_model = 48, .num_heads = 6};

@@ -8,6 +8,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
+#include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
 
@@ -27,6 +28,8 @@ struct KernelTable {
   void (*gemm)(const GemmArgs& args);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
+  // Rotary position embedding of Q or K rows, in place.
+  void (*rope)(const RopeArgs& args);
   // x[0..n) = act(x), in place.
   void (*activation)(Activation act, float* x, size_t n);
   // out = x + y; out may alias x or y.

@@ -13,5 +13,6 @@
 #include "dispatch/kernel_table.h"
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
+#include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"

@@ -12,6 +12,8 @@
 //   Pow2(n)                2^n for an integral n in [-127, 127], straight
 //                          into the exponent bits; n = -127 gives +0
 //   ReduceSum              horizontal sum to a float
+//   SwapPairs              lanes (0 1)(2 3)... exchanged; only where
+//                          kLanes >= 2 (the scalar layers have no pairs)
 // ops_xsimd-inl.h and ops_scalar-inl.h provide the same for xsimd and plain
 // C++, so one algorithm serves every backend.
 //
@@ -65,4 +67,7 @@ struct HighwayOps {
   static float ReduceSum(V v) {
     return hwy::HWY_NAMESPACE::GetLane(hwy::HWY_NAMESPACE::SumOfLanes(D(), v));
   }
+#if HWY_TARGET != HWY_SCALAR
+  static V SwapPairs(V v) { return hwy::HWY_NAMESPACE::Shuffle2301(v); }
+#endif
 };

@@ -39,4 +39,10 @@ struct XsimdOps {
     return xsimd::bitwise_cast<float>(xsimd::bitwise_cast<int32_t>(biased) << 23);
   }
   static float ReduceSum(V v) { return xsimd::reduce_add(v); }
+  struct PairSwapped {
+    static constexpr uint32_t get(size_t i, size_t) { return static_cast<uint32_t>(i ^ 1); }
+  };
+  static V SwapPairs(V v) {
+    return xsimd::swizzle(v, xsimd::make_batch_constant<uint32_t, Arch, PairSwapped>());
+  }
 };

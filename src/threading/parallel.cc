@@ -2,31 +2,35 @@
 
 namespace simd_attention {
 
-void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g) {
+void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g,
+                  const GemmEpilogue* then) {
+  const size_t unit = then != nullptr ? then->unit : kernels.panel_width;
+  const size_t units = (g.n + unit - 1) / unit;
   const size_t panels = (g.n + kernels.panel_width - 1) / kernels.panel_width;
   const double work_ns = 2.0 * double(g.m) * double(g.k) * double(g.n) / 50.0 +
                          double(g.k) * double(panels * kernels.panel_width) * 4.0 / 20.0;
-  const size_t tasks = TaskCount(pool, work_ns, panels);
-  if (tasks == 1) {
-    kernels.gemm(g);
-    return;
-  }
   const size_t panel_floats = kernels.panel_width * g.packed_rows;
-  pool.Run(tasks, [&](size_t t, size_t) {
-    const size_t p0 = panels * t / tasks, p1 = panels * (t + 1) / tasks;
-    const size_t col0 = p0 * kernels.panel_width;
+  auto columns = [&](size_t col0, size_t col1) {
     GemmArgs part = g;
-    part.packed_b = g.packed_b + p0 * panel_floats;
-    part.n = std::min(g.n, p1 * kernels.panel_width) - col0;
+    part.packed_b = g.packed_b + col0 / kernels.panel_width * panel_floats;
+    part.n = col1 - col0;
     part.packed_bias = g.packed_bias == nullptr ? nullptr : g.packed_bias + col0;
     part.c = g.c + col0;
     kernels.gemm(part);
+    if (then != nullptr) then->run(then->context, col0, col1);
+  };
+  ParallelRanges(pool, units, TaskCount(pool, work_ns, units), [&](size_t u0, size_t u1) {
+    if (then == nullptr) {
+      columns(u0 * unit, std::min(g.n, u1 * unit));
+      return;
+    }
+    for (size_t u = u0; u < u1; ++u) columns(u * unit, std::min(g.n, (u + 1) * unit));
   });
 }
 
 void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const float* a,
                             size_t m, size_t k, const float* packed, const float* packed_bias,
-                            size_t n, float* c, size_t ldc) {
+                            size_t n, float* c, size_t ldc, const GemmEpilogue* then) {
   ParallelGemm(pool, kernels,
                {.a = a,
                 .lda = k,
@@ -38,7 +42,8 @@ void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const 
                 .n = n,
                 .packed_bias = packed_bias,
                 .c = c,
-                .ldc = ldc});
+                .ldc = ldc},
+               then);
 }
 
 }  // namespace simd_attention

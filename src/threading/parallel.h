@@ -27,18 +27,30 @@ inline size_t TaskCount(const ThreadPool& pool, double work_ns, size_t max_tasks
   return std::max<size_t>(1, std::min({max_tasks, pool.threads() * kTasksPerThread, by_time}));
 }
 
-// C = A * packed B (+ bias), split by column panels. A panel's columns meet
-// the same row tiles and K blocks as in one call (rows are never split: the
+// Work run on a task's thread right after each `unit` columns of a GEMM it
+// wrote (a multiple of the panel width): m rows of a unit (S2: 128 x 64
+// floats, 32 KiB) are still in that core's L1/L2, so an epilogue such as the
+// rotary embedding costs no pass over memory.
+struct GemmEpilogue {
+  size_t unit;
+  void (*run)(const void* context, size_t col0, size_t col1);
+  const void* context;
+};
+
+// C = A * packed B (+ bias), split by column panels (with an epilogue: by its
+// units, each multiplied and then handed to it). A panel's columns meet the
+// same row tiles and K blocks as in one call (rows are never split: the
 // GEMM's tiling, and for short tiles its split-K chains, depend on m).
 // Estimated time: 2mkn FLOPs at ~50 GFLOP/s plus the packed B from memory at
 // ~20 GB/s (a decode step's 1 x 768 x 768 is all weight traffic).
-void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g);
+void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g,
+                  const GemmEpilogue* then = nullptr);
 
 // c[m, n] (row stride ldc) = a[m, k] (rows of k floats) * the whole packed
 // [k, n] matrix + its packed bias (nullptr: none): the projections' GEMM.
 void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const float* a,
                             size_t m, size_t k, const float* packed, const float* packed_bias,
-                            size_t n, float* c, size_t ldc);
+                            size_t n, float* c, size_t ldc, const GemmEpilogue* then = nullptr);
 
 // f(begin, end) over [0, n) in `tasks` contiguous ranges of near-equal size.
 template <class F>

@@ -23,6 +23,7 @@ namespace simd_attention {
 
 class AttentionCall;
 class ThreadPool;
+struct GemmEpilogue;
 struct KernelTable;
 
 // Rotary position embedding of each head's projected queries and keys
@@ -196,14 +197,17 @@ class MultiHeadAttention {
 
   Packed PackProjection(std::span<const float> w, std::span<const float> b, size_t rows,
                         size_t heads, size_t head_in, size_t head_out) const;
-  // Rotary position embedding in place (config.rope): row t of batch b, at
-  // rows + (b * rows_per_batch + t) * ld, holds `heads` heads of dk_pad
-  // floats and is rotated as position pos0 + t.
-  void Rotate(float* rows, size_t batch, size_t tokens, size_t rows_per_batch, size_t ld,
-              size_t heads, size_t pos0) const;
-  // out rows (row stride ldc) = x rows * W + b.
-  void Project(const float* x, size_t rows, const Packed& p, float* out,
-               size_t ldc) const;
+  // out rows (row stride ldc) = x rows * W + b, then `then` on the columns
+  // each task wrote (threading/parallel.h).
+  void Project(const float* x, size_t rows, const Packed& p, float* out, size_t ldc,
+               const GemmEpilogue* then = nullptr) const;
+  // Project for queries or keys: `batch` items of `tokens` rows of heads of
+  // dk_pad floats, then (config.rope) token t rotated as position pos0 + t by
+  // the task that wrote its head, while the head is in that task's cache.
+  void ProjectRotated(const float* x, size_t batch, size_t tokens, const Packed& p, float* out,
+                      size_t ldc, size_t pos0);
+  // Rotary angle rows (kernels/rope.h) of positions [pos0, pos0 + tokens).
+  const float* RopeAngles(size_t pos0, size_t tokens);
   void CheckReady() const;
   // The call's scale, window and masks checked against [B, H, Tq, Tk],
   // before anything changes (ForwardIncremental: the cache).
@@ -225,6 +229,12 @@ class MultiHeadAttention {
   Packed q_, k_, v_, o_;
   std::vector<float> kv_workspace_;  // K, V projected by Forward; grows
   std::vector<float> workspace_;     // Q, Z and attention scratch; grows
+  // Rotary angles of positions [0, rope_positions_), kept: a decoder steps
+  // through them one token at a time. A call far past them gets its own
+  // rows in rope_call_angles_.
+  std::vector<float> rope_angles_;
+  size_t rope_positions_ = 0;
+  std::vector<float> rope_call_angles_;
 };
 
 }  // namespace simd_attention

@@ -1,0 +1,40 @@
+// Rotary position embedding over a vector layer `Ops` (layout and arguments
+// in kernels/rope.h). Called by the projections of Q and K on the columns a
+// GEMM task has just written, while they are in its cache.
+//
+// Textual part of a per-target namespace: include only from a backend's
+// instantiation file, after the Ops layer.
+
+template <class Ops>
+struct Rope {
+  using V = typename Ops::V;
+  static constexpr size_t kL = Ops::kLanes;
+
+  static void Rotate(const RopeArgs& a) {
+    // Whole vectors of one half (half style: its partner vector sits half
+    // features on) or of interleaved pairs (an even lane count never splits
+    // a pair); a single lane has no pairs, so that layer is all tail.
+    const size_t width = a.interleaved ? a.rotary_dim : a.rotary_dim / 2;
+    const size_t vectors_end = kL >= 2 ? width / kL * kL : 0;
+    for (size_t t = 0; t < a.tokens; ++t) {
+      const float* c = a.table + t * a.table_ld;
+      const float* s = c + width;
+      for (size_t h = 0; h < a.heads; ++h) {
+        float* x = a.x + t * a.ld + h * a.head_stride;
+        if constexpr (kL >= 2) {
+          for (size_t i = 0; i < vectors_end; i += kL) {
+            const V v = Ops::Load(x + i), cos = Ops::Load(c + i), sin = Ops::Load(s + i);
+            if (a.interleaved) {
+              Ops::Store(Ops::MulAdd(v, cos, Ops::Mul(Ops::SwapPairs(v), sin)), x + i);
+            } else {
+              const V w = Ops::Load(x + i + width);
+              Ops::Store(Ops::Sub(Ops::Mul(v, cos), Ops::Mul(w, sin)), x + i);
+              Ops::Store(Ops::MulAdd(v, sin, Ops::Mul(w, cos)), x + i + width);
+            }
+          }
+        }
+        if (vectors_end < width) RotateTail(a, x, c, vectors_end);
+      }
+    }
+  }
+};

@@ -1,0 +1,128 @@
+// The rotary position embedding: the kernel of every table against a
+// rotation in double, at rotary widths around each table's vector width
+// (whole vectors, a scalar tail, fewer features than one vector) with padded
+// heads and rows, and multi-head attention with RoPE against the float64
+// reference, at positions from the kept angle table and far past it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/rope.h"
+#include "random_mha.h"
+#include "reference/attention_reference.h"
+#include "simd_attention/multi_head_attention.h"
+#include "test_util.h"
+
+namespace simd_attention {
+namespace {
+
+class RopeKernel : public testing::TableTest {};
+
+// Angle rows of positions pos0.. in the kernel's layout (kernels/rope.h).
+std::vector<float> AngleTable(size_t pos0, size_t tokens, size_t r, bool interleaved,
+                              double base) {
+  const size_t row = RopeTableRow(r, interleaved), half = r / 2;
+  std::vector<float> table(tokens * row);
+  for (size_t t = 0; t < tokens; ++t) {
+    float* c = table.data() + t * row;
+    float* s = c + (interleaved ? r : half);
+    for (size_t i = 0; i < half; ++i) {
+      const double angle = double(pos0 + t) * std::pow(base, -2.0 * double(i) / double(r));
+      const float cos = float(std::cos(angle)), sin = float(std::sin(angle));
+      if (interleaved) {
+        c[2 * i] = c[2 * i + 1] = cos;
+        s[2 * i] = -sin;
+        s[2 * i + 1] = sin;
+      } else {
+        c[i] = cos;
+        s[i] = sin;
+      }
+    }
+  }
+  return table;
+}
+
+TEST_P(RopeKernel, MatchesARotationInDouble) {
+  const size_t lanes = table().lanes;
+  const size_t tokens = 4, heads = 3, pos0 = 1000;
+  const double base = 10000.0;
+  std::mt19937 rng(41);
+  for (const bool interleaved : {false, true}) {
+    for (const size_t r : {size_t{2}, size_t{6}, lanes, 2 * lanes, 2 * lanes + 2,
+                           4 * lanes + 6, size_t{64}}) {
+      if (r % 2 != 0) continue;  // the scalar table's one lane
+      SCOPED_TRACE((interleaved ? "interleaved, r = " : "half, r = ") + std::to_string(r));
+      const size_t stride = r + 5, ld = heads * stride + 3;
+      const std::vector<float> x = testing::RandomVector(tokens * ld, 1.0f, rng);
+      const std::vector<float> angles = AngleTable(pos0, tokens, r, interleaved, base);
+      std::vector<float> y = x;
+      table().rope({.x = y.data(),
+                    .ld = ld,
+                    .tokens = tokens,
+                    .heads = heads,
+                    .head_stride = stride,
+                    .rotary_dim = r,
+                    .interleaved = interleaved,
+                    .table = angles.data(),
+                    .table_ld = RopeTableRow(r, interleaved)});
+      for (size_t t = 0; t < tokens; ++t) {
+        for (size_t h = 0; h < heads; ++h) {
+          const size_t at = t * ld + h * stride;
+          for (size_t i = 0; i < r / 2; ++i) {
+            const size_t i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + r / 2;
+            const double angle = double(pos0 + t) * std::pow(base, -2.0 * double(i) / double(r));
+            const double c = double(float(std::cos(angle))), s = double(float(std::sin(angle)));
+            const double a = x[at + i0], b = x[at + i1];
+            EXPECT_NEAR(y[at + i0], a * c - b * s, 1e-6) << "token " << t << " head " << h;
+            EXPECT_NEAR(y[at + i1], a * s + b * c, 1e-6) << "token " << t << " head " << h;
+          }
+          for (size_t i = r; i < stride; ++i) {
+            EXPECT_EQ(y[at + i], x[at + i]) << "feature " << i << " past rotary_dim";
+          }
+        }
+        for (size_t i = heads * stride; i < ld; ++i) EXPECT_EQ(y[t * ld + i], x[t * ld + i]);
+      }
+    }
+  }
+}
+
+INSTANTIATE_ON_EVERY_TABLE(RopeKernel);
+
+class RopeAttention : public testing::TableTest {};
+
+// Grouped-query heads whose width is no whole number of vectors or panels,
+// so that the projection's units hold several heads: against the float64
+// reference, at an offset inside the kept angle table and one far past it.
+TEST_P(RopeAttention, MatchesTheReferenceAtEveryOffset) {
+  std::mt19937 rng(43);
+  for (const RopeStyle style : {RopeStyle::kHalf, RopeStyle::kInterleaved}) {
+    for (const size_t rotary_dim : {size_t{8}, size_t{12}}) {
+      const MhaConfig config{.d_model = 36, .num_heads = 6, .head_dim = 12, .num_kv_heads = 2,
+                             .rope = {.style = style, .base = 10000.0, .rotary_dim = rotary_dim}};
+      const testing::MhaProblem p = testing::RandomProblem(config, 2, 37, 37, rng);
+      const Tensor3 x = p.query.View();
+      for (const size_t offset : {size_t{0}, size_t{5}, size_t{1000000}}) {
+        SCOPED_TRACE("offset " + std::to_string(offset) + ", rotary_dim " +
+                     std::to_string(rotary_dim));
+        MhaOptions o;
+        o.causal = true;
+        o.position_offset = offset;
+        o.need_weights = true;
+        MultiHeadAttention mha(p.config, table());
+        mha.SetWeights(p.weights.View());
+        // Twice: the second call reads the angles the first one kept.
+        const MhaResult want = ReferenceAttention(p.config, p.weights.View(), x, x, x, o);
+        for (int call = 0; call < 2; ++call) {
+          testing::ExpectResultNear(mha.Forward(x, x, x, o), want, 2e-5);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_ON_EVERY_TABLE(RopeAttention);
+
+}  // namespace
+}  // namespace simd_attention
