@@ -6,6 +6,7 @@
 import { goldenCaseNames, loadGoldenCase, mhaArguments } from './support/golden.mjs';
 import { randomLayerWeights } from './support/layers.mjs';
 import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
+import { maxAbs, outputScale } from './support/scales.mjs';
 
 const module = await createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 });
 const cases = goldenCaseNames('mha').map(loadGoldenCase);
@@ -34,29 +35,6 @@ function randomWeights({ dModel: d, numHeads: h, numKvHeads: kv = h }, seed) {
     bQ: random(h * dk, seed + 4), bK: random(kv * dk, seed + 5), bV: random(kv * dk, seed + 6),
     bO: random(d, seed + 7),
   };
-}
-
-const maxAbs = (data) => data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
-
-// The scale of an output: what float32 sums round against, the magnitudes
-// added up at each position (the heads' contributions and the output itself,
-// which bounds b_O with them), when the per-head outputs are known.
-function outputScale({ output, perHeadOutput }) {
-  if (perHeadOutput === undefined) return maxAbs(output.data);
-  const width = output.shape.at(-1);
-  const tokens = output.shape.at(-2);
-  const heads = perHeadOutput.shape.at(-3);
-  let scale = 0;
-  for (let i = 0; i < output.data.length; ++i) {
-    const [row, col] = [Math.floor(i / width), i % width];
-    const [b, t] = [Math.floor(row / tokens), row % tokens];
-    let sum = Math.abs(output.data[i]);
-    for (let h = 0; h < heads; ++h) {
-      sum += Math.abs(perHeadOutput.data[((b * heads + h) * tokens + t) * width + col]);
-    }
-    scale = Math.max(scale, sum);
-  }
-  return scale;
 }
 
 // Every tensor of `actual` has the shape of `expected`'s and its values within

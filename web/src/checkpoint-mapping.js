@@ -195,7 +195,8 @@ function pickLayout(where, kind, layouts, requested, has) {
 /**
  * Sets `target`'s weights from the tensors of `checkpoint` under
  * options.prefix, in options.layout or the layout their names show.
- * Returns { layout, tensors (the names used), unused }.
+ * Returns { layout, tensors (the names used), unused }, or a promise of it
+ * for an object of a worker pool.
  */
 export function loadCheckpoint(target, checkpoint, options) {
   const where = 'loadCheckpoint';
@@ -257,15 +258,23 @@ export function loadCheckpoint(target, checkpoint, options) {
     state[e.to] = parts.length === 1 ? parts[0] : concatenate(parts);
   }
 
-  try {
-    target.setWeightsFromPyTorch(state);
-  } catch (error) {
-    // Name the checkpoint's tensors beside PyTorch's name in the message.
+  // Names the checkpoint's tensors beside PyTorch's name in the message.
+  const named = (error) => {
     const e = wanted.find((x) => error.message.includes(`: ${x.to}:`));
-    if (e === undefined) throw error;
+    if (e === undefined) return error;
     const names = e.from.map((n) => `'${full(n)}'`).join(' + ');
-    throw new error.constructor(`${where}: checkpoint tensor ${names}: ${error.message}`,
+    return new error.constructor(`${where}: checkpoint tensor ${names}: ${error.message}`,
       { cause: error });
+  };
+  let done;
+  try {
+    done = target.setWeightsFromPyTorch(state);
+  } catch (error) {
+    throw named(error);
   }
-  return { layout, tensors: [...used].map(full), unused };
+  const result = { layout, tensors: [...used].map(full), unused };
+  // A worker pool's object sets its weights asynchronously: then a promise.
+  return typeof done?.then === 'function'
+    ? done.then(() => result, (error) => { throw named(error); })
+    : result;
 }
