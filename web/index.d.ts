@@ -912,7 +912,7 @@ export type AttentionResultFor<A extends boolean, S extends boolean> =
   ([S] extends [true] ? { scores: Tensor } : unknown);
 
 // ---------------------------------------------------------------------------
-// createAttentionPool: attention split by heads over workers
+// createAttentionPool: attention split by heads, layers by heads and FFN units
 // ---------------------------------------------------------------------------
 
 /**
@@ -948,10 +948,15 @@ export interface AttentionPool {
   readonly kernels: string;
   /** A MultiHeadAttention split by heads over the workers. */
   MultiHeadAttention(config: MultiHeadAttentionConfig): Promise<PooledMultiHeadAttention>;
-  /** A TransformerEncoderLayer run whole in the worker holding the fewest layers. */
-  TransformerEncoderLayer(config: TransformerLayerConfig): Promise<PooledTransformerEncoderLayer>;
-  /** A TransformerDecoderLayer run whole in the worker holding the fewest layers. */
-  TransformerDecoderLayer(config: TransformerLayerConfig): Promise<PooledTransformerDecoderLayer>;
+  /**
+   * A TransformerEncoderLayer split over the workers or run whole in the
+   * worker holding the fewest layers (`options.placement`).
+   */
+  TransformerEncoderLayer(config: TransformerLayerConfig, options?: PooledLayerOptions):
+    Promise<PooledTransformerEncoderLayer>;
+  /** A TransformerDecoderLayer, placed as TransformerEncoderLayer. */
+  TransformerDecoderLayer(config: TransformerLayerConfig, options?: PooledLayerOptions):
+    Promise<PooledTransformerDecoderLayer>;
   /** The module's `positionalEncoding`, run on the next worker in turn. */
   positionalEncoding(t: number, dModel: number): Promise<Tensor>;
   /** The module's `layerNorm`, run on the next worker in turn. */
@@ -975,6 +980,11 @@ export interface PooledMultiHeadAttention {
   readonly kernels: string;
   readonly disposed: boolean;
   setWeights(w: MultiHeadAttentionWeights): Promise<void>;
+  /**
+   * As MultiHeadAttention's: judged whole by worker 0's synchronous object,
+   * then transposed and split by heads.
+   */
+  setWeightsFromPyTorch(state: PyTorchMultiheadAttentionState): Promise<void>;
   forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
     precomputed: PooledPrecomputedKeyValue, value?: undefined,
     options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
@@ -992,10 +1002,23 @@ export interface PooledMultiHeadAttention {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/**
+ * Where a pool puts a layer: `'split'`, each attention by heads and the FFN
+ * by hidden units over the workers, residual adds and LayerNorms on the
+ * calling thread (one round trip per sublayer); `'whole'`, in one worker
+ * (one round trip per call). Default: the README's cost rule (round trips
+ * against the compute splitting takes off the busiest worker).
+ */
+export interface PooledLayerOptions {
+  placement?: 'split' | 'whole';
+}
+
 export interface PooledTransformerLayerBase {
   readonly config: ResolvedTransformerLayerConfig;
   readonly kernels: string;
   readonly disposed: boolean;
+  /** Where the pool put the layer (PooledLayerOptions). */
+  readonly placement: 'split' | 'whole';
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -1006,7 +1029,10 @@ export interface PooledTransformerEncoderLayer extends PooledTransformerLayerBas
   forward(x: Tensor, options?: EncoderForwardOptions): Promise<Tensor>;
 }
 
-/** Its caches and precomputed memories stay in its worker. */
+/**
+ * Its caches and precomputed memories stay in the workers, held as its
+ * attentions are (split by heads, or whole in its worker).
+ */
 export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBase {
   setWeights(weights: TransformerDecoderLayerWeights): Promise<void>;
   setWeightsFromPyTorch(state: PyTorchTransformerDecoderLayerState): Promise<void>;
@@ -1034,6 +1060,11 @@ export interface PooledKVCache {
   values(): Promise<Tensor>;
   truncate(n: number): Promise<void>;
   reset(): Promise<void>;
+  /**
+   * As KVCache.append: keys `[B, n, H*d_k]` and values `[B, n, H*d_v]`, each
+   * worker given its heads' features.
+   */
+  append(keys: Tensor, values: Tensor): Promise<void>;
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -1184,3 +1215,8 @@ export function loadCheckpoint(
   target: MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer,
   checkpoint: CheckpointTensors, options?: LoadCheckpointOptions,
 ): LoadCheckpointResult;
+/** Into a pool's object: resolves once its weights are set. */
+export function loadCheckpoint(
+  target: PooledMultiHeadAttention | PooledTransformerEncoderLayer | PooledTransformerDecoderLayer,
+  checkpoint: CheckpointTensors, options?: LoadCheckpointOptions,
+): Promise<LoadCheckpointResult>;

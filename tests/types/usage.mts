@@ -23,7 +23,7 @@ import createDefault, {
 import {
   createAttentionPool, type AttentionPool, type PooledKVCache, type PooledMultiHeadAttention,
   type PooledPrecomputedKeyValue, type PooledTransformerDecoderLayer,
-  type PooledTransformerEncoderLayer, type PooledTransformerLayerBase,
+  type PooledTransformerEncoderLayer, type PooledTransformerLayerBase, type PooledLayerOptions,
 } from '../../web/index.js';
 import {
   loadCheckpoint, parseSafetensors, readSafetensors, SafetensorsFile, type CheckpointLayout,
@@ -235,6 +235,7 @@ const pooledCacheFacts: [number, number, number, boolean, Tensor, Tensor] = [poo
   await pooledCache.values()];
 await pooledCache.truncate(1);
 await pooledCache.reset();
+await pooledCache.append(x, x);
 const pooledMemory: PooledPrecomputedKeyValue = await pooled.precomputeKeyValue(x);
 const pooledCross: ForwardResult = await pooled.forward(x, pooledMemory);
 const pooledMemoryFacts: number[] = [pooledMemory.batch, pooledMemory.tokens];
@@ -243,20 +244,25 @@ await pooledMemory.dispose();
 await pooledCache[Symbol.asyncDispose]();
 await pooledCache.dispose();
 await pooledMemory[Symbol.asyncDispose]();
+const pooledLoaded: Promise<LoadCheckpointResult> = loadCheckpoint(pooled, { in_proj_weight: f32(192) });
+await pooled.setWeightsFromPyTorch(torchState);
 await pooled[Symbol.asyncDispose]();
 await pooled.dispose();
-const pooledEncoder: PooledTransformerEncoderLayer = await pool.TransformerEncoderLayer(layerConfig);
+const split: PooledLayerOptions = { placement: 'split' };
+const pooledEncoder: PooledTransformerEncoderLayer = await pool.TransformerEncoderLayer(layerConfig,
+  split);
 await pooledEncoder.setWeights(encoderWeights);
 const pooledEncoded: Tensor = await pooledEncoder.forward(x, { causal: true });
-const pooledDecoder: PooledTransformerDecoderLayer = await pool.TransformerDecoderLayer(layerConfig);
+const pooledDecoder: PooledTransformerDecoderLayer = await pool.TransformerDecoderLayer(layerConfig,
+  { placement: 'whole' });
 await pooledDecoder.setWeights(decoderWeights);
 const pooledDecoderCache: PooledKVCache = await pooledDecoder.createKVCache({ batch: 1, maxLength: 4 });
 const pooledDecoderMemory: PooledPrecomputedKeyValue = await pooledDecoder.precomputeMemory(x);
 const pooledDecoded: Tensor[] = [await pooledDecoder.forward(x, pooledDecoderMemory),
   await pooledDecoder.forwardIncremental(x, pooledDecoderCache, x)];
 const pooledLayer: PooledTransformerLayerBase = pooledDecoder;
-const pooledLayerFacts: [ResolvedTransformerLayerConfig, string, boolean] = [pooledLayer.config,
-  pooledLayer.kernels, pooledLayer.disposed];
+const pooledLayerFacts: [ResolvedTransformerLayerConfig, string, boolean, 'split' | 'whole'] = [
+  pooledLayer.config, pooledLayer.kernels, pooledLayer.disposed, pooledLayer.placement];
 const pooledFunctions: [Tensor, Tensor, Tensor] = [await pool.positionalEncoding(4, 8),
   await pool.layerNorm(x, { gamma: f32(8), beta: f32(8) }),
   (await pool.attention(tokens, tokens, tokens, { numHeads: 2, returnScores: true })).scores];
@@ -268,7 +274,7 @@ sa.dispose(); // ends a threaded build's workers
 
 export const poolUsed = [poolFacts, pooledFacts, pooledResult, pooledStep, pooledCacheFacts,
   pooledCross, pooledMemoryFacts, pooledMemoryDisposed, pooledEncoded, pooledDecoded,
-  pooledLayerFacts, pooledFunctions];
+  pooledLayerFacts, pooledFunctions, pooledLoaded];
 
 // Misuses that must not compile.
 // @ts-expect-error: misspelled option

@@ -64,6 +64,7 @@ export const OPTION_KEYS = {
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
     ['norm1', 'norm2', 'norm3']),
   LoadCheckpointOptions: ['prefix', 'layout', 'allowUnused'],
+  PooledLayerOptions: ['placement'],
   AttentionOptions: ['causal', 'scale', 'softcap', 'window', 'attnMask', 'boolMask',
     'keyPaddingMask', 'kvLengths', 'numHeads', 'numKvHeads', 'returnAttnWeights', 'returnScores',
     'backend'],

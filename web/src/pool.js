@@ -374,7 +374,7 @@ function layerPlacement(kind, c, workers) {
 // cost rule's choice).
 function readPlacement(where, options) {
   if (options === undefined) return undefined;
-  checkObject(where, 'options', options, ['placement']);
+  checkObject(where, 'options', options, OPTION_KEYS.PooledLayerOptions);
   const { placement } = options;
   if (placement !== undefined && placement !== 'split' && placement !== 'whole') {
     throw new TypeError(`${where}: options.placement: expected 'split' or 'whole', got ` +
