@@ -11,6 +11,7 @@
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
 #include "kernels/attention.h"
+#include "kernels/rope.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "validate.h"
@@ -220,28 +221,7 @@ void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p, f
 const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
   const RopeConfig& rope = config_.rope;
   const bool interleaved = rope.style == RopeStyle::kInterleaved;
-  const size_t r = rope.rotary_dim, half = r / 2, row = RopeTableRow(r, interleaved);
-  // Pair i turns by pos * base^(-2i / r), computed in double, stored in float.
-  auto fill = [&](float* angles, size_t first, size_t count) {
-    std::vector<double> inv_freq(half);
-    for (size_t i = 0; i < half; ++i) inv_freq[i] = std::pow(rope.base, -2.0 * double(i) / double(r));
-    for (size_t t = 0; t < count; ++t) {
-      float* c = angles + t * row;
-      float* s = c + (interleaved ? r : half);
-      for (size_t i = 0; i < half; ++i) {
-        const double angle = (double(first) + double(t)) * inv_freq[i];
-        const float cos = float(std::cos(angle)), sin = float(std::sin(angle));
-        if (interleaved) {
-          c[2 * i] = c[2 * i + 1] = cos;
-          s[2 * i] = -sin;
-          s[2 * i + 1] = sin;
-        } else {
-          c[i] = cos;
-          s[i] = sin;
-        }
-      }
-    }
-  };
+  const size_t r = rope.rotary_dim, row = RopeTableRow(r, interleaved);
   // Kept rows grow from position 0 while the new ones are few against the
   // call's own (a decoder's step adds one); in blocks of 64 positions.
   if (pos0 <= rope_positions_ && tokens <= rope_positions_ - pos0) {
@@ -250,12 +230,13 @@ const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
   if (pos0 <= rope_positions_ + 4 * tokens + 256) {
     const size_t end = (pos0 + tokens + 63) / 64 * 64;
     rope_angles_.resize(CheckedCount("rotary angles", {{"positions", end}, {"angles", row}}));
-    fill(rope_angles_.data() + rope_positions_ * row, rope_positions_, end - rope_positions_);
+    FillRopeAngles(rope.base, r, interleaved, rope_positions_, end - rope_positions_,
+                   rope_angles_.data() + rope_positions_ * row);
     rope_positions_ = end;
     return rope_angles_.data() + pos0 * row;
   }
   rope_call_angles_.resize(CheckedCount("rotary angles", {{"tokens", tokens}, {"angles", row}}));
-  fill(rope_call_angles_.data(), pos0, tokens);
+  FillRopeAngles(rope.base, r, interleaved, pos0, tokens, rope_call_angles_.data());
   return rope_call_angles_.data();
 }
 

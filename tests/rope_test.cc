@@ -20,30 +20,6 @@ namespace {
 
 class RopeKernel : public testing::TableTest {};
 
-// Angle rows of positions pos0.. in the kernel's layout (kernels/rope.h).
-std::vector<float> AngleTable(size_t pos0, size_t tokens, size_t r, bool interleaved,
-                              double base) {
-  const size_t row = RopeTableRow(r, interleaved), half = r / 2;
-  std::vector<float> table(tokens * row);
-  for (size_t t = 0; t < tokens; ++t) {
-    float* c = table.data() + t * row;
-    float* s = c + (interleaved ? r : half);
-    for (size_t i = 0; i < half; ++i) {
-      const double angle = double(pos0 + t) * std::pow(base, -2.0 * double(i) / double(r));
-      const float cos = float(std::cos(angle)), sin = float(std::sin(angle));
-      if (interleaved) {
-        c[2 * i] = c[2 * i + 1] = cos;
-        s[2 * i] = -sin;
-        s[2 * i + 1] = sin;
-      } else {
-        c[i] = cos;
-        s[i] = sin;
-      }
-    }
-  }
-  return table;
-}
-
 TEST_P(RopeKernel, MatchesARotationInDouble) {
   const size_t lanes = table().lanes;
   const size_t tokens = 4, heads = 3, pos0 = 1000;
@@ -56,7 +32,8 @@ TEST_P(RopeKernel, MatchesARotationInDouble) {
       SCOPED_TRACE((interleaved ? "interleaved, r = " : "half, r = ") + std::to_string(r));
       const size_t stride = r + 5, ld = heads * stride + 3;
       const std::vector<float> x = testing::RandomVector(tokens * ld, 1.0f, rng);
-      const std::vector<float> angles = AngleTable(pos0, tokens, r, interleaved, base);
+      std::vector<float> angles(tokens * RopeTableRow(r, interleaved));
+      FillRopeAngles(base, r, interleaved, pos0, tokens, angles.data());
       std::vector<float> y = x;
       table().rope({.x = y.data(),
                     .ld = ld,

@@ -32,10 +32,16 @@ struct RopeArgs {
   size_t table_ld;
 };
 
+// The kernel's scalar parts, the same for every vector layer and so compiled
+// once (rope_scalar_parts.cc).
+
+// Table rows of positions first, first + 1, ... (`positions` rows of
+// RopeTableRow floats): pair i of position p turns by p * base^(-2i / r).
+void FillRopeAngles(double base, size_t rotary_dim, bool interleaved, size_t first,
+                    size_t positions, float* table);
 // Pairs from `begin` on of one head, one at a time: the kernels' tail past
 // their whole vectors (begin counts features of the first half in the half
-// style, features interleaved), the same for every vector layer and so
-// compiled once (rope_tail.cc). `angles`: the head's table row.
+// style, features interleaved). `angles`: the head's table row.
 void RotateTail(const RopeArgs& a, float* head, const float* angles, size_t begin);
 
 // Floats of one table row.
