@@ -196,6 +196,26 @@ describe.each(sizes)('pool of %i workers, layers split', (workers) => {
     }
   });
 
+  test('rotary positions, gelu_tanh, eps and the self-attention options', async () => {
+    const config = { dModel: 16, numHeads: 4, ffnDim: 20, rope: { style: 'half' },
+      activation: 'gelu_tanh', eps: 1e-6 };
+    const w = randomLayerWeights(16, 20, 3, { decoder: true });
+    const x = tensor([2, 5, 16], 4);
+    const memory = tensor([2, 3, 16], 5);
+    const sync = track(new module.TransformerDecoderLayer(config));
+    sync.setWeights(w);
+    const layer = await pools[workers].TransformerDecoderLayer(config, SPLIT);
+    expect(layer.config).toEqual(sync.config);
+    await layer.setWeights(w);
+    for (const options of [undefined, { window: [2, 0], softcap: 5, scale: 0.3 },
+      { keyPaddingMask: Uint8Array.from({ length: 10 }, (_, i) => (i % 5 === 4 ? 0 : 1)),
+        memoryKeyPaddingMask: Uint8Array.from([1, 1, 0, 1, 0, 1]),
+        attnMask: { data: randomFloats(2 * 4 * 25, 6), shape: [2, 4, 5, 5] } }]) {
+      expectClose(await layer.forward(x, memory, options), sync.forward(x, memory, options));
+    }
+    await layer.dispose();
+  });
+
   test('setWeightsFromPyTorch and loadCheckpoint as the synchronous layers', async () => {
     const [d, f] = [8, 12];
     const config = { dModel: d, numHeads: 2, ffnDim: f };

@@ -173,6 +173,10 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       });
     }
 
+    // Throws what worker 0's synchronous layer throws for `method` on
+    // `args` (in `state`), if that is an error of `where`; else `error`, if
+    // any. Returns when the synchronous layer accepts the call and there is
+    // no error to keep.
     async #synchronousError(where, method, args, state, error) {
       let reproduced;
       try {
@@ -182,7 +186,8 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
         reproduced = e;
       }
       if (reproduced?.message.startsWith(`${where}: `)) throw reproduced;
-      throw error ?? reproduced;
+      if (error !== undefined) throw error;
+      if (reproduced !== undefined) throw reproduced;
     }
 
     // Weights as the synchronous layer takes them: { group: { key: array } }.
