@@ -11,6 +11,10 @@
 // depend on which worker answered first. KV caches and precomputed K/V live
 // in the workers, sharded by the same heads.
 //
+// Layers are split over the workers (pool-layers.js: attention by heads, FFN
+// by hidden units) or held whole by one worker, as layerPlacement's cost
+// rule or the caller picks.
+//
 // Arguments are type-checked here when that is cheap; shapes and values are
 // checked by the synchronous objects in the workers, whose errors come back
 // with their class and message.
