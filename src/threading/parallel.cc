@@ -19,7 +19,7 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
     kernels.gemm(part);
     if (then != nullptr) then->run(then->context, col0, col1);
   };
-  ParallelRanges(pool, units, TaskCount(pool, work_ns, units), [&](size_t u0, size_t u1) {
+  ParallelRanges(pool, units, TaskCount(pool, work_ns, units, units), [&](size_t u0, size_t u1) {
     if (then == nullptr) {
       columns(u0 * unit, std::min(g.n, u1 * unit));
       return;

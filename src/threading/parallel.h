@@ -18,13 +18,15 @@ namespace simd_attention {
 constexpr size_t kTasksPerThread = 4;
 
 // How many tasks to split `work_ns` of work into: 1 below the pool's
-// min_parallel_ns, else up to kTasksPerThread per thread, each of at least
+// min_parallel_ns, else up to tasks_per_thread per thread, each of at least
 // min_task_ns, at most `max_tasks`.
-inline size_t TaskCount(const ThreadPool& pool, double work_ns, size_t max_tasks) {
+inline size_t TaskCount(const ThreadPool& pool, double work_ns, size_t max_tasks,
+                        size_t tasks_per_thread = kTasksPerThread) {
   if (pool.threads() == 1 || work_ns < pool.min_parallel_ns()) return 1;
   const double by_time_f = pool.min_task_ns() > 0 ? work_ns / pool.min_task_ns() : 1e18;
   const size_t by_time = by_time_f > 1e18 ? SIZE_MAX : static_cast<size_t>(by_time_f);
-  return std::max<size_t>(1, std::min({max_tasks, pool.threads() * kTasksPerThread, by_time}));
+  const size_t per_threads = pool.threads() * std::min(tasks_per_thread, max_tasks);
+  return std::max<size_t>(1, std::min({max_tasks, per_threads, by_time}));
 }
 
 // Work run on a task's thread right after each `unit` columns of a GEMM it
@@ -38,7 +40,12 @@ struct GemmEpilogue {
 };
 
 // C = A * packed B (+ bias), split by column panels (with an epilogue: by its
-// units, each multiplied and then handed to it). A panel's columns meet the
+// units, each multiplied and then handed to it), a task each: the units are
+// equal work, so handing them out one by one balances the threads to within
+// one unit, where kTasksPerThread tasks of whole units did not (S4's 12
+// panels made 8 tasks of 1 or 2 on 2 threads, and the last 2-panel task ran
+// alone: 7 panel-times instead of 6, the 2-thread S4 forward 6.04 -> 5.61 ms
+// with a task per panel). A panel's columns meet the
 // same row tiles and K blocks as in one call (rows are never split: the
 // GEMM's tiling, and for short tiles its split-K chains, depend on m).
 // Estimated time: 2mkn FLOPs at ~50 GFLOP/s plus the packed B from memory at
