@@ -212,12 +212,6 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   has_weights_ = true;
 }
 
-void MultiHeadAttention::Project(const float* x, size_t rows, const Packed& p, float* out,
-                                 size_t ldc, const GemmEpilogue* then) const {
-  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p.rows, p.w.data(),
-                         p.bias.empty() ? nullptr : p.bias.data(), p.cols, out, ldc, then);
-}
-
 const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
   const RopeConfig& rope = config_.rope;
   const bool interleaved = rope.style == RopeStyle::kInterleaved;
@@ -240,47 +234,55 @@ const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
   return rope_call_angles_.data();
 }
 
-void MultiHeadAttention::ProjectRotated(const float* x, size_t batch, size_t tokens,
-                                        const Packed& p, float* out, size_t ldc, size_t pos0) {
+void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, const Packed& p,
+                                 float* out, size_t ldc, ComputedScan& scan,
+                                 const size_t* rotate_from) {
   const RopeConfig& rope = config_.rope;
-  if (rope.style == RopeStyle::kNone) {
-    Project(x, batch * tokens, p, out, ldc);
-    return;
-  }
+  const bool rotate = rotate_from != nullptr && rope.style != RopeStyle::kNone;
   const bool interleaved = rope.style == RopeStyle::kInterleaved;
-  const size_t dk = layout_.dk_pad;
-  struct Rows {
+  const size_t dk = layout_.dk_pad, rows = batch * tokens;
+  struct Written {
     const KernelTable* kernels;
+    bool rotate;
     RopeArgs args;  // x: batch item 0's row 0
-    size_t batch, batch_floats;
+    size_t batch, batch_floats, rows;
+    ComputedScan* scan;
   };
-  const Rows rows{kernels_,
-                  {.x = out,
-                   .ld = ldc,
-                   .tokens = tokens,
-                   .heads = 0,
-                   .head_stride = dk,
-                   .rotary_dim = rope.rotary_dim,
-                   .interleaved = interleaved,
-                   .table = RopeAngles(pos0, tokens),
-                   .table_ld = RopeTableRow(rope.rotary_dim, interleaved)},
-                  batch,
-                  tokens * ldc};
-  // Units of whole heads and whole GEMM panels, so that a task rotates only
-  // heads it wrote: 64-float heads on 32-float panels give a head a unit.
-  const GemmEpilogue rotate{
-      std::lcm(dk, kernels_->panel_width),
+  const Written written{kernels_,
+                        rotate,
+                        {.x = out,
+                         .ld = ldc,
+                         .tokens = tokens,
+                         .heads = 0,
+                         .head_stride = dk,
+                         .rotary_dim = rope.rotary_dim,
+                         .interleaved = interleaved,
+                         .table = rotate ? RopeAngles(*rotate_from, tokens) : nullptr,
+                         .table_ld = RopeTableRow(rope.rotary_dim, interleaved)},
+                        batch,
+                        tokens * ldc,
+                        rows,
+                        &scan};
+  // Rotated: units of whole heads and whole GEMM panels, so that a task
+  // turns only heads it wrote (64-float heads on 32-float panels give a head
+  // a unit); else a task's columns at once.
+  const GemmEpilogue then{
+      rotate ? std::lcm(dk, kernels_->panel_width) : 0,
       [](const void* context, size_t col0, size_t col1) {
-        const Rows& r = *static_cast<const Rows*>(context);
-        RopeArgs a = r.args;
-        a.heads = (col1 - col0) / a.head_stride;
-        for (size_t b = 0; b < r.batch; ++b) {
-          a.x = r.args.x + b * r.batch_floats + col0;
-          r.kernels->rope(a);
+        const Written& w = *static_cast<const Written*>(context);
+        if (w.rotate) {
+          RopeArgs a = w.args;
+          a.heads = (col1 - col0) / a.head_stride;
+          for (size_t b = 0; b < w.batch; ++b) {
+            a.x = w.args.x + b * w.batch_floats + col0;
+            w.kernels->rope(a);
+          }
         }
+        w.scan->Scan(w.args.x + col0, w.rows, w.args.ld, col1 - col0);
       },
-      &rows};
-  Project(x, batch * tokens, p, out, ldc, &rotate);
+      &written};
+  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p.rows, p.w.data(),
+                         p.bias.empty() ? nullptr : p.bias.data(), p.cols, out, ldc, &then);
 }
 
 void MultiHeadAttention::CheckReady() const {
@@ -355,12 +357,13 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   float* v = k + rows * layout_.key_row();
   // Self-attention's keys sit at the queries' positions; other keys from 0.
   const size_t key_pos0 = same(key, query) ? options.position_offset : 0;
-  ProjectRotated(key.data.data(), key.batch, key.tokens, k_, k, layout_.key_row(), key_pos0);
-  Project(value.data.data(), rows, v_, v, layout_.value_row());
-  const std::span<const float> keys(k, rows * layout_.key_row());
-  const double max_abs_key = CheckComputed("the key projection key W_k + b_k", keys, kTooLarge);
-  CheckComputed("the value projection value W_v + b_v",
-                {v, rows * layout_.value_row()}, kTooLarge);
+  ComputedScan key_scan, value_scan;
+  Project(key.data.data(), key.batch, key.tokens, k_, k, layout_.key_row(), key_scan, &key_pos0);
+  Project(value.data.data(), value.batch, value.tokens, v_, v, layout_.value_row(), value_scan);
+  const double max_abs_key = key_scan.Judge("the key projection key W_k + b_k",
+                                            {k, rows * layout_.key_row()}, kTooLarge);
+  value_scan.Judge("the value projection value W_v + b_v", {v, rows * layout_.value_row()},
+                   kTooLarge);
   return Attend(query, KVView{k, v, key.tokens, key.tokens, max_abs_key}, call, options,
                 options.position_offset, std::move(result));
 }
@@ -381,12 +384,14 @@ PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
                 {memory.batch, memory.tokens});
     kv.key_padding_.assign(key_padding_mask.begin(), key_padding_mask.end());
   }
-  const size_t rows = memory.batch * memory.tokens;
-  ProjectRotated(memory.data.data(), memory.batch, memory.tokens, k_, kv.k_.data(),
-                 layout_.key_row(), 0);
-  Project(memory.data.data(), rows, v_, kv.v_.data(), layout_.value_row());
-  kv.max_abs_key_ = CheckComputed("the key projection memory W_k + b_k", kv.k_, kTooLarge);
-  CheckComputed("the value projection memory W_v + b_v", kv.v_, kTooLarge);
+  const size_t first_position = 0;
+  ComputedScan key_scan, value_scan;
+  Project(memory.data.data(), memory.batch, memory.tokens, k_, kv.k_.data(), layout_.key_row(),
+          key_scan, &first_position);
+  Project(memory.data.data(), memory.batch, memory.tokens, v_, kv.v_.data(),
+          layout_.value_row(), value_scan);
+  kv.max_abs_key_ = key_scan.Judge("the key projection memory W_k + b_k", kv.k_, kTooLarge);
+  value_scan.Judge("the value projection memory W_v + b_v", kv.v_, kTooLarge);
   return kv;
 }
 
@@ -454,14 +459,16 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
     const float* rows = x.data.data() + b * x.tokens * x.features;
     float* k = cache.key_row(b, cache.length());
     float* v = cache.value_row(b, cache.length());
-    ProjectRotated(rows, 1, x.tokens, k_, k, layout_.key_row(), cache.length());
-    Project(rows, x.tokens, v_, v, layout_.value_row());
+    const size_t first_position = cache.length();
+    ComputedScan key_scan, value_scan;
+    Project(rows, 1, x.tokens, k_, k, layout_.key_row(), key_scan, &first_position);
+    Project(rows, 1, x.tokens, v_, v, layout_.value_row(), value_scan);
     // Checked before the cache takes the tokens: it never holds a non-finite
     // value, so its keys() and values() can always be appended again.
-    const std::span<const float> keys(k, x.tokens * layout_.key_row());
-    const double max_abs = CheckComputed("the key projection x W_k + b_k", keys, kTooLarge);
-    CheckComputed("the value projection x W_v + b_v", {v, x.tokens * layout_.value_row()},
-                  kTooLarge);
+    const double max_abs = key_scan.Judge("the key projection x W_k + b_k",
+                                          {k, x.tokens * layout_.key_row()}, kTooLarge);
+    value_scan.Judge("the value projection x W_v + b_v", {v, x.tokens * layout_.value_row()},
+                     kTooLarge);
     max_abs_key = std::max(max_abs_key, max_abs);
   }
   MhaResult r = Attend(
@@ -493,10 +500,10 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* q = workspace_.data();
   float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_z;
-  ProjectRotated(query.data.data(), batch, tq, q_, q, ld_q, query_pos0);
-  const std::span<const float> queries(q, batch * tq * ld_q);
-  const double max_abs_query =
-      CheckComputed("the query projection query W_q + b_q", queries, kTooLarge);
+  ComputedScan query_scan;
+  Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0);
+  const double max_abs_query = query_scan.Judge("the query projection query W_q + b_q",
+                                                {q, batch * tq * ld_q}, kTooLarge);
   call.CheckScoreRange(max_abs_query, kv.max_abs_key,
                        "the query and key inputs or weights are too large in magnitude");
 
@@ -535,8 +542,9 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   }
 
   // Z's rows are H * d_v padded floats, W_O's packed rows as many.
-  Project(z, batch * tq, o_, r.output.data(), c.d_model);
-  CheckComputed("the output projection z W_o + b_o", r.output, kTooLarge);
+  ComputedScan output_scan;
+  Project(z, batch, tq, o_, r.output.data(), c.d_model, output_scan);
+  output_scan.Judge("the output projection z W_o + b_o", r.output, kTooLarge);
 
   if (options.need_per_head_output) {
     // Head h's contribution z_h W_O^h: W_O's packed rows of that head, one

@@ -4,7 +4,9 @@
 // computation). Expected lengths are products computed without wrapping.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -57,6 +59,20 @@ void CheckEps(std::string_view what, double eps);
 // never an argument, and says what is too large. Returns the largest |x|,
 // found in the same pass.
 double CheckComputed(std::string_view what, std::span<const float> values, const char* hint);
+
+// CheckComputed in parts, by the tasks that write the values: each scans the
+// rows it wrote while they are in its cache (Scan: any order, any thread),
+// then Judge returns what CheckComputed would for the whole, or throws its
+// exception (finding the element in a second pass, on failure only).
+class ComputedScan {
+ public:
+  // `count` rows of `width` floats, `ld` apart.
+  void Scan(const float* rows, size_t count, size_t ld, size_t width);
+  double Judge(std::string_view what, std::span<const float> all, const char* hint) const;
+
+ private:
+  std::atomic<uint32_t> max_bits_{0};  // as in MaxAbsBits: the max commutes
+};
 
 // The largest |x| of `values` (0 for none), in double: products of maxima
 // are compared against float32's range without overflowing themselves.

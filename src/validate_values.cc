@@ -76,6 +76,20 @@ double CheckComputed(std::string_view what, std::span<const float> values, const
                          std::to_string(i) + " is " + ValueName(values[i]) + "); " + hint);
 }
 
+void ComputedScan::Scan(const float* rows, size_t count, size_t ld, size_t width) {
+  uint32_t m = 0;
+  for (size_t r = 0; r < count; ++r) m = std::max(m, MaxAbsBits({rows + r * ld, width}));
+  uint32_t seen = max_bits_.load(std::memory_order_relaxed);
+  while (m > seen && !max_bits_.compare_exchange_weak(seen, m, std::memory_order_relaxed)) {
+  }
+}
+
+double ComputedScan::Judge(std::string_view what, std::span<const float> all,
+                           const char* hint) const {
+  const uint32_t max_bits = max_bits_.load(std::memory_order_relaxed);
+  return max_bits < kExponentBits ? BitsToFloat(max_bits) : CheckComputed(what, all, hint);
+}
+
 double MaxAbs(std::span<const float> values) {
   return BitsToFloat(std::min(MaxAbsBits(values), kExponentBits - 1));
 }

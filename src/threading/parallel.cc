@@ -4,7 +4,8 @@ namespace simd_attention {
 
 void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g,
                   const GemmEpilogue* then) {
-  const size_t unit = then != nullptr ? then->unit : kernels.panel_width;
+  const bool by_unit = then != nullptr && then->unit != 0;
+  const size_t unit = by_unit ? then->unit : kernels.panel_width;
   const size_t units = (g.n + unit - 1) / unit;
   const size_t panels = (g.n + kernels.panel_width - 1) / kernels.panel_width;
   const double work_ns = 2.0 * double(g.m) * double(g.k) * double(g.n) / 50.0 +
@@ -20,7 +21,7 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
     if (then != nullptr) then->run(then->context, col0, col1);
   };
   ParallelRanges(pool, units, TaskCount(pool, work_ns, units, units), [&](size_t u0, size_t u1) {
-    if (then == nullptr) {
+    if (!by_unit) {
       columns(u0 * unit, std::min(g.n, u1 * unit));
       return;
     }

@@ -30,9 +30,10 @@ inline size_t TaskCount(const ThreadPool& pool, double work_ns, size_t max_tasks
 }
 
 // Work run on a task's thread right after each `unit` columns of a GEMM it
-// wrote (a multiple of the panel width): m rows of a unit (S2: 128 x 64
-// floats, 32 KiB) are still in that core's L1/L2, so an epilogue such as the
-// rotary embedding costs no pass over memory.
+// wrote (a multiple of the panel width; 0: all the columns of the task at
+// once): m rows of a unit (S2: 128 x 64 floats, 32 KiB) are still in that
+// core's L1/L2, so an epilogue such as the rotary embedding or the value
+// scan costs no pass over memory.
 struct GemmEpilogue {
   size_t unit;
   void (*run)(const void* context, size_t col0, size_t col1);

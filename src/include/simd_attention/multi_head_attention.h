@@ -23,6 +23,7 @@ namespace simd_attention {
 
 class AttentionCall;
 class ThreadPool;
+class ComputedScan;
 struct GemmEpilogue;
 struct KernelTable;
 
@@ -197,15 +198,12 @@ class MultiHeadAttention {
 
   Packed PackProjection(std::span<const float> w, std::span<const float> b, size_t rows,
                         size_t heads, size_t head_in, size_t head_out) const;
-  // out rows (row stride ldc) = x rows * W + b, then `then` on the columns
-  // each task wrote (threading/parallel.h).
-  void Project(const float* x, size_t rows, const Packed& p, float* out, size_t ldc,
-               const GemmEpilogue* then = nullptr) const;
-  // Project for queries or keys: `batch` items of `tokens` rows of heads of
-  // dk_pad floats, then (config.rope) token t rotated as position pos0 + t by
-  // the task that wrote its head, while the head is in that task's cache.
-  void ProjectRotated(const float* x, size_t batch, size_t tokens, const Packed& p, float* out,
-                      size_t ldc, size_t pos0);
+  // out = x W + b for `batch` items of `tokens` rows (row stride ldc). Each
+  // task then, on the columns it wrote while they are in its cache, turns
+  // them by the rotary embedding (config.rope; token t at position
+  // *rotate_from + t; nullptr: none) and scans them for `scan`.
+  void Project(const float* x, size_t batch, size_t tokens, const Packed& p, float* out,
+               size_t ldc, ComputedScan& scan, const size_t* rotate_from = nullptr);
   // Rotary angle rows (kernels/rope.h) of positions [pos0, pos0 + tokens).
   const float* RopeAngles(size_t pos0, size_t tokens);
   void CheckReady() const;
