@@ -32,8 +32,8 @@ namespace simd_attention {
 //  - 16 registers: 16 KiB, half of the smallest L1d we target (32 KiB),
 //    leaves the other half for the A rows and the C tile.
 //  - 32 registers: 32 KiB (256 K rows of a 32-float panel), two thirds of
-//    the 48 KiB L1d of Intel's AVX-512 cores since Ice Lake (Sapphire Rapids
-//    here); the rest holds a tile's A rows (8 x 256 floats, 8 KiB) and C.
+//    the 48 KiB L1d of Intel's AVX-512 cores since Ice Lake (tuned on
+//    Sapphire Rapids); the rest holds a tile's A rows (8 x 256 floats, 8 KiB) and C.
 //    Against 16 KiB, C is loaded and stored half as often. On a 32 KiB L1d
 //    (Skylake-SP, Zen 4) part of the slice would come from L2.
 template <size_t kRegisters>
