@@ -239,19 +239,14 @@ function joinAxis(tensors, axis) {
   return { data, shape };
 }
 
-// The workers' results as one: partial outputs added in worker order, then
-// b_O; the rest joined along the head axis (the third from last).
-function joinResults(parts, bO) {
+// The workers' results as one: partial outputs added in worker order (worker
+// 0's holds b_O); the rest joined along the head axis (the third from last).
+function joinResults(parts) {
   const output = parts[0].output;
   const sum = output.data;
-  for (const part of parts.slice(1)) {
-    const add = part.output.data;
+  for (let p = 1; p < parts.length; ++p) {
+    const add = parts[p].output.data;
     for (let i = 0; i < sum.length; ++i) sum[i] += add[i];
-  }
-  if (bO !== undefined) {
-    for (let row = 0; row < sum.length; row += bO.length) {
-      for (let j = 0; j < bO.length; ++j) sum[row + j] += bO[j];
-    }
   }
   const result = { output };
   for (const key of ['attnWeights', 'scores', 'perHeadOutput', 'q', 'k', 'v', 'headOutput']) {
@@ -558,7 +553,6 @@ function makePool(workers, summary) {
   class MultiHeadAttention extends PoolObject {
     #config;
     #kernels;
-    #bO;
     #hasWeights = false;
 
     constructor(config, kernels, shards) {
@@ -622,19 +616,20 @@ function makePool(workers, summary) {
       });
     }
 
-    // Weights that fit, split by heads and sent; b_O stays here.
+    // Weights that fit, split by heads and sent; b_O goes to worker 0 alone,
+    // so that the caller only adds the partial outputs.
     async #apply(weights) {
       const c = this.#config;
       const group = c.numHeads / c.numKvHeads;
       const parts = this.shards.map((shard) => this.#shardWeights(weights, shard, group));
+      if (c.bias) parts[0].bO = Float32Array.from(weights.bO);
       await workers.all(this.shards.map((s) => s.worker),
         (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
         (i) => Object.values(parts[i]).map((a) => a.buffer));
-      this.#bO = c.bias ? Float32Array.from(weights.bO) : undefined;
       this.#hasWeights = true;
     }
 
-    // The weights of one shard's heads, without b_O (added once by the pool).
+    // The weights of one shard's heads, b_O zero (see #apply).
     #shardWeights(w, { kvHeads: [k0, k1] }, group) {
       const c = this.#config;
       const [q0, q1] = [k0 * group, k1 * group];
@@ -670,7 +665,7 @@ function makePool(workers, summary) {
           boolMask: slice(options.boolMask, s) };
         return shardArgs;
       } : undefined);
-      return joinResults(parts, this.#bO);
+      return joinResults(parts);
     }
 
     forward(query, key, value, options) {
