@@ -5,54 +5,27 @@
 // its single-thread row, which is the reference); on a server without those
 // headers the choice is disabled and the page gives module.threadsUnavailable's
 // reason. Screenshots go to build/screenshots/.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startServer } from '../../web/demo/server.mjs';
 import { repoRoot } from '../js/support/golden.mjs';
-import { launchChromium } from './launch.mjs';
+import { isolationSession, NOT_ISOLATED_REASON, openDemoPage } from './launch.mjs';
+
+const session = isolationSession();
 
 const SHOTS = path.join(repoRoot, 'build', 'screenshots');
 const TIMEOUT = 120_000;
-const REASON = 'the page is not cross-origin isolated: serve it with COOP: same-origin and ' +
-  'COEP: require-corp (Cross-Origin-Opener-Policy and Cross-Origin-Embedder-Policy headers), ' +
-  'which SharedArrayBuffer needs';
 
-let isolated;
-let notIsolated;
-let browser;
+before(() => fs.mkdirSync(SHOTS, { recursive: true }));
 
-before(async () => {
-  fs.mkdirSync(SHOTS, { recursive: true });
-  isolated = await startServer({ port: 0 });
-  notIsolated = await startServer({ port: 0, isolated: false });
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await isolated?.close();
-  await notIsolated?.close();
-});
-
-// Opens the benchmark page and waits for `until` (body[data-state]); console
-// errors, page errors, failed requests and HTTP errors go to `problems`.
+// Opens the benchmark page on `server` and waits for `until`
+// (body[data-state]); fails if the page shows an error.
 async function open(server, query, until) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
-  await page.goto(new URL(`web/demo/bench.html?${query}`, server.url).href);
-  await page.waitForFunction((states) => states.includes(document.body.dataset.state) ||
-    document.body.dataset.state === 'error', until, { timeout: TIMEOUT });
-  const state = await page.evaluate(() => document.body.dataset.state);
-  const error = state === 'error' ? await page.locator('main').textContent() : '';
-  assert.notEqual(state, 'error', `the page shows an error: ${error}`);
-  return { page, context, problems };
+  const p = await openDemoPage(session.browser, server, `bench.html?${query}`, { until });
+  const error = p.state === 'error' ? await p.page.locator('main').textContent() : '';
+  assert.notEqual(p.state, 'error', `the page shows an error: ${error}`);
+  return p;
 }
 
 const rowsOf = (page) => page.$$eval('#results-table tbody tr', (trs) => trs.map((t) => ({
@@ -62,7 +35,7 @@ const rowsOf = (page) => page.$$eval('#results-table tbody tr', (trs) => trs.map
 })));
 
 test('benchmark on 2 threads (S1, quick, cross-origin isolated): threaded rows with 2 threads and the output check passed', { timeout: TIMEOUT }, async () => {
-  const p = await open(isolated, 'workload=S1&quick=1&autorun=1&threads=2&pool=0', ['done']);
+  const p = await open(session.isolated, 'workload=S1&quick=1&autorun=1&threads=2&pool=0', ['done']);
   const cores = await p.page.evaluate(() => navigator.hardwareConcurrency);
   assert.ok(cores >= 2, `Chromium reports ${cores} logical processors; the test needs 2`);
   assert.equal(await p.page.evaluate(() => crossOriginIsolated), true);
@@ -96,13 +69,13 @@ test('benchmark on 2 threads (S1, quick, cross-origin isolated): threaded rows w
 });
 
 test('benchmark without COOP/COEP: the thread choice is disabled and says why', { timeout: TIMEOUT }, async () => {
-  const p = await open(notIsolated, 'workload=S1&threads=2', ['ready']);
+  const p = await open(session.notIsolated, 'workload=S1&threads=2', ['ready']);
   const select = p.page.locator('#threads');
   assert.equal(await select.isDisabled(), true);
   assert.equal(await select.inputValue(), '1');
   const note = p.page.locator('#threads-note');
   assert.equal(await note.getAttribute('data-available'), 'false');
-  assert.equal(await note.textContent(), `Threads: unavailable here, our rows run on one thread: ${REASON}.`);
+  assert.equal(await note.textContent(), `Threads: unavailable here, our rows run on one thread: ${NOT_ISOLATED_REASON}.`);
   await p.page.screenshot({ path: path.join(SHOTS, 'bench-threads-not-isolated-1280x800.png'), fullPage: true });
   assert.deepEqual(p.problems, []);
   await p.context.close();

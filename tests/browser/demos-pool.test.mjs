@@ -9,31 +9,21 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from '../js/support/golden.mjs';
-import { demoSession } from './launch.mjs';
+import { demoSession, openDemoPage } from './launch.mjs';
 
 const session = demoSession({ isolated: false });
 
 const SHOTS = path.join(repoRoot, 'build', 'screenshots');
-const DESKTOP = { width: 1280, height: 800 };
 const TIMEOUT = 120_000;
 
 before(() => fs.mkdirSync(SHOTS, { recursive: true }));
 
 // Opens a demo page and waits until it says `until` (body[data-state]);
-// console errors, page errors and failed requests go to `problems`.
+// fails if the page shows an error.
 async function open(pagePath, until = ['ready']) {
-  const context = await session.browser.newContext({ viewport: DESKTOP, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
-  const response = await page.goto(new URL(`web/demo/${pagePath}`, session.server.url).href);
-  await page.waitForFunction((states) => states.includes(document.body.dataset.state) ||
-    document.body.dataset.state === 'error', until, { timeout: TIMEOUT });
-  assert.notEqual(await page.evaluate(() => document.body.dataset.state), 'error', `${pagePath}: the page shows an error`);
-  return { page, context, problems, headers: response.headers() };
+  const p = await openDemoPage(session.browser, session.server, pagePath, { until });
+  assert.notEqual(p.state, 'error', `${pagePath}: the page shows an error`);
+  return { ...p, headers: p.response.headers() };
 }
 
 const shoot = (page, name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });

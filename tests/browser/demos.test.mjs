@@ -11,12 +11,11 @@ import http from 'node:http';
 import path from 'node:path';
 import { createAttentionModule } from '../../web/index.js';
 import { repoRoot, loadGoldenCase, mhaArguments, maxAbsDiff } from '../js/support/golden.mjs';
-import { demoSession } from './launch.mjs';
+import { DESKTOP, demoSession, openDemoPage } from './launch.mjs';
 
 const session = demoSession();
 
 const SHOTS = path.join(repoRoot, 'build', 'screenshots');
-const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 const TIMEOUT = 120_000;
 
@@ -27,20 +26,8 @@ before(() => fs.mkdirSync(SHOTS, { recursive: true }));
  * Every console error, page error, failed request and HTTP error is kept in
  * `problems`.
  */
-async function open(pagePath, { viewport = DESKTOP, until = ['ready', 'done'] } = {}) {
-  const context = await session.browser.newContext({ viewport, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
-  await page.goto(new URL(`web/demo/${pagePath}`, session.server.url).href);
-  await page.waitForFunction((states) => states.includes(document.body.dataset.state) ||
-    document.body.dataset.state === 'error', until, { timeout: TIMEOUT });
-  const state = await page.evaluate(() => document.body.dataset.state);
-  return { page, context, problems, state };
-}
+const open = (pagePath, { viewport = DESKTOP, until = ['ready', 'done'] } = {}) =>
+  openDemoPage(session.browser, session.server, pagePath, { viewport, until });
 
 async function shoot(page, name) {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });

@@ -3,33 +3,15 @@
 // workers and gives PyTorch's result for a golden case, bit-identical to the
 // single-thread build; on a server without those headers the module falls
 // back to one thread and says why, and threads: 2 rejects with that reason.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../../web/demo/server.mjs';
 import { loadGoldenCase, maxAbsDiff, mhaArguments } from '../js/support/golden.mjs';
-import { launchChromium } from './launch.mjs';
-const REASON = 'the page is not cross-origin isolated: serve it with COOP: same-origin and ' +
-  'COEP: require-corp (Cross-Origin-Opener-Policy and Cross-Origin-Embedder-Policy headers), ' +
-  'which SharedArrayBuffer needs';
+import { isolationSession, NOT_ISOLATED_REASON as REASON } from './launch.mjs';
 
-let isolated;
-let notIsolated;
-let browser;
-
-before(async () => {
-  isolated = await startServer({ port: 0 });
-  notIsolated = await startServer({ port: 0, isolated: false });
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await isolated?.close();
-  await notIsolated?.close();
-});
+const session = isolationSession();
 
 async function openPage(server) {
-  const page = await browser.newPage();
+  const page = await session.browser.newPage();
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
@@ -38,7 +20,7 @@ async function openPage(server) {
 }
 
 test('a module of 2 threads on the cross-origin isolated demo server', async () => {
-  const { page, problems } = await openPage(isolated);
+  const { page, problems } = await openPage(session.isolated);
   const c = loadGoldenCase('self_seed_example');
   const a = mhaArguments(c);
   const plain = (t) => ({ data: Array.from(t.data), shape: t.shape });
@@ -82,7 +64,7 @@ test('a module of 2 threads on the cross-origin isolated demo server', async () 
 });
 
 test('a page without COOP/COEP falls back to one thread and says why', async () => {
-  const { page, problems } = await openPage(notIsolated);
+  const { page, problems } = await openPage(session.notIsolated);
   const result = await page.evaluate(async () => {
     const { createAttentionModule } = await import('../index.js');
     const sa = await createAttentionModule();
