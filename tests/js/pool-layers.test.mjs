@@ -6,7 +6,8 @@
 // that do not divide by the workers; the synchronous errors; the placement
 // cost rule; and what the pooled MultiHeadAttention and KVCache share with
 // the synchronous ones (setWeightsFromPyTorch, append, loadCheckpoint).
-import { goldenCaseNames, loadGoldenCase, mhaArguments, pytorchState, transpose }
+import { rejection, thrown } from './support/errors.mjs';
+import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments, pytorchState, transpose }
   from './support/golden.mjs';
 import { decoderArguments, encoderArguments, randomFloats, randomLayerWeights, sliceTokens }
   from './support/layers.mjs';
@@ -36,41 +37,28 @@ const tensor = (shape, seed) => ({ data: randomFloats(shape.reduce((a, b) => a *
 // sum: its own scale).
 function expectClose(actual, expected, scale = maxAbs(expected.data)) {
   expect(actual.shape).toEqual(expected.shape);
-  let worst = 0;
-  for (let i = 0; i < expected.data.length; ++i) {
-    worst = Math.max(worst, Math.abs(actual.data[i] - expected.data[i]));
-  }
+  const worst = maxAbsDiff(actual.data, expected.data);
   if (!(worst <= 1e-6 * scale)) throw new Error(`differs by ${worst}, scale ${scale}`);
 }
 
 // The same tensor, value for value (the pool's arrays come from another realm).
 const same = (a, b) => expect(Array.from(a.data)).toEqual(Array.from(b.data));
 
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection, but the call resolved');
-}
-
-// What the synchronous call throws.
-function syncError(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected the synchronous call to throw');
-}
-
 // The pooled call rejects with the synchronous call's class and message.
 async function expectSameError(pooled, sync) {
-  const want = syncError(sync);
+  const want = thrown(sync);
   const got = await rejection(pooled());
   expect({ class: got.constructor.name, message: got.message })
     .toEqual({ class: want.constructor.name, message: want.message });
+}
+
+// A synchronous layer of `Kind` and the pool's split one, both given `weights`.
+async function syncAndSplit(pool, Kind, config, weights) {
+  const sync = track(new module[Kind](config));
+  sync.setWeights(weights);
+  const layer = await pool[Kind](config, SPLIT);
+  await layer.setWeights(weights);
+  return { sync, layer };
 }
 
 // A layer's weights as torch's state_dict holds them (Linear: [out, in]).
@@ -110,13 +98,11 @@ describe.each(sizes)('pool of %i workers, layers split', (workers) => {
     '%s (%s): encoder as the synchronous layer, run to run', async (_, __, c, extra) => {
       const a = encoderArguments(c);
       const config = { ...a.config, ...extra };
-      const sync = track(new module.TransformerEncoderLayer(config));
-      sync.setWeights(a.weights);
-      const layer = await pools[workers].TransformerEncoderLayer(config, SPLIT);
+      const { sync, layer } = await syncAndSplit(pools[workers], 'TransformerEncoderLayer', config,
+        a.weights);
       try {
         expect(layer.placement).toBe('split');
         expect(layer.config).toEqual(sync.config);
-        await layer.setWeights(a.weights);
         for (const options of [undefined, { causal: true }]) {
           const first = await layer.forward(a.input, options);
           expectClose(first, sync.forward(a.input, options));
@@ -132,12 +118,10 @@ describe.each(sizes)('pool of %i workers, layers split', (workers) => {
     async (_, __, c, extra) => {
       const a = decoderArguments(c);
       const config = { ...a.config, ...extra };
-      const sync = track(new module.TransformerDecoderLayer(config));
-      sync.setWeights(a.weights);
-      const layer = await pools[workers].TransformerDecoderLayer(config, SPLIT);
+      const { sync, layer } = await syncAndSplit(pools[workers], 'TransformerDecoderLayer', config,
+        a.weights);
       try {
         expect(layer.config).toEqual(sync.config);
-        await layer.setWeights(a.weights);
         const expected = sync.forward(a.input, a.memory);
         const first = await layer.forward(a.input, a.memory);
         expectClose(first, expected);
@@ -178,19 +162,14 @@ describe.each(sizes)('pool of %i workers, layers split', (workers) => {
       }
       const x = tensor([2, 3, d], 6);
       const memory = tensor([2, 4, d], 7);
-      const sync = track(new module.TransformerDecoderLayer(config));
-      sync.setWeights(w);
-      const layer = await pool.TransformerDecoderLayer(config, SPLIT);
-      await layer.setWeights(w);
+      const { sync, layer } = await syncAndSplit(pool, 'TransformerDecoderLayer', config, w);
       expectClose(await layer.forward(x, memory), sync.forward(x, memory));
       await layer.dispose();
 
       const { selfAttention: attention, ffn, norm1, norm2 } = w;
       const ew = { attention, ffn, norm1, norm2 };
-      const syncEncoder = track(new module.TransformerEncoderLayer(config));
-      syncEncoder.setWeights(ew);
-      const encoder = await pool.TransformerEncoderLayer(config, SPLIT);
-      await encoder.setWeights(ew);
+      const { sync: syncEncoder, layer: encoder } = await syncAndSplit(pool,
+        'TransformerEncoderLayer', config, ew);
       expectClose(await encoder.forward(x), syncEncoder.forward(x));
       await encoder.dispose();
     }
@@ -202,11 +181,8 @@ describe.each(sizes)('pool of %i workers, layers split', (workers) => {
     const w = randomLayerWeights(16, 20, 3, { decoder: true });
     const x = tensor([2, 5, 16], 4);
     const memory = tensor([2, 3, 16], 5);
-    const sync = track(new module.TransformerDecoderLayer(config));
-    sync.setWeights(w);
-    const layer = await pools[workers].TransformerDecoderLayer(config, SPLIT);
+    const { sync, layer } = await syncAndSplit(pools[workers], 'TransformerDecoderLayer', config, w);
     expect(layer.config).toEqual(sync.config);
-    await layer.setWeights(w);
     for (const options of [undefined, { window: [2, 0], softcap: 5, scale: 0.3 },
       { keyPaddingMask: Uint8Array.from({ length: 10 }, (_, i) => (i % 5 === 4 ? 0 : 1)),
         memoryKeyPaddingMask: Uint8Array.from([1, 1, 0, 1, 0, 1]),

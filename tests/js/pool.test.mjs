@@ -3,7 +3,8 @@
 // identical from run to run), through caches and precomputed K/V too, with
 // its errors, disposal, a killed worker and concurrent callers; layers, each
 // whole in one worker, give the synchronous layers' results exactly.
-import { goldenCaseNames, loadGoldenCase, mhaArguments } from './support/golden.mjs';
+import { rejection, thrown } from './support/errors.mjs';
+import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { randomLayerWeights } from './support/layers.mjs';
 import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
 import { maxAbs, outputScale } from './support/scales.mjs';
@@ -45,10 +46,7 @@ function expectClose(actual, expected) {
     const got = actual[key];
     expect({ key, shape: got.shape }).toEqual({ key, shape: want.shape });
     const scale = key === 'output' ? outputScale(expected) : maxAbs(want.data);
-    let worst = 0;
-    for (let i = 0; i < want.data.length; ++i) {
-      worst = Math.max(worst, Math.abs(got.data[i] - want.data[i]));
-    }
+    const worst = maxAbsDiff(got.data, want.data);
     if (!(worst <= 1e-6 * scale)) throw new Error(`${key}: differs by ${worst}, scale ${scale}`);
   }
 }
@@ -59,29 +57,10 @@ function expectSame(actual, expected) {
   expect(Array.from(actual.data)).toEqual(Array.from(expected.data));
 }
 
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection, but the call resolved');
-}
-
 async function expectRejects(promise, Class, message) {
   const error = await rejection(promise);
   expect(error.constructor).toBe(Class);
   expect(error.message).toBe(message);
-}
-
-// What the synchronous call throws.
-function syncError(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected the synchronous call to throw');
 }
 
 test('the golden folder has mha cases', () => {
@@ -180,7 +159,7 @@ describe.each(sizes)('pool of %i workers', (workers) => {
     const mha = await pools[workers].MultiHeadAttention(config);
     const x = { data: random(16, 1), shape: [2, 8] };
 
-    let want = syncError(() => sync.forward(x));
+    let want = thrown(() => sync.forward(x));
     await expectRejects(mha.forward(x), want.constructor, want.message);
     sync.setWeights(w);
     await mha.setWeights(w);
@@ -194,7 +173,7 @@ describe.each(sizes)('pool of %i workers', (workers) => {
       (m) => m.setWeights({ ...w, bO: undefined }),
       (m) => m.createKVCache({ batch: 0, maxLength: 4 }),
     ]) {
-      want = syncError(() => call(sync));
+      want = thrown(() => call(sync));
       await expectRejects(call(mha), want.constructor, want.message);
     }
     await expectRejects(pools[workers].MultiHeadAttention({ dModel: 10, numHeads: 4 }), RangeError,
@@ -232,7 +211,7 @@ test('layers run whole in the worker holding the fewest, as the synchronous ones
   const syncEncoder = track(new module.TransformerEncoderLayer(config));
   const encoder = await pool.TransformerEncoderLayer(config);
   expect(encoder.config).toEqual(syncEncoder.config);
-  let want = syncError(() => syncEncoder.forward(x));
+  let want = thrown(() => syncEncoder.forward(x));
   await expectRejects(encoder.forward(x), want.constructor, want.message);
   const ew = randomLayerWeights(8, 16, 3);
   syncEncoder.setWeights(ew);
@@ -255,7 +234,7 @@ test('layers run whole in the worker holding the fewest, as the synchronous ones
       syncDecoder.forwardIncremental(step, syncCache, syncMemory));
     expect(cache.length).toBe(t + 1);
   }
-  want = syncError(() => syncDecoder.forwardIncremental(x, syncCache, syncMemory));
+  want = thrown(() => syncDecoder.forwardIncremental(x, syncCache, syncMemory));
   await expectRejects(decoder.forwardIncremental(x, cache, precomputed), want.constructor,
     want.message);
   expect(cache.length).toBe(T);

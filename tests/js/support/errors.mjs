@@ -8,6 +8,16 @@ export function thrown(fn) {
   throw new Error('expected an error, but the call returned');
 }
 
+// What `promise` rejects with; fails the test if it resolves.
+export async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection, but the call resolved');
+}
+
 // `fn` throws exactly `Class` (not a subclass) with exactly `message`.
 export function expectError(fn, Class, message) {
   const error = thrown(fn);
