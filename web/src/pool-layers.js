@@ -68,7 +68,7 @@ function weightsFit(weights, sizes) {
 }
 
 export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue, poolObject,
-  newRef, splitUnits, columns, createMultiHeadAttention }) {
+  newRef, splitUnits, columns, sumPartials, createMultiHeadAttention }) {
   // Hidden units [from, to) of a layer's FFN in each of its workers.
   class FeedForwardShards extends PoolObject {
     #d;
@@ -100,9 +100,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
         w1: columns(w1, d, f, from, to), b1: b1.slice(from, to),
         w2: w2.slice(from * d, to * d), b2: new Float32Array(d),
       }));
-      await workers.all(this.shards.map((s) => s.worker),
-        (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
-        (i) => Object.values(parts[i]).map((a) => a.buffer));
+      await this.sendWeights(parts);
       this.#b2 = Float32Array.from(b2);
     }
 
@@ -110,14 +108,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     // added in worker order, then b2.
     async forward(rows) {
       const parts = await this.call('forward', [{ data: rows }]);
-      const sum = parts[0].data;
-      for (const part of parts.slice(1)) {
-        for (let i = 0; i < sum.length; ++i) sum[i] += part.data[i];
-      }
-      for (let row = 0; row < sum.length; row += this.#d) {
-        for (let j = 0; j < this.#d; ++j) sum[row + j] += this.#b2[j];
-      }
-      return sum;
+      return sumPartials(parts.map((p) => p.data), this.#b2);
     }
   }
 

@@ -239,15 +239,28 @@ function joinAxis(tensors, axis) {
   return { data, shape };
 }
 
-// The workers' results as one: partial outputs added in worker order (worker
-// 0's holds b_O); the rest joined along the head axis (the third from last).
-function joinResults(parts) {
-  const output = parts[0].output;
-  const sum = output.data;
-  for (let p = 1; p < parts.length; ++p) {
-    const add = parts[p].output.data;
+// The workers' partial outputs (arrays of rows) added into the first in
+// worker order, so that a result does not depend on which worker answered
+// first; then `bias` (if given) to each row. Returns the first.
+function sumPartials(partials, bias) {
+  const sum = partials[0];
+  for (let p = 1; p < partials.length; ++p) {
+    const add = partials[p];
     for (let i = 0; i < sum.length; ++i) sum[i] += add[i];
   }
+  if (bias !== undefined) {
+    for (let row = 0; row < sum.length; row += bias.length) {
+      for (let j = 0; j < bias.length; ++j) sum[row + j] += bias[j];
+    }
+  }
+  return sum;
+}
+
+// The workers' results as one: partial outputs summed (worker 0's holds
+// b_O); the rest joined along the head axis (the third from last).
+function joinResults(parts) {
+  const output = parts[0].output;
+  sumPartials(parts.map((p) => p.output.data));
   const result = { output };
   for (const key of ['attnWeights', 'scores', 'perHeadOutput', 'q', 'k', 'v', 'headOutput']) {
     if (parts[0][key] !== undefined) {
@@ -410,6 +423,14 @@ function makePool(workers, summary) {
       return workers.all(this.shards.map((s) => s.worker),
         (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, out }),
         (i) => sent[i].transfer);
+    }
+
+    // setWeights(parts[i]) on part i: { key: typed array } made for that
+    // part alone, whose buffers the message moves instead of copying.
+    sendWeights(parts) {
+      return workers.all(this.shards.map((s) => s.worker),
+        (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
+        (i) => Object.values(parts[i]).map((a) => a.buffer));
     }
 
     dispose() {
@@ -623,9 +644,7 @@ function makePool(workers, summary) {
       const group = c.numHeads / c.numKvHeads;
       const parts = this.shards.map((shard) => this.#shardWeights(weights, shard, group));
       if (c.bias) parts[0].bO = Float32Array.from(weights.bO);
-      await workers.all(this.shards.map((s) => s.worker),
-        (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
-        (i) => Object.values(parts[i]).map((a) => a.buffer));
+      await this.sendWeights(parts);
       this.#hasWeights = true;
     }
 
@@ -837,7 +856,7 @@ function makePool(workers, summary) {
   }
 
   const pooledLayers = makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue,
-    poolObject, newRef: () => nextRef++, splitUnits, columns,
+    poolObject, newRef: () => nextRef++, splitUnits, columns, sumPartials,
     createMultiHeadAttention: (config) => createMultiHeadAttention(config) });
 
   // A layer split over the workers (pool-layers.js), or whole (class
