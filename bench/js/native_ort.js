@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { WORKLOADS, makeData } from '../../web/bench-kit/workloads.js';
-import { buildModel, ortFeeds, PEER_THREADS } from './peers/ortweb.js';
+import { createOrtNodeSession } from './peers/ortnode.js';
 import { interleave, summarize, maxAbsDiff } from '../../web/bench-kit/timing.js';
 
 const require = createRequire(import.meta.url);
@@ -25,14 +25,7 @@ async function main({ names, references, timing, tolerance }) {
     for (const graph of ['contrib', 'plain']) {
       const label = graph === 'contrib' ? 'ort-node MHA op' : 'ort-node plain';
       try {
-        const session = await ort.InferenceSession.create(buildModel(data, graph), {
-          executionProviders: ['cpu'],
-          graphOptimizationLevel: 'all',
-          intraOpNumThreads: PEER_THREADS,
-          interOpNumThreads: 1,
-          executionMode: 'sequential',
-        });
-        const feeds = ortFeeds(ort, data, graph);
+        const { session, feeds } = await createOrtNodeSession(ort, data, graph);
         const peer = {
           name: label,
           session,

@@ -8,7 +8,8 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { WORKLOADS, makeData } from '../../../web/bench-kit/workloads.js';
-import { buildModel, ortFeeds, PEER_THREADS } from '../peers/ortweb.js';
+import { createOrtNodeSession } from '../peers/ortnode.js';
+import { PEER_THREADS } from '../peers/ortweb.js';
 
 const require = createRequire(import.meta.url);
 const [name = 'S2', seconds = '3', graph = 'contrib'] = process.argv.slice(2);
@@ -31,14 +32,7 @@ function schedStats() {
 
 const ort = require('onnxruntime-node');
 const data = makeData(w);
-const session = await ort.InferenceSession.create(buildModel(data, graph), {
-  executionProviders: ['cpu'],
-  graphOptimizationLevel: 'all',
-  intraOpNumThreads: PEER_THREADS,
-  interOpNumThreads: 1,
-  executionMode: 'sequential',
-});
-const feeds = ortFeeds(ort, data, graph);
+const { session, feeds } = await createOrtNodeSession(ort, data, graph);
 for (let i = 0; i < 5; i++) await session.run(feeds);
 const before = schedStats();
 const start = performance.now();
