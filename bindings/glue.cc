@@ -48,6 +48,16 @@ std::vector<T> CopyArray(const val& array) {
 
 }  // namespace
 
+std::unique_ptr<float[]> CopyFloatsUninitialized(const val& array, size_t length) {
+  // new float[n] leaves the floats uninitialised (std::vector<float>(n) would
+  // zero them one by one at -Os); may throw std::bad_alloc.
+  std::unique_ptr<float[]> out(new float[length]);
+  if (length != 0) {
+    val(emscripten::typed_memory_view(length, out.get())).call<void>("set", array);
+  }
+  return out;
+}
+
 std::vector<float> CopyFloats(const val& array) {
   return CopyArray<float>(array);
 }
@@ -157,20 +167,31 @@ JsMhaWeights::JsMhaWeights(const val& js)
       b_k(CopyFloatsIfGiven(js, "bK")), b_v(CopyFloatsIfGiven(js, "bV")),
       b_o(CopyFloatsIfGiven(js, "bO")), weights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o} {}
 
-val ResultToJs(const MhaResult& r, const MhaOptions& o) {
+namespace {
+
+// A fresh Float32Array copy of `data`, whose storage is then freed.
+val TakeFloat32Array(std::vector<float>& data) {
+  val array = ToFloat32Array(data);
+  FreeFloats(data);
+  return array;
+}
+
+}  // namespace
+
+val ResultToJs(MhaResult&& r, const MhaOptions& o) {
   val out = val::object();
   out.set("batch", r.batch);
   out.set("tq", r.tq);
   out.set("tk", r.tk);
-  out.set("output", ToFloat32Array(r.output));
-  if (o.need_weights) out.set("attnWeights", ToFloat32Array(r.attn_weights));
-  if (o.need_scores) out.set("scores", ToFloat32Array(r.scores));
-  if (o.need_per_head_output) out.set("perHeadOutput", ToFloat32Array(r.per_head_output));
+  out.set("output", TakeFloat32Array(r.output));
+  if (o.need_weights) out.set("attnWeights", TakeFloat32Array(r.attn_weights));
+  if (o.need_scores) out.set("scores", TakeFloat32Array(r.scores));
+  if (o.need_per_head_output) out.set("perHeadOutput", TakeFloat32Array(r.per_head_output));
   if (o.need_intermediates) {
-    out.set("q", ToFloat32Array(r.q));
-    out.set("k", ToFloat32Array(r.k));
-    out.set("v", ToFloat32Array(r.v));
-    out.set("headOutput", ToFloat32Array(r.head_output));
+    out.set("q", TakeFloat32Array(r.q));
+    out.set("k", TakeFloat32Array(r.k));
+    out.set("v", TakeFloat32Array(r.v));
+    out.set("headOutput", TakeFloat32Array(r.head_output));
   }
   return out;
 }

@@ -110,6 +110,10 @@ std::vector<uint8_t> CopyBytes(const val& array);
 // Same, for an optional property: empty if undefined/null.
 std::vector<float> CopyFloatsIfGiven(const val& object, const char* key);
 
+// Frees v's storage, without the element-by-element walk that ~vector<float>
+// takes in the -Os glue (bindings/free_floats.cc).
+void FreeFloats(std::vector<float>& v);
+
 // A fresh Float32Array holding a copy of `data` (never a view onto the heap,
 // so it stays valid when the heap grows or the vector is freed).
 val ToFloat32Array(const std::vector<float>& data);
@@ -118,14 +122,21 @@ val ToFloat32Array(const std::vector<float>& data);
 // below 2^32; C++ judges its value).
 size_t SizeOf(const val& object, const char* key);
 
+// One copy of a JS Float32Array into a heap block that is not zero-filled
+// first (every element is then written by TypedArray.prototype.set): an
+// input's copy, which nothing resizes.
+std::unique_ptr<float[]> CopyFloatsUninitialized(const val& array, size_t length);
+
 // A tensor from JS ({data: Float32Array, batch, tokens, features}, as
 // web/index.js normalises it), copied into the heap once; `tensor` views it.
 struct Input {
-  std::vector<float> data;
+  size_t length;
+  std::unique_ptr<float[]> data;
   Tensor3 tensor;
   explicit Input(const val& js)
-      : data(CopyFloats(js["data"])),
-        tensor{data, SizeOf(js, "batch"), SizeOf(js, "tokens"),
+      : length(js["data"]["length"].as<size_t>()),
+        data(CopyFloatsUninitialized(js["data"], length)),
+        tensor{{data.get(), length}, SizeOf(js, "batch"), SizeOf(js, "tokens"),
                SizeOf(js, "features")} {}
 };
 
@@ -200,7 +211,8 @@ struct JsMhaWeights {
 };
 
 // {batch, tq, tk, output, attnWeights?, scores?, perHeadOutput?, q?, k?, v?,
-// headOutput?} as fresh arrays (the last four with need_intermediates).
-val ResultToJs(const MhaResult& r, const MhaOptions& o);
+// headOutput?} as fresh arrays (the last four with need_intermediates);
+// frees each of r's vectors once copied.
+val ResultToJs(MhaResult&& r, const MhaOptions& o);
 
 }  // namespace simd_attention::bindings

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "glue.h"
 #include "js_arg_names.h"
@@ -111,7 +112,7 @@ class MhaBinding : public Owned<MultiHeadAttention> {
           r = mha.Forward(q.tensor, k.tensor, v.tensor, o.options);
         }
       }
-      return ResultToJs(r, o.options);
+      return ResultToJs(std::move(r), o.options);
     });
   }
 

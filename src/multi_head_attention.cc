@@ -15,6 +15,7 @@
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "validate.h"
+#include "zero_filled.h"
 
 namespace simd_attention {
 namespace {
@@ -309,14 +310,14 @@ MhaResult MultiHeadAttention::PrepareResult(const Tensor3& query, size_t tk,
   r.batch = batch;
   r.tq = tq;
   r.tk = tk;
-  r.output.resize(CheckedCount(
+  ZeroFilled(r.output, CheckedCount(
       "output", {{"batch", batch}, {"tokens", tq}, {n.d_model, config_.d_model}}));
   const std::initializer_list<Dim> probs_dims = {
       {"batch", batch}, {n.num_heads, heads}, {"query tokens", tq}, {"key tokens", tk}};
-  if (options.need_weights) r.attn_weights.resize(CheckedCount("attention weights", probs_dims));
-  if (options.need_scores) r.scores.resize(CheckedCount("scores", probs_dims));
+  if (options.need_weights) ZeroFilled(r.attn_weights, CheckedCount("attention weights", probs_dims));
+  if (options.need_scores) ZeroFilled(r.scores, CheckedCount("scores", probs_dims));
   if (options.need_per_head_output) {
-    r.per_head_output.resize(CheckedCount(
+    ZeroFilled(r.per_head_output, CheckedCount(
         "per-head output",
         {{"batch", batch}, {n.num_heads, heads}, {"tokens", tq}, {n.d_model, config_.d_model}}));
   }
