@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
+#include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
@@ -28,6 +29,8 @@ struct KernelTable {
   void (*gemm)(const GemmArgs& args);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
+  size_t (*attention_backward_scratch_floats)(size_t dk, size_t dv);
+  void (*attention_backward)(const AttentionBackwardArgs& args);
   // Rotary position embedding of Q or K rows, in place.
   void (*rope)(const RopeArgs& args);
   // x[0..n) = act(x), in place.

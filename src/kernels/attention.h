@@ -67,6 +67,11 @@ struct AttentionArgs {
   // [tq, tk] row-major: the scores after scale, cap and masks (-inf where
   // hidden), what the softmax takes; nullptr = not requested.
   float* scores;
+  // [tq]: each query's log-sum-exp of its scores, m + log(l), which the
+  // backward (attention_backward.h) turns scores back into probabilities
+  // with; +inf for a query that sees no key (its probabilities are zero).
+  // nullptr = not requested.
+  float* lse;
   float* scratch;  // AttentionScratchFloats(...) floats
 };
 

@@ -1,7 +1,8 @@
 // Fills a KernelTable with this target's instantiations of the kernels.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after gemm-inl.h, attention-inl.h, rope-inl.h and elementwise-inl.h.
+// instantiation file, after gemm-inl.h, attention-inl.h, attention_backward-inl.h,
+// rope-inl.h and elementwise-inl.h.
 
 template <class Ops>
 KernelTable MakeKernelTable(const char* name, Backend backend) {
@@ -16,6 +17,8 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.gemm = &Gemm<Ops>::Multiply;
   t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
   t.attention = &Attention<Ops>::Run;
+  t.attention_backward_scratch_floats = &AttentionBackward<Ops>::ScratchFloats;
+  t.attention_backward = &AttentionBackward<Ops>::Run;
   t.rope = &Rope<Ops>::Rotate;
   t.activation = &Elementwise<Ops>::ApplyActivation;
   t.add = &Elementwise<Ops>::Add;

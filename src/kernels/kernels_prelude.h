@@ -12,6 +12,7 @@
 
 #include "dispatch/kernel_table.h"
 #include "kernels/attention.h"
+#include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
