@@ -211,6 +211,8 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
     kernels_->pack_b(w.b_o.data(), 1, c.d_model, o_.bias.data());
   }
   has_weights_ = true;
+  has_transposed_ = false;
+  ReleaseTraining();  // its gradients would mix the old weights with the new
 }
 
 const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
@@ -347,6 +349,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   CheckEqual("value.tokens", value.tokens, key.tokens, "key.tokens");
   const AttentionCall call = Call(query, key.tokens, options);
   MhaResult result = PrepareResult(query, key.tokens, options);
+  if (options.training) SaveForBackward(query, key, value, options);
 
   const size_t rows = key.batch * key.tokens;  // <= key.data.size()
   const size_t need = CheckedCount(
@@ -417,6 +420,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
                                       const PrecomputedKV& kv,
                                       const MhaOptions& options) {
   CheckReady();
+  RefuseTraining(options, "Forward(query, precomputed)");
   CheckLayout("precomputed key/value", kv.layout_, layout_);
   CheckTensor("query", query, config_.d_model, config_.names->d_model);
   CheckEqual("query.batch", query.batch, kv.batch(), "batch of the precomputed memory");
@@ -437,6 +441,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
                                                  KVCache& cache,
                                                  const MhaOptions& options) {
   CheckReady();
+  RefuseTraining(options, "ForwardIncremental");
   CheckLayout("KV cache", cache.layout_, layout_);
   const ArgNames& n = *config_.names;
   if (config_.kdim != config_.d_model || config_.vdim != config_.d_model) {
@@ -501,6 +506,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* q = workspace_.data();
   float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_z;
+  if (!options.training) ReleaseTraining();
+  float* lse = options.training ? training_.lse.data() : nullptr;  // [B, H, Tq]
   ComputedScan query_scan;
   Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0);
   const double max_abs_query = query_scan.Judge("the query projection query W_q + b_q",
@@ -531,6 +538,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     a.probs = options.need_weights ? r.attn_weights.data() + probs_at : nullptr;
     a.scores = options.need_scores ? r.scores.data() + probs_at : nullptr;
     a.scratch = attention_scratch + thread * scratch;
+    a.lse = lse == nullptr ? nullptr : lse + (b * heads + h) * tq + q0;
     kernels_->attention(a);
   });
 
@@ -570,6 +578,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);
   }
+  training_.ready = options.training;
   return r;
 }
 

@@ -113,6 +113,11 @@ struct MhaOptions {
   // as after this many earlier tokens. ForwardIncremental uses the cache's
   // length instead.
   size_t position_offset = 0;
+  // Training: keep what Backward needs (copies of the inputs and masks, the
+  // projected Q, K, V, the attention output and each query's log-sum-exp)
+  // until the next forward or ReleaseTraining(). Forward(x) and
+  // Forward(query, key, value) only, without config.rope.
+  bool training = false;
 };
 
 // A query row whose every key is masked gets all-zero probabilities and a
@@ -131,6 +136,20 @@ struct MhaResult {
   std::vector<float> head_output;      // [B, H, Tq, d_v]: z_h = P_h V_h
   std::vector<float> per_head_output;  // [B, H, Tq, d_model], if requested:
                                        // z_h W_O^h, output = sum_h + b_o
+};
+
+// Gradients of a loss L with respect to a training forward's inputs and to
+// every weight and bias, given dL/d(output): each in the shape of what it
+// differentiates (weights in the X @ W layout).
+struct MhaGradients {
+  std::vector<float> d_query;  // [B, Tq, d_model]
+  std::vector<float> d_key;    // [B, Tk, kdim]
+  std::vector<float> d_value;  // [B, Tk, vdim]
+  // Self-attention (query, key and value were one tensor, Forward(x)): its
+  // gradient, d_query + d_key + d_value; else empty.
+  std::vector<float> d_input;
+  std::vector<float> d_w_q, d_w_k, d_w_v, d_w_o;
+  std::vector<float> d_b_q, d_b_k, d_b_v, d_b_o;  // empty when !config.bias
 };
 
 class MultiHeadAttention {
@@ -171,6 +190,15 @@ class MultiHeadAttention {
   // keeps the tokens it had.
   MhaResult ForwardIncremental(const Tensor3& x, KVCache& cache,
                                const MhaOptions& options = {});
+
+  // The gradients of the last forward, which must have been a training one
+  // (MhaOptions::training), given d_output = dL/d(output) [B, Tq, d_model].
+  // Throws std::logic_error without one, std::invalid_argument for a wrong
+  // length or a non-finite value (naming d_output); the saved state stays,
+  // so Backward may be called again.
+  MhaGradients Backward(std::span<const float> d_output);
+  // Frees what a training forward kept (as the next forward does).
+  void ReleaseTraining();
 
   // The config with defaults resolved (kdim, vdim, head_dim, head_dim_v,
   // threads and names filled in).
@@ -219,6 +247,32 @@ class MultiHeadAttention {
   MhaResult Attend(const Tensor3& query, const KVView& kv, const AttentionCall& call,
                    const MhaOptions& options, size_t query_pos0, MhaResult r);
 
+  // What a training forward keeps for Backward; views of the caller's data
+  // are copied, so nothing dangles when the caller frees them.
+  struct TrainingState {
+    bool ready = false;  // a training forward succeeded since the last release
+    bool self = false;   // query, key and value were one tensor
+    size_t batch = 0, tq = 0, tk = 0;
+    std::vector<float> query, key, value;  // key, value empty when self
+    std::vector<float> lse;                // [B, H, Tq], the kernel's
+    MhaOptions options;                    // spans empty; the masks below
+    std::vector<float> attn_mask;
+    std::vector<uint8_t> bool_mask, key_padding_mask;
+    std::vector<size_t> kv_lengths;
+  };
+  // Keeps the inputs and masks of a training forward (before it runs).
+  void SaveForBackward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                       const MhaOptions& options);
+  // Refuses options.training in a forward that cannot keep its state.
+  static void RefuseTraining(const MhaOptions& options, const char* forward);
+  // A packed [rows, cols] matrix's transpose, packed: the backward's W^T.
+  Packed PackTransposed(const Packed& p) const;
+  // [x^T; 1^T] d_out: dW [in, n] of the projection out = x W + b (x: rows of
+  // `in` floats) and, with config.bias, db as one more row, given d_out
+  // [rows, n] in the padded head layout.
+  std::vector<float> WeightGradients(const float* x, size_t rows, size_t in,
+                                     const float* d_out, size_t n);
+
   MhaConfig config_;  // threads resolved (never 0)
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
@@ -233,6 +287,12 @@ class MultiHeadAttention {
   std::vector<float> rope_angles_;
   size_t rope_positions_ = 0;
   std::vector<float> rope_call_angles_;
+  TrainingState training_;
+  // W_Q^T, W_K^T, W_V^T, W_O^T packed for the backward's dX = dY W^T; made
+  // by the first Backward after SetWeights.
+  bool has_transposed_ = false;
+  Packed q_t_, k_t_, v_t_, o_t_;
+  std::vector<float> grad_workspace_;  // the backward's; grows
 };
 
 }  // namespace simd_attention

@@ -1,0 +1,281 @@
+// MultiHeadAttention's training state and backward pass: the gradients of
+// the inputs and of every weight and bias, given dL/d(output).
+//
+// Forward: Q = Xq Wq + bq, K = Xk Wk + bk, V = Xv Wv + bv, Z = attention(Q,
+// K, V), Y = Z Wo + bo. Backward, in the padded head layout of the forward:
+//   dWo = Z^T dY, dbo = 1^T dY, dZ = dY Wo^T
+//   dQ, dK, dV = the attention kernel's backward (kernels/attention_backward.h)
+//   dW = X^T dP, db = 1^T dP, dX = dP W^T for each projection P
+// Every product is the GEMM kernel on packed panels: W^T is packed once per
+// SetWeights; X^T with a row of ones under it is the A of one GEMM that
+// yields dW and db together, its B the packed gradient.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "attention_call.h"
+#include "checked_size.h"
+#include "dispatch/kernel_table.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/thread_pool.h"
+#include "threading/parallel.h"
+#include "validate.h"
+#include "zero_filled.h"
+
+namespace simd_attention {
+namespace {
+
+constexpr char kGradientTooLarge[] = "d_output or the inputs or weights are too large in magnitude";
+
+template <class T>
+std::vector<T> Copy(std::span<const T> s) {
+  return std::vector<T>(s.begin(), s.end());
+}
+
+// Picks the real rows and columns out of a matrix in the padded head layout:
+// rows of row_heads heads of row_d (padded to row_pad), columns likewise.
+struct HeadDims {
+  size_t heads, d, pad;
+};
+void Unpad(const float* src, size_t ld, HeadDims rows, HeadDims cols, std::vector<float>& out) {
+  ZeroFilled(out, CheckedCount("gradient", {{"rows", rows.heads * rows.d},
+                                            {"columns", cols.heads * cols.d}}));
+  float* dst = out.data();
+  for (size_t rh = 0; rh < rows.heads; ++rh) {
+    for (size_t r = 0; r < rows.d; ++r) {
+      const float* row = src + (rh * rows.pad + r) * ld;
+      for (size_t ch = 0; ch < cols.heads; ++ch, dst += cols.d) {
+        std::copy_n(row + ch * cols.pad, cols.d, dst);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void MultiHeadAttention::RefuseTraining(const MhaOptions& options, const char* forward) {
+  if (options.training) {
+    throw std::invalid_argument(Cat({"options.training: ", forward,
+                                     " keeps nothing for Backward, expected false, got true "
+                                     "(train through Forward(x) or Forward(query, key, value))"}));
+  }
+}
+
+void MultiHeadAttention::ReleaseTraining() { training_ = TrainingState{}; }
+
+void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& key,
+                                         const Tensor3& value, const MhaOptions& o) {
+  if (config_.rope.style != RopeStyle::kNone) {
+    throw std::invalid_argument(
+        "options.training: the backward of rotary positions is not implemented, so training "
+        "expects config.rope.style kNone, got a rotary style");
+  }
+  TrainingState& t = training_;
+  t.ready = false;
+  t.self = query.data.data() == key.data.data() && key.data.data() == value.data.data() &&
+           query.data.size() == key.data.size() && key.data.size() == value.data.size();
+  t.batch = query.batch;
+  t.tq = query.tokens;
+  t.tk = key.tokens;
+  t.query.assign(query.data.begin(), query.data.end());
+  t.key.clear();
+  t.value.clear();
+  if (!t.self) {
+    t.key.assign(key.data.begin(), key.data.end());
+    t.value.assign(value.data.begin(), value.data.end());
+  }
+  t.lse.resize(CheckedCount("log-sum-exp", {{"batch", query.batch},
+                                            {config_.names->num_heads, config_.num_heads},
+                                            {"query tokens", query.tokens}}));
+  t.attn_mask = Copy(o.attn_mask);
+  t.bool_mask = Copy(o.bool_mask);
+  t.key_padding_mask = Copy(o.key_padding_mask);
+  t.kv_lengths = Copy(o.kv_lengths);
+  t.options = o;
+  t.options.attn_mask = {};
+  t.options.bool_mask = {};
+  t.options.key_padding_mask = {};
+  t.options.kv_lengths = {};
+}
+
+MultiHeadAttention::Packed MultiHeadAttention::PackTransposed(const Packed& p) const {
+  const size_t w = kernels_->panel_width;
+  std::vector<float> transposed(
+      CheckedCount("transposed weights", {{"columns", p.cols}, {"rows", p.rows}}));
+  for (size_t c = 0; c < p.cols; ++c) {
+    const float* column = p.w.data() + c / w * w * p.rows + c % w;
+    for (size_t r = 0; r < p.rows; ++r) transposed[c * p.rows + r] = column[r * w];
+  }
+  Packed t;
+  t.rows = p.cols;
+  t.cols = p.rows;
+  t.w.resize(PackedFloats(*kernels_, t.rows, t.cols));
+  kernels_->pack_b(transposed.data(), t.rows, t.cols, t.w.data());
+  return t;
+}
+
+std::vector<float> MultiHeadAttention::WeightGradients(const float* x, size_t rows, size_t in,
+                                                       const float* d_out, size_t n) {
+  const size_t m = in + (config_.bias ? 1 : 0);
+  std::vector<float> xt(CheckedCount("transposed input", {{"features + 1", m}, {"rows", rows}}));
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t f = 0; f < in; ++f) xt[f * rows + r] = x[r * in + f];
+  }
+  std::fill_n(xt.data() + in * rows, (m - in) * rows, 1.0f);
+  std::vector<float> packed(PackedFloats(*kernels_, rows, n));
+  kernels_->pack_b(d_out, rows, n, packed.data());
+  std::vector<float> gradients(CheckedCount("weight gradients", {{"rows", m}, {"columns", n}}));
+  ParallelGemm(*pool_, *kernels_,
+               {.a = xt.data(),
+                .lda = rows,
+                .m = m,
+                .k = rows,
+                .packed_b = packed.data(),
+                .packed_rows = rows,
+                .k_begin = 0,
+                .n = n,
+                .packed_bias = nullptr,
+                .c = gradients.data(),
+                .ldc = n});
+  return gradients;
+}
+
+MhaGradients MultiHeadAttention::Backward(std::span<const float> d_output) {
+  const TrainingState& t = training_;
+  if (!t.ready) {
+    throw std::logic_error(
+        "MultiHeadAttention::Backward: expected a training forward (options.training = true) "
+        "since the last SetWeights, forward or ReleaseTraining, got none");
+  }
+  const MhaConfig& c = config_;
+  CheckLength("d_output", d_output.size(), {t.batch, t.tq, c.d_model});
+  CheckFinite("d_output", d_output);
+  if (!has_transposed_) {
+    q_t_ = PackTransposed(q_);
+    k_t_ = PackTransposed(k_);
+    v_t_ = PackTransposed(v_);
+    o_t_ = PackTransposed(o_);
+    has_transposed_ = true;
+  }
+  MhaOptions options = t.options;
+  options.attn_mask = t.attn_mask;
+  options.bool_mask = t.bool_mask;
+  options.key_padding_mask = t.key_padding_mask;
+  options.kv_lengths = t.kv_lengths;
+  const Tensor3 query{t.query, t.batch, t.tq, c.d_model};
+  const AttentionCall call = Call(query, t.tk, options);
+
+  const size_t heads = c.num_heads, kv_heads = c.num_kv_heads, group = heads / kv_heads;
+  const size_t batch = t.batch, tq = t.tq, tk = t.tk;
+  const size_t dk = layout_.dk_pad, dv = layout_.dv_pad;
+  const size_t ld_q = heads * dk, ld_z = heads * dv;
+  const size_t ld_k = layout_.key_row(), ld_v = layout_.value_row();
+  const size_t rows_q = batch * tq, rows_k = batch * tk;
+  // What the training forward left in the workspaces (see Forward, Attend).
+  const float* q = workspace_.data();
+  const float* z = q + rows_q * ld_q;
+  const float* k = kv_workspace_.data();
+  const float* v = k + rows_k * ld_k;
+  const std::span<const float> xq = t.query;
+  const std::span<const float> xk = t.self ? xq : std::span<const float>(t.key);
+  const std::span<const float> xv = t.self ? xq : std::span<const float>(t.value);
+
+  const size_t scratch = kernels_->attention_backward_scratch_floats(dk, dv);
+  const size_t need =
+      CheckedCount("attention gradients", {{"batch * query tokens", rows_q},
+                                           {"padded dZ and dQ rows", ld_z + ld_q}}) +
+      CheckedCount("key and value gradients", {{"batch * key tokens", rows_k},
+                                               {"padded dK and dV rows", ld_k + ld_v}}) +
+      scratch * pool_->threads();
+  if (grad_workspace_.size() < need) grad_workspace_.resize(need);
+  float* dz = grad_workspace_.data();
+  float* dq = dz + rows_q * ld_z;
+  float* dkey = dq + rows_q * ld_q;
+  float* dval = dkey + rows_k * ld_k;
+  float* attention_scratch = dval + rows_k * ld_v;
+  std::fill_n(dkey, rows_k * (ld_k + ld_v), 0.0f);
+
+  MhaGradients g;
+  // W_O: dWo, dbo from Z^T dY; dZ = dY Wo^T.
+  const std::vector<float> o_grads = WeightGradients(z, rows_q, ld_z, d_output.data(), c.d_model);
+  const HeadDims model{1, c.d_model, c.d_model};
+  Unpad(o_grads.data(), c.d_model, {heads, c.head_dim_v, dv}, model, g.d_w_o);
+  if (c.bias) Unpad(o_grads.data() + ld_z * c.d_model, c.d_model, {1, 1, 1}, model, g.d_b_o);
+  ParallelMultiplyPacked(*pool_, *kernels_, d_output.data(), rows_q, c.d_model, o_t_.w.data(),
+                         nullptr, ld_z, dz, ld_z);
+
+  // The attention: a task per (batch item, key/value head), whose query
+  // heads add into its dK and dV in turn, so the sums never depend on threads.
+  const size_t items = batch * kv_heads;
+  const double ns = 2.5 * call.HeadNs(dk) * double(group * items);
+  const size_t tasks = TaskCount(*pool_, ns, items);
+  pool_->Run(tasks, [&](size_t task, size_t thread) {
+    for (size_t item = items * task / tasks; item < items * (task + 1) / tasks; ++item) {
+      const size_t b = item / kv_heads, kvh = item % kv_heads;
+      for (size_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+        AttentionBackwardArgs a{};
+        AttentionArgs& f = a.forward;
+        f.q = q + b * tq * ld_q + h * dk;
+        f.ldq = ld_q;
+        f.k = k + b * tk * ld_k + kvh * dk;
+        f.ldk = ld_k;
+        f.v = v + b * tk * ld_v + kvh * dv;
+        f.ldv = ld_v;
+        f.tq = tq;
+        f.tk = tk;
+        f.dk = dk;
+        f.dv = dv;
+        call.Set(f, b, h, 0);
+        f.z = const_cast<float*>(z) + b * tq * ld_z + h * dv;
+        f.ldz = ld_z;
+        a.lse = t.lse.data() + (b * heads + h) * tq;
+        a.d_out = dz + b * tq * ld_z + h * dv;
+        a.ld_d_out = ld_z;
+        a.d_q = dq + b * tq * ld_q + h * dk;
+        a.ld_d_q = ld_q;
+        a.d_k = dkey + b * tk * ld_k + kvh * dk;
+        a.ld_d_k = ld_k;
+        a.d_v = dval + b * tk * ld_v + kvh * dv;
+        a.ld_d_v = ld_v;
+        a.scratch = attention_scratch + thread * scratch;
+        kernels_->attention_backward(a);
+      }
+    }
+  });
+
+  // The projections: dW, db and dX of each.
+  struct Projection {
+    std::span<const float> x;
+    size_t in, rows, heads, d, pad;
+    const float* d_out;
+    const Packed& transposed;
+    std::vector<float>&d_x, &d_w, &d_b;
+  };
+  const Projection projections[] = {
+      {xq, c.d_model, rows_q, heads, c.head_dim, dk, dq, q_t_, g.d_query, g.d_w_q, g.d_b_q},
+      {xk, c.kdim, rows_k, kv_heads, c.head_dim, dk, dkey, k_t_, g.d_key, g.d_w_k, g.d_b_k},
+      {xv, c.vdim, rows_k, kv_heads, c.head_dim_v, dv, dval, v_t_, g.d_value, g.d_w_v,
+       g.d_b_v}};
+  for (const Projection& p : projections) {
+    const size_t n = p.heads * p.pad;
+    const std::vector<float> grads = WeightGradients(p.x.data(), p.rows, p.in, p.d_out, n);
+    const HeadDims columns{p.heads, p.d, p.pad};
+    Unpad(grads.data(), n, {1, p.in, p.in}, columns, p.d_w);
+    if (c.bias) Unpad(grads.data() + p.in * n, n, {1, 1, 1}, columns, p.d_b);
+    ZeroFilled(p.d_x, p.x.size());
+    ParallelMultiplyPacked(*pool_, *kernels_, p.d_out, p.rows, n, p.transposed.w.data(),
+                           nullptr, p.in, p.d_x.data(), p.in);
+  }
+  if (t.self) {
+    ZeroFilled(g.d_input, xq.size());
+    kernels_->add(g.d_query.data(), g.d_key.data(), xq.size(), g.d_input.data());
+    kernels_->add(g.d_input.data(), g.d_value.data(), xq.size(), g.d_input.data());
+  }
+  for (const std::vector<float>* d : {&g.d_query, &g.d_key, &g.d_value, &g.d_w_q, &g.d_w_k,
+                                      &g.d_w_v, &g.d_w_o}) {
+    CheckComputed("the gradients", *d, kGradientTooLarge);
+  }
+  return g;
+}
+
+}  // namespace simd_attention
