@@ -1,0 +1,173 @@
+#include "reference/mha_backward_reference.h"
+
+#include <cmath>
+#include <limits>
+
+namespace simd_attention {
+namespace {
+
+// y [rows, out] = x [rows, in] w [in, out] + b (b empty: none).
+std::vector<double> Linear(const std::vector<double>& x, size_t rows, size_t in,
+                           const std::vector<double>& w, const std::vector<double>& b,
+                           size_t out) {
+  std::vector<double> y(rows * out, 0.0);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t o = 0; o < out; ++o) {
+      double acc = b.empty() ? 0.0 : b[o];
+      for (size_t i = 0; i < in; ++i) acc += x[r * in + i] * w[i * out + o];
+      y[r * out + o] = acc;
+    }
+  }
+  return y;
+}
+
+// The gradients of y = x w + b given dy: dw = x^T dy, db = the column sums
+// of dy (when there is a bias), dx = dy w^T.
+void LinearBackward(const std::vector<double>& x, size_t rows, size_t in,
+                    const std::vector<double>& w, bool bias, const std::vector<double>& dy,
+                    size_t out, std::vector<double>& dx, std::vector<double>& dw,
+                    std::vector<double>& db) {
+  dx.assign(rows * in, 0.0);
+  dw.assign(in * out, 0.0);
+  db.assign(bias ? out : 0, 0.0);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t o = 0; o < out; ++o) {
+      const double g = dy[r * out + o];
+      if (bias) db[o] += g;
+      for (size_t i = 0; i < in; ++i) {
+        dw[i * out + o] += x[r * in + i] * g;
+        dx[r * in + i] += g * w[i * out + o];
+      }
+    }
+  }
+}
+
+// Index of (b, h, i, j) in a mask of `given` values: [Tq, Tk] or
+// [B or 1, H or 1, Tq, Tk] by `shape`, or without one [B, H, Tq, Tk] by length.
+size_t MaskIndex(size_t given, const std::vector<size_t>& shape, size_t B, size_t H, size_t b,
+                 size_t h, size_t i, size_t j, size_t tq, size_t tk) {
+  size_t mb = 1, mh = 1;
+  if (shape.size() == 4) {
+    mb = shape[0];
+    mh = shape[1];
+  } else if (shape.empty() && given == B * H * tq * tk) {
+    mb = B;
+    mh = H;
+  }
+  return (((mb == 1 ? 0 : b) * mh + (mh == 1 ? 0 : h)) * tq + i) * tk + j;
+}
+
+}  // namespace
+
+MhaBackward64 ReferenceMhaBackward(const MhaConfig& c, const MhaProblem64& p,
+                                   const MhaOptions& o, std::span<const double> d_output) {
+  const size_t B = p.batch, tq = p.tq, tk = p.tk, H = c.num_heads, Hkv = c.num_kv_heads;
+  const size_t group = H / Hkv, d = c.head_dim, dv = c.head_dim_v, dm = c.d_model;
+  const size_t hd = H * d, kvd = Hkv * d, hdv = H * dv, kvdv = Hkv * dv;
+  const std::vector<double> q = Linear(p.query, B * tq, dm, p.w_q, p.b_q, hd);
+  const std::vector<double> k = Linear(p.key, B * tk, c.kdim, p.w_k, p.b_k, kvd);
+  const std::vector<double> v = Linear(p.value, B * tk, c.vdim, p.w_v, p.b_v, kvdv);
+  const double scale = o.scale ? *o.scale : 1.0 / std::sqrt(double(d));
+  const bool bottom_right = o.causal && o.causal_alignment == CausalAlignment::kBottomRight;
+
+  // P [B, H, tq, tk] and the scaled scores before the cap, for its derivative.
+  std::vector<double> probs(B * H * tq * tk, 0.0), raw(B * H * tq * tk, 0.0);
+  std::vector<double> z(B * tq * hdv, 0.0);
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < H; ++h) {
+      const size_t g = h / group;
+      for (size_t i = 0; i < tq; ++i) {
+        const double diag = bottom_right ? double(i) + double(tk) - double(tq) : double(i);
+        const size_t row = ((b * H + h) * tq + i) * tk;
+        std::vector<double> s(tk);
+        std::vector<char> visible(tk, 1);
+        bool any = false;
+        for (size_t j = 0; j < tk; ++j) {
+          double dot = 0;
+          for (size_t e = 0; e < d; ++e) {
+            dot += q[(b * tq + i) * hd + h * d + e] * k[(b * tk + j) * kvd + g * d + e];
+          }
+          raw[row + j] = dot * scale;
+          s[j] = o.softcap ? *o.softcap * std::tanh(raw[row + j] / *o.softcap) : raw[row + j];
+          if (!o.attn_mask.empty()) {
+            s[j] += o.attn_mask[MaskIndex(o.attn_mask.size(), o.attn_mask_shape, B, H, b, h, i,
+                                          j, tq, tk)];
+          }
+          bool vis = true;
+          if (!o.bool_mask.empty()) {
+            vis = vis && o.bool_mask[MaskIndex(o.bool_mask.size(), o.bool_mask_shape, B, H, b,
+                                               h, i, j, tq, tk)] != 0;
+          }
+          if (!o.key_padding_mask.empty()) vis = vis && o.key_padding_mask[b * tk + j] != 0;
+          if (!o.kv_lengths.empty()) vis = vis && j < o.kv_lengths[b];
+          if (o.causal) vis = vis && double(j) <= diag;
+          if (o.window[0] >= 0) vis = vis && double(j) >= diag - double(o.window[0]);
+          if (o.window[1] >= 0) vis = vis && double(j) <= diag + double(o.window[1]);
+          vis = vis && s[j] != -std::numeric_limits<double>::infinity();
+          visible[j] = vis;
+          any = any || vis;
+        }
+        if (!any) continue;  // no visible key: zero probabilities and output
+        double mx = -std::numeric_limits<double>::infinity();
+        for (size_t j = 0; j < tk; ++j) {
+          if (visible[j]) mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (size_t j = 0; j < tk; ++j) {
+          if (visible[j]) sum += probs[row + j] = std::exp(s[j] - mx);
+        }
+        for (size_t j = 0; j < tk; ++j) {
+          probs[row + j] /= sum;
+          for (size_t e = 0; e < dv; ++e) {
+            z[(b * tq + i) * hdv + h * dv + e] +=
+                probs[row + j] * v[(b * tk + j) * kvdv + g * dv + e];
+          }
+        }
+      }
+    }
+  }
+  MhaBackward64 r;
+  r.output = Linear(z, B * tq, hdv, p.w_o, p.b_o, dm);
+  if (d_output.empty()) return r;
+
+  const std::vector<double> dy(d_output.begin(), d_output.end());
+  std::vector<double> dz;
+  LinearBackward(z, B * tq, hdv, p.w_o, c.bias, dy, dm, dz, r.d_w_o, r.d_b_o);
+  std::vector<double> dq(q.size(), 0.0), dk(k.size(), 0.0), dvv(v.size(), 0.0);
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < H; ++h) {
+      const size_t g = h / group;
+      for (size_t i = 0; i < tq; ++i) {
+        const size_t row = ((b * H + h) * tq + i) * tk;
+        std::vector<double> dp(tk, 0.0);
+        double rowsum = 0;
+        for (size_t j = 0; j < tk; ++j) {
+          for (size_t e = 0; e < dv; ++e) {
+            const double dze = dz[(b * tq + i) * hdv + h * dv + e];
+            dp[j] += dze * v[(b * tk + j) * kvdv + g * dv + e];
+            dvv[(b * tk + j) * kvdv + g * dv + e] += probs[row + j] * dze;
+          }
+          rowsum += probs[row + j] * dp[j];
+        }
+        for (size_t j = 0; j < tk; ++j) {
+          double ds = probs[row + j] * (dp[j] - rowsum);
+          if (o.softcap) {
+            const double t = std::tanh(raw[row + j] / *o.softcap);
+            ds *= 1 - t * t;
+          }
+          for (size_t e = 0; e < d; ++e) {
+            dq[(b * tq + i) * hd + h * d + e] += scale * ds * k[(b * tk + j) * kvd + g * d + e];
+            dk[(b * tk + j) * kvd + g * d + e] += scale * ds * q[(b * tq + i) * hd + h * d + e];
+          }
+        }
+      }
+    }
+  }
+  LinearBackward(p.query, B * tq, dm, p.w_q, c.bias, dq, hd, r.d_query, r.d_w_q, r.d_b_q);
+  LinearBackward(p.key, B * tk, c.kdim, p.w_k, c.bias, dk, kvd, r.d_key, r.d_w_k, r.d_b_k);
+  LinearBackward(p.value, B * tk, c.vdim, p.w_v, c.bias, dvv, kvdv, r.d_value, r.d_w_v,
+                 r.d_b_v);
+  return r;
+}
+
+}  // namespace simd_attention

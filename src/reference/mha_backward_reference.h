@@ -1,0 +1,37 @@
+// MultiHeadAttention's forward and backward written plainly in double
+// precision: the full score and probability matrices, every gradient by its
+// definition (dS = P * (dP - rowsum(P * dP)), not the kernel's rowsum(dO * O)).
+// The oracle of the backward tests; shares no code with the fast path.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "simd_attention/multi_head_attention.h"
+
+namespace simd_attention {
+
+// A problem in double: inputs [B, T, features] and weights as MhaWeights
+// (biases empty when !bias). Self-attention passes query as key and value.
+struct MhaProblem64 {
+  size_t batch = 0, tq = 0, tk = 0;
+  std::vector<double> query, key, value;
+  std::vector<double> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
+};
+
+// The output and, given d_output, the gradients of sum(output * d_output),
+// named as MhaGradients (no d_input: the caller sums d_query, d_key, d_value).
+struct MhaBackward64 {
+  std::vector<double> output;
+  std::vector<double> d_query, d_key, d_value;
+  std::vector<double> d_w_q, d_w_k, d_w_v, d_w_o, d_b_q, d_b_k, d_b_v, d_b_o;
+};
+
+// `config` resolved (MultiHeadAttention::config(), rope none), the options'
+// masks, causal alignment, window, scale and softcap as the forward takes
+// them; nothing is checked. An empty d_output computes the output alone.
+MhaBackward64 ReferenceMhaBackward(const MhaConfig& config, const MhaProblem64& p,
+                                   const MhaOptions& options, std::span<const double> d_output);
+
+}  // namespace simd_attention
