@@ -32,14 +32,20 @@ std::vector<T> Copy(std::span<const T> s) {
   return std::vector<T>(s.begin(), s.end());
 }
 
+// v sized n; a vector of that size already (a training loop's, reused)
+// keeps its storage and values: every element is written after this.
+void Sized(std::vector<float>& v, size_t n) {
+  if (v.size() != n) ZeroFilled(v, n);
+}
+
 // Picks the real rows and columns out of a matrix in the padded head layout:
 // rows of row_heads heads of row_d (padded to row_pad), columns likewise.
 struct HeadDims {
   size_t heads, d, pad;
 };
 void Unpad(const float* src, size_t ld, HeadDims rows, HeadDims cols, std::vector<float>& out) {
-  ZeroFilled(out, CheckedCount("gradient", {{"rows", rows.heads * rows.d},
-                                            {"columns", cols.heads * cols.d}}));
+  Sized(out, CheckedCount("gradient", {{"rows", rows.heads * rows.d},
+                                       {"columns", cols.heads * cols.d}}));
   float* dst = out.data();
   for (size_t rh = 0; rh < rows.heads; ++rh) {
     for (size_t r = 0; r < rows.d; ++r) {
@@ -114,33 +120,44 @@ MultiHeadAttention::Packed MultiHeadAttention::PackTransposed(const Packed& p) c
   return t;
 }
 
-std::vector<float> MultiHeadAttention::WeightGradients(const float* x, size_t rows, size_t in,
-                                                       const float* d_out, size_t n) {
+const float* MultiHeadAttention::WeightGradients(const float* x, size_t rows, size_t in,
+                                                 const float* d_out, size_t n) {
   const size_t m = in + (config_.bias ? 1 : 0);
-  std::vector<float> xt(CheckedCount("transposed input", {{"features + 1", m}, {"rows", rows}}));
+  const size_t xt_floats = CheckedCount("transposed input", {{"features + 1", m}, {"rows", rows}});
+  const size_t packed_floats = PackedFloats(*kernels_, rows, n);
+  const size_t need = xt_floats + packed_floats +
+                      CheckedCount("weight gradients", {{"rows", m}, {"columns", n}});
+  if (weight_workspace_.size() < need) weight_workspace_.resize(need);
+  float* xt = weight_workspace_.data();
+  float* packed = xt + xt_floats;
+  float* gradients = packed + packed_floats;
   for (size_t r = 0; r < rows; ++r) {
     for (size_t f = 0; f < in; ++f) xt[f * rows + r] = x[r * in + f];
   }
-  std::fill_n(xt.data() + in * rows, (m - in) * rows, 1.0f);
-  std::vector<float> packed(PackedFloats(*kernels_, rows, n));
-  kernels_->pack_b(d_out, rows, n, packed.data());
-  std::vector<float> gradients(CheckedCount("weight gradients", {{"rows", m}, {"columns", n}}));
+  std::fill_n(xt + in * rows, (m - in) * rows, 1.0f);
+  kernels_->pack_b(d_out, rows, n, packed);
   ParallelGemm(*pool_, *kernels_,
-               {.a = xt.data(),
+               {.a = xt,
                 .lda = rows,
                 .m = m,
                 .k = rows,
-                .packed_b = packed.data(),
+                .packed_b = packed,
                 .packed_rows = rows,
                 .k_begin = 0,
                 .n = n,
                 .packed_bias = nullptr,
-                .c = gradients.data(),
+                .c = gradients,
                 .ldc = n});
   return gradients;
 }
 
 MhaGradients MultiHeadAttention::Backward(std::span<const float> d_output) {
+  MhaGradients g;
+  Backward(d_output, g);
+  return g;
+}
+
+void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients& g) {
   const TrainingState& t = training_;
   if (!t.ready) {
     throw std::logic_error(
@@ -195,12 +212,11 @@ MhaGradients MultiHeadAttention::Backward(std::span<const float> d_output) {
   float* attention_scratch = dval + rows_k * ld_v;
   std::fill_n(dkey, rows_k * (ld_k + ld_v), 0.0f);
 
-  MhaGradients g;
   // W_O: dWo, dbo from Z^T dY; dZ = dY Wo^T.
-  const std::vector<float> o_grads = WeightGradients(z, rows_q, ld_z, d_output.data(), c.d_model);
+  const float* o_grads = WeightGradients(z, rows_q, ld_z, d_output.data(), c.d_model);
   const HeadDims model{1, c.d_model, c.d_model};
-  Unpad(o_grads.data(), c.d_model, {heads, c.head_dim_v, dv}, model, g.d_w_o);
-  if (c.bias) Unpad(o_grads.data() + ld_z * c.d_model, c.d_model, {1, 1, 1}, model, g.d_b_o);
+  Unpad(o_grads, c.d_model, {heads, c.head_dim_v, dv}, model, g.d_w_o);
+  if (c.bias) Unpad(o_grads + ld_z * c.d_model, c.d_model, {1, 1, 1}, model, g.d_b_o);
   ParallelMultiplyPacked(*pool_, *kernels_, d_output.data(), rows_q, c.d_model, o_t_.w.data(),
                          nullptr, ld_z, dz, ld_z);
 
@@ -258,24 +274,27 @@ MhaGradients MultiHeadAttention::Backward(std::span<const float> d_output) {
        g.d_b_v}};
   for (const Projection& p : projections) {
     const size_t n = p.heads * p.pad;
-    const std::vector<float> grads = WeightGradients(p.x.data(), p.rows, p.in, p.d_out, n);
+    const float* grads = WeightGradients(p.x.data(), p.rows, p.in, p.d_out, n);
     const HeadDims columns{p.heads, p.d, p.pad};
-    Unpad(grads.data(), n, {1, p.in, p.in}, columns, p.d_w);
-    if (c.bias) Unpad(grads.data() + p.in * n, n, {1, 1, 1}, columns, p.d_b);
-    ZeroFilled(p.d_x, p.x.size());
+    Unpad(grads, n, {1, p.in, p.in}, columns, p.d_w);
+    if (c.bias) Unpad(grads + p.in * n, n, {1, 1, 1}, columns, p.d_b);
+    Sized(p.d_x, p.x.size());
     ParallelMultiplyPacked(*pool_, *kernels_, p.d_out, p.rows, n, p.transposed.w.data(),
                            nullptr, p.in, p.d_x.data(), p.in);
   }
+  g.d_input.clear();
   if (t.self) {
-    ZeroFilled(g.d_input, xq.size());
+    Sized(g.d_input, xq.size());
     kernels_->add(g.d_query.data(), g.d_key.data(), xq.size(), g.d_input.data());
     kernels_->add(g.d_input.data(), g.d_value.data(), xq.size(), g.d_input.data());
+  }
+  if (!c.bias) {
+    for (std::vector<float>* b : {&g.d_b_q, &g.d_b_k, &g.d_b_v, &g.d_b_o}) b->clear();
   }
   for (const std::vector<float>* d : {&g.d_query, &g.d_key, &g.d_value, &g.d_w_q, &g.d_w_k,
                                       &g.d_w_v, &g.d_w_o}) {
     CheckComputed("the gradients", *d, kGradientTooLarge);
   }
-  return g;
 }
 
 }  // namespace simd_attention

@@ -197,6 +197,10 @@ class MultiHeadAttention {
   // length or a non-finite value (naming d_output); the saved state stays,
   // so Backward may be called again.
   MhaGradients Backward(std::span<const float> d_output);
+  // The same into `gradients`, whose vectors keep their storage when already
+  // of the right size (a training loop reuses one: no allocation per step).
+  // Its values are unspecified after a std::range_error.
+  void Backward(std::span<const float> d_output, MhaGradients& gradients);
   // Frees what a training forward kept (as the next forward does).
   void ReleaseTraining();
 
@@ -269,9 +273,10 @@ class MultiHeadAttention {
   Packed PackTransposed(const Packed& p) const;
   // [x^T; 1^T] d_out: dW [in, n] of the projection out = x W + b (x: rows of
   // `in` floats) and, with config.bias, db as one more row, given d_out
-  // [rows, n] in the padded head layout.
-  std::vector<float> WeightGradients(const float* x, size_t rows, size_t in,
-                                     const float* d_out, size_t n);
+  // [rows, n] in the padded head layout; in weight_workspace_ until the next
+  // call.
+  const float* WeightGradients(const float* x, size_t rows, size_t in, const float* d_out,
+                               size_t n);
 
   MhaConfig config_;  // threads resolved (never 0)
   const KernelTable* kernels_;
@@ -292,7 +297,8 @@ class MultiHeadAttention {
   // by the first Backward after SetWeights.
   bool has_transposed_ = false;
   Packed q_t_, k_t_, v_t_, o_t_;
-  std::vector<float> grad_workspace_;  // the backward's; grows
+  std::vector<float> grad_workspace_;    // the backward's dZ, dQ, dK, dV; grows
+  std::vector<float> weight_workspace_;  // WeightGradients'; grows
 };
 
 }  // namespace simd_attention

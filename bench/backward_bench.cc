@@ -1,0 +1,96 @@
+// The training path's costs on S2- and S4-shaped self-attention (and their
+// causal twins), one thread, interleaved rounds, medians:
+//  - the training forward (MhaOptions::training: copies of the inputs, each
+//    query's log-sum-exp) against the inference forward (target: <= +10%);
+//  - Backward(d_output, gradients) alone, into one MhaGradients reused as a
+//    training loop would, and its ratio to the inference forward (it
+//    does about twice the forward's FLOPs: 2.5x is the package's target).
+//
+//   build/native/bench/backward_bench [--rounds R]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "bench/random_fill.h"
+#include "simd_attention/multi_head_attention.h"
+
+namespace simd_attention::bench {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double Ms(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+struct Shape {
+  const char* name;
+  size_t d_model, heads, tokens;
+  bool causal;
+};
+
+void Run(const Shape& s, size_t rounds) {
+  const size_t dm = s.d_model;
+  const std::vector<float> x = RandomVector(s.tokens * dm, 1.0f, 1);
+  const std::vector<float> dy = RandomVector(s.tokens * dm, 1.0f, 2);
+  const float bound = 1.0f / std::sqrt(float(dm));
+  const std::vector<float> w = RandomVector(dm * dm, bound, 3), b = RandomVector(dm, bound, 4);
+  const MhaConfig config{.d_model = dm, .num_heads = s.heads};
+  MultiHeadAttention inference(config), training(config);
+  for (MultiHeadAttention* m : {&inference, &training}) m->SetWeights({w, w, w, w, b, b, b, b});
+  const Tensor3 input{x, 1, s.tokens, dm};
+  MhaOptions plain, train;
+  plain.causal = train.causal = s.causal;
+  train.training = true;
+  // One MhaGradients reused, as a training loop would; the first Backward
+  // also packs W^T, once per SetWeights.
+  MhaGradients gradients;
+  training.Forward(input, train);
+  training.Backward(dy, gradients);
+
+  std::vector<double> forward_ms, training_ms, backward_ms;
+  for (size_t round = 0; round < rounds; ++round) {
+    forward_ms.push_back(Ms([&] {
+      if (inference.Forward(input, plain).output.empty()) std::abort();
+    }));
+    training_ms.push_back(Ms([&] {
+      if (training.Forward(input, train).output.empty()) std::abort();
+    }));
+    backward_ms.push_back(Ms([&] {
+      training.Backward(dy, gradients);
+      if (gradients.d_input.empty()) std::abort();
+    }));
+  }
+  const double f = Median(forward_ms), t = Median(training_ms), g = Median(backward_ms);
+  std::printf("  %-4s forward %7.3f ms  training forward %7.3f ms (%+5.1f%%; target <= +10%%)"
+              "  backward %7.3f ms (%.2fx the forward)\n",
+              s.name, f, t, 100.0 * (t / f - 1.0), g, g / f);
+}
+
+int Main(int argc, char** argv) {
+  size_t rounds = 31;
+  if (argc == 3 && !std::strcmp(argv[1], "--rounds")) rounds = std::strtoul(argv[2], nullptr, 10);
+  std::printf("backward_bench: %s, 1 thread, %zu rounds (medians)\n",
+              DescribeKernels(BestKernels(Backend::kHighway)).name, rounds);
+  for (const Shape& s : {Shape{"S2", 768, 12, 128, false}, Shape{"S3", 768, 12, 128, true},
+                         Shape{"S4", 384, 6, 512, false}, Shape{"S4c", 384, 6, 512, true}}) {
+    Run(s, rounds);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) { return simd_attention::bench::Main(argc, argv); }
