@@ -7,8 +7,6 @@
 //    does about twice the forward's FLOPs: 2.5x is the package's target).
 //
 //   build/native/bench/backward_bench [--rounds R]
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,23 +14,11 @@
 #include <vector>
 
 #include "bench/random_fill.h"
+#include "bench/timing.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::bench {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <class F>
-double Ms(F&& f) {
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
 
 struct Shape {
   const char* name;

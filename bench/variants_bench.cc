@@ -7,32 +7,18 @@
 //    MultiHeadAttention with and without rope (target: at most +5%).
 //
 //   build/native/bench/variants_bench [--rounds R]
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "bench/random_fill.h"
+#include "bench/timing.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/scaled_dot_product_attention.h"
 
 namespace simd_attention::bench {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <class F>
-double Ms(F&& f) {
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
 
 int Main(int argc, char** argv) {
   size_t rounds = 31;

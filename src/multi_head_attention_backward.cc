@@ -136,18 +136,7 @@ const float* MultiHeadAttention::WeightGradients(const float* x, size_t rows, si
   }
   std::fill_n(xt + in * rows, (m - in) * rows, 1.0f);
   kernels_->pack_b(d_out, rows, n, packed);
-  ParallelGemm(*pool_, *kernels_,
-               {.a = xt,
-                .lda = rows,
-                .m = m,
-                .k = rows,
-                .packed_b = packed,
-                .packed_rows = rows,
-                .k_begin = 0,
-                .n = n,
-                .packed_bias = nullptr,
-                .c = gradients,
-                .ldc = n});
+  ParallelMultiplyPacked(*pool_, *kernels_, xt, m, rows, packed, nullptr, n, gradients, n);
   return gradients;
 }
 
