@@ -212,6 +212,7 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   }
   has_weights_ = true;
   has_transposed_ = false;
+  has_gradients_ = false;
   ReleaseTraining();  // its gradients would mix the old weights with the new
 }
 

@@ -16,6 +16,8 @@
 #include "attention_call.h"
 #include "checked_size.h"
 #include "dispatch/kernel_table.h"
+#include "gradients.h"
+#include "parameters.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
@@ -105,39 +107,29 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
 }
 
 MultiHeadAttention::Packed MultiHeadAttention::PackTransposed(const Packed& p) const {
-  const size_t w = kernels_->panel_width;
-  std::vector<float> transposed(
-      CheckedCount("transposed weights", {{"columns", p.cols}, {"rows", p.rows}}));
-  for (size_t c = 0; c < p.cols; ++c) {
-    const float* column = p.w.data() + c / w * w * p.rows + c % w;
-    for (size_t r = 0; r < p.rows; ++r) transposed[c * p.rows + r] = column[r * w];
-  }
   Packed t;
   t.rows = p.cols;
   t.cols = p.rows;
-  t.w.resize(PackedFloats(*kernels_, t.rows, t.cols));
-  kernels_->pack_b(transposed.data(), t.rows, t.cols, t.w.data());
+  t.w = simd_attention::PackTransposed(*kernels_, p.w.data(), p.rows, p.cols);
   return t;
 }
 
-const float* MultiHeadAttention::WeightGradients(const float* x, size_t rows, size_t in,
-                                                 const float* d_out, size_t n) {
-  const size_t m = in + (config_.bias ? 1 : 0);
-  const size_t xt_floats = CheckedCount("transposed input", {{"features + 1", m}, {"rows", rows}});
-  const size_t packed_floats = PackedFloats(*kernels_, rows, n);
-  const size_t need = xt_floats + packed_floats +
-                      CheckedCount("weight gradients", {{"rows", m}, {"columns", n}});
-  if (weight_workspace_.size() < need) weight_workspace_.resize(need);
-  float* xt = weight_workspace_.data();
-  float* packed = xt + xt_floats;
-  float* gradients = packed + packed_floats;
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t f = 0; f < in; ++f) xt[f * rows + r] = x[r * in + f];
+void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out) {
+  if (!has_gradients_) {
+    throw std::logic_error(
+        "MultiHeadAttention: an optimizer step expects a Backward since the last SetWeights, "
+        "got none");
   }
-  std::fill_n(xt + in * rows, (m - in) * rows, 1.0f);
-  kernels_->pack_b(d_out, rows, n, packed);
-  ParallelMultiplyPacked(*pool_, *kernels_, xt, m, rows, packed, nullptr, n, gradients, n);
-  return gradients;
+  for (auto [p, g] : {std::pair{&q_, &grad_q_}, {&k_, &grad_k_}, {&v_, &grad_v_},
+                       {&o_, &grad_o_}}) {
+    out.push_back({p->w.data(), g->w.data(), p->w.size()});
+    if (config_.bias) out.push_back({p->bias.data(), g->bias.data(), p->bias.size()});
+  }
+}
+
+void MultiHeadAttention::WeightsUpdated() {
+  has_transposed_ = false;
+  ReleaseTraining();
 }
 
 MhaGradients MultiHeadAttention::Backward(std::span<const float> d_output) {
@@ -156,6 +148,7 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
   const MhaConfig& c = config_;
   CheckLength("d_output", d_output.size(), {t.batch, t.tq, c.d_model});
   CheckFinite("d_output", d_output);
+  has_gradients_ = false;  // until this one is complete
   if (!has_transposed_) {
     q_t_ = PackTransposed(q_);
     k_t_ = PackTransposed(k_);
@@ -202,7 +195,9 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
   std::fill_n(dkey, rows_k * (ld_k + ld_v), 0.0f);
 
   // W_O: dWo, dbo from Z^T dY; dZ = dY Wo^T.
-  const float* o_grads = WeightGradients(z, rows_q, ld_z, d_output.data(), c.d_model);
+  const float* o_grads = WeightGradients(*pool_, *kernels_, weight_workspace_, z, rows_q, ld_z,
+                                         c.bias, d_output.data(), c.d_model);
+  PackGradient(*kernels_, o_grads, ld_z, c.d_model, c.bias, grad_o_.w, grad_o_.bias);
   const HeadDims model{1, c.d_model, c.d_model};
   Unpad(o_grads, c.d_model, {heads, c.head_dim_v, dv}, model, g.d_w_o);
   if (c.bias) Unpad(o_grads + ld_z * c.d_model, c.d_model, {1, 1, 1}, model, g.d_b_o);
@@ -254,16 +249,21 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
     size_t in, rows, heads, d, pad;
     const float* d_out;
     const Packed& transposed;
+    Packed& packed_gradient;
     std::vector<float>&d_x, &d_w, &d_b;
   };
   const Projection projections[] = {
-      {xq, c.d_model, rows_q, heads, c.head_dim, dk, dq, q_t_, g.d_query, g.d_w_q, g.d_b_q},
-      {xk, c.kdim, rows_k, kv_heads, c.head_dim, dk, dkey, k_t_, g.d_key, g.d_w_k, g.d_b_k},
-      {xv, c.vdim, rows_k, kv_heads, c.head_dim_v, dv, dval, v_t_, g.d_value, g.d_w_v,
+      {xq, c.d_model, rows_q, heads, c.head_dim, dk, dq, q_t_, grad_q_, g.d_query, g.d_w_q,
+       g.d_b_q},
+      {xk, c.kdim, rows_k, kv_heads, c.head_dim, dk, dkey, k_t_, grad_k_, g.d_key, g.d_w_k,
+       g.d_b_k},
+      {xv, c.vdim, rows_k, kv_heads, c.head_dim_v, dv, dval, v_t_, grad_v_, g.d_value, g.d_w_v,
        g.d_b_v}};
   for (const Projection& p : projections) {
     const size_t n = p.heads * p.pad;
-    const float* grads = WeightGradients(p.x.data(), p.rows, p.in, p.d_out, n);
+    const float* grads = WeightGradients(*pool_, *kernels_, weight_workspace_, p.x.data(),
+                                         p.rows, p.in, c.bias, p.d_out, n);
+    PackGradient(*kernels_, grads, p.in, n, c.bias, p.packed_gradient.w, p.packed_gradient.bias);
     const HeadDims columns{p.heads, p.d, p.pad};
     Unpad(grads, n, {1, p.in, p.in}, columns, p.d_w);
     if (c.bias) Unpad(grads + p.in * n, n, {1, 1, 1}, columns, p.d_b);
@@ -284,6 +284,7 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
                                       &g.d_w_v, &g.d_w_o}) {
     CheckComputed("the gradients", *d, kGradientTooLarge);
   }
+  has_gradients_ = true;
 }
 
 }  // namespace simd_attention

@@ -78,10 +78,13 @@ void AddInPlace(ThreadPool& pool, const KernelTable& k, std::vector<float>& x,
   });
 }
 
+// saved (training): the LayerNorm's input, for the backward.
 template <class F>
 void Residual(const char* name, bool norm_first, const LayerNorm& norm, ThreadPool& pool,
-              const KernelTable& k, std::vector<float>& x, size_t rows, F&& f) {
+              const KernelTable& k, std::vector<float>& x, size_t rows, F&& f,
+              std::vector<float>* saved) {
   if (norm_first) {
+    if (saved != nullptr) saved->assign(x.begin(), x.end());
     std::vector<float> normed(x.size());
     norm.Forward(x.data(), rows, normed.data());
     const std::vector<float> y = f(normed);
@@ -91,6 +94,7 @@ void Residual(const char* name, bool norm_first, const LayerNorm& norm, ThreadPo
     const std::vector<float> y = f(x);
     AddInPlace(pool, k, x, y);
     CheckComputed(name, x, kTooLarge);
+    if (saved != nullptr) saved->assign(x.begin(), x.end());
     norm.Forward(x.data(), rows, x.data());
   }
 }
@@ -139,15 +143,24 @@ void FeedForward::SetWeights(const FfnWeights& w) {
   b1_ = Pack(*kernels_, w.b1, 1, ffn_dim_);
   w2_ = Pack(*kernels_, w.w2, ffn_dim_, d_model_);
   b2_ = Pack(*kernels_, w.b2, 1, d_model_);
+  WeightsUpdated();
+  has_gradients_ = false;
 }
 
-void FeedForward::Forward(const float* x, size_t rows, float* out) {
+void FeedForward::Forward(const float* x, size_t rows, float* out, bool training) {
   if (w1_.empty()) throw std::logic_error("FeedForward: forward before SetWeights");
   const size_t hidden = CheckedCount("feed-forward hidden units",
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, d_model_, w1_.data(), b1_.data(), ffn_dim_,
                          hidden_.data(), ffn_dim_);
+  if (training) {
+    input_.assign(x, x + rows * d_model_);
+    pre_activation_.assign(hidden_.begin(), hidden_.begin() + hidden);
+  } else {
+    input_.clear();
+    pre_activation_.clear();
+  }
   // The activation at ~0.5 ns an element (GELU's exp), element-wise.
   ParallelElementwise(*pool_, rows * ffn_dim_, 0.5, [&](size_t begin, size_t end) {
     kernels_->activation(activation_, hidden_.data() + begin, end - begin);
@@ -164,6 +177,8 @@ void LayerNorm::SetWeights(const char* name, const NormWeights& w) {
   CheckFinite(beta.c_str(), w.beta);
   gamma_.assign(w.gamma.begin(), w.gamma.end());
   beta_.assign(w.beta.begin(), w.beta.end());
+  d_gamma_.clear();
+  d_beta_.clear();
 }
 
 void LayerNorm::Forward(const float* x, size_t rows, float* out) const {
@@ -233,6 +248,7 @@ void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
   ffn_ = std::move(new_ffn);
   norm1_ = std::move(new_norm1);
   norm2_ = std::move(new_norm2);
+  trained_ = false;
 }
 
 std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
@@ -245,16 +261,22 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
   MhaOptions mha = SelfAttentionMhaOptions(options.self_attention);
   mha.causal = options.causal;
   mha.key_padding_mask = options.key_padding_mask;
+  mha.training = options.training;
+  trained_ = false;
+  const bool t = options.training;
   Residual("the self-attention sublayer", config_.norm_first, norm1_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
              return attention_.Forward(Tensor3{in, x.batch, x.tokens, x.features}, mha).output;
-           });
+           }, t ? &norm1_input_ : nullptr);
   Residual("the feed-forward sublayer", config_.norm_first, norm2_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
     std::vector<float> out(in.size());
-    ffn_.Forward(in.data(), rows, out.data());
+    ffn_.Forward(in.data(), rows, out.data(), t);
     return out;
-  });
+  }, t ? &norm2_input_ : nullptr);
+  batch_ = x.batch;
+  tokens_ = x.tokens;
+  trained_ = t;
   return h;
 }
 
@@ -302,13 +324,15 @@ void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
   norm1_ = std::move(new_norm1);
   norm2_ = std::move(new_norm2);
   norm3_ = std::move(new_norm3);
+  trained_ = false;
 }
 
 template <class SelfAttend, class CrossAttend>
 std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
                                                 SelfAttend&& self_attend,
-                                                CrossAttend&& cross_attend) {
+                                                CrossAttend&& cross_attend, bool training) {
   const size_t rows = x.batch * x.tokens;
+  trained_ = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = self_attention_.kernels();
   ThreadPool& pool = self_attention_.pool();
@@ -316,15 +340,20 @@ std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
     return Tensor3{in, x.batch, x.tokens, x.features};
   };
   Residual("the self-attention sublayer", config_.norm_first, norm1_, pool, k, h, rows,
-           [&](const std::vector<float>& in) { return self_attend(view(in)); });
+           [&](const std::vector<float>& in) { return self_attend(view(in)); },
+           training ? &norm1_input_ : nullptr);
   Residual("the cross-attention sublayer", config_.norm_first, norm2_, pool, k, h, rows,
-           [&](const std::vector<float>& in) { return cross_attend(view(in)); });
+           [&](const std::vector<float>& in) { return cross_attend(view(in)); },
+           training ? &norm2_input_ : nullptr);
   Residual("the feed-forward sublayer", config_.norm_first, norm3_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
     std::vector<float> out(in.size());
-    ffn_.Forward(in.data(), rows, out.data());
+    ffn_.Forward(in.data(), rows, out.data(), training);
     return out;
-  });
+  }, training ? &norm3_input_ : nullptr);
+  batch_ = x.batch;
+  tokens_ = x.tokens;
+  trained_ = training;
   return h;
 }
 
@@ -338,6 +367,22 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
   if (!options.memory_key_padding_mask.empty()) {
     CheckLength(n.memory_key_padding_mask, options.memory_key_padding_mask.size(),
                 {memory.batch, memory.tokens});
+  }
+  if (options.training) {
+    CheckTensor("x", x, config_.d_model, n.d_model);
+    MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
+    self.causal = options.causal;
+    self.key_padding_mask = options.key_padding_mask;
+    self.training = true;
+    MhaOptions cross;
+    cross.key_padding_mask = options.memory_key_padding_mask;
+    cross.training = true;
+    return Run(
+        x, [&](const Tensor3& in) { return self_attention_.Forward(in, self).output; },
+        [&](const Tensor3& in) {
+          return cross_attention_.Forward(in, memory, memory, cross).output;
+        },
+        true);
   }
   const PrecomputedKV kv =
       cross_attention_.PrecomputeKeyValue(memory, options.memory_key_padding_mask);
@@ -354,6 +399,11 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
                                                     const PrecomputedKV& memory,
                                                     const DecoderOptions& options) {
   const ArgNames& n = *config_.names;
+  if (options.training) {
+    throw std::invalid_argument(
+        "options.training: a precomputed memory keeps no memory to differentiate, expected "
+        "false, got true (train through Forward(x, memory))");
+  }
   CheckTensor("x", x, config_.d_model, n.d_model);
   CheckEqual("x.batch", x.batch, memory.batch(), "batch of the precomputed memory");
   if (!options.memory_key_padding_mask.empty()) {

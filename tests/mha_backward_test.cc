@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "golden.h"
+#include "gradient_util.h"
 #include "random_mha.h"
 #include "reference/mha_backward_reference.h"
 #include "simd_attention/multi_head_attention.h"
@@ -21,56 +22,6 @@
 
 namespace simd_attention::testing {
 namespace {
-
-// How far float32 may land from the exact gradient. Each element is a chain
-// of sums of products: a float32 sum of n terms is off by at most n u (u =
-// 2^-24) times the sum of its terms' magnitudes, and a stage's error
-// carries into the next in proportion. Along the longest chain, dX = ((dY
-// Wo^T -> dP -> dS -> dQ) Wq^T) and dW = X^T dQ, the reductions run over
-// d_model (dZ), d_v (dP), Tk (dQ), H d_k (dX) and B Tq (dW): their total
-// length n. With inputs in [-1, 1] and weights of +-1/sqrt(fan_in), the sums
-// of magnitudes stay within a few times the largest |gradient| (softmax's
-// terms are positive and sum to 1; the rest have mixed signs), so the bound
-// is 8 n u max(1, max|G|), 8 covering those few times and the exponential's
-// 1.6e-7 relative error, which enters P once.
-double FloatBound(size_t chain_length, double max_abs) {
-  return 8.0 * double(chain_length) * std::ldexp(1.0, -24) * std::max(1.0, max_abs);
-}
-
-size_t ChainLength(const MhaConfig& c, size_t batch, size_t tq, size_t tk) {
-  return c.d_model + c.head_dim_v + std::max(tq, tk) + c.num_heads * c.head_dim +
-         std::max(c.kdim, c.vdim) + batch * std::max(tq, tk);
-}
-
-template <class T>
-double MaxAbs(const std::vector<T>& v) {
-  double m = 0;
-  for (T x : v) m = std::max(m, std::fabs(double(x)));
-  return m;
-}
-
-// |actual - expected| <= tolerance everywhere, and no NaN.
-template <class T>
-::testing::AssertionResult Near(const std::vector<float>& actual, const std::vector<T>& expected,
-                                double tolerance) {
-  if (actual.size() != expected.size()) {
-    return ::testing::AssertionFailure()
-           << "size " << actual.size() << " != expected " << expected.size();
-  }
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const double diff = std::fabs(double(actual[i]) - double(expected[i]));
-    if (!(diff <= worst)) {
-      worst = std::isnan(diff) ? INFINITY : diff;
-      at = i;
-    }
-  }
-  if (worst <= tolerance) return ::testing::AssertionSuccess() << "max |diff| " << worst;
-  return ::testing::AssertionFailure() << "max |diff| " << worst << " > " << tolerance
-                                       << " at element " << at << " (got " << actual[at]
-                                       << ", expected " << expected[at] << ")";
-}
 
 // ---------------------------------------------------------------------------
 // Golden cases: PyTorch's gradients of sum(output * d_output).
@@ -101,7 +52,7 @@ TEST_P(GoldenBackward, MatchesAutograd) {
   const MhaGradients g = mha.Backward(c.Tensor("d_output").f32);
 
   // The case's tolerance, or the float32 bound above if tighter.
-  const size_t chain = ChainLength(mha.config(), query.batch, query.tokens, memory.tokens);
+  const size_t chain = MhaChainLength(mha.config(), query.batch, query.tokens, memory.tokens);
   auto expect = [&](const char* name, const std::vector<float>& actual) {
     const std::vector<float>& expected = c.Tensor(name).f32;
     const double tolerance = std::min(c.tolerance, FloatBound(chain, MaxAbs(expected)));
@@ -205,8 +156,6 @@ struct Problem {
   std::vector<double> d_output64;
 };
 
-std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
 std::unique_ptr<Problem> MakeProblem(const Variant& variant, uint32_t seed) {
   auto p = std::make_unique<Problem>();
   std::mt19937 rng(seed);
@@ -257,7 +206,7 @@ TEST_P(BackwardReference, MatchesFloat64) {
     const MhaBackward64 e =
         ReferenceMhaBackward(mha.config(), p->doubles, p->options, p->d_output64);
     const double bound = FloatBound(
-        ChainLength(mha.config(), variant.batch, variant.tq, variant.tk),
+        MhaChainLength(mha.config(), variant.batch, variant.tq, variant.tk),
         std::max({MaxAbs(e.d_query), MaxAbs(e.d_key), MaxAbs(e.d_value), MaxAbs(e.d_w_q),
                   MaxAbs(e.d_w_k), MaxAbs(e.d_w_v), MaxAbs(e.d_w_o), MaxAbs(e.d_b_o)}));
     EXPECT_TRUE(Near(g.d_query, e.d_query, bound)) << "d_query";

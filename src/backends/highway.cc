@@ -22,6 +22,7 @@ namespace HWY_NAMESPACE {
 #include "kernels/attention_backward-inl.h"
 #include "kernels/rope-inl.h"
 #include "kernels/elementwise-inl.h"
+#include "kernels/optimizer-inl.h"
 #include "kernels/kernel_table-inl.h"
 
 KernelTable HighwayKernelTable() {

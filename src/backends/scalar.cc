@@ -16,6 +16,7 @@ namespace scalar {
 #include "kernels/attention_backward-inl.h"
 #include "kernels/rope-inl.h"
 #include "kernels/elementwise-inl.h"
+#include "kernels/optimizer-inl.h"
 #include "kernels/kernel_table-inl.h"
 
 }  // namespace scalar

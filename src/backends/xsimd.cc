@@ -47,6 +47,7 @@ namespace SA_CONCAT(xsimd_, SA_XSIMD_ISA) {
 #include "kernels/attention_backward-inl.h"
 #include "kernels/rope-inl.h"
 #include "kernels/elementwise-inl.h"
+#include "kernels/optimizer-inl.h"
 #include "kernels/kernel_table-inl.h"
 
 }  // namespace SA_CONCAT(xsimd_, SA_XSIMD_ISA)

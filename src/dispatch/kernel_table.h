@@ -9,6 +9,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
+#include "kernels/optimizer.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
@@ -40,6 +41,16 @@ struct KernelTable {
   // LayerNorm over each of `rows` rows of width d; out may alias x.
   void (*layer_norm)(const float* x, size_t rows, size_t d, const float* gamma,
                      const float* beta, float eps, float* out);
+  // d_x = d_y * act'(x), x the activation's input.
+  void (*activation_backward)(Activation act, const float* x, const float* d_y, size_t n,
+                              float* d_x);
+  // LayerNorm's backward per row of x (the forward's input): d_x, and
+  // d_y * xhat (whose column sums are d_gamma) into dy_xhat; no aliasing.
+  void (*layer_norm_backward)(const float* x, size_t rows, size_t d, const float* gamma,
+                              float eps, const float* d_y, float* d_x, float* dy_xhat);
+  // One optimizer step of one parameter, in place (kernels/optimizer.h).
+  void (*sgd)(const SgdArgs& args);
+  void (*adam)(const AdamArgs& args);
 };
 
 // Floats a packed [k, n] matrix occupies for a table with this panel width.

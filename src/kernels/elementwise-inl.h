@@ -1,5 +1,5 @@
 // LayerNorm, FFN activations and the residual add over a vector layer
-// `Ops`. Rows are processed a vector at a time with a scalar tail, so any
+// `Ops`, and the backward of LayerNorm and of the activations. Rows are processed a vector at a time with a scalar tail, so any
 // width works; the scalar tail runs the same formulas through ScalarOps, the
 // one-float vector layer (Ops on a partial vector would need a masked load,
 // which the vector layer deliberately does not have).
@@ -48,6 +48,48 @@ struct Elementwise {
                                    Erf<T, Math>(Math::Mul(x, Math::Set(0.7071067812f)))));
     }
     return x;
+  }
+
+  // d * act'(x): the activation's backward at its input x.
+  template <class T, class Math>
+  static T ActivationGradient(Activation act, T x, T d) {
+    switch (act) {
+      case Activation::kRelu:  // 0 at x = 0, as torch
+        return Math::SelectPositive(x, d);
+      case Activation::kGeluTanh: {  // 0.5 (1 + t) + 0.5 x (1 - t^2) u', t = tanh(u)
+        const T x2 = Math::Mul(x, x);
+        const T inner = Math::Mul(Math::Set(0.7978845608f),
+                                  Math::MulAdd(Math::Mul(Math::Set(0.044715f), x2), x, x));
+        const T t = Tanh<T, Math>(inner);
+        const T du = Math::Mul(Math::Set(0.7978845608f),
+                               Math::MulAdd(Math::Set(3.0f * 0.044715f), x2, Math::Set(1.0f)));
+        const T one_minus_t2 = Math::Sub(Math::Set(1.0f), Math::Mul(t, t));
+        const T half_x = Math::Mul(Math::Set(0.5f), x);
+        const T dy = Math::MulAdd(Math::Mul(half_x, one_minus_t2), du,
+                                  Math::Mul(Math::Set(0.5f), Math::Add(Math::Set(1.0f), t)));
+        return Math::Mul(d, dy);
+      }
+      case Activation::kGeluErf: {  // Phi(x) + x phi(x)
+        const T cdf = Math::Mul(Math::Set(0.5f),
+                                Math::Add(Math::Set(1.0f),
+                                          Erf<T, Math>(Math::Mul(x, Math::Set(0.7071067812f)))));
+        const T pdf = Math::Mul(
+            Math::Set(0.3989422804f),
+            ExpNonPositive<T, Math>(Math::Mul(Math::Set(-0.5f), Math::Mul(x, x))));
+        return Math::Mul(d, Math::MulAdd(x, pdf, cdf));
+      }
+    }
+    return d;
+  }
+
+  // d_x = d_y * act'(x) over n elements.
+  static void ActivationBackward(Activation act, const float* x, const float* d_y, size_t n,
+                                 float* d_x) {
+    size_t i = 0;
+    for (; i + kL <= n; i += kL) {
+      Ops::Store(ActivationGradient<V, Ops>(act, Ops::Load(x + i), Ops::Load(d_y + i)), d_x + i);
+    }
+    for (; i < n; ++i) d_x[i] = ActivationGradient<float, ScalarOps>(act, x[i], d_y[i]);
   }
 
   static void ApplyActivation(Activation act, float* x, size_t n) {
@@ -102,6 +144,62 @@ struct Elementwise {
         Ops::Store(Ops::MulAdd(c, Ops::Load(gamma + i), Ops::Load(beta + i)), o + i);
       }
       for (; i < d; ++i) o[i] = (in[i] - mean) * inv * gamma[i] + beta[i];
+    }
+  }
+
+  // The backward of LayerNorm for each of `rows` rows of x (the forward's
+  // input; its mean and 1/sigma are recomputed as the forward computed
+  // them), given d_y: with xhat = (x - mean) / sigma and g = d_y * gamma,
+  //   d_x = (g - mean(g) - xhat * mean(g * xhat)) / sigma,
+  // and d_y * xhat into dy_xhat, whose column sums are d_gamma.
+  static void LayerNormBackward(const float* x, size_t rows, size_t d, const float* gamma,
+                                float eps, const float* d_y, float* d_x, float* dy_xhat) {
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = x + r * d;
+      const float* dy = d_y + r * d;
+      float* dx = d_x + r * d;
+      float* dyx = dy_xhat + r * d;
+      const float mean = Sum(in, d) / float(d);
+      const V vmean = Ops::Set(mean);
+      V acc = Ops::Zero();
+      size_t i = 0;
+      for (; i + kL <= d; i += kL) {
+        const V c = Ops::Sub(Ops::Load(in + i), vmean);
+        acc = Ops::MulAdd(c, c, acc);
+      }
+      float var = Ops::ReduceSum(acc);
+      for (; i < d; ++i) var += (in[i] - mean) * (in[i] - mean);
+      const float inv = 1.0f / std::sqrt(var / float(d) + eps);
+      const V vinv = Ops::Set(inv);
+      // xhat into dx for now; the sums of g and g * xhat.
+      V sum_g = Ops::Zero(), sum_gx = Ops::Zero();
+      for (i = 0; i + kL <= d; i += kL) {
+        const V xhat = Ops::Mul(Ops::Sub(Ops::Load(in + i), vmean), vinv);
+        const V g = Ops::Mul(Ops::Load(dy + i), Ops::Load(gamma + i));
+        Ops::Store(xhat, dx + i);
+        Ops::Store(Ops::Mul(Ops::Load(dy + i), xhat), dyx + i);
+        sum_g = Ops::Add(sum_g, g);
+        sum_gx = Ops::MulAdd(g, xhat, sum_gx);
+      }
+      float sg = Ops::ReduceSum(sum_g), sgx = Ops::ReduceSum(sum_gx);
+      for (; i < d; ++i) {
+        const float xhat = (in[i] - mean) * inv;
+        const float g = dy[i] * gamma[i];
+        dx[i] = xhat;
+        dyx[i] = dy[i] * xhat;
+        sg += g;
+        sgx += g * xhat;
+      }
+      const V mean_g = Ops::Set(sg / float(d)), mean_gx = Ops::Set(sgx / float(d));
+      for (i = 0; i + kL <= d; i += kL) {
+        const V g = Ops::Mul(Ops::Load(dy + i), Ops::Load(gamma + i));
+        const V xhat = Ops::Load(dx + i);
+        const V centred = Ops::Sub(Ops::Sub(g, mean_g), Ops::Mul(xhat, mean_gx));
+        Ops::Store(Ops::Mul(centred, vinv), dx + i);
+      }
+      for (; i < d; ++i) {
+        dx[i] = (dy[i] * gamma[i] - sg / float(d) - dx[i] * (sgx / float(d))) * inv;
+      }
     }
   }
 };

@@ -2,7 +2,7 @@
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file, after gemm-inl.h, attention-inl.h, attention_backward-inl.h,
-// rope-inl.h and elementwise-inl.h.
+// rope-inl.h, elementwise-inl.h and optimizer-inl.h.
 
 template <class Ops>
 KernelTable MakeKernelTable(const char* name, Backend backend) {
@@ -23,5 +23,9 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.activation = &Elementwise<Ops>::ApplyActivation;
   t.add = &Elementwise<Ops>::Add;
   t.layer_norm = &Elementwise<Ops>::LayerNorm;
+  t.activation_backward = &Elementwise<Ops>::ActivationBackward;
+  t.layer_norm_backward = &Elementwise<Ops>::LayerNormBackward;
+  t.sgd = &Optimizers<Ops>::Sgd;
+  t.adam = &Optimizers<Ops>::Adam;
   return t;
 }

@@ -6,8 +6,25 @@
 namespace simd_attention {
 namespace {
 
+// Index of (b, h, i, j) in a mask of `given` values: [Tq, Tk] or
+// [B or 1, H or 1, Tq, Tk] by `shape`, or without one [B, H, Tq, Tk] by length.
+size_t MaskIndex(size_t given, const std::vector<size_t>& shape, size_t B, size_t H, size_t b,
+                 size_t h, size_t i, size_t j, size_t tq, size_t tk) {
+  size_t mb = 1, mh = 1;
+  if (shape.size() == 4) {
+    mb = shape[0];
+    mh = shape[1];
+  } else if (shape.empty() && given == B * H * tq * tk) {
+    mb = B;
+    mh = H;
+  }
+  return (((mb == 1 ? 0 : b) * mh + (mh == 1 ? 0 : h)) * tq + i) * tk + j;
+}
+
+}  // namespace
+
 // y [rows, out] = x [rows, in] w [in, out] + b (b empty: none).
-std::vector<double> Linear(const std::vector<double>& x, size_t rows, size_t in,
+std::vector<double> Linear64(const std::vector<double>& x, size_t rows, size_t in,
                            const std::vector<double>& w, const std::vector<double>& b,
                            size_t out) {
   std::vector<double> y(rows * out, 0.0);
@@ -23,7 +40,7 @@ std::vector<double> Linear(const std::vector<double>& x, size_t rows, size_t in,
 
 // The gradients of y = x w + b given dy: dw = x^T dy, db = the column sums
 // of dy (when there is a bias), dx = dy w^T.
-void LinearBackward(const std::vector<double>& x, size_t rows, size_t in,
+void LinearBackward64(const std::vector<double>& x, size_t rows, size_t in,
                     const std::vector<double>& w, bool bias, const std::vector<double>& dy,
                     size_t out, std::vector<double>& dx, std::vector<double>& dw,
                     std::vector<double>& db) {
@@ -42,31 +59,15 @@ void LinearBackward(const std::vector<double>& x, size_t rows, size_t in,
   }
 }
 
-// Index of (b, h, i, j) in a mask of `given` values: [Tq, Tk] or
-// [B or 1, H or 1, Tq, Tk] by `shape`, or without one [B, H, Tq, Tk] by length.
-size_t MaskIndex(size_t given, const std::vector<size_t>& shape, size_t B, size_t H, size_t b,
-                 size_t h, size_t i, size_t j, size_t tq, size_t tk) {
-  size_t mb = 1, mh = 1;
-  if (shape.size() == 4) {
-    mb = shape[0];
-    mh = shape[1];
-  } else if (shape.empty() && given == B * H * tq * tk) {
-    mb = B;
-    mh = H;
-  }
-  return (((mb == 1 ? 0 : b) * mh + (mh == 1 ? 0 : h)) * tq + i) * tk + j;
-}
-
-}  // namespace
 
 MhaBackward64 ReferenceMhaBackward(const MhaConfig& c, const MhaProblem64& p,
                                    const MhaOptions& o, std::span<const double> d_output) {
   const size_t B = p.batch, tq = p.tq, tk = p.tk, H = c.num_heads, Hkv = c.num_kv_heads;
   const size_t group = H / Hkv, d = c.head_dim, dv = c.head_dim_v, dm = c.d_model;
   const size_t hd = H * d, kvd = Hkv * d, hdv = H * dv, kvdv = Hkv * dv;
-  const std::vector<double> q = Linear(p.query, B * tq, dm, p.w_q, p.b_q, hd);
-  const std::vector<double> k = Linear(p.key, B * tk, c.kdim, p.w_k, p.b_k, kvd);
-  const std::vector<double> v = Linear(p.value, B * tk, c.vdim, p.w_v, p.b_v, kvdv);
+  const std::vector<double> q = Linear64(p.query, B * tq, dm, p.w_q, p.b_q, hd);
+  const std::vector<double> k = Linear64(p.key, B * tk, c.kdim, p.w_k, p.b_k, kvd);
+  const std::vector<double> v = Linear64(p.value, B * tk, c.vdim, p.w_v, p.b_v, kvdv);
   const double scale = o.scale ? *o.scale : 1.0 / std::sqrt(double(d));
   const bool bottom_right = o.causal && o.causal_alignment == CausalAlignment::kBottomRight;
 
@@ -127,12 +128,12 @@ MhaBackward64 ReferenceMhaBackward(const MhaConfig& c, const MhaProblem64& p,
     }
   }
   MhaBackward64 r;
-  r.output = Linear(z, B * tq, hdv, p.w_o, p.b_o, dm);
+  r.output = Linear64(z, B * tq, hdv, p.w_o, p.b_o, dm);
   if (d_output.empty()) return r;
 
   const std::vector<double> dy(d_output.begin(), d_output.end());
   std::vector<double> dz;
-  LinearBackward(z, B * tq, hdv, p.w_o, c.bias, dy, dm, dz, r.d_w_o, r.d_b_o);
+  LinearBackward64(z, B * tq, hdv, p.w_o, c.bias, dy, dm, dz, r.d_w_o, r.d_b_o);
   std::vector<double> dq(q.size(), 0.0), dk(k.size(), 0.0), dvv(v.size(), 0.0);
   for (size_t b = 0; b < B; ++b) {
     for (size_t h = 0; h < H; ++h) {
@@ -163,9 +164,9 @@ MhaBackward64 ReferenceMhaBackward(const MhaConfig& c, const MhaProblem64& p,
       }
     }
   }
-  LinearBackward(p.query, B * tq, dm, p.w_q, c.bias, dq, hd, r.d_query, r.d_w_q, r.d_b_q);
-  LinearBackward(p.key, B * tk, c.kdim, p.w_k, c.bias, dk, kvd, r.d_key, r.d_w_k, r.d_b_k);
-  LinearBackward(p.value, B * tk, c.vdim, p.w_v, c.bias, dvv, kvdv, r.d_value, r.d_w_v,
+  LinearBackward64(p.query, B * tq, dm, p.w_q, c.bias, dq, hd, r.d_query, r.d_w_q, r.d_b_q);
+  LinearBackward64(p.key, B * tk, c.kdim, p.w_k, c.bias, dk, kvd, r.d_key, r.d_w_k, r.d_b_k);
+  LinearBackward64(p.value, B * tk, c.vdim, p.w_v, c.bias, dvv, kvdv, r.d_value, r.d_w_v,
                  r.d_b_v);
   return r;
 }

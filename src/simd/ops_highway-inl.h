@@ -9,6 +9,8 @@
 //   Add Sub Mul Div Max    element-wise
 //   MulAdd(a, b, c)        a * b + c, fused if the ISA can
 //   Abs CopySign(m, s)     |x|; |m| with the sign of s
+//   Sqrt                   correctly rounded square root
+//   SelectPositive(x, a)   a where x > 0, else +0 (ReLU's gradient)
 //   Pow2(n)                2^n for an integral n in [-127, 127], straight
 //                          into the exponent bits; n = -127 gives +0
 //   ReduceSum              horizontal sum to a float
@@ -43,6 +45,10 @@ struct HighwayOps {
   static V Div(V a, V b) { return hwy::HWY_NAMESPACE::Div(a, b); }
   static V Abs(V a) { return hwy::HWY_NAMESPACE::Abs(a); }
   static V CopySign(V m, V s) { return hwy::HWY_NAMESPACE::CopySign(m, s); }
+  static V Sqrt(V a) { return hwy::HWY_NAMESPACE::Sqrt(a); }
+  static V SelectPositive(V x, V a) {
+    return hwy::HWY_NAMESPACE::IfThenElseZero(hwy::HWY_NAMESPACE::Gt(x, Zero()), a);
+  }
 #if HWY_TARGET == HWY_WASM && defined(__wasm_relaxed_simd__)
   // Highway 1.0.3 lowers MulAdd on WASM to mul + add (wasm-simd128 has no
   // FMA). Relaxed SIMD's madd becomes one vfmadd231ps in V8; it may round

@@ -23,6 +23,8 @@ struct ScalarOps {
   static V Div(V a, V b) { return a / b; }
   static V Abs(V a) { return std::fabs(a); }
   static V CopySign(V m, V s) { return std::copysign(m, s); }
+  static V Sqrt(V a) { return std::sqrt(a); }
+  static V SelectPositive(V x, V a) { return x > 0.0f ? a : 0.0f; }
   static V MulAdd(V a, V b, V c) { return a * b + c; }
   static V Max(V a, V b) { return std::max(a, b); }
   static V Pow2(V n) {

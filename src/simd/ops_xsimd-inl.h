@@ -22,6 +22,8 @@ struct XsimdOps {
   static V Div(V a, V b) { return a / b; }
   static V Abs(V a) { return xsimd::abs(a); }
   static V CopySign(V m, V s) { return xsimd::copysign(m, s); }
+  static V Sqrt(V a) { return xsimd::sqrt(a); }
+  static V SelectPositive(V x, V a) { return xsimd::select(x > V(0.0f), a, V(0.0f)); }
 #if defined(__wasm_relaxed_simd__)
   // xsimd 13.2's fma for wasm is mul + add (wasm-simd128 has no FMA);
   // relaxed SIMD's madd becomes one vfmadd231ps in V8 (see ops_highway-inl.h).

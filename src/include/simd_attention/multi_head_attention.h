@@ -26,6 +26,8 @@ class ThreadPool;
 class ComputedScan;
 struct GemmEpilogue;
 struct KernelTable;
+struct Parameter;
+class Optimizer;
 
 // Rotary position embedding of each head's projected queries and keys
 // (after the bias, before the scores): feature pairs rotated by
@@ -271,12 +273,13 @@ class MultiHeadAttention {
   static void RefuseTraining(const MhaOptions& options, const char* forward);
   // A packed [rows, cols] matrix's transpose, packed: the backward's W^T.
   Packed PackTransposed(const Packed& p) const;
-  // [x^T; 1^T] d_out: dW [in, n] of the projection out = x W + b (x: rows of
-  // `in` floats) and, with config.bias, db as one more row, given d_out
-  // [rows, n] in the padded head layout; in weight_workspace_ until the next
-  // call.
-  const float* WeightGradients(const float* x, size_t rows, size_t in, const float* d_out,
-                               size_t n);
+  // Every weight and bias with its last Backward's gradient, in the packed
+  // layout (for Optimizer::Step); throws std::logic_error without one.
+  friend class Optimizer;
+  void TrainableParameters(std::vector<Parameter>& out);
+  // After an optimizer updated the packed weights: W^T and the training
+  // state are stale.
+  void WeightsUpdated();
 
   MhaConfig config_;  // threads resolved (never 0)
   const KernelTable* kernels_;
@@ -299,6 +302,9 @@ class MultiHeadAttention {
   Packed q_t_, k_t_, v_t_, o_t_;
   std::vector<float> grad_workspace_;    // the backward's dZ, dQ, dK, dV; grows
   std::vector<float> weight_workspace_;  // WeightGradients'; grows
+  // The last Backward's weight and bias gradients, packed as q_ ... o_.
+  bool has_gradients_ = false;
+  Packed grad_q_, grad_k_, grad_v_, grad_o_;
 };
 
 }  // namespace simd_attention

@@ -9,6 +9,7 @@
 #include "simd_attention/errors.h"
 #include "simd_attention/kv_cache.h"
 #include "simd_attention/multi_head_attention.h"
+#include "simd_attention/optimizers.h"
 #include "simd_attention/pytorch_weights.h"
 #include "simd_attention/scaled_dot_product_attention.h"
 #include "simd_attention/tensor.h"

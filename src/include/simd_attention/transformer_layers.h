@@ -46,6 +46,14 @@ struct FfnWeights {
   std::span<const float> b2;  // [d_model]
 };
 
+// Gradients named like the weights they belong to (X @ W layout).
+struct NormGradients {
+  std::vector<float> d_gamma, d_beta;  // [d_model]
+};
+struct FfnGradients {
+  std::vector<float> d_w1, d_b1, d_w2, d_b2;
+};
+
 // act(x W1 + b1) W2 + b2 on rows of width d_model.
 class FeedForward {
  public:
@@ -55,15 +63,32 @@ class FeedForward {
   FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
               const KernelTable& kernels);
   void SetWeights(const FfnWeights& w);
-  void Forward(const float* x, size_t rows, float* out);
+  // training: keeps x and the hidden units before and after the activation
+  // for Backward, until the next Forward.
+  void Forward(const float* x, size_t rows, float* out, bool training = false);
+  // d_x [rows, d_model] and the weights' gradients given d_out, after a
+  // training Forward of `rows` rows (the caller, a layer, checks both).
+  void Backward(const float* d_out, size_t rows, float* d_x, FfnGradients& g);
 
  private:
+  friend class Optimizer;
+  void TrainableParameters(std::vector<Parameter>& out);
+  void WeightsUpdated();
+
   size_t d_model_, ffn_dim_;
   Activation activation_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<float> w1_, b1_, w2_, b2_;  // packed panels
   std::vector<float> hidden_;             // [rows, ffn_dim]; grows
+  // Training: the input and the hidden units before the activation (after
+  // it: hidden_); W1^T and W2^T packed by the first Backward after the
+  // weights changed; the gradients packed as the weights; workspaces.
+  std::vector<float> input_, pre_activation_;
+  std::vector<float> w1_t_, w2_t_;
+  std::vector<float> d_w1_, d_b1_, d_w2_, d_b2_;
+  std::vector<float> d_hidden_, weight_workspace_;
+  bool has_gradients_ = false;
 };
 
 class LayerNorm {
@@ -75,13 +100,20 @@ class LayerNorm {
   LayerNorm(size_t d_model, float eps, const KernelTable& kernels);
   void SetWeights(const char* name, const NormWeights& w);
   void Forward(const float* x, size_t rows, float* out) const;
+  // d_x (not aliasing d_out) and the gradients of gamma and beta given
+  // d_out, x the forward's input.
+  void Backward(const float* x, size_t rows, const float* d_out, float* d_x, NormGradients& g);
 
  private:
+  friend class Optimizer;
+  void TrainableParameters(std::vector<Parameter>& out);
+
   size_t d_model_;
   float eps_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<float> gamma_, beta_;
+  std::vector<float> d_gamma_, d_beta_, dy_xhat_;  // the last Backward's; a workspace
 };
 
 // LayerNorm over the last dimension of x (rows of x.features floats) on the
@@ -117,6 +149,17 @@ struct EncoderOptions {
   std::span<const uint8_t> key_padding_mask;  // [B, T], nonzero = real
   bool causal = false;
   SelfAttentionOptions self_attention;
+  // Keep what Backward needs (as MhaOptions::training), until the next
+  // forward or SetWeights.
+  bool training = false;
+};
+
+// An encoder layer's gradients, named like SetWeights' arguments.
+struct EncoderGradients {
+  std::vector<float> d_input;  // [B, T, d_model]
+  MhaGradients attention;      // its d_input: of the attention's own input
+  FfnGradients ffn;
+  NormGradients norm1, norm2;
 };
 
 class TransformerEncoderLayer {
@@ -130,15 +173,27 @@ class TransformerEncoderLayer {
                   const NormWeights& norm1, const NormWeights& norm2);
   // [B, T, d_model] -> [B, T, d_model].
   std::vector<float> Forward(const Tensor3& x, const EncoderOptions& options = {});
+  // The gradients of the last forward, a training one, given d_output =
+  // dL/d(output) [B, T, d_model]. Throws std::logic_error without one,
+  // std::invalid_argument for a wrong length or a non-finite value (naming
+  // d_output); the saved state stays.
+  EncoderGradients Backward(std::span<const float> d_output);
+  // The same into `gradients`, reused: its vectors keep their storage.
+  void Backward(std::span<const float> d_output, EncoderGradients& gradients);
 
   // The config with threads and names resolved.
   const LayerConfig& config() const { return config_; }
 
  private:
+  friend class Optimizer;
   LayerConfig config_;
   MultiHeadAttention attention_;
   FeedForward ffn_;
   LayerNorm norm1_, norm2_;
+  // Training: each sublayer's LayerNorm input and the forward's shape.
+  std::vector<float> norm1_input_, norm2_input_;
+  size_t batch_ = 0, tokens_ = 0;
+  bool trained_ = false;
 };
 
 struct DecoderOptions {
@@ -146,6 +201,19 @@ struct DecoderOptions {
   std::span<const uint8_t> key_padding_mask;         // [B, T] of x
   std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of memory
   SelfAttentionOptions self_attention;
+  // Keep what Backward needs, until the next forward or SetWeights; only
+  // Forward(x, memory) (a precomputed memory keeps no memory to
+  // differentiate).
+  bool training = false;
+};
+
+// A decoder layer's gradients, named like SetWeights' arguments.
+struct DecoderGradients {
+  std::vector<float> d_input;   // [B, T, d_model]
+  std::vector<float> d_memory;  // [B, S, d_model]
+  MhaGradients self_attention, cross_attention;
+  FfnGradients ffn;
+  NormGradients norm1, norm2, norm3;
 };
 
 class TransformerDecoderLayer {
@@ -177,20 +245,28 @@ class TransformerDecoderLayer {
   std::vector<float> ForwardIncremental(const Tensor3& x, KVCache& cache,
                                         const PrecomputedKV& memory,
                                         const SelfAttentionOptions& self_attention = {});
+  // As TransformerEncoderLayer::Backward, with the memory's gradient too.
+  DecoderGradients Backward(std::span<const float> d_output);
+  void Backward(std::span<const float> d_output, DecoderGradients& gradients);
 
   const LayerConfig& config() const { return config_; }  // as the encoder's
   MultiHeadAttention& self_attention() { return self_attention_; }
   MultiHeadAttention& cross_attention() { return cross_attention_; }
 
  private:
+  friend class Optimizer;
+  // training: keep each sublayer's LayerNorm input and the FFN's state.
   template <class SelfAttend, class CrossAttend>
   std::vector<float> Run(const Tensor3& x, SelfAttend&& self_attend,
-                         CrossAttend&& cross_attend);
+                         CrossAttend&& cross_attend, bool training = false);
 
   LayerConfig config_;
   MultiHeadAttention self_attention_, cross_attention_;
   FeedForward ffn_;
   LayerNorm norm1_, norm2_, norm3_;
+  std::vector<float> norm1_input_, norm2_input_, norm3_input_;
+  size_t batch_ = 0, tokens_ = 0;
+  bool trained_ = false;
 };
 
 // Sinusoidal positional encoding [t, d_model]: PE[p, 2i] = sin(p / 10000^(2i/d)),

@@ -1,0 +1,91 @@
+// Optimizers that update a MultiHeadAttention's or a layer's weights in
+// place from its last Backward's gradients: one fused SIMD pass per
+// parameter over the packed weights the object computes with, so a training
+// step re-packs nothing from the caller. The rules are torch.optim's: SGD
+// (dampening 0), Adam and AdamW.
+#pragma once
+
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/transformer_layers.h"
+
+namespace simd_attention {
+
+struct SgdOptions {
+  double lr = 0.01;
+  double momentum = 0;      // 0 = plain SGD
+  double weight_decay = 0;  // L2: added to the gradient
+  bool nesterov = false;
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool decoupled_weight_decay = false;  // AdamW: decay the weights, not the gradient
+};
+
+// Step(object) updates every weight, bias and LayerNorm parameter of the
+// object from its last Backward (std::logic_error without one since its
+// last SetWeights). The moments (the state) are kept per object and
+// parameter, sized at the object's first Step; Forget(object) drops them
+// (e.g. before the object is destroyed, or to start over). After a step the
+// object's training state is released (a Backward needs a new training
+// forward), and KV caches or precomputed keys and values made before it are
+// stale, as after SetWeights.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  void Step(MultiHeadAttention& attention);
+  void Step(TransformerEncoderLayer& layer);
+  void Step(TransformerDecoderLayer& layer);
+  void Forget(const void* object) { states_.erase(object); }
+
+ protected:
+  struct State {
+    size_t steps = 0;                       // done before this one
+    std::vector<std::vector<float>> slots;  // per parameter, slots_per_parameter each
+  };
+  virtual size_t SlotsPerParameter() const = 0;
+  // One parameter's update; slots: this optimizer's state for it.
+  virtual void Update(const KernelTable& k, const Parameter& p, float* const* slots,
+                      size_t step) const = 0;
+
+ private:
+  void Run(const void* object, const KernelTable& k, ThreadPool& pool,
+           const std::vector<Parameter>& parameters);
+  std::unordered_map<const void*, State> states_;
+};
+
+class Sgd final : public Optimizer {
+ public:
+  // Throws std::invalid_argument naming the option: lr a finite number > 0,
+  // momentum and weight_decay finite and >= 0, nesterov only with momentum.
+  explicit Sgd(const SgdOptions& options);
+
+ private:
+  size_t SlotsPerParameter() const override { return momentum_ > 0 ? 1 : 0; }
+  void Update(const KernelTable& k, const Parameter& p, float* const* slots,
+              size_t step) const override;
+  float lr_, momentum_, weight_decay_;
+  bool nesterov_;
+};
+
+class Adam final : public Optimizer {
+ public:
+  // Throws std::invalid_argument naming the option: lr and eps finite and
+  // > 0, beta1 and beta2 in [0, 1), weight_decay finite and >= 0.
+  explicit Adam(const AdamOptions& options);
+
+ private:
+  size_t SlotsPerParameter() const override { return 2; }
+  void Update(const KernelTable& k, const Parameter& p, float* const* slots,
+              size_t step) const override;
+  AdamOptions options_;
+};
+
+}  // namespace simd_attention

@@ -1,0 +1,69 @@
+// Helpers of the backward tests: the float32 error bound of a gradient and
+// comparisons against a float64 reference with useful messages.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "simd_attention/multi_head_attention.h"
+
+namespace simd_attention::testing {
+
+// How far float32 may land from the exact gradient. Each element is a chain
+// of sums of products: a float32 sum of n terms is off by at most n u (u =
+// 2^-24) times the sum of its terms' magnitudes, and a stage's error
+// carries into the next in proportion. With chain_length the total length
+// of the reductions along the longest chain, inputs in [-1, 1] and weights
+// of +-1/sqrt(fan_in), the sums of magnitudes stay within a few times the
+// largest |gradient| (softmax's terms are positive and sum to 1; the rest
+// have mixed signs), so the bound is 8 n u max(1, max|G|), 8 covering those
+// few times and the exponential's 1.6e-7 relative error, which enters P once.
+inline double FloatBound(size_t chain_length, double max_abs) {
+  return 8.0 * double(chain_length) * std::ldexp(1.0, -24) * std::max(1.0, max_abs);
+}
+
+// The longest chain of an attention's backward: dX = ((dY Wo^T -> dP -> dS
+// -> dQ) Wq^T) and dW = X^T dQ, whose reductions run over d_model (dZ), d_v
+// (dP), Tk (dQ), H d_k (dX) and B Tq (dW).
+inline size_t MhaChainLength(const MhaConfig& c, size_t batch, size_t tq, size_t tk) {
+  return c.d_model + c.head_dim_v + std::max(tq, tk) + c.num_heads * c.head_dim +
+         std::max(c.kdim, c.vdim) + batch * std::max(tq, tk);
+}
+
+template <class T>
+double MaxAbs(const std::vector<T>& v) {
+  double m = 0;
+  for (T x : v) m = std::max(m, std::fabs(double(x)));
+  return m;
+}
+
+inline std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// |actual - expected| <= tolerance everywhere, and no NaN.
+template <class T>
+::testing::AssertionResult Near(const std::vector<float>& actual, const std::vector<T>& expected,
+                                double tolerance) {
+  if (actual.size() != expected.size()) {
+    return ::testing::AssertionFailure()
+           << "size " << actual.size() << " != expected " << expected.size();
+  }
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double diff = std::fabs(double(actual[i]) - double(expected[i]));
+    if (!(diff <= worst)) {
+      worst = std::isnan(diff) ? INFINITY : diff;
+      at = i;
+    }
+  }
+  if (worst <= tolerance) return ::testing::AssertionSuccess() << "max |diff| " << worst;
+  return ::testing::AssertionFailure() << "max |diff| " << worst << " > " << tolerance
+                                       << " at element " << at << " (got " << actual[at]
+                                       << ", expected " << expected[at] << ")";
+}
+
+}  // namespace simd_attention::testing
