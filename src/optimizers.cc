@@ -64,7 +64,14 @@ void Optimizer::Run(const void* object, const KernelTable& k, ThreadPool& pool,
                     const std::vector<Parameter>& parameters) {
   State& state = states_[object];
   const size_t slots = SlotsPerParameter();
-  if (state.slots.empty()) {
+  // Sized once, at the object's first step. State that does not fit belongs
+  // to an object that lived at this address before: start over.
+  bool fits = state.slots.size() == parameters.size() * slots;
+  for (size_t i = 0; fits && i < state.slots.size(); ++i) {
+    fits = state.slots[i].size() == parameters[i / slots].size;
+  }
+  if (!fits) {
+    state = State{};
     for (const Parameter& p : parameters) {
       for (size_t s = 0; s < slots; ++s) state.slots.emplace_back(p.size, 0.0f);
     }

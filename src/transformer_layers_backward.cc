@@ -10,6 +10,9 @@
 // Products through the GEMM kernels (W^T packed once per weight change),
 // element-wise parts through the kernel table, each split so that the
 // result does not depend on the threads.
+#include <functional>
+#include <initializer_list>
+#include <iterator>
 #include <stdexcept>
 
 #include "gradients.h"
@@ -31,22 +34,33 @@ void Sum(ThreadPool& pool, const KernelTable& k, const float* a, const float* b,
   });
 }
 
-// d: the gradient at the sublayer's output on entry, at its input on
-// return. f_backward(dy, dx) writes the gradient at f's input given dy at
-// its output; norm_input is what the forward's LayerNorm took.
-template <class F>
-void SublayerBackward(bool norm_first, LayerNorm& norm, const std::vector<float>& norm_input,
-                      size_t rows, ThreadPool& pool, const KernelTable& k, std::vector<float>& d,
-                      NormGradients& g, F&& f_backward) {
+// One residual sublayer f of a layer, for the backward: its LayerNorm and
+// what that took in the forward, and f's backward, which writes dx at f's
+// input given dy at its output.
+struct SublayerParts {
+  LayerNorm& norm;
+  const std::vector<float>& norm_input;
+  NormGradients& gradients;
+  std::function<void(const std::vector<float>& dy, std::vector<float>& dx)> backward;
+};
+
+// d = the gradient at the layer's input, given d_output, through the
+// sublayers (in forward order) in reverse.
+void LayerBackward(bool norm_first, size_t rows, ThreadPool& pool, const KernelTable& k,
+                   std::span<const float> d_output, std::initializer_list<SublayerParts> sublayers,
+                   std::vector<float>& d) {
+  d.assign(d_output.begin(), d_output.end());
   std::vector<float> a(d.size()), b(d.size());
-  if (norm_first) {
-    f_backward(d, a);
-    norm.Backward(norm_input.data(), rows, a.data(), b.data(), g);
-    Sum(pool, k, d.data(), b.data(), d.size(), d.data());
-  } else {
-    norm.Backward(norm_input.data(), rows, d.data(), a.data(), g);
-    f_backward(a, b);
-    Sum(pool, k, a.data(), b.data(), d.size(), d.data());
+  for (auto s = std::rbegin(sublayers); s != std::rend(sublayers); ++s) {
+    if (norm_first) {
+      s->backward(d, a);
+      s->norm.Backward(s->norm_input.data(), rows, a.data(), b.data(), s->gradients);
+      Sum(pool, k, d.data(), b.data(), d.size(), d.data());
+    } else {
+      s->norm.Backward(s->norm_input.data(), rows, d.data(), a.data(), s->gradients);
+      s->backward(a, b);
+      Sum(pool, k, a.data(), b.data(), d.size(), d.data());
+    }
   }
 }
 
@@ -146,20 +160,18 @@ void TransformerEncoderLayer::Backward(std::span<const float> d_output, EncoderG
   const LayerConfig& c = config_;
   CheckDOutput(trained_, "TransformerEncoderLayer", d_output, batch_, tokens_, c.d_model);
   const size_t rows = batch_ * tokens_;
-  ThreadPool& pool = attention_.pool();
-  const KernelTable& k = attention_.kernels();
-  std::vector<float>& d = g.d_input;
-  d.assign(d_output.begin(), d_output.end());
-  SublayerBackward(c.norm_first, norm2_, norm2_input_, rows, pool, k, d, g.norm2,
-                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                     ffn_.Backward(dy.data(), rows, dx.data(), g.ffn);
-                   });
-  SublayerBackward(c.norm_first, norm1_, norm1_input_, rows, pool, k, d, g.norm1,
-                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                     attention_.Backward(dy, g.attention);
-                     dx.assign(g.attention.d_input.begin(), g.attention.d_input.end());
-                   });
-  CheckComputed("the gradients", d, kGradientTooLarge);
+  LayerBackward(c.norm_first, rows, attention_.pool(), attention_.kernels(), d_output,
+                {{norm1_, norm1_input_, g.norm1,
+                  [&](const std::vector<float>& dy, std::vector<float>& dx) {
+                    attention_.Backward(dy, g.attention);
+                    dx.assign(g.attention.d_input.begin(), g.attention.d_input.end());
+                  }},
+                 {norm2_, norm2_input_, g.norm2,
+                  [&](const std::vector<float>& dy, std::vector<float>& dx) {
+                    ffn_.Backward(dy.data(), rows, dx.data(), g.ffn);
+                  }}},
+                g.d_input);
+  CheckComputed("the gradients", g.d_input, kGradientTooLarge);
 }
 
 DecoderGradients TransformerDecoderLayer::Backward(std::span<const float> d_output) {
@@ -174,27 +186,27 @@ void TransformerDecoderLayer::Backward(std::span<const float> d_output, DecoderG
   const size_t rows = batch_ * tokens_;
   ThreadPool& pool = self_attention_.pool();
   const KernelTable& k = self_attention_.kernels();
-  std::vector<float>& d = g.d_input;
-  d.assign(d_output.begin(), d_output.end());
-  SublayerBackward(c.norm_first, norm3_, norm3_input_, rows, pool, k, d, g.norm3,
-                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                     ffn_.Backward(dy.data(), rows, dx.data(), g.ffn);
-                   });
-  SublayerBackward(c.norm_first, norm2_, norm2_input_, rows, pool, k, d, g.norm2,
-                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                     MhaGradients& a = g.cross_attention;
-                     cross_attention_.Backward(dy, a);
-                     dx.assign(a.d_query.begin(), a.d_query.end());
-                     g.d_memory.resize(a.d_key.size());
-                     Sum(pool, k, a.d_key.data(), a.d_value.data(), a.d_key.size(),
-                         g.d_memory.data());
-                   });
-  SublayerBackward(c.norm_first, norm1_, norm1_input_, rows, pool, k, d, g.norm1,
-                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                     self_attention_.Backward(dy, g.self_attention);
-                     dx.assign(g.self_attention.d_input.begin(), g.self_attention.d_input.end());
-                   });
-  CheckComputed("the gradients", d, kGradientTooLarge);
+  LayerBackward(c.norm_first, rows, pool, k, d_output,
+                {{norm1_, norm1_input_, g.norm1,
+                  [&](const std::vector<float>& dy, std::vector<float>& dx) {
+                    self_attention_.Backward(dy, g.self_attention);
+                    dx.assign(g.self_attention.d_input.begin(), g.self_attention.d_input.end());
+                  }},
+                 {norm2_, norm2_input_, g.norm2,
+                  [&](const std::vector<float>& dy, std::vector<float>& dx) {
+                    MhaGradients& a = g.cross_attention;
+                    cross_attention_.Backward(dy, a);
+                    dx.assign(a.d_query.begin(), a.d_query.end());
+                    g.d_memory.resize(a.d_key.size());
+                    Sum(pool, k, a.d_key.data(), a.d_value.data(), a.d_key.size(),
+                        g.d_memory.data());
+                  }},
+                 {norm3_, norm3_input_, g.norm3,
+                  [&](const std::vector<float>& dy, std::vector<float>& dx) {
+                    ffn_.Backward(dy.data(), rows, dx.data(), g.ffn);
+                  }}},
+                g.d_input);
+  CheckComputed("the gradients", g.d_input, kGradientTooLarge);
   CheckComputed("the gradients", g.d_memory, kGradientTooLarge);
 }
 

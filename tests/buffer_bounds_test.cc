@@ -39,13 +39,13 @@ class GuardedFloats {
     base_ = static_cast<char*>(p);
     if (mprotect(base_ + data_bytes_, page, PROT_NONE) != 0) std::abort();
   }
-  GuardedFloats(const std::vector<float>& values) : GuardedFloats(values.size()) {
+  explicit GuardedFloats(const std::vector<float>& values) : GuardedFloats(values.size()) {
     std::copy(values.begin(), values.end(), data());
   }
   GuardedFloats(const GuardedFloats&) = delete;
   GuardedFloats& operator=(const GuardedFloats&) = delete;
   ~GuardedFloats() { munmap(base_, bytes_); }
-  float* data() { return reinterpret_cast<float*>(base_ + data_bytes_) - n_; }
+  float* data() const { return reinterpret_cast<float*>(base_ + data_bytes_) - n_; }
   size_t size() const { return n_; }
 
  private:
@@ -67,39 +67,43 @@ bool AllFinite(const float* x, size_t n) {
 const size_t kQueries[] = {1, 2, 3, 4, 5, 7, 9, 33};
 const size_t kKeys[] = {1, 3, 13, 65};
 
-AttentionArgs ForwardArgs(float* q, float* k, float* v, size_t tq, size_t tk, size_t dk,
-                          size_t dv) {
+// Inputs of one attention problem in guarded buffers, and its forward run:
+// z and lse written, the backward's inputs.
+struct GuardedAttention {
+  GuardedAttention(const KernelTable& t, size_t tq, size_t tk, size_t dk, size_t dv, bool causal,
+                   std::mt19937& rng)
+      : q(Random(tq * dk, rng)), k(Random(tk * dk, rng)), v(Random(tk * dv, rng)), z(tq * dv),
+        lse(tq), scratch(t.attention_scratch_floats(dk, dv)) {
+    std::fprintf(stderr, "tq %zu tk %zu dk %zu dv %zu\n", tq, tk, dk, dv);
+    a.q = q.data();
+    a.ldq = dk;
+    a.k = k.data();
+    a.ldk = dk;
+    a.v = v.data();
+    a.ldv = dv;
+    a.tq = tq;
+    a.tk = tk;
+    a.dk = dk;
+    a.dv = dv;
+    a.scale = 0.5f;
+    a.causal = causal;
+    a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq);
+    a.z = z.data();
+    a.ldz = dv;
+    a.lse = lse.data();
+    a.scratch = scratch.data();
+    t.attention(a);
+  }
+  GuardedFloats q, k, v, z, lse, scratch;
   AttentionArgs a{};
-  a.q = q;
-  a.ldq = dk;
-  a.k = k;
-  a.ldk = dk;
-  a.v = v;
-  a.ldv = dv;
-  a.tq = tq;
-  a.tk = tk;
-  a.dk = dk;
-  a.dv = dv;
-  a.scale = 0.5f;
-  a.ldz = dv;
-  return a;
-}
+};
 
 bool ForwardInBounds(const KernelTable& t, const std::vector<size_t>& widths) {
   std::mt19937 rng(1);
   for (size_t tq : kQueries) for (size_t tk : kKeys) for (size_t dk : widths) {
     for (size_t dv : widths) {
-      std::fprintf(stderr, "tq %zu tk %zu dk %zu dv %zu\n", tq, tk, dk, dv);
-      GuardedFloats q(Random(tq * dk, rng)), k(Random(tk * dk, rng)), v(Random(tk * dv, rng));
-      GuardedFloats z(tq * dv), lse(tq), scratch(t.attention_scratch_floats(dk, dv));
-      AttentionArgs a = ForwardArgs(q.data(), k.data(), v.data(), tq, tk, dk, dv);
-      a.causal = tq % 2 == 1;
-      a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq);
-      a.z = z.data();
-      a.lse = lse.data();
-      a.scratch = scratch.data();
-      t.attention(a);
-      if (!AllFinite(z.data(), z.size())) return false;
+      const GuardedAttention g(t, tq, tk, dk, dv, tq % 2 == 1, rng);
+      if (!AllFinite(g.z.data(), g.z.size())) return false;
     }
   }
   return true;
@@ -109,21 +113,13 @@ bool BackwardInBounds(const KernelTable& t, const std::vector<size_t>& widths) {
   std::mt19937 rng(2);
   for (size_t tq : kQueries) for (size_t tk : kKeys) for (size_t dk : widths) {
     for (size_t dv : widths) {
-      std::fprintf(stderr, "tq %zu tk %zu dk %zu dv %zu\n", tq, tk, dk, dv);
-      GuardedFloats q(Random(tq * dk, rng)), k(Random(tk * dk, rng)), v(Random(tk * dv, rng));
-      GuardedFloats z(tq * dv), lse(tq);
-      std::vector<float> forward_scratch(t.attention_scratch_floats(dk, dv));
-      AttentionArgs a = ForwardArgs(q.data(), k.data(), v.data(), tq, tk, dk, dv);
-      a.z = z.data();
-      a.lse = lse.data();
-      a.scratch = forward_scratch.data();
-      t.attention(a);
+      GuardedAttention f(t, tq, tk, dk, dv, tq % 2 == 0, rng);
       GuardedFloats d_out(Random(tq * dv, rng)), d_q(tq * dk), d_k(tk * dk), d_v(tk * dv);
       GuardedFloats scratch(t.attention_backward_scratch_floats(dk, dv));
       AttentionBackwardArgs b{};
-      b.forward = a;
+      b.forward = f.a;
       b.forward.scratch = nullptr;
-      b.lse = lse.data();
+      b.lse = f.lse.data();
       b.d_out = d_out.data();
       b.ld_d_out = dv;
       b.d_q = d_q.data();

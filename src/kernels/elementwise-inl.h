@@ -118,6 +118,24 @@ struct Elementwise {
     return sum;
   }
 
+  // A row's mean and 1 / sqrt(var + eps), the variance from the centred
+  // values (two passes, no cancellation); the forward and the backward
+  // compute them alike.
+  static void MeanAndInverseSigma(const float* in, size_t d, float eps, float& mean,
+                                  float& inv) {
+    mean = Sum(in, d) / float(d);
+    const V vmean = Ops::Set(mean);
+    V acc = Ops::Zero();
+    size_t i = 0;
+    for (; i + kL <= d; i += kL) {
+      const V c = Ops::Sub(Ops::Load(in + i), vmean);
+      acc = Ops::MulAdd(c, c, acc);
+    }
+    float var = Ops::ReduceSum(acc);
+    for (; i < d; ++i) var += (in[i] - mean) * (in[i] - mean);
+    inv = 1.0f / std::sqrt(var / float(d) + eps);
+  }
+
   // Each of `rows` rows of width d: (x - mean) / sqrt(var + eps) * gamma +
   // beta, variance from the centred values (two passes, no cancellation).
   static void LayerNorm(const float* x, size_t rows, size_t d,
@@ -126,19 +144,11 @@ struct Elementwise {
     for (size_t r = 0; r < rows; ++r) {
       const float* in = x + r * d;
       float* o = out + r * d;
-      const float mean = Sum(in, d) / float(d);
+      float mean, inv;
+      MeanAndInverseSigma(in, d, eps, mean, inv);
       const V vmean = Ops::Set(mean);
-      V acc = Ops::Zero();
-      size_t i = 0;
-      for (; i + kL <= d; i += kL) {
-        const V c = Ops::Sub(Ops::Load(in + i), vmean);
-        acc = Ops::MulAdd(c, c, acc);
-      }
-      float var = Ops::ReduceSum(acc);
-      for (; i < d; ++i) var += (in[i] - mean) * (in[i] - mean);
-      const float inv = 1.0f / std::sqrt(var / float(d) + eps);
       const V vinv = Ops::Set(inv);
-      i = 0;
+      size_t i = 0;
       for (; i + kL <= d; i += kL) {
         const V c = Ops::Mul(Ops::Sub(Ops::Load(in + i), vmean), vinv);
         Ops::Store(Ops::MulAdd(c, Ops::Load(gamma + i), Ops::Load(beta + i)), o + i);
@@ -159,21 +169,14 @@ struct Elementwise {
       const float* dy = d_y + r * d;
       float* dx = d_x + r * d;
       float* dyx = dy_xhat + r * d;
-      const float mean = Sum(in, d) / float(d);
+      float mean, inv;
+      MeanAndInverseSigma(in, d, eps, mean, inv);
       const V vmean = Ops::Set(mean);
-      V acc = Ops::Zero();
-      size_t i = 0;
-      for (; i + kL <= d; i += kL) {
-        const V c = Ops::Sub(Ops::Load(in + i), vmean);
-        acc = Ops::MulAdd(c, c, acc);
-      }
-      float var = Ops::ReduceSum(acc);
-      for (; i < d; ++i) var += (in[i] - mean) * (in[i] - mean);
-      const float inv = 1.0f / std::sqrt(var / float(d) + eps);
       const V vinv = Ops::Set(inv);
       // xhat into dx for now; the sums of g and g * xhat.
       V sum_g = Ops::Zero(), sum_gx = Ops::Zero();
-      for (i = 0; i + kL <= d; i += kL) {
+      size_t i = 0;
+      for (; i + kL <= d; i += kL) {
         const V xhat = Ops::Mul(Ops::Sub(Ops::Load(in + i), vmean), vinv);
         const V g = Ops::Mul(Ops::Load(dy + i), Ops::Load(gamma + i));
         Ops::Store(xhat, dx + i);

@@ -12,21 +12,6 @@ struct Norm64 {
   const std::vector<double>& beta;
 };
 
-std::vector<double> LayerNorm64(const std::vector<double>& x, size_t d, Norm64 w, double eps) {
-  std::vector<double> y(x.size());
-  for (size_t r = 0; r < x.size() / d; ++r) {
-    double mean = 0, var = 0;
-    for (size_t i = 0; i < d; ++i) mean += x[r * d + i];
-    mean /= double(d);
-    for (size_t i = 0; i < d; ++i) var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
-    const double inv = 1 / std::sqrt(var / double(d) + eps);
-    for (size_t i = 0; i < d; ++i) {
-      y[r * d + i] = (x[r * d + i] - mean) * inv * w.gamma[i] + w.beta[i];
-    }
-  }
-  return y;
-}
-
 // dx of LayerNorm at x given dy, by the chain rule through mean and
 // variance written out term by term; d_gamma, d_beta added to.
 std::vector<double> LayerNormBackward64(const std::vector<double>& x, size_t d, Norm64 w,
@@ -147,12 +132,12 @@ LayerBackward64 ReferenceLayerBackward(const LayerConfig& c, const MhaConfig& at
     const Norm64 norm{p.gamma[i], p.beta[i]};
     if (c.norm_first) {
       norm_in[i] = h;
-      f_in[i] = LayerNorm64(h, d, norm, c.eps);
+      f_in[i] = ReferenceLayerNorm64(h, d, norm.gamma, norm.beta, c.eps);
       h = Add(h, forward(sublayers[i], f_in[i]));
     } else {
       f_in[i] = h;
       norm_in[i] = Add(h, forward(sublayers[i], h));
-      h = LayerNorm64(norm_in[i], d, norm, c.eps);
+      h = ReferenceLayerNorm64(norm_in[i], d, norm.gamma, norm.beta, c.eps);
     }
   }
   r.output = h;

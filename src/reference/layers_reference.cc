@@ -44,20 +44,27 @@ double ReferenceActivation(Activation act, double x) {
   return x;
 }
 
-std::vector<float> ReferenceLayerNorm(std::span<const float> x, size_t d,
-                                      const NormWeights& w, float eps) {
-  std::vector<float> out(x.size());
+std::vector<double> ReferenceLayerNorm64(std::span<const double> x, size_t d,
+                                         std::span<const double> gamma,
+                                         std::span<const double> beta, double eps) {
+  std::vector<double> out(x.size());
   for (size_t r = 0; r < x.size() / d; ++r) {
     double mean = 0, var = 0;
     for (size_t i = 0; i < d; ++i) mean += x[r * d + i];
     mean /= double(d);
     for (size_t i = 0; i < d; ++i) var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
     const double inv = 1 / std::sqrt(var / double(d) + eps);
-    for (size_t i = 0; i < d; ++i) {
-      out[r * d + i] = float((x[r * d + i] - mean) * inv * w.gamma[i] + w.beta[i]);
-    }
+    for (size_t i = 0; i < d; ++i) out[r * d + i] = (x[r * d + i] - mean) * inv * gamma[i] + beta[i];
   }
   return out;
+}
+
+std::vector<float> ReferenceLayerNorm(std::span<const float> x, size_t d,
+                                      const NormWeights& w, float eps) {
+  const std::vector<double> x64(x.begin(), x.end()), gamma(w.gamma.begin(), w.gamma.end()),
+      beta(w.beta.begin(), w.beta.end());
+  const std::vector<double> out = ReferenceLayerNorm64(x64, d, gamma, beta, eps);
+  return {out.begin(), out.end()};
 }
 
 std::vector<float> ReferenceFeedForward(std::span<const float> x, size_t d,

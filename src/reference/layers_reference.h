@@ -12,6 +12,9 @@ namespace simd_attention {
 // The activation in double precision, by the closed forms (std::tanh,
 // std::erf).
 double ReferenceActivation(Activation act, double x);
+std::vector<double> ReferenceLayerNorm64(std::span<const double> x, size_t d,
+                                         std::span<const double> gamma,
+                                         std::span<const double> beta, double eps);
 std::vector<float> ReferenceLayerNorm(std::span<const float> x, size_t d,
                                       const NormWeights& w, float eps);
 std::vector<float> ReferenceFeedForward(std::span<const float> x, size_t d,
