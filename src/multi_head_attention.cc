@@ -508,7 +508,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_z;
   if (!options.training) ReleaseTraining();
-  float* lse = options.training ? training_.lse.data() : nullptr;  // [B, H, Tq]
+  float* lse = options.training ? training_->lse.data() : nullptr;  // [B, H, Tq]
   ComputedScan query_scan;
   Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0);
   const double max_abs_query = query_scan.Judge("the query projection query W_q + b_q",
@@ -579,7 +579,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);
   }
-  training_.ready = options.training;
+  if (options.training) training_->ready = true;
   return r;
 }
 

@@ -10,11 +10,13 @@
 // SetWeights; X^T with a row of ones under it is the A of one GEMM that
 // yields dW and db together, its B the packed gradient.
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "attention_call.h"
 #include "checked_size.h"
+#include "dispatch/dispatch.h"
 #include "dispatch/kernel_table.h"
 #include "gradients.h"
 #include "parameters.h"
@@ -69,7 +71,7 @@ void MultiHeadAttention::RefuseTraining(const MhaOptions& options, const char* f
   }
 }
 
-void MultiHeadAttention::ReleaseTraining() { training_ = TrainingState{}; }
+void MultiHeadAttention::ReleaseTraining() { training_.reset(); }
 
 void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& key,
                                          const Tensor3& value, const MhaOptions& o) {
@@ -78,7 +80,8 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
         "options.training: the backward of rotary positions is not implemented, so training "
         "expects config.rope.style kNone, got a rotary style");
   }
-  TrainingState& t = training_;
+  if (training_ == nullptr) training_ = std::make_unique<TrainingState>();
+  TrainingState& t = *training_;
   t.ready = false;
   t.self = query.data.data() == key.data.data() && key.data.data() == value.data.data() &&
            query.data.size() == key.data.size() && key.data.size() == value.data.size();
@@ -139,12 +142,12 @@ MhaGradients MultiHeadAttention::Backward(std::span<const float> d_output) {
 }
 
 void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients& g) {
-  const TrainingState& t = training_;
-  if (!t.ready) {
+  if (training_ == nullptr || !training_->ready) {
     throw std::logic_error(
         "MultiHeadAttention::Backward: expected a training forward (options.training = true) "
         "since the last SetWeights, forward or ReleaseTraining, got none");
   }
+  const TrainingState& t = *training_;
   const MhaConfig& c = config_;
   CheckLength("d_output", d_output.size(), {t.batch, t.tq, c.d_model});
   CheckFinite("d_output", d_output);
@@ -179,7 +182,8 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
   const std::span<const float> xk = t.self ? xq : std::span<const float>(t.key);
   const std::span<const float> xv = t.self ? xq : std::span<const float>(t.value);
 
-  const size_t scratch = kernels_->attention_backward_scratch_floats(dk, dv);
+  const TrainingKernels& training = TrainingKernelsFor(*kernels_);
+  const size_t scratch = training.attention_backward_scratch_floats(dk, dv);
   const size_t need =
       CheckedCount("attention gradients", {{"batch * query tokens", rows_q},
                                            {"padded dZ and dQ rows", ld_z + ld_q}}) +
@@ -238,7 +242,7 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
         a.d_v = dval + b * tk * ld_v + kvh * dv;
         a.ld_d_v = ld_v;
         a.scratch = attention_scratch + thread * scratch;
-        kernels_->attention_backward(a);
+        training.attention_backward(a);
       }
     }
   });

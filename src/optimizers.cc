@@ -5,6 +5,7 @@
 #include <string>
 
 #include "checked_size.h"
+#include "dispatch/dispatch.h"
 #include "parameters.h"
 #include "threading/parallel.h"
 #include "validate.h"
@@ -104,7 +105,7 @@ Sgd::Sgd(const SgdOptions& o) {
 
 void Sgd::Update(const KernelTable& k, const Parameter& p, float* const* slots,
                  size_t step) const {
-  k.sgd({p.value, p.gradient, momentum_ > 0 ? slots[0] : nullptr, p.size, lr_, momentum_,
+  TrainingKernelsFor(k).sgd({p.value, p.gradient, momentum_ > 0 ? slots[0] : nullptr, p.size, lr_, momentum_,
          weight_decay_, nesterov_, step == 0});
 }
 
@@ -121,7 +122,7 @@ void Adam::Update(const KernelTable& k, const Parameter& p, float* const* slots,
   const AdamOptions& o = options_;
   const double t = double(step + 1);
   const double bc1 = 1 - std::pow(o.beta1, t), bc2 = 1 - std::pow(o.beta2, t);
-  k.adam({p.value, p.gradient, slots[0], slots[1], p.size, float(o.beta1), float(o.beta2),
+  TrainingKernelsFor(k).adam({p.value, p.gradient, slots[0], slots[1], p.size, float(o.beta1), float(o.beta2),
           float(o.eps), o.decoupled_weight_decay ? 0.0f : float(o.weight_decay),
           o.decoupled_weight_decay ? float(1 - o.lr * o.weight_decay) : 1.0f,
           float(o.lr / bc1), float(1 / std::sqrt(bc2))});

@@ -370,19 +370,7 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
   }
   if (options.training) {
     CheckTensor("x", x, config_.d_model, n.d_model);
-    MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
-    self.causal = options.causal;
-    self.key_padding_mask = options.key_padding_mask;
-    self.training = true;
-    MhaOptions cross;
-    cross.key_padding_mask = options.memory_key_padding_mask;
-    cross.training = true;
-    return Run(
-        x, [&](const Tensor3& in) { return self_attention_.Forward(in, self).output; },
-        [&](const Tensor3& in) {
-          return cross_attention_.Forward(in, memory, memory, cross).output;
-        },
-        true);
+    return ForwardOn(x, &memory, nullptr, options);
   }
   const PrecomputedKV kv =
       cross_attention_.PrecomputeKeyValue(memory, options.memory_key_padding_mask);
@@ -410,14 +398,27 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
     CheckLength(n.memory_key_padding_mask, options.memory_key_padding_mask.size(),
                 {memory.batch(), memory.tokens()});
   }
+  return ForwardOn(x, nullptr, &memory, options);
+}
+
+std::vector<float> TransformerDecoderLayer::ForwardOn(const Tensor3& x, const Tensor3* memory,
+                                                      const PrecomputedKV* kv,
+                                                      const DecoderOptions& options) {
   MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
   self.causal = options.causal;
   self.key_padding_mask = options.key_padding_mask;
+  self.training = options.training;
   MhaOptions cross;
   cross.key_padding_mask = options.memory_key_padding_mask;
+  cross.training = options.training;
   return Run(
       x, [&](const Tensor3& in) { return self_attention_.Forward(in, self).output; },
-      [&](const Tensor3& in) { return cross_attention_.Forward(in, memory, cross).output; });
+      [&](const Tensor3& in) {
+        return (memory != nullptr ? cross_attention_.Forward(in, *memory, *memory, cross)
+                                  : cross_attention_.Forward(in, *kv, cross))
+            .output;
+      },
+      options.training);
 }
 
 std::vector<float> TransformerDecoderLayer::ForwardIncremental(

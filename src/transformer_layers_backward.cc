@@ -15,6 +15,7 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "dispatch/dispatch.h"
 #include "gradients.h"
 #include "parameters.h"
 #include "simd_attention/transformer_layers.h"
@@ -91,8 +92,9 @@ void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradi
   if (d_hidden_.size() < hidden) d_hidden_.resize(hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, d_out, rows, d_model_, w2_t_.data(), nullptr, ffn_dim_,
                          d_hidden_.data(), ffn_dim_);
+  const TrainingKernels& training = TrainingKernelsFor(*kernels_);
   ParallelElementwise(*pool_, hidden, 1.0, [&](size_t begin, size_t end) {
-    kernels_->activation_backward(activation_, pre_activation_.data() + begin,
+    training.activation_backward(activation_, pre_activation_.data() + begin,
                                   d_hidden_.data() + begin, end - begin, d_hidden_.data() + begin);
   });
   const float* g1 = WeightGradients(*pool_, *kernels_, weight_workspace_, input_.data(), rows,
@@ -128,9 +130,10 @@ void LayerNorm::Backward(const float* x, size_t rows, const float* d_out, float*
   if (dy_xhat_.size() < n) dy_xhat_.resize(n);
   // Rows are independent; ~1.5 ns an element over its three passes.
   const size_t tasks = TaskCount(*pool_, 1.5 * double(n), rows);
+  const TrainingKernels& training = TrainingKernelsFor(*kernels_);
   ParallelRanges(*pool_, rows, tasks, [&](size_t begin, size_t end) {
     const size_t at = begin * d_model_;
-    kernels_->layer_norm_backward(x + at, end - begin, d_model_, gamma_.data(), eps_, d_out + at,
+    training.layer_norm_backward(x + at, end - begin, d_model_, gamma_.data(), eps_, d_out + at,
                                   d_x + at, dy_xhat_.data() + at);
   });
   d_gamma_.resize(d_model_);

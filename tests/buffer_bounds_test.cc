@@ -21,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "dispatch/dispatch.h"
 #include "random_mha.h"
 #include "test_util.h"
 
@@ -115,7 +116,8 @@ bool BackwardInBounds(const KernelTable& t, const std::vector<size_t>& widths) {
     for (size_t dv : widths) {
       GuardedAttention f(t, tq, tk, dk, dv, tq % 2 == 0, rng);
       GuardedFloats d_out(Random(tq * dv, rng)), d_q(tq * dk), d_k(tk * dk), d_v(tk * dv);
-      GuardedFloats scratch(t.attention_backward_scratch_floats(dk, dv));
+      const TrainingKernels& training = TrainingKernelsFor(t);
+      GuardedFloats scratch(training.attention_backward_scratch_floats(dk, dv));
       AttentionBackwardArgs b{};
       b.forward = f.a;
       b.forward.scratch = nullptr;
@@ -129,7 +131,7 @@ bool BackwardInBounds(const KernelTable& t, const std::vector<size_t>& widths) {
       b.d_v = d_v.data();
       b.ld_d_v = dv;
       b.scratch = scratch.data();
-      t.attention_backward(b);
+      training.attention_backward(b);
       if (!AllFinite(d_q.data(), d_q.size()) || !AllFinite(d_k.data(), d_k.size()) ||
           !AllFinite(d_v.data(), d_v.size())) {
         return false;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/dispatch.h"
 #include "gradient_util.h"
 #include "random_mha.h"
 #include "simd_attention/optimizers.h"
@@ -73,7 +74,7 @@ const AdamOptions kAdamW = {.lr = 0.01, .weight_decay = 0.1, .decoupled_weight_d
 class OptimizerKernels : public TableTest {};
 
 TEST_P(OptimizerKernels, FollowTheRulesInDouble) {
-  const KernelTable& t = table();
+  const TrainingKernels& t = TrainingKernelsFor(table());
   const size_t n = 37;
   std::mt19937 rng(4);
   const std::vector<float> w0 = RandomVector(n, 1.0f, rng);

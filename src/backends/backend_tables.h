@@ -11,5 +11,9 @@ namespace simd_attention {
 std::vector<KernelTable> HighwayKernelTables();
 std::vector<KernelTable> XsimdKernelTables();
 std::vector<KernelTable> ScalarKernelTables();
+// The same targets' training kernels, in the same order.
+std::vector<TrainingKernels> HighwayTrainingKernels();
+std::vector<TrainingKernels> XsimdTrainingKernels();
+std::vector<TrainingKernels> ScalarTrainingKernels();
 
 }  // namespace simd_attention

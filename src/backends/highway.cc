@@ -31,6 +31,8 @@ KernelTable HighwayKernelTable() {
   return MakeKernelTable<HighwayOps>(name.c_str(), Backend::kHighway);
 }
 
+TrainingKernels HighwayTrainingKernel() { return MakeTrainingKernels<HighwayOps>(); }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace simd_attention
 HWY_AFTER_NAMESPACE();
@@ -47,6 +49,10 @@ namespace simd_attention {
 std::vector<KernelTable> HighwayKernelTables() {
   return {HWY_STATIC_DISPATCH(HighwayKernelTable)()};
 }
+
+std::vector<TrainingKernels> HighwayTrainingKernels() {
+  return {HWY_STATIC_DISPATCH(HighwayTrainingKernel)()};
+}
 #else
 // foreach_target.h compiled HighwayKernelTable into namespace N_<target> for
 // every target in HWY_TARGETS. Highway 1.0.3 has no HWY_VISIT_TARGETS to list
@@ -54,52 +60,53 @@ std::vector<KernelTable> HighwayKernelTables() {
 struct CompiledTarget {
   int64_t target;
   KernelTable (*table)();
+  TrainingKernels (*training)();
 };
 constexpr CompiledTarget kCompiledTargets[] = {
 #if HWY_TARGETS & HWY_AVX3_DL
-    {HWY_AVX3_DL, &N_AVX3_DL::HighwayKernelTable},
+    {HWY_AVX3_DL, &N_AVX3_DL::HighwayKernelTable, &N_AVX3_DL::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_AVX3
-    {HWY_AVX3, &N_AVX3::HighwayKernelTable},
+    {HWY_AVX3, &N_AVX3::HighwayKernelTable, &N_AVX3::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_AVX2
-    {HWY_AVX2, &N_AVX2::HighwayKernelTable},
+    {HWY_AVX2, &N_AVX2::HighwayKernelTable, &N_AVX2::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_SSE4
-    {HWY_SSE4, &N_SSE4::HighwayKernelTable},
+    {HWY_SSE4, &N_SSE4::HighwayKernelTable, &N_SSE4::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_SSSE3
-    {HWY_SSSE3, &N_SSSE3::HighwayKernelTable},
+    {HWY_SSSE3, &N_SSSE3::HighwayKernelTable, &N_SSSE3::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_SVE2_128
-    {HWY_SVE2_128, &N_SVE2_128::HighwayKernelTable},
+    {HWY_SVE2_128, &N_SVE2_128::HighwayKernelTable, &N_SVE2_128::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_SVE_256
-    {HWY_SVE_256, &N_SVE_256::HighwayKernelTable},
+    {HWY_SVE_256, &N_SVE_256::HighwayKernelTable, &N_SVE_256::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_SVE2
-    {HWY_SVE2, &N_SVE2::HighwayKernelTable},
+    {HWY_SVE2, &N_SVE2::HighwayKernelTable, &N_SVE2::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_SVE
-    {HWY_SVE, &N_SVE::HighwayKernelTable},
+    {HWY_SVE, &N_SVE::HighwayKernelTable, &N_SVE::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_NEON
-    {HWY_NEON, &N_NEON::HighwayKernelTable},
+    {HWY_NEON, &N_NEON::HighwayKernelTable, &N_NEON::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_RVV
-    {HWY_RVV, &N_RVV::HighwayKernelTable},
+    {HWY_RVV, &N_RVV::HighwayKernelTable, &N_RVV::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_WASM_EMU256
-    {HWY_WASM_EMU256, &N_WASM_EMU256::HighwayKernelTable},
+    {HWY_WASM_EMU256, &N_WASM_EMU256::HighwayKernelTable, &N_WASM_EMU256::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_WASM
-    {HWY_WASM, &N_WASM::HighwayKernelTable},
+    {HWY_WASM, &N_WASM::HighwayKernelTable, &N_WASM::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_EMU128
-    {HWY_EMU128, &N_EMU128::HighwayKernelTable},
+    {HWY_EMU128, &N_EMU128::HighwayKernelTable, &N_EMU128::HighwayTrainingKernel},
 #endif
 #if HWY_TARGETS & HWY_SCALAR
-    {HWY_SCALAR, &N_SCALAR::HighwayKernelTable},
+    {HWY_SCALAR, &N_SCALAR::HighwayKernelTable, &N_SCALAR::HighwayTrainingKernel},
 #endif
 };
 
@@ -115,13 +122,23 @@ constexpr bool ListsEveryTargetBestFirst() {
 static_assert(ListsEveryTargetBestFirst(),
               "kCompiledTargets must list every target of HWY_TARGETS, best first");
 
-std::vector<KernelTable> HighwayKernelTables() {
+// What `make` gives for each target this CPU supports, best first.
+template <class T>
+std::vector<T> ForSupportedTargets(T (*CompiledTarget::*make)()) {
   const int64_t supported = hwy::SupportedTargets();
-  std::vector<KernelTable> tables;
+  std::vector<T> out;
   for (const CompiledTarget& t : kCompiledTargets) {
-    if (supported & t.target) tables.push_back(t.table());
+    if (supported & t.target) out.push_back((t.*make)());
   }
-  return tables;
+  return out;
+}
+
+std::vector<KernelTable> HighwayKernelTables() {
+  return ForSupportedTargets(&CompiledTarget::table);
+}
+
+std::vector<TrainingKernels> HighwayTrainingKernels() {
+  return ForSupportedTargets(&CompiledTarget::training);
 }
 #endif  // HWY_COMPILE_ONLY_STATIC
 

@@ -25,4 +25,8 @@ std::vector<KernelTable> ScalarKernelTables() {
   return {scalar::MakeKernelTable<scalar::ScalarOps>("scalar", Backend::kScalar)};
 }
 
+std::vector<TrainingKernels> ScalarTrainingKernels() {
+  return {scalar::MakeTrainingKernels<scalar::ScalarOps>()};
+}
+
 }  // namespace simd_attention

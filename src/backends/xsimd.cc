@@ -58,4 +58,9 @@ KernelTable SA_CONCAT(XsimdKernelTable_, SA_XSIMD_ISA)() {
       "xsimd:" SA_STRINGIFY(SA_XSIMD_ISA), Backend::kXsimd);
 }
 
+TrainingKernels SA_CONCAT(XsimdTrainingKernel_, SA_XSIMD_ISA)() {
+  using namespace SA_CONCAT(xsimd_, SA_XSIMD_ISA);
+  return MakeTrainingKernels<XsimdOps<SA_XSIMD_ARCH>>();
+}
+
 }  // namespace simd_attention

@@ -54,6 +54,30 @@ const std::vector<KernelTable>& KernelTables(Backend backend) {
                               std::to_string(static_cast<int>(backend)));
 }
 
+const TrainingKernels& TrainingKernelsFor(const KernelTable& kernels) {
+  // The backends list a target's training kernels at its table's index.
+  static const std::vector<TrainingKernels> highway = HighwayTrainingKernels();
+#if SIMD_ATTENTION_HAVE_XSIMD
+  static const std::vector<TrainingKernels> xsimd = XsimdTrainingKernels();
+#endif
+#if SIMD_ATTENTION_HAVE_SCALAR
+  static const std::vector<TrainingKernels> scalar = ScalarTrainingKernels();
+#endif
+  const std::vector<KernelTable>& tables = KernelTables(kernels.backend);
+  const std::vector<TrainingKernels>* training = &highway;
+#if SIMD_ATTENTION_HAVE_XSIMD
+  if (kernels.backend == Backend::kXsimd) training = &xsimd;
+#endif
+#if SIMD_ATTENTION_HAVE_SCALAR
+  if (kernels.backend == Backend::kScalar) training = &scalar;
+#endif
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (&tables[i] == &kernels) return (*training)[i];
+  }
+  throw std::logic_error(std::string("TrainingKernelsFor: the kernel table ") + kernels.name +
+                         " is not one of KernelTables(backend)");
+}
+
 const KernelTable& BestKernels(Backend backend) {
   return KernelTables(backend).front();
 }

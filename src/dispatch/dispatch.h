@@ -13,4 +13,9 @@ namespace simd_attention {
 // this list; throws std::invalid_argument if the backend is not compiled in.
 const std::vector<KernelTable>& KernelTables(Backend backend);
 
+// The training kernels of the target `kernels` belongs to (one of
+// KernelTables' entries). Only the backward passes and the optimizers call
+// it, so a program that never trains links no training kernel.
+const TrainingKernels& TrainingKernelsFor(const KernelTable& kernels);
+
 }  // namespace simd_attention

@@ -30,8 +30,6 @@ struct KernelTable {
   void (*gemm)(const GemmArgs& args);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
-  size_t (*attention_backward_scratch_floats)(size_t dk, size_t dv);
-  void (*attention_backward)(const AttentionBackwardArgs& args);
   // Rotary position embedding of Q or K rows, in place.
   void (*rope)(const RopeArgs& args);
   // x[0..n) = act(x), in place.
@@ -41,6 +39,15 @@ struct KernelTable {
   // LayerNorm over each of `rows` rows of width d; out may alias x.
   void (*layer_norm)(const float* x, size_t rows, size_t d, const float* gamma,
                      const float* beta, float eps, float* out);
+};
+
+// The training kernels of the same target: apart from KernelTable, so that
+// a program that never trains (the package's inference builds, whose wasm
+// has a size budget) links none of them. TrainingKernelsFor (dispatch.h)
+// finds a table's.
+struct TrainingKernels {
+  size_t (*attention_backward_scratch_floats)(size_t dk, size_t dv);
+  void (*attention_backward)(const AttentionBackwardArgs& args);
   // d_x = d_y * act'(x), x the activation's input.
   void (*activation_backward)(Activation act, const float* x, const float* d_y, size_t n,
                               float* d_x);

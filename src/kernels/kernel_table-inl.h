@@ -1,4 +1,5 @@
-// Fills a KernelTable with this target's instantiations of the kernels.
+// Fills a KernelTable (and TrainingKernels) with this target's instantiations
+// of the kernels.
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file, after gemm-inl.h, attention-inl.h, attention_backward-inl.h,
@@ -17,12 +18,18 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.gemm = &Gemm<Ops>::Multiply;
   t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
   t.attention = &Attention<Ops>::Run;
-  t.attention_backward_scratch_floats = &AttentionBackward<Ops>::ScratchFloats;
-  t.attention_backward = &AttentionBackward<Ops>::Run;
   t.rope = &Rope<Ops>::Rotate;
   t.activation = &Elementwise<Ops>::ApplyActivation;
   t.add = &Elementwise<Ops>::Add;
   t.layer_norm = &Elementwise<Ops>::LayerNorm;
+  return t;
+}
+
+template <class Ops>
+TrainingKernels MakeTrainingKernels() {
+  TrainingKernels t;
+  t.attention_backward_scratch_floats = &AttentionBackward<Ops>::ScratchFloats;
+  t.attention_backward = &AttentionBackward<Ops>::Run;
   t.activation_backward = &Elementwise<Ops>::ActivationBackward;
   t.layer_norm_backward = &Elementwise<Ops>::LayerNormBackward;
   t.sgd = &Optimizers<Ops>::Sgd;

@@ -295,7 +295,9 @@ class MultiHeadAttention {
   std::vector<float> rope_angles_;
   size_t rope_positions_ = 0;
   std::vector<float> rope_call_angles_;
-  TrainingState training_;
+  // Held apart: a program that never trains (the package) carries no
+  // assignment of it.
+  std::unique_ptr<TrainingState> training_;
   // W_Q^T, W_K^T, W_V^T, W_O^T packed for the backward's dX = dY W^T; made
   // by the first Backward after SetWeights.
   bool has_transposed_ = false;

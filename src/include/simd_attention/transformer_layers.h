@@ -255,6 +255,9 @@ class TransformerDecoderLayer {
 
  private:
   friend class Optimizer;
+  // Forward on the memory itself (training) or on its precomputed K/V.
+  std::vector<float> ForwardOn(const Tensor3& x, const Tensor3* memory, const PrecomputedKV* kv,
+                               const DecoderOptions& options);
   // training: keep each sublayer's LayerNorm input and the FFN's state.
   template <class SelfAttend, class CrossAttend>
   std::vector<float> Run(const Tensor3& x, SelfAttend&& self_attend,
