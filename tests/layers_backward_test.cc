@@ -398,6 +398,7 @@ TEST_P(LayerReferenceGradients, MatchFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Cases, LayerReferenceGradients, ::testing::ValuesIn(CaseNames()),
                          CaseParamName);
 
+#if SA_HAVE_THREADS  // a wasm build without threads runs one
 // ---------------------------------------------------------------------------
 // Threads: every split the layers make gives the same bits as one thread.
 
@@ -429,6 +430,8 @@ TEST_P(LayerBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
 }
 
 INSTANTIATE_ON_EVERY_TABLE(LayerBackwardThreads);
+
+#endif  // SA_HAVE_THREADS
 
 // ---------------------------------------------------------------------------
 // Errors: named, and the layer stays usable.

@@ -260,9 +260,7 @@ TEST_P(BackwardMaskedRow, HasZeroQueryGradient) {
 
 INSTANTIATE_ON_EVERY_TABLE(BackwardMaskedRow);
 
-// 1, 2 and 3 threads (splitting even the smallest loop) and two runs
-// each, the second into one MhaGradients reused throughout, give the same
-// bits: every split keeps each sum's order.
+// Equal bits (the threads and run-to-run tests).
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   // memcmp of an empty vector's null data is undefined (UBSan): compare only
   // what there is.
@@ -270,6 +268,10 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
+#if SA_HAVE_THREADS  // a wasm build without threads runs one
+// 1, 2 and 3 threads (splitting even the smallest loop) and two runs
+// each, the second into one MhaGradients reused throughout, give the same
+// bits: every split keeps each sum's order.
 class BackwardThreads : public TableTest {};
 
 TEST_P(BackwardThreads, BitIdenticalForEveryThreadCountAndRun) {
@@ -308,6 +310,7 @@ TEST_P(BackwardThreads, BitIdenticalForEveryThreadCountAndRun) {
 }
 
 INSTANTIATE_ON_EVERY_TABLE(BackwardThreads);
+#endif  // SA_HAVE_THREADS
 
 // Bad input: a clear error naming what is wrong, and the object still works.
 TEST(BackwardErrors, NamedAndRecoverable) {
