@@ -259,34 +259,65 @@ function headSlice(mask, batch, heads, tq, tk, from, to) {
 }
 
 // The arguments of one call's messages to `count` workers, argsOf(i) those
-// of the i-th: [{ args, transfer }]. Their tensors' data is copied once into
-// shared memory that every message refers to, or where there is none (or
-// for one worker) into buffers of each worker's own that its message moves
-// instead of copying again (a structured clone is much slower than a copy).
-// The same tensor twice (key = query) stays one tensor.
+// of the i-th: { sent: [{ args, transfer }], release }. A tensor that goes
+// to several workers is copied once into shared memory that their messages
+// refer to, where there is some; any other is copied into a buffer of the
+// worker's own that its message moves instead of copying again (a
+// structured clone is much slower than a copy). The same tensor twice (key
+// = query) stays one tensor. release() returns the shared memory for reuse
+// once every worker has answered (it has read its inputs by then).
 function outgoing(argsOf, count) {
-  const shared = canShare && count > 1 ? new Map() : null;
-  return Array.from({ length: count }, (_, i) => {
-    const copies = shared ?? new Map();
+  const lists = Array.from({ length: count }, (_, i) => argsOf(i));
+  const isTensor = (arg) => arg !== null && typeof arg === 'object' && ArrayBuffer.isView(arg.data);
+  const workersOf = new Map(); // tensor -> how many workers it goes to
+  if (canShare && count > 1) {
+    for (const list of lists) {
+      for (const arg of new Set(list.filter(isTensor))) workersOf.set(arg, (workersOf.get(arg) ?? 0) + 1);
+    }
+  }
+  const shared = new Map(); // tensor -> its copy in shared memory
+  const sent = lists.map((list) => {
+    const own = new Map();
     const transfer = [];
-    const args = argsOf(i).map((arg) => {
-      if (arg === null || typeof arg !== 'object' || !ArrayBuffer.isView(arg.data)) return arg;
-      if (!copies.has(arg)) {
-        const data = shared ? sharedCopy(arg.data) : arg.data.slice();
-        if (!shared) transfer.push(data.buffer);
-        copies.set(arg, { ...arg, data });
+    const args = list.map((arg) => {
+      if (!isTensor(arg)) return arg;
+      if (workersOf.get(arg) > 1) {
+        if (!shared.has(arg)) shared.set(arg, { ...arg, data: sharedMemory.copy(arg.data) });
+        return shared.get(arg);
       }
-      return copies.get(arg);
+      if (!own.has(arg)) {
+        const data = arg.data.slice();
+        transfer.push(data.buffer);
+        own.set(arg, { ...arg, data });
+      }
+      return own.get(arg);
     });
     return { args, transfer };
   });
+  return { sent, release: () => shared.forEach(({ data }) => sharedMemory.release(data.buffer)) };
 }
 
-function sharedCopy(data) {
-  const copy = new data.constructor(new SharedArrayBuffer(data.byteLength));
-  copy.set(data);
-  return copy;
-}
+// SharedArrayBuffers kept for the next calls of the same sizes: a new one
+// costs several times a copy of its size (116 us for S2's 393 kB input in
+// Node, where a slice() takes 25 us), as the memory is mapped and zeroed.
+// At most SPARE_SIZES sizes, two of each.
+const SPARE_SIZES = 8;
+const sharedMemory = {
+  spare: new Map(), // byteLength -> [SharedArrayBuffer]
+  copy(data) {
+    const buffer = this.spare.get(data.byteLength)?.pop() ?? new SharedArrayBuffer(data.byteLength);
+    const copy = new data.constructor(buffer);
+    copy.set(data);
+    return copy;
+  },
+  release(buffer) {
+    const list = this.spare.get(buffer.byteLength) ?? [];
+    this.spare.delete(buffer.byteLength); // most recent size last
+    if (list.length < 2) list.push(buffer);
+    this.spare.set(buffer.byteLength, list);
+    if (this.spare.size > SPARE_SIZES) this.spare.delete(this.spare.keys().next().value);
+  },
+};
 
 // ---------------------------------------------------------------------------
 // The pool
@@ -349,8 +380,8 @@ function readWasmPath(where, wasmPath) {
 // Where a layer goes when the caller does not say: whole in one worker, or
 // split over the workers (attention by heads, FFN by hidden units). Split,
 // a call computes on every worker at once but makes one round trip to the
-// workers per sublayer (encoder 2, decoder 3) instead of one, and the
-// residual adds and LayerNorms run on the calling thread. So a layer is
+// workers per sublayer (encoder 2, decoder 3) instead of one, each waiting
+// for the workers' parts to reach the one that sums them. So a layer is
 // split iff the compute that splitting takes off the busiest worker, for the
 // tokens of a typical call, exceeds those extra round trips:
 //   saved = tokens * (A * (1 - maxHeads / kvHeads) + 4 d f (1 - maxUnits / f))
@@ -419,22 +450,30 @@ function makePool(workers, summary) {
 
     // `method` on every part, [each part's value]; perShard(shard) gives the
     // arguments where they differ.
-    call(method, args = [], perShard = undefined, out = undefined) {
-      const sent = outgoing((i) => perShard?.(this.shards[i]) ?? args, this.shards.length);
-      return workers.all(this.shards.map((s) => s.worker),
+    async call(method, args = [], perShard = undefined, out = undefined) {
+      const { sent, release } = outgoing((i) => perShard?.(this.shards[i]) ?? args,
+        this.shards.length);
+      const values = await workers.all(this.shards.map((s) => s.worker),
         (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, out }),
         (i) => sent[i].transfer);
+      release();
+      return values;
     }
 
     // `method` on every part, their values joined by the first part's worker
     // (pool-worker.js): an attention's outputs or an FFN's summed, the rest
     // joined along the head axis; or, for a sublayer of a split layer, the
     // layer's next input.
-    gather(method, args, perShard = undefined, sublayer = undefined) {
-      const sent = outgoing((i) => perShard?.(this.shards[i]) ?? args, this.shards.length);
-      return workers.gather(this.shards.map((s) => s.worker),
-        (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, sublayer }),
-        (i) => sent[i].transfer);
+    async gather(method, args, perShard = undefined, sublayer = undefined) {
+      const { sent, release } = outgoing((i) => perShard?.(this.shards[i]) ?? args,
+        this.shards.length);
+      try {
+        return await workers.gather(this.shards.map((s) => s.worker),
+          (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, sublayer }),
+          (i) => sent[i].transfer);
+      } finally {
+        if (!workers.dead) release();
+      }
     }
 
     // setWeights(parts[i]) on part i: { key: typed array } made for that
@@ -917,7 +956,7 @@ function makePool(workers, summary) {
     workers.check(fn);
     const worker = nextWorker;
     nextWorker = (nextWorker + 1) % workers.count;
-    const [sent] = outgoing(() => args, 1);
+    const { sent: [sent] } = outgoing(() => args, 1);
     const [value] = await workers.all([worker], () => ({ op: 'module', fn, args: sent.args }),
       () => sent.transfer);
     return value;
