@@ -88,8 +88,12 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
   // The residual sum and LayerNorm of one sublayer, held by each worker of
   // the sublayer's part (pool-worker.js, SublayerNorm).
   class SublayerNorm extends PoolObject {
+    constructor(shards) {
+      super(newRef(), shards);
+    }
+
     static async create(part, { dModel, eps, normFirst, backend }) {
-      const norm = new SublayerNorm(newRef(), part.shards);
+      const norm = new SublayerNorm(part.shards);
       await workers.all(part.shards.map((s) => s.worker), () => ({
         op: 'new', ref: norm.ref, kind: 'SublayerNorm', config: { dModel, eps, normFirst, backend },
       }));
