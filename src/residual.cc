@@ -10,11 +10,6 @@
 #include "validate.h"
 
 namespace simd_attention {
-namespace {
-
-constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
-
-}  // namespace
 
 void AddResidual(const char* sublayer, ThreadPool& pool, const KernelTable& k,
                  std::span<float> x, std::span<const float> y) {
