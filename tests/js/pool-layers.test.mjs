@@ -5,7 +5,8 @@
 // identical from run to run) on every golden layer case, post- and pre-LN,
 // through a sharded KV cache and precomputed memory; 5 heads and FFN units
 // that do not divide by the workers; the synchronous errors, those of values
-// too large for LayerNorm or the attention scores included; the placement
+// too large for LayerNorm or the attention scores and of partial outputs
+// whose sum overflows float32 included; the placement
 // cost rule; and what the pooled MultiHeadAttention and KVCache share with
 // the synchronous ones (setWeightsFromPyTorch, append, loadCheckpoint).
 import { rejection, thrown } from './support/errors.mjs';
@@ -373,6 +374,58 @@ describe('pool of 2 workers: values too large in split layers', () => {
     await expectSameError(() => layer.forward(...args), () => sync.forward(...args));
     await layer.dispose();
   });
+});
+
+describe.each([2, 3])('pool of %i workers: partial outputs whose sum overflows float32', (workers) => {
+  // Three heads of d_k 2 and six FFN units: one or two heads and two or
+  // three units per worker. An attention whose values are all 1 and whose
+  // W_O column 4 is 7e37 adds 1.4e38 per head to column 4; an FFN whose
+  // hidden units are all relu(1) = 1 and whose W2 column 4 is 7e37 adds 7e37
+  // per unit: every worker's partial output is finite, their sum is not.
+  const d = 6;
+  const config = { dModel: d, numHeads: 3, ffnDim: 6 };
+  const column4 = () => Float32Array.from({ length: d * d }, (_, i) => (i % d === 4 ? 7e37 : 0));
+  const memory = tensor([1, 4, d], 111);
+  const x = tensor([1, 3, d], 112);
+  const overflowing = {
+    attention: (a) => ({ ...a, wV: new Float32Array(d * d), bV: new Float32Array(d).fill(1),
+      wO: column4() }),
+    ffn: (f) => ({ ...f, w1: new Float32Array(d * d), b1: new Float32Array(d).fill(1),
+      w2: column4() }),
+  };
+  const cases = [
+    ['TransformerEncoderLayer', 'attention', 'the output projection z W_o \\+ b_o'],
+    ['TransformerEncoderLayer', 'ffn', 'the feed-forward sublayer'],
+    ['TransformerDecoderLayer', 'selfAttention', 'the output projection z W_o \\+ b_o'],
+    ['TransformerDecoderLayer', 'crossAttention', 'the output projection z W_o \\+ b_o'],
+    ['TransformerDecoderLayer', 'ffn', 'the feed-forward sublayer'],
+  ];
+
+  test.each(cases.flatMap(([kind, part, what]) => [false, true].map((normFirst) =>
+    [kind, part, normFirst ? 'pre-LN' : 'post-LN', what, normFirst])))(
+    '%s, %s (%s): refused with the synchronous class and message', async (kind, part, _, what,
+      normFirst) => {
+      const decoder = kind === 'TransformerDecoderLayer';
+      const w = randomLayerWeights(d, 6, 113, { decoder });
+      w[part] = overflowing[part === 'ffn' ? 'ffn' : 'attention'](w[part]);
+      const { sync, layer } = await syncAndSplit(pools[workers], kind, { ...config, normFirst }, w);
+      const args = decoder ? [x, memory] : [x];
+      const want = thrown(() => sync.forward(...args));
+      expect(want.message).toMatch(new RegExp(`^${kind}.forward: ${what} overflowed float32 ` +
+        '\\(element 4 is \\+Infinity\\); the inputs or weights are too large in magnitude$'));
+      await expectSameError(() => layer.forward(...args), () => sync.forward(...args));
+      if (decoder) {
+        // A decoding step too, which leaves the cache as it was.
+        const syncCache = track(sync.createKVCache({ batch: 1, maxLength: 2 }));
+        const cache = await layer.createKVCache({ batch: 1, maxLength: 2 });
+        const step = sliceTokens(x, 0, 1);
+        await expectSameError(() => layer.forwardIncremental(step, cache, memory),
+          () => sync.forwardIncremental(step, syncCache, memory));
+        expect([cache.length, syncCache.length]).toEqual([0, 0]);
+        await cache.dispose();
+      }
+      await layer.dispose();
+    });
 });
 
 describe('placement', () => {

@@ -1,6 +1,6 @@
-// What the pool (pool.js) and its workers (pool-worker.js) share: the sum of
-// the workers' partial outputs and the joins along the head axis, which the
-// worker that gathers a call's parts makes, and errors as messages.
+// What the pool (pool.js) and its workers (pool-worker.js) share: the joins
+// of a split call's results, which the worker that gathers the call's parts
+// makes, and errors as messages.
 
 const product = (dims) => dims.reduce((a, b) => a * b, 1);
 
@@ -23,25 +23,16 @@ export function joinAxis(tensors, axis) {
   return { data, shape };
 }
 
-// The workers' partial outputs (arrays of rows, b_O or b2 in the first's)
-// added into the first in worker order, so that a result does not depend on
-// which worker answered first. Returns the first.
-export function sumPartials(partials) {
-  const sum = partials[0];
-  for (let p = 1; p < partials.length; ++p) {
-    const add = partials[p];
-    for (let i = 0; i < sum.length; ++i) sum[i] += add[i];
-  }
-  return sum;
-}
-
 // The parts' results of one call as one, in worker order: an attention's
 // ({ output, ... }) with the partial outputs summed and the rest joined
 // along the head axis (the third from last); an FFN's ({ data }) summed.
-export function joinResults(parts) {
-  if (parts[0].output === undefined) return { data: sumPartials(parts.map((p) => p.data)) };
-  const output = parts[0].output;
-  sumPartials(parts.map((p) => p.output.data));
+// sum(partials, attention) adds the partial outputs (Float32Arrays, b_O or
+// b2 in the first) in worker order, so that a result does not depend on
+// which worker answered first, and checks an attention's sum
+// (pool-parts.js, sumPartials).
+export function joinResults(parts, sum) {
+  if (parts[0].output === undefined) return { data: sum(parts.map((p) => p.data), false) };
+  const output = { ...parts[0].output, data: sum(parts.map((p) => p.output.data), true) };
   const result = { output };
   for (const key of ['attnWeights', 'scores', 'perHeadOutput', 'q', 'k', 'v', 'headOutput']) {
     if (parts[0][key] !== undefined) {

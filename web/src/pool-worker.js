@@ -24,9 +24,10 @@
 // error) goes to worker `to` as { part: id, from, value | error } and not to
 // the pool; gather { id, from: [workers] }: this worker gathers, waits for
 // those workers' parts, and answers with the parts joined in worker order
-// (pool-join.js) or the first error. Only a gatherer waits, and only for
-// parts of the call it is serving, which every worker receives in the order
-// the pool sent its calls: no cycle of waits can form.
+// (pool-join.js; the partial outputs summed and checked by the module's
+// C++) or the first error. Only a gatherer waits, and only for parts of the
+// call it is serving, which every worker receives in the order the pool
+// sent its calls: no cycle of waits can form.
 // sublayer { norm, name, where }: the call is a sublayer of a split
 // transformer layer, args[0] its input h; with a pre-LN norm (the ref of a
 // SublayerNorm on every worker of the call) each part runs on LN(h), and the
@@ -43,7 +44,7 @@
 // the pool's sharded caches and memories there: empty ones of their sizes.
 import { createAttentionModule } from '../index.js';
 import { errorMessage, joinResults, rebuild } from './pool-join.js';
-import { newPoolPart } from './pool-parts.js';
+import { newPoolPart, sumPartials } from './pool-parts.js';
 
 // Where requests come from and replies go: the worker's global scope, or in
 // Node worker_threads' parentPort, set below.
@@ -179,7 +180,11 @@ async function call(request) {
     return undefined;
   }
   if (parts.length === 1 && sublayer === undefined) return own.value;
-  const joined = joinResults(parts.map((p) => p.value));
+  // Errors named as the synchronous object names those of its output: the
+  // layer's method, or the split attention's.
+  const where = sublayer?.where ?? `MultiHeadAttention.${request.method}`;
+  const joined = joinResults(parts.map((p) => p.value),
+    (partials, attention) => sumPartials(module, where, partials, attention));
   if (sublayer === undefined) return joined;
   const h = request.args[0];
   return { data: objects.get(sublayer.norm).join(sublayer.where, h.data,
