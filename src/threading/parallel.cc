@@ -13,7 +13,9 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
   const size_t panel_floats = kernels.panel_width * g.packed_rows;
   auto columns = [&](size_t col0, size_t col1) {
     GemmArgs part = g;
-    part.packed_b = g.packed_b + col0 / kernels.panel_width * panel_floats;
+    part.packed_b = static_cast<const char*>(g.packed_b) +
+                    col0 / kernels.panel_width * panel_floats * WeightBytes(g.weight_type);
+    part.packed_scales = g.packed_scales == nullptr ? nullptr : g.packed_scales + col0;
     part.n = col1 - col0;
     part.packed_bias = g.packed_bias == nullptr ? nullptr : g.packed_bias + col0;
     part.c = g.c + col0;
