@@ -20,13 +20,12 @@ struct Gemm {
   // (decoding projects one token) has only 2R, so it splits K into chains.
   static constexpr size_t Chains(size_t rows) { return rows >= 4 ? 1 : 4 / rows; }
 
-  // One k step: acc[r][v] += A element ap[r][at] * B vector v at b, B's
-  // elements of type W widened to float in registers.
-  template <size_t R, size_t NV, class W>
+  // One k step: acc[r][v] += A element ap[r][at] * B vector v at b.
+  template <size_t R, size_t NV>
   static SA_GEMM_INLINE void Step(const float* const (&ap)[R], size_t at,
-                                  const W* b, V (&acc)[R][NV]) {
+                                  const float* b, V (&acc)[R][NV]) {
     V bv[NV];
-    for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Widen(b + v * kL);
+    for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Load(b + v * kL);
     for (size_t r = 0; r < R; ++r) {
       const V av = Ops::Set(ap[r][at]);
       for (size_t v = 0; v < NV; ++v) acc[r][v] = Ops::MulAdd(av, bv[v], acc[r][v]);
@@ -38,31 +37,29 @@ struct Gemm {
   //   a_col = 1; the attention kernel passes a transposed one.
   //   B row kk starts at b + kk * ldb and holds at least NV vectors.
   //   bias: NV vectors added once, or nullptr. accumulate: add to C.
-  //   scales (int8 B): NV vectors of per-column scales multiplying the
-  //   products once, before bias or C is added; nullptr = none.
   // The loop runs kSteps steps per iteration and walks a pointer into every
   // row of A plus one offset shared by all rows, so no step multiplies:
   // unrolled (kUnroll > 1, x86 with 32 registers) the pointers stay put and
   // the offset moves (one add per iteration; x86 addresses are register +
   // register + constant); rolled they move and the offset stays 0 (one add
   // per row; wasm addresses are register + constant only).
-  template <size_t R, size_t NV, class W = float>
-  static void Tile(const float* a, size_t a_row, size_t a_col, const W* b,
+  template <size_t R, size_t NV>
+  static void Tile(const float* a, size_t a_row, size_t a_col, const float* b,
                    size_t ldb, size_t k, const float* bias, bool accumulate,
-                   float* c, size_t ldc, const float* scales = nullptr) {
+                   float* c, size_t ldc) {
     constexpr size_t kUnroll = GemmTile<Ops::kRegisters>::kUnroll;
     constexpr size_t kChains = Chains(R);
     constexpr size_t kSteps = std::max(kChains, kUnroll);
     V acc[kChains][R][NV];
-    // The start value (C, bias or 0), here or, under scales, after them.
-    auto start = [&](size_t r, size_t v) {
-      return accumulate         ? Ops::Load(c + r * ldc + v * kL)
-             : bias != nullptr  ? Ops::Load(bias + v * kL)
-                                : Ops::Zero();
-    };
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < NV; ++v) {
-        acc[0][r][v] = scales == nullptr ? start(r, v) : Ops::Zero();
+        if (accumulate) {
+          acc[0][r][v] = Ops::Load(c + r * ldc + v * kL);
+        } else if (bias != nullptr) {
+          acc[0][r][v] = Ops::Load(bias + v * kL);
+        } else {
+          acc[0][r][v] = Ops::Zero();
+        }
         for (size_t ch = 1; ch < kChains; ++ch) acc[ch][r][v] = Ops::Zero();
       }
     }
@@ -76,7 +73,7 @@ struct Gemm {
         for (size_t r = 0; r < R; ++r) ap[r] += steps * a_col;
       }
     };
-    const W* bk = b;
+    const float* bk = b;
     size_t kk = 0;
     for (; kk + kSteps <= k; kk += kSteps) {
       for (size_t s = 0; s < kSteps; ++s) {
@@ -95,27 +92,23 @@ struct Gemm {
         for (size_t ch = 1; ch < kChains; ++ch) {
           acc[0][r][v] = Ops::Add(acc[0][r][v], acc[ch][r][v]);
         }
-        if (scales != nullptr) {
-          acc[0][r][v] = Ops::MulAdd(acc[0][r][v], Ops::Load(scales + v * kL), start(r, v));
-        }
         Ops::Store(acc[0][r][v], c + r * ldc + v * kL);
       }
     }
   }
 
   // Tile with a run-time row count (1..kRows) for the bottom edge.
-  template <size_t NV, size_t R = kRows, class W = float>
+  template <size_t NV, size_t R = kRows>
   static void TileRows(size_t rows, const float* a, size_t a_row, size_t a_col,
-                       const W* b, size_t ldb, size_t k, const float* bias,
-                       bool accumulate, float* c, size_t ldc,
-                       const float* scales = nullptr) {
+                       const float* b, size_t ldb, size_t k, const float* bias,
+                       bool accumulate, float* c, size_t ldc) {
     if constexpr (R > 1) {
       if (rows < R) {
         return TileRows<NV, R - 1>(rows, a, a_row, a_col, b, ldb, k, bias,
-                                   accumulate, c, ldc, scales);
+                                   accumulate, c, ldc);
       }
     }
-    Tile<R, NV>(a, a_row, a_col, b, ldb, k, bias, accumulate, c, ldc, scales);
+    Tile<R, NV>(a, a_row, a_col, b, ldb, k, bias, accumulate, c, ldc);
   }
 
   // Tile with a run-time vector count (1..kVecs) for the right edge.
@@ -152,71 +145,69 @@ struct Gemm {
   // The m rows are split into tiles of near-equal height (10 rows on
   // AVX-512: 5 + 5, not 8 + 2) unless that leaves tiles under 4 rows, which
   // would need split-K chains (see Chains): then kRows and one short tile.
-  static void Multiply(const GemmArgs& g) {
-    switch (g.weight_type) {
-      case WeightType::kF32:
-        return MultiplyAs<float>(g);
-      case WeightType::kF16:
-        return MultiplyAs<F16Bits>(g);
-      case WeightType::kBF16:
-        return MultiplyAs<BF16Bits>(g);
-      case WeightType::kInt8:
-        return MultiplyAs<int8_t>(g);
-    }
-  }
-
-  // One row tile (number t of the panel's K block) over a panel slice of
-  // narrow weights: a single tile (a decoding step) widens each weight in
-  // registers as it loads it; with several tiles, the first widens the
-  // slice once into `wide` (kSliceBytes, in L1 with it) and every tile then
-  // runs the float kernel on it, so a compute-bound GEMM pays one widening
-  // per weight, not one per row tile.
+  // kc rows of a panel of narrow weights widened into the float slice
+  // `wide`, int8 ones times their column scales (one rounding, as a float
+  // weight has). A separate pass, once per panel slice: memory and L2 see
+  // the narrow bytes, and the one float micro-kernel serves every weight
+  // type, each costing this loop instead of a kernel.
   template <class W>
-  static SA_GEMM_INLINE void Tiles(size_t rows, const float* a, size_t lda, const W* panel,
-                                   size_t kc, const float* bias, bool accumulate, float* c,
-                                   size_t ldc, const float* scales, float* wide, size_t t) {
-    if constexpr (!std::is_same_v<W, float>) {
-      if (wide != nullptr) {
-        if (t == 0) {
-          for (size_t i = 0; i < kc * kPanel; i += kL) Ops::Store(Ops::Widen(panel + i), wide + i);
-        }
-        return TileRows<kVecs>(rows, a, lda, 1, static_cast<const float*>(wide), kPanel, kc,
-                               bias, accumulate, c, ldc, scales);
+  static void WidenSlice(const void* panel, size_t kc, const float* scales, float* wide) {
+    const W* narrow = static_cast<const W*>(panel);
+    for (size_t kk = 0; kk < kc; ++kk) {
+      for (size_t v = 0; v < kVecs; ++v) {
+        const size_t i = kk * kPanel + v * kL;
+        V w = Ops::Widen(narrow + i);
+        if constexpr (std::is_same_v<W, int8_t>) w = Ops::Mul(w, Ops::Load(scales + v * kL));
+        Ops::Store(w, wide + i);
       }
     }
-    TileRows<kVecs>(rows, a, lda, 1, panel, kPanel, kc, bias, accumulate, c, ldc, scales);
   }
 
-  template <class W>
-  static void MultiplyAs(const GemmArgs& g) {
+  static void Multiply(const GemmArgs& g) {
     if (g.m == 0) return;
-    const W* packed_b = static_cast<const W*>(g.packed_b);
+    const size_t bytes = WeightBytes(g.weight_type);
+    const char* packed_b = static_cast<const char*>(g.packed_b);
     alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
     const size_t tiles = (g.m + kRows - 1) / kRows;
     const bool even = g.m / tiles >= 4;
-    alignas(64) float wide_slice[std::is_same_v<W, float> ? 1 : kPanelRows * kPanel];
-    float* wide = !std::is_same_v<W, float> && tiles > 1 ? wide_slice : nullptr;
+    alignas(64) float wide[kPanelRows * kPanel];
     const size_t panel_floats = kPanel * g.packed_rows;
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
       for (size_t col0 = 0; col0 < g.n; col0 += kPanel) {
-        const W* panel = packed_b + (col0 / kPanel) * panel_floats +
-                         (g.k_begin + k0) * kPanel;
+        const char* panel_bytes =
+            packed_b + ((col0 / kPanel) * panel_floats + (g.k_begin + k0) * kPanel) * bytes;
+        const float* panel = reinterpret_cast<const float*>(panel_bytes);
+        switch (g.weight_type) {
+          case WeightType::kF32:
+            break;
+          case WeightType::kF16:
+            WidenSlice<F16Bits>(panel_bytes, kc, nullptr, wide);
+            panel = wide;
+            break;
+          case WeightType::kBF16:
+            WidenSlice<BF16Bits>(panel_bytes, kc, nullptr, wide);
+            panel = wide;
+            break;
+          case WeightType::kInt8:
+            WidenSlice<int8_t>(panel_bytes, kc, g.packed_scales + col0, wide);
+            panel = wide;
+            break;
+        }
         const float* bias = (g.packed_bias != nullptr && !accumulate)
                                 ? g.packed_bias + col0
                                 : nullptr;
-        const float* scales = g.packed_scales != nullptr ? g.packed_scales + col0 : nullptr;
         const size_t cols = std::min(kPanel, g.n - col0);
         // Next: this K block of the next panel, else the next K block of
         // the first panel.
-        const W* next = panel + panel_floats;
+        const char* next = panel_bytes + panel_floats * bytes;
         size_t next_rows = kc;
         if (col0 + kPanel >= g.n) {
-          next = packed_b + (g.k_begin + k0 + kc) * kPanel;
+          next = packed_b + (g.k_begin + k0 + kc) * kPanel * bytes;
           next_rows = std::min(kPanelRows, g.k - k0 - kc);
         }
-        const size_t next_lines = next_rows * kPanel * sizeof(W) / 64;
+        const size_t next_lines = next_rows * kPanel * bytes / 64;
         const size_t tile_lines =
             std::min(kGemmPrefetchLines, (next_lines + tiles - 1) / tiles);
         for (size_t t = 0, row0 = 0; t < tiles; ++t) {
@@ -224,19 +215,21 @@ struct Gemm {
                                    : std::min(kRows, g.m - row0);
           const size_t lines_end = std::min(next_lines, (t + 1) * tile_lines);
           for (size_t line = t * tile_lines; line < lines_end; ++line) {
-            SA_GEMM_PREFETCH_L2(reinterpret_cast<const char*>(next) + line * 64);
+            SA_GEMM_PREFETCH_L2(next + line * 64);
           }
           const float* a = g.a + row0 * g.lda + k0;
           float* c = g.c + row0 * g.ldc + col0;
           row0 += rows;
           if (cols == kPanel) {
-            Tiles(rows, a, g.lda, panel, kc, bias, accumulate, c, g.ldc, scales, wide, t);
+            TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias,
+                            accumulate, c, g.ldc);
             continue;
           }
           for (size_t r = 0; r < rows && accumulate; ++r) {
             CopyN(c + r * g.ldc, cols, edge + r * kPanel);
           }
-          Tiles(rows, a, g.lda, panel, kc, bias, accumulate, edge, kPanel, scales, wide, t);
+          TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias,
+                          accumulate, edge, kPanel);
           for (size_t r = 0; r < rows; ++r) {
             CopyN(edge + r * kPanel, cols, c + r * g.ldc);
           }
