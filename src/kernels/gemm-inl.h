@@ -163,6 +163,44 @@ struct Gemm {
     }
   }
 
+  // One row (a decoding step) times kc rows of a whole panel of narrow
+  // weights, widened in registers as they load: this work is all weight
+  // traffic, and the slice pass would store and reload every weight. Four
+  // FMA chains (see Chains); int8 scaled once at the end.
+  template <class W>
+  static void RowTimesPanel(const float* a, size_t kc, const void* panel, const float* scales,
+                            const float* bias, bool accumulate, float* c) {
+    constexpr size_t kChains = 4;
+    const W* b = static_cast<const W*>(panel);
+    V acc[kChains][kVecs];
+    for (auto& chain : acc) {
+      for (V& x : chain) x = Ops::Zero();
+    }
+    size_t kk = 0;
+    for (; kk + kChains <= kc; kk += kChains) {
+      for (size_t ch = 0; ch < kChains; ++ch) {
+        const V av = Ops::Set(a[kk + ch]);
+        for (size_t v = 0; v < kVecs; ++v) {
+          acc[ch][v] = Ops::MulAdd(av, Ops::Widen(b + (kk + ch) * kPanel + v * kL), acc[ch][v]);
+        }
+      }
+    }
+    for (; kk < kc; ++kk) {
+      const V av = Ops::Set(a[kk]);
+      for (size_t v = 0; v < kVecs; ++v) {
+        acc[0][v] = Ops::MulAdd(av, Ops::Widen(b + kk * kPanel + v * kL), acc[0][v]);
+      }
+    }
+    for (size_t v = 0; v < kVecs; ++v) {
+      V sum = Ops::Add(Ops::Add(acc[0][v], acc[1][v]), Ops::Add(acc[2][v], acc[3][v]));
+      if constexpr (std::is_same_v<W, int8_t>) sum = Ops::Mul(sum, Ops::Load(scales + v * kL));
+      const V start = accumulate ? Ops::Load(c + v * kL)
+                      : bias != nullptr ? Ops::Load(bias + v * kL)
+                                        : Ops::Zero();
+      Ops::Store(Ops::Add(start, sum), c + v * kL);
+    }
+  }
+
   static void Multiply(const GemmArgs& g) {
     if (g.m == 0) return;
     const size_t bytes = WeightBytes(g.weight_type);
@@ -179,6 +217,22 @@ struct Gemm {
         const char* panel_bytes =
             packed_b + ((col0 / kPanel) * panel_floats + (g.k_begin + k0) * kPanel) * bytes;
         const float* panel = reinterpret_cast<const float*>(panel_bytes);
+        const float* bias = (g.packed_bias != nullptr && !accumulate)
+                                ? g.packed_bias + col0
+                                : nullptr;
+        const size_t cols = std::min(kPanel, g.n - col0);
+        if (g.m == 1 && cols == kPanel && g.weight_type != WeightType::kF32) {
+          const float* a = g.a + k0;
+          float* c = g.c + col0;
+          if (g.weight_type == WeightType::kF16) {
+            RowTimesPanel<F16Bits>(a, kc, panel_bytes, nullptr, bias, accumulate, c);
+          } else if (g.weight_type == WeightType::kBF16) {
+            RowTimesPanel<BF16Bits>(a, kc, panel_bytes, nullptr, bias, accumulate, c);
+          } else {
+            RowTimesPanel<int8_t>(a, kc, panel_bytes, g.packed_scales + col0, bias, accumulate, c);
+          }
+          continue;
+        }
         switch (g.weight_type) {
           case WeightType::kF32:
             break;
@@ -195,10 +249,6 @@ struct Gemm {
             panel = wide;
             break;
         }
-        const float* bias = (g.packed_bias != nullptr && !accumulate)
-                                ? g.packed_bias + col0
-                                : nullptr;
-        const size_t cols = std::min(kPanel, g.n - col0);
         // Next: this K block of the next panel, else the next K block of
         // the first panel.
         const char* next = panel_bytes + panel_floats * bytes;
