@@ -12,6 +12,7 @@
 #include "dispatch/dispatch.h"
 #include "kernels/attention.h"
 #include "kernels/rope.h"
+#include "kernels/weight_packing.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "validate.h"
@@ -137,23 +138,46 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config, const KernelTabl
   layout_.dv_pad = RoundUp(layout_.dv, kernels.lanes);
 }
 
+MultiHeadAttention::Packed MultiHeadAttention::PackMatrix(std::span<const float> w,
+                                                          std::span<const float> bias,
+                                                          size_t rows, size_t cols) const {
+  Packed p;
+  p.type = config_.weights;
+  p.rows = rows;
+  p.cols = cols;
+  std::vector<float> column_scales, quantized;
+  if (p.type == WeightType::kInt8) {
+    column_scales.resize(cols);
+    quantized.resize(w.size());
+    Int8ColumnScales(w.data(), rows, cols, column_scales.data());
+    QuantizeColumns(w.data(), rows, cols, column_scales.data(), quantized.data());
+    w = quantized;
+    p.scales.resize(PackedFloats(*kernels_, 1, cols));
+    kernels_->pack_b(column_scales.data(), 1, cols, p.scales.data());
+  }
+  p.w.resize(PackedFloats(*kernels_, rows, cols));
+  kernels_->pack_b(w.data(), rows, cols, p.w.data());
+  if (p.type != WeightType::kF32) {
+    p.narrow.resize(p.w.size() * WeightBytes(p.type));
+    NarrowPacked(p.w.data(), p.w.size(), p.type, p.narrow.data(), "packed weights");
+    p.w = {};
+  }
+  if (!bias.empty()) {
+    p.bias.resize(PackedFloats(*kernels_, 1, cols));
+    kernels_->pack_b(bias.data(), 1, cols, p.bias.data());
+  }
+  return p;
+}
+
 MultiHeadAttention::Packed MultiHeadAttention::PackProjection(
     std::span<const float> w, std::span<const float> b, size_t rows, size_t heads,
     size_t head_in, size_t head_out) const {
-  Packed p;
-  p.rows = rows;
-  p.cols = heads * head_out;
   const std::vector<float> padded =
       PadHeadColumns("padded weights", w, rows, heads, head_in, head_out);
-  p.w.resize(PackedFloats(*kernels_, rows, p.cols));
-  kernels_->pack_b(padded.data(), rows, p.cols, p.w.data());
-  if (!b.empty()) {
-    const std::vector<float> padded_b =
-        PadHeadColumns("padded bias", b, 1, heads, head_in, head_out);
-    p.bias.resize(PackedFloats(*kernels_, 1, p.cols));
-    kernels_->pack_b(padded_b.data(), 1, p.cols, p.bias.data());
-  }
-  return p;
+  const std::vector<float> padded_b =
+      b.empty() ? std::vector<float>{}
+                : PadHeadColumns("padded bias", b, 1, heads, head_in, head_out);
+  return PackMatrix(padded, padded_b, rows, heads * head_out);
 }
 
 void MultiHeadAttention::SetWeights(const MhaWeights& w) {
@@ -201,15 +225,7 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
     std::copy_n(w.w_o.data() + h * c.head_dim_v * c.d_model,
                 c.head_dim_v * c.d_model, wo.data() + h * layout_.dv_pad * c.d_model);
   }
-  o_ = Packed{};
-  o_.rows = rows_o;
-  o_.cols = c.d_model;
-  o_.w.resize(PackedFloats(*kernels_, rows_o, c.d_model));
-  kernels_->pack_b(wo.data(), rows_o, c.d_model, o_.w.data());
-  if (c.bias) {
-    o_.bias.resize(PackedFloats(*kernels_, 1, c.d_model));
-    kernels_->pack_b(w.b_o.data(), 1, c.d_model, o_.bias.data());
-  }
+  o_ = PackMatrix(wo, c.bias ? w.b_o : std::span<const float>{}, rows_o, c.d_model);
   has_weights_ = true;
 }
 
@@ -282,8 +298,21 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
         w.scan->Scan(w.args.x + col0, w.rows, w.args.ld, col1 - col0);
       },
       &written};
-  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p.rows, p.w.data(),
-                         p.bias.empty() ? nullptr : p.bias.data(), p.cols, out, ldc, &then);
+  ParallelGemm(*pool_, *kernels_,
+               {.a = x,
+                .lda = p.rows,
+                .m = rows,
+                .k = p.rows,
+                .packed_b = p.data(),
+                .packed_rows = p.rows,
+                .k_begin = 0,
+                .n = p.cols,
+                .packed_bias = p.bias.empty() ? nullptr : p.bias.data(),
+                .c = out,
+                .ldc = ldc,
+                .weight_type = p.type,
+                .packed_scales = p.scales.empty() ? nullptr : p.scales.data()},
+               &then);
 }
 
 void MultiHeadAttention::CheckReady() const {
@@ -559,13 +588,15 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
                         .lda = ld_z,
                         .m = tq,
                         .k = dv,
-                        .packed_b = o_.w.data(),
+                        .packed_b = o_.data(),
                         .packed_rows = o_.rows,
                         .k_begin = h * dv,
                         .n = c.d_model,
                         .packed_bias = nullptr,
                         .c = r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
-                        .ldc = c.d_model});
+                        .ldc = c.d_model,
+                        .weight_type = o_.type,
+                        .packed_scales = o_.scales.empty() ? nullptr : o_.scales.data()});
       }
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);

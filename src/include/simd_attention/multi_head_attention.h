@@ -18,6 +18,7 @@
 #include "simd_attention/causal_alignment.h"
 #include "simd_attention/kv_cache.h"
 #include "simd_attention/tensor.h"
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention {
 
@@ -62,6 +63,9 @@ struct MhaConfig {
   // every object asking for the same count. 0 = every logical processor.
   // Results are bit-identical for every count.
   size_t threads = 1;
+  // How W_Q, W_K, W_V and W_O are held (kernels/gemm.h widens them as it
+  // loads them; the arithmetic stays float32).
+  WeightType weights = WeightType::kF32;
   // How error messages name arguments; nullptr = CppArgNames(). A binding
   // passes its language's names (see arg_names.h).
   const ArgNames* names = nullptr;
@@ -183,8 +187,14 @@ class MultiHeadAttention {
 
  private:
   struct Packed {
-    std::vector<float> w, bias;  // panels; bias padded to whole panels
+    std::vector<float> w, bias;   // panels of float32 weights; bias padded to whole panels
+    std::vector<uint8_t> narrow;  // the panels in a narrower type, in place of w
+    std::vector<float> scales;    // int8: one per column, padded as the bias
+    WeightType type = WeightType::kF32;
     size_t rows = 0, cols = 0;
+    const void* data() const {
+      return type == WeightType::kF32 ? static_cast<const void*>(w.data()) : narrow.data();
+    }
   };
   // Projected keys/values in the padded layout: batch b's row t at
   // k + (b * rows_per_batch + t) * layout.key_row().
@@ -198,6 +208,9 @@ class MultiHeadAttention {
 
   Packed PackProjection(std::span<const float> w, std::span<const float> b, size_t rows,
                         size_t heads, size_t head_in, size_t head_out) const;
+  // w [rows, cols] (and bias [cols] or empty) packed in config.weights.
+  Packed PackMatrix(std::span<const float> w, std::span<const float> bias, size_t rows,
+                    size_t cols) const;
   // out = x W + b for `batch` items of `tokens` rows (row stride ldc). Each
   // task then, on the columns it wrote while they are in its cache, turns
   // them by the rotary embedding (config.rope; token t at position
