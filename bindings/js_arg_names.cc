@@ -17,6 +17,7 @@ const ArgNames& JsArgNames() {
       .ffn_dim = "ffnDim",
       .eps = "eps",
       .threads = "threads",
+      .weights = "weights",
       .w_q = "wQ",
       .w_k = "wK",
       .w_v = "wV",

@@ -17,6 +17,7 @@ const ArgNames& CppArgNames() {
       .ffn_dim = "ffn_dim",
       .eps = "eps",
       .threads = "threads",
+      .weights = "weights",
       .w_q = "w_q",
       .w_k = "w_k",
       .w_v = "w_v",

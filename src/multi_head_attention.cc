@@ -12,7 +12,7 @@
 #include "dispatch/dispatch.h"
 #include "kernels/attention.h"
 #include "kernels/rope.h"
-#include "kernels/weight_packing.h"
+#include "packed_weights.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "validate.h"
@@ -138,46 +138,20 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config, const KernelTabl
   layout_.dv_pad = RoundUp(layout_.dv, kernels.lanes);
 }
 
-MultiHeadAttention::Packed MultiHeadAttention::PackMatrix(std::span<const float> w,
-                                                          std::span<const float> bias,
-                                                          size_t rows, size_t cols) const {
-  Packed p;
-  p.type = config_.weights;
-  p.rows = rows;
-  p.cols = cols;
-  std::vector<float> column_scales, quantized;
-  if (p.type == WeightType::kInt8) {
-    column_scales.resize(cols);
-    quantized.resize(w.size());
-    Int8ColumnScales(w.data(), rows, cols, column_scales.data());
-    QuantizeColumns(w.data(), rows, cols, column_scales.data(), quantized.data());
-    w = quantized;
-    p.scales.resize(PackedFloats(*kernels_, 1, cols));
-    kernels_->pack_b(column_scales.data(), 1, cols, p.scales.data());
-  }
-  p.w.resize(PackedFloats(*kernels_, rows, cols));
-  kernels_->pack_b(w.data(), rows, cols, p.w.data());
-  if (p.type != WeightType::kF32) {
-    p.narrow.resize(p.w.size() * WeightBytes(p.type));
-    NarrowPacked(p.w.data(), p.w.size(), p.type, p.narrow.data(), "packed weights");
-    p.w = {};
-  }
-  if (!bias.empty()) {
-    p.bias.resize(PackedFloats(*kernels_, 1, cols));
-    kernels_->pack_b(bias.data(), 1, cols, p.bias.data());
-  }
-  return p;
-}
-
-MultiHeadAttention::Packed MultiHeadAttention::PackProjection(
-    std::span<const float> w, std::span<const float> b, size_t rows, size_t heads,
-    size_t head_in, size_t head_out) const {
-  const std::vector<float> padded =
-      PadHeadColumns("padded weights", w, rows, heads, head_in, head_out);
-  const std::vector<float> padded_b =
-      b.empty() ? std::vector<float>{}
-                : PadHeadColumns("padded bias", b, 1, heads, head_in, head_out);
-  return PackMatrix(padded, padded_b, rows, heads * head_out);
+PackedMatrix MultiHeadAttention::PackProjection(const char* name, std::span<const float> w,
+                                                const StoredMatrix& stored,
+                                                std::span<const float> b, size_t rows,
+                                                size_t heads, size_t head_in,
+                                                size_t head_out) const {
+  const WeightValues read = ReadWeight(name, w, stored, config_.weights, rows, heads * head_in,
+                                       ConfigName(config_.names->weights));
+  const auto pad = [&](const char* what, std::span<const float> x, size_t x_rows) {
+    return x.empty() ? std::vector<float>{}
+                     : PadHeadColumns(what, x, x_rows, heads, head_in, head_out);
+  };
+  return PackWeights(*kernels_, pad("padded weights", read.values, rows),
+                     pad("padded scales", read.scales, 1), pad("padded bias", b, 1), rows,
+                     heads * head_out, config_.weights);
 }
 
 void MultiHeadAttention::SetWeights(const MhaWeights& w) {
@@ -186,10 +160,6 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   const size_t hk = c.num_heads * head_dim();
   const size_t hv = c.num_heads * c.head_dim_v;
   const size_t kv_k = c.num_kv_heads * head_dim(), kv_v = c.num_kv_heads * c.head_dim_v;
-  CheckLength(n.w_q, w.w_q.size(), {c.d_model, hk});
-  CheckLength(n.w_k, w.w_k.size(), {c.kdim, kv_k});
-  CheckLength(n.w_v, w.w_v.size(), {c.vdim, kv_v});
-  CheckLength(n.w_o, w.w_o.size(), {hv, c.d_model});
   const struct {
     const char* name;
     std::span<const float> values;
@@ -208,24 +178,30 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
     }
     CheckFinite(b.name, b.values);
   }
-  CheckFinite(n.w_q, w.w_q);
-  CheckFinite(n.w_k, w.w_k);
-  CheckFinite(n.w_v, w.w_v);
-  CheckFinite(n.w_o, w.w_o);
-
-  q_ = PackProjection(w.w_q, w.b_q, c.d_model, c.num_heads, head_dim(), layout_.dk_pad);
-  k_ = PackProjection(w.w_k, w.b_k, c.kdim, c.num_kv_heads, head_dim(), layout_.dk_pad);
-  v_ = PackProjection(w.w_v, w.b_v, c.vdim, c.num_kv_heads, c.head_dim_v, layout_.dv_pad);
-  // W_O's rows follow Z's padded head layout: zero rows under the padding.
+  // Packed aside, so that a weight refused leaves the object as it was.
+  PackedMatrix q = PackProjection(n.w_q, w.w_q, w.stored_w_q, w.b_q, c.d_model, c.num_heads,
+                                  head_dim(), layout_.dk_pad);
+  PackedMatrix k = PackProjection(n.w_k, w.w_k, w.stored_w_k, w.b_k, c.kdim, c.num_kv_heads,
+                                  head_dim(), layout_.dk_pad);
+  PackedMatrix v = PackProjection(n.w_v, w.w_v, w.stored_w_v, w.b_v, c.vdim, c.num_kv_heads,
+                                  c.head_dim_v, layout_.dv_pad);
+  // W_O's rows follow Z's padded head layout: zero rows under the padding;
+  // its scales are per column (d_model), unpadded.
+  const WeightValues wo_read = ReadWeight(n.w_o, w.w_o, w.stored_w_o, c.weights, hv, c.d_model,
+                                          ConfigName(n.weights));
   const size_t rows_o = c.num_heads * layout_.dv_pad;
   std::vector<float> wo(
       CheckedCount("padded output projection", {{"padded rows", rows_o}, {n.d_model, c.d_model}}),
       0.0f);
   for (size_t h = 0; h < c.num_heads; ++h) {
-    std::copy_n(w.w_o.data() + h * c.head_dim_v * c.d_model,
-                c.head_dim_v * c.d_model, wo.data() + h * layout_.dv_pad * c.d_model);
+    std::copy_n(wo_read.values.data() + h * c.head_dim_v * c.d_model, c.head_dim_v * c.d_model,
+                wo.data() + h * layout_.dv_pad * c.d_model);
   }
-  o_ = PackMatrix(wo, c.bias ? w.b_o : std::span<const float>{}, rows_o, c.d_model);
+  o_ = PackWeights(*kernels_, wo, wo_read.scales, c.bias ? w.b_o : std::span<const float>{},
+                   rows_o, c.d_model, c.weights);
+  q_ = std::move(q);
+  k_ = std::move(k);
+  v_ = std::move(v);
   has_weights_ = true;
 }
 
@@ -251,7 +227,7 @@ const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
   return rope_call_angles_.data();
 }
 
-void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, const Packed& p,
+void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, const PackedMatrix& p,
                                  float* out, size_t ldc, ComputedScan& scan,
                                  const size_t* rotate_from) {
   const RopeConfig& rope = config_.rope;
@@ -298,21 +274,7 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
         w.scan->Scan(w.args.x + col0, w.rows, w.args.ld, col1 - col0);
       },
       &written};
-  ParallelGemm(*pool_, *kernels_,
-               {.a = x,
-                .lda = p.rows,
-                .m = rows,
-                .k = p.rows,
-                .packed_b = p.data(),
-                .packed_rows = p.rows,
-                .k_begin = 0,
-                .n = p.cols,
-                .packed_bias = p.bias.empty() ? nullptr : p.bias.data(),
-                .c = out,
-                .ldc = ldc,
-                .weight_type = p.type,
-                .packed_scales = p.scales.empty() ? nullptr : p.scales.data()},
-               &then);
+  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p, out, ldc, &then);
 }
 
 void MultiHeadAttention::CheckReady() const {
@@ -596,7 +558,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
                         .c = r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
                         .ldc = c.d_model,
                         .weight_type = o_.type,
-                        .packed_scales = o_.scales.empty() ? nullptr : o_.scales.data()});
+                        .packed_scales = o_.packed_scales()});
       }
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "simd_attention/tensor.h"
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention {
 
@@ -48,6 +49,12 @@ void CheckFinite(std::string_view what, std::span<const float> values);
 
 // Rejects NaN and +inf; -inf is a valid additive mask entry.
 void CheckMask(std::string_view what, std::span<const float> values);
+
+// Weights to be held as `type` (config field `config_name`): every value
+// within the type's range (float16: 65504; bfloat16: its largest finite
+// value), so narrowing never makes an infinity.
+void CheckStorable(std::string_view what, std::span<const float> values, WeightType type,
+                   std::string_view config_name);
 
 // LayerNorm's epsilon: a finite number > 0 that float32 holds (1e40 is
 // refused, not rounded to +inf): "what: expected a finite number > 0 ...".

@@ -57,7 +57,7 @@ TEST_P(GemmWeightTypes, MatchesADoubleProductOfTheStoredWeights) {
         std::vector<float> packed(PackedFloats(t, rows, n));
         t.pack_b(to_pack.data(), rows, n, packed.data());
         std::vector<char> narrow(packed.size() * WeightBytes(type));
-        NarrowPacked(packed.data(), packed.size(), type, narrow.data(), "w");
+        NarrowPacked(packed.data(), packed.size(), type, narrow.data());
         std::vector<float> packed_bias(PackedFloats(t, 1, n)), packed_scales(PackedFloats(t, 1, n));
         t.pack_b(bias.data(), 1, n, packed_bias.data());
         t.pack_b(scales.data(), 1, n, packed_scales.data());

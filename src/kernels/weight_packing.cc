@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
-#include <string>
 
 #include "kernels/gemm.h"
 
@@ -23,7 +21,7 @@ uint16_t ToBF16(float f) {
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-// IEEE binary16, round to nearest even; |f| <= 65504 (checked by the caller).
+// IEEE binary16, round to nearest even; |f| <= 65504 (CheckStorable).
 uint16_t ToF16(float f) {
   const uint32_t u = Bits(f);
   const uint32_t sign = (u >> 16) & 0x8000u;
@@ -37,7 +35,40 @@ uint16_t ToF16(float f) {
   return static_cast<uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
 }
 
+// IEEE binary16 to float, exact (infinities and NaNs too, for the caller's
+// finiteness check to name).
+float FromF16(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  float magnitude;
+  if (exponent == 0) {
+    magnitude = float(mantissa) * 0x1p-24f;
+  } else if (exponent == 0x1fu) {
+    magnitude = mantissa == 0 ? INFINITY : NAN;
+  } else {
+    const uint32_t u = ((exponent + 112u) << 23) | (mantissa << 13);
+    std::memcpy(&magnitude, &u, 4);
+  }
+  uint32_t u;
+  std::memcpy(&u, &magnitude, 4);
+  u |= sign;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 }  // namespace
+
+void WidenBits(const uint16_t* bits, size_t count, WeightType type, float* out) {
+  for (size_t i = 0; i < count; ++i) {
+    if (type == WeightType::kF16) {
+      out[i] = FromF16(bits[i]);
+    } else {
+      const uint32_t u = uint32_t(bits[i]) << 16;
+      std::memcpy(out + i, &u, 4);
+    }
+  }
+}
 
 void Int8ColumnScales(const float* w, size_t k, size_t n, float* scales) {
   for (size_t j = 0; j < n; ++j) {
@@ -55,21 +86,14 @@ void QuantizeColumns(const float* w, size_t k, size_t n, const float* scales, fl
   }
 }
 
-void NarrowPacked(const float* packed, size_t count, WeightType type, void* out,
-                  const char* what) {
+void NarrowPacked(const float* packed, size_t count, WeightType type, void* out) {
   switch (type) {
     case WeightType::kF32:
       std::memcpy(out, packed, count * sizeof(float));
       return;
     case WeightType::kF16: {
       auto* h = static_cast<F16Bits*>(out);
-      for (size_t i = 0; i < count; ++i) {
-        if (!(std::fabs(packed[i]) <= 65504.0f)) {
-          throw std::range_error(std::string(what) + ": " + std::to_string(packed[i]) +
-                                 " is beyond float16's range (+-65504)");
-        }
-        h[i].bits = ToF16(packed[i]);
-      }
+      for (size_t i = 0; i < count; ++i) h[i].bits = ToF16(packed[i]);
       return;
     }
     case WeightType::kBF16: {

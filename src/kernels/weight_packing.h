@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "simd_attention/weight_type.h"
 
@@ -18,9 +19,11 @@ void Int8ColumnScales(const float* w, size_t k, size_t n, float* scales);
 void QuantizeColumns(const float* w, size_t k, size_t n, const float* scales, float* q);
 
 // `count` packed floats to `type` (F16Bits, BF16Bits or int8_t) at `out`,
-// rounding to nearest even. A float beyond the type's range throws
-// std::range_error naming `what`.
-void NarrowPacked(const float* packed, size_t count, WeightType type, void* out,
-                  const char* what);
+// rounding to nearest even; every float within the type's range (see
+// CheckStorable in validate.h).
+// float16 or bfloat16 bits to floats (exact).
+void WidenBits(const uint16_t* bits, size_t count, WeightType type, float* out);
+
+void NarrowPacked(const float* packed, size_t count, WeightType type, void* out);
 
 }  // namespace simd_attention

@@ -32,20 +32,22 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
 }
 
 void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const float* a,
-                            size_t m, size_t k, const float* packed, const float* packed_bias,
-                            size_t n, float* c, size_t ldc, const GemmEpilogue* then) {
+                            size_t m, const PackedMatrix& b, float* c, size_t ldc,
+                            const GemmEpilogue* then) {
   ParallelGemm(pool, kernels,
                {.a = a,
-                .lda = k,
+                .lda = b.rows,
                 .m = m,
-                .k = k,
-                .packed_b = packed,
-                .packed_rows = k,
+                .k = b.rows,
+                .packed_b = b.data(),
+                .packed_rows = b.rows,
                 .k_begin = 0,
-                .n = n,
-                .packed_bias = packed_bias,
+                .n = b.cols,
+                .packed_bias = b.packed_bias(),
                 .c = c,
-                .ldc = ldc},
+                .ldc = ldc,
+                .weight_type = b.type,
+                .packed_scales = b.packed_scales()},
                then);
 }
 

@@ -23,6 +23,7 @@ struct ArgNames {
   const char* ffn_dim;
   const char* eps;
   const char* threads;
+  const char* weights;
   // MhaWeights
   const char* w_q;
   const char* w_k;

@@ -17,6 +17,7 @@
 #include "simd_attention/backend.h"
 #include "simd_attention/causal_alignment.h"
 #include "simd_attention/kv_cache.h"
+#include "simd_attention/packed_matrix.h"
 #include "simd_attention/tensor.h"
 #include "simd_attention/weight_type.h"
 
@@ -80,6 +81,9 @@ struct MhaWeights {
   std::span<const float> b_k;  // [H * d_k]
   std::span<const float> b_v;  // [H * d_v]
   std::span<const float> b_o;  // [d_model]
+  // Or W_Q, W_K, W_V, W_O already in config.weights' type (a float16,
+  // bfloat16 or int8 checkpoint), each in place of its float32 field above.
+  StoredMatrix stored_w_q, stored_w_k, stored_w_v, stored_w_o;
 };
 
 struct MhaOptions {
@@ -183,19 +187,14 @@ class MultiHeadAttention {
   size_t head_dim_v() const { return config_.head_dim_v; }
   const KernelTable& kernels() const { return *kernels_; }
   ThreadPool& pool() const { return *pool_; }
+  // Bytes of W_Q, W_K, W_V and W_O as held (config.weights; int8 with its
+  // scales), biases apart.
+  size_t WeightBytes() const {
+    return q_.WeightBytes() + k_.WeightBytes() + v_.WeightBytes() + o_.WeightBytes();
+  }
   const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
  private:
-  struct Packed {
-    std::vector<float> w, bias;   // panels of float32 weights; bias padded to whole panels
-    std::vector<uint8_t> narrow;  // the panels in a narrower type, in place of w
-    std::vector<float> scales;    // int8: one per column, padded as the bias
-    WeightType type = WeightType::kF32;
-    size_t rows = 0, cols = 0;
-    const void* data() const {
-      return type == WeightType::kF32 ? static_cast<const void*>(w.data()) : narrow.data();
-    }
-  };
   // Projected keys/values in the padded layout: batch b's row t at
   // k + (b * rows_per_batch + t) * layout.key_row().
   struct KVView {
@@ -206,16 +205,17 @@ class MultiHeadAttention {
     double max_abs_key;  // largest |k|, bounds the scores (CheckScoreRange)
   };
 
-  Packed PackProjection(std::span<const float> w, std::span<const float> b, size_t rows,
-                        size_t heads, size_t head_in, size_t head_out) const;
-  // w [rows, cols] (and bias [cols] or empty) packed in config.weights.
-  Packed PackMatrix(std::span<const float> w, std::span<const float> bias, size_t rows,
-                    size_t cols) const;
+  // A projection's weight (read and checked, see packed_weights.h) and bias
+  // packed in config.weights, each head's columns padded from head_in to
+  // head_out.
+  PackedMatrix PackProjection(const char* name, std::span<const float> w,
+                              const StoredMatrix& stored, std::span<const float> b, size_t rows,
+                              size_t heads, size_t head_in, size_t head_out) const;
   // out = x W + b for `batch` items of `tokens` rows (row stride ldc). Each
   // task then, on the columns it wrote while they are in its cache, turns
   // them by the rotary embedding (config.rope; token t at position
   // *rotate_from + t; nullptr: none) and scans them for `scan`.
-  void Project(const float* x, size_t batch, size_t tokens, const Packed& p, float* out,
+  void Project(const float* x, size_t batch, size_t tokens, const PackedMatrix& p, float* out,
                size_t ldc, ComputedScan& scan, const size_t* rotate_from = nullptr);
   // Rotary angle rows (kernels/rope.h) of positions [pos0, pos0 + tokens).
   const float* RopeAngles(size_t pos0, size_t tokens);
@@ -237,7 +237,7 @@ class MultiHeadAttention {
   std::shared_ptr<ThreadPool> pool_;
   KVLayout layout_;  // head widths padded to whole vectors
   bool has_weights_ = false;
-  Packed q_, k_, v_, o_;
+  PackedMatrix q_, k_, v_, o_;
   std::vector<float> kv_workspace_;  // K, V projected by Forward; grows
   std::vector<float> workspace_;     // Q, Z and attention scratch; grows
   // Rotary angles of positions [0, rope_positions_), kept: a decoder steps

@@ -1,8 +1,11 @@
-// How packed weights are held in memory. The arithmetic is float32 in every
-// case: the GEMM widens each weight in registers as it loads it.
+// How packed weights are held in memory, and weights a caller already holds
+// in such a type. The arithmetic is float32 in every case: the GEMM widens
+// each weight in registers as it loads it.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <span>
 
 namespace simd_attention {
 
@@ -16,5 +19,16 @@ enum class WeightType {
 constexpr size_t WeightBytes(WeightType t) {
   return t == WeightType::kF32 ? 4 : t == WeightType::kInt8 ? 1 : 2;
 }
+
+// A weight matrix [rows, cols] (X @ W layout) given in the object's storage
+// type instead of as float32: a float16 or bfloat16 checkpoint's bits, or an
+// int8 checkpoint's values with one float scale per column (w = value *
+// scale). Taken as it is: nothing is rounded again.
+struct StoredMatrix {
+  std::span<const uint16_t> bits;  // kF16, kBF16: rows * cols
+  std::span<const int8_t> values;  // kInt8: rows * cols
+  std::span<const float> scales;   // kInt8: cols
+  bool empty() const { return bits.empty() && values.empty() && scales.empty(); }
+};
 
 }  // namespace simd_attention
