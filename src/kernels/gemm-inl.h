@@ -151,7 +151,7 @@ struct Gemm {
   // the narrow bytes, and the one float micro-kernel serves every weight
   // type, each costing this loop instead of a kernel.
   template <class W>
-  __attribute__((noinline)) static void WidenSlice(const void* panel, size_t kc, const float* scales, float* wide) {
+  static void WidenSlice(const void* panel, size_t kc, const float* scales, float* wide) {
     const W* narrow = static_cast<const W*>(panel);
     for (size_t kk = 0; kk < kc; ++kk) {
       for (size_t v = 0; v < kVecs; ++v) {
@@ -168,7 +168,7 @@ struct Gemm {
   // traffic, and the slice pass would store and reload every weight. Four
   // FMA chains (see Chains); int8 scaled once at the end.
   template <class W>
-  __attribute__((noinline)) static void RowTimesPanel(const float* a, size_t kc, const void* panel, const float* scales,
+  static void RowTimesPanel(const float* a, size_t kc, const void* panel, const float* scales,
                             const float* bias, bool accumulate, float* c) {
     constexpr size_t kChains = 4;
     const W* b = static_cast<const W*>(panel);
