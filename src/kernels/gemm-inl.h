@@ -149,7 +149,10 @@ struct Gemm {
   // `wide`, int8 ones times their column scales (one rounding, as a float
   // weight has). A separate pass, once per panel slice: memory and L2 see
   // the narrow bytes, and the one float micro-kernel serves every weight
-  // type, each costing this loop instead of a kernel.
+  // type, each costing this loop instead of a kernel. A decoding step's one
+  // row takes the same path (the slice is written to L1 and read once): a
+  // one-row kernel widening in registers, one per type and backend, cost
+  // 10 KB of each .wasm, whose budget is 200 KB.
   template <class W>
   static void WidenSlice(const void* panel, size_t kc, const float* scales, float* wide) {
     const W* narrow = static_cast<const W*>(panel);
@@ -160,44 +163,6 @@ struct Gemm {
         if constexpr (std::is_same_v<W, int8_t>) w = Ops::Mul(w, Ops::Load(scales + v * kL));
         Ops::Store(w, wide + i);
       }
-    }
-  }
-
-  // One row (a decoding step) times kc rows of a whole panel of narrow
-  // weights, widened in registers as they load: this work is all weight
-  // traffic, and the slice pass would store and reload every weight. Four
-  // FMA chains (see Chains); int8 scaled once at the end.
-  template <class W>
-  static void RowTimesPanel(const float* a, size_t kc, const void* panel, const float* scales,
-                            const float* bias, bool accumulate, float* c) {
-    constexpr size_t kChains = 4;
-    const W* b = static_cast<const W*>(panel);
-    V acc[kChains][kVecs];
-    for (auto& chain : acc) {
-      for (V& x : chain) x = Ops::Zero();
-    }
-    size_t kk = 0;
-    for (; kk + kChains <= kc; kk += kChains) {
-      for (size_t ch = 0; ch < kChains; ++ch) {
-        const V av = Ops::Set(a[kk + ch]);
-        for (size_t v = 0; v < kVecs; ++v) {
-          acc[ch][v] = Ops::MulAdd(av, Ops::Widen(b + (kk + ch) * kPanel + v * kL), acc[ch][v]);
-        }
-      }
-    }
-    for (; kk < kc; ++kk) {
-      const V av = Ops::Set(a[kk]);
-      for (size_t v = 0; v < kVecs; ++v) {
-        acc[0][v] = Ops::MulAdd(av, Ops::Widen(b + kk * kPanel + v * kL), acc[0][v]);
-      }
-    }
-    for (size_t v = 0; v < kVecs; ++v) {
-      V sum = Ops::Add(Ops::Add(acc[0][v], acc[1][v]), Ops::Add(acc[2][v], acc[3][v]));
-      if constexpr (std::is_same_v<W, int8_t>) sum = Ops::Mul(sum, Ops::Load(scales + v * kL));
-      const V start = accumulate ? Ops::Load(c + v * kL)
-                      : bias != nullptr ? Ops::Load(bias + v * kL)
-                                        : Ops::Zero();
-      Ops::Store(Ops::Add(start, sum), c + v * kL);
     }
   }
 
@@ -221,18 +186,6 @@ struct Gemm {
                                 ? g.packed_bias + col0
                                 : nullptr;
         const size_t cols = std::min(kPanel, g.n - col0);
-        if (g.m == 1 && cols == kPanel && g.weight_type != WeightType::kF32) {
-          const float* a = g.a + k0;
-          float* c = g.c + col0;
-          if (g.weight_type == WeightType::kF16) {
-            RowTimesPanel<F16Bits>(a, kc, panel_bytes, nullptr, bias, accumulate, c);
-          } else if (g.weight_type == WeightType::kBF16) {
-            RowTimesPanel<BF16Bits>(a, kc, panel_bytes, nullptr, bias, accumulate, c);
-          } else {
-            RowTimesPanel<int8_t>(a, kc, panel_bytes, g.packed_scales + col0, bias, accumulate, c);
-          }
-          continue;
-        }
         switch (g.weight_type) {
           case WeightType::kF32:
             break;
