@@ -151,6 +151,11 @@ val RopeToJs(const RopeConfig& rope, size_t head_dim);
 // 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
 CausalAlignment ParseCausal(const std::string& causal);
 
+// config.weights: 'f32', 'f16', 'bf16' or 'int8' (JS's names for
+// WeightType), and back for the resolved config.
+WeightType ParseWeightType(const std::string& name);
+const char* WeightTypeName(WeightType type);
+
 // An array of integers from JS (types checked by the JS side) that are at
 // least `min` and below 2^53, so that they convert exactly; `name` names it
 // in the message otherwise.
@@ -202,10 +207,23 @@ struct JsMhaOptions {
   explicit JsMhaOptions(const val& js);
 };
 
+// One weight matrix from JS, in one of the forms web/src/arguments.js
+// lets through: a Float32Array, a Uint16Array of float16/bfloat16 bits, or
+// {values: Int8Array, scales: Float32Array}; copied. Whether the form fits
+// config.weights is the C++ API's to judge (StoredMatrix).
+struct JsMatrix {
+  std::vector<float> floats, scales;
+  std::vector<uint16_t> bits;
+  std::vector<int8_t> values;
+  explicit JsMatrix(const val& js);
+  StoredMatrix stored() const { return {bits, values, scales}; }
+};
+
 // One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?}),
 // copied; `weights` views the copies.
 struct JsMhaWeights {
-  std::vector<float> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
+  JsMatrix w_q, w_k, w_v, w_o;
+  std::vector<float> b_q, b_k, b_v, b_o;
   MhaWeights weights;
   explicit JsMhaWeights(const val& js);
 };

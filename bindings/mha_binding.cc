@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "glue.h"
+#include "held_bytes.h"
 #include "js_arg_names.h"
 #include "kv_binding.h"
 #include "simd_attention/multi_head_attention.h"
@@ -30,8 +31,22 @@ MhaConfig ConfigFromJs(const val& js) {
   c.bias = js["bias"].as<bool>();
   c.backend = ParseBackend(js["backend"].as<std::string>());
   c.threads = SizeOf(js, "threads");
+  c.weights = ParseWeightType(js["weights"].as<std::string>());
   c.names = &JsArgNames();
   return c;
+}
+
+// A state_dict entry: a Float32Array, or a matrix's float16/bfloat16 bits
+// (a Uint16Array), held as integers, which a float represents exactly: the
+// C++ conversion then checks and transposes the bits themselves.
+bool CopyEntry(const val& v, std::vector<float>& out) {
+  if (v["BYTES_PER_ELEMENT"].as<int>() != 2) {
+    out = CopyFloats(v);
+    return false;
+  }
+  const JsMatrix m(v);
+  out.assign(m.bits.begin(), m.bits.end());
+  return true;
 }
 
 }  // namespace
@@ -58,13 +73,18 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       v.set("bias", c.bias);
       v.set("backend", std::string(BackendName(c.backend)));
       v.set("threads", c.threads);
+      v.set("weights", std::string(WeightTypeName(c.weights)));
       v.set("kernels", std::string(DescribeKernels(Checked().kernels()).name));
       return v;
     });
   }
 
   val setWeights(const val& w) {
-    return Guard([&] { Checked().SetWeights(JsMhaWeights(w).weights); });
+    return Guard([&] {
+      MultiHeadAttention& mha = Checked();
+      mha.SetWeights(JsMhaWeights(w).weights);
+      CountWeights();
+    });
   }
 
   // `state` uses the state_dict names with '.' replaced by '_'
@@ -81,14 +101,32 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       std::optional<std::span<const float>>* entries[7] = {
           &s.in_proj_weight, &s.q_proj_weight, &s.k_proj_weight, &s.v_proj_weight,
           &s.in_proj_bias,   &s.out_proj_weight, &s.out_proj_bias};
+      bool bits[7] = {};
       for (int i = 0; i < 7; ++i) {
         const val v = state[keys[i]];
         if (!Given(v)) continue;
-        copies[i] = CopyFloats(v);
+        bits[i] = CopyEntry(v, copies[i]);
         *entries[i] = std::span<const float>(copies[i]);
       }
       const OwnedMhaWeights w = FromTorchState(mha.config(), s);
-      mha.SetWeights(w.weights());
+      MhaWeights weights = w.weights();
+      // W_Q, W_K, W_V, W_O converted from bits go back to bits.
+      const bool from_bits[4] = {bits[0] || bits[1], bits[0] || bits[2], bits[0] || bits[3],
+                                 bits[5]};
+      const std::vector<float>* converted[4] = {&w.w_q, &w.w_k, &w.w_v, &w.w_o};
+      std::span<const float>* floats[4] = {&weights.w_q, &weights.w_k, &weights.w_v,
+                                           &weights.w_o};
+      StoredMatrix* stored[4] = {&weights.stored_w_q, &weights.stored_w_k, &weights.stored_w_v,
+                                 &weights.stored_w_o};
+      std::vector<uint16_t> narrow[4];
+      for (int m = 0; m < 4; ++m) {
+        if (!from_bits[m]) continue;
+        narrow[m].assign(converted[m]->begin(), converted[m]->end());
+        stored[m]->bits = narrow[m];
+        *floats[m] = {};
+      }
+      mha.SetWeights(weights);
+      CountWeights();
     });
   }
 
@@ -156,6 +194,10 @@ class MhaBinding : public Owned<MultiHeadAttention> {
     });
   }
 
+ private:
+  void CountWeights() { weight_bytes_.Set(Checked().config().weights, Checked().WeightBytes()); }
+
+  HeldBytes weight_bytes_{Held::kWeights};
 };
 
 EMSCRIPTEN_BINDINGS(simd_attention_mha) {

@@ -147,8 +147,10 @@ export async function createAttentionModule(options = {}) {
     ...makeModuleFunctions(wasm, backend),
     attention: makeScaledDotProductAttention(wasm, backend),
     memoryStats: () => {
-      const { heapBytes, maxHeapBytes, allocatedBytes } = wasm.memoryStats();
-      return { heapBytes, maxHeapBytes, allocatedBytes, jsHandles: wasm.count_emval_handles() };
+      const { heapBytes, maxHeapBytes, allocatedBytes, weightBytes, cacheBytes } =
+        wasm.memoryStats();
+      return { heapBytes, maxHeapBytes, allocatedBytes, weightBytes, cacheBytes,
+        jsHandles: wasm.count_emval_handles() };
     },
     // Disposes every object of the module, then ends a threaded build's
     // workers (its pthreads first, so that none is cut off mid-task).

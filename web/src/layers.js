@@ -1,11 +1,12 @@
 // TransformerEncoderLayer and TransformerDecoderLayer (torch.nn's, batch
 // first, dropout 0) on the shared wasm-object base.
 import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
-  readEps, readThreads, requiredSize } from './arguments.js';
+  readEps, readThreads, readWeightType, requiredSize, weightMatrix } from './arguments.js';
 import { readRope, readSharedAttentionOptions } from './attention.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
-import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
+import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS, WEIGHT_MATRICES }
+  from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { readTensor } from './tensors.js';
 import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './wasm-object.js';
@@ -35,10 +36,12 @@ function readLayerConfig(where, config, defaultBackend) {
     threads: readThreads(where, config.threads),
     numKvHeads: optionalSize(where, 'config.numKvHeads', config.numKvHeads),
     rope: readRope(where, config.rope),
+    weights: readWeightType(where, config.weights),
   };
 }
 
-// { group: { key: Float32Array } } with every key of every group required.
+// { group: { key: Float32Array } } with every key of every group required;
+// the matrices may also come in config.weights' type (weightMatrix).
 export function readLayerWeights(where, weights, groups) {
   const names = Object.keys(groups);
   checkObject(where, 'weights', weights, names);
@@ -51,7 +54,8 @@ export function readLayerWeights(where, weights, groups) {
     checkObject(where, group, weights[group], groups[group]);
     out[group] = {};
     for (const key of groups[group]) {
-      out[group][key] = float32(where, `${group}.${key}`, weights[group][key]);
+      const check = WEIGHT_MATRICES.includes(key) ? weightMatrix : float32;
+      out[group][key] = check(where, `${group}.${key}`, weights[group][key]);
     }
   }
   return out;
