@@ -8,14 +8,13 @@
 // (support/weight-types.mjs). Refused weights are judged whole, with the
 // synchronous message, before anything is sent.
 import { rejection } from './support/errors.mjs';
-import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments, transpose }
-  from './support/golden.mjs';
+import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { encoderArguments, sliceTokens } from './support/layers.mjs';
 import { createAttentionModule, createAttentionPool, loadCheckpoint, parseSafetensors, track }
   from './support/modules.mjs';
 import { maxAbs } from './support/scales.mjs';
-import { writeSafetensors } from './support/safetensors-writer.mjs';
-import { CHAINED_PRODUCTS, exactInt8, expectWithin, NARROW } from './support/weight-types.mjs';
+import { CHAINED_PRODUCTS, encoderSafetensors, exactInt8, expectWithin, NARROW }
+  from './support/weight-types.mjs';
 
 const module = await createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 });
 const cases = goldenCaseNames('mha').map(loadGoldenCase).filter((c) => c.config.num_heads > 1);
@@ -161,24 +160,7 @@ describe('layers split by heads and hidden units', () => {
   });
 
   test('a checkpoint kept 16-bit loads into a pooled layer of its type', async () => {
-    const { dModel: e, ffnDim: f } = a.config;
-    const w = a.weights;
-    const t = transpose; // X @ W [in, out] -> torch's [out, in]
-    const tensors = {
-      'self_attn.q_proj_weight': [t(w.attention.wQ, e, e), [e, e]],
-      'self_attn.k_proj_weight': [t(w.attention.wK, e, e), [e, e]],
-      'self_attn.v_proj_weight': [t(w.attention.wV, e, e), [e, e]],
-      'self_attn.in_proj_bias': [Float32Array.from([...w.attention.bQ, ...w.attention.bK,
-        ...w.attention.bV]), [3 * e]],
-      'self_attn.out_proj.weight': [t(w.attention.wO, e, e), [e, e]],
-      'self_attn.out_proj.bias': [w.attention.bO, [e]],
-      'linear1.weight': [t(w.ffn.w1, e, f), [f, e]], 'linear1.bias': [w.ffn.b1, [f]],
-      'linear2.weight': [t(w.ffn.w2, f, e), [e, f]], 'linear2.bias': [w.ffn.b2, [e]],
-      'norm1.weight': [w.norm1.gamma, [e]], 'norm1.bias': [w.norm1.beta, [e]],
-      'norm2.weight': [w.norm2.gamma, [e]], 'norm2.bias': [w.norm2.beta, [e]],
-    };
-    const bytes = writeSafetensors(Object.fromEntries(Object.entries(tensors).map(
-      ([name, [data, shape]]) => [name, { data, shape, dtype: 'F16' }])));
+    const bytes = encoderSafetensors(a.weights, 'F16', { separate: true });
     const file = parseSafetensors(bytes, { keep16Bit: true });
     const sync = track(new module.TransformerEncoderLayer({ ...a.config, weights: 'f16' }));
     loadCheckpoint(sync, file);

@@ -7,14 +7,15 @@
 //
 // The bounds per type: support/weight-types.mjs.
 import { expectError } from './support/errors.mjs';
-import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments, pytorchState, transpose }
+import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments, pytorchState }
   from './support/golden.mjs';
 import { decoderArguments, encoderArguments, sliceTokens } from './support/layers.mjs';
 import { createAttentionModule, loadBuilds, loadCheckpoint, parseSafetensors, track }
   from './support/modules.mjs';
 import { floatToBfloat16, floatToHalf, roundTo, writeSafetensors }
   from './support/safetensors-writer.mjs';
-import { CHAINED_PRODUCTS, exactInt8, expectWithin, NARROW } from './support/weight-types.mjs';
+import { CHAINED_PRODUCTS, encoderSafetensors, exactInt8, expectWithin, NARROW }
+  from './support/weight-types.mjs';
 
 const builds = await loadBuilds();
 const mhaCases = goldenCaseNames('mha').map(loadGoldenCase);
@@ -353,28 +354,6 @@ describe('safetensors F16/BF16 round trip with keep16Bit', () => {
   const m = builds.simd;
   const c = encoderCases[0];
 
-  // The case's encoder as an nn.TransformerEncoderLayer state_dict in dtype.
-  function encoderFile(dtype) {
-    const a = encoderArguments(c);
-    const { dModel: e, ffnDim: f } = a.config;
-    const w = a.weights;
-    const t = transpose; // X @ W [in, out] -> torch's [out, in]
-    const cat = (...parts) => Float32Array.from(parts.flatMap((p) => Array.from(p)));
-    const entries = {
-      'self_attn.in_proj_weight': [cat(t(w.attention.wQ, e, e), t(w.attention.wK, e, e),
-        t(w.attention.wV, e, e)), [3 * e, e]],
-      'self_attn.in_proj_bias': [cat(w.attention.bQ, w.attention.bK, w.attention.bV), [3 * e]],
-      'self_attn.out_proj.weight': [t(w.attention.wO, e, e), [e, e]],
-      'self_attn.out_proj.bias': [w.attention.bO, [e]],
-      'linear1.weight': [t(w.ffn.w1, e, f), [f, e]], 'linear1.bias': [w.ffn.b1, [f]],
-      'linear2.weight': [t(w.ffn.w2, f, e), [e, f]], 'linear2.bias': [w.ffn.b2, [e]],
-      'norm1.weight': [w.norm1.gamma, [e]], 'norm1.bias': [w.norm1.beta, [e]],
-      'norm2.weight': [w.norm2.gamma, [e]], 'norm2.bias': [w.norm2.beta, [e]],
-    };
-    return writeSafetensors(Object.fromEntries(Object.entries(entries).map(([name, [data, shape]]) =>
-      [name, { data, shape, dtype }])));
-  }
-
   // setWeights with every tensor rounded through dtype, as float32.
   function roundedWeights(dtype) {
     const a = encoderArguments(c);
@@ -383,7 +362,7 @@ describe('safetensors F16/BF16 round trip with keep16Bit', () => {
   }
 
   test.each([['F16', 'f16'], ['BF16', 'bf16']])('%s into a %s layer: the bits reach it unwidened', (dtype, type) => {
-    const bytes = encoderFile(dtype);
+    const bytes = encoderSafetensors(encoderArguments(c).weights, dtype);
     const file = parseSafetensors(bytes, { keep16Bit: true });
     expect(file.keep16Bit).toBe(true);
     const tensor = file.tensor('linear1.weight');

@@ -11,7 +11,8 @@
 // layer adds the FFN's two (5u) and a decoder layer its second attention
 // (8u). The bounds are twice that, of the output's scale (max |output|, at
 // least 1).
-import { maxAbsDiff } from './golden.mjs';
+import { maxAbsDiff, transpose } from './golden.mjs';
+import { writeSafetensors } from './safetensors-writer.mjs';
 
 export const UNIT_ROUNDOFF = { f16: 2 ** -11, bf16: 2 ** -8, int8: 2 ** -8 };
 export const NARROW = Object.keys(UNIT_ROUNDOFF);
@@ -45,4 +46,30 @@ export function exactInt8(rows, cols, seed) {
   }
   const floats = Float32Array.from(values, (v, i) => v * scales[i % cols]);
   return { stored: { values, scales }, floats };
+}
+
+// An encoder layer's weights (encoderArguments' `weights`) as an
+// nn.TransformerEncoderLayer state_dict in a safetensors file of `dtype`:
+// q, k and v packed in in_proj_weight, or (separate) as q_proj_weight ...
+export function encoderSafetensors(w, dtype, { separate = false } = {}) {
+  const [e, f] = [w.attention.bO.length, w.ffn.b1.length];
+  const t = transpose; // X @ W [in, out] -> torch's [out, in]
+  const cat = (...parts) => Float32Array.from(parts.flatMap((p) => Array.from(p)));
+  const [q, k, v] = ['wQ', 'wK', 'wV'].map((key) => t(w.attention[key], e, e));
+  const projections = separate
+    ? { 'self_attn.q_proj_weight': [q, [e, e]], 'self_attn.k_proj_weight': [k, [e, e]],
+      'self_attn.v_proj_weight': [v, [e, e]] }
+    : { 'self_attn.in_proj_weight': [cat(q, k, v), [3 * e, e]] };
+  const entries = {
+    ...projections,
+    'self_attn.in_proj_bias': [cat(w.attention.bQ, w.attention.bK, w.attention.bV), [3 * e]],
+    'self_attn.out_proj.weight': [t(w.attention.wO, e, e), [e, e]],
+    'self_attn.out_proj.bias': [w.attention.bO, [e]],
+    'linear1.weight': [t(w.ffn.w1, e, f), [f, e]], 'linear1.bias': [w.ffn.b1, [f]],
+    'linear2.weight': [t(w.ffn.w2, f, e), [e, f]], 'linear2.bias': [w.ffn.b2, [e]],
+    'norm1.weight': [w.norm1.gamma, [e]], 'norm1.bias': [w.norm1.beta, [e]],
+    'norm2.weight': [w.norm2.gamma, [e]], 'norm2.bias': [w.norm2.beta, [e]],
+  };
+  return writeSafetensors(Object.fromEntries(Object.entries(entries).map(([name, [data, shape]]) =>
+    [name, { data, shape, dtype }])));
 }
