@@ -18,6 +18,7 @@ const ArgNames& JsArgNames() {
       .eps = "eps",
       .threads = "threads",
       .weights = "weights",
+      .cache_type = "cacheType",
       .w_q = "wQ",
       .w_k = "wK",
       .w_v = "wV",

@@ -18,6 +18,7 @@ const ArgNames& CppArgNames() {
       .eps = "eps",
       .threads = "threads",
       .weights = "weights",
+      .cache_type = "cache_type",
       .w_q = "w_q",
       .w_k = "w_k",
       .w_v = "w_v",

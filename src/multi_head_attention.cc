@@ -12,6 +12,7 @@
 #include "dispatch/dispatch.h"
 #include "kernels/attention.h"
 #include "kernels/rope.h"
+#include "kernels/weight_packing.h"
 #include "packed_weights.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
@@ -34,6 +35,10 @@ MhaConfig Resolve(MhaConfig c) {
     throw std::invalid_argument(Cat({"config.", n.d_model, ": must be divisible by ",
                                      n.num_heads, " (", std::to_string(c.num_heads), "), got ",
                                      std::to_string(c.d_model)}));
+  }
+  if (c.cache_type == WeightType::kInt8) {
+    throw std::invalid_argument(ConfigName(n.cache_type) +
+                                ": expected float32, float16 or bfloat16, got int8");
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
@@ -339,25 +344,42 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   const AttentionCall call = Call(query, key.tokens, options);
   MhaResult result = PrepareResult(query, key.tokens, options);
 
-  const size_t rows = key.batch * key.tokens;  // <= key.data.size()
-  const size_t need = CheckedCount(
-      "projected keys and values",
-      {{"key.batch * key.tokens", rows},
-       {"padded key and value row", layout_.key_row() + layout_.value_row()}});
-  if (kv_workspace_.size() < need) kv_workspace_.resize(need);
-  float* k = kv_workspace_.data();
-  float* v = k + rows * layout_.key_row();
   // Self-attention's keys sit at the queries' positions; other keys from 0.
   const size_t key_pos0 = same(key, query) ? options.position_offset : 0;
+  const ProjectedKV kv = ProjectKeysValues(key, value, key_pos0, "key", "value",
+                                           WeightType::kF32);
+  return Attend(query,
+                KVView{kv.k, kv.v, WeightType::kF32, key.tokens, key.tokens, kv.max_abs_key},
+                call, options, options.position_offset, std::move(result));
+}
+
+MultiHeadAttention::ProjectedKV MultiHeadAttention::ProjectKeysValues(
+    const Tensor3& key, const Tensor3& value, size_t key_pos0, const char* key_source,
+    const char* value_source, WeightType store) {
+  const size_t rows = key.batch * key.tokens;  // <= key.data.size()
+  const std::string rows_name = Cat({key_source, ".batch * ", key_source, ".tokens"});
+  const size_t need = CheckedCount(
+      "projected keys and values",
+      {{rows_name.c_str(), rows},
+       {"padded key and value row", layout_.key_row() + layout_.value_row()}});
+  if (kv_workspace_.size() < need) kv_workspace_.resize(need);
+  ProjectedKV kv;
+  kv.k = kv_workspace_.data();
+  kv.v = kv.k + rows * layout_.key_row();
   ComputedScan key_scan, value_scan;
-  Project(key.data.data(), key.batch, key.tokens, k_, k, layout_.key_row(), key_scan, &key_pos0);
-  Project(value.data.data(), value.batch, value.tokens, v_, v, layout_.value_row(), value_scan);
-  const double max_abs_key = key_scan.Judge("the key projection key W_k + b_k",
-                                            {k, rows * layout_.key_row()}, kTooLarge);
-  value_scan.Judge("the value projection value W_v + b_v", {v, rows * layout_.value_row()},
-                   kTooLarge);
-  return Attend(query, KVView{k, v, key.tokens, key.tokens, max_abs_key}, call, options,
-                options.position_offset, std::move(result));
+  Project(key.data.data(), key.batch, key.tokens, k_, kv.k, layout_.key_row(), key_scan,
+          &key_pos0);
+  Project(value.data.data(), value.batch, value.tokens, v_, kv.v, layout_.value_row(),
+          value_scan);
+  const std::string key_what = Cat({"the key projection ", key_source, " W_k + b_k"});
+  const std::string value_what = Cat({"the value projection ", value_source, " W_v + b_v"});
+  kv.max_abs_key = key_scan.Judge(key_what, {kv.k, rows * layout_.key_row()}, kTooLarge);
+  const double max_abs_value =
+      value_scan.Judge(value_what, {kv.v, rows * layout_.value_row()}, kTooLarge);
+  const std::string cache_type = ConfigName(config_.names->cache_type);
+  CheckStorableMax(key_what, kv.max_abs_key, store, cache_type);
+  CheckStorableMax(value_what, max_abs_value, store, cache_type);
+  return kv;
 }
 
 PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
@@ -370,20 +392,18 @@ PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
                                      " (", std::to_string(config_.vdim), ")"}));
   }
   CheckTensor("memory", memory, config_.kdim, n.kdim);
-  PrecomputedKV kv(layout_, memory.batch, memory.tokens);
+  PrecomputedKV kv(layout_, memory.batch, memory.tokens, config_.cache_type);
   if (!key_padding_mask.empty()) {
     CheckLength(n.key_padding_mask, key_padding_mask.size(),
                 {memory.batch, memory.tokens});
     kv.key_padding_.assign(key_padding_mask.begin(), key_padding_mask.end());
   }
-  const size_t first_position = 0;
-  ComputedScan key_scan, value_scan;
-  Project(memory.data.data(), memory.batch, memory.tokens, k_, kv.k_.data(), layout_.key_row(),
-          key_scan, &first_position);
-  Project(memory.data.data(), memory.batch, memory.tokens, v_, kv.v_.data(),
-          layout_.value_row(), value_scan);
-  kv.max_abs_key_ = key_scan.Judge("the key projection memory W_k + b_k", kv.k_, kTooLarge);
-  value_scan.Judge("the value projection memory W_v + b_v", kv.v_, kTooLarge);
+  const ProjectedKV p =
+      ProjectKeysValues(memory, memory, 0, "memory", "memory", config_.cache_type);
+  const size_t rows = memory.batch * memory.tokens;
+  kv.k_.Store(0, p.k, rows * layout_.key_row());
+  kv.v_.Store(0, p.v, rows * layout_.value_row());
+  kv.max_abs_key_ = p.max_abs_key;
   return kv;
 }
 
@@ -416,12 +436,13 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
   const AttentionCall call = Call(query, kv.tokens(), with_mask);
   MhaResult result = PrepareResult(query, kv.tokens(), with_mask);
   return Attend(query,
-                KVView{kv.k_.data(), kv.v_.data(), kv.tokens(), kv.tokens(), kv.max_abs_key_},
+                KVView{kv.k_.at(0), kv.v_.at(0), kv.type(), kv.tokens(), kv.tokens(),
+                       kv.max_abs_key_},
                 call, with_mask, options.position_offset, std::move(result));
 }
 
 KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
-  return KVCache(layout_, batch, max_length, *config_.names);
+  return KVCache(layout_, batch, max_length, config_.cache_type, *config_.names);
 }
 
 MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
@@ -446,26 +467,21 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   causal.causal_alignment = CausalAlignment::kBottomRight;
   const AttentionCall call = Call(x, tk, causal);
   MhaResult result = PrepareResult(x, tk, causal);
-  double max_abs_key = cache.max_abs_key_;
+  // Projected aside, checked, then stored in the cache's rows past its
+  // length: it never holds a non-finite value, so its keys() and values()
+  // can always be appended again, and a step that fails adds nothing.
+  const ProjectedKV p = ProjectKeysValues(x, x, cache.length(), "x", "x", cache.type());
   for (size_t b = 0; b < x.batch; ++b) {
-    const float* rows = x.data.data() + b * x.tokens * x.features;
-    float* k = cache.key_row(b, cache.length());
-    float* v = cache.value_row(b, cache.length());
-    const size_t first_position = cache.length();
-    ComputedScan key_scan, value_scan;
-    Project(rows, 1, x.tokens, k_, k, layout_.key_row(), key_scan, &first_position);
-    Project(rows, 1, x.tokens, v_, v, layout_.value_row(), value_scan);
-    // Checked before the cache takes the tokens: it never holds a non-finite
-    // value, so its keys() and values() can always be appended again.
-    const double max_abs = key_scan.Judge("the key projection x W_k + b_k",
-                                          {k, x.tokens * layout_.key_row()}, kTooLarge);
-    value_scan.Judge("the value projection x W_v + b_v", {v, x.tokens * layout_.value_row()},
-                     kTooLarge);
-    max_abs_key = std::max(max_abs_key, max_abs);
+    cache.k_.Store(cache.key_row(b, cache.length()), p.k + b * x.tokens * layout_.key_row(),
+                   x.tokens * layout_.key_row());
+    cache.v_.Store(cache.value_row(b, cache.length()), p.v + b * x.tokens * layout_.value_row(),
+                   x.tokens * layout_.value_row());
   }
-  MhaResult r = Attend(
-      x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, call,
-      causal, cache.length(), std::move(result));
+  const double max_abs_key = std::max(cache.max_abs_key_, p.max_abs_key);
+  MhaResult r = Attend(x,
+                       KVView{cache.k_.at(0), cache.v_.at(0), cache.type(), tk,
+                              cache.max_length(), max_abs_key},
+                       call, causal, cache.length(), std::move(result));
   // Only a step that succeeded adds its tokens.
   cache.length_ = tk;
   cache.max_abs_key_ = max_abs_key;
@@ -507,10 +523,12 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     AttentionArgs a{};
     a.q = q + (b * tq + q0) * ld_q + h * dk;
     a.ldq = ld_q;
-    a.k = kv.k + b * kv.rows_per_batch * ld_k + kvh * dk;
+    const size_t bytes = simd_attention::WeightBytes(kv.type);
+    a.k = static_cast<const char*>(kv.k) + (b * kv.rows_per_batch * ld_k + kvh * dk) * bytes;
     a.ldk = ld_k;
-    a.v = kv.v + b * kv.rows_per_batch * ld_v + kvh * dv;
+    a.v = static_cast<const char*>(kv.v) + (b * kv.rows_per_batch * ld_v + kvh * dv) * bytes;
     a.ldv = ld_v;
+    a.kv_type = kv.type;
     a.tq = q1 - q0;
     a.tk = tk;
     a.dk = dk;
@@ -528,8 +546,19 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   if (options.need_intermediates) {
     const KVLayout& l = layout_;
     r.q = HeadMajor("q", q, batch, tq, tq, heads, l.dk, l.dk_pad);
-    r.k = HeadMajor("k", kv.k, batch, tk, kv.rows_per_batch, l.heads, l.dk, l.dk_pad);
-    r.v = HeadMajor("v", kv.v, batch, tk, kv.rows_per_batch, l.heads, l.dv, l.dv_pad);
+    // A narrow cache's rows widened first (whole batch items: rows_per_batch).
+    const auto widened = [&](const void* rows, size_t row) {
+      std::vector<float> out(kv.type == WeightType::kF32 ? 0 : batch * kv.rows_per_batch * row);
+      if (!out.empty()) {
+        WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv.type, out.data());
+      }
+      return out;
+    };
+    const std::vector<float> wide_k = widened(kv.k, ld_k), wide_v = widened(kv.v, ld_v);
+    const auto* k = wide_k.empty() ? static_cast<const float*>(kv.k) : wide_k.data();
+    const auto* v = wide_v.empty() ? static_cast<const float*>(kv.v) : wide_v.data();
+    r.k = HeadMajor("k", k, batch, tk, kv.rows_per_batch, l.heads, l.dk, l.dk_pad);
+    r.v = HeadMajor("v", v, batch, tk, kv.rows_per_batch, l.heads, l.dv, l.dv_pad);
     r.head_output = HeadMajor("head output", z, batch, tq, tq, heads, l.dv, l.dv_pad);
   }
 

@@ -36,6 +36,7 @@ MhaConfig AttentionConfig(const LayerConfig& c) {
   m.num_kv_heads = c.num_kv_heads;
   m.rope = c.rope;
   m.weights = c.weights;
+  m.cache_type = c.cache_type;
   return m;
 }
 

@@ -68,4 +68,23 @@ void CheckEps(std::string_view what, double eps) {
   }
 }
 
+float LargestStorable(WeightType type) {
+  return type == WeightType::kF16    ? 65504.0f
+         : type == WeightType::kBF16 ? 0x1.fep127f
+                                     : std::numeric_limits<float>::max();
+}
+
+std::string StorableRange(WeightType type) {
+  return std::string(type == WeightType::kF16 ? "float16" : "bfloat16") +
+         "'s range (magnitudes up to " + NumberString(LargestStorable(type)) + ")";
+}
+
+void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
+                      std::string_view config_name) {
+  if (max_abs <= LargestStorable(type)) return;
+  throw std::range_error(std::string(what) + ": values up to " + NumberString(max_abs) +
+                         " are beyond " + StorableRange(type) + ", which " +
+                         std::string(config_name) + " asks for");
+}
+
 }  // namespace simd_attention

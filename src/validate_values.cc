@@ -98,17 +98,14 @@ double MaxAbs(std::span<const float> values) {
 void CheckStorable(std::string_view what, std::span<const float> values, WeightType type,
                    std::string_view config_name) {
   if (type != WeightType::kF16 && type != WeightType::kBF16) return;
-  const bool f16 = type == WeightType::kF16;
-  const float largest = f16 ? 65504.0f : 0x1.fep127f;
+  const float largest = LargestStorable(type);
   if (BitsToFloat(MaxAbsBits(values)) <= largest) return;
   size_t i = 0;
   while (std::fabs(values[i]) <= largest) ++i;  // there is one: the max says so
   throw std::range_error(std::string(what) + ": element " + std::to_string(i) + " is " +
                          NumberString(values[i]) + ", beyond " +
-                         (f16 ? "float16's range (magnitudes up to 65504)"
-                              : "bfloat16's range (magnitudes up to 3.39e38)") +
-                         "; scale the weights or hold them in another type (" +
-                         std::string(config_name) + ")");
+                         StorableRange(type) + ", which " + std::string(config_name) +
+                         " asks for");
 }
 
 void CheckMask(std::string_view what, std::span<const float> values) {

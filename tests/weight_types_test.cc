@@ -166,6 +166,48 @@ TEST_P(WeightTypes, DecodingTokenByTokenMatchesTheFullForward) {
   }
 }
 
+// A KV cache or precomputed K/V in float16 or bfloat16 rounds each key and
+// value once (u relative); the scores then err by u times their magnitude
+// and the output by about u of its scale, through W_O once more: the bound
+// of three chained products covers it.
+TEST_P(WeightTypes, NarrowCachesStayWithinTheirRoundoffOfFloat32) {
+  const GoldenCase c = LoadGoldenCase(case_name());
+  MhaCaseInputs in = MhaInputs(c);
+  const bool self = in.query.data.data() == in.key.data.data();
+  const auto run = [&](WeightType cache_type) {
+    MhaConfig config = in.config;
+    config.cache_type = cache_type;
+    MultiHeadAttention mha(config, table());
+    mha.SetWeights(in.weights);
+    std::vector<float> out;
+    size_t bytes = 0;
+    if (self && mha.config().kdim == mha.config().d_model) {
+      KVCache cache = mha.CreateKVCache(in.query.batch, in.query.tokens);
+      for (size_t t0 = 0; t0 < in.query.tokens; ++t0) {
+        const OwnedTensor x = Tokens(in.query, t0, 1);
+        const MhaResult r = mha.ForwardIncremental(x.View(), cache, {});
+        out.insert(out.end(), r.output.begin(), r.output.end());
+      }
+      EXPECT_EQ(cache.type(), cache_type);
+      bytes = cache.bytes();
+    } else if (!self && mha.config().kdim == mha.config().vdim &&
+               in.key.data.data() == in.value.data.data()) {
+      const PrecomputedKV kv = mha.PrecomputeKeyValue(in.key);
+      out = mha.Forward(in.query, kv, {}).output;
+      bytes = kv.bytes();
+    }
+    return std::pair{out, bytes};
+  };
+  const auto [want, f32_bytes] = run(WeightType::kF32);
+  if (want.empty()) return;  // neither a cache nor precomputed K/V fits the case
+  for (const Narrow& t : kNarrowTypes) {
+    if (t.type == WeightType::kInt8) continue;
+    const auto [got, bytes] = run(t.type);
+    ExpectWithin(case_name() + " cache", t, got, want, 3);
+    EXPECT_EQ(bytes * 2, f32_bytes);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, WeightTypes,
                          ::testing::ValuesIn(OnEveryTable(GoldenCaseNames("mha"))),
                          TableCaseParamName);
@@ -336,6 +378,38 @@ TEST_P(LayerWeightTypes, RefusedWeightsNameThemselvesAndLeaveTheObjectAsItWas) {
                       .stored_w_q = {.values = values, .scales = std::span(scales).first(15)}});
       },
       {"w_q.scales", "16", "15"}));
+}
+
+TEST_P(LayerWeightTypes, NarrowCachesRefuseWhatTheyCannotHold) {
+  BitsWeights w = RandomBitsWeights(WeightType::kF16);
+  w.config.weights = WeightType::kF32;
+  w.config.cache_type = WeightType::kF16;
+  MultiHeadAttention mha(w.config, table());
+  mha.SetWeights({.w_q = w.values[0], .w_k = w.values[1], .w_v = w.values[2],
+                  .w_o = w.values[3]});
+  KVCache cache = mha.CreateKVCache(1, 4);
+  std::mt19937 rng(11);
+  const std::vector<float> x = RandomVector(16, 1.0f, rng);
+  mha.ForwardIncremental(Tensor3{x, 1, 1, 16}, cache, {});
+  const std::vector<float> keys = cache.Keys();
+
+  std::vector<float> huge = x;
+  for (float& v : huge) v *= 1e6f;  // projections far beyond 65504
+  EXPECT_TRUE(ThrowsWith<std::range_error>(
+      [&] { mha.ForwardIncremental(Tensor3{huge, 1, 1, 16}, cache, {}); },
+      {"the key projection x W_k + b_k: values up to", "float16's range", "config.cache_type"}));
+  std::vector<float> big_keys(16, 1.0f);
+  big_keys[3] = 1e5f;
+  EXPECT_TRUE(ThrowsWith<std::range_error>(
+      [&] { cache.Append(big_keys, std::vector<float>(16, 1.0f), 1); },
+      {"keys: element 3 is 100000", "float16", "config.cache_type"}));
+  EXPECT_EQ(cache.length(), 1u);
+  EXPECT_EQ(cache.Keys(), keys);
+
+  MhaConfig int8 = w.config;
+  int8.cache_type = WeightType::kInt8;
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { MultiHeadAttention bad(int8, table()); },
+                                                {"config.cache_type", "int8"}));
 }
 
 INSTANTIATE_ON_EVERY_TABLE(LayerWeightTypes);

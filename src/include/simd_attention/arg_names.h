@@ -24,6 +24,7 @@ struct ArgNames {
   const char* eps;
   const char* threads;
   const char* weights;
+  const char* cache_type;
   // MhaWeights
   const char* w_q;
   const char* w_k;

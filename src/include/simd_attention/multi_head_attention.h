@@ -67,6 +67,10 @@ struct MhaConfig {
   // How W_Q, W_K, W_V and W_O are held (kernels/gemm.h widens them as it
   // loads them; the arithmetic stays float32).
   WeightType weights = WeightType::kF32;
+  // How KV caches and precomputed K/V of this attention hold keys and
+  // values: float32, float16 or bfloat16 (not int8); the attention kernel
+  // widens them a key block at a time.
+  WeightType cache_type = WeightType::kF32;
   // How error messages name arguments; nullptr = CppArgNames(). A binding
   // passes its language's names (see arg_names.h).
   const ArgNames* names = nullptr;
@@ -198,13 +202,26 @@ class MultiHeadAttention {
   // Projected keys/values in the padded layout: batch b's row t at
   // k + (b * rows_per_batch + t) * layout.key_row().
   struct KVView {
-    const float* k;
-    const float* v;
+    const void* k;  // of `type` elements
+    const void* v;
+    WeightType type;
     size_t tk;
     size_t rows_per_batch;
     double max_abs_key;  // largest |k|, bounds the scores (CheckScoreRange)
   };
 
+  // Keys and values of key.batch items (key, value [B, T, *]) projected
+  // into kv_workspace_, the keys turned from position key_pos0, checked
+  // finite and within `store`'s range (the cache they go to); messages name
+  // "the key projection <key_source> W_k + b_k".
+  struct ProjectedKV {
+    float* k;
+    float* v;
+    double max_abs_key;
+  };
+  ProjectedKV ProjectKeysValues(const Tensor3& key, const Tensor3& value, size_t key_pos0,
+                                const char* key_source, const char* value_source,
+                                WeightType store);
   // A projection's weight (read and checked, see packed_weights.h) and bias
   // packed in config.weights, each head's columns padded from head_in to
   // head_out.

@@ -37,6 +37,9 @@ struct LayerConfig {
   // How the attentions' and the FFN's weight matrices are held, as
   // MhaConfig::weights (biases and LayerNorm parameters stay float32).
   WeightType weights = WeightType::kF32;
+  // How the decoder's KV caches and precomputed memory K/V hold keys and
+  // values, as MhaConfig::cache_type.
+  WeightType cache_type = WeightType::kF32;
 };
 
 struct NormWeights {
