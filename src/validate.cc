@@ -79,6 +79,13 @@ std::string StorableRange(WeightType type) {
          "'s range (magnitudes up to " + NumberString(LargestStorable(type)) + ")";
 }
 
+void ThrowNotStorable(std::string_view what, size_t index, float value, WeightType type,
+                      std::string_view config_name) {
+  throw std::range_error(std::string(what) + ": element " + std::to_string(index) + " is " +
+                         NumberString(value) + ", beyond " + StorableRange(type) + ", which " +
+                         std::string(config_name) + " asks for");
+}
+
 void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
                       std::string_view config_name) {
   if (max_abs <= LargestStorable(type)) return;

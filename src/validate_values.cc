@@ -9,7 +9,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "checked_size.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -102,10 +101,7 @@ void CheckStorable(std::string_view what, std::span<const float> values, WeightT
   if (BitsToFloat(MaxAbsBits(values)) <= largest) return;
   size_t i = 0;
   while (std::fabs(values[i]) <= largest) ++i;  // there is one: the max says so
-  throw std::range_error(std::string(what) + ": element " + std::to_string(i) + " is " +
-                         NumberString(values[i]) + ", beyond " +
-                         StorableRange(type) + ", which " + std::string(config_name) +
-                         " asks for");
+  ThrowNotStorable(what, i, values[i], type, config_name);
 }
 
 void CheckMask(std::string_view what, std::span<const float> values) {
