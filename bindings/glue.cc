@@ -103,12 +103,17 @@ CausalAlignment ParseCausal(const std::string& causal) {
       ": expected 'none', 'top-left' or 'bottom-right', got '") + causal + "'");
 }
 
-WeightType ParseWeightType(const std::string& name) {
-  for (WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kInt8}) {
-    if (name == WeightTypeName(t)) return t;
+WeightType ParseWeightType(const std::string& name, bool cache) {
+  const int types = cache ? 3 : 4;  // caches hold no int8
+  std::string expected;
+  for (int t = 0; t < types; ++t) {
+    const char* type_name = WeightTypeName(static_cast<WeightType>(t));
+    if (name == type_name) return static_cast<WeightType>(t);
+    expected += std::string(t == 0 ? "'" : t == types - 1 ? " or '" : ", '") + type_name + "'";
   }
-  throw std::invalid_argument(ConfigName(JsArgNames().weights) +
-                              ": expected 'f32', 'f16', 'bf16' or 'int8', got '" + name + "'");
+  const ArgNames& n = JsArgNames();
+  throw std::invalid_argument(ConfigName(cache ? n.cache_type : n.weights) + ": expected " +
+                              expected + ", got '" + name + "'");
 }
 
 const char* WeightTypeName(WeightType type) {
@@ -177,10 +182,11 @@ JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {
 
 JsMatrix::JsMatrix(const val& js) {
   if (Given(js["scales"])) {
-    values = CopyArray<int8_t>(js["values"]);
+    bytes = CopyBytes(js["values"]);
     scales = CopyFloats(js["scales"]);
-  } else if (js["BYTES_PER_ELEMENT"].as<int>() == 2) {
-    bits = CopyArray<uint16_t>(js);
+  } else if (Given(js["bits"])) {
+    bytes = CopyBytes(js["bits"]);
+    bits = true;
   } else {
     floats = CopyFloats(js);
   }

@@ -151,9 +151,10 @@ val RopeToJs(const RopeConfig& rope, size_t head_dim);
 // 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
 CausalAlignment ParseCausal(const std::string& causal);
 
-// config.weights: 'f32', 'f16', 'bf16' or 'int8' (JS's names for
-// WeightType), and back for the resolved config.
-WeightType ParseWeightType(const std::string& name);
+// config.weights ('f32', 'f16', 'bf16' or 'int8': JS's names for
+// WeightType) or config.cacheType (the first three; `cache` true), and
+// back for the resolved config.
+WeightType ParseWeightType(const std::string& name, bool cache = false);
 const char* WeightTypeName(WeightType type);
 
 // An array of integers from JS (types checked by the JS side) that are at
@@ -207,16 +208,20 @@ struct JsMhaOptions {
   explicit JsMhaOptions(const val& js);
 };
 
-// One weight matrix from JS, in one of the forms web/src/arguments.js
-// lets through: a Float32Array, a Uint16Array of float16/bfloat16 bits, or
-// {values: Int8Array, scales: Float32Array}; copied. Whether the form fits
+// One weight matrix from JS (glueMatrix in web/src/arguments.js): a
+// Float32Array, {bits: Uint8Array} (float16/bfloat16 bits as bytes) or
+// {values: Uint8Array (int8 as bytes), scales: Float32Array}; copied, the
+// stored forms as bytes (one copy routine for both). Whether the form fits
 // config.weights is the C++ API's to judge (StoredMatrix).
 struct JsMatrix {
   std::vector<float> floats, scales;
-  std::vector<uint16_t> bits;
-  std::vector<int8_t> values;
+  std::vector<uint8_t> bytes;
+  bool bits = false;
   explicit JsMatrix(const val& js);
-  StoredMatrix stored() const { return {bits, values, scales}; }
+  StoredMatrix stored() const {
+    if (bits) return {{reinterpret_cast<const uint16_t*>(bytes.data()), bytes.size() / 2}};
+    return {{}, {reinterpret_cast<const int8_t*>(bytes.data()), bytes.size()}, scales};
+  }
 };
 
 // One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?}),

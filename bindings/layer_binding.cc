@@ -48,6 +48,7 @@ LayerConfig LayerConfigFromJs(const val& js) {
   c.num_kv_heads = SizeOf(js, "numKvHeads");
   c.rope = RopeFromJs(js["rope"]);
   c.weights = ParseWeightType(js["weights"].as<std::string>());
+  c.cache_type = ParseWeightType(js["cacheType"].as<std::string>(), true);
   return c;
 }
 
@@ -82,6 +83,7 @@ val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
   v.set("activation", std::string(ActivationName(c.activation)));
   v.set("eps", c.eps);
   v.set("weights", std::string(WeightTypeName(c.weights)));
+  v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
   const KernelsInfo k = DescribeKernels(kernels);
   v.set("backend", std::string(BackendName(k.backend)));
   v.set("threads", c.threads == 0 ? ThreadPool::HardwareThreads() : c.threads);
@@ -191,6 +193,7 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
     return Guard([&] {
       into.cache.emplace(Checked().self_attention().CreateKVCache(batch, max_length));
+      into.Count();
     });
   }
   val precomputeMemory(PrecomputedBinding& into, const val& memory, const val& mask) {
@@ -199,6 +202,7 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
       const Input m(memory);
       const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
       into.kv.emplace(layer.PrecomputeMemory(m.tensor, bytes));
+      into.Count();
     });
   }
 

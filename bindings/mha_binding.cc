@@ -32,21 +32,9 @@ MhaConfig ConfigFromJs(const val& js) {
   c.backend = ParseBackend(js["backend"].as<std::string>());
   c.threads = SizeOf(js, "threads");
   c.weights = ParseWeightType(js["weights"].as<std::string>());
+  c.cache_type = ParseWeightType(js["cacheType"].as<std::string>(), true);
   c.names = &JsArgNames();
   return c;
-}
-
-// A state_dict entry: a Float32Array, or a matrix's float16/bfloat16 bits
-// (a Uint16Array), held as integers, which a float represents exactly: the
-// C++ conversion then checks and transposes the bits themselves.
-bool CopyEntry(const val& v, std::vector<float>& out) {
-  if (v["BYTES_PER_ELEMENT"].as<int>() != 2) {
-    out = CopyFloats(v);
-    return false;
-  }
-  const JsMatrix m(v);
-  out.assign(m.bits.begin(), m.bits.end());
-  return true;
 }
 
 }  // namespace
@@ -74,6 +62,7 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       v.set("backend", std::string(BackendName(c.backend)));
       v.set("threads", c.threads);
       v.set("weights", std::string(WeightTypeName(c.weights)));
+      v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
       v.set("kernels", std::string(DescribeKernels(Checked().kernels()).name));
       return v;
     });
@@ -101,11 +90,19 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       std::optional<std::span<const float>>* entries[7] = {
           &s.in_proj_weight, &s.q_proj_weight, &s.k_proj_weight, &s.v_proj_weight,
           &s.in_proj_bias,   &s.out_proj_weight, &s.out_proj_bias};
+      // A matrix given as float16/bfloat16 bits goes through the conversion
+      // as integers, which a float holds exactly, so that its checks and
+      // transposes apply to the bits themselves.
       bool bits[7] = {};
       for (int i = 0; i < 7; ++i) {
         const val v = state[keys[i]];
         if (!Given(v)) continue;
-        bits[i] = CopyEntry(v, copies[i]);
+        JsMatrix m(v);
+        bits[i] = m.bits;
+        const std::span<const uint16_t> b = m.stored().bits;
+        copies[i] = std::move(m.floats);
+        if (bits[i]) copies[i].resize(b.size());
+        for (size_t k = 0; k < b.size(); ++k) copies[i][k] = b[k];
         *entries[i] = std::span<const float>(copies[i]);
       }
       const OwnedMhaWeights w = FromTorchState(mha.config(), s);
@@ -118,11 +115,13 @@ class MhaBinding : public Owned<MultiHeadAttention> {
                                            &weights.w_o};
       StoredMatrix* stored[4] = {&weights.stored_w_q, &weights.stored_w_k, &weights.stored_w_v,
                                  &weights.stored_w_o};
-      std::vector<uint16_t> narrow[4];
+      std::unique_ptr<uint16_t[]> narrow[4];
       for (int m = 0; m < 4; ++m) {
         if (!from_bits[m]) continue;
-        narrow[m].assign(converted[m]->begin(), converted[m]->end());
-        stored[m]->bits = narrow[m];
+        const std::vector<float>& f = *converted[m];
+        narrow[m].reset(new uint16_t[f.size()]);
+        for (size_t k = 0; k < f.size(); ++k) narrow[m][k] = static_cast<uint16_t>(f[k]);
+        stored[m]->bits = {narrow[m].get(), f.size()};
         *floats[m] = {};
       }
       mha.SetWeights(weights);
@@ -173,6 +172,7 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       const Input m(memory);
       const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
       into.kv.emplace(mha.PrecomputeKeyValue(m.tensor, bytes));
+      into.Count();
     });
   }
 
@@ -180,6 +180,7 @@ class MhaBinding : public Owned<MultiHeadAttention> {
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
     return Guard([&] {
       into.cache.emplace(Checked().CreateKVCache(batch, max_length));
+      into.Count();
     });
   }
 

@@ -118,7 +118,7 @@ export interface MemoryStats {
    * they are disposed.
    */
   weightBytes: BytesByWeightType;
-  /** Bytes of the live KV caches and precomputed keys/values, by storage type (float32 for now). */
+  /** Bytes of the live KV caches and precomputed keys/values, by storage type (`cacheType`). */
   cacheBytes: BytesByCacheType;
   /** JS values the wasm side holds handles to (Embind); stays flat unless something leaks. */
   jsHandles: number;
@@ -132,7 +132,7 @@ export interface BytesByWeightType {
   int8: number;
 }
 
-/** Bytes per KV cache storage type. */
+/** Bytes per KV cache storage type (`CacheTypeName`). */
 export interface BytesByCacheType {
   f32: number;
   f16: number;
@@ -149,6 +149,13 @@ export interface BytesByCacheType {
  * each weight as they load it.
  */
 export type WeightTypeName = 'f32' | 'f16' | 'bf16' | 'int8';
+
+/**
+ * How KV caches and precomputed keys/values hold keys and values: `'f32'`
+ * 4 bytes a value, `'f16'` and `'bf16'` 2 (rounded to nearest even as they
+ * are stored); the attention kernel widens them a key block at a time.
+ */
+export type CacheTypeName = 'f32' | 'f16' | 'bf16';
 
 /**
  * float16 or bfloat16 values as their bits: a `Uint16Array`, or a
@@ -278,6 +285,12 @@ export interface MultiHeadAttentionConfig {
   threads?: number;
   /** How wQ, wK, wV and wO are held in memory (`WeightTypeName`). Default `'f32'`. */
   weights?: WeightTypeName;
+  /**
+   * How this attention's KV caches and precomputed keys/values hold them
+   * (`CacheTypeName`). Default `'f32'`. A projected key or value beyond
+   * the type's range is a RangeError naming the projection.
+   */
+  cacheType?: CacheTypeName;
 }
 
 /** How a causal mask aligns queries with keys when Tq != Tk. */
@@ -311,6 +324,7 @@ export interface ResolvedMultiHeadAttentionConfig {
   backend: string;
   threads: number;
   weights: WeightTypeName;
+  cacheType: CacheTypeName;
 }
 
 /**
@@ -708,6 +722,8 @@ export interface TransformerLayerConfig {
   rope?: RopeConfig;
   /** How the attentions' and the FFN's weight matrices are held (`WeightTypeName`). Default `'f32'`. */
   weights?: WeightTypeName;
+  /** How the decoder's KV cache and precomputed memory hold keys and values (`CacheTypeName`). Default `'f32'`. */
+  cacheType?: CacheTypeName;
 }
 
 /** A layer config with every default filled in. */
@@ -726,6 +742,7 @@ export interface ResolvedTransformerLayerConfig {
   numKvHeads: number;
   rope?: Required<RopeConfig>;
   weights: WeightTypeName;
+  cacheType: CacheTypeName;
 }
 
 /**

@@ -6,7 +6,8 @@
 // weights given as float32 are quantized per worker, where W_O's and W2's
 // rows are split, so there the pool stays within int8's bound of float32
 // (support/weight-types.mjs). Refused weights are judged whole, with the
-// synchronous message, before anything is sent.
+// synchronous message, before anything is sent. config.cacheType reaches
+// the workers' caches.
 import { rejection } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { encoderArguments, sliceTokens } from './support/layers.mjs';
@@ -98,6 +99,32 @@ test('decoding through a pooled KV cache, per type', async () => {
   }
 });
 
+test('cacheType reaches the workers: a pooled float16 cache decodes as the synchronous one', async () => {
+  const c = cases.find((x) => x.config.self_attention);
+  const a = mhaArguments(c);
+  const [batch, tokens] = a.query.shape;
+  for (const cacheType of ['f16', 'bf16']) {
+    const sync = track(new module.MultiHeadAttention({ ...a.config, cacheType }));
+    sync.setWeights(a.weights);
+    const syncCache = track(sync.createKVCache({ batch, maxLength: tokens }));
+    const pooled = await pool.MultiHeadAttention({ ...a.config, cacheType });
+    try {
+      expect(pooled.config.cacheType).toBe(cacheType);
+      await pooled.setWeights(a.weights);
+      const cache = await pooled.createKVCache({ batch, maxLength: tokens });
+      for (let t = 0; t < tokens; ++t) {
+        const x = sliceTokens(a.query, t, t + 1);
+        expectClose(`${c.name} ${cacheType} token ${t}`,
+          (await pooled.forwardIncremental(x, cache)).output.data,
+          sync.forwardIncremental(x, syncCache).output.data);
+      }
+      await cache.dispose();
+    } finally {
+      await pooled.dispose();
+    }
+  }
+});
+
 test('refused weights: the synchronous message, the old weights kept', async () => {
   const c = cases[0];
   const a = mhaArguments(c);
@@ -110,8 +137,7 @@ test('refused weights: the synchronous message, the old weights kept', async () 
     const e = await rejection(pooled.setWeights({ ...a.weights, wO: huge }));
     expect(e).toBeInstanceOf(RangeError);
     expect(e.message).toBe('MultiHeadAttention.setWeights: wO: element 7 is -70000, beyond ' +
-      "float16's range (magnitudes up to 65504); scale the weights or hold them in another " +
-      'type (config.weights)');
+      "float16's range (magnitudes up to 65504), which config.weights asks for");
     const wrong = await rejection(pooled.setWeights({ ...a.weights,
       wQ: { values: new Int8Array(a.weights.wQ.length), scales: new Float32Array(2) } }));
     expect(wrong.message).toBe('MultiHeadAttention.setWeights: wQ: int8 values given, but ' +

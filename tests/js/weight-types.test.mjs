@@ -192,8 +192,8 @@ describe('errors name the argument, the expected and the given', () => {
     const huge = filled(64, 0.3);
     huge[5] = 70000;
     expectError(() => f16.setWeights({ ...weights(), wV: huge }), RangeError,
-      `${where}: wV: element 5 is 70000, beyond float16's range (magnitudes up to 65504); ` +
-      'scale the weights or hold them in another type (config.weights)');
+      `${where}: wV: element 5 is 70000, beyond float16's range (magnitudes up to 65504), ` +
+      'which config.weights asks for');
     expectError(() => f16.setWeights({ ...weights(),
       wQ: { values: new Int8Array(64), scales: filled(8) } }), RangeError,
     `${where}: wQ: int8 values given, but config.weights is float16`);
@@ -237,8 +237,8 @@ describe('errors name the argument, the expected and the given', () => {
     huge[9] = -1e5;
     expectError(() => layer.setWeights({ attention: weights(), norm1: norm, norm2: norm,
       ffn: { ...ffn, w2: huge } }), RangeError, 'TransformerEncoderLayer.setWeights: ffn.w2: ' +
-      "element 9 is -100000, beyond float16's range (magnitudes up to 65504); scale the weights " +
-      'or hold them in another type (config.weights)');
+      "element 9 is -100000, beyond float16's range (magnitudes up to 65504), which config.weights " +
+      'asks for');
     expectError(() => layer.setWeights({ attention: weights(), norm1: norm, norm2: norm,
       ffn: { ...ffn, w1: { values: new Int8Array(128), scales: filled(16) } } }), RangeError,
     'TransformerEncoderLayer.setWeights: ffn.w1: int8 values given, but config.weights is ' +
@@ -413,5 +413,96 @@ describe('safetensors F16/BF16 round trip with keep16Bit', () => {
         [k, roundTo(dtype, v)])));
       expect(bits.forward(a.query).output.data).toEqual(want.forward(a.query).output.data);
     }
+  });
+});
+
+// ---------------------------------------------------------------------------
+// KV cache storage types (config.cacheType)
+// ---------------------------------------------------------------------------
+
+const CACHE_TYPES = ['f16', 'bf16'];
+
+describe.each(matrix)('cacheType, %s build, %s backend', (_, backend, module) => {
+  test('decoding through a float16/bfloat16 cache within 2x3u of float32', () => {
+    for (const c of mhaCases.filter((x) => x.config.self_attention)) {
+      const a = mhaArguments(c);
+      const [batch, tokens] = a.query.shape;
+      const f32 = track(new module.MultiHeadAttention({ ...a.config, backend }));
+      f32.setWeights(a.weights);
+      const want = f32.forward(a.query, undefined, undefined, { causal: true }).output.data;
+      for (const cacheType of CACHE_TYPES) {
+        const mha = track(new module.MultiHeadAttention({ ...a.config, backend, cacheType }));
+        expect(mha.config.cacheType).toBe(cacheType);
+        mha.setWeights(a.weights);
+        const cache = track(mha.createKVCache({ batch, maxLength: tokens }));
+        const steps = [];
+        for (let t = 0; t < tokens; ++t) {
+          steps.push(mha.forwardIncremental(sliceTokens(a.query, t, t + 1), cache).output);
+        }
+        const got = new Float32Array(want.length);
+        const d = a.config.dModel;
+        steps.forEach((s, t) => {
+          for (let b = 0; b < batch; ++b) {
+            got.set(s.data.subarray(b * d, (b + 1) * d), (b * tokens + t) * d);
+          }
+        });
+        expectWithin(`${c.name} cache`, cacheType, got, want, CHAINED_PRODUCTS.mha);
+      }
+    }
+  });
+
+  test('cross-attention over float16/bfloat16 precomputed keys/values within 2x3u', () => {
+    for (const c of mhaCases.filter((x) => !x.config.self_attention)) {
+      const a = mhaArguments(c);
+      const f32 = track(new module.MultiHeadAttention({ ...a.config, backend }));
+      f32.setWeights(a.weights);
+      const want = f32.forward(a.query, a.key, a.key, a.options).output.data;
+      for (const cacheType of CACHE_TYPES) {
+        const mha = track(new module.MultiHeadAttention({ ...a.config, backend, cacheType }));
+        mha.setWeights(a.weights);
+        const kv = track(mha.precomputeKeyValue(a.key,
+          a.options.keyPaddingMask ? { keyPaddingMask: a.options.keyPaddingMask } : undefined));
+        const got = mha.forward(a.query, kv, undefined, { causal: a.options.causal }).output.data;
+        expectWithin(`${c.name} precomputed`, cacheType, got, want, CHAINED_PRODUCTS.mha);
+      }
+    }
+  });
+});
+
+describe('cacheType: bytes and errors', () => {
+  const m = builds.simd;
+  const held = () => m.memoryStats().cacheBytes;
+
+  test('memoryStats().cacheBytes: float16/bfloat16 half of float32, back to 0 when disposed', () => {
+    const before = held();
+    const bytes = {};
+    for (const cacheType of ['f32', ...CACHE_TYPES]) {
+      const mha = track(new m.MultiHeadAttention({ dModel: 64, numHeads: 4, cacheType }));
+      const cache = mha.createKVCache({ batch: 2, maxLength: 32 });
+      bytes[cacheType] = held()[cacheType] - before[cacheType];
+      const other = Object.keys(before).filter((k) => k !== cacheType);
+      expect(other.map((k) => held()[k])).toEqual(other.map((k) => before[k]));
+      cache.dispose();
+      expect(held()).toEqual(before);
+    }
+    expect(bytes.f32).toBeGreaterThanOrEqual(2 * 2 * 32 * 64 * 4);
+    expect(bytes.f16).toBe(bytes.f32 / 2);
+    expect(bytes.bf16).toBe(bytes.f32 / 2);
+
+    const layer = track(new m.TransformerDecoderLayer({ dModel: 16, numHeads: 2, ffnDim: 32,
+      cacheType: 'bf16' }));
+    const cache = track(layer.createKVCache({ batch: 1, maxLength: 8 }));
+    expect(held().bf16 - before.bf16).toBeGreaterThanOrEqual(2 * 8 * 16 * 2);
+    cache.dispose();
+    expect(held()).toEqual(before);
+  });
+
+  test('an unknown cacheType (C++) or one that is not a string (JS)', () => {
+    expectError(() => new m.MultiHeadAttention({ dModel: 8, numHeads: 2, cacheType: 'int8' }),
+      RangeError, "MultiHeadAttention: config.cacheType: expected 'f32', 'f16' or 'bf16', " +
+      "got 'int8'");
+    expectError(() => new m.TransformerDecoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
+      cacheType: true }), TypeError, "TransformerDecoderLayer: config.cacheType: expected a " +
+      "string ('f32', 'f16' or 'bf16'), got true");
   });
 });

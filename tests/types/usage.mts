@@ -19,7 +19,7 @@ import createDefault, {
   type TransformerEncoderLayer, type TransformerEncoderLayerConstructor,
   type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
   type URLLike, type BytesByCacheType, type BytesByWeightType, type HalfBits, type Int8Weights,
-  type TorchMatrix, type WeightMatrix, type WeightTypeName,
+  type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
 } from '../../web/index.js';
 import {
   createAttentionPool, type AttentionPool, type PooledKVCache, type PooledMultiHeadAttention,
@@ -62,7 +62,7 @@ const MHA: MultiHeadAttentionConstructor = sa.MultiHeadAttention;
 const rope: RopeConfig = { style: 'half', base: 10000, rotaryDim: 4 };
 const mhaConfig: MultiHeadAttentionConfig = {
   dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDim: 4, headDimV: 4, numKvHeads: 1, rope,
-  bias: true, backend: sa.backend, threads: 1, weights: 'f32',
+  bias: true, backend: sa.backend, threads: 1, weights: 'f32', cacheType: 'f16',
 };
 const mha: MultiHeadAttention = new MHA(mhaConfig);
 const isMha: boolean = mha instanceof MHA && MHA.prototype === Object.getPrototypeOf(mha);
@@ -70,8 +70,9 @@ const resolved: ResolvedMultiHeadAttentionConfig = mha.config;
 const dims: number[] = [resolved.dModel, resolved.numHeads, resolved.kDim, resolved.vDim,
   resolved.headDim, resolved.headDimV, resolved.numKvHeads];
 const resolvedRope: string | undefined = resolved.rope?.style;
-const mhaFacts: [boolean, string, string, boolean, number, WeightTypeName] = [resolved.bias,
-  resolved.backend, mha.kernels, mha.disposed, resolved.threads, resolved.weights];
+const mhaFacts: [boolean, string, string, boolean, number, WeightTypeName, CacheTypeName] = [
+  resolved.bias, resolved.backend, mha.kernels, mha.disposed, resolved.threads, resolved.weights,
+  resolved.cacheType];
 const weights: MultiHeadAttentionWeights = {
   wQ: f32(64), wK: f32(64), wV: f32(64), wO: f32(64), bQ: f32(8), bK: f32(8), bV: f32(8),
   bO: f32(8),
@@ -148,7 +149,7 @@ const norm: LayerNormWeights = { gamma: f32(8), beta: f32(8) };
 const activation: ActivationName = 'gelu_tanh';
 const layerConfig: TransformerLayerConfig = {
   dModel: 8, numHeads: 2, ffnDim: 16, normFirst: true, activation, eps: 1e-6, backend, threads: 0,
-  numKvHeads: 1, rope: { style: 'interleaved' }, weights: 'f16',
+  numKvHeads: 1, rope: { style: 'interleaved' }, weights: 'f16', cacheType: 'bf16',
 };
 
 const Encoder: TransformerEncoderLayerConstructor = sa.TransformerEncoderLayer;
@@ -186,7 +187,7 @@ for (const layer of [encoder, decoder] as TransformerLayerBase[]) {
   const c: ResolvedTransformerLayerConfig = layer.config;
   const facts: unknown[] = [c.dModel, c.numHeads, c.headDim, c.ffnDim, c.normFirst,
     c.activation, c.eps, c.backend, c.threads, c.numKvHeads, c.rope?.rotaryDim, c.weights,
-    layer.kernels, layer.disposed];
+    c.cacheType, layer.kernels, layer.disposed];
   void facts;
   layer.dispose();
 }
@@ -332,6 +333,8 @@ void createAttentionModule({ wasmPaht: './dist' });
 sa.build = 'simd';
 // @ts-expect-error: misspelled weight type
 void new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'fp16' });
+// @ts-expect-error: caches hold no int8
+void new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, cacheType: 'int8' });
 // @ts-expect-error: misspelled weight type of a layer
 void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, weights: 'float16' });
 // @ts-expect-error: int8 weights need their scales

@@ -98,6 +98,14 @@ export function weightMatrix(where, name, v) {
     `scales: Float32Array }), got ${describe(v)}`);
 }
 
+// A matrix as the glue copies it (JsMatrix in bindings/glue.h): a
+// Float32Array as it is, the stored forms as their bytes.
+export function glueMatrix(m) {
+  const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  if (m === undefined || typeof m !== 'object' || m.BYTES_PER_ELEMENT === 4) return m;
+  return m.scales !== undefined ? { values: bytes(m.values), scales: m.scales } : { bits: bytes(m) };
+}
+
 // A PyTorch weight matrix: a Float32Array, or float16/bfloat16 bits for an
 // object whose config.weights is that type (a Uint16Array or Float16Array).
 export function torchMatrix(where, name, v) {
@@ -113,12 +121,15 @@ function halfBits(v) {
   return new Uint16Array(v.buffer, v.byteOffset, v.length);
 }
 
-// config.weights: 'f32' when omitted; which names exist is C++'s to judge.
-export function readWeightType(where, v) {
+// config.weights or config.cacheType (`field`): 'f32' when omitted; which
+// names exist is C++'s to judge.
+const STORAGE_TYPES = { weights: "'f32', 'f16', 'bf16' or 'int8'", cacheType: "'f32', 'f16' or 'bf16'" };
+export function readStorageType(where, config, field) {
+  const v = config[field];
   if (v === undefined) return 'f32';
   if (typeof v !== 'string') {
-    throw new TypeError(`${where}: config.weights: expected a string ('f32', 'f16', 'bf16' ` +
-      `or 'int8'), got ${describe(v)}`);
+    throw new TypeError(`${where}: config.${field}: expected a string (${STORAGE_TYPES[field]}), ` +
+      `got ${describe(v)}`);
   }
   return v;
 }

@@ -2,7 +2,7 @@
 // KVCache, cross-attention over a PrecomputedKeyValue.
 import { additiveValues, booleanValues, checkObject, describe, float32, integers,
   optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
-  readThreads, readWeightType, requiredSize, shapedMask, torchMatrix, weightMatrix }
+  readThreads, readStorageType, requiredSize, shapedMask, torchMatrix, weightMatrix, glueMatrix }
   from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
@@ -119,7 +119,8 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
         bias: optionalBoolean(where, 'config.bias', config.bias, true),
         backend,
         threads: readThreads(where, config.threads),
-        weights: readWeightType(where, config.weights),
+        weights: readStorageType(where, config, 'weights'),
+        cacheType: readStorageType(where, config, 'cacheType'),
       });
       super(raw);
     }
@@ -137,7 +138,7 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
             'is true), got undefined');
         }
         w[key] = isBias ? float32(where, key, weights[key], true)
-          : weightMatrix(where, key, weights[key]);
+          : glueMatrix(weightMatrix(where, key, weights[key]));
       }
       unwrap(wasm, where, raw.setWeights(w));
       this[WEIGHTS_SET]();
@@ -165,7 +166,7 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
       for (const key of TORCH_KEYS) {
         if (state[key] === undefined) continue;
         s[key.replace('.', '_')] = key.includes('bias') ? float32(where, key, state[key])
-          : torchMatrix(where, key, state[key]);
+          : glueMatrix(torchMatrix(where, key, state[key]));
       }
       unwrap(wasm, where, raw.setWeightsFromPyTorch(s));
       this[WEIGHTS_SET]();

@@ -4,6 +4,7 @@
 // makes one, and only pool-worker.js asks. The pool hands it weights and rows
 // of a layer whose config and inputs the synchronous objects have accepted,
 // so it checks nothing itself; C++ checks the weights' lengths and values.
+import { glueMatrix } from './arguments.js';
 import { unwrap } from './errors.js';
 
 const makers = new WeakMap(); // module -> (config) => shard
@@ -20,7 +21,8 @@ export function registerFeedForwardShard(module, wasm) {
     const where = 'FeedForward';
     return {
       // { w1 [dModel, units], b1 [units], w2 [units, dModel], b2 [dModel] }
-      setWeights: (w) => unwrap(wasm, `${where}.setWeights`, raw.setWeights(w)),
+      setWeights: (w) => unwrap(wasm, `${where}.setWeights`,
+        raw.setWeights({ ...w, w1: glueMatrix(w.w1), w2: glueMatrix(w.w2) })),
       // x { data: rows of dModel } -> { data: the rows' outputs }
       forward: (x) => ({ data: unwrap(wasm, `${where}.forward`, raw.forward(x.data)) }),
       dispose: () => raw.delete(),

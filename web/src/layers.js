@@ -1,7 +1,8 @@
 // TransformerEncoderLayer and TransformerDecoderLayer (torch.nn's, batch
 // first, dropout 0) on the shared wasm-object base.
 import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
-  readEps, readThreads, readWeightType, requiredSize, weightMatrix } from './arguments.js';
+  readEps, readThreads, readStorageType, requiredSize, weightMatrix, glueMatrix }
+  from './arguments.js';
 import { readRope, readSharedAttentionOptions } from './attention.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
@@ -36,7 +37,8 @@ function readLayerConfig(where, config, defaultBackend) {
     threads: readThreads(where, config.threads),
     numKvHeads: optionalSize(where, 'config.numKvHeads', config.numKvHeads),
     rope: readRope(where, config.rope),
-    weights: readWeightType(where, config.weights),
+    weights: readStorageType(where, config, 'weights'),
+    cacheType: readStorageType(where, config, 'cacheType'),
   };
 }
 
@@ -61,6 +63,12 @@ export function readLayerWeights(where, weights, groups) {
   return out;
 }
 
+// { group: { key: array } } as the glue copies it (glueMatrix).
+export function glueLayerWeights(w) {
+  return Object.fromEntries(Object.entries(w).map(([group, keys]) => [group,
+    Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, glueMatrix(v)]))]));
+}
+
 // The layers' weights and construction on top of the shared base.
 function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
   return class LayerBase extends makeWasmObjectBase(wasm, reclaimer, kind,
@@ -76,7 +84,7 @@ function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
       const raw = super[LIVE](where);
       const w = readLayerWeights(where, weights, groups);
       // All or nothing (C++): after an error the layer keeps its old weights.
-      unwrap(wasm, where, raw.setWeights(w));
+      unwrap(wasm, where, raw.setWeights(glueLayerWeights(w)));
       this[WEIGHTS_SET]();
     }
 
@@ -85,7 +93,7 @@ function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
       const where = `${kind}.setWeightsFromPyTorch`;
       const raw = super[LIVE](where);
       const w = layerWeightsFromPyTorch(where, kind, this.config, state);
-      unwrap(wasm, where, raw.setWeights(w));
+      unwrap(wasm, where, raw.setWeights(glueLayerWeights(w)));
       this[WEIGHTS_SET]();
     }
   };

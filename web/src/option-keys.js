@@ -36,7 +36,7 @@ export const DECODER_WEIGHT_GROUPS = {
 export const OPTION_KEYS = {
   AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath'],
   MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDim', 'headDimV',
-    'numKvHeads', 'rope', 'bias', 'backend', 'threads', 'weights'],
+    'numKvHeads', 'rope', 'bias', 'backend', 'threads', 'weights', 'cacheType'],
   RopeConfig: ['style', 'base', 'rotaryDim'],
   MultiHeadAttentionWeights: ATTENTION_WEIGHTS,
   Int8Weights: ['values', 'scales'],
@@ -52,7 +52,7 @@ export const OPTION_KEYS = {
   KVCacheOptions: ['batch', 'maxLength'],
   PrecomputeOptions: ['keyPaddingMask'],
   TransformerLayerConfig: ['dModel', 'numHeads', 'ffnDim', 'normFirst', 'activation', 'eps',
-    'backend', 'threads', 'numKvHeads', 'rope', 'weights'],
+    'backend', 'threads', 'numKvHeads', 'rope', 'weights', 'cacheType'],
   LayerAttentionWeights: ATTENTION_WEIGHTS,
   FeedForwardWeights: FEED_FORWARD_WEIGHTS,
   LayerNormWeights: LAYER_NORM_WEIGHTS,

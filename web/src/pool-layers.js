@@ -404,7 +404,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
   async function createPooledLayer(kind, given, resolved) {
     const c = resolved.config;
     const attention = { dModel: c.dModel, numHeads: c.numHeads, numKvHeads: c.numKvHeads,
-      backend: c.backend, weights: c.weights };
+      backend: c.backend, weights: c.weights, cacheType: c.cacheType };
     const made = [];
     try {
       // The decoder's cross-attention has no rotary positions (as in C++).
