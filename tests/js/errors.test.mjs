@@ -343,7 +343,7 @@ describe('config and backend', () => {
   test('unknown config key', () => {
     expectError(() => new module.MultiHeadAttention({ dModel: 8, numHeads: 2, heads: 2 }),
       TypeError, "MultiHeadAttention: config: unknown key 'heads' (expected dModel, numHeads, " +
-      'kDim, vDim, headDim, headDimV, numKvHeads, rope, bias, backend, threads, weights)');
+      'kDim, vDim, headDim, headDimV, numKvHeads, rope, bias, backend, threads, weights, cacheType)');
   });
   test('module options of the wrong type', async () => {
     await expect(createAttentionModule({ simd: 'yes' })).rejects.toThrow(new TypeError(
