@@ -14,6 +14,7 @@
 #include "kernels/rope.h"
 #include "kernels/weight_packing.h"
 #include "packed_weights.h"
+#include "partial_outputs.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "validate.h"
@@ -118,8 +119,6 @@ std::vector<float> HeadMajor(const char* what, const float* src, size_t batch,
   }
   return out;
 }
-
-constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
 
 }  // namespace
 
@@ -565,7 +564,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   // Z's rows are H * d_v padded floats, W_O's packed rows as many.
   ComputedScan output_scan;
   Project(z, batch, tq, o_, r.output.data(), c.d_model, output_scan);
-  output_scan.Judge("the output projection z W_o + b_o", r.output, kTooLarge);
+  output_scan.Judge(kOutputProjection, r.output, kTooLarge);
 
   if (options.need_per_head_output) {
     // Head h's contribution z_h W_O^h: W_O's packed rows of that head, one

@@ -1,15 +1,15 @@
 #include "simd_attention/transformer_layers.h"
 
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
+#include "packed_weights.h"
+#include "residual.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "packed_weights.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -58,50 +58,21 @@ void InPart(const char* part, F&& f) {
   }
 }
 
-constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
-
 // One residual sublayer on x [rows, d] in place, f mapping a [rows, d]
 // input to its [rows, d] output:
 //   post-LN (torch default): x = norm(x + f(x))
 //   pre-LN:                  x = x + f(norm(x))
-// The sum is checked before it goes on: the next sublayer would otherwise
-// see an overflow as if the caller had passed a non-finite value.
-// x += y, split across the pool (element-wise: any split is exact).
-void AddInPlace(ThreadPool& pool, const KernelTable& k, std::vector<float>& x,
-                const std::vector<float>& y) {
-  ParallelElementwise(pool, x.size(), 0.1, [&](size_t begin, size_t end) {
-    k.add(x.data() + begin, y.data() + begin, end - begin, x.data() + begin);
-  });
-}
-
+// with the sum checked before it goes on (AddResidual).
 template <class F>
 void Residual(const char* name, bool norm_first, const LayerNorm& norm, ThreadPool& pool,
               const KernelTable& k, std::vector<float>& x, size_t rows, F&& f) {
   if (norm_first) {
     std::vector<float> normed(x.size());
     norm.Forward(x.data(), rows, normed.data());
-    const std::vector<float> y = f(normed);
-    AddInPlace(pool, k, x, y);
-    CheckComputed(name, x, kTooLarge);
+    AddResidual(name, pool, k, x, f(normed));
   } else {
-    const std::vector<float> y = f(x);
-    AddInPlace(pool, k, x, y);
-    CheckComputed(name, x, kTooLarge);
+    AddResidual(name, pool, k, x, f(x));
     norm.Forward(x.data(), rows, x.data());
-  }
-}
-
-// LayerNorm sums d squares of x - mean, each up to (2 max|x|)^2: beyond
-// sqrt(FLT_MAX / 4d) the variance could be +inf and every output would be
-// beta, so such rows are refused instead.
-void CheckNormRange(const char* what, std::span<const float> x, size_t d) {
-  const double limit = std::sqrt(double(std::numeric_limits<float>::max()) / (4.0 * double(d)));
-  const double max_abs = MaxAbs(x);
-  if (max_abs > limit) {
-    throw std::range_error(std::string(what) + ": values up to " + NumberString(max_abs) +
-                           " would overflow LayerNorm's float32 variance (the limit for " +
-                           std::to_string(d) + " features is " + NumberString(limit) +
-                           "); " + kTooLarge);
   }
 }
 

@@ -79,6 +79,10 @@ void CheckEps(std::string_view what, double eps);
 // found in the same pass.
 double CheckComputed(std::string_view what, std::span<const float> values, const char* hint);
 
+// The hint of CheckComputed's messages about values computed from inputs
+// and weights.
+inline constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
+
 // CheckComputed in parts, by the tasks that write the values: each scans the
 // rows it wrote while they are in its cache (Scan: any order, any thread),
 // then Judge returns what CheckComputed would for the whole, or throws its

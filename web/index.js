@@ -11,7 +11,7 @@ import { checkObject, describe, optionalBoolean, optionalSize } from './src/argu
 import { makeMultiHeadAttention } from './src/attention.js';
 import { makeKeyValueClasses } from './src/caches.js';
 import { unwrap } from './src/errors.js';
-import { registerFeedForwardShard } from './src/feed-forward-shard.js';
+import { registerPoolParts } from './src/pool-parts.js';
 import { makeDecoderLayer, makeEncoderLayer } from './src/layers.js';
 import { loadBuild, pickBuild } from './src/loader.js';
 import { makeModuleFunctions } from './src/module-functions.js';
@@ -164,7 +164,7 @@ export async function createAttentionModule(options = {}) {
       }
     },
   });
-  registerFeedForwardShard(module, wasm);
+  registerPoolParts(module, wasm);
   return module;
 }
 

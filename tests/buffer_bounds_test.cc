@@ -1,0 +1,145 @@
+// The kernels read nothing past their buffers. Each input of the attention
+// forward and of the GEMM ends exactly where an inaccessible
+// page begins, so a read past its end faults, at shapes around the register
+// tile, the query and key blocks and the vector width, on every table.
+//
+// A guard page rather than AddressSanitizer alone: GCC's loop vectorizer
+// turned the scalar table's GEMM tile (Gemm::Tile, kL = 1) into code that
+// loaded the B row after the last one and dropped it (an 8-byte read past V
+// in Attention::Accumulate), and it does not vectorize that loop once ASan
+// instruments it, so the read existed only in the uninstrumented -O3 code.
+// The page catches it in whichever tree has the instruction. Each table's
+// calls run in a death-test child, so a fault fails that test with its signal
+// (and the shape it printed last) instead of ending the suite.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "random_mha.h"
+#include "test_util.h"
+
+namespace simd_attention::testing {
+namespace {
+
+// n floats whose last one is the last before a PROT_NONE page.
+class GuardedFloats {
+ public:
+  explicit GuardedFloats(size_t n) : n_(n) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    data_bytes_ = (n * sizeof(float) + page - 1) / page * page;
+    bytes_ = data_bytes_ + page;
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    base_ = static_cast<char*>(p);
+    if (mprotect(base_ + data_bytes_, page, PROT_NONE) != 0) std::abort();
+  }
+  GuardedFloats(const std::vector<float>& values) : GuardedFloats(values.size()) {
+    std::copy(values.begin(), values.end(), data());
+  }
+  GuardedFloats(const GuardedFloats&) = delete;
+  GuardedFloats& operator=(const GuardedFloats&) = delete;
+  ~GuardedFloats() { munmap(base_, bytes_); }
+  float* data() { return reinterpret_cast<float*>(base_ + data_bytes_) - n_; }
+  size_t size() const { return n_; }
+
+ private:
+  size_t n_, data_bytes_, bytes_;
+  char* base_;
+};
+
+std::vector<float> Random(size_t n, std::mt19937& rng) { return RandomVector(n, 1.0f, rng); }
+
+bool AllFinite(const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) return false;
+  }
+  return true;
+}
+
+// Query counts around the GEMM tile (1-3: split-K chains) and the 32-query
+// block; key counts around the 64-key block.
+const size_t kQueries[] = {1, 2, 3, 4, 5, 7, 9, 33};
+const size_t kKeys[] = {1, 3, 13, 65};
+
+AttentionArgs ForwardArgs(float* q, float* k, float* v, size_t tq, size_t tk, size_t dk,
+                          size_t dv) {
+  AttentionArgs a{};
+  a.q = q;
+  a.ldq = dk;
+  a.k = k;
+  a.ldk = dk;
+  a.v = v;
+  a.ldv = dv;
+  a.tq = tq;
+  a.tk = tk;
+  a.dk = dk;
+  a.dv = dv;
+  a.scale = 0.5f;
+  a.ldz = dv;
+  return a;
+}
+
+bool ForwardInBounds(const KernelTable& t, const std::vector<size_t>& widths) {
+  std::mt19937 rng(1);
+  for (size_t tq : kQueries) for (size_t tk : kKeys) for (size_t dk : widths) {
+    for (size_t dv : widths) {
+      std::fprintf(stderr, "tq %zu tk %zu dk %zu dv %zu\n", tq, tk, dk, dv);
+      GuardedFloats q(Random(tq * dk, rng)), k(Random(tk * dk, rng)), v(Random(tk * dv, rng));
+      GuardedFloats z(tq * dv), scratch(t.attention_scratch_floats(dk, dv));
+      AttentionArgs a = ForwardArgs(q.data(), k.data(), v.data(), tq, tk, dk, dv);
+      a.causal = tq % 2 == 1;
+      a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq);
+      a.z = z.data();
+      a.scratch = scratch.data();
+      t.attention(a);
+      if (!AllFinite(z.data(), z.size())) return false;
+    }
+  }
+  return true;
+}
+
+bool GemmInBounds(const KernelTable& t) {
+  std::mt19937 rng(3);
+  const size_t tile = t.gemm_tile_rows, panel = t.panel_width;
+  for (size_t m : {size_t{1}, size_t{2}, size_t{3}, tile, tile + 1, 2 * tile + 1}) {
+    for (size_t k : {size_t{1}, size_t{3}, size_t{17}}) {
+      for (size_t n : {size_t{1}, panel, panel + 1}) {
+        std::fprintf(stderr, "m %zu k %zu n %zu\n", m, k, n);
+        GuardedFloats a(Random(m * k, rng)), packed(PackedFloats(t, k, n)), c(m * n);
+        const std::vector<float> w = Random(k * n, rng);
+        t.pack_b(w.data(), k, n, packed.data());
+        t.gemm({a.data(), k, m, k, packed.data(), k, 0, n, nullptr, c.data(), n});
+        if (!AllFinite(c.data(), c.size())) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Each table's calls run in a child, which exits 0 only if every call
+// returned finite results; a fault fails the test with its signal and the
+// shape the child printed last.
+class BufferBounds : public TableTest {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+  std::vector<size_t> Widths() const { return {table().lanes, 3 * table().lanes}; }
+};
+
+TEST_P(BufferBounds, AttentionForward) {
+  EXPECT_EXIT(std::exit(ForwardInBounds(table(), Widths()) ? 0 : 1), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(BufferBounds, Gemm) {
+  EXPECT_EXIT(std::exit(GemmInBounds(table()) ? 0 : 1), ::testing::ExitedWithCode(0), "");
+}
+
+INSTANTIATE_ON_EVERY_TABLE(BufferBounds);
+
+}  // namespace
+}  // namespace simd_attention::testing
