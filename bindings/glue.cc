@@ -109,11 +109,11 @@ WeightType ParseWeightType(const std::string& name, bool cache) {
   for (int t = 0; t < types; ++t) {
     const char* type_name = WeightTypeName(static_cast<WeightType>(t));
     if (name == type_name) return static_cast<WeightType>(t);
-    expected += std::string(t == 0 ? "'" : t == types - 1 ? " or '" : ", '") + type_name + "'";
+    expected += Cat({t == 0 ? "'" : t == types - 1 ? " or '" : ", '", type_name, "'"});
   }
   const ArgNames& n = JsArgNames();
-  throw std::invalid_argument(ConfigName(cache ? n.cache_type : n.weights) + ": expected " +
-                              expected + ", got '" + name + "'");
+  throw std::invalid_argument(Cat({ConfigName(cache ? n.cache_type : n.weights), ": expected ",
+                                   expected, ", got '", name, "'"}));
 }
 
 const char* WeightTypeName(WeightType type) {

@@ -120,6 +120,18 @@ std::vector<float> HeadMajor(const char* what, const float* src, size_t batch,
   return out;
 }
 
+// A projection's scan judged (overflow, then the range of the type it is
+// stored as), named "the <which> projection <source> W_<w> + b_<w>"; its
+// largest magnitude. One copy for keys and values.
+double JudgeProjection(const ComputedScan& scan, std::span<const float> values,
+                       const char* which, const char* source, const char* w, WeightType store,
+                       const std::string& cache_type) {
+  const std::string what = Cat({"the ", which, " projection ", source, " W_", w, " + b_", w});
+  const double max_abs = scan.Judge(what, values, kTooLarge);
+  CheckStorableMax(what, max_abs, store, cache_type);
+  return max_abs;
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(const MhaConfig& config)
@@ -370,14 +382,11 @@ MultiHeadAttention::ProjectedKV MultiHeadAttention::ProjectKeysValues(
           &key_pos0);
   Project(value.data.data(), value.batch, value.tokens, v_, kv.v, layout_.value_row(),
           value_scan);
-  const std::string key_what = Cat({"the key projection ", key_source, " W_k + b_k"});
-  const std::string value_what = Cat({"the value projection ", value_source, " W_v + b_v"});
-  kv.max_abs_key = key_scan.Judge(key_what, {kv.k, rows * layout_.key_row()}, kTooLarge);
-  const double max_abs_value =
-      value_scan.Judge(value_what, {kv.v, rows * layout_.value_row()}, kTooLarge);
   const std::string cache_type = ConfigName(config_.names->cache_type);
-  CheckStorableMax(key_what, kv.max_abs_key, store, cache_type);
-  CheckStorableMax(value_what, max_abs_value, store, cache_type);
+  kv.max_abs_key = JudgeProjection(key_scan, {kv.k, rows * layout_.key_row()}, "key",
+                                   key_source, "k", store, cache_type);
+  JudgeProjection(value_scan, {kv.v, rows * layout_.value_row()}, "value", value_source, "v",
+                  store, cache_type);
   return kv;
 }
 

@@ -26,8 +26,8 @@ const char* TypeName(WeightType t) {
 
 [[noreturn]] void ThrowWrongForm(const char* what, const char* given, WeightType type,
                                  std::string_view config_name) {
-  throw std::invalid_argument(std::string(what) + ": " + given + " given, but " +
-                              std::string(config_name) + " is " + TypeName(type));
+  throw std::invalid_argument(
+      Cat({what, ": ", given, " given, but ", config_name, " is ", TypeName(type)}));
 }
 
 }  // namespace
@@ -43,8 +43,8 @@ WeightValues ReadWeight(const char* what, std::span<const float> f32, const Stor
     return out;
   }
   if (!f32.empty()) {
-    throw std::invalid_argument(std::string(what) +
-                                ": given both as float32 and in its storage type; give one");
+    throw std::invalid_argument(
+        Cat({what, ": given both as float32 and in its storage type; give one"}));
   }
   const bool sixteen = type == WeightType::kF16 || type == WeightType::kBF16;
   if (!stored.bits.empty() && !sixteen) ThrowWrongForm(what, "16-bit weights", type, config_name);
@@ -59,7 +59,7 @@ WeightValues ReadWeight(const char* what, std::span<const float> f32, const Stor
     return out;
   }
   CheckLength(what, stored.values.size(), {rows, cols});
-  const std::string scales = std::string(what) + ".scales";
+  const std::string scales = Cat({what, ".scales"});
   CheckLength(scales, stored.scales.size(), {cols});
   CheckFinite(scales, stored.scales);
   for (size_t i = 0; i < out.values.size(); ++i) out.values[i] = stored.values[i];

@@ -59,10 +59,6 @@ void CheckStorable(std::string_view what, std::span<const float> values, WeightT
 // into a float16 KV cache).
 void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
                       std::string_view config_name);
-// CheckStorable's message: element `index` of `what` (`value`) is beyond
-// `type`'s range.
-[[noreturn]] void ThrowNotStorable(std::string_view what, size_t index, float value,
-                                   WeightType type, std::string_view config_name);
 // The largest magnitude `type` holds (float32's largest for float32 and int8).
 float LargestStorable(WeightType type);
 // "float16's range (magnitudes up to 65504)", for the messages.

@@ -94,16 +94,6 @@ double MaxAbs(std::span<const float> values) {
   return BitsToFloat(std::min(MaxAbsBits(values), kExponentBits - 1));
 }
 
-void CheckStorable(std::string_view what, std::span<const float> values, WeightType type,
-                   std::string_view config_name) {
-  if (type != WeightType::kF16 && type != WeightType::kBF16) return;
-  const float largest = LargestStorable(type);
-  if (BitsToFloat(MaxAbsBits(values)) <= largest) return;
-  size_t i = 0;
-  while (std::fabs(values[i]) <= largest) ++i;  // there is one: the max says so
-  ThrowNotStorable(what, i, values[i], type, config_name);
-}
-
 void CheckMask(std::string_view what, std::span<const float> values) {
   for (size_t i = 0; i < values.size(); ++i) {
     if (std::isnan(values[i]) || values[i] == INFINITY) {

@@ -56,11 +56,7 @@ struct Attention {
   template <class W>
   static void WidenRows(const void* src, size_t ld, size_t rows, size_t width, float* dst) {
     const W* s = static_cast<const W*>(src);
-    for (size_t r = 0; r < rows; ++r) {
-      for (size_t d = 0; d < width; d += kL) {
-        Ops::Store(Ops::Widen(s + r * ld + d), dst + r * width + d);
-      }
-    }
+    for (size_t r = 0; r < rows; ++r) G::WidenN(s + r * ld, width, dst + r * width);
   }
 
   // Points the block at keys and values [k0, k0 + nk): in place for float,

@@ -156,14 +156,25 @@ struct Gemm {
   template <class W>
   static void WidenSlice(const void* panel, size_t kc, const float* scales, float* wide) {
     const W* narrow = static_cast<const W*>(panel);
-    for (size_t kk = 0; kk < kc; ++kk) {
-      for (size_t v = 0; v < kVecs; ++v) {
-        const size_t i = kk * kPanel + v * kL;
-        V w = Ops::Widen(narrow + i);
-        if constexpr (std::is_same_v<W, int8_t>) w = Ops::Mul(w, Ops::Load(scales + v * kL));
-        Ops::Store(w, wide + i);
+    if constexpr (std::is_same_v<W, int8_t>) {
+      for (size_t kk = 0; kk < kc; ++kk) {
+        for (size_t v = 0; v < kVecs; ++v) {
+          const size_t i = kk * kPanel + v * kL;
+          Ops::Store(Ops::Mul(Ops::Widen(narrow + i), Ops::Load(scales + v * kL)), wide + i);
+        }
       }
+    } else {
+      WidenN(narrow, kc * kPanel, wide);
     }
+  }
+
+  // n 16-bit floats (n a multiple of kL) widened into `wide`. Out of line,
+  // one copy per type that the GEMM's panel slices and the attention
+  // kernel's rows of a narrow KV cache share: inlined copies cost about
+  // 1.5 kB of each SIMD .wasm.
+  template <class W>
+  [[gnu::noinline]] static void WidenN(const W* narrow, size_t n, float* wide) {
+    for (size_t i = 0; i < n; i += kL) Ops::Store(Ops::Widen(narrow + i), wide + i);
   }
 
   static void Multiply(const GemmArgs& g) {

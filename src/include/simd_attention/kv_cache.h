@@ -33,7 +33,7 @@ class KVRows {
   KVRows() = default;
   KVRows(WeightType type, size_t elements);  // zeros
   WeightType type() const { return type_; }
-  size_t bytes() const { return f32_.size() * sizeof(float) + narrow_.size() * 2; }
+  size_t bytes() const { return f32_.size() * sizeof(float) + narrow_.size(); }
   // Element `at`, as the kernels take it (AttentionArgs::k).
   const void* at(size_t element) const;
   // Stores `count` floats from element `at` on, rounded to the type (the
@@ -45,7 +45,7 @@ class KVRows {
  private:
   WeightType type_ = WeightType::kF32;
   std::vector<float> f32_;
-  std::vector<uint16_t> narrow_;
+  std::vector<uint8_t> narrow_;  // 16-bit elements, as bytes (as PackedMatrix::narrow)
 };
 
 class KVCache {
