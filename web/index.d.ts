@@ -28,8 +28,9 @@ export interface AttentionModuleOptions {
   /**
    * Backend of the MultiHeadAttention objects this module creates unless
    * their config says otherwise. Default: the fastest available, i.e.
-   * `backends[0]` (`'highway'`). An unknown name or one not compiled into
-   * the build rejects with a RangeError.
+   * `backends[0]` (`'highway'`). `'scalar'` is the non-SIMD build's alone:
+   * without `simd` or `relaxedSimd` it loads that build. An unknown name or
+   * one not compiled into the build rejects with a RangeError.
    */
   backend?: BackendName;
   /**
