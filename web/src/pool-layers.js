@@ -27,6 +27,7 @@ import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { readTensor } from './tensors.js';
+import { columns, fits, rowRange } from './weight-forms.js';
 
 // A part's error under the layer's method `where`, as the synchronous layer
 // reports what its parts throw ("MultiHeadAttention.forward: attention
@@ -35,17 +36,16 @@ function named(error, where) {
   return new error.constructor(`${where}: ${error.message.replace(/^[\w.]+: /, '')}`);
 }
 
-// Whether every weight has the length the config gives it and finite values:
-// if not, the synchronous layer says what is wrong.
-function weightsFit(weights, sizes) {
-  return Object.entries(sizes).every(([group, keys]) => Object.entries(keys).every(([key, n]) => {
-    const a = weights[group][key];
-    return a.length === n && a.every(Number.isFinite);
-  }));
+// Whether every weight has the shape the config gives it and values the
+// layer's config.weights takes (see fits): if not, the synchronous layer
+// says what is wrong.
+function weightsFit(weights, shapes, type) {
+  return Object.entries(shapes).every(([group, keys]) => Object.entries(keys).every(
+    ([key, shape]) => fits(weights[group][key], shape, type)));
 }
 
 export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue, poolObject,
-  newRef, splitUnits, columns, SUBLAYER, createMultiHeadAttention }) {
+  newRef, splitUnits, SUBLAYER, createMultiHeadAttention }) {
   // Hidden units [from, to) of a layer's FFN in each of its workers.
   class FeedForwardShards extends PoolObject {
     #d;
@@ -57,13 +57,14 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       this.#units = units;
     }
 
-    static async create({ dModel, ffnDim, activation, backend }) {
+    static async create({ dModel, ffnDim, activation, backend, weights }) {
       const shards = splitUnits(ffnDim, workers.count).map(({ worker, from, to }) =>
         ({ worker, units: [from, to] }));
       const ffn = new FeedForwardShards(shards, dModel, ffnDim);
       await workers.all(shards.map((s) => s.worker), (i) => ({
         op: 'new', ref: ffn.ref, kind: 'FeedForward',
-        config: { dModel, ffnDim: shards[i].units[1] - shards[i].units[0], activation, backend },
+        config: { dModel, ffnDim: shards[i].units[1] - shards[i].units[0], activation, backend,
+          weights },
       }));
       return ffn;
     }
@@ -75,7 +76,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       const [d, f] = [this.#d, this.#units];
       return this.sendWeights(this.shards.map(({ units: [from, to] }, i) => ({
         w1: columns(w1, d, f, from, to), b1: b1.slice(from, to),
-        w2: w2.slice(from * d, to * d), b2: i === 0 ? Float32Array.from(b2) : new Float32Array(d),
+        w2: rowRange(w2, d, from, to), b2: i === 0 ? Float32Array.from(b2) : new Float32Array(d),
       })));
     }
 
@@ -180,14 +181,14 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       const c = this.#config;
       const w = readLayerWeights(where, weights, groups);
       const kv = c.numKvHeads * c.headDim;
-      const d = c.dModel;
-      const attention = { wQ: d * d, wK: d * kv, wV: d * kv, wO: d * d, bQ: d, bK: kv,
-        bV: kv, bO: d };
-      const norm = { gamma: d, beta: d };
-      const sizes = Object.fromEntries(Object.keys(groups).map((group) => [group,
+      const [d, f] = [c.dModel, c.ffnDim];
+      const attention = { wQ: [d, d], wK: [d, kv], wV: [d, kv], wO: [d, d], bQ: [1, d],
+        bK: [1, kv], bV: [1, kv], bO: [1, d] };
+      const norm = { gamma: [1, d], beta: [1, d] };
+      const shapes = Object.fromEntries(Object.keys(groups).map((group) => [group,
         group.startsWith('norm') ? norm : group === 'ffn'
-          ? { w1: d * c.ffnDim, b1: c.ffnDim, w2: c.ffnDim * d, b2: d } : attention]));
-      return { w, fits: weightsFit(w, sizes) };
+          ? { w1: [d, f], b1: [1, f], w2: [f, d], b2: [1, d] } : attention]));
+      return { w, fits: weightsFit(w, shapes, c.weights) };
     }
 
     // Sends weights that fit to the parts.
@@ -387,7 +388,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
   async function createPooledLayer(kind, given, resolved) {
     const c = resolved.config;
     const attention = { dModel: c.dModel, numHeads: c.numHeads, numKvHeads: c.numKvHeads,
-      backend: c.backend };
+      backend: c.backend, weights: c.weights, cacheType: c.cacheType };
     const made = []; // everything made so far, disposed if a later part fails
     const keep = async (part) => {
       made.push(await part);

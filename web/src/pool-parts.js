@@ -7,6 +7,7 @@
 // createAttentionModule registers its module's wasm, and only pool-worker.js
 // asks. The pool hands them weights and rows of a layer whose config the
 // synchronous objects have accepted; C++ checks the rest.
+import { glueMatrix } from './arguments.js';
 import { unwrap } from './errors.js';
 import { readTensor } from './tensors.js';
 
@@ -30,13 +31,14 @@ function make(wasm, Binding, kind, config) {
 }
 
 const PARTS = {
-  // config { dModel, ffnDim (the shard's units), activation, backend }
+  // config { dModel, ffnDim (the shard's units), activation, backend, weights }
   FeedForward(wasm, config) {
     const raw = make(wasm, wasm.FfnBinding, 'FeedForward', config);
     const where = 'FeedForward';
     return {
       // { w1 [dModel, units], b1 [units], w2 [units, dModel], b2 [dModel] }
-      setWeights: (w) => unwrap(wasm, `${where}.setWeights`, raw.setWeights(w)),
+      setWeights: (w) => unwrap(wasm, `${where}.setWeights`,
+        raw.setWeights({ ...w, w1: glueMatrix(w.w1), w2: glueMatrix(w.w2) })),
       // x { data: rows of dModel } -> { data: the rows' outputs }
       forward: (x) => ({ data: unwrap(wasm, `${where}.forward`, raw.forward(x.data)) }),
       dispose: () => raw.delete(),

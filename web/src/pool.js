@@ -23,13 +23,14 @@
 // Arguments are type-checked here when that is cheap; shapes and values are
 // checked by the synchronous objects in the workers, whose errors come back
 // with their class and message.
-import { checkObject, describe, float32, requiredSize } from './arguments.js';
+import { checkObject, describe, float32, requiredSize, weightMatrix } from './arguments.js';
 import { readCacheOptions } from './caches.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { joinAxis, rebuild } from './pool-join.js';
 import { makePooledLayers } from './pool-layers.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { readTensor } from './tensors.js';
+import { buffers, columns, fits, rowRange } from './weight-forms.js';
 
 const POOL_OPTION_KEYS = ['workers', 'build', 'backend', 'wasmPath'];
 const BUILD_FLAGS = {
@@ -211,15 +212,6 @@ function splitUnits(units, count) {
     if (to > from) groups.push({ worker: w, from, to });
   }
   return groups;
-}
-
-// Columns [from, to) of a row-major [rows, cols] matrix.
-function columns(m, rows, cols, from, to) {
-  const out = new Float32Array(rows * (to - from));
-  for (let r = 0; r < rows; ++r) {
-    out.set(m.subarray(r * cols + from, r * cols + to), r * (to - from));
-  }
-  return out;
 }
 
 // Entries [from, to) along the axis of size `size` of data shaped
@@ -481,7 +473,7 @@ function makePool(workers, summary) {
     sendWeights(parts) {
       return workers.all(this.shards.map((s) => s.worker),
         (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
-        (i) => Object.values(parts[i]).map((a) => a.buffer));
+        (i) => buffers(parts[i]));
     }
 
     dispose() {
@@ -652,24 +644,28 @@ function makePool(workers, summary) {
         await this.#unusable('setWeights', false);
         checkObject(where, 'weights', weights, OPTION_KEYS.MultiHeadAttentionWeights);
         const c = this.#config;
-        const sizes = {
-          wQ: c.dModel * c.numHeads * c.headDim, wK: c.kDim * c.numKvHeads * c.headDim,
-          wV: c.vDim * c.numKvHeads * c.headDimV, wO: c.numHeads * c.headDimV * c.dModel,
+        const shapes = {
+          wQ: [c.dModel, c.numHeads * c.headDim], wK: [c.kDim, c.numKvHeads * c.headDim],
+          wV: [c.vDim, c.numKvHeads * c.headDimV], wO: [c.numHeads * c.headDimV, c.dModel],
         };
         if (c.bias) {
-          Object.assign(sizes, { bQ: c.numHeads * c.headDim, bK: c.numKvHeads * c.headDim,
-            bV: c.numKvHeads * c.headDimV, bO: c.dModel });
+          Object.assign(shapes, { bQ: [1, c.numHeads * c.headDim],
+            bK: [1, c.numKvHeads * c.headDim], bV: [1, c.numKvHeads * c.headDimV],
+            bO: [1, c.dModel] });
         }
+        const w = {};
         for (const key of OPTION_KEYS.MultiHeadAttentionWeights) {
-          float32(where, key, weights[key], true);
+          w[key] = key.startsWith('w') ? weightMatrix(where, key, weights[key])
+            : float32(where, key, weights[key], true);
         }
+        const fitting = (key) => (shapes[key] === undefined ? w[key] === undefined
+          : w[key] !== undefined && fits(w[key], shapes[key], c.weights));
         // Weights that do not fit are judged whole, for the synchronous message.
-        if (OPTION_KEYS.MultiHeadAttentionWeights.some((key) =>
-          weights[key]?.length !== sizes[key])) {
+        if (!OPTION_KEYS.MultiHeadAttentionWeights.every(fitting)) {
           await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention',
             config: c, weights }));
         }
-        await this.#apply(weights);
+        await this.#apply(w);
       });
     }
 
@@ -708,7 +704,7 @@ function makePool(workers, summary) {
         wQ: columns(w.wQ, c.dModel, c.numHeads * dk, q0 * dk, q1 * dk),
         wK: columns(w.wK, c.kDim, c.numKvHeads * dk, k0 * dk, k1 * dk),
         wV: columns(w.wV, c.vDim, c.numKvHeads * dv, k0 * dv, k1 * dv),
-        wO: w.wO.slice(q0 * dv * c.dModel, q1 * dv * c.dModel),
+        wO: rowRange(w.wO, c.dModel, q0 * dv, q1 * dv),
       };
       if (c.bias) {
         Object.assign(out, {
@@ -907,7 +903,7 @@ function makePool(workers, summary) {
   }
 
   const pooledLayers = makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue,
-    poolObject, newRef: () => nextRef++, splitUnits, columns, SUBLAYER,
+    poolObject, newRef: () => nextRef++, splitUnits, SUBLAYER,
     createMultiHeadAttention: (config) => createMultiHeadAttention(config) });
 
   // A layer split over the workers (pool-layers.js), or whole (class

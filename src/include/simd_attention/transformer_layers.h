@@ -12,6 +12,8 @@
 
 #include "simd_attention/activation.h"
 #include "simd_attention/multi_head_attention.h"
+#include "simd_attention/packed_matrix.h"
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention {
 
@@ -32,6 +34,12 @@ struct LayerConfig {
   // positions: the memory has none relative to the decoder's tokens).
   size_t num_kv_heads = 0;
   RopeConfig rope;
+  // How the attentions' and the FFN's weight matrices are held, as
+  // MhaConfig::weights (biases and LayerNorm parameters stay float32).
+  WeightType weights = WeightType::kF32;
+  // How the decoder's KV caches and precomputed memory K/V hold keys and
+  // values, as MhaConfig::cache_type.
+  WeightType cache_type = WeightType::kF32;
 };
 
 struct NormWeights {
@@ -44,25 +52,32 @@ struct FfnWeights {
   std::span<const float> b1;  // [ffn_dim]
   std::span<const float> w2;  // [ffn_dim, d_model]
   std::span<const float> b2;  // [d_model]
+  // Or W1, W2 already in the storage type, as MhaWeights' stored_w_q.
+  StoredMatrix stored_w1, stored_w2;
 };
 
 // act(x W1 + b1) W2 + b2 on rows of width d_model.
 class FeedForward {
  public:
   // On the given pool, or on the calling thread alone.
+  // W1 and W2 held as `weights` (see WeightType).
   FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
-              const KernelTable& kernels, std::shared_ptr<ThreadPool> pool);
+              const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,
+              WeightType weights = WeightType::kF32);
   FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
               const KernelTable& kernels);
   void SetWeights(const FfnWeights& w);
   void Forward(const float* x, size_t rows, float* out);
+  // Bytes of W1 and W2 as held (biases apart).
+  size_t WeightBytes() const { return w1_.WeightBytes() + w2_.WeightBytes(); }
 
  private:
   size_t d_model_, ffn_dim_;
   Activation activation_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
-  std::vector<float> w1_, b1_, w2_, b2_;  // packed panels
+  WeightType weights_;
+  PackedMatrix w1_, w2_;  // with b1, b2
   std::vector<float> hidden_;             // [rows, ffn_dim]; grows
 };
 
@@ -133,6 +148,8 @@ class TransformerEncoderLayer {
 
   // The config with threads and names resolved.
   const LayerConfig& config() const { return config_; }
+  // Bytes of the weight matrices as held (config.weights), biases apart.
+  size_t WeightBytes() const { return attention_.WeightBytes() + ffn_.WeightBytes(); }
 
  private:
   LayerConfig config_;
@@ -179,6 +196,9 @@ class TransformerDecoderLayer {
                                         const SelfAttentionOptions& self_attention = {});
 
   const LayerConfig& config() const { return config_; }  // as the encoder's
+  size_t WeightBytes() const {  // as the encoder's
+    return self_attention_.WeightBytes() + cross_attention_.WeightBytes() + ffn_.WeightBytes();
+  }
   MultiHeadAttention& self_attention() { return self_attention_; }
   MultiHeadAttention& cross_attention() { return cross_attention_; }
 
