@@ -10,24 +10,10 @@
 namespace simd_attention {
 namespace {
 
-const char* TypeName(WeightType t) {
-  switch (t) {
-    case WeightType::kF32:
-      return "float32";
-    case WeightType::kF16:
-      return "float16";
-    case WeightType::kBF16:
-      return "bfloat16";
-    case WeightType::kInt8:
-      return "int8";
-  }
-  return "";
-}
-
 [[noreturn]] void ThrowWrongForm(const char* what, const char* given, WeightType type,
                                  std::string_view config_name) {
   throw std::invalid_argument(
-      Cat({what, ": ", given, " given, but ", config_name, " is ", TypeName(type)}));
+      Cat({what, ": ", given, " given, but ", config_name, " is ", StorageTypeName(type)}));
 }
 
 }  // namespace

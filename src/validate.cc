@@ -75,8 +75,22 @@ float LargestStorable(WeightType type) {
                                      : std::numeric_limits<float>::max();
 }
 
+const char* StorageTypeName(WeightType type) {
+  switch (type) {
+    case WeightType::kF32:
+      return "float32";
+    case WeightType::kF16:
+      return "float16";
+    case WeightType::kBF16:
+      return "bfloat16";
+    case WeightType::kInt8:
+      return "int8";
+  }
+  return "";
+}
+
 std::string StorableRange(WeightType type) {
-  return Cat({type == WeightType::kF16 ? "float16" : "bfloat16", "'s range (magnitudes up to ",
+  return Cat({StorageTypeName(type), "'s range (magnitudes up to ",
               NumberString(LargestStorable(type)), ")"});
 }
 

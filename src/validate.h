@@ -61,6 +61,8 @@ void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
                       std::string_view config_name);
 // The largest magnitude `type` holds (float32's largest for float32 and int8).
 float LargestStorable(WeightType type);
+// "float32", "float16", "bfloat16" or "int8", as messages name the types.
+const char* StorageTypeName(WeightType type);
 // "float16's range (magnitudes up to 65504)", for the messages.
 std::string StorableRange(WeightType type);
 
