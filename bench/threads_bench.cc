@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/random_fill.h"
+#include "bench/workload_runner.h"
 #include "bench/workloads.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/thread_pool.h"
@@ -21,58 +22,6 @@
 namespace simd_attention::bench {
 namespace {
 
-std::string CpuName() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
-
-// One forward of the workload on `mha` (a decode step appends one token to a
-// cache of cache_len tokens, then rolls back).
-struct Runner {
-  const Workload& w;
-  std::unique_ptr<MultiHeadAttention> mha;
-  std::vector<float> x, memory;
-  std::unique_ptr<KVCache> cache;
-
-  Runner(const Workload& workload, size_t threads, const std::vector<float>& weights)
-      : w(workload) {
-    MhaConfig c{.d_model = w.d_model, .num_heads = w.heads, .threads = threads};
-    mha = std::make_unique<MultiHeadAttention>(c);
-    const std::vector<float> bias(w.d_model, 0.01f);
-    mha->SetWeights({weights, weights, weights, weights, bias, bias, bias, bias});
-    x = RandomVector(w.tq * w.d_model, 1.0f, 1);
-    memory = RandomVector(w.tk * w.d_model, 1.0f, 2);
-    if (w.cache_len > 0) {
-      cache = std::make_unique<KVCache>(mha->CreateKVCache(1, w.tk));
-      const std::vector<float> prompt = RandomVector(w.cache_len * w.d_model, 1.0f, 3);
-      mha->ForwardIncremental(Tensor3{prompt, 1, w.cache_len, w.d_model}, *cache);
-    }
-  }
-
-  std::vector<float> Run() {
-    MhaOptions o;
-    o.causal = w.causal;
-    const Tensor3 q{x, 1, w.tq, w.d_model};
-    if (cache) {
-      std::vector<float> out = mha->ForwardIncremental(q, *cache).output;
-      cache->Truncate(w.cache_len);
-      return out;
-    }
-    if (w.cross) {
-      const Tensor3 m{memory, 1, w.tk, w.d_model};
-      return mha->Forward(q, m, m, o).output;
-    }
-    return mha->Forward(q, o).output;
-  }
-};
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 }  // namespace simd_attention::bench
@@ -91,7 +40,7 @@ int main(int argc, char** argv) {
   std::printf("|---|---:|---:|---:|---|\n");
   for (const Workload& w : Workloads()) {
     const std::vector<float> weights = RandomVector(w.d_model * w.d_model, 0.05f, 4);
-    Runner one(w, 1, weights), many(w, threads, weights);
+    Runner one(w, {.threads = 1}, weights), many(w, {.threads = threads}, weights);
     const bool same = one.Run() == many.Run();
     // Repeat short workloads so that one sample is ~1 ms or more.
     const size_t reps = std::max<size_t>(1, size_t(2e6 / WorkloadFlops(w) * 50));

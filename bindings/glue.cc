@@ -2,6 +2,7 @@
 
 #include "js_arg_names.h"
 #include "checked_size.h"
+#include "validate.h"
 
 namespace simd_attention::bindings {
 
@@ -102,6 +103,24 @@ CausalAlignment ParseCausal(const std::string& causal) {
       ": expected 'none', 'top-left' or 'bottom-right', got '") + causal + "'");
 }
 
+WeightType ParseWeightType(const std::string& name, bool cache) {
+  const int types = cache ? 3 : 4;  // caches hold no int8
+  std::string expected;
+  for (int t = 0; t < types; ++t) {
+    const char* type_name = WeightTypeName(static_cast<WeightType>(t));
+    if (name == type_name) return static_cast<WeightType>(t);
+    expected += Cat({t == 0 ? "'" : t == types - 1 ? " or '" : ", '", type_name, "'"});
+  }
+  const ArgNames& n = JsArgNames();
+  throw std::invalid_argument(Cat({ConfigName(cache ? n.cache_type : n.weights), ": expected ",
+                                   expected, ", got '", name, "'"}));
+}
+
+const char* WeightTypeName(WeightType type) {
+  constexpr const char* kNames[] = {"f32", "f16", "bf16", "int8"};
+  return kNames[static_cast<int>(type)];
+}
+
 std::vector<double> Integers(const std::string& name, const val& array, double min) {
   std::vector<double> out(array["length"].as<size_t>());
   for (size_t i = 0; i < out.size(); ++i) {
@@ -161,11 +180,24 @@ JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {
   options.position_offset = SizeOf(js, "positionOffset");
 }
 
+JsMatrix::JsMatrix(const val& js) {
+  if (Given(js["scales"])) {
+    bytes = CopyBytes(js["values"]);
+    scales = CopyFloats(js["scales"]);
+  } else if (Given(js["bits"])) {
+    bytes = CopyBytes(js["bits"]);
+    bits = true;
+  } else {
+    floats = CopyFloats(js);
+  }
+}
+
 JsMhaWeights::JsMhaWeights(const val& js)
-    : w_q(CopyFloats(js["wQ"])), w_k(CopyFloats(js["wK"])), w_v(CopyFloats(js["wV"])),
-      w_o(CopyFloats(js["wO"])), b_q(CopyFloatsIfGiven(js, "bQ")),
-      b_k(CopyFloatsIfGiven(js, "bK")), b_v(CopyFloatsIfGiven(js, "bV")),
-      b_o(CopyFloatsIfGiven(js, "bO")), weights{w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o} {}
+    : w_q(js["wQ"]), w_k(js["wK"]), w_v(js["wV"]), w_o(js["wO"]),
+      b_q(CopyFloatsIfGiven(js, "bQ")), b_k(CopyFloatsIfGiven(js, "bK")),
+      b_v(CopyFloatsIfGiven(js, "bV")), b_o(CopyFloatsIfGiven(js, "bO")),
+      weights{w_q.floats, w_k.floats, w_v.floats, w_o.floats, b_q, b_k, b_v, b_o,
+              w_q.stored(), w_k.stored(), w_v.stored(), w_o.stored()} {}
 
 namespace {
 

@@ -151,6 +151,12 @@ val RopeToJs(const RopeConfig& rope, size_t head_dim);
 // 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
 CausalAlignment ParseCausal(const std::string& causal);
 
+// config.weights ('f32', 'f16', 'bf16' or 'int8': JS's names for
+// WeightType) or config.cacheType (the first three; `cache` true), and
+// back for the resolved config.
+WeightType ParseWeightType(const std::string& name, bool cache = false);
+const char* WeightTypeName(WeightType type);
+
 // An array of integers from JS (types checked by the JS side) that are at
 // least `min` and below 2^53, so that they convert exactly; `name` names it
 // in the message otherwise.
@@ -202,10 +208,27 @@ struct JsMhaOptions {
   explicit JsMhaOptions(const val& js);
 };
 
+// One weight matrix from JS (glueMatrix in web/src/arguments.js): a
+// Float32Array, {bits: Uint8Array} (float16/bfloat16 bits as bytes) or
+// {values: Uint8Array (int8 as bytes), scales: Float32Array}; copied, the
+// stored forms as bytes (one copy routine for both). Whether the form fits
+// config.weights is the C++ API's to judge (StoredMatrix).
+struct JsMatrix {
+  std::vector<float> floats, scales;
+  std::vector<uint8_t> bytes;
+  bool bits = false;
+  explicit JsMatrix(const val& js);
+  StoredMatrix stored() const {
+    if (bits) return {{reinterpret_cast<const uint16_t*>(bytes.data()), bytes.size() / 2}};
+    return {{}, {reinterpret_cast<const int8_t*>(bytes.data()), bytes.size()}, scales};
+  }
+};
+
 // One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?}),
 // copied; `weights` views the copies.
 struct JsMhaWeights {
-  std::vector<float> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
+  JsMatrix w_q, w_k, w_v, w_o;
+  std::vector<float> b_q, b_k, b_v, b_o;
   MhaWeights weights;
   explicit JsMhaWeights(const val& js);
 };

@@ -17,6 +17,8 @@ const ArgNames& JsArgNames() {
       .ffn_dim = "ffnDim",
       .eps = "eps",
       .threads = "threads",
+      .weights = "weights",
+      .cache_type = "cacheType",
       .w_q = "wQ",
       .w_k = "wK",
       .w_v = "wV",

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "glue.h"
+#include "held_bytes.h"
 #include "simd_attention/kv_cache.h"
 
 namespace simd_attention::bindings {
@@ -17,7 +18,10 @@ namespace simd_attention::bindings {
 class KVCacheBinding {
  public:
   std::optional<KVCache> cache;
+  HeldBytes held{Held::kCache};
 
+  // memoryStats() counts the cache once it is created.
+  void Count() { held.Set(cache->type(), cache->bytes()); }
   KVCache& Checked() {
     if (!cache) throw std::logic_error("KV cache: not created");
     return *cache;
@@ -36,7 +40,9 @@ class KVCacheBinding {
 class PrecomputedBinding {
  public:
   std::optional<PrecomputedKV> kv;
+  HeldBytes held{Held::kCache};
 
+  void Count() { held.Set(kv->type(), kv->bytes()); }
   const PrecomputedKV& Checked() const {
     if (!kv) throw std::logic_error("precomputed key/value: not created");
     return *kv;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "glue.h"
+#include "held_bytes.h"
 #include "js_arg_names.h"
 #include "kv_binding.h"
 #include "simd_attention/thread_pool.h"
@@ -46,15 +47,21 @@ LayerConfig LayerConfigFromJs(const val& js) {
   c.names = &JsArgNames();
   c.num_kv_heads = SizeOf(js, "numKvHeads");
   c.rope = RopeFromJs(js["rope"]);
+  c.weights = ParseWeightType(js["weights"].as<std::string>());
+  c.cache_type = ParseWeightType(js["cacheType"].as<std::string>(), true);
   return c;
 }
 
 struct Ffn {
-  std::vector<float> w1, b1, w2, b2;
+  JsMatrix w1;
+  std::vector<float> b1;
+  JsMatrix w2;
+  std::vector<float> b2;
   explicit Ffn(const val& js)
-      : w1(CopyFloats(js["w1"])), b1(CopyFloats(js["b1"])),
-        w2(CopyFloats(js["w2"])), b2(CopyFloats(js["b2"])) {}
-  FfnWeights weights() const { return FfnWeights{w1, b1, w2, b2}; }
+      : w1(js["w1"]), b1(CopyFloats(js["b1"])), w2(js["w2"]), b2(CopyFloats(js["b2"])) {}
+  FfnWeights weights() const {
+    return FfnWeights{w1.floats, b1, w2.floats, b2, w1.stored(), w2.stored()};
+  }
 };
 
 struct Norm {
@@ -75,6 +82,8 @@ val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
   v.set("normFirst", c.norm_first);
   v.set("activation", std::string(ActivationName(c.activation)));
   v.set("eps", c.eps);
+  v.set("weights", std::string(WeightTypeName(c.weights)));
+  v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
   const KernelsInfo k = DescribeKernels(kernels);
   v.set("backend", std::string(BackendName(k.backend)));
   v.set("threads", c.threads == 0 ? ThreadPool::HardwareThreads() : c.threads);
@@ -105,6 +114,7 @@ class EncoderLayerBinding : public Owned<TransformerEncoderLayer> {
       const Ffn ffn(w["ffn"]);
       const Norm norm1(w["norm1"]), norm2(w["norm2"]);
       layer.SetWeights(attention.weights, ffn.weights(), norm1.weights(), norm2.weights());
+      weight_bytes_.Set(layer.config().weights, layer.WeightBytes());
     });
   }
   val forward(const val& x, const val& options) {
@@ -120,6 +130,8 @@ class EncoderLayerBinding : public Owned<TransformerEncoderLayer> {
     });
   }
 
+ private:
+  HeldBytes weight_bytes_{Held::kWeights};
 };
 
 class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
@@ -142,6 +154,7 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
       const Norm norm1(w["norm1"]), norm2(w["norm2"]), norm3(w["norm3"]);
       layer.SetWeights(self.weights, cross.weights, ffn.weights(), norm1.weights(),
                        norm2.weights(), norm3.weights());
+      weight_bytes_.Set(layer.config().weights, layer.WeightBytes());
     });
   }
   // memory: a tensor.
@@ -180,6 +193,7 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
     return Guard([&] {
       into.cache.emplace(Checked().self_attention().CreateKVCache(batch, max_length));
+      into.Count();
     });
   }
   val precomputeMemory(PrecomputedBinding& into, const val& memory, const val& mask) {
@@ -188,10 +202,12 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
       const Input m(memory);
       const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
       into.kv.emplace(layer.PrecomputeMemory(m.tensor, bytes));
+      into.Count();
     });
   }
 
  private:
+  HeldBytes weight_bytes_{Held::kWeights};
   // DecoderOptions viewing copies of the JS masks.
   struct Masks {
     JsAttentionOptions self;
@@ -218,11 +234,16 @@ class FfnBinding : public Owned<FeedForward> {
           return std::make_unique<FeedForward>(
               SizeOf(c, "dModel"), SizeOf(c, "ffnDim"),
               ParseActivation(c["activation"].as<std::string>()),
-              BestKernels(ParseBackend(c["backend"].as<std::string>())));
+              BestKernels(ParseBackend(c["backend"].as<std::string>())), SharedThreadPool(1),
+              ParseWeightType(c["weights"].as<std::string>()));
         }),
-        d_model_(SizeOf(c, "dModel")) {}
+        d_model_(SizeOf(c, "dModel")),
+        weights_(c["weights"].as<std::string>()) {}
   val setWeights(const val& w) {
-    return Guard([&] { Checked().SetWeights(Ffn(w).weights()); });
+    return Guard([&] {
+      Checked().SetWeights(Ffn(w).weights());
+      weight_bytes_.Set(ParseWeightType(weights_), Checked().WeightBytes());
+    });
   }
   // x: rows of d_model floats. In place: Forward reads all of x into its
   // hidden units before it writes the output.
@@ -236,6 +257,8 @@ class FfnBinding : public Owned<FeedForward> {
 
  private:
   size_t d_model_;
+  std::string weights_;  // config.weights, which the constructor has parsed
+  HeldBytes weight_bytes_{Held::kWeights};
 };
 
 namespace {

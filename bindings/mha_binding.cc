@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "glue.h"
+#include "held_bytes.h"
 #include "js_arg_names.h"
 #include "kv_binding.h"
 #include "simd_attention/multi_head_attention.h"
@@ -30,6 +31,8 @@ MhaConfig ConfigFromJs(const val& js) {
   c.bias = js["bias"].as<bool>();
   c.backend = ParseBackend(js["backend"].as<std::string>());
   c.threads = SizeOf(js, "threads");
+  c.weights = ParseWeightType(js["weights"].as<std::string>());
+  c.cache_type = ParseWeightType(js["cacheType"].as<std::string>(), true);
   c.names = &JsArgNames();
   return c;
 }
@@ -58,13 +61,19 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       v.set("bias", c.bias);
       v.set("backend", std::string(BackendName(c.backend)));
       v.set("threads", c.threads);
+      v.set("weights", std::string(WeightTypeName(c.weights)));
+      v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
       v.set("kernels", std::string(DescribeKernels(Checked().kernels()).name));
       return v;
     });
   }
 
   val setWeights(const val& w) {
-    return Guard([&] { Checked().SetWeights(JsMhaWeights(w).weights); });
+    return Guard([&] {
+      MultiHeadAttention& mha = Checked();
+      mha.SetWeights(JsMhaWeights(w).weights);
+      CountWeights();
+    });
   }
 
   // `state` uses the state_dict names with '.' replaced by '_'
@@ -81,14 +90,42 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       std::optional<std::span<const float>>* entries[7] = {
           &s.in_proj_weight, &s.q_proj_weight, &s.k_proj_weight, &s.v_proj_weight,
           &s.in_proj_bias,   &s.out_proj_weight, &s.out_proj_bias};
+      // A matrix given as float16/bfloat16 bits goes through the conversion
+      // as integers, which a float holds exactly, so that its checks and
+      // transposes apply to the bits themselves.
+      bool bits[7] = {};
       for (int i = 0; i < 7; ++i) {
         const val v = state[keys[i]];
         if (!Given(v)) continue;
-        copies[i] = CopyFloats(v);
+        JsMatrix m(v);
+        bits[i] = m.bits;
+        const std::span<const uint16_t> b = m.stored().bits;
+        copies[i] = std::move(m.floats);
+        if (bits[i]) copies[i].resize(b.size());
+        for (size_t k = 0; k < b.size(); ++k) copies[i][k] = b[k];
         *entries[i] = std::span<const float>(copies[i]);
       }
       const OwnedMhaWeights w = FromTorchState(mha.config(), s);
-      mha.SetWeights(w.weights());
+      MhaWeights weights = w.weights();
+      // W_Q, W_K, W_V, W_O converted from bits go back to bits.
+      const bool from_bits[4] = {bits[0] || bits[1], bits[0] || bits[2], bits[0] || bits[3],
+                                 bits[5]};
+      const std::vector<float>* converted[4] = {&w.w_q, &w.w_k, &w.w_v, &w.w_o};
+      std::span<const float>* floats[4] = {&weights.w_q, &weights.w_k, &weights.w_v,
+                                           &weights.w_o};
+      StoredMatrix* stored[4] = {&weights.stored_w_q, &weights.stored_w_k, &weights.stored_w_v,
+                                 &weights.stored_w_o};
+      std::unique_ptr<uint16_t[]> narrow[4];
+      for (int m = 0; m < 4; ++m) {
+        if (!from_bits[m]) continue;
+        const std::vector<float>& f = *converted[m];
+        narrow[m].reset(new uint16_t[f.size()]);
+        for (size_t k = 0; k < f.size(); ++k) narrow[m][k] = static_cast<uint16_t>(f[k]);
+        stored[m]->bits = {narrow[m].get(), f.size()};
+        *floats[m] = {};
+      }
+      mha.SetWeights(weights);
+      CountWeights();
     });
   }
 
@@ -135,6 +172,7 @@ class MhaBinding : public Owned<MultiHeadAttention> {
       const Input m(memory);
       const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
       into.kv.emplace(mha.PrecomputeKeyValue(m.tensor, bytes));
+      into.Count();
     });
   }
 
@@ -142,6 +180,7 @@ class MhaBinding : public Owned<MultiHeadAttention> {
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
     return Guard([&] {
       into.cache.emplace(Checked().CreateKVCache(batch, max_length));
+      into.Count();
     });
   }
 
@@ -156,6 +195,10 @@ class MhaBinding : public Owned<MultiHeadAttention> {
     });
   }
 
+ private:
+  void CountWeights() { weight_bytes_.Set(Checked().config().weights, Checked().WeightBytes()); }
+
+  HeldBytes weight_bytes_{Held::kWeights};
 };
 
 EMSCRIPTEN_BINDINGS(simd_attention_mha) {

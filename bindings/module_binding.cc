@@ -8,6 +8,7 @@
 
 #include "allocation_counter.h"
 #include "glue.h"
+#include "held_bytes.h"
 #include "simd_attention/backend.h"
 
 namespace simd_attention::bindings {
@@ -39,6 +40,7 @@ val MemoryStats() {
   v.set("heapBytes", static_cast<double>(emscripten_get_heap_size()));
   v.set("maxHeapBytes", static_cast<double>(emscripten_get_heap_max()));
   v.set("allocatedBytes", static_cast<double>(AllocatedBytes()));
+  SetHeldBytes(v);
   return v;
 }
 

@@ -17,6 +17,8 @@ const ArgNames& CppArgNames() {
       .ffn_dim = "ffn_dim",
       .eps = "eps",
       .threads = "threads",
+      .weights = "weights",
+      .cache_type = "cache_type",
       .w_q = "w_q",
       .w_k = "w_k",
       .w_v = "w_v",

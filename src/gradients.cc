@@ -7,17 +7,20 @@
 
 namespace simd_attention {
 
-std::vector<float> PackTransposed(const KernelTable& k, const float* packed, size_t rows,
-                                  size_t cols) {
-  const size_t w = k.panel_width;
+PackedMatrix PackTransposed(const KernelTable& k, const PackedMatrix& p) {
+  const size_t w = k.panel_width, rows = p.rows, cols = p.cols;
+  const float* packed = p.w.data();
   std::vector<float> transposed(
       CheckedCount("transposed weights", {{"columns", cols}, {"rows", rows}}));
   for (size_t c = 0; c < cols; ++c) {
     const float* column = packed + c / w * w * rows + c % w;
     for (size_t r = 0; r < rows; ++r) transposed[c * rows + r] = column[r * w];
   }
-  std::vector<float> out(PackedFloats(k, cols, rows));
-  k.pack_b(transposed.data(), cols, rows, out.data());
+  PackedMatrix out;
+  out.rows = cols;
+  out.cols = rows;
+  out.w.resize(PackedFloats(k, cols, rows));
+  k.pack_b(transposed.data(), cols, rows, out.w.data());
   return out;
 }
 
@@ -38,7 +41,9 @@ const float* WeightGradients(ThreadPool& pool, const KernelTable& k,
   }
   std::fill_n(xt + in * rows, (m - in) * rows, 1.0f);
   k.pack_b(d_out, rows, n, packed);
-  ParallelMultiplyPacked(pool, k, xt, m, rows, packed, nullptr, n, gradients, n);
+  ParallelGemm(pool, k,
+               {.a = xt, .lda = rows, .m = m, .k = rows, .packed_b = packed, .packed_rows = rows,
+                .k_begin = 0, .n = n, .packed_bias = nullptr, .c = gradients, .ldc = n});
   return gradients;
 }
 

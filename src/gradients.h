@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "dispatch/kernel_table.h"
+#include "simd_attention/packed_matrix.h"
 #include "simd_attention/thread_pool.h"
 
 namespace simd_attention {
 
-// The transpose of a packed [rows, cols] matrix, packed: [cols, rows].
-std::vector<float> PackTransposed(const KernelTable& k, const float* packed, size_t rows,
-                                  size_t cols);
+// The transpose of a packed float32 [rows, cols] matrix, packed: [cols, rows],
+// without a bias.
+PackedMatrix PackTransposed(const KernelTable& k, const PackedMatrix& packed);
 
 // [x^T; 1^T] d_out: dW [in, n] of out = x W + b (x: rows of `in` floats,
 // d_out [rows, n]) and, with bias, db as row `in`. One GEMM, split by column

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "checked_size.h"
+#include "kernels/weight_packing.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -23,7 +24,36 @@ void UnpadRows(const float* from, size_t n, size_t heads, size_t d,
 
 }  // namespace
 
-KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length,
+KVRows::KVRows(WeightType type, size_t elements) : type_(type) {
+  if (type == WeightType::kF32) {
+    f32_.assign(elements, 0.0f);
+  } else {
+    narrow_.resize(elements * 2);
+  }
+}
+
+const void* KVRows::at(size_t element) const {
+  return type_ == WeightType::kF32 ? static_cast<const void*>(f32_.data() + element)
+                                   : narrow_.data() + element * 2;
+}
+
+void KVRows::Store(size_t at, const float* values, size_t count) {
+  if (type_ == WeightType::kF32) {
+    std::copy_n(values, count, f32_.data() + at);
+  } else {
+    NarrowPacked(values, count, type_, narrow_.data() + at * 2);
+  }
+}
+
+void KVRows::Load(size_t at, size_t count, float* out) const {
+  if (type_ == WeightType::kF32) {
+    std::copy_n(f32_.data() + at, count, out);
+  } else {
+    WidenBits(reinterpret_cast<const uint16_t*>(narrow_.data() + at * 2), count, type_, out);
+  }
+}
+
+KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length, WeightType type,
                  const ArgNames& names)
     : layout_(layout), names_(&names), batch_(batch), max_length_(max_length) {
   CheckPositive("batch", batch);
@@ -34,17 +64,19 @@ KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length,
   const size_t values = CheckedCount("KV cache values", {{"batch", batch},
                                                          {names.max_length, max_length},
                                                          {"padded value row", layout.value_row()}});
-  k_.assign(keys, 0.0f);
-  v_.assign(values, 0.0f);
+  k_ = KVRows(type, keys);
+  v_ = KVRows(type, values);
 }
 
-PrecomputedKV::PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens)
+PrecomputedKV::PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens,
+                             WeightType type)
     : layout_(layout), batch_(batch), tokens_(tokens) {
-  k_.resize(CheckedCount("precomputed keys", {{"memory.batch * memory.tokens", batch * tokens},
-                                              {"padded key row", layout.key_row()}}));
-  v_.resize(CheckedCount("precomputed values",
-                         {{"memory.batch * memory.tokens", batch * tokens},
-                          {"padded value row", layout.value_row()}}));
+  k_ = KVRows(type, CheckedCount("precomputed keys",
+                                 {{"memory.batch * memory.tokens", batch * tokens},
+                                  {"padded key row", layout.key_row()}}));
+  v_ = KVRows(type, CheckedCount("precomputed values",
+                                 {{"memory.batch * memory.tokens", batch * tokens},
+                                  {"padded value row", layout.value_row()}}));
 }
 
 void KVCache::CheckRoom(size_t n) const {
@@ -63,12 +95,17 @@ void KVCache::Append(std::span<const float> keys, std::span<const float> values,
   CheckLength("values", values.size(), {batch_, n, l.heads * l.dv});
   CheckFinite("keys", keys);
   CheckFinite("values", values);
+  const std::string config_name = ConfigName(names_->cache_type);
+  CheckStorable("keys", keys, type(), config_name);
+  CheckStorable("values", values, type(), config_name);
   CheckRoom(n);
+  // Padded rows of a batch item, then stored in the cache's type.
+  std::vector<float> rows(n * std::max(l.key_row(), l.value_row()), 0.0f);
   for (size_t b = 0; b < batch_; ++b) {
-    PadRows(keys.data() + b * n * l.heads * l.dk, n, l.heads, l.dk, l.dk_pad,
-            key_row(b, length_));
-    PadRows(values.data() + b * n * l.heads * l.dv, n, l.heads, l.dv, l.dv_pad,
-            value_row(b, length_));
+    PadRows(keys.data() + b * n * l.heads * l.dk, n, l.heads, l.dk, l.dk_pad, rows.data());
+    k_.Store(key_row(b, length_), rows.data(), n * l.key_row());
+    PadRows(values.data() + b * n * l.heads * l.dv, n, l.heads, l.dv, l.dv_pad, rows.data());
+    v_.Store(value_row(b, length_), rows.data(), n * l.value_row());
   }
   length_ += n;
   max_abs_key_ = std::max(max_abs_key_, MaxAbs(keys));
@@ -84,24 +121,30 @@ void KVCache::Append(const Tensor3& keys, const Tensor3& values) {
   Append(keys.data, values.data, keys.tokens);
 }
 
-std::vector<float> KVCache::Keys() const {
-  const KVLayout& l = layout_;
-  std::vector<float> out(batch_ * length_ * l.heads * l.dk);
-  for (size_t b = 0; b < batch_; ++b) {
-    UnpadRows(k_.data() + b * max_length_ * l.key_row(), length_, l.heads, l.dk,
-              l.dk_pad, out.data() + b * length_ * l.heads * l.dk);
+namespace {
+
+// Rows [0, length) of every batch item of `rows` (padded, max_length rows a
+// batch item) as [B, length, heads * d] floats.
+std::vector<float> Unpadded(const KVRows& rows, size_t batch, size_t max_length, size_t length,
+                            size_t heads, size_t d, size_t d_pad) {
+  std::vector<float> padded(length * heads * d_pad), out(batch * length * heads * d);
+  for (size_t b = 0; b < batch; ++b) {
+    rows.Load(b * max_length * heads * d_pad, padded.size(), padded.data());
+    UnpadRows(padded.data(), length, heads, d, d_pad, out.data() + b * length * heads * d);
   }
   return out;
 }
 
+}  // namespace
+
+std::vector<float> KVCache::Keys() const {
+  const KVLayout& l = layout_;
+  return Unpadded(k_, batch_, max_length_, length_, l.heads, l.dk, l.dk_pad);
+}
+
 std::vector<float> KVCache::Values() const {
   const KVLayout& l = layout_;
-  std::vector<float> out(batch_ * length_ * l.heads * l.dv);
-  for (size_t b = 0; b < batch_; ++b) {
-    UnpadRows(v_.data() + b * max_length_ * l.value_row(), length_, l.heads,
-              l.dv, l.dv_pad, out.data() + b * length_ * l.heads * l.dv);
-  }
-  return out;
+  return Unpadded(v_, batch_, max_length_, length_, l.heads, l.dv, l.dv_pad);
 }
 
 void KVCache::Truncate(size_t n) {

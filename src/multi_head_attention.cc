@@ -12,6 +12,9 @@
 #include "dispatch/dispatch.h"
 #include "kernels/attention.h"
 #include "kernels/rope.h"
+#include "kernels/weight_packing.h"
+#include "packed_weights.h"
+#include "partial_outputs.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "validate.h"
@@ -33,6 +36,10 @@ MhaConfig Resolve(MhaConfig c) {
     throw std::invalid_argument(Cat({"config.", n.d_model, ": must be divisible by ",
                                      n.num_heads, " (", std::to_string(c.num_heads), "), got ",
                                      std::to_string(c.d_model)}));
+  }
+  if (c.cache_type == WeightType::kInt8) {
+    throw std::invalid_argument(ConfigName(n.cache_type) +
+                                ": expected float32, float16 or bfloat16, got int8");
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
@@ -113,7 +120,17 @@ std::vector<float> HeadMajor(const char* what, const float* src, size_t batch,
   return out;
 }
 
-constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
+// A projection's scan judged (overflow, then the range of the type it is
+// stored as), named "the <which> projection <source> W_<w> + b_<w>"; its
+// largest magnitude. One copy for keys and values.
+double JudgeProjection(const ComputedScan& scan, std::span<const float> values,
+                       const char* which, const char* source, const char* w, WeightType store,
+                       const std::string& cache_type) {
+  const std::string what = Cat({"the ", which, " projection ", source, " W_", w, " + b_", w});
+  const double max_abs = scan.Judge(what, values, kTooLarge);
+  CheckStorableMax(what, max_abs, store, cache_type);
+  return max_abs;
+}
 
 }  // namespace
 
@@ -137,23 +154,20 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config, const KernelTabl
   layout_.dv_pad = RoundUp(layout_.dv, kernels.lanes);
 }
 
-MultiHeadAttention::Packed MultiHeadAttention::PackProjection(
-    std::span<const float> w, std::span<const float> b, size_t rows, size_t heads,
-    size_t head_in, size_t head_out) const {
-  Packed p;
-  p.rows = rows;
-  p.cols = heads * head_out;
-  const std::vector<float> padded =
-      PadHeadColumns("padded weights", w, rows, heads, head_in, head_out);
-  p.w.resize(PackedFloats(*kernels_, rows, p.cols));
-  kernels_->pack_b(padded.data(), rows, p.cols, p.w.data());
-  if (!b.empty()) {
-    const std::vector<float> padded_b =
-        PadHeadColumns("padded bias", b, 1, heads, head_in, head_out);
-    p.bias.resize(PackedFloats(*kernels_, 1, p.cols));
-    kernels_->pack_b(padded_b.data(), 1, p.cols, p.bias.data());
-  }
-  return p;
+PackedMatrix MultiHeadAttention::PackProjection(const char* name, std::span<const float> w,
+                                                const StoredMatrix& stored,
+                                                std::span<const float> b, size_t rows,
+                                                size_t heads, size_t head_in,
+                                                size_t head_out) const {
+  const WeightValues read = ReadWeight(name, w, stored, config_.weights, rows, heads * head_in,
+                                       ConfigName(config_.names->weights));
+  const auto pad = [&](const char* what, std::span<const float> x, size_t x_rows) {
+    return x.empty() ? std::vector<float>{}
+                     : PadHeadColumns(what, x, x_rows, heads, head_in, head_out);
+  };
+  return PackWeights(*kernels_, pad("padded weights", read.values, rows),
+                     pad("padded scales", read.scales, 1), pad("padded bias", b, 1), rows,
+                     heads * head_out, config_.weights);
 }
 
 void MultiHeadAttention::SetWeights(const MhaWeights& w) {
@@ -162,10 +176,6 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   const size_t hk = c.num_heads * head_dim();
   const size_t hv = c.num_heads * c.head_dim_v;
   const size_t kv_k = c.num_kv_heads * head_dim(), kv_v = c.num_kv_heads * c.head_dim_v;
-  CheckLength(n.w_q, w.w_q.size(), {c.d_model, hk});
-  CheckLength(n.w_k, w.w_k.size(), {c.kdim, kv_k});
-  CheckLength(n.w_v, w.w_v.size(), {c.vdim, kv_v});
-  CheckLength(n.w_o, w.w_o.size(), {hv, c.d_model});
   const struct {
     const char* name;
     std::span<const float> values;
@@ -184,32 +194,30 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
     }
     CheckFinite(b.name, b.values);
   }
-  CheckFinite(n.w_q, w.w_q);
-  CheckFinite(n.w_k, w.w_k);
-  CheckFinite(n.w_v, w.w_v);
-  CheckFinite(n.w_o, w.w_o);
-
-  q_ = PackProjection(w.w_q, w.b_q, c.d_model, c.num_heads, head_dim(), layout_.dk_pad);
-  k_ = PackProjection(w.w_k, w.b_k, c.kdim, c.num_kv_heads, head_dim(), layout_.dk_pad);
-  v_ = PackProjection(w.w_v, w.b_v, c.vdim, c.num_kv_heads, c.head_dim_v, layout_.dv_pad);
-  // W_O's rows follow Z's padded head layout: zero rows under the padding.
+  // Packed aside, so that a weight refused leaves the object as it was.
+  PackedMatrix q = PackProjection(n.w_q, w.w_q, w.stored_w_q, w.b_q, c.d_model, c.num_heads,
+                                  head_dim(), layout_.dk_pad);
+  PackedMatrix k = PackProjection(n.w_k, w.w_k, w.stored_w_k, w.b_k, c.kdim, c.num_kv_heads,
+                                  head_dim(), layout_.dk_pad);
+  PackedMatrix v = PackProjection(n.w_v, w.w_v, w.stored_w_v, w.b_v, c.vdim, c.num_kv_heads,
+                                  c.head_dim_v, layout_.dv_pad);
+  // W_O's rows follow Z's padded head layout: zero rows under the padding;
+  // its scales are per column (d_model), unpadded.
+  const WeightValues wo_read = ReadWeight(n.w_o, w.w_o, w.stored_w_o, c.weights, hv, c.d_model,
+                                          ConfigName(n.weights));
   const size_t rows_o = c.num_heads * layout_.dv_pad;
   std::vector<float> wo(
       CheckedCount("padded output projection", {{"padded rows", rows_o}, {n.d_model, c.d_model}}),
       0.0f);
   for (size_t h = 0; h < c.num_heads; ++h) {
-    std::copy_n(w.w_o.data() + h * c.head_dim_v * c.d_model,
-                c.head_dim_v * c.d_model, wo.data() + h * layout_.dv_pad * c.d_model);
+    std::copy_n(wo_read.values.data() + h * c.head_dim_v * c.d_model, c.head_dim_v * c.d_model,
+                wo.data() + h * layout_.dv_pad * c.d_model);
   }
-  o_ = Packed{};
-  o_.rows = rows_o;
-  o_.cols = c.d_model;
-  o_.w.resize(PackedFloats(*kernels_, rows_o, c.d_model));
-  kernels_->pack_b(wo.data(), rows_o, c.d_model, o_.w.data());
-  if (c.bias) {
-    o_.bias.resize(PackedFloats(*kernels_, 1, c.d_model));
-    kernels_->pack_b(w.b_o.data(), 1, c.d_model, o_.bias.data());
-  }
+  o_ = PackWeights(*kernels_, wo, wo_read.scales, c.bias ? w.b_o : std::span<const float>{},
+                   rows_o, c.d_model, c.weights);
+  q_ = std::move(q);
+  k_ = std::move(k);
+  v_ = std::move(v);
   has_weights_ = true;
   has_transposed_ = false;
   has_gradients_ = false;
@@ -238,7 +246,7 @@ const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
   return rope_call_angles_.data();
 }
 
-void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, const Packed& p,
+void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, const PackedMatrix& p,
                                  float* out, size_t ldc, ComputedScan& scan,
                                  const size_t* rotate_from) {
   const RopeConfig& rope = config_.rope;
@@ -285,8 +293,7 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
         w.scan->Scan(w.args.x + col0, w.rows, w.args.ld, col1 - col0);
       },
       &written};
-  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p.rows, p.w.data(),
-                         p.bias.empty() ? nullptr : p.bias.data(), p.cols, out, ldc, &then);
+  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p, out, ldc, &then);
 }
 
 void MultiHeadAttention::CheckReady() const {
@@ -352,25 +359,39 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   MhaResult result = PrepareResult(query, key.tokens, options);
   if (options.training) SaveForBackward(query, key, value, options);
 
-  const size_t rows = key.batch * key.tokens;  // <= key.data.size()
-  const size_t need = CheckedCount(
-      "projected keys and values",
-      {{"key.batch * key.tokens", rows},
-       {"padded key and value row", layout_.key_row() + layout_.value_row()}});
-  if (kv_workspace_.size() < need) kv_workspace_.resize(need);
-  float* k = kv_workspace_.data();
-  float* v = k + rows * layout_.key_row();
   // Self-attention's keys sit at the queries' positions; other keys from 0.
   const size_t key_pos0 = same(key, query) ? options.position_offset : 0;
+  const ProjectedKV kv = ProjectKeysValues(key, value, key_pos0, "key", "value",
+                                           WeightType::kF32);
+  return Attend(query,
+                KVView{kv.k, kv.v, WeightType::kF32, key.tokens, key.tokens, kv.max_abs_key},
+                call, options, options.position_offset, std::move(result));
+}
+
+MultiHeadAttention::ProjectedKV MultiHeadAttention::ProjectKeysValues(
+    const Tensor3& key, const Tensor3& value, size_t key_pos0, const char* key_source,
+    const char* value_source, WeightType store) {
+  const size_t rows = key.batch * key.tokens;  // <= key.data.size()
+  const std::string rows_name = Cat({key_source, ".batch * ", key_source, ".tokens"});
+  const size_t need = CheckedCount(
+      "projected keys and values",
+      {{rows_name.c_str(), rows},
+       {"padded key and value row", layout_.key_row() + layout_.value_row()}});
+  if (kv_workspace_.size() < need) kv_workspace_.resize(need);
+  ProjectedKV kv;
+  kv.k = kv_workspace_.data();
+  kv.v = kv.k + rows * layout_.key_row();
   ComputedScan key_scan, value_scan;
-  Project(key.data.data(), key.batch, key.tokens, k_, k, layout_.key_row(), key_scan, &key_pos0);
-  Project(value.data.data(), value.batch, value.tokens, v_, v, layout_.value_row(), value_scan);
-  const double max_abs_key = key_scan.Judge("the key projection key W_k + b_k",
-                                            {k, rows * layout_.key_row()}, kTooLarge);
-  value_scan.Judge("the value projection value W_v + b_v", {v, rows * layout_.value_row()},
-                   kTooLarge);
-  return Attend(query, KVView{k, v, key.tokens, key.tokens, max_abs_key}, call, options,
-                options.position_offset, std::move(result));
+  Project(key.data.data(), key.batch, key.tokens, k_, kv.k, layout_.key_row(), key_scan,
+          &key_pos0);
+  Project(value.data.data(), value.batch, value.tokens, v_, kv.v, layout_.value_row(),
+          value_scan);
+  const std::string cache_type = ConfigName(config_.names->cache_type);
+  kv.max_abs_key = JudgeProjection(key_scan, {kv.k, rows * layout_.key_row()}, "key",
+                                   key_source, "k", store, cache_type);
+  JudgeProjection(value_scan, {kv.v, rows * layout_.value_row()}, "value", value_source, "v",
+                  store, cache_type);
+  return kv;
 }
 
 PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
@@ -383,20 +404,18 @@ PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
                                      " (", std::to_string(config_.vdim), ")"}));
   }
   CheckTensor("memory", memory, config_.kdim, n.kdim);
-  PrecomputedKV kv(layout_, memory.batch, memory.tokens);
+  PrecomputedKV kv(layout_, memory.batch, memory.tokens, config_.cache_type);
   if (!key_padding_mask.empty()) {
     CheckLength(n.key_padding_mask, key_padding_mask.size(),
                 {memory.batch, memory.tokens});
     kv.key_padding_.assign(key_padding_mask.begin(), key_padding_mask.end());
   }
-  const size_t first_position = 0;
-  ComputedScan key_scan, value_scan;
-  Project(memory.data.data(), memory.batch, memory.tokens, k_, kv.k_.data(), layout_.key_row(),
-          key_scan, &first_position);
-  Project(memory.data.data(), memory.batch, memory.tokens, v_, kv.v_.data(),
-          layout_.value_row(), value_scan);
-  kv.max_abs_key_ = key_scan.Judge("the key projection memory W_k + b_k", kv.k_, kTooLarge);
-  value_scan.Judge("the value projection memory W_v + b_v", kv.v_, kTooLarge);
+  const ProjectedKV p =
+      ProjectKeysValues(memory, memory, 0, "memory", "memory", config_.cache_type);
+  const size_t rows = memory.batch * memory.tokens;
+  kv.k_.Store(0, p.k, rows * layout_.key_row());
+  kv.v_.Store(0, p.v, rows * layout_.value_row());
+  kv.max_abs_key_ = p.max_abs_key;
   return kv;
 }
 
@@ -430,12 +449,13 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
   const AttentionCall call = Call(query, kv.tokens(), with_mask);
   MhaResult result = PrepareResult(query, kv.tokens(), with_mask);
   return Attend(query,
-                KVView{kv.k_.data(), kv.v_.data(), kv.tokens(), kv.tokens(), kv.max_abs_key_},
+                KVView{kv.k_.at(0), kv.v_.at(0), kv.type(), kv.tokens(), kv.tokens(),
+                       kv.max_abs_key_},
                 call, with_mask, options.position_offset, std::move(result));
 }
 
 KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
-  return KVCache(layout_, batch, max_length, *config_.names);
+  return KVCache(layout_, batch, max_length, config_.cache_type, *config_.names);
 }
 
 MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
@@ -461,26 +481,21 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   causal.causal_alignment = CausalAlignment::kBottomRight;
   const AttentionCall call = Call(x, tk, causal);
   MhaResult result = PrepareResult(x, tk, causal);
-  double max_abs_key = cache.max_abs_key_;
+  // Projected aside, checked, then stored in the cache's rows past its
+  // length: it never holds a non-finite value, so its keys() and values()
+  // can always be appended again, and a step that fails adds nothing.
+  const ProjectedKV p = ProjectKeysValues(x, x, cache.length(), "x", "x", cache.type());
   for (size_t b = 0; b < x.batch; ++b) {
-    const float* rows = x.data.data() + b * x.tokens * x.features;
-    float* k = cache.key_row(b, cache.length());
-    float* v = cache.value_row(b, cache.length());
-    const size_t first_position = cache.length();
-    ComputedScan key_scan, value_scan;
-    Project(rows, 1, x.tokens, k_, k, layout_.key_row(), key_scan, &first_position);
-    Project(rows, 1, x.tokens, v_, v, layout_.value_row(), value_scan);
-    // Checked before the cache takes the tokens: it never holds a non-finite
-    // value, so its keys() and values() can always be appended again.
-    const double max_abs = key_scan.Judge("the key projection x W_k + b_k",
-                                          {k, x.tokens * layout_.key_row()}, kTooLarge);
-    value_scan.Judge("the value projection x W_v + b_v", {v, x.tokens * layout_.value_row()},
-                     kTooLarge);
-    max_abs_key = std::max(max_abs_key, max_abs);
+    cache.k_.Store(cache.key_row(b, cache.length()), p.k + b * x.tokens * layout_.key_row(),
+                   x.tokens * layout_.key_row());
+    cache.v_.Store(cache.value_row(b, cache.length()), p.v + b * x.tokens * layout_.value_row(),
+                   x.tokens * layout_.value_row());
   }
-  MhaResult r = Attend(
-      x, KVView{cache.k_.data(), cache.v_.data(), tk, cache.max_length(), max_abs_key}, call,
-      causal, cache.length(), std::move(result));
+  const double max_abs_key = std::max(cache.max_abs_key_, p.max_abs_key);
+  MhaResult r = Attend(x,
+                       KVView{cache.k_.at(0), cache.v_.at(0), cache.type(), tk,
+                              cache.max_length(), max_abs_key},
+                       call, causal, cache.length(), std::move(result));
   // Only a step that succeeded adds its tokens.
   cache.length_ = tk;
   cache.max_abs_key_ = max_abs_key;
@@ -524,10 +539,12 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     AttentionArgs a{};
     a.q = q + (b * tq + q0) * ld_q + h * dk;
     a.ldq = ld_q;
-    a.k = kv.k + b * kv.rows_per_batch * ld_k + kvh * dk;
+    const size_t bytes = simd_attention::WeightBytes(kv.type);
+    a.k = static_cast<const char*>(kv.k) + (b * kv.rows_per_batch * ld_k + kvh * dk) * bytes;
     a.ldk = ld_k;
-    a.v = kv.v + b * kv.rows_per_batch * ld_v + kvh * dv;
+    a.v = static_cast<const char*>(kv.v) + (b * kv.rows_per_batch * ld_v + kvh * dv) * bytes;
     a.ldv = ld_v;
+    a.kv_type = kv.type;
     a.tq = q1 - q0;
     a.tk = tk;
     a.dk = dk;
@@ -546,15 +563,26 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   if (options.need_intermediates) {
     const KVLayout& l = layout_;
     r.q = HeadMajor("q", q, batch, tq, tq, heads, l.dk, l.dk_pad);
-    r.k = HeadMajor("k", kv.k, batch, tk, kv.rows_per_batch, l.heads, l.dk, l.dk_pad);
-    r.v = HeadMajor("v", kv.v, batch, tk, kv.rows_per_batch, l.heads, l.dv, l.dv_pad);
+    // A narrow cache's rows widened first (whole batch items: rows_per_batch).
+    const auto widened = [&](const void* rows, size_t row) {
+      std::vector<float> out(kv.type == WeightType::kF32 ? 0 : batch * kv.rows_per_batch * row);
+      if (!out.empty()) {
+        WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv.type, out.data());
+      }
+      return out;
+    };
+    const std::vector<float> wide_k = widened(kv.k, ld_k), wide_v = widened(kv.v, ld_v);
+    const auto* k = wide_k.empty() ? static_cast<const float*>(kv.k) : wide_k.data();
+    const auto* v = wide_v.empty() ? static_cast<const float*>(kv.v) : wide_v.data();
+    r.k = HeadMajor("k", k, batch, tk, kv.rows_per_batch, l.heads, l.dk, l.dk_pad);
+    r.v = HeadMajor("v", v, batch, tk, kv.rows_per_batch, l.heads, l.dv, l.dv_pad);
     r.head_output = HeadMajor("head output", z, batch, tq, tq, heads, l.dv, l.dv_pad);
   }
 
   // Z's rows are H * d_v padded floats, W_O's packed rows as many.
   ComputedScan output_scan;
   Project(z, batch, tq, o_, r.output.data(), c.d_model, output_scan);
-  output_scan.Judge("the output projection z W_o + b_o", r.output, kTooLarge);
+  output_scan.Judge(kOutputProjection, r.output, kTooLarge);
 
   if (options.need_per_head_output) {
     // Head h's contribution z_h W_O^h: W_O's packed rows of that head, one
@@ -568,13 +596,15 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
                         .lda = ld_z,
                         .m = tq,
                         .k = dv,
-                        .packed_b = o_.w.data(),
+                        .packed_b = o_.data(),
                         .packed_rows = o_.rows,
                         .k_begin = h * dv,
                         .n = c.d_model,
                         .packed_bias = nullptr,
                         .c = r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
-                        .ldc = c.d_model});
+                        .ldc = c.d_model,
+                        .weight_type = o_.type,
+                        .packed_scales = o_.packed_scales()});
       }
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);

@@ -80,6 +80,13 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
         "options.training: the backward of rotary positions is not implemented, so training "
         "expects config.rope.style kNone, got a rotary style");
   }
+  if (config_.weights != WeightType::kF32) {
+    // An optimizer updates the float32 panels in place; narrow ones would
+    // round every step away.
+    throw std::invalid_argument(Cat({"options.training: training expects ",
+                                     ConfigName(CppArgNames().weights), " float32, got ",
+                                     StorageTypeName(config_.weights)}));
+  }
   if (training_ == nullptr) training_ = std::make_unique<TrainingState>();
   TrainingState& t = *training_;
   t.ready = false;
@@ -107,14 +114,6 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
   t.options.bool_mask = {};
   t.options.key_padding_mask = {};
   t.options.kv_lengths = {};
-}
-
-MultiHeadAttention::Packed MultiHeadAttention::PackTransposed(const Packed& p) const {
-  Packed t;
-  t.rows = p.cols;
-  t.cols = p.rows;
-  t.w = simd_attention::PackTransposed(*kernels_, p.w.data(), p.rows, p.cols);
-  return t;
 }
 
 void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out) {
@@ -153,10 +152,10 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
   CheckFinite("d_output", d_output);
   has_gradients_ = false;  // until this one is complete
   if (!has_transposed_) {
-    q_t_ = PackTransposed(q_);
-    k_t_ = PackTransposed(k_);
-    v_t_ = PackTransposed(v_);
-    o_t_ = PackTransposed(o_);
+    q_t_ = PackTransposed(*kernels_, q_);
+    k_t_ = PackTransposed(*kernels_, k_);
+    v_t_ = PackTransposed(*kernels_, v_);
+    o_t_ = PackTransposed(*kernels_, o_);
     has_transposed_ = true;
   }
   MhaOptions options = t.options;
@@ -205,8 +204,7 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
   const HeadDims model{1, c.d_model, c.d_model};
   Unpad(o_grads, c.d_model, {heads, c.head_dim_v, dv}, model, g.d_w_o);
   if (c.bias) Unpad(o_grads + ld_z * c.d_model, c.d_model, {1, 1, 1}, model, g.d_b_o);
-  ParallelMultiplyPacked(*pool_, *kernels_, d_output.data(), rows_q, c.d_model, o_t_.w.data(),
-                         nullptr, ld_z, dz, ld_z);
+  ParallelMultiplyPacked(*pool_, *kernels_, d_output.data(), rows_q, o_t_, dz, ld_z);
 
   // The attention: a task per (batch item, key/value head), whose query
   // heads add into its dK and dV in turn, so the sums never depend on threads.
@@ -252,8 +250,8 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
     std::span<const float> x;
     size_t in, rows, heads, d, pad;
     const float* d_out;
-    const Packed& transposed;
-    Packed& packed_gradient;
+    const PackedMatrix& transposed;
+    PackedMatrix& packed_gradient;
     std::vector<float>&d_x, &d_w, &d_b;
   };
   const Projection projections[] = {
@@ -272,8 +270,7 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
     Unpad(grads, n, {1, p.in, p.in}, columns, p.d_w);
     if (c.bias) Unpad(grads + p.in * n, n, {1, 1, 1}, columns, p.d_b);
     Sized(p.d_x, p.x.size());
-    ParallelMultiplyPacked(*pool_, *kernels_, p.d_out, p.rows, n, p.transposed.w.data(),
-                           nullptr, p.in, p.d_x.data(), p.in);
+    ParallelMultiplyPacked(*pool_, *kernels_, p.d_out, p.rows, p.transposed, p.d_x.data(), p.in);
   }
   g.d_input.clear();
   if (t.self) {

@@ -1,12 +1,13 @@
 #include "simd_attention/transformer_layers.h"
 
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
+#include "packed_weights.h"
+#include "residual.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "validate.h"
@@ -34,6 +35,8 @@ MhaConfig AttentionConfig(const LayerConfig& c) {
   m.names = c.names;
   m.num_kv_heads = c.num_kv_heads;
   m.rope = c.rope;
+  m.weights = c.weights;
+  m.cache_type = c.cache_type;
   return m;
 }
 
@@ -55,29 +58,11 @@ void InPart(const char* part, F&& f) {
   }
 }
 
-std::vector<float> Pack(const KernelTable& k, std::span<const float> w,
-                        size_t rows, size_t cols) {
-  std::vector<float> packed(PackedFloats(k, rows, cols));
-  k.pack_b(w.data(), rows, cols, packed.data());
-  return packed;
-}
-
-constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
-
 // One residual sublayer on x [rows, d] in place, f mapping a [rows, d]
 // input to its [rows, d] output:
 //   post-LN (torch default): x = norm(x + f(x))
 //   pre-LN:                  x = x + f(norm(x))
-// The sum is checked before it goes on: the next sublayer would otherwise
-// see an overflow as if the caller had passed a non-finite value.
-// x += y, split across the pool (element-wise: any split is exact).
-void AddInPlace(ThreadPool& pool, const KernelTable& k, std::vector<float>& x,
-                const std::vector<float>& y) {
-  ParallelElementwise(pool, x.size(), 0.1, [&](size_t begin, size_t end) {
-    k.add(x.data() + begin, y.data() + begin, end - begin, x.data() + begin);
-  });
-}
-
+// with the sum checked before it goes on (AddResidual).
 // saved (training): the LayerNorm's input, for the backward.
 template <class F>
 void Residual(const char* name, bool norm_first, const LayerNorm& norm, ThreadPool& pool,
@@ -87,41 +72,25 @@ void Residual(const char* name, bool norm_first, const LayerNorm& norm, ThreadPo
     if (saved != nullptr) saved->assign(x.begin(), x.end());
     std::vector<float> normed(x.size());
     norm.Forward(x.data(), rows, normed.data());
-    const std::vector<float> y = f(normed);
-    AddInPlace(pool, k, x, y);
-    CheckComputed(name, x, kTooLarge);
+    AddResidual(name, pool, k, x, f(normed));
   } else {
-    const std::vector<float> y = f(x);
-    AddInPlace(pool, k, x, y);
-    CheckComputed(name, x, kTooLarge);
+    AddResidual(name, pool, k, x, f(x));
     if (saved != nullptr) saved->assign(x.begin(), x.end());
     norm.Forward(x.data(), rows, x.data());
-  }
-}
-
-// LayerNorm sums d squares of x - mean, each up to (2 max|x|)^2: beyond
-// sqrt(FLT_MAX / 4d) the variance could be +inf and every output would be
-// beta, so such rows are refused instead.
-void CheckNormRange(const char* what, std::span<const float> x, size_t d) {
-  const double limit = std::sqrt(double(std::numeric_limits<float>::max()) / (4.0 * double(d)));
-  const double max_abs = MaxAbs(x);
-  if (max_abs > limit) {
-    throw std::range_error(std::string(what) + ": values up to " + NumberString(max_abs) +
-                           " would overflow LayerNorm's float32 variance (the limit for " +
-                           std::to_string(d) + " features is " + NumberString(limit) +
-                           "); " + kTooLarge);
   }
 }
 
 }  // namespace
 
 FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
-                         const KernelTable& kernels, std::shared_ptr<ThreadPool> pool)
+                         const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,
+                         WeightType weights)
     : d_model_(d_model),
       ffn_dim_(ffn_dim),
       activation_(activation),
       kernels_(&kernels),
-      pool_(std::move(pool)) {}
+      pool_(std::move(pool)),
+      weights_(weights) {}
 
 FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                          const KernelTable& kernels)
@@ -131,18 +100,17 @@ LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels)
     : LayerNorm(d_model, eps, kernels, SharedThreadPool(1)) {}
 
 void FeedForward::SetWeights(const FfnWeights& w) {
-  CheckLength("ffn.w1", w.w1.size(), {d_model_, ffn_dim_});
   CheckLength("ffn.b1", w.b1.size(), {ffn_dim_});
-  CheckLength("ffn.w2", w.w2.size(), {ffn_dim_, d_model_});
   CheckLength("ffn.b2", w.b2.size(), {d_model_});
-  for (const auto& [name, values] : {std::pair{"ffn.w1", w.w1}, {"ffn.b1", w.b1},
-                                     {"ffn.w2", w.w2}, {"ffn.b2", w.b2}}) {
-    CheckFinite(name, values);
-  }
-  w1_ = Pack(*kernels_, w.w1, d_model_, ffn_dim_);
-  b1_ = Pack(*kernels_, w.b1, 1, ffn_dim_);
-  w2_ = Pack(*kernels_, w.w2, ffn_dim_, d_model_);
-  b2_ = Pack(*kernels_, w.b2, 1, d_model_);
+  CheckFinite("ffn.b1", w.b1);
+  CheckFinite("ffn.b2", w.b2);
+  const std::string config_name = ConfigName(CppArgNames().weights);
+  const WeightValues w1 =
+      ReadWeight("ffn.w1", w.w1, w.stored_w1, weights_, d_model_, ffn_dim_, config_name);
+  const WeightValues w2 =
+      ReadWeight("ffn.w2", w.w2, w.stored_w2, weights_, ffn_dim_, d_model_, config_name);
+  w1_ = PackWeights(*kernels_, w1.values, w1.scales, w.b1, d_model_, ffn_dim_, weights_);
+  w2_ = PackWeights(*kernels_, w2.values, w2.scales, w.b2, ffn_dim_, d_model_, weights_);
   WeightsUpdated();
   has_gradients_ = false;
 }
@@ -152,8 +120,7 @@ void FeedForward::Forward(const float* x, size_t rows, float* out, bool training
   const size_t hidden = CheckedCount("feed-forward hidden units",
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
-  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, d_model_, w1_.data(), b1_.data(), ffn_dim_,
-                         hidden_.data(), ffn_dim_);
+  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, w1_, hidden_.data(), ffn_dim_);
   if (training) {
     input_.assign(x, x + rows * d_model_);
     pre_activation_.assign(hidden_.begin(), hidden_.begin() + hidden);
@@ -165,8 +132,7 @@ void FeedForward::Forward(const float* x, size_t rows, float* out, bool training
   ParallelElementwise(*pool_, rows * ffn_dim_, 0.5, [&](size_t begin, size_t end) {
     kernels_->activation(activation_, hidden_.data() + begin, end - begin);
   });
-  ParallelMultiplyPacked(*pool_, *kernels_, hidden_.data(), rows, ffn_dim_, w2_.data(),
-                         b2_.data(), d_model_, out, d_model_);
+  ParallelMultiplyPacked(*pool_, *kernels_, hidden_.data(), rows, w2_, out, d_model_);
 }
 
 void LayerNorm::SetWeights(const char* name, const NormWeights& w) {
@@ -226,7 +192,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
     : config_(Resolve(config)),
       attention_(AttentionConfig(config_), kernels, std::move(pool)),
       ffn_(config_.d_model, config_.ffn_dim, config_.activation, kernels,
-           attention_.shared_pool()),
+           attention_.shared_pool(), config_.weights),
       norm1_(config_.d_model, float(config_.eps), kernels, attention_.shared_pool()),
       norm2_(config_.d_model, float(config_.eps), kernels, attention_.shared_pool()) {}
 
@@ -294,7 +260,7 @@ TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
       self_attention_(AttentionConfig(config_), kernels, std::move(pool)),
       cross_attention_(CrossAttentionConfig(config_), kernels, self_attention_.shared_pool()),
       ffn_(config_.d_model, config_.ffn_dim, config_.activation, kernels,
-           self_attention_.shared_pool()),
+           self_attention_.shared_pool(), config_.weights),
       norm1_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()),
       norm2_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()),
       norm3_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()) {}

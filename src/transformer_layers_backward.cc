@@ -79,8 +79,8 @@ void CheckDOutput(bool trained, const char* layer, std::span<const float> d_outp
 
 void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradients& g) {
   if (w1_t_.empty()) {
-    w1_t_ = PackTransposed(*kernels_, w1_.data(), d_model_, ffn_dim_);
-    w2_t_ = PackTransposed(*kernels_, w2_.data(), ffn_dim_, d_model_);
+    w1_t_ = PackTransposed(*kernels_, w1_);
+    w2_t_ = PackTransposed(*kernels_, w2_);
   }
   has_gradients_ = false;  // until this one is complete
   const size_t hidden = rows * ffn_dim_;
@@ -90,8 +90,7 @@ void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradi
   g.d_w2.assign(g2, g2 + ffn_dim_ * d_model_);
   g.d_b2.assign(g2 + ffn_dim_ * d_model_, g2 + (ffn_dim_ + 1) * d_model_);
   if (d_hidden_.size() < hidden) d_hidden_.resize(hidden);
-  ParallelMultiplyPacked(*pool_, *kernels_, d_out, rows, d_model_, w2_t_.data(), nullptr, ffn_dim_,
-                         d_hidden_.data(), ffn_dim_);
+  ParallelMultiplyPacked(*pool_, *kernels_, d_out, rows, w2_t_, d_hidden_.data(), ffn_dim_);
   const TrainingKernels& training = TrainingKernelsFor(*kernels_);
   ParallelElementwise(*pool_, hidden, 1.0, [&](size_t begin, size_t end) {
     training.activation_backward(activation_, pre_activation_.data() + begin,
@@ -102,8 +101,7 @@ void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradi
   PackGradient(*kernels_, g1, d_model_, ffn_dim_, true, d_w1_, d_b1_);
   g.d_w1.assign(g1, g1 + d_model_ * ffn_dim_);
   g.d_b1.assign(g1 + d_model_ * ffn_dim_, g1 + (d_model_ + 1) * ffn_dim_);
-  ParallelMultiplyPacked(*pool_, *kernels_, d_hidden_.data(), rows, ffn_dim_, w1_t_.data(),
-                         nullptr, d_model_, d_x, d_model_);
+  ParallelMultiplyPacked(*pool_, *kernels_, d_hidden_.data(), rows, w1_t_, d_x, d_model_);
   has_gradients_ = true;
 }
 
@@ -112,14 +110,15 @@ void FeedForward::TrainableParameters(std::vector<Parameter>& out) {
     throw std::logic_error(
         "FeedForward: an optimizer step expects a Backward since the last SetWeights, got none");
   }
-  for (auto [w, g] : {std::pair{&w1_, &d_w1_}, {&b1_, &d_b1_}, {&w2_, &d_w2_}, {&b2_, &d_b2_}}) {
+  for (auto [w, g] : {std::pair{&w1_.w, &d_w1_}, {&w1_.bias, &d_b1_}, {&w2_.w, &d_w2_},
+                      {&w2_.bias, &d_b2_}}) {
     out.push_back({w->data(), g->data(), w->size()});
   }
 }
 
 void FeedForward::WeightsUpdated() {
-  w1_t_.clear();
-  w2_t_.clear();
+  w1_t_ = {};
+  w2_t_ = {};
   input_.clear();
   pre_activation_.clear();
 }

@@ -1,5 +1,6 @@
 #include "validate.h"
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -66,6 +67,53 @@ void CheckEps(std::string_view what, double eps) {
                                 ": expected a finite number > 0 that float32 can hold "
                                 "(at most 3.4e38), got " + NumberString(eps));
   }
+}
+
+float LargestStorable(WeightType type) {
+  return type == WeightType::kF16    ? 65504.0f
+         : type == WeightType::kBF16 ? 0x1.fep127f
+                                     : std::numeric_limits<float>::max();
+}
+
+const char* StorageTypeName(WeightType type) {
+  switch (type) {
+    case WeightType::kF32:
+      return "float32";
+    case WeightType::kF16:
+      return "float16";
+    case WeightType::kBF16:
+      return "bfloat16";
+    case WeightType::kInt8:
+      return "int8";
+  }
+  return "";
+}
+
+std::string StorableRange(WeightType type) {
+  return Cat({StorageTypeName(type), "'s range (magnitudes up to ",
+              NumberString(LargestStorable(type)), ")"});
+}
+
+// Compiled for size with its message: the scan is MaxAbs's (vectorized in
+// validate_values.cc), which clamps non-finite values to float32's largest,
+// beyond either 16-bit type's.
+void CheckStorable(std::string_view what, std::span<const float> values, WeightType type,
+                   std::string_view config_name) {
+  if (type != WeightType::kF16 && type != WeightType::kBF16) return;
+  const float largest = LargestStorable(type);
+  if (MaxAbs(values) <= largest) return;
+  size_t i = 0;
+  while (std::fabs(values[i]) <= largest) ++i;  // there is one: the max says so
+  throw std::range_error(Cat({what, ": element ", std::to_string(i), " is ",
+                              NumberString(values[i]), ", beyond ", StorableRange(type),
+                              ", which ", config_name, " asks for"}));
+}
+
+void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
+                      std::string_view config_name) {
+  if (max_abs <= LargestStorable(type)) return;
+  throw std::range_error(Cat({what, ": values up to ", NumberString(max_abs), " are beyond ",
+                              StorableRange(type), ", which ", config_name, " asks for"}));
 }
 
 }  // namespace simd_attention

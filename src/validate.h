@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "simd_attention/tensor.h"
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention {
 
@@ -49,6 +50,22 @@ void CheckFinite(std::string_view what, std::span<const float> values);
 // Rejects NaN and +inf; -inf is a valid additive mask entry.
 void CheckMask(std::string_view what, std::span<const float> values);
 
+// Weights to be held as `type` (config field `config_name`): every value
+// within the type's range (float16: 65504; bfloat16: its largest finite
+// value), so narrowing never makes an infinity.
+void CheckStorable(std::string_view what, std::span<const float> values, WeightType type,
+                   std::string_view config_name);
+// The same for computed values of largest magnitude max_abs (a projection
+// into a float16 KV cache).
+void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
+                      std::string_view config_name);
+// The largest magnitude `type` holds (float32's largest for float32 and int8).
+float LargestStorable(WeightType type);
+// "float32", "float16", "bfloat16" or "int8", as messages name the types.
+const char* StorageTypeName(WeightType type);
+// "float16's range (magnitudes up to 65504)", for the messages.
+std::string StorableRange(WeightType type);
+
 // LayerNorm's epsilon: a finite number > 0 that float32 holds (1e40 is
 // refused, not rounded to +inf): "what: expected a finite number > 0 ...".
 void CheckEps(std::string_view what, double eps);
@@ -59,6 +76,10 @@ void CheckEps(std::string_view what, double eps);
 // never an argument, and says what is too large. Returns the largest |x|,
 // found in the same pass.
 double CheckComputed(std::string_view what, std::span<const float> values, const char* hint);
+
+// The hint of CheckComputed's messages about values computed from inputs
+// and weights.
+inline constexpr char kTooLarge[] = "the inputs or weights are too large in magnitude";
 
 // CheckComputed in parts, by the tasks that write the values: each scans the
 // rows it wrote while they are in its cache (Scan: any order, any thread),

@@ -112,7 +112,7 @@ TEST(ArgNames, LayersPrefixTheirPartsAndNameTheirOptions) {
       [&] { layer.Forward(Tensor3{x, 1, 4, 2}, Tensor3{memory, 1, 3, 4}); },
       {"x.features: expected 4 (width), got 2"}));
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { LayerNormForward(Tensor3{x, 1, 2, 4}, {b1, b}, 1e-5, BestKernels(Backend::kScalar),
+      [&] { LayerNormForward(Tensor3{x, 1, 2, 4}, {b1, b}, 1e-5, BestKernels(Backend::kHighway),
                              kOther); },
       {"scale: expected 4 values"}));
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([] { PositionalEncoding(2, 0, kOther); },

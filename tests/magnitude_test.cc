@@ -8,8 +8,10 @@
 #include <cmath>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "partial_outputs.h"
 #include "random_mha.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/transformer_layers.h"
@@ -169,6 +171,39 @@ TEST_P(Magnitude, LayerNormVarianceOverflowIsRefused) {
   const std::vector<float> y = LayerNormForward(Tensor3{x, 1, 1, 16}, {gamma, beta}, 1e-5, table());
   EXPECT_NEAR(y[0], 0.5f - std::sqrt(15.0f), 1e-4);
   EXPECT_NEAR(y[1], 0.5f + 1.0f / std::sqrt(15.0f), 1e-4);
+}
+
+// The worker pool splits an attention by heads and sums the workers'
+// partial outputs: a sum that overflows, though every part is finite, is
+// refused with the message of the whole attention's output.
+TEST(PartialOutputs, AnAttentionsSumIsCheckedAsItsOutput) {
+  // Three heads of d_k 2, values all 1, column 4 of W_O 7e37: each head
+  // adds 1.4e38 to column 4 of every row, the three 4.2e38.
+  const size_t d = 6, batch = 2, tokens = 3;
+  MultiHeadAttention mha(MhaConfig{.d_model = d, .num_heads = 3});
+  const std::vector<float> small(d * d, 0.1f), zeros(d * d, 0.0f), bias(d, 0.0f),
+      ones(d, 1.0f);
+  std::vector<float> w_o(d * d, 0.0f);
+  for (size_t r = 0; r < d; ++r) w_o[r * d + 4] = 7e37f;
+  mha.SetWeights({small, small, zeros, w_o, bias, bias, ones, bias});
+  const std::vector<float> x(batch * tokens * d, 0.5f);
+  std::string whole;
+  try {
+    mha.Forward(Tensor3{x, batch, tokens, d});
+  } catch (const std::range_error& e) {
+    whole = e.what();
+  }
+  EXPECT_EQ(whole, "the output projection z W_o + b_o overflowed float32 (element 4 is "
+                   "+Infinity); the inputs or weights are too large in magnitude");
+  std::vector<float> part(batch * tokens * d, 0.0f);
+  for (size_t r = 0; r < batch * tokens; ++r) part[r * d + 4] = 1.4e38f;
+  std::vector<float> sum = part;
+  const KernelTable& k = *testing::AllKernelTables()[0];
+  AddPartial(k, sum, part);
+  AddPartial(k, sum, part);
+  EXPECT_EQ(sum[4], INFINITY);
+  EXPECT_EQ(sum[3], 0.0f);
+  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { CheckSummedOutput(sum); }, {whole}));
 }
 
 TEST(Eps, OneRuleForLayersAndLayerNorm) {

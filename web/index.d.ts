@@ -28,8 +28,9 @@ export interface AttentionModuleOptions {
   /**
    * Backend of the MultiHeadAttention objects this module creates unless
    * their config says otherwise. Default: the fastest available, i.e.
-   * `backends[0]` (`'highway'`). An unknown name or one not compiled into
-   * the build rejects with a RangeError.
+   * `backends[0]` (`'highway'`). `'scalar'` is the non-SIMD build's alone:
+   * without `simd` or `relaxedSimd` it loads that build. An unknown name or
+   * one not compiled into the build rejects with a RangeError.
    */
   backend?: BackendName;
   /**
@@ -111,9 +112,80 @@ export interface MemoryStats {
   maxHeapBytes: number;
   /** Bytes the C++ side holds (its allocations, counted as made: back to the same number once an object is freed). */
   allocatedBytes: number;
+  /**
+   * Bytes of the weight matrices the module's live objects hold, by storage
+   * type (`config.weights`; int8 with its column scales; biases and norms
+   * apart), summed over the objects whose weights are set; back to 0 once
+   * they are disposed.
+   */
+  weightBytes: BytesByWeightType;
+  /** Bytes of the live KV caches and precomputed keys/values, by storage type (`cacheType`). */
+  cacheBytes: BytesByCacheType;
   /** JS values the wasm side holds handles to (Embind); stays flat unless something leaks. */
   jsHandles: number;
 }
+
+/** Bytes per weight storage type (`WeightTypeName`). */
+export interface BytesByWeightType {
+  f32: number;
+  f16: number;
+  bf16: number;
+  int8: number;
+}
+
+/** Bytes per KV cache storage type (`CacheTypeName`). */
+export interface BytesByCacheType {
+  f32: number;
+  f16: number;
+  bf16: number;
+}
+
+/**
+ * How an object holds its weight matrices (wQ, wK, wV, wO; a layer's FFN w1
+ * and w2): `'f32'` 4 bytes a weight; `'f16'` (IEEE half) and `'bf16'`
+ * (bfloat16) 2 bytes, rounded to nearest even at setWeights; `'int8'` 1 byte,
+ * symmetric per output column (`w = value * scale[column]`, `scale =
+ * max|w| / 127`) plus a float32 scale per column. Biases and LayerNorm
+ * parameters stay float32, and so does the arithmetic: the kernels widen
+ * each weight as they load it.
+ */
+export type WeightTypeName = 'f32' | 'f16' | 'bf16' | 'int8';
+
+/**
+ * How KV caches and precomputed keys/values hold keys and values: `'f32'`
+ * 4 bytes a value, `'f16'` and `'bf16'` 2 (rounded to nearest even as they
+ * are stored); the attention kernel widens them a key block at a time.
+ */
+export type CacheTypeName = 'f32' | 'f16' | 'bf16';
+
+/**
+ * float16 or bfloat16 values as their bits: a `Uint16Array`, or a
+ * `Float16Array` where the engine has one (read as its bits).
+ */
+export type HalfBits = Uint16Array |
+  (ArrayBufferView & { readonly length: number; readonly [Symbol.toStringTag]: 'Float16Array' });
+
+/** int8 weights as a quantized checkpoint holds them: `w[r, c] = values[r * cols + c] * scales[c]`. */
+export interface Int8Weights {
+  /** `[rows, cols]`, row-major, in the matrix's `X @ W` layout. */
+  values: Int8Array;
+  /** `[cols]`: one finite scale per output column. */
+  scales: Float32Array;
+}
+
+/**
+ * A weight matrix: float32 values, stored in the object's `config.weights`
+ * at setWeights (int8: quantized per column), or values already in that
+ * type, taken as they are: `HalfBits` for `'f16'` / `'bf16'` (the object's
+ * type says which), `Int8Weights` for `'int8'`. A form that does not match
+ * `config.weights` is a RangeError naming the weight (`wQ: int8 values
+ * given, but config.weights is float16`); float32 values beyond float16's
+ * range (65504) for `'f16'` are one too.
+ */
+export type WeightMatrix = Float32Array | HalfBits | Int8Weights;
+
+/** A PyTorch weight matrix: float32, or the bits of an object's `'f16'` / `'bf16'` weights. */
+export type TorchMatrix = Float32Array | HalfBits;
 
 export interface AttentionModule {
   /** Default backend of new MultiHeadAttention objects. */
@@ -212,6 +284,14 @@ export interface MultiHeadAttentionConfig {
    * are started with the module, see `AttentionModuleOptions.threads`).
    */
   threads?: number;
+  /** How wQ, wK, wV and wO are held in memory (`WeightTypeName`). Default `'f32'`. */
+  weights?: WeightTypeName;
+  /**
+   * How this attention's KV caches and precomputed keys/values hold them
+   * (`CacheTypeName`). Default `'f32'`. A projected key or value beyond
+   * the type's range is a RangeError naming the projection.
+   */
+  cacheType?: CacheTypeName;
 }
 
 /** How a causal mask aligns queries with keys when Tq != Tk. */
@@ -244,6 +324,8 @@ export interface ResolvedMultiHeadAttentionConfig {
   bias: boolean;
   backend: string;
   threads: number;
+  weights: WeightTypeName;
+  cacheType: CacheTypeName;
 }
 
 /**
@@ -251,17 +333,19 @@ export interface ResolvedMultiHeadAttentionConfig {
  * transpose of `torch.nn.Linear.weight`. Head h owns columns
  * `h*d_k .. (h+1)*d_k-1` of wQ and wK, columns `h*d_v ..` of wV and rows
  * `h*d_v .. (h+1)*d_v-1` of wO. Biases are required when `config.bias` is
- * true (the default) and must be omitted when it is false.
+ * true (the default) and must be omitted when it is false. The matrices
+ * may come in the object's `config.weights` type (`WeightMatrix`); the
+ * biases are float32.
  */
 export interface MultiHeadAttentionWeights {
   /** `[dModel, H*d_k]` */
-  wQ: Float32Array;
+  wQ: WeightMatrix;
   /** `[kDim, H*d_k]` */
-  wK: Float32Array;
+  wK: WeightMatrix;
   /** `[vDim, H*d_v]` */
-  wV: Float32Array;
+  wV: WeightMatrix;
   /** `[H*d_v, dModel]` */
-  wO: Float32Array;
+  wO: WeightMatrix;
   /** `[H*d_k]` */
   bQ?: Float32Array;
   /** `[H*d_k]` */
@@ -279,22 +363,24 @@ export interface MultiHeadAttentionWeights {
  * `in_proj_weight` (when kDim == vDim == dModel) or all three of
  * `q_proj_weight`, `k_proj_weight`, `v_proj_weight`. The output projection may
  * be named with a dot as in the state_dict or with an underscore.
- * `bias_k`/`bias_v` (add_bias_kv) are not supported.
+ * `bias_k`/`bias_v` (add_bias_kv) are not supported. The weight matrices
+ * of an object whose `config.weights` is `'f16'` or `'bf16'` may be that
+ * type's bits (`TorchMatrix`), transposed as bits, never widened.
  */
 export interface PyTorchMultiheadAttentionState {
   /** `[2*H*d_k + H*d_v, dModel]`: rows of W_q, then W_k, then W_v. */
-  in_proj_weight?: Float32Array;
+  in_proj_weight?: TorchMatrix;
   /** `[H*d_k, dModel]` */
-  q_proj_weight?: Float32Array;
+  q_proj_weight?: TorchMatrix;
   /** `[H*d_k, kDim]` */
-  k_proj_weight?: Float32Array;
+  k_proj_weight?: TorchMatrix;
   /** `[H*d_v, vDim]` */
-  v_proj_weight?: Float32Array;
+  v_proj_weight?: TorchMatrix;
   /** `[2*H*d_k + H*d_v]`: b_q, b_k, b_v. Required when config.bias. */
   in_proj_bias?: Float32Array;
   /** `[dModel, H*d_v]` (also accepted as `'out_proj.weight'`). */
-  out_proj_weight?: Float32Array;
-  'out_proj.weight'?: Float32Array;
+  out_proj_weight?: TorchMatrix;
+  'out_proj.weight'?: TorchMatrix;
   /** `[dModel]` (also accepted as `'out_proj.bias'`). Required when config.bias. */
   out_proj_bias?: Float32Array;
   'out_proj.bias'?: Float32Array;
@@ -635,6 +721,10 @@ export interface TransformerLayerConfig {
   numKvHeads?: number;
   /** Rotary positions of the self-attention (not the decoder's cross-attention). */
   rope?: RopeConfig;
+  /** How the attentions' and the FFN's weight matrices are held (`WeightTypeName`). Default `'f32'`. */
+  weights?: WeightTypeName;
+  /** How the decoder's KV cache and precomputed memory hold keys and values (`CacheTypeName`). Default `'f32'`. */
+  cacheType?: CacheTypeName;
 }
 
 /** A layer config with every default filled in. */
@@ -652,18 +742,21 @@ export interface ResolvedTransformerLayerConfig {
   threads: number;
   numKvHeads: number;
   rope?: Required<RopeConfig>;
+  weights: WeightTypeName;
+  cacheType: CacheTypeName;
 }
 
 /**
  * An attention sublayer's weights, `X @ W` layout as for
  * `MultiHeadAttention.setWeights`; inside a layer every matrix is
- * `[dModel, dModel]` and every bias `[dModel]`, all required.
+ * `[dModel, dModel]` and every bias `[dModel]`, all required. The matrices
+ * may come in the layer's `config.weights` type (`WeightMatrix`).
  */
 export interface LayerAttentionWeights {
-  wQ: Float32Array;
-  wK: Float32Array;
-  wV: Float32Array;
-  wO: Float32Array;
+  wQ: WeightMatrix;
+  wK: WeightMatrix;
+  wV: WeightMatrix;
+  wO: WeightMatrix;
   bQ: Float32Array;
   bK: Float32Array;
   bV: Float32Array;
@@ -672,15 +765,16 @@ export interface LayerAttentionWeights {
 
 /**
  * The FFN `act(x W1 + b1) W2 + b2`, `X @ W` layout (the transpose of
- * torch's `linear1.weight` / `linear2.weight`).
+ * torch's `linear1.weight` / `linear2.weight`); w1 and w2 may come in the
+ * layer's `config.weights` type (`WeightMatrix`).
  */
 export interface FeedForwardWeights {
   /** `[dModel, ffnDim]` */
-  w1: Float32Array;
+  w1: WeightMatrix;
   /** `[ffnDim]` */
   b1: Float32Array;
   /** `[ffnDim, dModel]` */
-  w2: Float32Array;
+  w2: WeightMatrix;
   /** `[dModel]` */
   b2: Float32Array;
 }
@@ -1086,22 +1180,24 @@ export interface PooledPrecomputedKeyValue {
  * An `nn.TransformerEncoderLayer` state_dict as flat Float32Arrays in
  * PyTorch's layout (`[out, in]` for a Linear weight). The attention's
  * projections are `in_proj_weight` or all three of `q_proj_weight`,
- * `k_proj_weight`, `v_proj_weight`; everything else is required.
+ * `k_proj_weight`, `v_proj_weight`; everything else is required. The
+ * weight matrices may be the bits of the layer's `'f16'` / `'bf16'` weights
+ * (`TorchMatrix`).
  */
 export interface PyTorchTransformerEncoderLayerState {
   /** `[3*dModel, dModel]` (with numKvHeads: `[dModel + 2*numKvHeads*headDim, dModel]`). */
-  'self_attn.in_proj_weight'?: Float32Array;
-  'self_attn.q_proj_weight'?: Float32Array;
-  'self_attn.k_proj_weight'?: Float32Array;
-  'self_attn.v_proj_weight'?: Float32Array;
+  'self_attn.in_proj_weight'?: TorchMatrix;
+  'self_attn.q_proj_weight'?: TorchMatrix;
+  'self_attn.k_proj_weight'?: TorchMatrix;
+  'self_attn.v_proj_weight'?: TorchMatrix;
   'self_attn.in_proj_bias': Float32Array;
-  'self_attn.out_proj.weight': Float32Array;
+  'self_attn.out_proj.weight': TorchMatrix;
   'self_attn.out_proj.bias': Float32Array;
   /** `[ffnDim, dModel]` */
-  'linear1.weight': Float32Array;
+  'linear1.weight': TorchMatrix;
   'linear1.bias': Float32Array;
   /** `[dModel, ffnDim]` */
-  'linear2.weight': Float32Array;
+  'linear2.weight': TorchMatrix;
   'linear2.bias': Float32Array;
   'norm1.weight': Float32Array;
   'norm1.bias': Float32Array;
@@ -1111,18 +1207,18 @@ export interface PyTorchTransformerEncoderLayerState {
 
 /** An `nn.TransformerDecoderLayer` state_dict, as the encoder's plus the cross-attention and norm3. */
 export interface PyTorchTransformerDecoderLayerState extends PyTorchTransformerEncoderLayerState {
-  'multihead_attn.in_proj_weight'?: Float32Array;
-  'multihead_attn.q_proj_weight'?: Float32Array;
-  'multihead_attn.k_proj_weight'?: Float32Array;
-  'multihead_attn.v_proj_weight'?: Float32Array;
+  'multihead_attn.in_proj_weight'?: TorchMatrix;
+  'multihead_attn.q_proj_weight'?: TorchMatrix;
+  'multihead_attn.k_proj_weight'?: TorchMatrix;
+  'multihead_attn.v_proj_weight'?: TorchMatrix;
   'multihead_attn.in_proj_bias': Float32Array;
-  'multihead_attn.out_proj.weight': Float32Array;
+  'multihead_attn.out_proj.weight': TorchMatrix;
   'multihead_attn.out_proj.bias': Float32Array;
   'norm3.weight': Float32Array;
   'norm3.bias': Float32Array;
 }
 
-/** The element types of safetensors; F32, F16 and BF16 convert to float32. */
+/** The element types of safetensors; F32, F16 and BF16 convert to float32 (F16 and BF16 may stay 16-bit: keep16Bit). */
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'F64' | 'I64' | 'I32' | 'I16' | 'I8' |
   'U64' | 'U32' | 'U16' | 'U8' | 'BOOL' | 'F8_E4M3' | 'F8_E5M2';
 
@@ -1137,21 +1233,45 @@ export interface CheckpointTensor extends SafetensorsTensorInfo {
   data: Float32Array;
 }
 
+/** An F16 or BF16 tensor kept 16-bit (keep16Bit): its bits (a fresh copy). */
+export interface CheckpointBitsTensor {
+  dtype: 'F16' | 'BF16';
+  shape: number[];
+  data: Uint16Array;
+}
+
+export interface SafetensorsOptions {
+  /**
+   * Read F16 and BF16 tensors as their bits (`CheckpointBitsTensor`)
+   * instead of converting them to float32: for objects whose
+   * `config.weights` is that type, which then hold them as they are
+   * (`loadCheckpoint` passes them on as bits), and to keep the file's
+   * tensors at 2 bytes in JS memory. Default false.
+   */
+  keep16Bit?: boolean;
+}
+
 /**
  * A parsed safetensors file. The header is checked when parsed (a wrong
  * header, a truncated file, a dtype or shape that does not fit its bytes is
  * an error naming the tensor); a tensor is converted when read.
  */
-export declare class SafetensorsFile {
+export declare class SafetensorsFile<Keep16Bit extends boolean = false> {
   private constructor();
   /** The header's `__metadata__`; `{}` when absent. */
   readonly metadata: Record<string, string>;
   /** The tensors' names, in the header's order. */
   readonly names: string[];
+  /** Whether F16 and BF16 tensors are read as their bits (`SafetensorsOptions`). */
+  readonly keep16Bit: Keep16Bit;
   has(name: string): boolean;
   info(name: string): SafetensorsTensorInfo;
-  /** F32, F16 and BF16 as float32 (exactly); another dtype is a TypeError naming the tensor. */
-  tensor(name: string): CheckpointTensor;
+  /**
+   * F32, F16 and BF16 as float32 (exactly), or with keep16Bit F16 and BF16
+   * as their bits; another dtype is a TypeError naming the tensor.
+   */
+  tensor(name: string): Keep16Bit extends true ? CheckpointTensor | CheckpointBitsTensor
+    : CheckpointTensor;
 }
 
 /** What readSafetensors takes for a fetch `Response` (no DOM typings needed). */
@@ -1164,16 +1284,19 @@ export interface ResponseLike {
 }
 
 /** Parses a safetensors file's bytes; the file keeps a reference to them. */
-export function parseSafetensors(bytes: ArrayBuffer | ArrayBufferView): SafetensorsFile;
+export function parseSafetensors<Keep16Bit extends boolean = false>(
+  bytes: ArrayBuffer | ArrayBufferView, options?: SafetensorsOptions & { keep16Bit?: Keep16Bit },
+): SafetensorsFile<Keep16Bit>;
 
 /**
  * Reads a safetensors file from its bytes, a fetch `Response`, or in Node a
  * file path or `file:` URL (read with a dynamic import of `node:fs`, which
  * browser bundles never contain).
  */
-export function readSafetensors(
+export function readSafetensors<Keep16Bit extends boolean = false>(
   source: ArrayBuffer | ArrayBufferView | ResponseLike | string | URLLike,
-): Promise<SafetensorsFile>;
+  options?: SafetensorsOptions & { keep16Bit?: Keep16Bit },
+): Promise<SafetensorsFile<Keep16Bit>>;
 
 /**
  * Tensor names: `'pytorch'` (torch.nn's state_dict names), `'separate'`
@@ -1201,15 +1324,21 @@ export interface LoadCheckpointResult {
   unused: string[];
 }
 
-/** Tensors by name: a SafetensorsFile or flat arrays (with their shapes, to be checked). */
-export type CheckpointTensors = SafetensorsFile |
-  Record<string, Float32Array | { data: Float32Array; shape: number[] }>;
+/**
+ * Tensors by name: a SafetensorsFile or flat arrays (with their shapes, to
+ * be checked; F16 and BF16 tensors as their bits with their dtype).
+ */
+export type CheckpointTensors = SafetensorsFile<boolean> |
+  Record<string, Float32Array | { data: Float32Array; shape: number[] } | CheckpointBitsTensor>;
 
 /**
  * Sets the weights of `target` from a checkpoint's tensors: missing, extra
  * and mis-shaped tensors are errors naming them. Norm placement,
  * activation and eps are the target's config (BERT and BART: post-LN,
  * GELU; GPT-2: normFirst, 'gelu_tanh', causal; ViT: normFirst, GELU).
+ * Tensors read as bits (keep16Bit) stay bits for the weight matrices of a
+ * target whose `config.weights` is their type (F16: `'f16'`, BF16:
+ * `'bf16'`); every other tensor becomes float32.
  */
 export function loadCheckpoint(
   target: MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer,

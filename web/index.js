@@ -11,7 +11,7 @@ import { checkObject, describe, optionalBoolean, optionalSize } from './src/argu
 import { makeMultiHeadAttention } from './src/attention.js';
 import { makeKeyValueClasses } from './src/caches.js';
 import { unwrap } from './src/errors.js';
-import { registerFeedForwardShard } from './src/feed-forward-shard.js';
+import { registerPoolParts } from './src/pool-parts.js';
 import { makeDecoderLayer, makeEncoderLayer } from './src/layers.js';
 import { loadBuild, pickBuild } from './src/loader.js';
 import { makeModuleFunctions } from './src/module-functions.js';
@@ -113,7 +113,7 @@ export async function createAttentionModule(options = {}) {
       'every build needs (Chrome/Edge 95+, Firefox 100+, Safari 15.2+, Node 17+)');
   }
   const build = pickBuild(where, forceSimd, forceRelaxed,
-    { simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported() });
+    { simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported() }, options.backend);
   const { threads, threadsUnavailable } = await pickThreads(where, options.threads,
     build !== 'nosimd', options.backend);
   const wasm = await loadBuild(where, build, options.wasmPath, threads);
@@ -147,8 +147,10 @@ export async function createAttentionModule(options = {}) {
     ...makeModuleFunctions(wasm, backend),
     attention: makeScaledDotProductAttention(wasm, backend),
     memoryStats: () => {
-      const { heapBytes, maxHeapBytes, allocatedBytes } = wasm.memoryStats();
-      return { heapBytes, maxHeapBytes, allocatedBytes, jsHandles: wasm.count_emval_handles() };
+      const { heapBytes, maxHeapBytes, allocatedBytes, weightBytes, cacheBytes } =
+        wasm.memoryStats();
+      return { heapBytes, maxHeapBytes, allocatedBytes, weightBytes, cacheBytes,
+        jsHandles: wasm.count_emval_handles() };
     },
     // Disposes every object of the module, then ends a threaded build's
     // workers (its pthreads first, so that none is cut off mid-task).
@@ -162,7 +164,7 @@ export async function createAttentionModule(options = {}) {
       }
     },
   });
-  registerFeedForwardShard(module, wasm);
+  registerPoolParts(module, wasm);
   return module;
 }
 
@@ -171,7 +173,8 @@ export async function createAttentionModule(options = {}) {
 // holds its own instance of the module's code, and more than 4 threads were
 // never measured), and one where threads are impossible or a backend only
 // the single-thread builds have was asked for; `threads` given explicitly
-// and impossible rejects (and such a backend then fails in C++, naming it).
+// and impossible rejects (xsimd then fails in the threaded build's C++,
+// naming it; scalar picked the non-SIMD build, which has no threaded one).
 // 0 means every logical processor.
 async function pickThreads(where, requested, simd, backend) {
   const given = requested !== undefined;
@@ -181,9 +184,11 @@ async function pickThreads(where, requested, simd, backend) {
     if (!given) threads = Math.min(threads, 4);
   }
   if (threads === 1) return { threads };
-  const reason = threadsUnavailableReason(simd) ?? (given || backend === undefined ||
-    backend === 'highway' ? undefined : `the threaded builds carry only the highway backend, ` +
-    `and options.backend is ${JSON.stringify(backend)}`);
+  const backendReason = backend === undefined || backend === 'highway' ? undefined
+    : `the threaded builds carry only the highway backend, and options.backend is ` +
+      `${JSON.stringify(backend)}`;
+  const reason = (backend === 'scalar' ? backendReason : undefined) ??
+    threadsUnavailableReason(simd) ?? (given ? undefined : backendReason);
   if (reason === undefined) return { threads };
   if (given) {
     throw new Error(`${where}: options.threads: ${threads} threads need a threaded build, ` +

@@ -43,7 +43,47 @@ struct Attention {
     float* m;         // [cols] running max
     float* l;         // [cols] running sum
     float* alpha;     // [cols] rescale of O for the current key block
+    // The current key block's keys and values, float rows: a.k and a.v
+    // themselves, or the block widened into kw, vw.
+    const float* kb;
+    size_t ldkb;
+    const float* vb;
+    size_t ldvb;
+    float* kw;        // [kBk][dk]
+    float* vw;        // [kBk][dv]
   };
+
+  template <class W>
+  static void WidenRows(const void* src, size_t ld, size_t rows, size_t width, float* dst) {
+    const W* s = static_cast<const W*>(src);
+    for (size_t r = 0; r < rows; ++r) G::WidenN(s + r * ld, width, dst + r * width);
+  }
+
+  // Points the block at keys and values [k0, k0 + nk): in place for float,
+  // else widened into the scratch (one pass over the narrow rows, which the
+  // GEMM and the dot products then read from L1).
+  static void SetKeyBlock(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
+    if (a.kv_type == WeightType::kF32) {
+      b.kb = static_cast<const float*>(a.k) + k0 * a.ldk;
+      b.vb = static_cast<const float*>(a.v) + k0 * a.ldv;
+      b.ldkb = a.ldk;
+      b.ldvb = a.ldv;
+      return;
+    }
+    const auto* k = static_cast<const uint16_t*>(a.k) + k0 * a.ldk;
+    const auto* v = static_cast<const uint16_t*>(a.v) + k0 * a.ldv;
+    if (a.kv_type == WeightType::kF16) {
+      WidenRows<F16Bits>(k, a.ldk, nk, a.dk, b.kw);
+      WidenRows<F16Bits>(v, a.ldv, nk, a.dv, b.vw);
+    } else {
+      WidenRows<BF16Bits>(k, a.ldk, nk, a.dk, b.kw);
+      WidenRows<BF16Bits>(v, a.ldv, nk, a.dv, b.vw);
+    }
+    b.kb = b.kw;
+    b.vb = b.vw;
+    b.ldkb = a.dk;
+    b.ldvb = a.dv;
+  }
 
   // The GEMM computes S^T a whole panel of queries at a time; with few
   // queries (decoding: one) most of that panel is padding. Per key, the
@@ -56,20 +96,19 @@ struct Attention {
   }
 
   // S^T[j][i] = q_i . k_j for the block's queries, four keys at a time.
-  static void ScoresByDots(const AttentionArgs& a, const Block& b, size_t k0,
-                           size_t nk) {
+  static void ScoresByDots(const AttentionArgs& a, const Block& b, size_t nk) {
     for (size_t i = 0; i < b.nq; ++i) {
       const float* q = b.qt + i * a.dk;
       size_t j = 0;
       for (; j + 4 <= nk; j += 4) {
-        const float* k = a.k + (k0 + j) * a.ldk;
+        const float* k = b.kb + j * b.ldkb;
         V s0 = Ops::Zero(), s1 = Ops::Zero(), s2 = Ops::Zero(), s3 = Ops::Zero();
         for (size_t d = 0; d < a.dk; d += kL) {
           const V qv = Ops::Load(q + d);
           s0 = Ops::MulAdd(qv, Ops::Load(k + d), s0);
-          s1 = Ops::MulAdd(qv, Ops::Load(k + a.ldk + d), s1);
-          s2 = Ops::MulAdd(qv, Ops::Load(k + 2 * a.ldk + d), s2);
-          s3 = Ops::MulAdd(qv, Ops::Load(k + 3 * a.ldk + d), s3);
+          s1 = Ops::MulAdd(qv, Ops::Load(k + b.ldkb + d), s1);
+          s2 = Ops::MulAdd(qv, Ops::Load(k + 2 * b.ldkb + d), s2);
+          s3 = Ops::MulAdd(qv, Ops::Load(k + 3 * b.ldkb + d), s3);
         }
         b.st[j * b.cols + i] = Ops::ReduceSum(s0);
         b.st[(j + 1) * b.cols + i] = Ops::ReduceSum(s1);
@@ -77,7 +116,7 @@ struct Attention {
         b.st[(j + 3) * b.cols + i] = Ops::ReduceSum(s3);
       }
       for (; j < nk; ++j) {
-        const float* k = a.k + (k0 + j) * a.ldk;
+        const float* k = b.kb + j * b.ldkb;
         V s = Ops::Zero();
         for (size_t d = 0; d < a.dk; d += kL) {
           s = Ops::MulAdd(Ops::Load(q + d), Ops::Load(k + d), s);
@@ -98,21 +137,19 @@ struct Attention {
   }
 
   // S^T[j][i] = cap(scale * q_i . k_j) + masks, for keys [k0, k0 + nk).
-  static void Scores(const AttentionArgs& a, const Block& b, size_t k0,
-                     size_t nk) {
+  static void Scores(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
+    SetKeyBlock(a, b, k0, nk);
     if (b.by_dots) {
-      ScoresByDots(a, b, k0, nk);
+      ScoresByDots(a, b, nk);
     } else {
-      G::Multiply({a.k + k0 * a.ldk, a.ldk, nk, a.dk, b.qt, a.dk, 0, b.cols,
-                   nullptr, b.st, b.cols});
+      G::Multiply({b.kb, b.ldkb, nk, a.dk, b.qt, a.dk, 0, b.cols, nullptr, b.st, b.cols});
     }
     if (a.softcap > 0.0f) SoftCap(b, a.softcap, nk);
     MaskScores(a, b.q0, b.nq, k0, nk, b.st, b.cols);
   }
 
   // Folds one key block into m, l and O.
-  static void Accumulate(const AttentionArgs& a, const Block& b, size_t k0,
-                         size_t nk) {
+  static void Accumulate(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
     Scores(a, b, k0, nk);
     for (size_t c = 0; c < b.cols; c += kL) {
       const V m_old = Ops::Load(b.m + c);
@@ -148,7 +185,7 @@ struct Attention {
       const size_t rows = std::min(G::kRows, b.nq - i0);
       for (size_t v0 = 0; v0 < vecs; v0 += G::kVecs) {
         G::TileRowsVecs(rows, std::min(G::kVecs, vecs - v0), b.st + i0, 1,
-                        b.cols, a.v + k0 * a.ldv + v0 * kL, a.ldv, nk,
+                        b.cols, b.vb + v0 * kL, b.ldvb, nk,
                         nullptr, /*accumulate=*/true, b.o + i0 * a.dv + v0 * kL,
                         a.dv);
       }
@@ -159,8 +196,7 @@ struct Attention {
 
   // Second pass: probabilities and scores of keys [k0, k0 + nk) for the
   // block's rows, as requested.
-  static void WriteProbabilities(const AttentionArgs& a, const Block& b,
-                                 size_t k0, size_t nk) {
+  static void WriteProbabilities(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
     const size_t at = b.q0 * a.tk + k0;
     if (k0 >= b.key_end || k0 + nk <= b.key_begin || AllPadding(a, k0, nk)) {
       if (a.probs != nullptr) {
@@ -194,6 +230,8 @@ struct Attention {
     b.m = b.o + kBq * a.dv;
     b.l = b.m + kBq;
     b.alpha = b.l + kBq;
+    b.kw = b.alpha + kBq;
+    b.vw = b.kw + kBk * a.dk;
     for (b.q0 = 0; b.q0 < a.tq; b.q0 += kBq) {
       b.nq = std::min(kBq, a.tq - b.q0);
       b.by_dots = DotsCheaper(b.nq, a.dk);

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "simd_attention/weight_type.h"
+
 namespace simd_attention {
 
 // A query block is the columns of the transposed score tile S^T (keys x
@@ -20,7 +22,8 @@ constexpr size_t kAttentionKeyBlock = 64;
 // running max, sum and rescale factor per query. Independent of T: the
 // Tq x Tk score matrix is never materialized.
 constexpr size_t AttentionScratchFloats(size_t dk, size_t dv) {
-  return kAttentionQueryBlock * (dk + kAttentionKeyBlock + dv + 3);
+  return kAttentionQueryBlock * (dk + kAttentionKeyBlock + dv + 3) +
+         kAttentionKeyBlock * (dk + dv);  // a key block widened (kv_type)
 }
 
 // One (batch, head) of softmax(Q K^T * scale + mask) V. Q, K, V rows are
@@ -29,9 +32,12 @@ constexpr size_t AttentionScratchFloats(size_t dk, size_t dv) {
 struct AttentionArgs {
   const float* q;
   size_t ldq;
-  const float* k;
+  // Keys and values of kv_type elements (float, or F16Bits / BF16Bits of
+  // gemm.h for a narrow KV cache, widened a key block at a time into the
+  // scratch), row strides in elements.
+  const void* k;
   size_t ldk;
-  const float* v;
+  const void* v;
   size_t ldv;
   size_t tq;
   size_t tk;
@@ -73,6 +79,7 @@ struct AttentionArgs {
   // nullptr = not requested.
   float* lse;
   float* scratch;  // AttentionScratchFloats(...) floats
+  WeightType kv_type = WeightType::kF32;
 };
 
 // The kernel's scalar parts, the same for every vector layer and so compiled

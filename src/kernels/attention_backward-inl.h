@@ -62,10 +62,15 @@ struct AttentionBackward {
     }
   }
 
+  // The backward reads float32 keys and values (kv_type kF32: a training
+  // forward keeps its projections in float32).
+  static const float* Keys(const AttentionArgs& f) { return static_cast<const float*>(f.k); }
+  static const float* Values(const AttentionArgs& f) { return static_cast<const float*>(f.v); }
+
   // S^T of keys [k0, k0 + nk) as the forward computes it: scaled, capped
   // (keeping the cap's derivative 1 - tanh^2 in b.cap), masked.
   static void Scores(const AttentionArgs& f, const Block& b, size_t k0, size_t nk) {
-    G::Multiply({f.k + k0 * f.ldk, f.ldk, nk, f.dk, b.qt, f.dk, 0, b.cols, nullptr, b.pt,
+    G::Multiply({Keys(f) + k0 * f.ldk, f.ldk, nk, f.dk, b.qt, f.dk, 0, b.cols, nullptr, b.pt,
                  b.cols});
     if (f.softcap > 0.0f) {
       const V c = Ops::Set(f.softcap), inv = Ops::Set(1.0f / f.softcap);
@@ -93,7 +98,7 @@ struct AttentionBackward {
     }
     AddProduct(nk, f.dv, b.pt, b.cols, 1, a.d_out + b.q0 * a.ld_d_out, a.ld_d_out, b.nq,
                a.d_v + k0 * a.ld_d_v, a.ld_d_v);
-    G::Multiply({f.v + k0 * f.ldv, f.ldv, nk, f.dv, b.dot, f.dv, 0, b.cols, nullptr, b.dpt,
+    G::Multiply({Values(f) + k0 * f.ldv, f.ldv, nk, f.dv, b.dot, f.dv, 0, b.cols, nullptr, b.dpt,
                  b.cols});
     const V scale = Ops::Set(f.scale);
     for (size_t j = 0; j < nk; ++j) {
@@ -105,7 +110,7 @@ struct AttentionBackward {
         Ops::Store(ds, b.pt + row + c);
       }
     }
-    AddProduct(b.nq, f.dk, b.pt, 1, b.cols, f.k + k0 * f.ldk, f.ldk, nk, b.dq, f.dk);
+    AddProduct(b.nq, f.dk, b.pt, 1, b.cols, Keys(f) + k0 * f.ldk, f.ldk, nk, b.dq, f.dk);
     AddProduct(nk, f.dk, b.pt, b.cols, 1, f.q + b.q0 * f.ldq, f.ldq, b.nq,
                a.d_k + k0 * a.ld_d_k, a.ld_d_k);
   }

@@ -27,8 +27,8 @@ constexpr size_t AttentionBackwardScratchFloats(size_t dk, size_t dv) {
 // Rows are token-major with padded head widths whose padding holds zeros
 // (d_out's too), as in the forward.
 struct AttentionBackwardArgs {
-  AttentionArgs forward;  // q, k, v, z = O, sizes, scale, masks; probs,
-                          // scores and scratch unused
+  AttentionArgs forward;  // q, k, v (kv_type kF32), z = O, sizes, scale,
+                          // masks; probs, scores and scratch unused
   const float* lse;       // [tq], as the forward wrote it
   const float* d_out;     // [tq, dv] with row stride ld_d_out
   size_t ld_d_out;

@@ -145,32 +145,83 @@ struct Gemm {
   // The m rows are split into tiles of near-equal height (10 rows on
   // AVX-512: 5 + 5, not 8 + 2) unless that leaves tiles under 4 rows, which
   // would need split-K chains (see Chains): then kRows and one short tile.
+  // kc rows of a panel of narrow weights widened into the float slice
+  // `wide`, int8 ones times their column scales (one rounding, as a float
+  // weight has). A separate pass, once per panel slice: memory and L2 see
+  // the narrow bytes, and the one float micro-kernel serves every weight
+  // type, each costing this loop instead of a kernel. A decoding step's one
+  // row takes the same path (the slice is written to L1 and read once): a
+  // one-row kernel widening in registers, one per type and backend, cost
+  // 10 KB of each .wasm, whose budget is 200 KB.
+  template <class W>
+  static void WidenSlice(const void* panel, size_t kc, const float* scales, float* wide) {
+    const W* narrow = static_cast<const W*>(panel);
+    if constexpr (std::is_same_v<W, int8_t>) {
+      for (size_t kk = 0; kk < kc; ++kk) {
+        for (size_t v = 0; v < kVecs; ++v) {
+          const size_t i = kk * kPanel + v * kL;
+          Ops::Store(Ops::Mul(Ops::Widen(narrow + i), Ops::Load(scales + v * kL)), wide + i);
+        }
+      }
+    } else {
+      WidenN(narrow, kc * kPanel, wide);
+    }
+  }
+
+  // n 16-bit floats (n a multiple of kL) widened into `wide`. Out of line,
+  // one copy per type that the GEMM's panel slices and the attention
+  // kernel's rows of a narrow KV cache share: inlined copies cost about
+  // 1.5 kB of each SIMD .wasm.
+  template <class W>
+  [[gnu::noinline]] static void WidenN(const W* narrow, size_t n, float* wide) {
+    for (size_t i = 0; i < n; i += kL) Ops::Store(Ops::Widen(narrow + i), wide + i);
+  }
+
   static void Multiply(const GemmArgs& g) {
     if (g.m == 0) return;
+    const size_t bytes = WeightBytes(g.weight_type);
+    const char* packed_b = static_cast<const char*>(g.packed_b);
     alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
     const size_t tiles = (g.m + kRows - 1) / kRows;
     const bool even = g.m / tiles >= 4;
+    alignas(64) float wide[kPanelRows * kPanel];
     const size_t panel_floats = kPanel * g.packed_rows;
-    constexpr size_t kLineFloats = 64 / sizeof(float);
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
       for (size_t col0 = 0; col0 < g.n; col0 += kPanel) {
-        const float* panel = g.packed_b + (col0 / kPanel) * panel_floats +
-                             (g.k_begin + k0) * kPanel;
+        const char* panel_bytes =
+            packed_b + ((col0 / kPanel) * panel_floats + (g.k_begin + k0) * kPanel) * bytes;
+        const float* panel = reinterpret_cast<const float*>(panel_bytes);
         const float* bias = (g.packed_bias != nullptr && !accumulate)
                                 ? g.packed_bias + col0
                                 : nullptr;
         const size_t cols = std::min(kPanel, g.n - col0);
+        switch (g.weight_type) {
+          case WeightType::kF32:
+            break;
+          case WeightType::kF16:
+            WidenSlice<F16Bits>(panel_bytes, kc, nullptr, wide);
+            panel = wide;
+            break;
+          case WeightType::kBF16:
+            WidenSlice<BF16Bits>(panel_bytes, kc, nullptr, wide);
+            panel = wide;
+            break;
+          case WeightType::kInt8:
+            WidenSlice<int8_t>(panel_bytes, kc, g.packed_scales + col0, wide);
+            panel = wide;
+            break;
+        }
         // Next: this K block of the next panel, else the next K block of
         // the first panel.
-        const float* next = panel + panel_floats;
+        const char* next = panel_bytes + panel_floats * bytes;
         size_t next_rows = kc;
         if (col0 + kPanel >= g.n) {
-          next = g.packed_b + (g.k_begin + k0 + kc) * kPanel;
+          next = packed_b + (g.k_begin + k0 + kc) * kPanel * bytes;
           next_rows = std::min(kPanelRows, g.k - k0 - kc);
         }
-        const size_t next_lines = next_rows * kPanel / kLineFloats;
+        const size_t next_lines = next_rows * kPanel * bytes / 64;
         const size_t tile_lines =
             std::min(kGemmPrefetchLines, (next_lines + tiles - 1) / tiles);
         for (size_t t = 0, row0 = 0; t < tiles; ++t) {
@@ -178,7 +229,7 @@ struct Gemm {
                                    : std::min(kRows, g.m - row0);
           const size_t lines_end = std::min(next_lines, (t + 1) * tile_lines);
           for (size_t line = t * tile_lines; line < lines_end; ++line) {
-            SA_GEMM_PREFETCH_L2(next + line * kLineFloats);
+            SA_GEMM_PREFETCH_L2(next + line * 64);
           }
           const float* a = g.a + row0 * g.lda + k0;
           float* c = g.c + row0 * g.ldc + col0;

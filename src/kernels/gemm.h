@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention {
 
@@ -73,21 +76,33 @@ constexpr size_t kGemmPrefetchLines = 32;
 #define SA_GEMM_PREFETCH_L2(p) static_cast<void>(p)
 #endif
 
+// Packed weights narrower than float32, by their bits (kernels widen them).
+struct F16Bits {
+  uint16_t bits;
+};
+struct BF16Bits {
+  uint16_t bits;
+};
+
 // C[m, n] = A[m, k] * B[k, n] (+ bias), B given as packed panels (see
-// kernels/gemm.h). `k_begin` selects rows k_begin..k_begin+k of the packed B,
-// so a head's slice of W_O is multiplied without repacking.
+// kernels/gemm.h) of weight_type elements. `k_begin` selects rows
+// k_begin..k_begin+k of the packed B, so a head's slice of W_O is multiplied
+// without repacking. int8 panels come with packed_scales: one float per
+// column (padded to whole panels, as the bias), applied once per C tile.
 struct GemmArgs {
   const float* a;
   size_t lda;
   size_t m;
   size_t k;
-  const float* packed_b;
+  const void* packed_b;
   size_t packed_rows;  // K of the whole packed matrix (panel height)
   size_t k_begin;
   size_t n;
   const float* packed_bias;  // padded to whole panels; nullptr = no bias
   float* c;
   size_t ldc;
+  WeightType weight_type = WeightType::kF32;
+  const float* packed_scales = nullptr;
 };
 
 }  // namespace simd_attention

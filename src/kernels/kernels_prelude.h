@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "dispatch/kernel_table.h"
 #include "kernels/attention.h"

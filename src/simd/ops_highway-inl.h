@@ -14,6 +14,8 @@
 //   Pow2(n)                2^n for an integral n in [-127, 127], straight
 //                          into the exponent bits; n = -127 gives +0
 //   ReduceSum              horizontal sum to a float
+//   Widen(p)               a vector of floats from kLanes packed weights at
+//                          p: float, F16Bits, BF16Bits or int8_t
 //   SwapPairs              lanes (0 1)(2 3)... exchanged; only where
 //                          kLanes >= 2 (the scalar layers have no pairs)
 // ops_xsimd-inl.h and ops_scalar-inl.h provide the same for xsimd and plain
@@ -39,6 +41,23 @@ struct HighwayOps {
   static V Set(float x) { return hwy::HWY_NAMESPACE::Set(D(), x); }
   static V Load(const float* p) { return hwy::HWY_NAMESPACE::LoadU(D(), p); }
   static void Store(V v, float* p) { hwy::HWY_NAMESPACE::StoreU(v, D(), p); }
+  static V Widen(const float* p) { return Load(p); }
+  static V Widen(const F16Bits* p) {
+    const hwy::HWY_NAMESPACE::Rebind<hwy::float16_t, D> d16;
+    return hwy::HWY_NAMESPACE::PromoteTo(
+        D(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+  static V Widen(const BF16Bits* p) {
+    const hwy::HWY_NAMESPACE::Rebind<hwy::bfloat16_t, D> d16;
+    return hwy::HWY_NAMESPACE::PromoteTo(
+        D(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+  }
+  static V Widen(const int8_t* p) {
+    const hwy::HWY_NAMESPACE::Rebind<int8_t, D> d8;
+    const hwy::HWY_NAMESPACE::Rebind<int32_t, D> d32;
+    return hwy::HWY_NAMESPACE::ConvertTo(
+        D(), hwy::HWY_NAMESPACE::PromoteTo(d32, hwy::HWY_NAMESPACE::LoadU(d8, p)));
+  }
   static V Add(V a, V b) { return hwy::HWY_NAMESPACE::Add(a, b); }
   static V Sub(V a, V b) { return hwy::HWY_NAMESPACE::Sub(a, b); }
   static V Mul(V a, V b) { return hwy::HWY_NAMESPACE::Mul(a, b); }

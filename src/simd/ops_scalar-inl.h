@@ -17,6 +17,27 @@ struct ScalarOps {
   static V Set(float x) { return x; }
   static V Load(const float* p) { return *p; }
   static void Store(V v, float* p) { *p = v; }
+  static V Widen(const float* p) { return *p; }
+  static V Widen(const F16Bits* p) {  // as the xsimd layer does
+    const uint32_t h = p->bits;
+    float magnitude;
+    const uint32_t shifted = (h & 0x7fffu) << 13;
+    std::memcpy(&magnitude, &shifted, 4);
+    magnitude *= 0x1p112f;
+    uint32_t bits;
+    std::memcpy(&bits, &magnitude, 4);
+    bits |= (h & 0x8000u) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  static V Widen(const BF16Bits* p) {
+    const uint32_t bits = uint32_t{p->bits} << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  static V Widen(const int8_t* p) { return static_cast<float>(*p); }
   static V Add(V a, V b) { return a + b; }
   static V Sub(V a, V b) { return a - b; }
   static V Mul(V a, V b) { return a * b; }

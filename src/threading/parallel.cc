@@ -13,7 +13,9 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
   const size_t panel_floats = kernels.panel_width * g.packed_rows;
   auto columns = [&](size_t col0, size_t col1) {
     GemmArgs part = g;
-    part.packed_b = g.packed_b + col0 / kernels.panel_width * panel_floats;
+    part.packed_b = static_cast<const char*>(g.packed_b) +
+                    col0 / kernels.panel_width * panel_floats * WeightBytes(g.weight_type);
+    part.packed_scales = g.packed_scales == nullptr ? nullptr : g.packed_scales + col0;
     part.n = col1 - col0;
     part.packed_bias = g.packed_bias == nullptr ? nullptr : g.packed_bias + col0;
     part.c = g.c + col0;
@@ -30,20 +32,22 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
 }
 
 void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const float* a,
-                            size_t m, size_t k, const float* packed, const float* packed_bias,
-                            size_t n, float* c, size_t ldc, const GemmEpilogue* then) {
+                            size_t m, const PackedMatrix& b, float* c, size_t ldc,
+                            const GemmEpilogue* then) {
   ParallelGemm(pool, kernels,
                {.a = a,
-                .lda = k,
+                .lda = b.rows,
                 .m = m,
-                .k = k,
-                .packed_b = packed,
-                .packed_rows = k,
+                .k = b.rows,
+                .packed_b = b.data(),
+                .packed_rows = b.rows,
                 .k_begin = 0,
-                .n = n,
-                .packed_bias = packed_bias,
+                .n = b.cols,
+                .packed_bias = b.packed_bias(),
                 .c = c,
-                .ldc = ldc},
+                .ldc = ldc,
+                .weight_type = b.type,
+                .packed_scales = b.packed_scales()},
                then);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "dispatch/kernel_table.h"
+#include "simd_attention/packed_matrix.h"
 #include "simd_attention/thread_pool.h"
 
 namespace simd_attention {
@@ -54,11 +55,11 @@ struct GemmEpilogue {
 void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g,
                   const GemmEpilogue* then = nullptr);
 
-// c[m, n] (row stride ldc) = a[m, k] (rows of k floats) * the whole packed
-// [k, n] matrix + its packed bias (nullptr: none): the projections' GEMM.
+// c[m, b.cols] (row stride ldc) = a[m, b.rows] (rows of b.rows floats) * the
+// whole packed matrix b + its bias: the projections' and the FFN's GEMM.
 void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const float* a,
-                            size_t m, size_t k, const float* packed, const float* packed_bias,
-                            size_t n, float* c, size_t ldc, const GemmEpilogue* then = nullptr);
+                            size_t m, const PackedMatrix& b, float* c, size_t ldc,
+                            const GemmEpilogue* then = nullptr);
 
 // f(begin, end) over [0, n) in `tasks` contiguous ranges of near-equal size.
 template <class F>

@@ -121,7 +121,7 @@ test('home page loads without errors', { timeout: TIMEOUT }, async () => {
     assertClean(p, `home ${tag}`);
     const env = await p.page.locator('#env').innerText();
     assert.match(env, /relaxed SIMD: yes/, 'Chromium has relaxed SIMD');
-    assert.match(env, /loaded the relaxed-SIMD build, backends highway, xsimd, scalar/);
+    assert.match(env, /loaded the relaxed-SIMD build, backends highway, xsimd/);
     await assertNoHorizontalOverflow(p.page, `home ${tag}`);
     await shoot(p.page, `home-${tag}`);
     await p.context.close();
@@ -583,8 +583,8 @@ test('benchmark: numbers for every backend of every build, 2 threads, a pool of 
   // (tests/browser/bench-threads.test.mjs checks the choice).
   assert.deepEqual(rows.map((r) => r.impl), [
     'ours wasm-relaxed highway', 'ours wasm-relaxed highway, 2 threads', 'ours wasm-relaxed xsimd',
-    'ours wasm-simd highway', 'ours wasm-simd highway, 2 threads', 'ours wasm-simd xsimd', 'ours wasm-simd scalar',
-    'ours wasm no-SIMD (highway)', 'pool, 2 workers', 'plain JS',
+    'ours wasm-simd highway', 'ours wasm-simd highway, 2 threads', 'ours wasm-simd xsimd',
+    'ours wasm no-SIMD (highway)', 'ours wasm no-SIMD (scalar)', 'pool, 2 workers', 'plain JS',
   ]);
   // Served with COOP/COEP (the demo server's default): isolated, and it says so.
   assert.equal(await p.page.locator('#isolation').getAttribute('data-isolated'), 'true');

@@ -109,7 +109,9 @@ describe('data that is not a Float32Array', () => {
   });
   test('weights as plain arrays', () => {
     expectError(() => ready().setWeights({ ...weights(), wK: Array(64).fill(0) }), TypeError,
-      'MultiHeadAttention.setWeights: wK: expected a Float32Array, got Array(64)');
+      "MultiHeadAttention.setWeights: wK: expected a Float32Array (or, for config.weights 'f16' " +
+      "or 'bf16', a Uint16Array of their bits; for 'int8', { values: Int8Array, scales: " +
+      'Float32Array }), got Array(64)');
   });
   test('non-finite input values (checked in C++)', () => {
     const q = x(1, 5);
@@ -341,7 +343,7 @@ describe('config and backend', () => {
   test('unknown config key', () => {
     expectError(() => new module.MultiHeadAttention({ dModel: 8, numHeads: 2, heads: 2 }),
       TypeError, "MultiHeadAttention: config: unknown key 'heads' (expected dModel, numHeads, " +
-      'kDim, vDim, headDim, headDimV, numKvHeads, rope, bias, backend, threads)');
+      'kDim, vDim, headDim, headDimV, numKvHeads, rope, bias, backend, threads, weights, cacheType)');
   });
   test('module options of the wrong type', async () => {
     await expect(createAttentionModule({ simd: 'yes' })).rejects.toThrow(new TypeError(

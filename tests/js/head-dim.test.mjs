@@ -68,7 +68,10 @@ describe.each(Object.keys(builds))('%s build', (build) => {
       'MultiHeadAttention: config.dModel: must be divisible by numHeads (4), got 10');
     const odd = track(new module.MultiHeadAttention({ dModel: 10, numHeads: 4, headDim: 3 }));
     expect(odd.config.headDimV).toBe(3);
-    expectError(() => odd.setWeights({ ...shard(0, 4), wQ: new Float32Array(10 * 12 - 1) }),
+    const oddBiases = { bQ: new Float32Array(12), bK: new Float32Array(12), bV: new Float32Array(12),
+      bO: new Float32Array(10) };
+    expectError(() => odd.setWeights({ ...shard(0, 4), ...oddBiases,
+      wQ: new Float32Array(10 * 12 - 1) }),
       RangeError, 'MultiHeadAttention.setWeights: wQ: expected 120 values for shape [10, 12], ' +
       'got 119');
   });

@@ -314,7 +314,7 @@ describe('layers', () => {
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
       norm_first: true }), TypeError,
     "TransformerEncoderLayer: config: unknown key 'norm_first' (expected dModel, numHeads, " +
-      'ffnDim, normFirst, activation, eps, backend, threads, numKvHeads, rope)');
+      'ffnDim, normFirst, activation, eps, backend, threads, numKvHeads, rope, weights, cacheType)');
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
       backend: 'avx' }), RangeError,
     "TransformerEncoderLayer: backend: expected 'highway', 'xsimd' or 'scalar', got 'avx'");

@@ -184,7 +184,7 @@ test('layers report their kernels and resolved config; the default backend is th
   const layer = track(new m.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8 }));
   expect(layer.config).toEqual({
     dModel: 8, numHeads: 2, headDim: 4, ffnDim: 8, normFirst: false, activation: 'relu',
-    eps: 1e-5, backend: m.backend, threads: 1, numKvHeads: 2,
+    eps: 1e-5, backend: m.backend, threads: 1, numKvHeads: 2, weights: 'f32', cacheType: 'f32',
   });
   expect(layer.kernels).toBe(m.kernels);
   expect(layer.disposed).toBe(false);

@@ -126,11 +126,22 @@ test('a build file that is not the build it is named after', async () => {
 
 test('backend option sets the default backend of new objects', async () => {
   const m = await createAttentionModule({ backend: 'scalar' });
+  expect(m.build).toBe('nosimd'); // the one build with the scalar backend
   expect(m.backend).toBe('scalar');
   expect(m.kernels).toBe('scalar');
   withMha(m, { dModel: 8, numHeads: 2 }, (mha) => expect(mha.config.backend).toBe('scalar'));
   withMha(m, { dModel: 8, numHeads: 2, backend: 'highway' },
     (mha) => expect(mha.kernels).toMatch(/^highway:/));
+});
+
+test('the scalar backend with a SIMD build asked for is refused, naming the builds', async () => {
+  await expectRejects(createAttentionModule({ backend: 'scalar', simd: true, relaxedSimd: false }),
+    RangeError, "createAttentionModule: backend 'scalar' is not compiled into this build (the " +
+    'SIMD wasm builds carry the highway and xsimd backends; the non-SIMD build has scalar)');
+  const m = await createAttentionModule({ backend: 'xsimd' });
+  expect(() => new m.MultiHeadAttention({ dModel: 8, numHeads: 2, backend: 'scalar' })).toThrow(
+    new RangeError("MultiHeadAttention: backend 'scalar' is not compiled into this build (the " +
+      'SIMD wasm builds carry the highway and xsimd backends; the non-SIMD build has scalar)'));
 });
 
 test('modules are independent instances', async () => {

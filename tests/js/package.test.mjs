@@ -67,6 +67,17 @@ test('the tarball stays within its size budget', () => {
   expect(packed.unpackedSize).toBeLessThanOrEqual(1746000);
 });
 
+// Download size: every .wasm within 200 kB (200,000 bytes), each build's
+// own budget (issue 12), not only the tarball's sum.
+test('every .wasm of the package stays within 200 kB', () => {
+  const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
+  expect(wasm).toHaveLength(5);
+  for (const f of wasm) {
+    console.log(`${f.path}: ${f.size} bytes`);
+    expect([f.path, f.size <= 200000]).toEqual([f.path, true]);
+  }
+});
+
 test('the licence ships and package.json names it', () => {
   const installed = path.join(app, 'node_modules', 'simd-attention');
   const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));

@@ -1,9 +1,12 @@
 // createAttentionPool's layers split over 1, 2 and 3 workers (attention by
-// heads, FFN by hidden units, residuals and LayerNorms in the caller) give
+// heads, FFN by hidden units, residuals and LayerNorms in the worker that
+// sums each sublayer's parts) give
 // the synchronous layers' results (within 1e-6 of the output's scale,
 // identical from run to run) on every golden layer case, post- and pre-LN,
 // through a sharded KV cache and precomputed memory; 5 heads and FFN units
-// that do not divide by the workers; the synchronous errors; the placement
+// that do not divide by the workers; the synchronous errors, those of values
+// too large for LayerNorm or the attention scores and of partial outputs
+// whose sum overflows float32 included; the placement
 // cost rule; and what the pooled MultiHeadAttention and KVCache share with
 // the synchronous ones (setWeightsFromPyTorch, append, loadCheckpoint).
 import { rejection, thrown } from './support/errors.mjs';
@@ -305,6 +308,124 @@ describe('pool of 2 workers: errors of split layers', () => {
     await Promise.all([wholeCache.dispose(), wholeLayer.dispose(), kv.dispose()]);
     await layer.dispose();
   });
+});
+
+describe('pool of 2 workers: values too large in split layers', () => {
+  const d = 8;
+  const config = { dModel: d, numHeads: 2, ffnDim: 6 };
+  const scaled = (a, by) => Float32Array.from(a, (v) => v * by);
+  const full = (n, v) => new Float32Array(n).fill(v);
+  // The attentions' weights scaled by `by`, the rest as given.
+  function attentionsScaled(w, by) {
+    const out = { ...w };
+    for (const key of ['attention', 'selfAttention', 'crossAttention']) {
+      if (w[key]) out[key] = Object.fromEntries(Object.entries(w[key]).map(([k, a]) => [k, scaled(a, by)]));
+    }
+    return out;
+  }
+  const kinds = [['TransformerEncoderLayer', false], ['TransformerDecoderLayer', true]];
+  const memory = tensor([1, 4, d], 31);
+  const run = (kind, l) => (kind === 'TransformerEncoderLayer' ? l.forward(huge) : l.forward(huge, memory));
+  // Beyond LayerNorm's limit for 8 features (about 3.3e18), far below float32's.
+  const huge = { data: scaled(randomFloats(3 * d, 32), 1e19), shape: [1, 3, d] };
+
+  test.each(kinds.flatMap(([kind, decoder]) => [false, true].map((normFirst) =>
+    [kind, normFirst ? 'pre-LN' : 'post-LN', decoder, normFirst])))(
+    '%s (%s): an input LayerNorm cannot take is refused with the synchronous message',
+    async (kind, _, decoder, normFirst) => {
+      // Attentions so small that their outputs stay finite: the first
+      // LayerNorm (of x, or of x + attention(x)) refuses.
+      const w = attentionsScaled(randomLayerWeights(d, 6, 33, { decoder }), 1e-15);
+      const { sync, layer } = await syncAndSplit(pools[2], kind, { ...config, normFirst }, w);
+      const want = thrown(() => run(kind, sync));
+      expect(want.message).toMatch(new RegExp(`^${kind}.forward: the LayerNorm input: values up to .* would overflow LayerNorm's float32 variance \\(the limit for 8 features is`));
+      await expectSameError(() => run(kind, layer), () => run(kind, sync));
+      // Still usable.
+      const x = tensor([1, 3, d], 34);
+      const args = kind === 'TransformerEncoderLayer' ? [x] : [x, memory];
+      expectClose(await layer.forward(...args), sync.forward(...args));
+      await layer.dispose();
+    });
+
+  test('a feed-forward output LayerNorm cannot take, after the sum of the workers\' parts', async () => {
+    // Post-LN: h = LN2(h + ffn(h)), ffn(h) about 1e19 from W2 (LN1 keeps h near 1).
+    const w = randomLayerWeights(d, 6, 35);
+    w.ffn = { ...w.ffn, w2: scaled(w.ffn.w2, 1e20) };
+    const { sync, layer } = await syncAndSplit(pools[2], 'TransformerEncoderLayer', config, w);
+    const x = tensor([1, 3, d], 36);
+    const want = thrown(() => sync.forward(x));
+    expect(want.message).toMatch(/^TransformerEncoderLayer.forward: the LayerNorm input: values up to/);
+    await expectSameError(() => layer.forward(x), () => sync.forward(x));
+    await layer.dispose();
+  });
+
+  test.each(kinds)('%s: attention scores that may overflow carry the layer\'s name', async (kind, decoder) => {
+    // Every head's columns of W_Q and W_K alike, so that each worker's heads
+    // see the largest |q| and |k| of all: the same figures as synchronously.
+    const w = randomLayerWeights(d, 6, 37, { decoder });
+    const attention = decoder ? 'selfAttention' : 'attention';
+    w[attention] = { ...w[attention], wQ: full(d * d, 1e19), wK: full(d * d, 1e19),
+      bQ: full(d, 0), bK: full(d, 0) };
+    const { sync, layer } = await syncAndSplit(pools[2], kind, config, w);
+    const x = { data: full(3 * d, 1), shape: [1, 3, d] };
+    const args = kind === 'TransformerEncoderLayer' ? [x] : [x, memory];
+    const want = thrown(() => sync.forward(...args));
+    expect(want.message).toMatch(new RegExp(`^${kind}.forward: attention scores may overflow float32`));
+    await expectSameError(() => layer.forward(...args), () => sync.forward(...args));
+    await layer.dispose();
+  });
+});
+
+describe.each([2, 3])('pool of %i workers: partial outputs whose sum overflows float32', (workers) => {
+  // Three heads of d_k 2 and six FFN units: one or two heads and two or
+  // three units per worker. An attention whose values are all 1 and whose
+  // W_O column 4 is 7e37 adds 1.4e38 per head to column 4; an FFN whose
+  // hidden units are all relu(1) = 1 and whose W2 column 4 is 7e37 adds 7e37
+  // per unit: every worker's partial output is finite, their sum is not.
+  const d = 6;
+  const config = { dModel: d, numHeads: 3, ffnDim: 6 };
+  const column4 = () => Float32Array.from({ length: d * d }, (_, i) => (i % d === 4 ? 7e37 : 0));
+  const memory = tensor([1, 4, d], 111);
+  const x = tensor([1, 3, d], 112);
+  const overflowing = {
+    attention: (a) => ({ ...a, wV: new Float32Array(d * d), bV: new Float32Array(d).fill(1),
+      wO: column4() }),
+    ffn: (f) => ({ ...f, w1: new Float32Array(d * d), b1: new Float32Array(d).fill(1),
+      w2: column4() }),
+  };
+  const cases = [
+    ['TransformerEncoderLayer', 'attention', 'the output projection z W_o \\+ b_o'],
+    ['TransformerEncoderLayer', 'ffn', 'the feed-forward sublayer'],
+    ['TransformerDecoderLayer', 'selfAttention', 'the output projection z W_o \\+ b_o'],
+    ['TransformerDecoderLayer', 'crossAttention', 'the output projection z W_o \\+ b_o'],
+    ['TransformerDecoderLayer', 'ffn', 'the feed-forward sublayer'],
+  ];
+
+  test.each(cases.flatMap(([kind, part, what]) => [false, true].map((normFirst) =>
+    [kind, part, normFirst ? 'pre-LN' : 'post-LN', what, normFirst])))(
+    '%s, %s (%s): refused with the synchronous class and message', async (kind, part, _, what,
+      normFirst) => {
+      const decoder = kind === 'TransformerDecoderLayer';
+      const w = randomLayerWeights(d, 6, 113, { decoder });
+      w[part] = overflowing[part === 'ffn' ? 'ffn' : 'attention'](w[part]);
+      const { sync, layer } = await syncAndSplit(pools[workers], kind, { ...config, normFirst }, w);
+      const args = decoder ? [x, memory] : [x];
+      const want = thrown(() => sync.forward(...args));
+      expect(want.message).toMatch(new RegExp(`^${kind}.forward: ${what} overflowed float32 ` +
+        '\\(element 4 is \\+Infinity\\); the inputs or weights are too large in magnitude$'));
+      await expectSameError(() => layer.forward(...args), () => sync.forward(...args));
+      if (decoder) {
+        // A decoding step too, which leaves the cache as it was.
+        const syncCache = track(sync.createKVCache({ batch: 1, maxLength: 2 }));
+        const cache = await layer.createKVCache({ batch: 1, maxLength: 2 });
+        const step = sliceTokens(x, 0, 1);
+        await expectSameError(() => layer.forwardIncremental(step, cache, memory),
+          () => sync.forwardIncremental(step, syncCache, memory));
+        expect([cache.length, syncCache.length]).toEqual([0, 0]);
+        await cache.dispose();
+      }
+      await layer.dispose();
+    });
 });
 
 describe('placement', () => {

@@ -1,7 +1,8 @@
 // createAttentionPool: the attention split by heads over 1, 2 and 3 workers
 // gives the synchronous API's results (within 1e-6 of the output's scale,
 // identical from run to run), through caches and precomputed K/V too, with
-// its errors, disposal, a killed worker and concurrent callers; layers, each
+// its errors (partial outputs whose sum overflows float32 included),
+// disposal, a killed worker and concurrent callers; layers, each
 // whole in one worker, give the synchronous layers' results exactly.
 import { rejection, thrown } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
@@ -197,6 +198,48 @@ describe.each(sizes)('pool of %i workers', (workers) => {
     const results = await Promise.all(inputs.map((x) => mha.forward(x)));
     await loaded;
     results.forEach((r, i) => expectClose(r, sync.forward(inputs[i])));
+    await mha.dispose();
+  });
+});
+
+describe.each([2, 3])('pool of %i workers: partial outputs whose sum overflows float32', (workers) => {
+  // Three heads of d_k 2 whose values are all 1, and column 4 of W_O 7e37:
+  // each head adds 1.4e38 to column 4 of every output row, so every
+  // worker's partial output (one or two heads) is finite and their sum,
+  // 4.2e38, is not.
+  const config = { dModel: 6, numHeads: 3 };
+  const [B, T, d] = [2, 3, 6];
+  const w = { ...randomWeights(config, 101), wV: new Float32Array(d * d),
+    bV: new Float32Array(d).fill(1), wO: new Float32Array(d * d) };
+  for (let r = 0; r < d; ++r) w.wO[r * d + 4] = 7e37;
+  const x = { data: random(B * T * d, 102), shape: [B, T, d] };
+
+  test('are refused with the synchronous class and message; the pool stays usable', async () => {
+    const sync = track(new module.MultiHeadAttention(config));
+    sync.setWeights(w);
+    const mha = await pools[workers].MultiHeadAttention(config);
+    await mha.setWeights(w);
+    const want = thrown(() => sync.forward(x));
+    expect(want.message).toBe('MultiHeadAttention.forward: the output projection z W_o + b_o ' +
+      'overflowed float32 (element 4 is +Infinity); the inputs or weights are too large in magnitude');
+    await expectRejects(mha.forward(x), want.constructor, want.message);
+
+    // A decoding step that overflows leaves the cache as it was.
+    const syncCache = track(sync.createKVCache({ batch: B, maxLength: 4 }));
+    const cache = await mha.createKVCache({ batch: B, maxLength: 4 });
+    const step = { data: random(B * d, 103), shape: [B, 1, d] };
+    const stepError = thrown(() => sync.forwardIncremental(step, syncCache));
+    expect(stepError.message).toMatch(/^MultiHeadAttention.forwardIncremental: the output projection/);
+    await expectRejects(mha.forwardIncremental(step, cache), stepError.constructor,
+      stepError.message);
+    expect([cache.length, syncCache.length]).toEqual([0, 0]);
+
+    const fine = randomWeights(config, 104);
+    sync.setWeights(fine);
+    await mha.setWeights(fine);
+    expectClose(await mha.forward(x), sync.forward(x));
+    expectClose(await mha.forwardIncremental(step, cache), sync.forwardIncremental(step, syncCache));
+    await cache.dispose();
     await mha.dispose();
   });
 });

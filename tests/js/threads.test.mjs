@@ -144,9 +144,17 @@ test('a module backend only the single-thread builds have picks one thread, or f
   const module = await createAttentionModule({ backend: 'xsimd', relaxedSimd: false });
   expect([module.threads, module.backend, module.threadsUnavailable]).toEqual([1, 'xsimd',
     'the threaded builds carry only the highway backend, and options.backend is "xsimd"']);
+  await expect(createAttentionModule({ backend: 'xsimd', relaxedSimd: false, threads: 2 }))
+    .rejects.toThrow(new RangeError("createAttentionModule: backend 'xsimd' is not compiled " +
+      'into this build (the threaded wasm builds carry only the highway backend)'));
+  // scalar is the non-SIMD build's, which has no threaded variant.
+  const scalar = await createAttentionModule({ backend: 'scalar' });
+  expect([scalar.threads, scalar.build, scalar.threadsUnavailable]).toEqual([1, 'nosimd',
+    'the threaded builds carry only the highway backend, and options.backend is "scalar"']);
   await expect(createAttentionModule({ backend: 'scalar', threads: 2 })).rejects.toThrow(
-    new RangeError("createAttentionModule: backend 'scalar' is not compiled into this build " +
-      '(the threaded wasm builds carry only the highway backend)'));
+    new Error('createAttentionModule: options.threads: 2 threads need a threaded build, which ' +
+      'cannot run here: the threaded builds carry only the highway backend, and ' +
+      'options.backend is "scalar"'));
 });
 
 test('dispose() disposes the objects and ends the workers; the module then runs on one thread', async () => {

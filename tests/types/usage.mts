@@ -18,7 +18,8 @@ import createDefault, {
   type TransformerDecoderLayerConstructor, type TransformerDecoderLayerWeights,
   type TransformerEncoderLayer, type TransformerEncoderLayerConstructor,
   type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
-  type URLLike,
+  type URLLike, type BytesByCacheType, type BytesByWeightType, type HalfBits, type Int8Weights,
+  type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
 } from '../../web/index.js';
 import {
   createAttentionPool, type AttentionPool, type PooledKVCache, type PooledMultiHeadAttention,
@@ -30,7 +31,7 @@ import {
   type CheckpointTensor, type CheckpointTensors, type LoadCheckpointOptions,
   type LoadCheckpointResult, type PyTorchTransformerDecoderLayerState,
   type PyTorchTransformerEncoderLayerState, type ResponseLike, type SafetensorsDtype,
-  type SafetensorsTensorInfo,
+  type SafetensorsTensorInfo, type CheckpointBitsTensor, type SafetensorsOptions,
 } from '../../web/index.js';
 
 const f32 = (n: number) => new Float32Array(n);
@@ -50,15 +51,18 @@ const moduleFacts: [string, boolean, string[], string] = [sa.backend, sa.simd, s
   sa.kernels];
 const threading: [number, string | undefined] = [sa.threads, sa.threadsUnavailable];
 const stats: MemoryStats = sa.memoryStats();
+const weightBytes: BytesByWeightType = stats.weightBytes;
+const cacheBytes: BytesByCacheType = stats.cacheBytes;
 const bytes: number[] = [stats.heapBytes, stats.maxHeapBytes, stats.allocatedBytes,
-  stats.jsHandles];
+  stats.jsHandles, weightBytes.f32, weightBytes.f16, weightBytes.bf16, weightBytes.int8,
+  cacheBytes.f32, cacheBytes.f16, cacheBytes.bf16];
 
 // MultiHeadAttention.
 const MHA: MultiHeadAttentionConstructor = sa.MultiHeadAttention;
 const rope: RopeConfig = { style: 'half', base: 10000, rotaryDim: 4 };
 const mhaConfig: MultiHeadAttentionConfig = {
   dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDim: 4, headDimV: 4, numKvHeads: 1, rope,
-  bias: true, backend: sa.backend, threads: 1,
+  bias: true, backend: sa.backend, threads: 1, weights: 'f32', cacheType: 'f16',
 };
 const mha: MultiHeadAttention = new MHA(mhaConfig);
 const isMha: boolean = mha instanceof MHA && MHA.prototype === Object.getPrototypeOf(mha);
@@ -66,13 +70,23 @@ const resolved: ResolvedMultiHeadAttentionConfig = mha.config;
 const dims: number[] = [resolved.dModel, resolved.numHeads, resolved.kDim, resolved.vDim,
   resolved.headDim, resolved.headDimV, resolved.numKvHeads];
 const resolvedRope: string | undefined = resolved.rope?.style;
-const mhaFacts: [boolean, string, string, boolean, number] = [resolved.bias, resolved.backend,
-  mha.kernels, mha.disposed, resolved.threads];
+const mhaFacts: [boolean, string, string, boolean, number, WeightTypeName, CacheTypeName] = [
+  resolved.bias, resolved.backend, mha.kernels, mha.disposed, resolved.threads, resolved.weights,
+  resolved.cacheType];
 const weights: MultiHeadAttentionWeights = {
   wQ: f32(64), wK: f32(64), wV: f32(64), wO: f32(64), bQ: f32(8), bK: f32(8), bV: f32(8),
   bO: f32(8),
 };
 mha.setWeights(weights);
+// Weights already in the storage type: float16/bfloat16 bits, int8 values and scales.
+const halfBits: HalfBits = new Uint16Array(64);
+const int8: Int8Weights = { values: new Int8Array(64), scales: f32(8) };
+const stored: WeightMatrix[] = [halfBits, int8, f32(64)];
+const narrow = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'int8' });
+narrow.setWeights({ ...weights, wQ: int8, wK: stored[2] });
+const torchBits: TorchMatrix = new Uint16Array(192);
+new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'bf16' })
+  .setWeightsFromPyTorch({ in_proj_weight: torchBits, 'out_proj.weight': halfBits });
 const torchState: PyTorchMultiheadAttentionState = {
   in_proj_weight: f32(192), q_proj_weight: f32(64), k_proj_weight: f32(64),
   v_proj_weight: f32(64), in_proj_bias: f32(24), out_proj_weight: f32(64),
@@ -135,7 +149,7 @@ const norm: LayerNormWeights = { gamma: f32(8), beta: f32(8) };
 const activation: ActivationName = 'gelu_tanh';
 const layerConfig: TransformerLayerConfig = {
   dModel: 8, numHeads: 2, ffnDim: 16, normFirst: true, activation, eps: 1e-6, backend, threads: 0,
-  numKvHeads: 1, rope: { style: 'interleaved' },
+  numKvHeads: 1, rope: { style: 'interleaved' }, weights: 'f16', cacheType: 'bf16',
 };
 
 const Encoder: TransformerEncoderLayerConstructor = sa.TransformerEncoderLayer;
@@ -172,8 +186,8 @@ const isDecoder: boolean = Decoder.prototype === Object.getPrototypeOf(decoder);
 for (const layer of [encoder, decoder] as TransformerLayerBase[]) {
   const c: ResolvedTransformerLayerConfig = layer.config;
   const facts: unknown[] = [c.dModel, c.numHeads, c.headDim, c.ffnDim, c.normFirst,
-    c.activation, c.eps, c.backend, c.threads, c.numKvHeads, c.rope?.rotaryDim, layer.kernels,
-    layer.disposed];
+    c.activation, c.eps, c.backend, c.threads, c.numKvHeads, c.rope?.rotaryDim, c.weights,
+    c.cacheType, layer.kernels, layer.disposed];
   void facts;
   layer.dispose();
 }
@@ -317,6 +331,16 @@ void createAttentionModule({ relaxedSimd: 'auto' });
 void createAttentionModule({ wasmPaht: './dist' });
 // @ts-expect-error: build is read-only
 sa.build = 'simd';
+// @ts-expect-error: misspelled weight type
+void new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'fp16' });
+// @ts-expect-error: caches hold no int8
+void new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, cacheType: 'int8' });
+// @ts-expect-error: misspelled weight type of a layer
+void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, weights: 'float16' });
+// @ts-expect-error: int8 weights need their scales
+narrow.setWeights({ ...weights, wQ: { values: new Int8Array(64) } });
+// @ts-expect-error: a file read without keep16Bit gives float32 only
+const notBits: Uint16Array = file.tensor('w').data;
 // @ts-expect-error: unknown activation
 void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'swish' });
 // Checkpoints: a layer's state_dict, safetensors files and their mapping.
@@ -346,6 +370,12 @@ const response: ResponseLike = {
 };
 const file: SafetensorsFile = await readSafetensors(response);
 const parsed: SafetensorsFile = parseSafetensors(new Uint8Array(8));
+const keep: SafetensorsOptions = { keep16Bit: true };
+const bitsFile: SafetensorsFile<true> = parseSafetensors(new Uint8Array(8), { keep16Bit: true });
+const maybeBits: CheckpointTensor | CheckpointBitsTensor = bitsFile.tensor('w');
+const keptFacts: [boolean, boolean, string, number[], Float32Array | Uint16Array] = [
+  bitsFile.keep16Bit, file.keep16Bit, maybeBits.dtype, maybeBits.shape, maybeBits.data];
+void [keep, keptFacts, readSafetensors('model.safetensors', keep)];
 const fromPath: Promise<SafetensorsFile> = readSafetensors('model.safetensors');
 const dtype: SafetensorsDtype = 'BF16';
 const info: SafetensorsTensorInfo = { dtype, shape: file.info('w').shape };

@@ -1,5 +1,6 @@
 // Checks of the arguments the JS side can judge by itself (types, integers,
 // keys of option objects), and descriptions of values for their messages.
+import { OPTION_KEYS } from './option-keys.js';
 
 // Realm-independent (a Float32Array made in a worker or an iframe passes).
 function typedArrayTag(v) {
@@ -70,6 +71,65 @@ export function float32(where, name, v, optional = false) {
   if (optional && v === undefined) return undefined;
   if (!isFloat32Array(v)) {
     throw new TypeError(`${where}: ${name}: expected a Float32Array, got ${describe(v)}`);
+  }
+  return v;
+}
+
+// A weight matrix: a Float32Array, or already in the storage type of an
+// object whose config.weights is 'f16' or 'bf16' (a Uint16Array of their
+// bits; a Float16Array, where the engine has one, is read as its bits) or
+// 'int8' ({ values: Int8Array, scales: Float32Array }). Whether the form
+// fits config.weights, and its lengths and values, are C++'s to judge.
+export function weightMatrix(where, name, v) {
+  const tag = typedArrayTag(v);
+  if (tag === 'Float32Array' || tag === 'Uint16Array') return v;
+  if (tag === 'Float16Array') return halfBits(v);
+  if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v) && !Array.isArray(v) &&
+      (v.values !== undefined || v.scales !== undefined)) {
+    checkObject(where, name, v, OPTION_KEYS.Int8Weights);
+    if (typedArrayTag(v.values) !== 'Int8Array') {
+      throw new TypeError(`${where}: ${name}.values: expected an Int8Array, got ` +
+        `${describe(v.values)}`);
+    }
+    return { values: v.values, scales: float32(where, `${name}.scales`, v.scales) };
+  }
+  throw new TypeError(`${where}: ${name}: expected a Float32Array (or, for config.weights ` +
+    `'f16' or 'bf16', a Uint16Array of their bits; for 'int8', { values: Int8Array, ` +
+    `scales: Float32Array }), got ${describe(v)}`);
+}
+
+// A matrix as the glue copies it (JsMatrix in bindings/glue.h): a
+// Float32Array as it is, the stored forms as their bytes.
+export function glueMatrix(m) {
+  const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  if (m === undefined || typeof m !== 'object' || m.BYTES_PER_ELEMENT === 4) return m;
+  return m.scales !== undefined ? { values: bytes(m.values), scales: m.scales } : { bits: bytes(m) };
+}
+
+// A PyTorch weight matrix: a Float32Array, or float16/bfloat16 bits for an
+// object whose config.weights is that type (a Uint16Array or Float16Array).
+export function torchMatrix(where, name, v) {
+  const tag = typedArrayTag(v);
+  if (tag === 'Float32Array' || tag === 'Uint16Array') return v;
+  if (tag === 'Float16Array') return halfBits(v);
+  throw new TypeError(`${where}: ${name}: expected a Float32Array (or, for config.weights ` +
+    `'f16' or 'bf16', a Uint16Array of their bits), got ${describe(v)}`);
+}
+
+// A Float16Array's bits, without a copy.
+function halfBits(v) {
+  return new Uint16Array(v.buffer, v.byteOffset, v.length);
+}
+
+// config.weights or config.cacheType (`field`): 'f32' when omitted; which
+// names exist is C++'s to judge.
+const STORAGE_TYPES = { weights: "'f32', 'f16', 'bf16' or 'int8'", cacheType: "'f32', 'f16' or 'bf16'" };
+export function readStorageType(where, config, field) {
+  const v = config[field];
+  if (v === undefined) return 'f32';
+  if (typeof v !== 'string') {
+    throw new TypeError(`${where}: config.${field}: expected a string (${STORAGE_TYPES[field]}), ` +
+      `got ${describe(v)}`);
   }
   return v;
 }

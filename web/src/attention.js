@@ -2,7 +2,8 @@
 // KVCache, cross-attention over a PrecomputedKeyValue.
 import { additiveValues, booleanValues, checkObject, describe, float32, integers,
   optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
-  readThreads, requiredSize, shapedMask } from './arguments.js';
+  readThreads, readStorageType, requiredSize, shapedMask, torchMatrix, weightMatrix, glueMatrix }
+  from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
@@ -118,6 +119,8 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
         bias: optionalBoolean(where, 'config.bias', config.bias, true),
         backend,
         threads: readThreads(where, config.threads),
+        weights: readStorageType(where, config, 'weights'),
+        cacheType: readStorageType(where, config, 'cacheType'),
       });
       super(raw);
     }
@@ -134,7 +137,8 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
           throw new TypeError(`${where}: ${key}: expected a Float32Array (config.bias ` +
             'is true), got undefined');
         }
-        w[key] = float32(where, key, weights[key], isBias);
+        w[key] = isBias ? float32(where, key, weights[key], true)
+          : glueMatrix(weightMatrix(where, key, weights[key]));
       }
       unwrap(wasm, where, raw.setWeights(w));
       this[WEIGHTS_SET]();
@@ -160,7 +164,9 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
       }
       const s = {};
       for (const key of TORCH_KEYS) {
-        if (state[key] !== undefined) s[key.replace('.', '_')] = float32(where, key, state[key]);
+        if (state[key] === undefined) continue;
+        s[key.replace('.', '_')] = key.includes('bias') ? float32(where, key, state[key])
+          : glueMatrix(torchMatrix(where, key, state[key]));
       }
       unwrap(wasm, where, raw.setWeightsFromPyTorch(s));
       this[WEIGHTS_SET]();

@@ -7,9 +7,21 @@
 // and the shapes its header declares, which setWeightsFromPyTorch never
 // sees (it reads flat arrays, so a transposed [E, 3E] would pass as
 // [3E, E]).
+//
+// F16 and BF16 tensors read as their bits (a SafetensorsFile read with
+// keep16Bit, or { data: Uint16Array, dtype } entries) stay bits for the
+// weight matrices of an object whose config.weights is their type; every
+// other tensor becomes float32 here.
 import { checkObject, describe, float32, integers } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { attentionShapes, layerShapes } from './pytorch-layer-state.js';
+import { widen16Bit } from './safetensors.js';
+
+// The config.weights that holds each 16-bit dtype as it is.
+const HELD_AS = { F16: 'f16', BF16: 'bf16' };
+// PyTorch's names of the weight matrices (the rest are biases and norms).
+const isBits = (v) => Object.prototype.toString.call(v) === '[object Uint16Array]';
+const isMatrix = (name) => /(proj_weight|proj\.weight|linear\d\.weight)$/.test(name);
 
 const copy = (to, from) => ({ to, from: [from] });
 // GPT-2's Conv1D stores [in, out], the transpose of a Linear weight.
@@ -105,43 +117,47 @@ function targetKind(where, target) {
 }
 
 // The checkpoint as { names, shape(name) (undefined if not declared),
-// data(name) }: a SafetensorsFile, or an object of Float32Array or
-// { data, shape } entries.
+// tensor(name) -> { data, dtype? } }: a SafetensorsFile, or an object of
+// Float32Array or { data, shape, dtype? } entries.
 function readCheckpoint(where, checkpoint) {
   if (checkpoint !== null && typeof checkpoint === 'object' &&
       Array.isArray(checkpoint.names) && typeof checkpoint.tensor === 'function') {
     return {
       names: checkpoint.names,
       shape: (name) => checkpoint.info(name).shape,
-      data: (name) => checkpoint.tensor(name).data,
+      tensor: (name) => checkpoint.tensor(name),
     };
   }
   checkObject(where, 'checkpoint', checkpoint);
   const entry = (name) => {
     const v = checkpoint[name];
-    if (ArrayBuffer.isView(v)) return { data: float32(where, `checkpoint['${name}']`, v) };
+    const at = `checkpoint['${name}']`;
+    if (ArrayBuffer.isView(v)) return { data: float32(where, at, v) };
     if (v === null || typeof v !== 'object') {
-      throw new TypeError(`${where}: checkpoint['${name}']: expected a Float32Array or ` +
+      throw new TypeError(`${where}: ${at}: expected a Float32Array or ` +
         `{ data: Float32Array, shape }, got ${describe(v)}`);
     }
-    return {
-      data: float32(where, `checkpoint['${name}'].data`, v.data),
-      shape: integers(where, `checkpoint['${name}'].shape`, v.shape),
-    };
+    const shape = integers(where, `${at}.shape`, v.shape);
+    if (v.dtype === undefined) return { data: float32(where, `${at}.data`, v.data), shape };
+    if (!(v.dtype in HELD_AS) || !isBits(v.data)) {
+      throw new TypeError(`${where}: ${at}: expected { data: Uint16Array, dtype: 'F16' or ` +
+        `'BF16' } with a dtype, got dtype ${describe(v.dtype)} and data ${describe(v.data)}`);
+    }
+    return { data: v.data, shape, dtype: v.dtype };
   };
   return {
     names: Object.keys(checkpoint),
     shape: (name) => entry(name).shape,
-    data: (name) => entry(name).data,
+    tensor: entry,
   };
 }
 
 const sameShape = (a, b) => a.length === b.length && a.every((d, i) => d === b[i]);
 const shapeString = (s) => `[${s.join(', ')}]`;
 
-// [rows, cols] -> [cols, rows]
+// [rows, cols] -> [cols, rows], in data's type (bits stay bits).
 function transpose(data, rows, cols) {
-  const out = new Float32Array(data.length);
+  const out = new /** @type {Float32ArrayConstructor} */ (data.constructor)(data.length);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
   }
@@ -233,6 +249,14 @@ export function loadCheckpoint(target, checkpoint, options) {
       'or options.allowUnused: true');
   }
 
+  const { weights: held } = config;
+  // One tensor's values: 16-bit bits kept for a matrix the object holds in
+  // their type, else float32.
+  const values = (name, to) => {
+    const { data, dtype } = ckpt.tensor(name);
+    if (!isBits(data) || (isMatrix(to) && HELD_AS[dtype] === held)) return data;
+    return widen16Bit(dtype, data);
+  };
   const state = {};
   for (const e of wanted) {
     const expected = shapes[e.to];
@@ -247,7 +271,7 @@ export function loadCheckpoint(target, checkpoint, options) {
           `(${e.conv1d ? `Conv1D, the transpose of PyTorch's ${e.to}` : `PyTorch's ${e.to}`} ` +
           `of this ${kind}), got ${shapeString(declared)}`);
       }
-      const data = ckpt.data(full(name));
+      const data = values(full(name), e.to);
       if (!e.conv1d) return data;
       if (data.length !== want[0] * want[1]) {
         throw new RangeError(`${where}: ${full(name)}: expected ${want[0] * want[1]} values ` +

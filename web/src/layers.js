@@ -1,11 +1,13 @@
 // TransformerEncoderLayer and TransformerDecoderLayer (torch.nn's, batch
 // first, dropout 0) on the shared wasm-object base.
 import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
-  readEps, readThreads, requiredSize } from './arguments.js';
+  readEps, readThreads, readStorageType, requiredSize, weightMatrix, glueMatrix }
+  from './arguments.js';
 import { readRope, readSharedAttentionOptions } from './attention.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
-import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
+import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS, WEIGHT_MATRICES }
+  from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { readTensor } from './tensors.js';
 import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './wasm-object.js';
@@ -35,10 +37,13 @@ function readLayerConfig(where, config, defaultBackend) {
     threads: readThreads(where, config.threads),
     numKvHeads: optionalSize(where, 'config.numKvHeads', config.numKvHeads),
     rope: readRope(where, config.rope),
+    weights: readStorageType(where, config, 'weights'),
+    cacheType: readStorageType(where, config, 'cacheType'),
   };
 }
 
-// { group: { key: Float32Array } } with every key of every group required.
+// { group: { key: Float32Array } } with every key of every group required;
+// the matrices may also come in config.weights' type (weightMatrix).
 export function readLayerWeights(where, weights, groups) {
   const names = Object.keys(groups);
   checkObject(where, 'weights', weights, names);
@@ -51,10 +56,17 @@ export function readLayerWeights(where, weights, groups) {
     checkObject(where, group, weights[group], groups[group]);
     out[group] = {};
     for (const key of groups[group]) {
-      out[group][key] = float32(where, `${group}.${key}`, weights[group][key]);
+      const check = WEIGHT_MATRICES.includes(key) ? weightMatrix : float32;
+      out[group][key] = check(where, `${group}.${key}`, weights[group][key]);
     }
   }
   return out;
+}
+
+// { group: { key: array } } as the glue copies it (glueMatrix).
+export function glueLayerWeights(w) {
+  return Object.fromEntries(Object.entries(w).map(([group, keys]) => [group,
+    Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, glueMatrix(v)]))]));
 }
 
 // The layers' weights and construction on top of the shared base.
@@ -72,7 +84,7 @@ function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
       const raw = super[LIVE](where);
       const w = readLayerWeights(where, weights, groups);
       // All or nothing (C++): after an error the layer keeps its old weights.
-      unwrap(wasm, where, raw.setWeights(w));
+      unwrap(wasm, where, raw.setWeights(glueLayerWeights(w)));
       this[WEIGHTS_SET]();
     }
 
@@ -81,7 +93,7 @@ function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
       const where = `${kind}.setWeightsFromPyTorch`;
       const raw = super[LIVE](where);
       const w = layerWeightsFromPyTorch(where, kind, this.config, state);
-      unwrap(wasm, where, raw.setWeights(w));
+      unwrap(wasm, where, raw.setWeights(glueLayerWeights(w)));
       this[WEIGHTS_SET]();
     }
   };

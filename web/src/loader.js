@@ -173,8 +173,11 @@ async function startBuild(factory, file, where, hooks) {
 }
 
 // Which build to load: the fastest the engine runs, unless forced. `engine`:
-// { simd, relaxedSimd }, what the feature probes found.
-export function pickBuild(where, forceSimd, forceRelaxed, engine) {
+// { simd, relaxedSimd }, what the feature probes found. The scalar backend
+// is the non-SIMD build's alone (the SIMD builds leave it out for size), so
+// `backend` 'scalar' without a build asked for picks that build; with one,
+// the SIMD build refuses it in C++, naming its backends.
+export function pickBuild(where, forceSimd, forceRelaxed, engine, backend) {
   if (forceSimd === false && forceRelaxed === true) {
     throw new RangeError(`${where}: options.relaxedSimd: true asks for the relaxed-SIMD ` +
       'build, which needs WebAssembly SIMD, but options.simd is false; pass only one of them');
@@ -190,6 +193,9 @@ export function pickBuild(where, forceSimd, forceRelaxed, engine) {
       'but this engine does not support WebAssembly relaxed SIMD (Chrome/Edge 114+, ' +
       'Node 22+; Node 20 with --experimental-wasm-relaxed-simd); omit the option or ' +
       'pass false');
+  }
+  if (backend === 'scalar' && forceSimd === undefined && forceRelaxed === undefined) {
+    return 'nosimd';
   }
   if (!(forceSimd ?? hasSimd)) return 'nosimd';
   return (forceRelaxed ?? hasRelaxed) ? 'relaxed-simd' : 'simd';

@@ -7,6 +7,8 @@
 const ATTENTION_WEIGHTS = ['wQ', 'wK', 'wV', 'wO', 'bQ', 'bK', 'bV', 'bO'];
 const FEED_FORWARD_WEIGHTS = ['w1', 'b1', 'w2', 'b2'];
 const LAYER_NORM_WEIGHTS = ['gamma', 'beta'];
+// The weights that are matrices: they may come in config.weights' type.
+export const WEIGHT_MATRICES = ['wQ', 'wK', 'wV', 'wO', 'w1', 'w2'];
 // A layer's self-attention options besides causal and key padding.
 const SELF_ATTENTION_OPTIONS = ['window', 'scale', 'softcap', 'attnMask', 'boolMask',
   'kvLengths'];
@@ -34,9 +36,10 @@ export const DECODER_WEIGHT_GROUPS = {
 export const OPTION_KEYS = {
   AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath'],
   MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDim', 'headDimV',
-    'numKvHeads', 'rope', 'bias', 'backend', 'threads'],
+    'numKvHeads', 'rope', 'bias', 'backend', 'threads', 'weights', 'cacheType'],
   RopeConfig: ['style', 'base', 'rotaryDim'],
   MultiHeadAttentionWeights: ATTENTION_WEIGHTS,
+  Int8Weights: ['values', 'scales'],
   PyTorchMultiheadAttentionState: ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
     'v_proj_weight', 'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias',
     'out_proj.bias'],
@@ -49,7 +52,7 @@ export const OPTION_KEYS = {
   KVCacheOptions: ['batch', 'maxLength'],
   PrecomputeOptions: ['keyPaddingMask'],
   TransformerLayerConfig: ['dModel', 'numHeads', 'ffnDim', 'normFirst', 'activation', 'eps',
-    'backend', 'threads', 'numKvHeads', 'rope'],
+    'backend', 'threads', 'numKvHeads', 'rope', 'weights', 'cacheType'],
   LayerAttentionWeights: ATTENTION_WEIGHTS,
   FeedForwardWeights: FEED_FORWARD_WEIGHTS,
   LayerNormWeights: LAYER_NORM_WEIGHTS,
@@ -64,6 +67,7 @@ export const OPTION_KEYS = {
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
     ['norm1', 'norm2', 'norm3']),
   LoadCheckpointOptions: ['prefix', 'layout', 'allowUnused'],
+  SafetensorsOptions: ['keep16Bit'],
   PooledLayerOptions: ['placement'],
   AttentionOptions: ['causal', 'scale', 'softcap', 'window', 'attnMask', 'boolMask',
     'keyPaddingMask', 'kvLengths', 'numHeads', 'numKvHeads', 'returnAttnWeights', 'returnScores',

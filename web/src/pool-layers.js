@@ -2,78 +2,54 @@
 // heads (the pool's sharded MultiHeadAttention, with its sharded KV cache and
 // precomputed memory), the FFN by hidden units (worker i holds a contiguous
 // group of them: its W1 columns, b1 entries and W2 rows; groups differ by at
-// most one unit), and the residual adds and LayerNorms here, in the caller,
-// where the partial outputs are summed anyway. Per sublayer the caller sends
-// the sublayer's input to every worker and adds what comes back in worker
-// order (then b_O or b2), so a result does not depend on which worker
-// answered first.
-//
-// The math is the synchronous layers' (src/transformer_layers.cc):
+// most one unit; b2 goes with the first group). A sublayer is one gathered
+// call (pool.js): the caller sends the sublayer's input h to its workers,
+// and the first of them adds the partial outputs in worker order, then adds
+// the residual and normalizes through the wasm module (SublayerNorm,
+// bindings/sublayer_norm_binding.cc), and answers with the next h. So the
+// math, its checks and their messages are the synchronous layers' own
+// (src/transformer_layers.cc, src/residual.h):
 //   post-LN: h = LN(h + f(h)) for each sublayer f
-//   pre-LN:  h = h + f(LN(h))
-// each sum checked for float32 overflow before it goes on, LayerNorm
-// (x - mean) / sqrt(var + eps) * gamma + beta with eps as float32.
+//   pre-LN:  h = h + f(LN(h)), each worker normalizing h for its part
 //
 // Errors: types are checked here by the synchronous API's own functions;
-// shapes and values by the workers' objects. An error from a worker names
-// the part that refused (a MultiHeadAttention), so the synchronous error is
-// made again by worker 0 on a whole synchronous layer of the same config
-// (zero weights, empty stand-ins of the caches and memories) for the same
-// arguments; when that one does not fail (an overflow that depends on the
-// real weights), the worker's error stands.
+// shapes and values by the workers' objects. An error from a worker that
+// does not name the layer's method names the part that refused (a
+// MultiHeadAttention), so the synchronous error is made again by worker 0 on
+// a whole synchronous layer of the same config (zero weights, empty
+// stand-ins of the caches and memories) for the same arguments; when that
+// one does not fail (an overflow that depends on the real weights), the
+// worker's error stands, named after the layer's method as the synchronous
+// layer names it.
 import { checkObject, optionalBoolean, optionalMask } from './arguments.js';
 import { readCacheOptions } from './caches.js';
 import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { readTensor } from './tensors.js';
+import { columns, fits, rowRange } from './weight-forms.js';
 
-const TOO_LARGE = 'the inputs or weights are too large in magnitude';
-
-// Rows of `d` floats normalized as the C++ kernel does (float64 here, then
-// rounded once to float32: within float32 rounding of the kernel's result).
-function layerNorm(x, d, { gamma, beta }, eps) {
-  const out = new Float32Array(x.length);
-  for (let row = 0; row < x.length; row += d) {
-    let sum = 0;
-    for (let i = 0; i < d; ++i) sum += x[row + i];
-    const mean = sum / d;
-    let squares = 0;
-    for (let i = 0; i < d; ++i) squares += (x[row + i] - mean) ** 2;
-    const inv = 1 / Math.sqrt(squares / d + eps);
-    for (let i = 0; i < d; ++i) out[row + i] = (x[row + i] - mean) * inv * gamma[i] + beta[i];
-  }
-  return out;
+// A part's error under the layer's method `where`, as the synchronous layer
+// reports what its parts throw ("MultiHeadAttention.forward: attention
+// scores ..." -> "TransformerEncoderLayer.forward: attention scores ...").
+function named(error, where) {
+  return new error.constructor(`${where}: ${error.message.replace(/^[\w.]+: /, '')}`);
 }
 
-// h += y, then the synchronous layer's overflow check of the sum.
-function addResidual(where, sublayer, h, y) {
-  for (let i = 0; i < h.length; ++i) h[i] += y[i];
-  for (let i = 0; i < h.length; ++i) {
-    if (!Number.isFinite(h[i])) {
-      const value = Number.isNaN(h[i]) ? 'NaN' : h[i] > 0 ? '+Infinity' : '-Infinity';
-      throw new RangeError(`${where}: ${sublayer} overflowed float32 (element ${i} is ` +
-        `${value}); ${TOO_LARGE}`);
-    }
-  }
-}
-
-// Whether every weight has the length the config gives it and finite values:
-// if not, the synchronous layer says what is wrong.
-function weightsFit(weights, sizes) {
-  return Object.entries(sizes).every(([group, keys]) => Object.entries(keys).every(([key, n]) => {
-    const a = weights[group][key];
-    return a.length === n && a.every(Number.isFinite);
-  }));
+// Whether every weight has the shape the config gives it and values the
+// layer's config.weights takes (see fits): if not, the synchronous layer
+// says what is wrong.
+function weightsFit(weights, shapes, type) {
+  return Object.entries(shapes).every(([group, keys]) => Object.entries(keys).every(
+    ([key, shape]) => fits(weights[group][key], shape, type)));
 }
 
 export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue, poolObject,
-  newRef, splitUnits, columns, sumPartials, createMultiHeadAttention }) {
+  newRef, splitUnits, SUBLAYER, createMultiHeadAttention }) {
   // Hidden units [from, to) of a layer's FFN in each of its workers.
   class FeedForwardShards extends PoolObject {
     #d;
     #units;
-    #b2;
 
     constructor(shards, dModel, units) {
       super(newRef(), shards);
@@ -81,34 +57,54 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       this.#units = units;
     }
 
-    static async create({ dModel, ffnDim, activation, backend }) {
+    static async create({ dModel, ffnDim, activation, backend, weights }) {
       const shards = splitUnits(ffnDim, workers.count).map(({ worker, from, to }) =>
         ({ worker, units: [from, to] }));
       const ffn = new FeedForwardShards(shards, dModel, ffnDim);
       await workers.all(shards.map((s) => s.worker), (i) => ({
         op: 'new', ref: ffn.ref, kind: 'FeedForward',
-        config: { dModel, ffnDim: shards[i].units[1] - shards[i].units[0], activation, backend },
+        config: { dModel, ffnDim: shards[i].units[1] - shards[i].units[0], activation, backend,
+          weights },
       }));
       return ffn;
     }
 
-    // Each worker's W1 columns, b1 entries and W2 rows, and a zero b2 (added
-    // once by the pool).
-    async setWeights({ w1, b1, w2, b2 }) {
+    // Each worker's W1 columns, b1 entries and W2 rows; b2 in the first's
+    // alone (zeros in the others'), so that the partial outputs add up to
+    // the FFN's output.
+    setWeights({ w1, b1, w2, b2 }) {
       const [d, f] = [this.#d, this.#units];
-      const parts = this.shards.map(({ units: [from, to] }) => ({
+      return this.sendWeights(this.shards.map(({ units: [from, to] }, i) => ({
         w1: columns(w1, d, f, from, to), b1: b1.slice(from, to),
-        w2: w2.slice(from * d, to * d), b2: new Float32Array(d),
-      }));
-      await this.sendWeights(parts);
-      this.#b2 = Float32Array.from(b2);
+        w2: rowRange(w2, d, from, to), b2: i === 0 ? Float32Array.from(b2) : new Float32Array(d),
+      })));
     }
 
-    // rows [n * dModel] -> the FFN's output, the workers' partial outputs
-    // added in worker order, then b2.
-    async forward(rows) {
-      const parts = await this.call('forward', [{ data: rows }]);
-      return sumPartials(parts.map((p) => p.data), this.#b2);
+    // The FFN as the layer's sublayer: h { data, shape } -> the next h.
+    forward(h, sublayer) {
+      return this.gather('forward', [h], undefined, sublayer);
+    }
+  }
+
+  // The residual sum and LayerNorm of one sublayer, held by each worker of
+  // the sublayer's part (pool-worker.js, SublayerNorm).
+  class SublayerNorm extends PoolObject {
+    constructor(shards) {
+      super(newRef(), shards);
+    }
+
+    static async create(part, { dModel, eps, normFirst, backend }) {
+      const norm = new SublayerNorm(part.shards);
+      await workers.all(part.shards.map((s) => s.worker), () => ({
+        op: 'new', ref: norm.ref, kind: 'SublayerNorm', config: { dModel, eps, normFirst, backend },
+      }));
+      return norm;
+    }
+
+    // w { gamma, beta }, named `name` ('norm1', ...) as in the layer.
+    setWeights(w, name) {
+      return workers.all(this.shards.map((s) => s.worker),
+        () => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [w, name] }));
     }
   }
 
@@ -119,8 +115,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     #given; // the config as given, for worker 0's synchronous layer
     #config;
     #kernels;
-    #parts; // { attentions: [MultiHeadAttention...], ffn }
-    #norms = [];
+    #parts; // { attentions: [MultiHeadAttention...], ffn, norms: [SublayerNorm...] }
     #hasWeights = false;
 
     constructor(kind, given, { config, kernels }, parts) {
@@ -139,8 +134,8 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     // Disposing of the layer disposes of its parts, which hold its objects
     // in the workers (the layer has none of its own).
     released() {
-      const { attentions, ffn } = this.#parts;
-      return Promise.all([...attentions, ffn].map((part) => part.dispose()));
+      const { attentions, ffn, norms } = this.#parts;
+      return Promise.all([...attentions, ffn, ...norms].map((part) => part.dispose()));
     }
 
     // Runs body(where) as the next call on the layer. A disposed layer, or
@@ -177,7 +172,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
         reproduced = e;
       }
       if (reproduced?.message.startsWith(`${where}: `)) throw reproduced;
-      if (error !== undefined) throw error;
+      if (error !== undefined) throw named(error, where);
       if (reproduced !== undefined) throw reproduced;
     }
 
@@ -186,23 +181,21 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       const c = this.#config;
       const w = readLayerWeights(where, weights, groups);
       const kv = c.numKvHeads * c.headDim;
-      const d = c.dModel;
-      const attention = { wQ: d * d, wK: d * kv, wV: d * kv, wO: d * d, bQ: d, bK: kv,
-        bV: kv, bO: d };
-      const norm = { gamma: d, beta: d };
-      const sizes = Object.fromEntries(Object.keys(groups).map((group) => [group,
+      const [d, f] = [c.dModel, c.ffnDim];
+      const attention = { wQ: [d, d], wK: [d, kv], wV: [d, kv], wO: [d, d], bQ: [1, d],
+        bK: [1, kv], bV: [1, kv], bO: [1, d] };
+      const norm = { gamma: [1, d], beta: [1, d] };
+      const shapes = Object.fromEntries(Object.keys(groups).map((group) => [group,
         group.startsWith('norm') ? norm : group === 'ffn'
-          ? { w1: d * c.ffnDim, b1: c.ffnDim, w2: c.ffnDim * d, b2: d } : attention]));
-      return { w, fits: weightsFit(w, sizes) };
+          ? { w1: [d, f], b1: [1, f], w2: [f, d], b2: [1, d] } : attention]));
+      return { w, fits: weightsFit(w, shapes, c.weights) };
     }
 
-    // Sends weights that fit to the parts; keeps the norms here.
+    // Sends weights that fit to the parts.
     async apply(w, attentionGroups, normGroups) {
-      const { attentions, ffn } = this.#parts;
+      const { attentions, ffn, norms } = this.#parts;
       await Promise.all([...attentions.map((a, i) => a.setWeights(w[attentionGroups[i]])),
-        ffn.setWeights(w.ffn)]);
-      this.#norms = normGroups.map((group) => ({ gamma: Float32Array.from(w[group].gamma),
-        beta: Float32Array.from(w[group].beta) }));
+        ffn.setWeights(w.ffn), ...norms.map((n, i) => n.setWeights(w[normGroups[i]], normGroups[i]))]);
       this.#hasWeights = true;
     }
 
@@ -218,27 +211,19 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       }, () => [argument]);
     }
 
-    // x {data, shape} through the sublayers [{ name, run(input tensor) ->
-    // Promise<Float32Array> }], each with its norm, as the synchronous layer.
+    // x {data, shape} through the sublayers [{ name, run(h, sublayer) ->
+    // Promise<the next h> }], each with its norm, as the synchronous layer.
     async sublayers(where, x, steps) {
-      const { dModel: d, normFirst } = this.#config;
-      const eps = Math.fround(this.#config.eps);
-      let h = Float32Array.from(x.data);
+      let h = { data: x.data, shape: x.shape };
       for (const [i, { name, run }] of steps.entries()) {
-        const norm = this.#norms[i];
-        if (normFirst) {
-          addResidual(where, name, h, await run({ data: layerNorm(h, d, norm, eps),
-            shape: x.shape }));
-        } else {
-          addResidual(where, name, h, await run({ data: h, shape: x.shape }));
-          h = layerNorm(h, d, norm, eps);
-        }
+        h = await run(h, { norm: this.#parts.norms[i].ref, name, where });
       }
-      return { data: h, shape: [...x.shape] };
+      return { data: h.data, shape: [...x.shape] };
     }
 
     ffnStep() {
-      return { name: 'the feed-forward sublayer', run: (input) => this.#parts.ffn.forward(input.data) };
+      return { name: 'the feed-forward sublayer', run: (h, sublayer) =>
+        this.#parts.ffn.forward(h, sublayer) };
     }
   }
 
@@ -269,8 +254,8 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
         const causal = optionalBoolean(where, 'options.causal', o.causal, false);
         const attention = { ...o, causal };
         return this.sublayers(where, x, [
-          { name: 'the self-attention sublayer', run: async (input) =>
-            (await this.#attention.forward(input, undefined, undefined, attention)).output.data },
+          { name: 'the self-attention sublayer', run: (h, sublayer) =>
+            this.#attention.forward(h, undefined, undefined, { ...attention, [SUBLAYER]: sublayer }) },
           this.ffnStep(),
         ]);
       }, () => [x, options]);
@@ -314,9 +299,9 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     #crossAndFfn(kv, keyPaddingMask) {
       const options = keyPaddingMask === undefined ? {} : { keyPaddingMask };
       return [
-        { name: 'the cross-attention sublayer', run: async (input) =>
-          (await this.#cross.forward(input, kv, kv instanceof PoolObject ? undefined : kv,
-            options)).output.data },
+        { name: 'the cross-attention sublayer', run: (h, sublayer) =>
+          this.#cross.forward(h, kv, kv instanceof PoolObject ? undefined : kv,
+            { ...options, [SUBLAYER]: sublayer }) },
         this.ffnStep(),
       ];
     }
@@ -332,8 +317,8 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
           o.memoryKeyPaddingMask);
         const { memoryKeyPaddingMask, ...self } = o;
         return this.sublayers(where, x, [
-          { name: 'the self-attention sublayer', run: async (input) =>
-            (await this.#self.forward(input, undefined, undefined, { ...self, causal })).output.data },
+          { name: 'the self-attention sublayer', run: (h, sublayer) =>
+            this.#self.forward(h, undefined, undefined, { ...self, causal, [SUBLAYER]: sublayer }) },
           ...this.#crossAndFfn(m.precomputed ?? m.tensor, memoryMask),
         ]);
       }, () => [x, this.#standIn(memory), options]);
@@ -352,10 +337,10 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
         let attended = false;
         try {
           return await this.sublayers(where, x, [
-            { name: 'the self-attention sublayer', run: async (input) => {
-              const r = await this.#self.forwardIncremental(input, cache, o);
+            { name: 'the self-attention sublayer', run: async (h, sublayer) => {
+              const next = await this.#self.forwardIncremental(h, cache, { ...o, [SUBLAYER]: sublayer });
               attended = true;
-              return r.output.data;
+              return next;
             } },
             ...this.#crossAndFfn(kv),
           ]);
@@ -403,19 +388,27 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
   async function createPooledLayer(kind, given, resolved) {
     const c = resolved.config;
     const attention = { dModel: c.dModel, numHeads: c.numHeads, numKvHeads: c.numKvHeads,
-      backend: c.backend };
-    const made = [];
+      backend: c.backend, weights: c.weights, cacheType: c.cacheType };
+    const made = []; // everything made so far, disposed if a later part fails
+    const keep = async (part) => {
+      made.push(await part);
+      return made.at(-1);
+    };
     try {
       // The decoder's cross-attention has no rotary positions (as in C++).
+      const attentions = [];
       for (const config of kind === 'TransformerEncoderLayer' ? [{ ...attention, rope: c.rope }]
         : [{ ...attention, rope: c.rope }, attention]) {
         if (config.rope === undefined) delete config.rope;
-        made.push(await createMultiHeadAttention(config));
+        attentions.push(await keep(createMultiHeadAttention(config)));
       }
-      const ffn = await FeedForwardShards.create(c);
+      const ffn = await keep(FeedForwardShards.create(c));
+      // One norm per sublayer, in the workers of the sublayer's part.
+      const norms = [];
+      for (const part of [...attentions, ffn]) norms.push(await keep(SublayerNorm.create(part, c)));
       const Class = kind === 'TransformerEncoderLayer' ? TransformerEncoderLayer
         : TransformerDecoderLayer;
-      return new Class(given, resolved, { attentions: made, ffn });
+      return new Class(given, resolved, { attentions, ffn, norms });
     } catch (e) {
       await Promise.all(made.map((part) => part.dispose()));
       throw e;

@@ -3,17 +3,36 @@
 // objects it holds, the shards of the pool's objects, one at a time in the
 // order they come. Requests and replies are plain messages:
 //   { id, op: 'init', options }                   -> { id, value: module summary }
+//   { id, op: 'connect', index, peers }           -> { id }
 //   { id, op: 'check', kind, config, weights?, zeroWeights?, disposed?, method?, args?,
 //     target? }
 //                                                 -> { id, value: { config, kernels } }
 //   { id, op: 'new', ref, kind, config }          -> { id, value: { config, kernels } }
-//   { id, op: 'call', ref, method, args, out? }   -> { id, value }
+//   { id, op: 'call', ref, method, args, out?, gather?, sublayer? }
+//                                                 -> { id, value }
 //   { id, op: 'module', fn, args }                -> { id, value } (module.fn(...args))
 //   { id, op: 'dispose', ref }                    -> { id }
 // and any failure as { id, error: { name, message } }. Arguments that stand
 // for objects of this worker are { poolRef }; `out` keeps the
 // object a call returns under that ref. Disposed objects stay known, so a
 // later call on one throws the synchronous API's message for it.
+//
+// Gathered calls: a call split over several workers goes to each of them
+// at once, and one of them, the gatherer, answers. 'connect' gives this
+// worker its index and a MessagePort to each other worker ([[index, port]]).
+// gather { id, to }: this worker's part of call `id`, whose result (or
+// error) goes to worker `to` as { part: id, from, value | error } and not to
+// the pool; gather { id, from: [workers] }: this worker gathers, waits for
+// those workers' parts, and answers with the parts joined in worker order
+// (pool-join.js; the partial outputs summed and checked by the module's
+// C++) or the first error. Only a gatherer waits, and only for parts of the
+// call it is serving, which every worker receives in the order the pool
+// sent its calls: no cycle of waits can form.
+// sublayer { norm, name, where }: the call is a sublayer of a split
+// transformer layer, args[0] its input h; with a pre-LN norm (the ref of a
+// SublayerNorm on every worker of the call) each part runs on LN(h), and the
+// gatherer answers with the layer's next h = norm.join(h, the joined output)
+// ({ data, shape }), its errors named after `where`, the layer's method.
 //
 // 'check' makes a synchronous object of `kind` for one request and disposes
 // it: the pool's objects are split over the workers, so a whole one exists
@@ -24,7 +43,8 @@
 // Arguments { standIn: 'KVCache' | 'PrecomputedKeyValue', ... } stand for
 // the pool's sharded caches and memories there: empty ones of their sizes.
 import { createAttentionModule } from '../index.js';
-import { newFeedForwardShard } from './feed-forward-shard.js';
+import { errorMessage, joinResults, rebuild } from './pool-join.js';
+import { newPoolPart, sumPartials } from './pool-parts.js';
 
 // Where requests come from and replies go: the worker's global scope, or in
 // Node worker_threads' parentPort, set below.
@@ -32,6 +52,42 @@ let port = null;
 
 let module = null;
 const objects = new Map();
+
+// This worker's index in the pool, the ports to the others by index, and the
+// parts of gathered calls by `${id}/${worker}`: those that came before this
+// worker asked for them, and the calls waiting for the others.
+let index = -1;
+const peers = new Map();
+const arrived = new Map();
+const waiting = new Map();
+
+function partOf(id, worker) {
+  const key = `${id}/${worker}`;
+  const part = arrived.get(key);
+  if (part !== undefined) {
+    arrived.delete(key);
+    return part;
+  }
+  return new Promise((resolve) => waiting.set(key, resolve));
+}
+
+function onPart({ part: id, from, value, error }) {
+  const key = `${id}/${from}`;
+  const part = error === undefined ? { value } : { error };
+  const resolve = waiting.get(key);
+  if (resolve === undefined) {
+    arrived.set(key, part);
+  } else {
+    waiting.delete(key);
+    resolve(part);
+  }
+}
+
+// Node's MessagePort, or a browser's.
+function listen(peer, onMessage) {
+  if (typeof peer.on === 'function') peer.on('message', onMessage);
+  else peer.onmessage = (event) => onMessage(event.data);
+}
 
 function resolve(arg) {
   if (arg !== null && typeof arg === 'object' && arg.poolRef !== undefined) {
@@ -89,6 +145,52 @@ function standIn(whole, arg, made) {
   return object;
 }
 
+// What serve returns for a part that went to its gatherer.
+const NO_REPLY = Symbol('no reply');
+
+// This worker's part of a call (see the top of this file).
+function runPart({ ref, method, args, sublayer }) {
+  const resolved = args.map(resolve);
+  if (sublayer !== undefined) {
+    const norm = objects.get(sublayer.norm);
+    const h = resolved[0];
+    if (norm.normFirst) resolved[0] = { data: norm.input(sublayer.where, h), shape: h.shape };
+  }
+  return objects.get(ref)[method](...resolved);
+}
+
+async function call(request) {
+  const { gather, sublayer } = request;
+  let own;
+  try {
+    own = { value: runPart(request) };
+  } catch (e) {
+    own = { error: errorMessage(e) };
+  }
+  if (gather?.to !== undefined) {
+    peers.get(gather.to).postMessage({ part: gather.id, from: index, ...own },
+      transferables(own.value));
+    return NO_REPLY;
+  }
+  const parts = [own, ...await Promise.all((gather?.from ?? []).map((w) => partOf(gather.id, w)))];
+  const failed = parts.find((p) => p.error !== undefined);
+  if (failed !== undefined) throw rebuild(failed.error);
+  if (request.out !== undefined) {
+    objects.set(request.out, own.value);
+    return undefined;
+  }
+  if (parts.length === 1 && sublayer === undefined) return own.value;
+  // Errors named as the synchronous object names those of its output: the
+  // layer's method, or the split attention's.
+  const where = sublayer?.where ?? `MultiHeadAttention.${request.method}`;
+  const joined = joinResults(parts.map((p) => p.value),
+    (partials, attention) => sumPartials(module, where, partials, attention));
+  if (sublayer === undefined) return joined;
+  const h = request.args[0];
+  return { data: objects.get(sublayer.norm).join(sublayer.where, h.data,
+    (joined.output ?? joined).data, sublayer.name), shape: h.shape };
+}
+
 async function serve(request) {
   switch (request.op) {
     case 'init': {
@@ -113,20 +215,22 @@ async function serve(request) {
         whole.dispose();
       }
     }
+    case 'connect':
+      index = request.index;
+      for (const [worker, peer] of request.peers) {
+        peers.set(worker, peer);
+        listen(peer, onPart);
+      }
+      return undefined;
     case 'new': {
-      const object = request.kind === 'FeedForward'
-        ? newFeedForwardShard(module, request.config)
+      const object = request.kind === 'FeedForward' || request.kind === 'SublayerNorm'
+        ? newPoolPart(module, request.kind, request.config)
         : new module[request.kind](request.config);
       objects.set(request.ref, object);
       return { config: object.config, kernels: object.kernels };
     }
-    case 'call': {
-      const object = objects.get(request.ref);
-      const value = object[request.method](...request.args.map(resolve));
-      if (request.out === undefined) return value;
-      objects.set(request.out, value);
-      return undefined;
-    }
+    case 'call':
+      return call(request);
     case 'module':
       return module[request.fn](...request.args);
     case 'dispose':
@@ -142,11 +246,9 @@ function onRequest(request) {
   queue = queue.then(async () => {
     try {
       const value = await serve(request);
-      port.postMessage({ id: request.id, value }, transferables(value));
+      if (value !== NO_REPLY) port.postMessage({ id: request.id, value }, transferables(value));
     } catch (e) {
-      const name = e instanceof TypeError ? 'TypeError'
-        : e instanceof RangeError ? 'RangeError' : 'Error';
-      port.postMessage({ id: request.id, error: { name, message: String(e?.message ?? e) } });
+      port.postMessage({ id: request.id, error: errorMessage(e) });
     }
   });
 }

@@ -6,10 +6,15 @@
 // The output is sum_h z_h W_O^h + b_O, and head h needs only its own columns
 // of W_Q, W_K, W_V and its own rows of W_O. Worker i holds a contiguous group
 // of key/value heads with their query heads (groups differ by at most one) as
-// an attention of its own (config.headDim) without b_O; the pool adds the
-// workers' partial outputs in worker order, then b_O, so a result does not
-// depend on which worker answered first. KV caches and precomputed K/V live
-// in the workers, sharded by the same heads.
+// an attention of its own (config.headDim), the first group with b_O, the
+// others without. A call goes to each of its workers at once; the others send
+// their partial outputs to the first, which adds them in worker order (so a
+// result does not depend on which worker finished first) and answers: one
+// message back per call, and no adding on the calling thread. Where
+// SharedArrayBuffer exists (Node, cross-origin isolated pages) the inputs are
+// written once into shared memory for all the workers; elsewhere each worker
+// gets a copy of its own. KV caches and precomputed K/V live in the workers,
+// sharded by the same heads.
 //
 // Layers are split over the workers (pool-layers.js: attention by heads, FFN
 // by hidden units) or held whole by one worker, as layerPlacement's cost
@@ -18,12 +23,14 @@
 // Arguments are type-checked here when that is cheap; shapes and values are
 // checked by the synchronous objects in the workers, whose errors come back
 // with their class and message.
-import { checkObject, describe, float32, requiredSize } from './arguments.js';
+import { checkObject, describe, float32, requiredSize, weightMatrix } from './arguments.js';
 import { readCacheOptions } from './caches.js';
 import { OPTION_KEYS } from './option-keys.js';
+import { joinAxis, rebuild } from './pool-join.js';
 import { makePooledLayers } from './pool-layers.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { readTensor } from './tensors.js';
+import { buffers, columns, fits, rowRange } from './weight-forms.js';
 
 const POOL_OPTION_KEYS = ['workers', 'build', 'backend', 'wasmPath'];
 const BUILD_FLAGS = {
@@ -35,10 +42,17 @@ const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispos
 // Lets tests stop a worker as if it had crashed.
 const TERMINATE_WORKER = Symbol.for('simd-attention.pool.terminateWorker');
 
+// The key of a split layer's sublayer request ({ norm, name, where }: see
+// pool-worker.js) in the options of its attention's call; not an option: a
+// symbol, which no structured clone or checkObject sees.
+const SUBLAYER = Symbol('sublayer');
+
 const isNode = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
-const product = (dims) => dims.reduce((a, b) => a * b, 1);
+// Whether the workers can share memory with this thread: browsers give
+// SharedArrayBuffer to cross-origin isolated pages only.
+const canShare = typeof SharedArrayBuffer === 'function' && globalThis.crossOriginIsolated !== false;
 
 // ---------------------------------------------------------------------------
 // Workers and messages
@@ -76,12 +90,6 @@ async function startWorker(onMessage, onDeath) {
   };
 }
 
-// An error from a worker, rebuilt with its class.
-function rebuild({ name, message }) {
-  const Class = name === 'TypeError' ? TypeError : name === 'RangeError' ? RangeError : Error;
-  return new Class(message);
-}
-
 // The workers of one pool, and the replies they owe. A request never rejects
 // for an error in the worker: it resolves to { value } or { error }, so that a
 // call sent to several workers can wait for all of them. It rejects when the
@@ -102,6 +110,21 @@ class Workers {
     return workers;
   }
 
+  // Gives each worker its index and a MessageChannel to every other one, on
+  // which gathered calls send their parts (see gather).
+  connect() {
+    const peers = this.#links.map(() => []);
+    for (let i = 0; i < this.count; ++i) {
+      for (let j = i + 1; j < this.count; ++j) {
+        const { port1, port2 } = new MessageChannel();
+        peers[i].push([j, port1]);
+        peers[j].push([i, port2]);
+      }
+    }
+    return this.all(peers.map((_, i) => i), (i) => ({ op: 'connect', index: i, peers: peers[i] }),
+      (i) => peers[i].map(([, port]) => port));
+  }
+
   get count() { return this.#links.length; }
 
   // Rejects with the pool's failure once it is dead or disposed.
@@ -109,13 +132,29 @@ class Workers {
     if (this.#failure !== null) throw new Error(`${where}: ${this.#failure}`);
   }
 
-  request(worker, message, transfer = []) {
+  request(worker, message, transfer = [], id = this.#nextId++) {
     if (this.#failure !== null) return Promise.reject(new Error(this.#failure));
-    const id = this.#nextId++;
     if (this.#pending.size === 0) for (const link of this.#links) link.ref();
     const reply = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
     this.#links[worker].post({ ...message, id }, transfer);
     return reply;
+  }
+
+  // One call split over `workers`, sent to each of them at once: the first
+  // gathers the others' parts and answers with them joined (pool-worker.js).
+  // Its value, or its first error in worker order.
+  async gather(workers, message, transfer) {
+    if (workers.length === 1) return (await this.all(workers, message, transfer))[0];
+    if (this.#failure !== null) throw new Error(this.#failure);
+    const id = this.#nextId++;
+    const [first, ...rest] = workers;
+    const reply = this.request(first, { ...message(0), gather: { id, from: rest } },
+      transfer?.(0), id);
+    rest.forEach((w, i) => this.#links[w].post({ ...message(i + 1), gather: { id, to: first } },
+      transfer?.(i + 1) ?? []));
+    const { value, error } = await reply;
+    if (error !== undefined) throw rebuild(error);
+    return value;
   }
 
   // The values of one request per worker in `workers`, or the first error.
@@ -175,15 +214,6 @@ function splitUnits(units, count) {
   return groups;
 }
 
-// Columns [from, to) of a row-major [rows, cols] matrix.
-function columns(m, rows, cols, from, to) {
-  const out = new Float32Array(rows * (to - from));
-  for (let r = 0; r < rows; ++r) {
-    out.set(m.subarray(r * cols + from, r * cols + to), r * (to - from));
-  }
-  return out;
-}
-
 // Entries [from, to) along the axis of size `size` of data shaped
 // [outer, size, inner].
 function sliceAxis(data, outer, size, inner, from, to) {
@@ -220,74 +250,66 @@ function headSlice(mask, batch, heads, tq, tk, from, to) {
     shape: [outer, to - from, tq, tk] };
 }
 
-// Tensors that differ only in the size of axis `axis`, joined along it.
-function joinAxis(tensors, axis) {
-  if (tensors.length === 1) return tensors[0];
-  const shape = [...tensors[0].shape];
-  const outer = product(shape.slice(0, axis));
-  const inner = product(shape.slice(axis + 1));
-  shape[axis] = tensors.reduce((n, t) => n + t.shape[axis], 0);
-  const data = new Float32Array(product(shape));
-  let at = 0;
-  for (let o = 0; o < outer; ++o) {
-    for (const t of tensors) {
-      const n = t.shape[axis] * inner;
-      data.set(t.data.subarray(o * n, o * n + n), at);
-      at += n;
+// The arguments of one call's messages to `count` workers, argsOf(i) those
+// of the i-th: { sent: [{ args, transfer }], release }. A tensor that goes
+// to several workers is copied once into shared memory that their messages
+// refer to, where there is some; any other is copied into a buffer of the
+// worker's own that its message moves instead of copying again (a
+// structured clone is much slower than a copy). The same tensor twice (key
+// = query) stays one tensor. release() returns the shared memory for reuse
+// once every worker has answered (it has read its inputs by then).
+function outgoing(argsOf, count) {
+  const lists = Array.from({ length: count }, (_, i) => argsOf(i));
+  const isTensor = (arg) => arg !== null && typeof arg === 'object' && ArrayBuffer.isView(arg.data);
+  const workersOf = new Map(); // tensor -> how many workers it goes to
+  if (canShare && count > 1) {
+    for (const list of lists) {
+      for (const arg of new Set(list.filter(isTensor))) workersOf.set(arg, (workersOf.get(arg) ?? 0) + 1);
     }
   }
-  return { data, shape };
-}
-
-// The workers' partial outputs (arrays of rows) added into the first in
-// worker order, so that a result does not depend on which worker answered
-// first; then `bias` (if given) to each row. Returns the first.
-function sumPartials(partials, bias) {
-  const sum = partials[0];
-  for (let p = 1; p < partials.length; ++p) {
-    const add = partials[p];
-    for (let i = 0; i < sum.length; ++i) sum[i] += add[i];
-  }
-  if (bias !== undefined) {
-    for (let row = 0; row < sum.length; row += bias.length) {
-      for (let j = 0; j < bias.length; ++j) sum[row + j] += bias[j];
-    }
-  }
-  return sum;
-}
-
-// The workers' results as one: partial outputs summed (worker 0's holds
-// b_O); the rest joined along the head axis (the third from last).
-function joinResults(parts) {
-  const output = parts[0].output;
-  sumPartials(parts.map((p) => p.output.data));
-  const result = { output };
-  for (const key of ['attnWeights', 'scores', 'perHeadOutput', 'q', 'k', 'v', 'headOutput']) {
-    if (parts[0][key] !== undefined) {
-      result[key] = joinAxis(parts.map((p) => p[key]), parts[0][key].shape.length - 3);
-    }
-  }
-  return result;
-}
-
-// The arguments of one worker's call, their tensors' data copied into
-// buffers of their own that the message moves instead of copying again (a
-// structured clone is much slower than a copy); the same tensor twice (key =
-// query) stays one tensor.
-function outgoing(args) {
-  const copies = new Map();
-  const transfer = [];
-  const sent = args.map((arg) => {
-    if (arg === null || typeof arg !== 'object' || !ArrayBuffer.isView(arg.data)) return arg;
-    if (!copies.has(arg)) {
-      const data = arg.data.slice();
-      transfer.push(data.buffer);
-      copies.set(arg, { ...arg, data });
-    }
-    return copies.get(arg);
+  const shared = new Map(); // tensor -> its copy in shared memory
+  const sent = lists.map((list) => {
+    const own = new Map();
+    const transfer = [];
+    const args = list.map((arg) => {
+      if (!isTensor(arg)) return arg;
+      if (workersOf.get(arg) > 1) {
+        if (!shared.has(arg)) shared.set(arg, { ...arg, data: sharedMemory.copy(arg.data) });
+        return shared.get(arg);
+      }
+      if (!own.has(arg)) {
+        const data = arg.data.slice();
+        transfer.push(data.buffer);
+        own.set(arg, { ...arg, data });
+      }
+      return own.get(arg);
+    });
+    return { args, transfer };
   });
-  return { args: sent, transfer };
+  return { sent, release: () => shared.forEach(({ data }) => sharedMemory.release(data.buffer)) };
 }
+
+// SharedArrayBuffers kept for the next calls of the same sizes: a new one
+// costs several times a copy of its size (116 us for S2's 393 kB input in
+// Node, where a slice() takes 25 us), as the memory is mapped and zeroed.
+// At most SPARE_SIZES sizes, two of each.
+const SPARE_SIZES = 8;
+const sharedMemory = {
+  spare: new Map(), // byteLength -> [SharedArrayBuffer]
+  copy(data) {
+    const buffer = this.spare.get(data.byteLength)?.pop() ?? new SharedArrayBuffer(data.byteLength);
+    const copy = new data.constructor(buffer);
+    copy.set(data);
+    return copy;
+  },
+  release(buffer) {
+    const list = this.spare.get(buffer.byteLength) ?? [];
+    this.spare.delete(buffer.byteLength); // most recent size last
+    if (list.length < 2) list.push(buffer);
+    this.spare.set(buffer.byteLength, list);
+    if (this.spare.size > SPARE_SIZES) this.spare.delete(this.spare.keys().next().value);
+  },
+};
 
 // ---------------------------------------------------------------------------
 // The pool
@@ -316,6 +338,7 @@ export async function createAttentionPool(options) {
   try {
     [summary] = await workers.all([...Array(count).keys()],
       () => ({ op: 'init', options: moduleOptions }));
+    await workers.connect();
   } catch (e) {
     workers.dispose();
     throw e;
@@ -349,8 +372,8 @@ function readWasmPath(where, wasmPath) {
 // Where a layer goes when the caller does not say: whole in one worker, or
 // split over the workers (attention by heads, FFN by hidden units). Split,
 // a call computes on every worker at once but makes one round trip to the
-// workers per sublayer (encoder 2, decoder 3) instead of one, and the
-// residual adds and LayerNorms run on the calling thread. So a layer is
+// workers per sublayer (encoder 2, decoder 3) instead of one, each waiting
+// for the workers' parts to reach the one that sums them. So a layer is
 // split iff the compute that splitting takes off the busiest worker, for the
 // tokens of a typical call, exceeds those extra round trips:
 //   saved = tokens * (A * (1 - maxHeads / kvHeads) + 4 d f (1 - maxUnits / f))
@@ -417,12 +440,32 @@ function makePool(workers, summary) {
       return run;
     }
 
-    // `method` on every part; perShard(shard) gives the arguments where they differ.
-    call(method, args = [], perShard = undefined, out = undefined) {
-      const sent = this.shards.map((shard) => outgoing(perShard?.(shard) ?? args));
-      return workers.all(this.shards.map((s) => s.worker),
+    // `method` on every part, [each part's value]; perShard(shard) gives the
+    // arguments where they differ.
+    async call(method, args = [], perShard = undefined, out = undefined) {
+      const { sent, release } = outgoing((i) => perShard?.(this.shards[i]) ?? args,
+        this.shards.length);
+      const values = await workers.all(this.shards.map((s) => s.worker),
         (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, out }),
         (i) => sent[i].transfer);
+      release();
+      return values;
+    }
+
+    // `method` on every part, their values joined by the first part's worker
+    // (pool-worker.js): an attention's outputs or an FFN's summed, the rest
+    // joined along the head axis; or, for a sublayer of a split layer, the
+    // layer's next input.
+    async gather(method, args, perShard = undefined, sublayer = undefined) {
+      const { sent, release } = outgoing((i) => perShard?.(this.shards[i]) ?? args,
+        this.shards.length);
+      try {
+        return await workers.gather(this.shards.map((s) => s.worker),
+          (i) => ({ op: 'call', ref: this.ref, method, args: sent[i].args, sublayer }),
+          (i) => sent[i].transfer);
+      } finally {
+        if (!workers.dead) release();
+      }
     }
 
     // setWeights(parts[i]) on part i: { key: typed array } made for that
@@ -430,7 +473,7 @@ function makePool(workers, summary) {
     sendWeights(parts) {
       return workers.all(this.shards.map((s) => s.worker),
         (i) => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [parts[i]] }),
-        (i) => Object.values(parts[i]).map((a) => a.buffer));
+        (i) => buffers(parts[i]));
     }
 
     dispose() {
@@ -601,24 +644,28 @@ function makePool(workers, summary) {
         await this.#unusable('setWeights', false);
         checkObject(where, 'weights', weights, OPTION_KEYS.MultiHeadAttentionWeights);
         const c = this.#config;
-        const sizes = {
-          wQ: c.dModel * c.numHeads * c.headDim, wK: c.kDim * c.numKvHeads * c.headDim,
-          wV: c.vDim * c.numKvHeads * c.headDimV, wO: c.numHeads * c.headDimV * c.dModel,
+        const shapes = {
+          wQ: [c.dModel, c.numHeads * c.headDim], wK: [c.kDim, c.numKvHeads * c.headDim],
+          wV: [c.vDim, c.numKvHeads * c.headDimV], wO: [c.numHeads * c.headDimV, c.dModel],
         };
         if (c.bias) {
-          Object.assign(sizes, { bQ: c.numHeads * c.headDim, bK: c.numKvHeads * c.headDim,
-            bV: c.numKvHeads * c.headDimV, bO: c.dModel });
+          Object.assign(shapes, { bQ: [1, c.numHeads * c.headDim],
+            bK: [1, c.numKvHeads * c.headDim], bV: [1, c.numKvHeads * c.headDimV],
+            bO: [1, c.dModel] });
         }
+        const w = {};
         for (const key of OPTION_KEYS.MultiHeadAttentionWeights) {
-          float32(where, key, weights[key], true);
+          w[key] = key.startsWith('w') ? weightMatrix(where, key, weights[key])
+            : float32(where, key, weights[key], true);
         }
+        const fitting = (key) => (shapes[key] === undefined ? w[key] === undefined
+          : w[key] !== undefined && fits(w[key], shapes[key], c.weights));
         // Weights that do not fit are judged whole, for the synchronous message.
-        if (OPTION_KEYS.MultiHeadAttentionWeights.some((key) =>
-          weights[key]?.length !== sizes[key])) {
+        if (!OPTION_KEYS.MultiHeadAttentionWeights.every(fitting)) {
           await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention',
             config: c, weights }));
         }
-        await this.#apply(weights);
+        await this.#apply(w);
       });
     }
 
@@ -657,7 +704,7 @@ function makePool(workers, summary) {
         wQ: columns(w.wQ, c.dModel, c.numHeads * dk, q0 * dk, q1 * dk),
         wK: columns(w.wK, c.kDim, c.numKvHeads * dk, k0 * dk, k1 * dk),
         wV: columns(w.wV, c.vDim, c.numKvHeads * dv, k0 * dv, k1 * dv),
-        wO: w.wO.slice(q0 * dv * c.dModel, q1 * dv * c.dModel),
+        wO: rowRange(w.wO, c.dModel, q0 * dv, q1 * dv),
       };
       if (c.bias) {
         Object.assign(out, {
@@ -669,22 +716,22 @@ function makePool(workers, summary) {
     }
 
     // Runs `method` on every shard with the options' masks sliced to the
-    // shard's heads where they have a head axis (see headSlice), and joins
-    // the results.
-    async #attend(where, method, args, optionsAt, batch, tq, tk) {
+    // shard's heads where they have a head axis (see headSlice): the results
+    // joined, or a split layer's next input when the options carry its
+    // sublayer (options[SUBLAYER]).
+    #attend(where, method, args, optionsAt, batch, tq, tk) {
       const options = args[optionsAt];
       if (options !== undefined) checkObject(where, 'options', options);
       const heads = this.#config.numHeads;
       const slice = (mask, s) => headSlice(mask, batch, heads, tq, tk, s.heads[0], s.heads[1]);
       const sliced = options !== undefined && [options.attnMask, options.boolMask]
         .some((mask) => hasHeadAxis(mask, batch, heads, tq, tk));
-      const parts = await this.call(method, args, sliced ? (s) => {
+      return this.gather(method, args, sliced ? (s) => {
         const shardArgs = [...args];
         shardArgs[optionsAt] = { ...options, attnMask: slice(options.attnMask, s),
           boolMask: slice(options.boolMask, s) };
         return shardArgs;
-      } : undefined);
-      return joinResults(parts);
+      } : undefined, options?.[SUBLAYER]);
     }
 
     forward(query, key, value, options) {
@@ -856,7 +903,7 @@ function makePool(workers, summary) {
   }
 
   const pooledLayers = makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue,
-    poolObject, newRef: () => nextRef++, splitUnits, columns, sumPartials,
+    poolObject, newRef: () => nextRef++, splitUnits, SUBLAYER,
     createMultiHeadAttention: (config) => createMultiHeadAttention(config) });
 
   // A layer split over the workers (pool-layers.js), or whole (class
@@ -905,7 +952,7 @@ function makePool(workers, summary) {
     workers.check(fn);
     const worker = nextWorker;
     nextWorker = (nextWorker + 1) % workers.count;
-    const sent = outgoing(args);
+    const { sent: [sent] } = outgoing(() => args, 1);
     const [value] = await workers.all([worker], () => ({ op: 'module', fn, args: sent.args }),
       () => sent.transfer);
     return value;

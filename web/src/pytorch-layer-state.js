@@ -6,7 +6,7 @@
 // here, each after checking its entry's length, without which a transpose
 // would scramble the values instead of failing. Values are C++'s to judge
 // (setWeights).
-import { checkObject, float32 } from './arguments.js';
+import { checkObject, float32, torchMatrix } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
 
 const ATTENTION_SEPARATE = ['q_proj_weight', 'k_proj_weight', 'v_proj_weight'];
@@ -63,9 +63,10 @@ function count(shape) {
   return shape.reduce((n, d) => n * d, 1);
 }
 
-// Rows [row0, row0 + rows) of src [*, cols], transposed: -> [cols, rows].
+// Rows [row0, row0 + rows) of src [*, cols], transposed: -> [cols, rows],
+// in src's type (float16/bfloat16 bits stay bits).
 export function transposeRows(src, row0, rows, cols) {
-  const out = new Float32Array(rows * cols);
+  const out = new /** @type {Float32ArrayConstructor} */ (src.constructor)(rows * cols);
   for (let r = 0; r < rows; r++) {
     const from = (row0 + r) * cols;
     for (let c = 0; c < cols; c++) out[c * rows + r] = src[from + c];
@@ -74,8 +75,9 @@ export function transposeRows(src, row0, rows, cols) {
 }
 
 /**
- * A layer's state_dict (flat Float32Arrays in PyTorch's layout) -> the
- * groups of its setWeights. config: the layer's resolved config.
+ * A layer's state_dict (flat Float32Arrays in PyTorch's layout; the weight
+ * matrices may be float16/bfloat16 bits, see torchMatrix) -> the groups of
+ * its setWeights. config: the layer's resolved config.
  */
 export function layerWeightsFromPyTorch(where, kind, config, state) {
   const shapes = layerShapes(kind, config);
@@ -87,11 +89,11 @@ export function layerWeightsFromPyTorch(where, kind, config, state) {
         `nn.${kind} state_dict names: ${names.join(', ')})`);
     }
   }
-  const entry = (name, why) => {
+  const entry = (name, why, matrix = false) => {
     if (state[name] === undefined) {
       throw new TypeError(`${where}: ${name}: missing (${why})`);
     }
-    const data = float32(where, name, state[name]);
+    const data = (matrix ? torchMatrix : float32)(where, name, state[name]);
     const shape = shapes[name];
     if (data.length !== count(shape)) {
       throw new RangeError(`${where}: ${name}: expected ${count(shape)} values for shape ` +
@@ -101,7 +103,7 @@ export function layerWeightsFromPyTorch(where, kind, config, state) {
   };
   const always = 'every layer has it';
   // [out, in] -> [in, out]
-  const linear = (name) => transposeRows(entry(name, always), 0, ...shapes[name]);
+  const linear = (name) => transposeRows(entry(name, always, true), 0, ...shapes[name]);
 
   const weights = {};
   for (const [block, group] of Object.entries(LAYER_PARTS[kind].attention)) {
@@ -118,7 +120,7 @@ export function layerWeightsFromPyTorch(where, kind, config, state) {
     let wK;
     let wV;
     if (packed) {
-      const w = entry(at('in_proj_weight'), always);
+      const w = entry(at('in_proj_weight'), always, true);
       wQ = transposeRows(w, 0, e, e);
       wK = transposeRows(w, e, kv, e);
       wV = transposeRows(w, e + kv, kv, e);
@@ -127,9 +129,9 @@ export function layerWeightsFromPyTorch(where, kind, config, state) {
         ATTENTION_SEPARATE.map(at).join(', ');
       // Every absent one is reported before any given one is read.
       const absent = ATTENTION_SEPARATE.find((n) => state[at(n)] === undefined);
-      if (absent !== undefined) entry(at(absent), why);
+      if (absent !== undefined) entry(at(absent), why, true);
       [wQ, wK, wV] = ATTENTION_SEPARATE.map((n) =>
-        transposeRows(entry(at(n), why), 0, ...shapes[at(n)]));
+        transposeRows(entry(at(n), why, true), 0, ...shapes[at(n)]));
     }
     const b = entry(at('in_proj_bias'), always);
     weights[group] = {

@@ -3,8 +3,10 @@
 // data_offsets: [begin, end] }, __metadata__?: { key: string } }, then the
 // raw little-endian tensors, offsets counted from the end of the header.
 // Tensors are converted to float32 when asked for, one at a time, so a large
-// file costs only the tensors a caller reads.
-import { describe } from './arguments.js';
+// file costs only the tensors a caller reads; F16 and BF16 tensors may stay
+// 16-bit instead (keep16Bit), for objects that hold their weights so.
+import { checkObject, describe, optionalBoolean } from './arguments.js';
+import { OPTION_KEYS } from './option-keys.js';
 
 // Bytes per element of every dtype the format defines. Any of them parses;
 // only the first three convert to float32 (the others are not weights this
@@ -43,8 +45,12 @@ function halfToFloatBits(h) {
 
 // One tensor's bytes (`bytes`, a fresh copy) as float32 values.
 function toFloat32(dtype, bytes) {
-  if (dtype === 'F32') return new Float32Array(bytes.buffer);
-  const halves = new Uint16Array(bytes.buffer);
+  return dtype === 'F32' ? new Float32Array(bytes.buffer)
+    : widen16Bit(dtype, new Uint16Array(bytes.buffer));
+}
+
+/** F16 or BF16 bits (`dtype`) as float32 values, exactly. */
+export function widen16Bit(dtype, halves) {
   const out = new Float32Array(halves.length);
   const bits = new Uint32Array(out.buffer);
   if (dtype === 'BF16') {
@@ -90,16 +96,21 @@ function readEntry(where, name, entry, dataBytes) {
   return { dtype, shape: [...shape], begin, end };
 }
 
-/** A parsed safetensors file: its header, and its tensors as float32 on request. */
+/**
+ * A parsed safetensors file: its header, and its tensors as float32 on
+ * request (F16 and BF16 as their bits when read with keep16Bit).
+ */
 export class SafetensorsFile {
   #bytes;
   #data;
   #entries;
 
-  constructor(bytes, dataStart, entries, metadata) {
+  constructor(bytes, dataStart, entries, metadata, keep16Bit) {
     this.#bytes = bytes;
     this.#data = dataStart;
     this.#entries = entries;
+    /** Whether tensor() returns F16 and BF16 tensors as their bits (a Uint16Array). */
+    this.keep16Bit = keep16Bit;
     /** The header's `__metadata__` (string to string), {} when absent. */
     this.metadata = metadata;
     /** The tensors' names, in the header's order. */
@@ -116,7 +127,10 @@ export class SafetensorsFile {
     return { dtype, shape: [...shape] };
   }
 
-  /** One tensor as `{ data: Float32Array, shape, dtype }` (a fresh copy). */
+  /**
+   * One tensor as `{ data, shape, dtype }` (a fresh copy): data a
+   * Float32Array, or with keep16Bit a Uint16Array of an F16 or BF16 tensor's bits.
+   */
   tensor(name) {
     const where = 'SafetensorsFile.tensor';
     const { dtype, shape, begin, end } = this.#entry(where, name);
@@ -126,7 +140,9 @@ export class SafetensorsFile {
     }
     // slice() copies into a buffer of its own, aligned for the typed arrays.
     const bytes = this.#bytes.slice(this.#data + begin, this.#data + end);
-    return { data: toFloat32(dtype, bytes), shape: [...shape], dtype };
+    const data = this.keep16Bit && dtype !== 'F32' ? new Uint16Array(bytes.buffer)
+      : toFloat32(dtype, bytes);
+    return { data, shape: [...shape], dtype };
   }
 
   #entry(where, name) {
@@ -140,7 +156,14 @@ export class SafetensorsFile {
   }
 }
 
-function parse(where, bytes) {
+// { keep16Bit? }, checked.
+function readOptions(where, options) {
+  const o = options === undefined ? {} : options;
+  checkObject(where, 'options', o, OPTION_KEYS.SafetensorsOptions);
+  return optionalBoolean(where, 'options.keep16Bit', o.keep16Bit, false);
+}
+
+function parse(where, bytes, keep16Bit) {
   const view = bytes instanceof ArrayBuffer || Object.prototype.toString.call(bytes) ===
     '[object ArrayBuffer]' ? new Uint8Array(bytes)
     : ArrayBuffer.isView(bytes) ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
@@ -179,15 +202,16 @@ function parse(where, bytes) {
   const dataBytes = view.length - headerEnd;
   const entries = new Map(Object.entries(tensors).map(([name, entry]) =>
     [name, readEntry(where, name, entry, dataBytes)]));
-  return new SafetensorsFile(view, headerEnd, entries, { ...metadata });
+  return new SafetensorsFile(view, headerEnd, entries, { ...metadata }, keep16Bit);
 }
 
 /**
  * Parses safetensors bytes (an ArrayBuffer or a view of one). The file
  * keeps a reference to them and copies a tensor out when it is read.
  */
-export function parseSafetensors(bytes) {
-  return parse('parseSafetensors', bytes);
+export function parseSafetensors(bytes, options) {
+  const where = 'parseSafetensors';
+  return parse(where, bytes, readOptions(where, options));
 }
 
 // A file path or file: URL, read in Node. The specifier is hidden from
@@ -214,20 +238,21 @@ const isUrl = (v) => v !== null && typeof v === 'object' && typeof v.href === 's
  * Reads a safetensors file from bytes, a fetch Response, or (in Node) a file
  * path or file: URL.
  */
-export async function readSafetensors(source) {
+export async function readSafetensors(source, options) {
   const where = 'readSafetensors';
+  const keep16Bit = readOptions(where, options);
   if (typeof source === 'string' || isUrl(source)) {
-    return parse(where, await readFile(where, source));
+    return parse(where, await readFile(where, source), keep16Bit);
   }
   if (isResponse(source)) {
     if (!source.ok) {
       throw new Error(`${where}: fetching ${source.url || 'the file'} failed: HTTP ` +
         `${source.status}`);
     }
-    return parse(where, await source.arrayBuffer());
+    return parse(where, await source.arrayBuffer(), keep16Bit);
   }
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
-    return parse(where, source);
+    return parse(where, source, keep16Bit);
   }
   throw new TypeError(`${where}: source: expected an ArrayBuffer, a Uint8Array, a Response, ` +
     `or a file path or URL (Node), got ${describe(source)}`);

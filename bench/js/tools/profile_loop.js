@@ -18,9 +18,10 @@ let peer;
 if (impl.startsWith('ours')) {
   const indexUrl = pkgDir ? pathToFileURL(path.resolve(pkgDir, 'index.js')).href : '../../../web/index.js';
   const { createAttentionModule } = await import(indexUrl);
-  const simd = impl !== 'ours-nosimd';
+  // ours-scalar runs in the non-SIMD build, the one that has that backend.
+  const simd = impl !== 'ours-nosimd' && impl !== 'ours-scalar';
   const mod = await createAttentionModule({ simd });
-  const backend = simd ? impl.slice(5) : mod.backend;
+  const backend = impl === 'ours-nosimd' ? mod.backend : impl.slice(5);
   const mha = new mod.MultiHeadAttention({ dModel: w.d, numHeads: w.heads, backend });
   mha.setWeights({ wQ: data.wq, wK: data.wk, wV: data.wv, wO: data.wo,
     bQ: data.bq, bK: data.bk, bV: data.bv, bO: data.bo });

@@ -23,6 +23,8 @@ struct ArgNames {
   const char* ffn_dim;
   const char* eps;
   const char* threads;
+  const char* weights;
+  const char* cache_type;
   // MhaWeights
   const char* w_q;
   const char* w_k;

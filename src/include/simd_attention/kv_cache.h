@@ -11,6 +11,7 @@
 
 #include "simd_attention/arg_names.h"
 #include "simd_attention/tensor.h"
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention {
 
@@ -22,6 +23,29 @@ struct KVLayout {
   size_t dv = 0, dv_pad = 0;
   size_t key_row() const { return heads * dk_pad; }
   size_t value_row() const { return heads * dv_pad; }
+};
+
+// Rows of projected keys or values as a cache holds them: float32, or
+// float16/bfloat16 (MhaConfig::cache_type), which the attention kernel
+// widens a key block at a time.
+class KVRows {
+ public:
+  KVRows() = default;
+  KVRows(WeightType type, size_t elements);  // zeros
+  WeightType type() const { return type_; }
+  size_t bytes() const { return f32_.size() * sizeof(float) + narrow_.size(); }
+  // Element `at`, as the kernels take it (AttentionArgs::k).
+  const void* at(size_t element) const;
+  // Stores `count` floats from element `at` on, rounded to the type (the
+  // caller has checked their range: CheckStorable).
+  void Store(size_t at, const float* values, size_t count);
+  // Elements [at, at + count) as floats.
+  void Load(size_t at, size_t count, float* out) const;
+
+ private:
+  WeightType type_ = WeightType::kF32;
+  std::vector<float> f32_;
+  std::vector<uint8_t> narrow_;  // 16-bit elements, as bytes (as PackedMatrix::narrow)
 };
 
 class KVCache {
@@ -47,16 +71,18 @@ class KVCache {
     length_ = 0;
     max_abs_key_ = 0;
   }
+  WeightType type() const { return k_.type(); }
+  // Bytes held for keys and values (all max_length tokens).
+  size_t bytes() const { return k_.bytes() + v_.bytes(); }
 
  private:
   friend class MultiHeadAttention;
-  KVCache(const KVLayout& layout, size_t batch, size_t max_length, const ArgNames& names);
-  // Row t of batch b (padded layout).
-  float* key_row(size_t b, size_t t) {
-    return k_.data() + (b * max_length_ + t) * layout_.key_row();
-  }
-  float* value_row(size_t b, size_t t) {
-    return v_.data() + (b * max_length_ + t) * layout_.value_row();
+  KVCache(const KVLayout& layout, size_t batch, size_t max_length, WeightType type,
+          const ArgNames& names);
+  // Element offsets of row t of batch b (padded layout).
+  size_t key_row(size_t b, size_t t) const { return (b * max_length_ + t) * layout_.key_row(); }
+  size_t value_row(size_t b, size_t t) const {
+    return (b * max_length_ + t) * layout_.value_row();
   }
   // Throws std::length_error unless n more tokens fit.
   void CheckRoom(size_t n) const;
@@ -67,7 +93,7 @@ class KVCache {
   // Largest |k| appended since the last Reset (kept, not recomputed, after a
   // Truncate): bounds the attention scores without a pass over the cache.
   double max_abs_key_ = 0;
-  std::vector<float> k_, v_;  // [B, max_length, padded row]
+  KVRows k_, v_;  // [B, max_length, padded row]
 };
 
 // Cross-attention keys and values of one memory, projected once.
@@ -75,15 +101,17 @@ class PrecomputedKV {
  public:
   size_t batch() const { return batch_; }
   size_t tokens() const { return tokens_; }
+  WeightType type() const { return k_.type(); }
+  size_t bytes() const { return k_.bytes() + v_.bytes(); }
 
  private:
   friend class MultiHeadAttention;
-  PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens);
+  PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens, WeightType type);
 
   KVLayout layout_;
   size_t batch_, tokens_;
   double max_abs_key_ = 0;             // largest |k|
-  std::vector<float> k_, v_;           // [B, tokens, padded row]
+  KVRows k_, v_;                       // [B, tokens, padded row]
   std::vector<uint8_t> key_padding_;  // [B, tokens] or empty
 };
 

@@ -17,7 +17,9 @@
 #include "simd_attention/backend.h"
 #include "simd_attention/causal_alignment.h"
 #include "simd_attention/kv_cache.h"
+#include "simd_attention/packed_matrix.h"
 #include "simd_attention/tensor.h"
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention {
 
@@ -64,6 +66,13 @@ struct MhaConfig {
   // every object asking for the same count. 0 = every logical processor.
   // Results are bit-identical for every count.
   size_t threads = 1;
+  // How W_Q, W_K, W_V and W_O are held (kernels/gemm.h widens them as it
+  // loads them; the arithmetic stays float32).
+  WeightType weights = WeightType::kF32;
+  // How KV caches and precomputed K/V of this attention hold keys and
+  // values: float32, float16 or bfloat16 (not int8); the attention kernel
+  // widens them a key block at a time.
+  WeightType cache_type = WeightType::kF32;
   // How error messages name arguments; nullptr = CppArgNames(). A binding
   // passes its language's names (see arg_names.h).
   const ArgNames* names = nullptr;
@@ -78,6 +87,9 @@ struct MhaWeights {
   std::span<const float> b_k;  // [H * d_k]
   std::span<const float> b_v;  // [H * d_v]
   std::span<const float> b_o;  // [d_model]
+  // Or W_Q, W_K, W_V, W_O already in config.weights' type (a float16,
+  // bfloat16 or int8 checkpoint), each in place of its float32 field above.
+  StoredMatrix stored_w_q, stored_w_k, stored_w_v, stored_w_o;
 };
 
 struct MhaOptions {
@@ -213,30 +225,48 @@ class MultiHeadAttention {
   size_t head_dim_v() const { return config_.head_dim_v; }
   const KernelTable& kernels() const { return *kernels_; }
   ThreadPool& pool() const { return *pool_; }
+  // Bytes of W_Q, W_K, W_V and W_O as held (config.weights; int8 with its
+  // scales), biases apart.
+  size_t WeightBytes() const {
+    return q_.WeightBytes() + k_.WeightBytes() + v_.WeightBytes() + o_.WeightBytes();
+  }
   const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
  private:
-  struct Packed {
-    std::vector<float> w, bias;  // panels; bias padded to whole panels
-    size_t rows = 0, cols = 0;
-  };
   // Projected keys/values in the padded layout: batch b's row t at
   // k + (b * rows_per_batch + t) * layout.key_row().
   struct KVView {
-    const float* k;
-    const float* v;
+    const void* k;  // of `type` elements
+    const void* v;
+    WeightType type;
     size_t tk;
     size_t rows_per_batch;
     double max_abs_key;  // largest |k|, bounds the scores (CheckScoreRange)
   };
 
-  Packed PackProjection(std::span<const float> w, std::span<const float> b, size_t rows,
-                        size_t heads, size_t head_in, size_t head_out) const;
+  // Keys and values of key.batch items (key, value [B, T, *]) projected
+  // into kv_workspace_, the keys turned from position key_pos0, checked
+  // finite and within `store`'s range (the cache they go to); messages name
+  // "the key projection <key_source> W_k + b_k".
+  struct ProjectedKV {
+    float* k;
+    float* v;
+    double max_abs_key;
+  };
+  ProjectedKV ProjectKeysValues(const Tensor3& key, const Tensor3& value, size_t key_pos0,
+                                const char* key_source, const char* value_source,
+                                WeightType store);
+  // A projection's weight (read and checked, see packed_weights.h) and bias
+  // packed in config.weights, each head's columns padded from head_in to
+  // head_out.
+  PackedMatrix PackProjection(const char* name, std::span<const float> w,
+                              const StoredMatrix& stored, std::span<const float> b, size_t rows,
+                              size_t heads, size_t head_in, size_t head_out) const;
   // out = x W + b for `batch` items of `tokens` rows (row stride ldc). Each
   // task then, on the columns it wrote while they are in its cache, turns
   // them by the rotary embedding (config.rope; token t at position
   // *rotate_from + t; nullptr: none) and scans them for `scan`.
-  void Project(const float* x, size_t batch, size_t tokens, const Packed& p, float* out,
+  void Project(const float* x, size_t batch, size_t tokens, const PackedMatrix& p, float* out,
                size_t ldc, ComputedScan& scan, const size_t* rotate_from = nullptr);
   // Rotary angle rows (kernels/rope.h) of positions [pos0, pos0 + tokens).
   const float* RopeAngles(size_t pos0, size_t tokens);
@@ -272,7 +302,6 @@ class MultiHeadAttention {
   // Refuses options.training in a forward that cannot keep its state.
   static void RefuseTraining(const MhaOptions& options, const char* forward);
   // A packed [rows, cols] matrix's transpose, packed: the backward's W^T.
-  Packed PackTransposed(const Packed& p) const;
   // Every weight and bias with its last Backward's gradient, in the packed
   // layout (for Optimizer::Step); throws std::logic_error without one.
   friend class Optimizer;
@@ -286,7 +315,7 @@ class MultiHeadAttention {
   std::shared_ptr<ThreadPool> pool_;
   KVLayout layout_;  // head widths padded to whole vectors
   bool has_weights_ = false;
-  Packed q_, k_, v_, o_;
+  PackedMatrix q_, k_, v_, o_;
   std::vector<float> kv_workspace_;  // K, V projected by Forward; grows
   std::vector<float> workspace_;     // Q, Z and attention scratch; grows
   // Rotary angles of positions [0, rope_positions_), kept: a decoder steps
@@ -301,12 +330,12 @@ class MultiHeadAttention {
   // W_Q^T, W_K^T, W_V^T, W_O^T packed for the backward's dX = dY W^T; made
   // by the first Backward after SetWeights.
   bool has_transposed_ = false;
-  Packed q_t_, k_t_, v_t_, o_t_;
+  PackedMatrix q_t_, k_t_, v_t_, o_t_;
   std::vector<float> grad_workspace_;    // the backward's dZ, dQ, dK, dV; grows
   std::vector<float> weight_workspace_;  // WeightGradients'; grows
   // The last Backward's weight and bias gradients, packed as q_ ... o_.
   bool has_gradients_ = false;
-  Packed grad_q_, grad_k_, grad_v_, grad_o_;
+  PackedMatrix grad_q_, grad_k_, grad_v_, grad_o_;
 };
 
 }  // namespace simd_attention

@@ -12,6 +12,8 @@
 
 #include "simd_attention/activation.h"
 #include "simd_attention/multi_head_attention.h"
+#include "simd_attention/packed_matrix.h"
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention {
 
@@ -32,6 +34,12 @@ struct LayerConfig {
   // positions: the memory has none relative to the decoder's tokens).
   size_t num_kv_heads = 0;
   RopeConfig rope;
+  // How the attentions' and the FFN's weight matrices are held, as
+  // MhaConfig::weights (biases and LayerNorm parameters stay float32).
+  WeightType weights = WeightType::kF32;
+  // How the decoder's KV caches and precomputed memory K/V hold keys and
+  // values, as MhaConfig::cache_type.
+  WeightType cache_type = WeightType::kF32;
 };
 
 struct NormWeights {
@@ -44,6 +52,8 @@ struct FfnWeights {
   std::span<const float> b1;  // [ffn_dim]
   std::span<const float> w2;  // [ffn_dim, d_model]
   std::span<const float> b2;  // [d_model]
+  // Or W1, W2 already in the storage type, as MhaWeights' stored_w_q.
+  StoredMatrix stored_w1, stored_w2;
 };
 
 // Gradients named like the weights they belong to (X @ W layout).
@@ -58,8 +68,10 @@ struct FfnGradients {
 class FeedForward {
  public:
   // On the given pool, or on the calling thread alone.
+  // W1 and W2 held as `weights` (see WeightType).
   FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
-              const KernelTable& kernels, std::shared_ptr<ThreadPool> pool);
+              const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,
+              WeightType weights = WeightType::kF32);
   FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
               const KernelTable& kernels);
   void SetWeights(const FfnWeights& w);
@@ -69,6 +81,8 @@ class FeedForward {
   // d_x [rows, d_model] and the weights' gradients given d_out, after a
   // training Forward of `rows` rows (the caller, a layer, checks both).
   void Backward(const float* d_out, size_t rows, float* d_x, FfnGradients& g);
+  // Bytes of W1 and W2 as held (biases apart).
+  size_t WeightBytes() const { return w1_.WeightBytes() + w2_.WeightBytes(); }
 
  private:
   friend class Optimizer;
@@ -79,13 +93,14 @@ class FeedForward {
   Activation activation_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
-  std::vector<float> w1_, b1_, w2_, b2_;  // packed panels
+  WeightType weights_;
+  PackedMatrix w1_, w2_;  // with b1, b2
   std::vector<float> hidden_;             // [rows, ffn_dim]; grows
   // Training: the input and the hidden units before the activation (after
   // it: hidden_); W1^T and W2^T packed by the first Backward after the
   // weights changed; the gradients packed as the weights; workspaces.
   std::vector<float> input_, pre_activation_;
-  std::vector<float> w1_t_, w2_t_;
+  PackedMatrix w1_t_, w2_t_;
   std::vector<float> d_w1_, d_b1_, d_w2_, d_b2_;
   std::vector<float> d_hidden_, weight_workspace_;
   bool has_gradients_ = false;
@@ -183,6 +198,8 @@ class TransformerEncoderLayer {
 
   // The config with threads and names resolved.
   const LayerConfig& config() const { return config_; }
+  // Bytes of the weight matrices as held (config.weights), biases apart.
+  size_t WeightBytes() const { return attention_.WeightBytes() + ffn_.WeightBytes(); }
 
  private:
   friend class Optimizer;
@@ -250,6 +267,9 @@ class TransformerDecoderLayer {
   void Backward(std::span<const float> d_output, DecoderGradients& gradients);
 
   const LayerConfig& config() const { return config_; }  // as the encoder's
+  size_t WeightBytes() const {  // as the encoder's
+    return self_attention_.WeightBytes() + cross_attention_.WeightBytes() + ffn_.WeightBytes();
+  }
   MultiHeadAttention& self_attention() { return self_attention_; }
   MultiHeadAttention& cross_attention() { return cross_attention_; }
 

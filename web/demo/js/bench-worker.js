@@ -19,9 +19,9 @@ const post = (m) => self.postMessage(m);
 const progress = (text) => post({ type: 'progress', text });
 
 /**
- * The relaxed-SIMD build's vector backends (when the engine has relaxed
- * SIMD), every backend of the SIMD build (when it has wasm SIMD), then the
- * non-SIMD build's default.
+ * The relaxed-SIMD build's backends (when the engine has relaxed SIMD),
+ * every backend of the SIMD build (when it has wasm SIMD), then every
+ * backend of the non-SIMD build (the scalar baseline is there).
  */
 async function variants() {
   const out = [];
@@ -33,7 +33,7 @@ async function variants() {
     for (const backend of simd.backends) out.push({ simd: true, backend });
   }
   const nosimd = await oursModule(false);
-  out.push({ simd: false, backend: nosimd.backend });
+  for (const backend of nosimd.backends) out.push({ simd: false, backend });
   return out;
 }
 

@@ -1,0 +1,72 @@
+// One workload of web/bench-kit/workloads.json as the native benchmarks
+// run it (threads_bench, weight_types_bench), and what they print with it.
+#pragma once
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/random_fill.h"
+#include "bench/workloads.h"
+#include "simd_attention/multi_head_attention.h"
+
+namespace simd_attention::bench {
+
+inline std::string CpuName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
+
+// One forward of the workload on `mha` (a decode step appends one token to a
+// cache of cache_len tokens, then rolls back).
+struct Runner {
+  const Workload& w;
+  std::unique_ptr<MultiHeadAttention> mha;
+  std::vector<float> x, memory;
+  std::unique_ptr<KVCache> cache;
+
+  // `config`'s threads and weights; its d_model and heads the workload's.
+  Runner(const Workload& workload, MhaConfig c, const std::vector<float>& weights)
+      : w(workload) {
+    c.d_model = w.d_model;
+    c.num_heads = w.heads;
+    mha = std::make_unique<MultiHeadAttention>(c);
+    const std::vector<float> bias(w.d_model, 0.01f);
+    mha->SetWeights({weights, weights, weights, weights, bias, bias, bias, bias});
+    x = RandomVector(w.tq * w.d_model, 1.0f, 1);
+    memory = RandomVector(w.tk * w.d_model, 1.0f, 2);
+    if (w.cache_len > 0) {
+      cache = std::make_unique<KVCache>(mha->CreateKVCache(1, w.tk));
+      const std::vector<float> prompt = RandomVector(w.cache_len * w.d_model, 1.0f, 3);
+      mha->ForwardIncremental(Tensor3{prompt, 1, w.cache_len, w.d_model}, *cache);
+    }
+  }
+
+  std::vector<float> Run() {
+    MhaOptions o;
+    o.causal = w.causal;
+    const Tensor3 q{x, 1, w.tq, w.d_model};
+    if (cache) {
+      std::vector<float> out = mha->ForwardIncremental(q, *cache).output;
+      cache->Truncate(w.cache_len);
+      return out;
+    }
+    if (w.cross) {
+      const Tensor3 m{memory, 1, w.tk, w.d_model};
+      return mha->Forward(q, m, m, o).output;
+    }
+    return mha->Forward(q, o).output;
+  }
+};
+
+inline double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace simd_attention::bench

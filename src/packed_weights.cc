@@ -1,0 +1,89 @@
+#include "packed_weights.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/weight_packing.h"
+#include "validate.h"
+
+namespace simd_attention {
+namespace {
+
+[[noreturn]] void ThrowWrongForm(const char* what, const char* given, WeightType type,
+                                 std::string_view config_name) {
+  throw std::invalid_argument(
+      Cat({what, ": ", given, " given, but ", config_name, " is ", StorageTypeName(type)}));
+}
+
+}  // namespace
+
+WeightValues ReadWeight(const char* what, std::span<const float> f32, const StoredMatrix& stored,
+                        WeightType type, size_t rows, size_t cols, std::string_view config_name) {
+  WeightValues out;
+  if (stored.empty()) {
+    CheckLength(what, f32.size(), {rows, cols});
+    CheckFinite(what, f32);
+    CheckStorable(what, f32, type, config_name);
+    out.values.assign(f32.begin(), f32.end());
+    return out;
+  }
+  if (!f32.empty()) {
+    throw std::invalid_argument(
+        Cat({what, ": given both as float32 and in its storage type; give one"}));
+  }
+  const bool sixteen = type == WeightType::kF16 || type == WeightType::kBF16;
+  if (!stored.bits.empty() && !sixteen) ThrowWrongForm(what, "16-bit weights", type, config_name);
+  if (!stored.values.empty() && type != WeightType::kInt8) {
+    ThrowWrongForm(what, "int8 values", type, config_name);
+  }
+  out.values.resize(rows * cols);
+  if (sixteen) {
+    CheckLength(what, stored.bits.size(), {rows, cols});
+    WidenBits(stored.bits.data(), stored.bits.size(), type, out.values.data());
+    CheckFinite(what, out.values);
+    return out;
+  }
+  CheckLength(what, stored.values.size(), {rows, cols});
+  const std::string scales = Cat({what, ".scales"});
+  CheckLength(scales, stored.scales.size(), {cols});
+  CheckFinite(scales, stored.scales);
+  for (size_t i = 0; i < out.values.size(); ++i) out.values[i] = stored.values[i];
+  out.scales.assign(stored.scales.begin(), stored.scales.end());
+  return out;
+}
+
+PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
+                         std::span<const float> scales, std::span<const float> bias, size_t rows,
+                         size_t cols, WeightType type) {
+  PackedMatrix p;
+  p.type = type;
+  p.rows = rows;
+  p.cols = cols;
+  std::vector<float> column_scales(scales.begin(), scales.end()), quantized;
+  if (type == WeightType::kInt8 && scales.empty()) {
+    column_scales.resize(cols);
+    quantized.resize(w.size());
+    Int8ColumnScales(w.data(), rows, cols, column_scales.data());
+    QuantizeColumns(w.data(), rows, cols, column_scales.data(), quantized.data());
+    w = quantized;
+  }
+  if (type == WeightType::kInt8) {
+    p.scales.resize(PackedFloats(kernels, 1, cols));
+    kernels.pack_b(column_scales.data(), 1, cols, p.scales.data());
+  }
+  p.w.resize(PackedFloats(kernels, rows, cols));
+  kernels.pack_b(w.data(), rows, cols, p.w.data());
+  if (type != WeightType::kF32) {
+    p.narrow.resize(p.w.size() * WeightBytes(type));
+    NarrowPacked(p.w.data(), p.w.size(), type, p.narrow.data());
+    p.w = {};
+  }
+  if (!bias.empty()) {
+    p.bias.resize(PackedFloats(kernels, 1, cols));
+    kernels.pack_b(bias.data(), 1, cols, p.bias.data());
+  }
+  return p;
+}
+
+}  // namespace simd_attention

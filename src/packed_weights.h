@@ -1,0 +1,37 @@
+// Weight matrices from the caller to PackedMatrix: read (float32 or already
+// in the storage type), checked with the caller's names, packed into GEMM
+// panels in the storage type. MultiHeadAttention's projections and the FFN
+// share it.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "dispatch/kernel_table.h"
+#include "simd_attention/packed_matrix.h"
+#include "simd_attention/weight_type.h"
+
+namespace simd_attention {
+
+// A weight's float32 values and, for int8 given as stored, its scales.
+struct WeightValues {
+  std::vector<float> values;  // rows * cols
+  std::vector<float> scales;  // given int8 scales [cols]; empty = quantize values
+};
+
+// Exactly one of `f32` and `stored` given (config field `config_name` says
+// which type `stored` must hold): its length rows * cols, its values finite
+// and within `type`'s range; int8 scales [cols], finite. Messages name
+// `what` ("what.scales" for the scales).
+WeightValues ReadWeight(const char* what, std::span<const float> f32, const StoredMatrix& stored,
+                        WeightType type, size_t rows, size_t cols, std::string_view config_name);
+
+// w [rows, cols] (and bias [cols] or empty) packed as `type`. int8: w holds
+// the int8 values when `scales` is given, else it is quantized per column.
+PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
+                         std::span<const float> scales, std::span<const float> bias, size_t rows,
+                         size_t cols, WeightType type);
+
+}  // namespace simd_attention

@@ -1,0 +1,417 @@
+// Weights held as float16, bfloat16 and int8 (MhaConfig::weights,
+// LayerConfig::weights), on every kernel table.
+//
+// Against float32: the error a storage type adds is bounded by its unit
+// roundoff u (2^-11 float16, 2^-8 bfloat16; int8: half a step of
+// max|w|/127 per column, u <= 2^-8 relative to the column's largest weight).
+// A dot product of length K with rounded weights errs by at most
+// u * sum |a_k w_k|, which for the cases' inputs of mixed signs stays near
+// u times the result's scale; attention passes three such products in a row
+// (Q or K, V, then W_O), so about 3u of the output's scale, which the softmax
+// does not amplify for the cases' moderate scores. A layer adds the FFN's two
+// products (5u), and its LayerNorms rescale rows whose spread is of the
+// order of their scale. The bounds are twice that; the tests print the
+// errors seen (about 0.1-1.6u).
+//
+// int8 is also checked against the float64 reference on the quantized
+// weights themselves (q * scale): there only float32 arithmetic is left, so
+// the golden case's float32 tolerance holds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "golden.h"
+#include "golden_layers.h"
+#include "incremental_util.h"
+#include "reference/attention_reference.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/transformer_layers.h"
+#include "test_util.h"
+
+namespace simd_attention::testing {
+namespace {
+
+struct Narrow {
+  WeightType type;
+  const char* name;
+  double u;  // unit roundoff
+};
+constexpr Narrow kNarrowTypes[] = {{WeightType::kF16, "f16", 0x1p-11},
+                                   {WeightType::kBF16, "bf16", 0x1p-8},
+                                   {WeightType::kInt8, "int8", 0x1p-8}};
+
+double MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+  return m;
+}
+
+double Scale(std::span<const float> x) {
+  double scale = 1;
+  for (float v : x) scale = std::max(scale, double(std::fabs(v)));
+  return scale;
+}
+
+void ExpectWithin(const std::string& what, const Narrow& t, std::span<const float> got,
+                  std::span<const float> want, size_t chained_products) {
+  const double err = MaxAbsDiff(got, want), scale = Scale(want);
+  std::printf("%s %s: max |error| %.3g = %.2fu of the output scale %.3g\n", what.c_str(),
+              t.name, err, err / (t.u * scale), scale);
+  EXPECT_LE(err, 2 * double(chained_products) * t.u * scale) << what << " " << t.name;
+}
+
+class WeightTypes : public TableCaseTest {};
+
+TEST_P(WeightTypes, MhaStaysWithinItsRoundoffOfFloat32) {
+  const GoldenCase c = LoadGoldenCase(case_name());
+  MhaCaseInputs in = MhaInputs(c);
+  MultiHeadAttention f32(in.config, table());
+  f32.SetWeights(in.weights);
+  const MhaResult want = f32.Forward(in.query, in.key, in.value, in.options);
+  for (const Narrow& t : kNarrowTypes) {
+    MhaConfig config = in.config;
+    config.weights = t.type;
+    MultiHeadAttention narrow(config, table());
+    narrow.SetWeights(in.weights);
+    ExpectWithin(case_name(), t, narrow.Forward(in.query, in.key, in.value, in.options).output,
+                 want.output, 3);
+  }
+}
+
+// Per column, as MultiHeadAttention quantizes: scale = max |w| / 127.
+struct Quantized {
+  std::vector<int8_t> values;
+  std::vector<float> scales, dequantized;
+};
+Quantized Quantize(std::span<const float> w, size_t rows, size_t cols) {
+  Quantized q{std::vector<int8_t>(w.size()), std::vector<float>(cols, 1.0f),
+              std::vector<float>(w.size())};
+  for (size_t j = 0; j < cols; ++j) {
+    float largest = 0;
+    for (size_t r = 0; r < rows; ++r) largest = std::max(largest, std::fabs(w[r * cols + j]));
+    if (largest > 0) q.scales[j] = largest / 127.0f;
+  }
+  for (size_t i = 0; i < w.size(); ++i) {
+    const float s = q.scales[i % cols];
+    q.values[i] = static_cast<int8_t>(std::clamp(std::nearbyint(w[i] / s), -127.0f, 127.0f));
+    q.dequantized[i] = float(q.values[i]) * s;
+  }
+  return q;
+}
+
+TEST_P(WeightTypes, Int8MatchesTheFloat64ReferenceOfItsQuantizedWeights) {
+  const GoldenCase c = LoadGoldenCase(case_name());
+  MhaCaseInputs in = MhaInputs(c);
+  in.config.weights = WeightType::kInt8;
+  MultiHeadAttention mha(in.config, table());
+  const MhaConfig& config = mha.config();
+  const size_t dk = config.head_dim, dv = config.head_dim_v;
+  const Quantized q = Quantize(in.weights.w_q, config.d_model, config.num_heads * dk);
+  const Quantized k = Quantize(in.weights.w_k, config.kdim, config.num_kv_heads * dk);
+  const Quantized v = Quantize(in.weights.w_v, config.vdim, config.num_kv_heads * dv);
+  const Quantized o = Quantize(in.weights.w_o, config.num_heads * dv, config.d_model);
+  MhaWeights dequantized = in.weights;
+  dequantized.w_q = q.dequantized;
+  dequantized.w_k = k.dequantized;
+  dequantized.w_v = v.dequantized;
+  dequantized.w_o = o.dequantized;
+  const MhaResult want =
+      ReferenceAttention(config, dequantized, in.query, in.key, in.value, in.options);
+
+  mha.SetWeights(in.weights);
+  const MhaResult got = mha.Forward(in.query, in.key, in.value, in.options);
+  EXPECT_TRUE(AllNear(got.output, want.output, c.tolerance));
+
+  // The same values and scales given as an int8 checkpoint: the same packed
+  // weights, so the same bits.
+  MhaWeights stored = in.weights;
+  stored.w_q = stored.w_k = stored.w_v = stored.w_o = {};
+  stored.stored_w_q = {.values = q.values, .scales = q.scales};
+  stored.stored_w_k = {.values = k.values, .scales = k.scales};
+  stored.stored_w_v = {.values = v.values, .scales = v.scales};
+  stored.stored_w_o = {.values = o.values, .scales = o.scales};
+  MultiHeadAttention given(in.config, table());
+  given.SetWeights(stored);
+  EXPECT_EQ(given.Forward(in.query, in.key, in.value, in.options).output, got.output);
+}
+
+TEST_P(WeightTypes, DecodingTokenByTokenMatchesTheFullForward) {
+  const GoldenCase c = LoadGoldenCase(case_name());
+  MhaCaseInputs in = MhaInputs(c);
+  if (in.query.data.data() != in.key.data.data()) return;  // self-attention cases only
+  in.options = {};
+  in.options.causal = true;
+  for (const Narrow& t : kNarrowTypes) {
+    in.config.weights = t.type;
+    MultiHeadAttention mha(in.config, table());
+    mha.SetWeights(in.weights);
+    const MhaResult full = mha.Forward(in.query, in.query, in.query, in.options);
+    KVCache cache = mha.CreateKVCache(in.query.batch, in.query.tokens);
+    std::vector<float> steps;
+    for (size_t t0 = 0; t0 < in.query.tokens; ++t0) {
+      const OwnedTensor x = Tokens(in.query, t0, 1);
+      const MhaResult r = mha.ForwardIncremental(x.View(), cache, {});
+      const std::vector<float> want =
+          TokenRows(full.output, in.query.batch, in.query.tokens, in.config.d_model, t0, 1);
+      EXPECT_TRUE(AllNear(r.output, want, c.tolerance)) << t.name << " token " << t0;
+    }
+  }
+}
+
+// A KV cache or precomputed K/V in float16 or bfloat16 rounds each key and
+// value once (u relative); the scores then err by u times their magnitude
+// and the output by about u of its scale, through W_O once more: the bound
+// of three chained products covers it.
+TEST_P(WeightTypes, NarrowCachesStayWithinTheirRoundoffOfFloat32) {
+  const GoldenCase c = LoadGoldenCase(case_name());
+  MhaCaseInputs in = MhaInputs(c);
+  const bool self = in.query.data.data() == in.key.data.data();
+  const auto run = [&](WeightType cache_type) {
+    MhaConfig config = in.config;
+    config.cache_type = cache_type;
+    MultiHeadAttention mha(config, table());
+    mha.SetWeights(in.weights);
+    std::vector<float> out;
+    size_t bytes = 0;
+    if (self && mha.config().kdim == mha.config().d_model) {
+      KVCache cache = mha.CreateKVCache(in.query.batch, in.query.tokens);
+      for (size_t t0 = 0; t0 < in.query.tokens; ++t0) {
+        const OwnedTensor x = Tokens(in.query, t0, 1);
+        const MhaResult r = mha.ForwardIncremental(x.View(), cache, {});
+        out.insert(out.end(), r.output.begin(), r.output.end());
+      }
+      EXPECT_EQ(cache.type(), cache_type);
+      bytes = cache.bytes();
+    } else if (!self && mha.config().kdim == mha.config().vdim &&
+               in.key.data.data() == in.value.data.data()) {
+      const PrecomputedKV kv = mha.PrecomputeKeyValue(in.key);
+      out = mha.Forward(in.query, kv, {}).output;
+      bytes = kv.bytes();
+    }
+    return std::pair{out, bytes};
+  };
+  const auto [want, f32_bytes] = run(WeightType::kF32);
+  if (want.empty()) return;  // neither a cache nor precomputed K/V fits the case
+  for (const Narrow& t : kNarrowTypes) {
+    if (t.type == WeightType::kInt8) continue;
+    const auto [got, bytes] = run(t.type);
+    ExpectWithin(case_name() + " cache", t, got, want, 3);
+    EXPECT_EQ(bytes * 2, f32_bytes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, WeightTypes,
+                         ::testing::ValuesIn(OnEveryTable(GoldenCaseNames("mha"))),
+                         TableCaseParamName);
+
+class LayerWeightTypes : public TableTest {};
+
+TEST_P(LayerWeightTypes, EncoderAndDecoderStayWithinTheirRoundoffOfFloat32) {
+  for (const std::string& name : GoldenCaseNames("encoder_layer")) {
+    const GoldenCase c = LoadGoldenCase(name);
+    LayerConfig config = GoldenLayerConfig(c);
+    TransformerEncoderLayer f32(config, table());
+    f32.SetWeights(GoldenAttention(c, ""), GoldenFfn(c), GoldenNorm(c, 1), GoldenNorm(c, 2));
+    const std::vector<float> want = f32.Forward(GoldenInput(c, "input"));
+    for (const Narrow& t : kNarrowTypes) {
+      config.weights = t.type;
+      TransformerEncoderLayer layer(config, table());
+      layer.SetWeights(GoldenAttention(c, ""), GoldenFfn(c), GoldenNorm(c, 1), GoldenNorm(c, 2));
+      ExpectWithin(name, t, layer.Forward(GoldenInput(c, "input")), want, 5);
+    }
+  }
+  for (const std::string& name : GoldenCaseNames("decoder_layer")) {
+    const GoldenCase c = LoadGoldenCase(name);
+    LayerConfig config = GoldenLayerConfig(c);
+    const auto run = [&](const LayerConfig& lc) {
+      TransformerDecoderLayer layer(lc, table());
+      layer.SetWeights(GoldenAttention(c, "self_"), GoldenAttention(c, "cross_"), GoldenFfn(c),
+                       GoldenNorm(c, 1), GoldenNorm(c, 2), GoldenNorm(c, 3));
+      return layer.Forward(GoldenInput(c, "input"), GoldenInput(c, "memory"));
+    };
+    const std::vector<float> want = run(config);
+    for (const Narrow& t : kNarrowTypes) {
+      config.weights = t.type;
+      ExpectWithin(name, t, run(config), want, 8);
+    }
+  }
+}
+
+// A small self-attention whose weights are exact in float16 and bfloat16
+// (random bits of either type), so that float32 weights and the same
+// weights given as bits pack to the same panels.
+struct BitsWeights {
+  MhaConfig config;
+  std::vector<uint16_t> bits[4];
+  std::vector<float> values[4];
+};
+
+BitsWeights RandomBitsWeights(WeightType type) {
+  BitsWeights w;
+  w.config.d_model = 16;
+  w.config.num_heads = 2;
+  w.config.bias = false;
+  w.config.weights = type;
+  std::mt19937 rng(7);
+  for (int m = 0; m < 4; ++m) {
+    for (size_t i = 0; i < 16 * 16; ++i) {
+      // Sign, an exponent for magnitudes in [2^-6, 2^0) and a random
+      // mantissa: normal in both types.
+      const uint16_t sign = (rng() & 1) << 15;
+      uint16_t bits;
+      float value;
+      if (type == WeightType::kF16) {
+        const uint32_t e = 9 + rng() % 6, mantissa = rng() & 0x3ff;
+        bits = static_cast<uint16_t>(sign | (e << 10) | mantissa);
+        value = std::ldexp(1.0f + float(mantissa) / 1024, int(e) - 15);
+      } else {
+        const uint32_t e = 121 + rng() % 6, mantissa = rng() & 0x7f;
+        bits = static_cast<uint16_t>(sign | (e << 7) | mantissa);
+        value = std::ldexp(1.0f + float(mantissa) / 128, int(e) - 127);
+      }
+      w.bits[m].push_back(bits);
+      w.values[m].push_back(sign ? -value : value);
+    }
+  }
+  return w;
+}
+
+TEST_P(LayerWeightTypes, SixteenBitCheckpointsPackAsTheirFloat32Values) {
+  for (WeightType type : {WeightType::kF16, WeightType::kBF16}) {
+    const BitsWeights w = RandomBitsWeights(type);
+    std::mt19937 rng(3);
+    const std::vector<float> x = RandomVector(2 * 5 * 16, 1.0f, rng);
+    const Tensor3 t{x, 2, 5, 16};
+    MultiHeadAttention from_floats(w.config, table()), from_bits(w.config, table());
+    from_floats.SetWeights({.w_q = w.values[0], .w_k = w.values[1], .w_v = w.values[2],
+                            .w_o = w.values[3]});
+    from_bits.SetWeights({.stored_w_q = {.bits = w.bits[0]},
+                          .stored_w_k = {.bits = w.bits[1]},
+                          .stored_w_v = {.bits = w.bits[2]},
+                          .stored_w_o = {.bits = w.bits[3]}});
+    EXPECT_EQ(from_bits.Forward(t, t, t, {}).output, from_floats.Forward(t, t, t, {}).output);
+  }
+}
+
+TEST_P(LayerWeightTypes, NarrowTypesHoldHalfOrAQuarterOfTheBytes) {
+  const GoldenCase c = LoadGoldenCase(GoldenCaseNames("encoder_layer").front());
+  LayerConfig config = GoldenLayerConfig(c);
+  const auto bytes = [&](WeightType type) {
+    config.weights = type;
+    TransformerEncoderLayer layer(config, table());
+    layer.SetWeights(GoldenAttention(c, ""), GoldenFfn(c), GoldenNorm(c, 1), GoldenNorm(c, 2));
+    return layer.WeightBytes();
+  };
+  const size_t f32 = bytes(WeightType::kF32);
+  EXPECT_EQ(bytes(WeightType::kF16) * 2, f32);
+  EXPECT_EQ(bytes(WeightType::kBF16) * 2, f32);
+  // int8: a quarter, plus one float scale per (padded) column of each of
+  // the six matrices.
+  const size_t int8 = bytes(WeightType::kInt8);
+  EXPECT_GT(int8, f32 / 4);
+  EXPECT_LT(int8 - f32 / 4, f32 / 4 / 8);
+}
+
+TEST_P(LayerWeightTypes, RefusedWeightsNameThemselvesAndLeaveTheObjectAsItWas) {
+  const BitsWeights w = RandomBitsWeights(WeightType::kF16);
+  std::mt19937 rng(5);
+  const std::vector<float> x = RandomVector(1 * 3 * 16, 1.0f, rng);
+  const Tensor3 t{x, 1, 3, 16};
+  MultiHeadAttention mha(w.config, table());
+  const MhaWeights good{.w_q = w.values[0], .w_k = w.values[1], .w_v = w.values[2],
+                        .w_o = w.values[3]};
+  mha.SetWeights(good);
+  const std::vector<float> before = mha.Forward(t, t, t, {}).output;
+
+  std::vector<float> huge = w.values[2];
+  huge[5] = 70000;
+  MhaWeights bad = good;
+  bad.w_v = huge;
+  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { mha.SetWeights(bad); },
+                                           {"w_v: element 5 is 70000", "float16",
+                                            "65504", "config.weights"}));
+  std::vector<uint16_t> infinite = w.bits[1];
+  infinite[3] = 0x7c00;
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] {
+        mha.SetWeights({.w_q = good.w_q, .w_v = good.w_v, .w_o = good.w_o,
+                        .stored_w_k = {.bits = infinite}});
+      },
+      {"w_k: element 3 is +Infinity"}));
+  const std::vector<int8_t> values(16 * 16, 1);
+  const std::vector<float> scales(16, 0.5f);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] {
+        mha.SetWeights({.w_k = good.w_k, .w_v = good.w_v, .w_o = good.w_o,
+                        .stored_w_q = {.values = values, .scales = scales}});
+      },
+      {"w_q: int8 values given, but config.weights is float16"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] {
+        MhaWeights both = good;
+        both.stored_w_o = {.bits = w.bits[3]};
+        mha.SetWeights(both);
+      },
+      {"w_o: given both as float32 and in its storage type"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] {
+        mha.SetWeights({.w_q = good.w_q, .w_k = good.w_k, .w_v = good.w_v,
+                        .stored_w_o = {.bits = std::span(w.bits[3]).first(17)}});
+      },
+      {"w_o", "256", "17"}));
+  EXPECT_EQ(mha.Forward(t, t, t, {}).output, before);
+
+  MhaConfig int8 = w.config;
+  int8.weights = WeightType::kInt8;
+  MultiHeadAttention q(int8, table());
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] {
+        q.SetWeights({.w_k = good.w_k, .w_v = good.w_v, .w_o = good.w_o,
+                      .stored_w_q = {.values = values, .scales = std::span(scales).first(15)}});
+      },
+      {"w_q.scales", "16", "15"}));
+}
+
+TEST_P(LayerWeightTypes, NarrowCachesRefuseWhatTheyCannotHold) {
+  BitsWeights w = RandomBitsWeights(WeightType::kF16);
+  w.config.weights = WeightType::kF32;
+  w.config.cache_type = WeightType::kF16;
+  MultiHeadAttention mha(w.config, table());
+  mha.SetWeights({.w_q = w.values[0], .w_k = w.values[1], .w_v = w.values[2],
+                  .w_o = w.values[3]});
+  KVCache cache = mha.CreateKVCache(1, 4);
+  std::mt19937 rng(11);
+  const std::vector<float> x = RandomVector(16, 1.0f, rng);
+  mha.ForwardIncremental(Tensor3{x, 1, 1, 16}, cache, {});
+  const std::vector<float> keys = cache.Keys();
+
+  std::vector<float> huge = x;
+  for (float& v : huge) v *= 1e6f;  // projections far beyond 65504
+  EXPECT_TRUE(ThrowsWith<std::range_error>(
+      [&] { mha.ForwardIncremental(Tensor3{huge, 1, 1, 16}, cache, {}); },
+      {"the key projection x W_k + b_k: values up to", "float16's range", "config.cache_type"}));
+  std::vector<float> big_keys(16, 1.0f);
+  big_keys[3] = 1e5f;
+  EXPECT_TRUE(ThrowsWith<std::range_error>(
+      [&] { cache.Append(big_keys, std::vector<float>(16, 1.0f), 1); },
+      {"keys: element 3 is 100000", "float16", "config.cache_type"}));
+  EXPECT_EQ(cache.length(), 1u);
+  EXPECT_EQ(cache.Keys(), keys);
+
+  MhaConfig int8 = w.config;
+  int8.cache_type = WeightType::kInt8;
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { MultiHeadAttention bad(int8, table()); },
+                                                {"config.cache_type", "int8"}));
+}
+
+INSTANTIATE_ON_EVERY_TABLE(LayerWeightTypes);
+
+}  // namespace
+}  // namespace simd_attention::testing

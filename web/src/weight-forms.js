@@ -1,0 +1,54 @@
+// Weight matrices in any of the forms setWeights takes (a Float32Array,
+// float16/bfloat16 bits in a Uint16Array, int8 { values, scales }), as the
+// worker pool splits them by heads or hidden units, and its screen of
+// whether the synchronous object would take them.
+
+// Columns [from, to) of a row-major [rows, cols] matrix, in its form (int8:
+// with those columns' scales).
+export function columns(m, rows, cols, from, to) {
+  if (m.scales !== undefined) {
+    return { values: columns(m.values, rows, cols, from, to), scales: m.scales.slice(from, to) };
+  }
+  const out = new m.constructor(rows * (to - from));
+  for (let r = 0; r < rows; ++r) {
+    out.set(m.subarray(r * cols + from, r * cols + to), r * (to - from));
+  }
+  return out;
+}
+
+// Rows [from, to) of a row-major matrix of `cols` columns, in its form
+// (int8: with every column's scale).
+export function rowRange(m, cols, from, to) {
+  return m.scales !== undefined
+    ? { values: m.values.slice(from * cols, to * cols), scales: m.scales.slice() }
+    : m.slice(from * cols, to * cols);
+}
+
+// The largest magnitude each type holds (src/validate_values.cc refuses
+// larger float32 weights for it).
+const LARGEST = { f16: 65504, bf16: 3.3895313892515355e38 };
+
+// Whether matrix (or bias) `m` of shape [rows, cols] has its lengths and
+// finite values that an object of config.weights `type` takes. The pool
+// splits only weights that pass; others go whole to a synchronous object,
+// whose error names what is wrong (this screen composes no message).
+export function fits(m, [rows, cols], type) {
+  if (m.scales !== undefined) {
+    return type === 'int8' && m.values.length === rows * cols && m.scales.length === cols &&
+      m.scales.every(Number.isFinite);
+  }
+  if (m.length !== rows * cols) return false;
+  if (m.BYTES_PER_ELEMENT === 2) {
+    // float16 or bfloat16 bits: finite unless the exponent bits are all ones.
+    const exponent = { f16: 0x7c00, bf16: 0x7f80 }[type];
+    return exponent !== undefined && m.every((b) => (b & exponent) !== exponent);
+  }
+  const largest = LARGEST[type] ?? Number.MAX_VALUE;
+  return m.every((v) => Math.abs(v) <= largest);
+}
+
+// The buffers of a part's weights, which the message to its worker moves.
+export function buffers(part) {
+  return Object.values(part).flatMap((m) =>
+    (m.scales !== undefined ? [m.values.buffer, m.scales.buffer] : [m.buffer]));
+}
