@@ -17,6 +17,7 @@
 #include "partial_outputs.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
+#include "training_build.h"
 #include "validate.h"
 #include "zero_filled.h"
 
@@ -219,8 +220,7 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   k_ = std::move(k);
   v_ = std::move(v);
   has_weights_ = true;
-  has_transposed_ = false;
-  has_gradients_ = false;
+  backward_.reset();
   ReleaseTraining();  // its gradients would mix the old weights with the new
 }
 
@@ -357,7 +357,8 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   CheckEqual("value.tokens", value.tokens, key.tokens, "key.tokens");
   const AttentionCall call = Call(query, key.tokens, options);
   MhaResult result = PrepareResult(query, key.tokens, options);
-  if (options.training) SaveForBackward(query, key, value, options);
+  const bool training = TrainingRequested(options.training);
+  if (training) SaveForBackward(query, key, value, options);
 
   // Self-attention's keys sit at the queries' positions; other keys from 0.
   const size_t key_pos0 = same(key, query) ? options.position_offset : 0;
@@ -440,7 +441,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
                                       const PrecomputedKV& kv,
                                       const MhaOptions& options) {
   CheckReady();
-  RefuseTraining(options, "Forward(query, precomputed)");
+  if (TrainingRequested(options.training)) RefuseTraining("Forward(query, precomputed)");
   CheckLayout("precomputed key/value", kv.layout_, layout_);
   CheckTensor("query", query, config_.d_model, config_.names->d_model);
   CheckEqual("query.batch", query.batch, kv.batch(), "batch of the precomputed memory");
@@ -462,7 +463,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
                                                  KVCache& cache,
                                                  const MhaOptions& options) {
   CheckReady();
-  RefuseTraining(options, "ForwardIncremental");
+  if (TrainingRequested(options.training)) RefuseTraining("ForwardIncremental");
   CheckLayout("KV cache", cache.layout_, layout_);
   const ArgNames& n = *config_.names;
   if (config_.kdim != config_.d_model || config_.vdim != config_.d_model) {
@@ -522,8 +523,10 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* q = workspace_.data();
   float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_z;
-  if (!options.training) ReleaseTraining();
-  float* lse = options.training ? training_->lse.data() : nullptr;  // [B, H, Tq]
+  // Only Forward(query, key, value) trains; the others refused it.
+  const bool training = kTrainingBuild && options.training;
+  if (kTrainingBuild && !training) ReleaseTraining();
+  float* stats = training ? training_->softmax_stats.data() : nullptr;  // [B, H, Tq, 2]
   ComputedScan query_scan;
   Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0);
   const double max_abs_query = query_scan.Judge("the query projection query W_q + b_q",
@@ -556,7 +559,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     a.probs = options.need_weights ? r.attn_weights.data() + probs_at : nullptr;
     a.scores = options.need_scores ? r.scores.data() + probs_at : nullptr;
     a.scratch = attention_scratch + thread * scratch;
-    a.lse = lse == nullptr ? nullptr : lse + (b * heads + h) * tq + q0;
+    a.softmax_stats = stats == nullptr ? nullptr : stats + ((b * heads + h) * tq + q0) * 2;
     kernels_->attention(a);
   });
 
@@ -609,7 +612,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);
   }
-  if (options.training) training_->ready = true;
+  if (training) training_->ready = true;
   return r;
 }
 

@@ -63,12 +63,10 @@ void Unpad(const float* src, size_t ld, HeadDims rows, HeadDims cols, std::vecto
 
 }  // namespace
 
-void MultiHeadAttention::RefuseTraining(const MhaOptions& options, const char* forward) {
-  if (options.training) {
-    throw std::invalid_argument(Cat({"options.training: ", forward,
-                                     " keeps nothing for Backward, expected false, got true "
-                                     "(train through Forward(x) or Forward(query, key, value))"}));
-  }
+void MultiHeadAttention::RefuseTraining(const char* forward) {
+  throw std::invalid_argument(Cat({"options.training: ", forward,
+                                   " keeps nothing for Backward, expected false, got true "
+                                   "(train through Forward(x) or Forward(query, key, value))"}));
 }
 
 void MultiHeadAttention::ReleaseTraining() { training_.reset(); }
@@ -87,7 +85,7 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
                                      ConfigName(CppArgNames().weights), " float32, got ",
                                      StorageTypeName(config_.weights)}));
   }
-  if (training_ == nullptr) training_ = std::make_unique<TrainingState>();
+  if (training_ == nullptr) training_ = MakeTrainingOnly<TrainingState>();
   TrainingState& t = *training_;
   t.ready = false;
   t.self = query.data.data() == key.data.data() && key.data.data() == value.data.data() &&
@@ -102,9 +100,11 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
     t.key.assign(key.data.begin(), key.data.end());
     t.value.assign(value.data.begin(), value.data.end());
   }
-  t.lse.resize(CheckedCount("log-sum-exp", {{"batch", query.batch},
-                                            {config_.names->num_heads, config_.num_heads},
-                                            {"query tokens", query.tokens}}));
+  t.softmax_stats.resize(CheckedCount("softmax statistics",
+                                       {{"batch", query.batch},
+                                        {config_.names->num_heads, config_.num_heads},
+                                        {"query tokens", query.tokens},
+                                        {"statistics per query", 2}}));
   t.attn_mask = Copy(o.attn_mask);
   t.bool_mask = Copy(o.bool_mask);
   t.key_padding_mask = Copy(o.key_padding_mask);
@@ -117,20 +117,21 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
 }
 
 void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out) {
-  if (!has_gradients_) {
+  if (backward_ == nullptr || !backward_->has_gradients) {
     throw std::logic_error(
         "MultiHeadAttention: an optimizer step expects a Backward since the last SetWeights, "
         "got none");
   }
-  for (auto [p, g] : {std::pair{&q_, &grad_q_}, {&k_, &grad_k_}, {&v_, &grad_v_},
-                       {&o_, &grad_o_}}) {
+  BackwardState& b = *backward_;
+  for (auto [p, g] : {std::pair{&q_, &b.grad_q}, {&k_, &b.grad_k}, {&v_, &b.grad_v},
+                       {&o_, &b.grad_o}}) {
     out.push_back({p->w.data(), g->w.data(), p->w.size()});
     if (config_.bias) out.push_back({p->bias.data(), g->bias.data(), p->bias.size()});
   }
 }
 
 void MultiHeadAttention::WeightsUpdated() {
-  has_transposed_ = false;
+  if (backward_ != nullptr) backward_->has_transposed = false;
   ReleaseTraining();
 }
 
@@ -150,13 +151,15 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
   const MhaConfig& c = config_;
   CheckLength("d_output", d_output.size(), {t.batch, t.tq, c.d_model});
   CheckFinite("d_output", d_output);
-  has_gradients_ = false;  // until this one is complete
-  if (!has_transposed_) {
-    q_t_ = PackTransposed(*kernels_, q_);
-    k_t_ = PackTransposed(*kernels_, k_);
-    v_t_ = PackTransposed(*kernels_, v_);
-    o_t_ = PackTransposed(*kernels_, o_);
-    has_transposed_ = true;
+  if (backward_ == nullptr) backward_ = MakeTrainingOnly<BackwardState>();
+  BackwardState& state = *backward_;
+  state.has_gradients = false;  // until this one is complete
+  if (!state.has_transposed) {
+    state.q_t = PackTransposed(*kernels_, q_);
+    state.k_t = PackTransposed(*kernels_, k_);
+    state.v_t = PackTransposed(*kernels_, v_);
+    state.o_t = PackTransposed(*kernels_, o_);
+    state.has_transposed = true;
   }
   MhaOptions options = t.options;
   options.attn_mask = t.attn_mask;
@@ -189,8 +192,8 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
       CheckedCount("key and value gradients", {{"batch * key tokens", rows_k},
                                                {"padded dK and dV rows", ld_k + ld_v}}) +
       scratch * pool_->threads();
-  if (grad_workspace_.size() < need) grad_workspace_.resize(need);
-  float* dz = grad_workspace_.data();
+  if (state.grad_workspace.size() < need) state.grad_workspace.resize(need);
+  float* dz = state.grad_workspace.data();
   float* dq = dz + rows_q * ld_z;
   float* dkey = dq + rows_q * ld_q;
   float* dval = dkey + rows_k * ld_k;
@@ -198,13 +201,13 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
   std::fill_n(dkey, rows_k * (ld_k + ld_v), 0.0f);
 
   // W_O: dWo, dbo from Z^T dY; dZ = dY Wo^T.
-  const float* o_grads = WeightGradients(*pool_, *kernels_, weight_workspace_, z, rows_q, ld_z,
+  const float* o_grads = WeightGradients(*pool_, *kernels_, state.weight_workspace, z, rows_q, ld_z,
                                          c.bias, d_output.data(), c.d_model);
-  PackGradient(*kernels_, o_grads, ld_z, c.d_model, c.bias, grad_o_.w, grad_o_.bias);
+  PackGradient(*kernels_, o_grads, ld_z, c.d_model, c.bias, state.grad_o.w, state.grad_o.bias);
   const HeadDims model{1, c.d_model, c.d_model};
   Unpad(o_grads, c.d_model, {heads, c.head_dim_v, dv}, model, g.d_w_o);
   if (c.bias) Unpad(o_grads + ld_z * c.d_model, c.d_model, {1, 1, 1}, model, g.d_b_o);
-  ParallelMultiplyPacked(*pool_, *kernels_, d_output.data(), rows_q, o_t_, dz, ld_z);
+  ParallelMultiplyPacked(*pool_, *kernels_, d_output.data(), rows_q, state.o_t, dz, ld_z);
 
   // The attention: a task per (batch item, key/value head), whose query
   // heads add into its dK and dV in turn, so the sums never depend on threads.
@@ -230,7 +233,7 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
         call.Set(f, b, h, 0);
         f.z = const_cast<float*>(z) + b * tq * ld_z + h * dv;
         f.ldz = ld_z;
-        a.lse = t.lse.data() + (b * heads + h) * tq;
+        a.softmax_stats = t.softmax_stats.data() + (b * heads + h) * tq * 2;
         a.d_out = dz + b * tq * ld_z + h * dv;
         a.ld_d_out = ld_z;
         a.d_q = dq + b * tq * ld_q + h * dk;
@@ -255,15 +258,15 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
     std::vector<float>&d_x, &d_w, &d_b;
   };
   const Projection projections[] = {
-      {xq, c.d_model, rows_q, heads, c.head_dim, dk, dq, q_t_, grad_q_, g.d_query, g.d_w_q,
+      {xq, c.d_model, rows_q, heads, c.head_dim, dk, dq, state.q_t, state.grad_q, g.d_query, g.d_w_q,
        g.d_b_q},
-      {xk, c.kdim, rows_k, kv_heads, c.head_dim, dk, dkey, k_t_, grad_k_, g.d_key, g.d_w_k,
+      {xk, c.kdim, rows_k, kv_heads, c.head_dim, dk, dkey, state.k_t, state.grad_k, g.d_key, g.d_w_k,
        g.d_b_k},
-      {xv, c.vdim, rows_k, kv_heads, c.head_dim_v, dv, dval, v_t_, grad_v_, g.d_value, g.d_w_v,
+      {xv, c.vdim, rows_k, kv_heads, c.head_dim_v, dv, dval, state.v_t, state.grad_v, g.d_value, g.d_w_v,
        g.d_b_v}};
   for (const Projection& p : projections) {
     const size_t n = p.heads * p.pad;
-    const float* grads = WeightGradients(*pool_, *kernels_, weight_workspace_, p.x.data(),
+    const float* grads = WeightGradients(*pool_, *kernels_, state.weight_workspace, p.x.data(),
                                          p.rows, p.in, c.bias, p.d_out, n);
     PackGradient(*kernels_, grads, p.in, n, c.bias, p.packed_gradient.w, p.packed_gradient.bias);
     const HeadDims columns{p.heads, p.d, p.pad};
@@ -285,7 +288,7 @@ void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients&
                                       &g.d_w_v, &g.d_w_o}) {
     CheckComputed("the gradients", *d, kGradientTooLarge);
   }
-  has_gradients_ = true;
+  state.has_gradients = true;
 }
 
 }  // namespace simd_attention

@@ -10,6 +10,7 @@
 #include "residual.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
+#include "training_build.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -111,8 +112,7 @@ void FeedForward::SetWeights(const FfnWeights& w) {
       ReadWeight("ffn.w2", w.w2, w.stored_w2, weights_, ffn_dim_, d_model_, config_name);
   w1_ = PackWeights(*kernels_, w1.values, w1.scales, w.b1, d_model_, ffn_dim_, weights_);
   w2_ = PackWeights(*kernels_, w2.values, w2.scales, w.b2, ffn_dim_, d_model_, weights_);
-  WeightsUpdated();
-  has_gradients_ = false;
+  training_.reset();  // W^T, gradients and saved activations belonged to the old weights
 }
 
 void FeedForward::Forward(const float* x, size_t rows, float* out, bool training) {
@@ -121,12 +121,13 @@ void FeedForward::Forward(const float* x, size_t rows, float* out, bool training
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, w1_, hidden_.data(), ffn_dim_);
-  if (training) {
-    input_.assign(x, x + rows * d_model_);
-    pre_activation_.assign(hidden_.begin(), hidden_.begin() + hidden);
-  } else {
-    input_.clear();
-    pre_activation_.clear();
+  if (kTrainingBuild && training) {
+    if (training_ == nullptr) training_ = MakeTrainingOnly<Training>();
+    training_->input.assign(x, x + rows * d_model_);
+    training_->pre_activation.assign(hidden_.begin(), hidden_.begin() + hidden);
+  } else if (training_ != nullptr) {
+    training_->input.clear();
+    training_->pre_activation.clear();
   }
   // The activation at ~0.5 ns an element (GELU's exp), element-wise.
   ParallelElementwise(*pool_, rows * ffn_dim_, 0.5, [&](size_t begin, size_t end) {
@@ -143,8 +144,7 @@ void LayerNorm::SetWeights(const char* name, const NormWeights& w) {
   CheckFinite(beta.c_str(), w.beta);
   gamma_.assign(w.gamma.begin(), w.gamma.end());
   beta_.assign(w.beta.begin(), w.beta.end());
-  d_gamma_.clear();
-  d_beta_.clear();
+  training_.reset();  // the gradients belonged to the old weights
 }
 
 void LayerNorm::Forward(const float* x, size_t rows, float* out) const {
@@ -205,9 +205,14 @@ void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
   MultiHeadAttention new_attention(attention_.config(), attention_.kernels(),
                                    attention_.shared_pool());
   InPart("attention", [&] { new_attention.SetWeights(attention); });
-  FeedForward new_ffn = ffn_;
+  FeedForward new_ffn(config_.d_model, config_.ffn_dim, config_.activation,
+                      attention_.kernels(), attention_.shared_pool(), config_.weights);
   new_ffn.SetWeights(ffn);
-  LayerNorm new_norm1 = norm1_, new_norm2 = norm2_;
+  const auto new_norm = [&] {
+    return LayerNorm(config_.d_model, float(config_.eps), attention_.kernels(),
+                     attention_.shared_pool());
+  };
+  LayerNorm new_norm1 = new_norm(), new_norm2 = new_norm();
   new_norm1.SetWeights("norm1", norm1);
   new_norm2.SetWeights("norm2", norm2);
   attention_ = std::move(new_attention);
@@ -227,9 +232,9 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
   MhaOptions mha = SelfAttentionMhaOptions(options.self_attention);
   mha.causal = options.causal;
   mha.key_padding_mask = options.key_padding_mask;
-  mha.training = options.training;
+  const bool t = TrainingRequested(options.training);
+  mha.training = t;
   trained_ = false;
-  const bool t = options.training;
   Residual("the self-attention sublayer", config_.norm_first, norm1_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
              return attention_.Forward(Tensor3{in, x.batch, x.tokens, x.features}, mha).output;
@@ -278,9 +283,15 @@ void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
   MultiHeadAttention new_cross(cross_attention_.config(), cross_attention_.kernels(),
                                cross_attention_.shared_pool());
   InPart(config_.names->cross_attention, [&] { new_cross.SetWeights(cross_attention); });
-  FeedForward new_ffn = ffn_;
+  FeedForward new_ffn(config_.d_model, config_.ffn_dim, config_.activation,
+                      self_attention_.kernels(), self_attention_.shared_pool(),
+                      config_.weights);
   new_ffn.SetWeights(ffn);
-  LayerNorm new_norm1 = norm1_, new_norm2 = norm2_, new_norm3 = norm3_;
+  const auto new_norm = [&] {
+    return LayerNorm(config_.d_model, float(config_.eps), self_attention_.kernels(),
+                     self_attention_.shared_pool());
+  };
+  LayerNorm new_norm1 = new_norm(), new_norm2 = new_norm(), new_norm3 = new_norm();
   new_norm1.SetWeights("norm1", norm1);
   new_norm2.SetWeights("norm2", norm2);
   new_norm3.SetWeights("norm3", norm3);
@@ -334,7 +345,7 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
     CheckLength(n.memory_key_padding_mask, options.memory_key_padding_mask.size(),
                 {memory.batch, memory.tokens});
   }
-  if (options.training) {
+  if (TrainingRequested(options.training)) {
     CheckTensor("x", x, config_.d_model, n.d_model);
     return ForwardOn(x, &memory, nullptr, options);
   }
@@ -353,7 +364,7 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
                                                     const PrecomputedKV& memory,
                                                     const DecoderOptions& options) {
   const ArgNames& n = *config_.names;
-  if (options.training) {
+  if (TrainingRequested(options.training)) {
     throw std::invalid_argument(
         "options.training: a precomputed memory keeps no memory to differentiate, expected "
         "false, got true (train through Forward(x, memory))");
@@ -370,21 +381,23 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x,
 std::vector<float> TransformerDecoderLayer::ForwardOn(const Tensor3& x, const Tensor3* memory,
                                                       const PrecomputedKV* kv,
                                                       const DecoderOptions& options) {
+  // Only Forward(x, memory) trains; Forward(x, precomputed) refused it.
+  const bool training = kTrainingBuild && options.training;
   MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
   self.causal = options.causal;
   self.key_padding_mask = options.key_padding_mask;
-  self.training = options.training;
+  self.training = training;
   MhaOptions cross;
   cross.key_padding_mask = options.memory_key_padding_mask;
-  cross.training = options.training;
+  cross.training = training;
   return Run(
       x, [&](const Tensor3& in) { return self_attention_.Forward(in, self).output; },
       [&](const Tensor3& in) {
-        return (memory != nullptr ? cross_attention_.Forward(in, *memory, *memory, cross)
-                                  : cross_attention_.Forward(in, *kv, cross))
+        return (training ? cross_attention_.Forward(in, *memory, *memory, cross)
+                         : cross_attention_.Forward(in, *kv, cross))
             .output;
       },
-      options.training);
+      training);
 }
 
 std::vector<float> TransformerDecoderLayer::ForwardIncremental(

@@ -78,78 +78,84 @@ void CheckDOutput(bool trained, const char* layer, std::span<const float> d_outp
 }  // namespace
 
 void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradients& g) {
-  if (w1_t_.empty()) {
-    w1_t_ = PackTransposed(*kernels_, w1_);
-    w2_t_ = PackTransposed(*kernels_, w2_);
+  Training& t = *training_;  // made by the training Forward the layer checked
+  if (t.w1_t.empty()) {
+    t.w1_t = PackTransposed(*kernels_, w1_);
+    t.w2_t = PackTransposed(*kernels_, w2_);
   }
-  has_gradients_ = false;  // until this one is complete
+  t.has_gradients = false;  // until this one is complete
   const size_t hidden = rows * ffn_dim_;
-  const float* g2 = WeightGradients(*pool_, *kernels_, weight_workspace_, hidden_.data(), rows,
+  const float* g2 = WeightGradients(*pool_, *kernels_, t.weight_workspace, hidden_.data(), rows,
                                     ffn_dim_, true, d_out, d_model_);
-  PackGradient(*kernels_, g2, ffn_dim_, d_model_, true, d_w2_, d_b2_);
+  PackGradient(*kernels_, g2, ffn_dim_, d_model_, true, t.d_w2, t.d_b2);
   g.d_w2.assign(g2, g2 + ffn_dim_ * d_model_);
   g.d_b2.assign(g2 + ffn_dim_ * d_model_, g2 + (ffn_dim_ + 1) * d_model_);
-  if (d_hidden_.size() < hidden) d_hidden_.resize(hidden);
-  ParallelMultiplyPacked(*pool_, *kernels_, d_out, rows, w2_t_, d_hidden_.data(), ffn_dim_);
+  if (t.d_hidden.size() < hidden) t.d_hidden.resize(hidden);
+  ParallelMultiplyPacked(*pool_, *kernels_, d_out, rows, t.w2_t, t.d_hidden.data(), ffn_dim_);
   const TrainingKernels& training = TrainingKernelsFor(*kernels_);
   ParallelElementwise(*pool_, hidden, 1.0, [&](size_t begin, size_t end) {
-    training.activation_backward(activation_, pre_activation_.data() + begin,
-                                  d_hidden_.data() + begin, end - begin, d_hidden_.data() + begin);
+    training.activation_backward(activation_, t.pre_activation.data() + begin,
+                                 t.d_hidden.data() + begin, end - begin,
+                                 t.d_hidden.data() + begin);
   });
-  const float* g1 = WeightGradients(*pool_, *kernels_, weight_workspace_, input_.data(), rows,
-                                    d_model_, true, d_hidden_.data(), ffn_dim_);
-  PackGradient(*kernels_, g1, d_model_, ffn_dim_, true, d_w1_, d_b1_);
+  const float* g1 = WeightGradients(*pool_, *kernels_, t.weight_workspace, t.input.data(), rows,
+                                    d_model_, true, t.d_hidden.data(), ffn_dim_);
+  PackGradient(*kernels_, g1, d_model_, ffn_dim_, true, t.d_w1, t.d_b1);
   g.d_w1.assign(g1, g1 + d_model_ * ffn_dim_);
   g.d_b1.assign(g1 + d_model_ * ffn_dim_, g1 + (d_model_ + 1) * ffn_dim_);
-  ParallelMultiplyPacked(*pool_, *kernels_, d_hidden_.data(), rows, w1_t_, d_x, d_model_);
-  has_gradients_ = true;
+  ParallelMultiplyPacked(*pool_, *kernels_, t.d_hidden.data(), rows, t.w1_t, d_x, d_model_);
+  t.has_gradients = true;
 }
 
 void FeedForward::TrainableParameters(std::vector<Parameter>& out) {
-  if (!has_gradients_) {
+  if (training_ == nullptr || !training_->has_gradients) {
     throw std::logic_error(
         "FeedForward: an optimizer step expects a Backward since the last SetWeights, got none");
   }
-  for (auto [w, g] : {std::pair{&w1_.w, &d_w1_}, {&w1_.bias, &d_b1_}, {&w2_.w, &d_w2_},
-                      {&w2_.bias, &d_b2_}}) {
+  Training& t = *training_;
+  for (auto [w, g] : {std::pair{&w1_.w, &t.d_w1}, {&w1_.bias, &t.d_b1}, {&w2_.w, &t.d_w2},
+                      {&w2_.bias, &t.d_b2}}) {
     out.push_back({w->data(), g->data(), w->size()});
   }
 }
 
 void FeedForward::WeightsUpdated() {
-  w1_t_ = {};
-  w2_t_ = {};
-  input_.clear();
-  pre_activation_.clear();
+  if (training_ == nullptr) return;
+  training_->w1_t = {};
+  training_->w2_t = {};
+  training_->input.clear();
+  training_->pre_activation.clear();
 }
 
 void LayerNorm::Backward(const float* x, size_t rows, const float* d_out, float* d_x,
                          NormGradients& g) {
   const size_t n = rows * d_model_;
-  if (dy_xhat_.size() < n) dy_xhat_.resize(n);
+  if (training_ == nullptr) training_ = MakeTrainingOnly<Training>();
+  Training& t = *training_;
+  if (t.dy_xhat.size() < n) t.dy_xhat.resize(n);
   // Rows are independent; ~1.5 ns an element over its three passes.
   const size_t tasks = TaskCount(*pool_, 1.5 * double(n), rows);
   const TrainingKernels& training = TrainingKernelsFor(*kernels_);
   ParallelRanges(*pool_, rows, tasks, [&](size_t begin, size_t end) {
     const size_t at = begin * d_model_;
     training.layer_norm_backward(x + at, end - begin, d_model_, gamma_.data(), eps_, d_out + at,
-                                  d_x + at, dy_xhat_.data() + at);
+                                  d_x + at, t.dy_xhat.data() + at);
   });
-  d_gamma_.resize(d_model_);
-  d_beta_.resize(d_model_);
-  ColumnSums(*pool_, *kernels_, dy_xhat_.data(), rows, d_model_, d_gamma_.data());
-  ColumnSums(*pool_, *kernels_, d_out, rows, d_model_, d_beta_.data());
-  g.d_gamma.assign(d_gamma_.begin(), d_gamma_.end());
-  g.d_beta.assign(d_beta_.begin(), d_beta_.end());
+  t.d_gamma.resize(d_model_);
+  t.d_beta.resize(d_model_);
+  ColumnSums(*pool_, *kernels_, t.dy_xhat.data(), rows, d_model_, t.d_gamma.data());
+  ColumnSums(*pool_, *kernels_, d_out, rows, d_model_, t.d_beta.data());
+  g.d_gamma.assign(t.d_gamma.begin(), t.d_gamma.end());
+  g.d_beta.assign(t.d_beta.begin(), t.d_beta.end());
 }
 
 void LayerNorm::TrainableParameters(std::vector<Parameter>& out) {
-  if (d_gamma_.empty()) {
+  if (training_ == nullptr || training_->d_gamma.empty()) {
     throw std::logic_error(
         "LayerNorm: an optimizer step expects a Backward since the last SetWeights, got none");
   }
-  out.push_back({gamma_.data(), d_gamma_.data(), gamma_.size()});
-  out.push_back({beta_.data(), d_beta_.data(), beta_.size()});
+  out.push_back({gamma_.data(), training_->d_gamma.data(), gamma_.size()});
+  out.push_back({beta_.data(), training_->d_beta.data(), beta_.size()});
 }
 
 EncoderGradients TransformerEncoderLayer::Backward(std::span<const float> d_output) {

@@ -116,4 +116,10 @@ void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
                               StorableRange(type), ", which ", config_name, " asks for"}));
 }
 
+void RefuseTrainingInThisBuild() {
+  throw std::invalid_argument(
+      "options.training: expected false in a build without training, got true (in JavaScript: "
+      "createAttentionModule({ training: true }))");
+}
+
 }  // namespace simd_attention

@@ -63,6 +63,10 @@ void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
 float LargestStorable(WeightType type);
 // "float32", "float16", "bfloat16" or "int8", as messages name the types.
 const char* StorageTypeName(WeightType type);
+
+// Throws std::invalid_argument: options.training given to a build without
+// training (training_build.h).
+[[noreturn]] void RefuseTrainingInThisBuild();
 // "float16's range (magnitudes up to 65504)", for the messages.
 std::string StorableRange(WeightType type);
 

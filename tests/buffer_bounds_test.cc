@@ -69,12 +69,12 @@ const size_t kQueries[] = {1, 2, 3, 4, 5, 7, 9, 33};
 const size_t kKeys[] = {1, 3, 13, 65};
 
 // Inputs of one attention problem in guarded buffers, and its forward run:
-// z and lse written, the backward's inputs.
+// z and the softmax statistics written, the backward's inputs.
 struct GuardedAttention {
   GuardedAttention(const KernelTable& t, size_t tq, size_t tk, size_t dk, size_t dv, bool causal,
                    std::mt19937& rng)
       : q(Random(tq * dk, rng)), k(Random(tk * dk, rng)), v(Random(tk * dv, rng)), z(tq * dv),
-        lse(tq), scratch(t.attention_scratch_floats(dk, dv)) {
+        stats(2 * tq), scratch(t.attention_scratch_floats(dk, dv)) {
     std::fprintf(stderr, "tq %zu tk %zu dk %zu dv %zu\n", tq, tk, dk, dv);
     a.q = q.data();
     a.ldq = dk;
@@ -91,11 +91,11 @@ struct GuardedAttention {
     a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq);
     a.z = z.data();
     a.ldz = dv;
-    a.lse = lse.data();
+    a.softmax_stats = stats.data();
     a.scratch = scratch.data();
     t.attention(a);
   }
-  GuardedFloats q, k, v, z, lse, scratch;
+  GuardedFloats q, k, v, z, stats, scratch;
   AttentionArgs a{};
 };
 
@@ -121,7 +121,7 @@ bool BackwardInBounds(const KernelTable& t, const std::vector<size_t>& widths) {
       AttentionBackwardArgs b{};
       b.forward = f.a;
       b.forward.scratch = nullptr;
-      b.lse = f.lse.data();
+      b.softmax_stats = f.stats.data();
       b.d_out = d_out.data();
       b.ld_d_out = dv;
       b.d_q = d_q.data();

@@ -255,12 +255,7 @@ struct Attention {
           Ops::Store(Ops::Mul(Ops::Load(b.o + i * a.dv + d), inv), z + d);
         }
       }
-      if (a.lse != nullptr) {
-        for (size_t i = 0; i < b.nq; ++i) {
-          a.lse[b.q0 + i] = b.l[i] > 0.0f ? b.m[i] + std::log(b.l[i])
-                                          : std::numeric_limits<float>::infinity();
-        }
-      }
+      if (a.softmax_stats != nullptr) WriteSoftmaxStats(a, b.q0, b.nq, b.m, b.l);
       if (a.probs != nullptr || a.scores != nullptr) {
         for (size_t k0 = 0; k0 < a.tk; k0 += kBk) {
           WriteProbabilities(a, b, k0, std::min(kBk, a.tk - k0));

@@ -73,11 +73,12 @@ struct AttentionArgs {
   // [tq, tk] row-major: the scores after scale, cap and masks (-inf where
   // hidden), what the softmax takes; nullptr = not requested.
   float* scores;
-  // [tq]: each query's log-sum-exp of its scores, m + log(l), which the
-  // backward (attention_backward.h) turns scores back into probabilities
-  // with; +inf for a query that sees no key (its probabilities are zero).
-  // nullptr = not requested.
-  float* lse;
+  // [tq][2]: each query's softmax statistics, the largest score m and the
+  // sum l of exp(score - m), from which the backward (attention_backward.h)
+  // turns scores back into probabilities (l = 0: a query that sees no key).
+  // Raw, not m + log(l): the forward of a build that never trains then
+  // carries two copies, not a logarithm. nullptr = not requested.
+  float* softmax_stats;
   float* scratch;  // AttentionScratchFloats(...) floats
   WeightType kv_type = WeightType::kF32;
 };
@@ -103,5 +104,8 @@ void MaskScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t 
 // sees).
 void WriteScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk,
                  const float* st, size_t cols);
+// The block's softmax statistics (its queries' m and l) into a.softmax_stats.
+void WriteSoftmaxStats(const AttentionArgs& a, size_t q0, size_t nq, const float* m,
+                       const float* l);
 
 }  // namespace simd_attention

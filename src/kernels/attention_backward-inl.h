@@ -129,7 +129,11 @@ struct AttentionBackward {
     PackScaledQueries(d_out, b.q0, b.nq, b.cols, G::kPanel, b.dot);
     FillN(b.lse, b.cols, 0.0f);
     FillN(b.delta, b.cols, 0.0f);
-    CopyN(a.lse + b.q0, b.nq, b.lse);
+    for (size_t i = 0; i < b.nq; ++i) {  // log-sum-exp m + log(l); +inf: no key seen
+      const float* stats = a.softmax_stats + 2 * (b.q0 + i);
+      b.lse[i] = stats[1] > 0.0f ? stats[0] + std::log(stats[1])
+                                 : std::numeric_limits<float>::infinity();
+    }
     for (size_t i = 0; i < b.nq; ++i) {
       const float* o = f.z + (b.q0 + i) * f.ldz;
       const float* d = a.d_out + (b.q0 + i) * a.ld_d_out;

@@ -29,7 +29,7 @@ constexpr size_t AttentionBackwardScratchFloats(size_t dk, size_t dv) {
 struct AttentionBackwardArgs {
   AttentionArgs forward;  // q, k, v (kv_type kF32), z = O, sizes, scale,
                           // masks; probs, scores and scratch unused
-  const float* lse;       // [tq], as the forward wrote it
+  const float* softmax_stats;  // [tq][2], as the forward wrote it
   const float* d_out;     // [tq, dv] with row stride ld_d_out
   size_t ld_d_out;
   float* d_q;             // [tq, dk] with row stride ld_d_q: written

@@ -110,4 +110,12 @@ void WriteScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t
   }
 }
 
+void WriteSoftmaxStats(const AttentionArgs& a, size_t q0, size_t nq, const float* m,
+                       const float* l) {
+  for (size_t i = 0; i < nq; ++i) {
+    a.softmax_stats[2 * (q0 + i)] = m[i];
+    a.softmax_stats[2 * (q0 + i) + 1] = l[i];
+  }
+}
+
 }  // namespace simd_attention

@@ -18,6 +18,7 @@
 #include "simd_attention/causal_alignment.h"
 #include "simd_attention/kv_cache.h"
 #include "simd_attention/packed_matrix.h"
+#include "simd_attention/training_only.h"
 #include "simd_attention/tensor.h"
 #include "simd_attention/weight_type.h"
 
@@ -290,7 +291,7 @@ class MultiHeadAttention {
     bool self = false;   // query, key and value were one tensor
     size_t batch = 0, tq = 0, tk = 0;
     std::vector<float> query, key, value;  // key, value empty when self
-    std::vector<float> lse;                // [B, H, Tq], the kernel's
+    std::vector<float> softmax_stats;      // [B, H, Tq, 2], the kernel's
     MhaOptions options;                    // spans empty; the masks below
     std::vector<float> attn_mask;
     std::vector<uint8_t> bool_mask, key_padding_mask;
@@ -300,7 +301,7 @@ class MultiHeadAttention {
   void SaveForBackward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
                        const MhaOptions& options);
   // Refuses options.training in a forward that cannot keep its state.
-  static void RefuseTraining(const MhaOptions& options, const char* forward);
+  [[noreturn]] static void RefuseTraining(const char* forward);
   // A packed [rows, cols] matrix's transpose, packed: the backward's W^T.
   // Every weight and bias with its last Backward's gradient, in the packed
   // layout (for Optimizer::Step); throws std::logic_error without one.
@@ -324,18 +325,22 @@ class MultiHeadAttention {
   std::vector<float> rope_angles_;
   size_t rope_positions_ = 0;
   std::vector<float> rope_call_angles_;
-  // Held apart: a program that never trains (the package) carries no
-  // assignment of it.
-  std::unique_ptr<TrainingState> training_;
-  // W_Q^T, W_K^T, W_V^T, W_O^T packed for the backward's dX = dY W^T; made
-  // by the first Backward after SetWeights.
-  bool has_transposed_ = false;
-  PackedMatrix q_t_, k_t_, v_t_, o_t_;
-  std::vector<float> grad_workspace_;    // the backward's dZ, dQ, dK, dV; grows
-  std::vector<float> weight_workspace_;  // WeightGradients'; grows
-  // The last Backward's weight and bias gradients, packed as q_ ... o_.
-  bool has_gradients_ = false;
-  PackedMatrix grad_q_, grad_k_, grad_v_, grad_o_;
+  // What Backward keeps between calls, made by the first one.
+  struct BackwardState {
+    // W_Q^T, W_K^T, W_V^T, W_O^T packed for dX = dY W^T; stale once the
+    // weights change.
+    bool has_transposed = false;
+    PackedMatrix q_t, k_t, v_t, o_t;
+    std::vector<float> grad_workspace;    // dZ, dQ, dK, dV; grows
+    std::vector<float> weight_workspace;  // WeightGradients'; grows
+    // The last Backward's weight and bias gradients, packed as q_ ... o_.
+    bool has_gradients = false;
+    PackedMatrix grad_q, grad_k, grad_v, grad_o;
+  };
+  // Both held apart: a program that never trains (the package's inference
+  // builds) carries none of their members' construction, moves or copies.
+  TrainingOnly<TrainingState> training_{nullptr, nullptr};
+  TrainingOnly<BackwardState> backward_{nullptr, nullptr};
 };
 
 }  // namespace simd_attention

@@ -98,12 +98,17 @@ class FeedForward {
   std::vector<float> hidden_;             // [rows, ffn_dim]; grows
   // Training: the input and the hidden units before the activation (after
   // it: hidden_); W1^T and W2^T packed by the first Backward after the
-  // weights changed; the gradients packed as the weights; workspaces.
-  std::vector<float> input_, pre_activation_;
-  PackedMatrix w1_t_, w2_t_;
-  std::vector<float> d_w1_, d_b1_, d_w2_, d_b2_;
-  std::vector<float> d_hidden_, weight_workspace_;
-  bool has_gradients_ = false;
+  // weights changed; the gradients packed as the weights; workspaces. Held
+  // apart, made by the first training Forward: a program that never trains
+  // carries none of its members' construction, moves or copies.
+  struct Training {
+    std::vector<float> input, pre_activation;
+    PackedMatrix w1_t, w2_t;
+    std::vector<float> d_w1, d_b1, d_w2, d_b2;
+    std::vector<float> d_hidden, weight_workspace;
+    bool has_gradients = false;
+  };
+  TrainingOnly<Training> training_{nullptr, nullptr};
 };
 
 class LayerNorm {
@@ -128,7 +133,12 @@ class LayerNorm {
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<float> gamma_, beta_;
-  std::vector<float> d_gamma_, d_beta_, dy_xhat_;  // the last Backward's; a workspace
+  // The last Backward's gradients and its workspace, made by the first one
+  // (held apart as FeedForward's).
+  struct Training {
+    std::vector<float> d_gamma, d_beta, dy_xhat;
+  };
+  TrainingOnly<Training> training_{nullptr, nullptr};
 };
 
 // LayerNorm over the last dimension of x (rows of x.features floats) on the
@@ -275,7 +285,8 @@ class TransformerDecoderLayer {
 
  private:
   friend class Optimizer;
-  // Forward on the memory itself (training) or on its precomputed K/V.
+  // Forward on the memory itself (a training forward: options.training) or
+  // on its precomputed K/V (any other).
   std::vector<float> ForwardOn(const Tensor3& x, const Tensor3* memory, const PrecomputedKV* kv,
                                const DecoderOptions& options);
   // training: keep each sublayer's LayerNorm input and the FFN's state.
