@@ -178,6 +178,7 @@ JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {
   options.need_per_head_output = js["returnPerHeadOutput"].as<bool>();
   options.need_intermediates = js["returnIntermediates"].as<bool>();
   options.position_offset = SizeOf(js, "positionOffset");
+  options.training = js["training"].as<bool>();
 }
 
 JsMatrix::JsMatrix(const val& js) {

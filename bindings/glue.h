@@ -76,15 +76,17 @@ class Owned {
     error_ = val::null();
     return e;
   }
+  // The object, for the binding's methods and the functions that take the
+  // binding as an argument (training_binding.cc).
+  T& Checked() const {
+    if (!object_) ThrowNotConstructed(kind_);
+    return *object_;
+  }
 
  protected:
   template <class Make>
   Owned(const char* kind, Make&& make) : kind_(kind) {
     error_ = Guard([&] { object_ = make(); });
-  }
-  T& Checked() const {
-    if (!object_) ThrowNotConstructed(kind_);
-    return *object_;
   }
 
  private:
@@ -200,7 +202,8 @@ struct JsAttentionOptions {
 };
 
 // MultiHeadAttention's forward options from JS: the shared ones and
-// {causal, returnPerHeadOutput, returnIntermediates, positionOffset}, with
+// {causal, returnPerHeadOutput, returnIntermediates, positionOffset,
+// training}, with
 // copies of the masks that `options` views.
 struct JsMhaOptions {
   JsAttentionOptions shared;

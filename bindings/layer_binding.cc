@@ -2,6 +2,8 @@
 // FeedForward of web/index.js, and the module functions positionalEncoding
 // and layerNorm. As in mha_binding.cc, JS has checked types; shapes and values
 // are checked by the C++ API, whose messages use the JS names.
+#include "layer_binding.h"
+
 #include <emscripten/bind.h>
 
 #include <memory>
@@ -21,15 +23,20 @@ Activation ParseActivation(const std::string& name) {
   if (name == "relu") return Activation::kRelu;
   if (name == "gelu" || name == "gelu_erf") return Activation::kGeluErf;
   if (name == "gelu_tanh") return Activation::kGeluTanh;
-  throw std::invalid_argument("config.activation: expected 'relu', 'gelu' (or 'gelu_erf') or "
-                              "'gelu_tanh', got '" + name + "'");
+  throw std::invalid_argument(
+      "config.activation: expected 'relu', 'gelu' (or 'gelu_erf') or "
+      "'gelu_tanh', got '" +
+      name + "'");
 }
 
 const char* ActivationName(Activation a) {
   switch (a) {
-    case Activation::kRelu: return "relu";
-    case Activation::kGeluErf: return "gelu";
-    case Activation::kGeluTanh: return "gelu_tanh";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kGeluErf:
+      return "gelu";
+    case Activation::kGeluTanh:
+      return "gelu_tanh";
   }
   return "?";
 }
@@ -66,8 +73,7 @@ struct Ffn {
 
 struct Norm {
   std::vector<float> gamma, beta;
-  explicit Norm(const val& js)
-      : gamma(CopyFloats(js["gamma"])), beta(CopyFloats(js["beta"])) {}
+  explicit Norm(const val& js) : gamma(CopyFloats(js["gamma"])), beta(CopyFloats(js["beta"])) {}
   NormWeights weights() const { return NormWeights{gamma, beta}; }
 };
 
@@ -95,132 +101,115 @@ val TensorToJs(const std::vector<float>& data) { return ToFloat32Array(data); }
 
 }  // namespace
 
-class EncoderLayerBinding : public Owned<TransformerEncoderLayer> {
- public:
-  explicit EncoderLayerBinding(const val& config)
-      : Owned("TransformerEncoderLayer", [&] {
-          return std::make_unique<TransformerEncoderLayer>(LayerConfigFromJs(config));
-        }) {}
-  val info() {
-    return Guard([&] {
-      const LayerConfig& c = Checked().config();
-      return LayerInfo(c, BestKernels(c.backend));
-    });
-  }
-  val setWeights(const val& w) {
-    return Guard([&] {
-      TransformerEncoderLayer& layer = Checked();
-      const JsMhaWeights attention(w["attention"]);
-      const Ffn ffn(w["ffn"]);
-      const Norm norm1(w["norm1"]), norm2(w["norm2"]);
-      layer.SetWeights(attention.weights, ffn.weights(), norm1.weights(), norm2.weights());
-      weight_bytes_.Set(layer.config().weights, layer.WeightBytes());
-    });
-  }
-  val forward(const val& x, const val& options) {
-    return Guard([&] {
-      TransformerEncoderLayer& layer = Checked();
-      const Input in(x);
-      const JsAttentionOptions shared(options);
-      EncoderOptions o;
-      o.causal = options["causal"].as<bool>();
-      o.key_padding_mask = shared.key_padding_mask;
-      shared.SetOn(o.self_attention);
-      return TensorToJs(layer.Forward(in.tensor, o));
-    });
-  }
+EncoderLayerBinding::EncoderLayerBinding(const val& config)
+    : Owned("TransformerEncoderLayer",
+            [&] { return std::make_unique<TransformerEncoderLayer>(LayerConfigFromJs(config)); }) {}
 
- private:
-  HeldBytes weight_bytes_{Held::kWeights};
-};
+val EncoderLayerBinding::info() {
+  return Guard([&] {
+    const LayerConfig& c = Checked().config();
+    return LayerInfo(c, BestKernels(c.backend));
+  });
+}
 
-class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
- public:
-  explicit DecoderLayerBinding(const val& config)
-      : Owned("TransformerDecoderLayer", [&] {
-          return std::make_unique<TransformerDecoderLayer>(LayerConfigFromJs(config));
-        }) {}
-  val info() {
-    return Guard([&] {
-      TransformerDecoderLayer& layer = Checked();
-      return LayerInfo(layer.config(), layer.self_attention().kernels());
-    });
-  }
-  val setWeights(const val& w) {
-    return Guard([&] {
-      TransformerDecoderLayer& layer = Checked();
-      const JsMhaWeights self(w["selfAttention"]), cross(w["crossAttention"]);
-      const Ffn ffn(w["ffn"]);
-      const Norm norm1(w["norm1"]), norm2(w["norm2"]), norm3(w["norm3"]);
-      layer.SetWeights(self.weights, cross.weights, ffn.weights(), norm1.weights(),
-                       norm2.weights(), norm3.weights());
-      weight_bytes_.Set(layer.config().weights, layer.WeightBytes());
-    });
-  }
-  // memory: a tensor.
-  val forward(const val& x, const val& memory, const val& options) {
-    return Guard([&] {
-      TransformerDecoderLayer& layer = Checked();
-      const Input in(x), m(memory);
-      Masks masks(options);
-      return TensorToJs(layer.Forward(in.tensor, m.tensor, masks.options));
-    });
-  }
-  // memory: K/V from precomputeMemory (or any attention of the same layout).
-  val forwardPrecomputed(const val& x, const PrecomputedBinding& memory,
-                         const val& options) {
-    return Guard([&] {
-      TransformerDecoderLayer& layer = Checked();
-      const Input in(x);
-      Masks masks(options);
-      return TensorToJs(layer.Forward(in.tensor, memory.Checked(), masks.options));
-    });
-  }
-  // One decoding step; a failed step leaves the cache as it was.
-  val forwardIncremental(const val& x, KVCacheBinding& cache, const PrecomputedBinding& memory,
-                         const val& options) {
-    return Guard([&] {
-      TransformerDecoderLayer& layer = Checked();
-      KVCache& c = cache.Checked();
-      const PrecomputedKV& kv = memory.Checked();
-      const Input in(x);
-      const JsAttentionOptions shared(options);
-      SelfAttentionOptions self;
-      shared.SetOn(self);
-      return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv, self));
-    });
-  }
-  val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-    return Guard([&] {
-      into.cache.emplace(Checked().self_attention().CreateKVCache(batch, max_length));
-      into.Count();
-    });
-  }
-  val precomputeMemory(PrecomputedBinding& into, const val& memory, const val& mask) {
-    return Guard([&] {
-      TransformerDecoderLayer& layer = Checked();
-      const Input m(memory);
-      const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
-      into.kv.emplace(layer.PrecomputeMemory(m.tensor, bytes));
-      into.Count();
-    });
-  }
+val EncoderLayerBinding::setWeights(const val& w) {
+  return Guard([&] {
+    TransformerEncoderLayer& layer = Checked();
+    const JsMhaWeights attention(w["attention"]);
+    const Ffn ffn(w["ffn"]);
+    const Norm norm1(w["norm1"]), norm2(w["norm2"]);
+    layer.SetWeights(attention.weights, ffn.weights(), norm1.weights(), norm2.weights());
+    weight_bytes_.Set(layer.config().weights, layer.WeightBytes());
+  });
+}
 
- private:
-  HeldBytes weight_bytes_{Held::kWeights};
-  // DecoderOptions viewing copies of the JS masks.
-  struct Masks {
-    JsAttentionOptions self;
-    std::vector<uint8_t> memory;
-    DecoderOptions options;
-    explicit Masks(const val& js) : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
-      options.causal = js["causal"].as<bool>();
-      options.key_padding_mask = self.key_padding_mask;
-      options.memory_key_padding_mask = memory;
-      self.SetOn(options.self_attention);
-    }
-  };
-};
+val EncoderLayerBinding::forward(const val& x, const val& options) {
+  return Guard([&] {
+    TransformerEncoderLayer& layer = Checked();
+    const Input in(x);
+    const JsAttentionOptions shared(options);
+    EncoderOptions o;
+    o.causal = options["causal"].as<bool>();
+    o.training = options["training"].as<bool>();
+    o.key_padding_mask = shared.key_padding_mask;
+    shared.SetOn(o.self_attention);
+    return TensorToJs(layer.Forward(in.tensor, o));
+  });
+}
+
+DecoderLayerBinding::DecoderLayerBinding(const val& config)
+    : Owned("TransformerDecoderLayer",
+            [&] { return std::make_unique<TransformerDecoderLayer>(LayerConfigFromJs(config)); }) {}
+
+val DecoderLayerBinding::info() {
+  return Guard([&] {
+    TransformerDecoderLayer& layer = Checked();
+    return LayerInfo(layer.config(), layer.self_attention().kernels());
+  });
+}
+
+val DecoderLayerBinding::setWeights(const val& w) {
+  return Guard([&] {
+    TransformerDecoderLayer& layer = Checked();
+    const JsMhaWeights self(w["selfAttention"]), cross(w["crossAttention"]);
+    const Ffn ffn(w["ffn"]);
+    const Norm norm1(w["norm1"]), norm2(w["norm2"]), norm3(w["norm3"]);
+    layer.SetWeights(self.weights, cross.weights, ffn.weights(), norm1.weights(), norm2.weights(),
+                     norm3.weights());
+    weight_bytes_.Set(layer.config().weights, layer.WeightBytes());
+  });
+}
+
+val DecoderLayerBinding::forward(const val& x, const val& memory, const val& options) {
+  return Guard([&] {
+    TransformerDecoderLayer& layer = Checked();
+    const Input in(x), m(memory);
+    Masks masks(options);
+    return TensorToJs(layer.Forward(in.tensor, m.tensor, masks.options));
+  });
+}
+
+val DecoderLayerBinding::forwardPrecomputed(const val& x, const PrecomputedBinding& memory,
+                                            const val& options) {
+  return Guard([&] {
+    TransformerDecoderLayer& layer = Checked();
+    const Input in(x);
+    Masks masks(options);
+    return TensorToJs(layer.Forward(in.tensor, memory.Checked(), masks.options));
+  });
+}
+
+val DecoderLayerBinding::forwardIncremental(const val& x, KVCacheBinding& cache,
+                                            const PrecomputedBinding& memory, const val& options) {
+  return Guard([&] {
+    TransformerDecoderLayer& layer = Checked();
+    KVCache& c = cache.Checked();
+    const PrecomputedKV& kv = memory.Checked();
+    const Input in(x);
+    const JsAttentionOptions shared(options);
+    SelfAttentionOptions self;
+    shared.SetOn(self);
+    return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv, self));
+  });
+}
+
+val DecoderLayerBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
+  return Guard([&] {
+    into.cache.emplace(Checked().self_attention().CreateKVCache(batch, max_length));
+    into.Count();
+  });
+}
+
+val DecoderLayerBinding::precomputeMemory(PrecomputedBinding& into, const val& memory,
+                                          const val& mask) {
+  return Guard([&] {
+    TransformerDecoderLayer& layer = Checked();
+    const Input m(memory);
+    const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
+    into.kv.emplace(layer.PrecomputeMemory(m.tensor, bytes));
+    into.Count();
+  });
+}
 
 // A layer's FFN alone, for the worker pool, which gives each worker some
 // hidden units of a layer (W1 columns, b1, W2 rows, a zero b2) and adds the
@@ -230,13 +219,14 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
 class FfnBinding : public Owned<FeedForward> {
  public:
   explicit FfnBinding(const val& c)
-      : Owned("FeedForward", [&] {
-          return std::make_unique<FeedForward>(
-              SizeOf(c, "dModel"), SizeOf(c, "ffnDim"),
-              ParseActivation(c["activation"].as<std::string>()),
-              BestKernels(ParseBackend(c["backend"].as<std::string>())), SharedThreadPool(1),
-              ParseWeightType(c["weights"].as<std::string>()));
-        }),
+      : Owned("FeedForward",
+              [&] {
+                return std::make_unique<FeedForward>(
+                    SizeOf(c, "dModel"), SizeOf(c, "ffnDim"),
+                    ParseActivation(c["activation"].as<std::string>()),
+                    BestKernels(ParseBackend(c["backend"].as<std::string>())), SharedThreadPool(1),
+                    ParseWeightType(c["weights"].as<std::string>()));
+              }),
         d_model_(SizeOf(c, "dModel")),
         weights_(c["weights"].as<std::string>()) {}
   val setWeights(const val& w) {
@@ -275,8 +265,7 @@ val LayerNormJs(const val& x, const val& options) {
     const std::vector<float> beta = CopyFloats(options["beta"]);
     const KernelTable& kernels = BestKernels(ParseBackend(options["backend"].as<std::string>()));
     return ToFloat32Array(LayerNormForward(in.tensor, NormWeights{gamma, beta},
-                                           options["eps"].as<double>(), kernels,
-                                           JsArgNames()));
+                                           options["eps"].as<double>(), kernels, JsArgNames()));
   });
 }
 

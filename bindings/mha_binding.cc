@@ -2,6 +2,8 @@
 // already checked types (Float32Array, integers, booleans) and normalised
 // shapes to {data, batch, tokens, features}; shapes and values are checked
 // here by the C++ API, whose messages reach JS unchanged (see glue.h).
+#include "mha_binding.h"
+
 #include <emscripten/bind.h>
 
 #include <memory>
@@ -39,167 +41,148 @@ MhaConfig ConfigFromJs(const val& js) {
 
 }  // namespace
 
-class MhaBinding : public Owned<MultiHeadAttention> {
- public:
-  explicit MhaBinding(const val& config)
-      : Owned("MultiHeadAttention",
-              [&] { return std::make_unique<MultiHeadAttention>(ConfigFromJs(config)); }) {}
+MhaBinding::MhaBinding(const val& config)
+    : Owned("MultiHeadAttention",
+            [&] { return std::make_unique<MultiHeadAttention>(ConfigFromJs(config)); }) {}
 
-  // The resolved config and the kernels in use.
-  val info() const {
-    return Guard([&] {
-      const MhaConfig& c = Checked().config();
-      val v = val::object();
-      v.set("dModel", c.d_model);
-      v.set("numHeads", c.num_heads);
-      v.set("kDim", c.kdim);
-      v.set("vDim", c.vdim);
-      v.set("headDim", Checked().head_dim());
-      v.set("headDimV", c.head_dim_v);
-      v.set("numKvHeads", c.num_kv_heads);
-      if (c.rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(c.rope, c.head_dim));
-      v.set("bias", c.bias);
-      v.set("backend", std::string(BackendName(c.backend)));
-      v.set("threads", c.threads);
-      v.set("weights", std::string(WeightTypeName(c.weights)));
-      v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
-      v.set("kernels", std::string(DescribeKernels(Checked().kernels()).name));
-      return v;
-    });
-  }
+val MhaBinding::info() const {
+  return Guard([&] {
+    const MhaConfig& c = Checked().config();
+    val v = val::object();
+    v.set("dModel", c.d_model);
+    v.set("numHeads", c.num_heads);
+    v.set("kDim", c.kdim);
+    v.set("vDim", c.vdim);
+    v.set("headDim", Checked().head_dim());
+    v.set("headDimV", c.head_dim_v);
+    v.set("numKvHeads", c.num_kv_heads);
+    if (c.rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(c.rope, c.head_dim));
+    v.set("bias", c.bias);
+    v.set("backend", std::string(BackendName(c.backend)));
+    v.set("threads", c.threads);
+    v.set("weights", std::string(WeightTypeName(c.weights)));
+    v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
+    v.set("kernels", std::string(DescribeKernels(Checked().kernels()).name));
+    return v;
+  });
+}
 
-  val setWeights(const val& w) {
-    return Guard([&] {
-      MultiHeadAttention& mha = Checked();
-      mha.SetWeights(JsMhaWeights(w).weights);
-      CountWeights();
-    });
-  }
+val MhaBinding::setWeights(const val& w) {
+  return Guard([&] {
+    MultiHeadAttention& mha = Checked();
+    mha.SetWeights(JsMhaWeights(w).weights);
+    CountWeights();
+  });
+}
 
-  // `state` uses the state_dict names with '.' replaced by '_'
-  // (out_proj_weight, out_proj_bias); web/index.js normalises the keys. The
-  // transposes are the C++ API's (src/pytorch_weights.h).
-  val setWeightsFromPyTorch(const val& state) {
-    return Guard([&] {
-      MultiHeadAttention& mha = Checked();
-      std::vector<float> copies[7];
-      const char* keys[7] = {"in_proj_weight", "q_proj_weight", "k_proj_weight",
-                             "v_proj_weight",  "in_proj_bias",  "out_proj_weight",
-                             "out_proj_bias"};
-      TorchMhaState s;
-      std::optional<std::span<const float>>* entries[7] = {
-          &s.in_proj_weight, &s.q_proj_weight, &s.k_proj_weight, &s.v_proj_weight,
-          &s.in_proj_bias,   &s.out_proj_weight, &s.out_proj_bias};
-      // A matrix given as float16/bfloat16 bits goes through the conversion
-      // as integers, which a float holds exactly, so that its checks and
-      // transposes apply to the bits themselves.
-      bool bits[7] = {};
-      for (int i = 0; i < 7; ++i) {
-        const val v = state[keys[i]];
-        if (!Given(v)) continue;
-        JsMatrix m(v);
-        bits[i] = m.bits;
-        const std::span<const uint16_t> b = m.stored().bits;
-        copies[i] = std::move(m.floats);
-        if (bits[i]) copies[i].resize(b.size());
-        for (size_t k = 0; k < b.size(); ++k) copies[i][k] = b[k];
-        *entries[i] = std::span<const float>(copies[i]);
-      }
-      const OwnedMhaWeights w = FromTorchState(mha.config(), s);
-      MhaWeights weights = w.weights();
-      // W_Q, W_K, W_V, W_O converted from bits go back to bits.
-      const bool from_bits[4] = {bits[0] || bits[1], bits[0] || bits[2], bits[0] || bits[3],
-                                 bits[5]};
-      const std::vector<float>* converted[4] = {&w.w_q, &w.w_k, &w.w_v, &w.w_o};
-      std::span<const float>* floats[4] = {&weights.w_q, &weights.w_k, &weights.w_v,
-                                           &weights.w_o};
-      StoredMatrix* stored[4] = {&weights.stored_w_q, &weights.stored_w_k, &weights.stored_w_v,
-                                 &weights.stored_w_o};
-      std::unique_ptr<uint16_t[]> narrow[4];
-      for (int m = 0; m < 4; ++m) {
-        if (!from_bits[m]) continue;
-        const std::vector<float>& f = *converted[m];
-        narrow[m].reset(new uint16_t[f.size()]);
-        for (size_t k = 0; k < f.size(); ++k) narrow[m][k] = static_cast<uint16_t>(f[k]);
-        stored[m]->bits = {narrow[m].get(), f.size()};
-        *floats[m] = {};
-      }
-      mha.SetWeights(weights);
-      CountWeights();
-    });
-  }
+val MhaBinding::setWeightsFromPyTorch(const val& state) {
+  return Guard([&] {
+    MultiHeadAttention& mha = Checked();
+    std::vector<float> copies[7];
+    const char* keys[7] = {"in_proj_weight", "q_proj_weight",   "k_proj_weight", "v_proj_weight",
+                           "in_proj_bias",   "out_proj_weight", "out_proj_bias"};
+    TorchMhaState s;
+    std::optional<std::span<const float>>* entries[7] = {
+        &s.in_proj_weight, &s.q_proj_weight,   &s.k_proj_weight, &s.v_proj_weight,
+        &s.in_proj_bias,   &s.out_proj_weight, &s.out_proj_bias};
+    // A matrix given as float16/bfloat16 bits goes through the conversion
+    // as integers, which a float holds exactly, so that its checks and
+    // transposes apply to the bits themselves.
+    bool bits[7] = {};
+    for (int i = 0; i < 7; ++i) {
+      const val v = state[keys[i]];
+      if (!Given(v)) continue;
+      JsMatrix m(v);
+      bits[i] = m.bits;
+      const std::span<const uint16_t> b = m.stored().bits;
+      copies[i] = std::move(m.floats);
+      if (bits[i]) copies[i].resize(b.size());
+      for (size_t k = 0; k < b.size(); ++k) copies[i][k] = b[k];
+      *entries[i] = std::span<const float>(copies[i]);
+    }
+    const OwnedMhaWeights w = FromTorchState(mha.config(), s);
+    MhaWeights weights = w.weights();
+    // W_Q, W_K, W_V, W_O converted from bits go back to bits.
+    const bool from_bits[4] = {bits[0] || bits[1], bits[0] || bits[2], bits[0] || bits[3], bits[5]};
+    const std::vector<float>* converted[4] = {&w.w_q, &w.w_k, &w.w_v, &w.w_o};
+    std::span<const float>* floats[4] = {&weights.w_q, &weights.w_k, &weights.w_v, &weights.w_o};
+    StoredMatrix* stored[4] = {&weights.stored_w_q, &weights.stored_w_k, &weights.stored_w_v,
+                               &weights.stored_w_o};
+    std::unique_ptr<uint16_t[]> narrow[4];
+    for (int m = 0; m < 4; ++m) {
+      if (!from_bits[m]) continue;
+      const std::vector<float>& f = *converted[m];
+      narrow[m].reset(new uint16_t[f.size()]);
+      for (size_t k = 0; k < f.size(); ++k) narrow[m][k] = static_cast<uint16_t>(f[k]);
+      stored[m]->bits = {narrow[m].get(), f.size()};
+      *floats[m] = {};
+    }
+    mha.SetWeights(weights);
+    CountWeights();
+  });
+}
 
-  // key undefined: self-attention; value undefined: value = key. Each input
-  // is copied into the heap once.
-  val forward(const val& query, const val& key, const val& value,
-              const val& options) {
-    return Guard([&] {
-      MultiHeadAttention& mha = Checked();
-      const JsMhaOptions o(options);
-      const Input q(query);
-      MhaResult r;
-      if (!Given(key)) {
-        r = mha.Forward(q.tensor, o.options);
+val MhaBinding::forward(const val& query, const val& key, const val& value, const val& options) {
+  return Guard([&] {
+    MultiHeadAttention& mha = Checked();
+    const JsMhaOptions o(options);
+    const Input q(query);
+    MhaResult r;
+    if (!Given(key)) {
+      r = mha.Forward(q.tensor, o.options);
+    } else {
+      const Input k(key);
+      if (!Given(value)) {
+        r = mha.Forward(q.tensor, k.tensor, k.tensor, o.options);
       } else {
-        const Input k(key);
-        if (!Given(value)) {
-          r = mha.Forward(q.tensor, k.tensor, k.tensor, o.options);
-        } else {
-          const Input v(value);
-          r = mha.Forward(q.tensor, k.tensor, v.tensor, o.options);
-        }
+        const Input v(value);
+        r = mha.Forward(q.tensor, k.tensor, v.tensor, o.options);
       }
-      return ResultToJs(std::move(r), o.options);
-    });
-  }
+    }
+    return ResultToJs(std::move(r), o.options);
+  });
+}
 
-  // Cross-attention on K/V projected by precomputeKeyValue.
-  val forwardPrecomputed(const val& query, const PrecomputedBinding& kv,
-                         const val& options) {
-    return Guard([&] {
-      MultiHeadAttention& mha = Checked();
-      const JsMhaOptions o(options);
-      const Input q(query);
-      return ResultToJs(mha.Forward(q.tensor, kv.Checked(), o.options), o.options);
-    });
-  }
+val MhaBinding::forwardPrecomputed(const val& query, const PrecomputedBinding& kv,
+                                   const val& options) {
+  return Guard([&] {
+    MultiHeadAttention& mha = Checked();
+    const JsMhaOptions o(options);
+    const Input q(query);
+    return ResultToJs(mha.Forward(q.tensor, kv.Checked(), o.options), o.options);
+  });
+}
 
-  // Fills `into` (a fresh PrecomputedBinding) with memory's projected K/V.
-  val precomputeKeyValue(PrecomputedBinding& into, const val& memory,
-                         const val& mask) {
-    return Guard([&] {
-      MultiHeadAttention& mha = Checked();
-      const Input m(memory);
-      const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
-      into.kv.emplace(mha.PrecomputeKeyValue(m.tensor, bytes));
-      into.Count();
-    });
-  }
+val MhaBinding::precomputeKeyValue(PrecomputedBinding& into, const val& memory, const val& mask) {
+  return Guard([&] {
+    MultiHeadAttention& mha = Checked();
+    const Input m(memory);
+    const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
+    into.kv.emplace(mha.PrecomputeKeyValue(m.tensor, bytes));
+    into.Count();
+  });
+}
 
-  // Fills `into` (a fresh KVCacheBinding) with an empty cache.
-  val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-    return Guard([&] {
-      into.cache.emplace(Checked().CreateKVCache(batch, max_length));
-      into.Count();
-    });
-  }
+val MhaBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
+  return Guard([&] {
+    into.cache.emplace(Checked().CreateKVCache(batch, max_length));
+    into.Count();
+  });
+}
 
-  // n new tokens x against the cache; a failed call leaves the cache as it was.
-  val forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
-    return Guard([&] {
-      MultiHeadAttention& mha = Checked();
-      KVCache& c = cache.Checked();
-      const JsMhaOptions o(options);
-      const Input in(x);
-      return ResultToJs(mha.ForwardIncremental(in.tensor, c, o.options), o.options);
-    });
-  }
+val MhaBinding::forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
+  return Guard([&] {
+    MultiHeadAttention& mha = Checked();
+    KVCache& c = cache.Checked();
+    const JsMhaOptions o(options);
+    const Input in(x);
+    return ResultToJs(mha.ForwardIncremental(in.tensor, c, o.options), o.options);
+  });
+}
 
- private:
-  void CountWeights() { weight_bytes_.Set(Checked().config().weights, Checked().WeightBytes()); }
-
-  HeldBytes weight_bytes_{Held::kWeights};
-};
+void MhaBinding::CountWeights() {
+  weight_bytes_.Set(Checked().config().weights, Checked().WeightBytes());
+}
 
 EMSCRIPTEN_BINDINGS(simd_attention_mha) {
   emscripten::class_<MhaBinding>("MhaBinding")

@@ -1,0 +1,59 @@
+// The Embind classes behind TransformerEncoderLayer and
+// TransformerDecoderLayer of web/index.js, declared for the bindings that
+// take one as an argument (training_binding.cc); defined and registered in
+// layer_binding.cc.
+#pragma once
+
+#include <vector>
+
+#include "glue.h"
+#include "held_bytes.h"
+#include "kv_binding.h"
+#include "simd_attention/transformer_layers.h"
+
+namespace simd_attention::bindings {
+
+class EncoderLayerBinding : public Owned<TransformerEncoderLayer> {
+ public:
+  explicit EncoderLayerBinding(const val& config);
+  val info();
+  val setWeights(const val& w);
+  val forward(const val& x, const val& options);
+
+ private:
+  HeldBytes weight_bytes_{Held::kWeights};
+};
+
+class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
+ public:
+  explicit DecoderLayerBinding(const val& config);
+  val info();
+  val setWeights(const val& w);
+  // memory: a tensor.
+  val forward(const val& x, const val& memory, const val& options);
+  // memory: K/V from precomputeMemory (or any attention of the same layout).
+  val forwardPrecomputed(const val& x, const PrecomputedBinding& memory, const val& options);
+  // One decoding step; a failed step leaves the cache as it was.
+  val forwardIncremental(const val& x, KVCacheBinding& cache, const PrecomputedBinding& memory,
+                         const val& options);
+  val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length);
+  val precomputeMemory(PrecomputedBinding& into, const val& memory, const val& mask);
+
+ private:
+  HeldBytes weight_bytes_{Held::kWeights};
+  // DecoderOptions viewing copies of the JS masks.
+  struct Masks {
+    JsAttentionOptions self;
+    std::vector<uint8_t> memory;
+    DecoderOptions options;
+    explicit Masks(const val& js) : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
+      options.causal = js["causal"].as<bool>();
+      options.training = js["training"].as<bool>();
+      options.key_padding_mask = self.key_padding_mask;
+      options.memory_key_padding_mask = memory;
+      self.SetOn(options.self_attention);
+    }
+  };
+};
+
+}  // namespace simd_attention::bindings

@@ -1,0 +1,159 @@
+// The training module's glue (bindings/training.cmake): the backward passes
+// of MultiHeadAttention and the layers, and the optimizers, as functions of
+// the bindings they act on (Embind registers a class's members once, in its
+// own file; these exist in the training module only). As everywhere in
+// bindings/, JS has checked types, and the C++ API checks shapes and values.
+#include <emscripten/bind.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "glue.h"
+#include "layer_binding.h"
+#include "mha_binding.h"
+#include "simd_attention/optimizers.h"
+
+namespace simd_attention::bindings {
+namespace {
+
+// A weight gradient as a fresh Float32Array; `from` is freed.
+void SetGradient(val& js, const char* name, std::vector<float>& from) {
+  js.set(name, ToFloat32Array(from));
+  FreeFloats(from);
+}
+
+// {dWQ, dWK, dWV, dWO, dBQ?, dBK?, dBV?, dBO?}: an attention's weight
+// gradients in setWeights' layout (biases when it has them).
+val AttentionWeightGradients(MhaGradients& g) {
+  val js = val::object();
+  SetGradient(js, "dWQ", g.d_w_q);
+  SetGradient(js, "dWK", g.d_w_k);
+  SetGradient(js, "dWV", g.d_w_v);
+  SetGradient(js, "dWO", g.d_w_o);
+  if (!g.d_b_q.empty()) {
+    SetGradient(js, "dBQ", g.d_b_q);
+    SetGradient(js, "dBK", g.d_b_k);
+    SetGradient(js, "dBV", g.d_b_v);
+    SetGradient(js, "dBO", g.d_b_o);
+  }
+  return js;
+}
+
+val FfnWeightGradients(FfnGradients& g) {
+  val js = val::object();
+  SetGradient(js, "dW1", g.d_w1);
+  SetGradient(js, "dB1", g.d_b1);
+  SetGradient(js, "dW2", g.d_w2);
+  SetGradient(js, "dB2", g.d_b2);
+  return js;
+}
+
+val NormWeightGradients(NormGradients& g) {
+  val js = val::object();
+  SetGradient(js, "dGamma", g.d_gamma);
+  SetGradient(js, "dBeta", g.d_beta);
+  return js;
+}
+
+// d_output {data, batch, tokens, features}: its data is what Backward takes
+// (Backward checks its length against the training forward's output).
+val MhaBackward(MhaBinding& binding, const val& d_output) {
+  return Guard([&] {
+    const Input d(d_output);
+    MhaGradients g = binding.Checked().Backward(d.tensor.data);
+    val js = AttentionWeightGradients(g);
+    SetGradient(js, "dQuery", g.d_query);
+    SetGradient(js, "dKey", g.d_key);
+    SetGradient(js, "dValue", g.d_value);
+    if (!g.d_input.empty()) SetGradient(js, "dInput", g.d_input);
+    return js;
+  });
+}
+
+val EncoderBackward(EncoderLayerBinding& binding, const val& d_output) {
+  return Guard([&] {
+    const Input d(d_output);
+    EncoderGradients g = binding.Checked().Backward(d.tensor.data);
+    val js = val::object();
+    SetGradient(js, "dInput", g.d_input);
+    js.set("attention", AttentionWeightGradients(g.attention));
+    js.set("ffn", FfnWeightGradients(g.ffn));
+    js.set("norm1", NormWeightGradients(g.norm1));
+    js.set("norm2", NormWeightGradients(g.norm2));
+    return js;
+  });
+}
+
+val DecoderBackward(DecoderLayerBinding& binding, const val& d_output) {
+  return Guard([&] {
+    const Input d(d_output);
+    DecoderGradients g = binding.Checked().Backward(d.tensor.data);
+    val js = val::object();
+    SetGradient(js, "dInput", g.d_input);
+    SetGradient(js, "dMemory", g.d_memory);
+    js.set("selfAttention", AttentionWeightGradients(g.self_attention));
+    js.set("crossAttention", AttentionWeightGradients(g.cross_attention));
+    js.set("ffn", FfnWeightGradients(g.ffn));
+    js.set("norm1", NormWeightGradients(g.norm1));
+    js.set("norm2", NormWeightGradients(g.norm2));
+    js.set("norm3", NormWeightGradients(g.norm3));
+    return js;
+  });
+}
+
+std::unique_ptr<Optimizer> MakeOptimizer(const std::string& kind, const val& o) {
+  if (kind == "sgd") {
+    SgdOptions s;
+    s.lr = o["lr"].as<double>();
+    s.momentum = o["momentum"].as<double>();
+    s.weight_decay = o["weightDecay"].as<double>();
+    s.nesterov = o["nesterov"].as<bool>();
+    return std::make_unique<Sgd>(s);
+  }
+  AdamOptions a;
+  a.lr = o["lr"].as<double>();
+  a.beta1 = o["beta1"].as<double>();
+  a.beta2 = o["beta2"].as<double>();
+  a.eps = o["eps"].as<double>();
+  a.weight_decay = o["weightDecay"].as<double>();
+  a.decoupled_weight_decay = o["decoupledWeightDecay"].as<bool>();
+  return std::make_unique<Adam>(a);
+}
+
+}  // namespace
+
+// SGD or Adam (kind 'sgd' or 'adam', from the JS class; options with every
+// default filled in by JS, judged by the C++ constructors). step*(target,
+// fresh): fresh is true at the first step the JS optimizer takes on that JS
+// object, so state left at the same address by a disposed object is
+// forgotten first (the C++ optimizer keys its moments by address).
+class OptimizerBinding : public Owned<Optimizer> {
+ public:
+  OptimizerBinding(const std::string& kind, const val& options)
+      : Owned("Optimizer", [&] { return MakeOptimizer(kind, options); }) {}
+
+  template <class Binding>
+  val Step(Binding& target, bool fresh) {
+    return Guard([&] {
+      Optimizer& o = Checked();
+      auto& object = target.Checked();
+      if (fresh) o.Forget(&object);
+      o.Step(object);
+    });
+  }
+};
+
+EMSCRIPTEN_BINDINGS(simd_attention_training) {
+  emscripten::function("mhaBackward", &MhaBackward);
+  emscripten::function("encoderBackward", &EncoderBackward);
+  emscripten::function("decoderBackward", &DecoderBackward);
+  emscripten::class_<OptimizerBinding>("OptimizerBinding")
+      .constructor<const std::string&, const val&>()
+      .function("takeError", &TakeError<OptimizerBinding>)
+      .function("stepAttention", &OptimizerBinding::Step<MhaBinding>)
+      .function("stepEncoder", &OptimizerBinding::Step<EncoderLayerBinding>)
+      .function("stepDecoder", &OptimizerBinding::Step<DecoderLayerBinding>);
+}
+
+}  // namespace simd_attention::bindings
