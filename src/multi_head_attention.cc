@@ -220,8 +220,12 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   k_ = std::move(k);
   v_ = std::move(v);
   has_weights_ = true;
-  backward_.reset();
-  ReleaseTraining();  // its gradients would mix the old weights with the new
+  // Its gradients would mix the old weights with the new (a build without
+  // training never makes this state: only a training forward does).
+  if (kTrainingBuild) {
+    backward_.reset();
+    ReleaseTraining();
+  }
 }
 
 const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {

@@ -64,19 +64,20 @@ void InPart(const char* part, F&& f) {
 //   post-LN (torch default): x = norm(x + f(x))
 //   pre-LN:                  x = x + f(norm(x))
 // with the sum checked before it goes on (AddResidual).
-// saved (training): the LayerNorm's input, for the backward.
+// saved (training): the LayerNorm's input, for the backward; never in a
+// build without training.
 template <class F>
 void Residual(const char* name, bool norm_first, const LayerNorm& norm, ThreadPool& pool,
               const KernelTable& k, std::vector<float>& x, size_t rows, F&& f,
               std::vector<float>* saved) {
   if (norm_first) {
-    if (saved != nullptr) saved->assign(x.begin(), x.end());
+    if (kTrainingBuild && saved != nullptr) saved->assign(x.begin(), x.end());
     std::vector<float> normed(x.size());
     norm.Forward(x.data(), rows, normed.data());
     AddResidual(name, pool, k, x, f(normed));
   } else {
     AddResidual(name, pool, k, x, f(x));
-    if (saved != nullptr) saved->assign(x.begin(), x.end());
+    if (kTrainingBuild && saved != nullptr) saved->assign(x.begin(), x.end());
     norm.Forward(x.data(), rows, x.data());
   }
 }
@@ -112,7 +113,9 @@ void FeedForward::SetWeights(const FfnWeights& w) {
       ReadWeight("ffn.w2", w.w2, w.stored_w2, weights_, ffn_dim_, d_model_, config_name);
   w1_ = PackWeights(*kernels_, w1.values, w1.scales, w.b1, d_model_, ffn_dim_, weights_);
   w2_ = PackWeights(*kernels_, w2.values, w2.scales, w.b2, ffn_dim_, d_model_, weights_);
-  training_.reset();  // W^T, gradients and saved activations belonged to the old weights
+  // W^T, gradients and saved activations belonged to the old weights (a
+  // build without training never makes them: only a training Forward does).
+  if (kTrainingBuild) training_.reset();
 }
 
 void FeedForward::Forward(const float* x, size_t rows, float* out, bool training) {
@@ -121,13 +124,15 @@ void FeedForward::Forward(const float* x, size_t rows, float* out, bool training
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, w1_, hidden_.data(), ffn_dim_);
-  if (kTrainingBuild && training) {
-    if (training_ == nullptr) training_ = MakeTrainingOnly<Training>();
-    training_->input.assign(x, x + rows * d_model_);
-    training_->pre_activation.assign(hidden_.begin(), hidden_.begin() + hidden);
-  } else if (training_ != nullptr) {
-    training_->input.clear();
-    training_->pre_activation.clear();
+  if (kTrainingBuild) {  // a build without training never makes training_
+    if (training) {
+      if (training_ == nullptr) training_ = MakeTrainingOnly<Training>();
+      training_->input.assign(x, x + rows * d_model_);
+      training_->pre_activation.assign(hidden_.begin(), hidden_.begin() + hidden);
+    } else if (training_ != nullptr) {
+      training_->input.clear();
+      training_->pre_activation.clear();
+    }
   }
   // The activation at ~0.5 ns an element (GELU's exp), element-wise.
   ParallelElementwise(*pool_, rows * ffn_dim_, 0.5, [&](size_t begin, size_t end) {
@@ -219,7 +224,7 @@ void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
   ffn_ = std::move(new_ffn);
   norm1_ = std::move(new_norm1);
   norm2_ = std::move(new_norm2);
-  trained_ = false;
+  if (kTrainingBuild) trained_ = false;
 }
 
 std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
@@ -234,7 +239,8 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
   mha.key_padding_mask = options.key_padding_mask;
   const bool t = TrainingRequested(options.training);
   mha.training = t;
-  trained_ = false;
+  // What Backward reads; a build without training has no Backward.
+  if (kTrainingBuild) trained_ = false;
   Residual("the self-attention sublayer", config_.norm_first, norm1_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
              return attention_.Forward(Tensor3{in, x.batch, x.tokens, x.features}, mha).output;
@@ -245,9 +251,11 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
     ffn_.Forward(in.data(), rows, out.data(), t);
     return out;
   }, t ? &norm2_input_ : nullptr);
-  batch_ = x.batch;
-  tokens_ = x.tokens;
-  trained_ = t;
+  if (kTrainingBuild) {
+    batch_ = x.batch;
+    tokens_ = x.tokens;
+    trained_ = t;
+  }
   return h;
 }
 
@@ -301,7 +309,7 @@ void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
   norm1_ = std::move(new_norm1);
   norm2_ = std::move(new_norm2);
   norm3_ = std::move(new_norm3);
-  trained_ = false;
+  if (kTrainingBuild) trained_ = false;
 }
 
 template <class SelfAttend, class CrossAttend>
@@ -309,7 +317,7 @@ std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
                                                 SelfAttend&& self_attend,
                                                 CrossAttend&& cross_attend, bool training) {
   const size_t rows = x.batch * x.tokens;
-  trained_ = false;
+  if (kTrainingBuild) trained_ = false;  // as the encoder's
   std::vector<float> h(x.data.begin(), x.data.end());
   const KernelTable& k = self_attention_.kernels();
   ThreadPool& pool = self_attention_.pool();
@@ -328,9 +336,11 @@ std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
     ffn_.Forward(in.data(), rows, out.data(), training);
     return out;
   }, training ? &norm3_input_ : nullptr);
-  batch_ = x.batch;
-  tokens_ = x.tokens;
-  trained_ = training;
+  if (kTrainingBuild) {
+    batch_ = x.batch;
+    tokens_ = x.tokens;
+    trained_ = training;
+  }
   return h;
 }
 
