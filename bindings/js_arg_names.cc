@@ -46,6 +46,8 @@ const ArgNames& JsArgNames() {
       .bool_mask = "options.boolMask",
       .bool_mask_shape = "options.boolMask.shape",
       .kv_lengths = "options.kvLengths",
+      .d_output = "dOutput",
+      .weight_decay = "weightDecay",
   };
   return kNames;
 }

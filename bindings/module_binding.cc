@@ -47,7 +47,9 @@ val MemoryStats() {
 // Which of the package's builds this is, as web/index.js names them; the
 // loader checks it against the file it meant to load.
 std::string Build() {
-#if defined(__wasm_relaxed_simd__)
+#if defined(SA_TRAINING_MODULE)
+  return "training";
+#elif defined(__wasm_relaxed_simd__)
   return "relaxed-simd";
 #elif defined(__wasm_simd128__)
   return "simd";

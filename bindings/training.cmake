@@ -7,3 +7,5 @@
 # would not fit the package's 200 kB per .wasm.
 set_target_properties(sa_js_module PROPERTIES OUTPUT_NAME simd_attention_training)
 target_sources(sa_js_module PRIVATE training_binding.cc)
+# build() names it 'training' (module_binding.cc).
+set_property(SOURCE module_binding.cc APPEND PROPERTY COMPILE_DEFINITIONS SA_TRAINING_MODULE=1)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "glue.h"
+#include "js_arg_names.h"
 #include "layer_binding.h"
 #include "mha_binding.h"
 #include "simd_attention/optimizers.h"
@@ -109,6 +110,7 @@ std::unique_ptr<Optimizer> MakeOptimizer(const std::string& kind, const val& o) 
     s.momentum = o["momentum"].as<double>();
     s.weight_decay = o["weightDecay"].as<double>();
     s.nesterov = o["nesterov"].as<bool>();
+    s.names = &JsArgNames();
     return std::make_unique<Sgd>(s);
   }
   AdamOptions a;
@@ -118,6 +120,7 @@ std::unique_ptr<Optimizer> MakeOptimizer(const std::string& kind, const val& o) 
   a.eps = o["eps"].as<double>();
   a.weight_decay = o["weightDecay"].as<double>();
   a.decoupled_weight_decay = o["decoupledWeightDecay"].as<bool>();
+  a.names = &JsArgNames();
   return std::make_unique<Adam>(a);
 }
 

@@ -4,7 +4,7 @@
 # (tests under node, the npm package's modules), then copies the three
 # package modules into web/dist/.
 # Usage: scripts/build.sh [native|sanitize|tsan|fuzz|wasm|wasm-relaxed|wasm-nosimd|
-#                          wasm-threads|wasm-relaxed-threads|package]...
+#                          wasm-threads|wasm-relaxed-threads|wasm-training|package]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -41,6 +41,13 @@ build_wasm_threads() {  # $1 = build dir, $2 = ON/OFF for relaxed SIMD
   target=sa_js_module build_wasm "$1" ON "$2" -DSA_WASM_THREADS=ON -DSA_WITH_XSIMD=OFF \
     -DSA_WITH_SCALAR=OFF -DSA_BUILD_TESTS=OFF
 }
+# The training build: SIMD, highway only (as the threaded builds, for size),
+# with the backward passes and the optimizers; only the package's module (the
+# C++ tests of training run in the other trees).
+build_wasm_training() {
+  target=sa_js_module build_wasm build/wasm-training ON OFF -DSA_WASM_TRAINING=ON \
+    -DSA_WITH_XSIMD=OFF -DSA_WITH_SCALAR=OFF -DSA_BUILD_TESTS=OFF
+}
 # ThreadSanitizer over the tests of the threaded paths.
 build_tsan() {
   cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSA_TSAN=ON >/dev/null
@@ -59,7 +66,8 @@ package_web() {
   mkdir -p "$dist"
   for tree in wasm:simd_attention_simd wasm-relaxed:simd_attention_relaxed \
               wasm-nosimd:simd_attention_nosimd wasm-threads:simd_attention_simd_threads \
-              wasm-relaxed-threads:simd_attention_relaxed_threads; do
+              wasm-relaxed-threads:simd_attention_relaxed_threads \
+              wasm-training:simd_attention_training; do
     name=${tree#*:}
     for f in "build/${tree%%:*}/bindings/$name".{js,wasm} \
              $([[ $name == *_threads ]] && echo "build/${tree%%:*}/bindings/$name.worker.js"); do
@@ -72,7 +80,7 @@ package_web() {
 
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(native sanitize tsan fuzz wasm wasm-relaxed wasm-nosimd
-  wasm-threads wasm-relaxed-threads package)
+  wasm-threads wasm-relaxed-threads wasm-training package)
 for t in "${targets[@]}"; do
   echo "build: $t"
   case "$t" in
@@ -85,6 +93,7 @@ for t in "${targets[@]}"; do
     wasm-nosimd) build_wasm build/wasm-nosimd OFF OFF ;;
     wasm-threads) build_wasm_threads build/wasm-threads OFF ;;
     wasm-relaxed-threads) build_wasm_threads build/wasm-relaxed-threads ON ;;
+    wasm-training) build_wasm_training ;;
     package) package_web ;;
     *) echo "build: unknown tree '$t'" >&2; exit 2 ;;
   esac

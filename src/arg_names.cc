@@ -46,6 +46,8 @@ const ArgNames& CppArgNames() {
       .bool_mask = "bool_mask",
       .bool_mask_shape = "bool_mask_shape",
       .kv_lengths = "kv_lengths",
+      .d_output = "d_output",
+      .weight_decay = "weight_decay",
   };
   return kNames;
 }

@@ -1,11 +1,23 @@
 #include "gradients.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "checked_size.h"
 #include "threading/parallel.h"
 
 namespace simd_attention {
+
+void ThrowNoTrainingForward() {
+  throw std::logic_error(
+      "expected the last forward to be a training one (options.training true) with the weights "
+      "unchanged since, got none");
+}
+
+void ThrowNoGradients() {
+  throw std::logic_error(
+      "an optimizer step expects a backward since the weights last changed, got none");
+}
 
 PackedMatrix PackTransposed(const KernelTable& k, const PackedMatrix& p) {
   const size_t w = k.panel_width, rows = p.rows, cols = p.cols;

@@ -29,7 +29,8 @@
 namespace simd_attention {
 namespace {
 
-constexpr char kGradientTooLarge[] = "d_output or the inputs or weights are too large in magnitude";
+constexpr char kGradientTooLarge[] =
+    "the output's gradient, the inputs or the weights are too large in magnitude";
 
 template <class T>
 std::vector<T> Copy(std::span<const T> s) {
@@ -118,9 +119,7 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
 
 void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out) {
   if (backward_ == nullptr || !backward_->has_gradients) {
-    throw std::logic_error(
-        "MultiHeadAttention: an optimizer step expects a Backward since the last SetWeights, "
-        "got none");
+    ThrowNoGradients();
   }
   BackwardState& b = *backward_;
   for (auto [p, g] : {std::pair{&q_, &b.grad_q}, {&k_, &b.grad_k}, {&v_, &b.grad_v},
@@ -143,14 +142,12 @@ MhaGradients MultiHeadAttention::Backward(std::span<const float> d_output) {
 
 void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients& g) {
   if (training_ == nullptr || !training_->ready) {
-    throw std::logic_error(
-        "MultiHeadAttention::Backward: expected a training forward (options.training = true) "
-        "since the last SetWeights, forward or ReleaseTraining, got none");
+    ThrowNoTrainingForward();
   }
   const TrainingState& t = *training_;
   const MhaConfig& c = config_;
-  CheckLength("d_output", d_output.size(), {t.batch, t.tq, c.d_model});
-  CheckFinite("d_output", d_output);
+  CheckLength(c.names->d_output, d_output.size(), {t.batch, t.tq, c.d_model});
+  CheckFinite(c.names->d_output, d_output);
   if (backward_ == nullptr) backward_ = MakeTrainingOnly<BackwardState>();
   BackwardState& state = *backward_;
   state.has_gradients = false;  // until this one is complete

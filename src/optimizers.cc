@@ -1,5 +1,6 @@
 #include "simd_attention/optimizers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,16 @@ void CheckRange(const char* name, double value, double low, bool low_inclusive, 
 }
 
 constexpr double kInf = HUGE_VAL;
+
+// b^n by squaring: what std::pow gives to a few ulps, without its 2 kB of
+// .wasm.
+double Power(double b, size_t n) {
+  double r = 1;
+  for (; n > 0; n >>= 1, b *= b) {
+    if (n & 1) r *= b;
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -61,9 +72,15 @@ void Optimizer::Step(TransformerDecoderLayer& layer) {
   layer.trained_ = false;
 }
 
+void Optimizer::Forget(const void* object) {
+  std::erase_if(states_, [&](const auto& s) { return s.first == object; });
+}
+
 void Optimizer::Run(const void* object, const KernelTable& k, ThreadPool& pool,
                     const std::vector<Parameter>& parameters) {
-  State& state = states_[object];
+  auto it = std::find_if(states_.begin(), states_.end(),
+                         [&](const auto& s) { return s.first == object; });
+  State& state = it != states_.end() ? it->second : states_.emplace_back(object, State{}).second;
   const size_t slots = SlotsPerParameter();
   // Sized once, at the object's first step. State that does not fit belongs
   // to an object that lived at this address before: start over.
@@ -92,7 +109,8 @@ void Optimizer::Run(const void* object, const KernelTable& k, ThreadPool& pool,
 Sgd::Sgd(const SgdOptions& o) {
   CheckRange("lr", o.lr, 0, false, kInf, false, "a finite number > 0");
   CheckRange("momentum", o.momentum, 0, true, kInf, false, "a finite number >= 0");
-  CheckRange("weight_decay", o.weight_decay, 0, true, kInf, false, "a finite number >= 0");
+  CheckRange(o.names->weight_decay, o.weight_decay, 0, true, kInf, false,
+             "a finite number >= 0");
   if (o.nesterov && o.momentum == 0) {
     throw std::invalid_argument(
         "options.nesterov: expected false without momentum (options.momentum 0), got true");
@@ -114,14 +132,14 @@ Adam::Adam(const AdamOptions& o) : options_(o) {
   CheckRange("beta1", o.beta1, 0, true, 1, false, "a number in [0, 1)");
   CheckRange("beta2", o.beta2, 0, true, 1, false, "a number in [0, 1)");
   CheckRange("eps", o.eps, 0, false, kInf, false, "a finite number > 0");
-  CheckRange("weight_decay", o.weight_decay, 0, true, kInf, false, "a finite number >= 0");
+  CheckRange(o.names->weight_decay, o.weight_decay, 0, true, kInf, false,
+             "a finite number >= 0");
 }
 
 void Adam::Update(const KernelTable& k, const Parameter& p, float* const* slots,
                   size_t step) const {
   const AdamOptions& o = options_;
-  const double t = double(step + 1);
-  const double bc1 = 1 - std::pow(o.beta1, t), bc2 = 1 - std::pow(o.beta2, t);
+  const double bc1 = 1 - Power(o.beta1, step + 1), bc2 = 1 - Power(o.beta2, step + 1);
   TrainingKernelsFor(k).adam({p.value, p.gradient, slots[0], slots[1], p.size, float(o.beta1), float(o.beta2),
           float(o.eps), o.decoupled_weight_decay ? 0.0f : float(o.weight_decay),
           o.decoupled_weight_decay ? float(1 - o.lr * o.weight_decay) : 1.0f,

@@ -25,7 +25,8 @@
 namespace simd_attention {
 namespace {
 
-constexpr char kGradientTooLarge[] = "d_output or the inputs or weights are too large in magnitude";
+constexpr char kGradientTooLarge[] =
+    "the output's gradient, the inputs or the weights are too large in magnitude";
 
 // out = a + b, split across the pool (element-wise: any split is exact).
 void Sum(ThreadPool& pool, const KernelTable& k, const float* a, const float* b, size_t n,
@@ -65,14 +66,12 @@ void LayerBackward(bool norm_first, size_t rows, ThreadPool& pool, const KernelT
   }
 }
 
-void CheckDOutput(bool trained, const char* layer, std::span<const float> d_output,
-                  size_t batch, size_t tokens, size_t d_model) {
-  if (!trained) {
-    throw std::logic_error(Cat({layer, "::Backward: expected a training forward (options.training "
-                                       "= true) since the last SetWeights or forward, got none"}));
-  }
-  CheckLength("d_output", d_output.size(), {batch, tokens, d_model});
-  CheckFinite("d_output", d_output);
+void CheckDOutput(bool trained, const ArgNames& names,
+                  std::span<const float> d_output, size_t batch, size_t tokens,
+                  size_t d_model) {
+  if (!trained) ThrowNoTrainingForward();
+  CheckLength(names.d_output, d_output.size(), {batch, tokens, d_model});
+  CheckFinite(names.d_output, d_output);
 }
 
 }  // namespace
@@ -109,8 +108,7 @@ void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradi
 
 void FeedForward::TrainableParameters(std::vector<Parameter>& out) {
   if (training_ == nullptr || !training_->has_gradients) {
-    throw std::logic_error(
-        "FeedForward: an optimizer step expects a Backward since the last SetWeights, got none");
+    ThrowNoGradients();
   }
   Training& t = *training_;
   for (auto [w, g] : {std::pair{&w1_.w, &t.d_w1}, {&w1_.bias, &t.d_b1}, {&w2_.w, &t.d_w2},
@@ -151,8 +149,7 @@ void LayerNorm::Backward(const float* x, size_t rows, const float* d_out, float*
 
 void LayerNorm::TrainableParameters(std::vector<Parameter>& out) {
   if (training_ == nullptr || training_->d_gamma.empty()) {
-    throw std::logic_error(
-        "LayerNorm: an optimizer step expects a Backward since the last SetWeights, got none");
+    ThrowNoGradients();
   }
   out.push_back({gamma_.data(), training_->d_gamma.data(), gamma_.size()});
   out.push_back({beta_.data(), training_->d_beta.data(), beta_.size()});
@@ -166,7 +163,7 @@ EncoderGradients TransformerEncoderLayer::Backward(std::span<const float> d_outp
 
 void TransformerEncoderLayer::Backward(std::span<const float> d_output, EncoderGradients& g) {
   const LayerConfig& c = config_;
-  CheckDOutput(trained_, "TransformerEncoderLayer", d_output, batch_, tokens_, c.d_model);
+  CheckDOutput(trained_, *c.names, d_output, batch_, tokens_, c.d_model);
   const size_t rows = batch_ * tokens_;
   LayerBackward(c.norm_first, rows, attention_.pool(), attention_.kernels(), d_output,
                 {{norm1_, norm1_input_, g.norm1,
@@ -190,7 +187,7 @@ DecoderGradients TransformerDecoderLayer::Backward(std::span<const float> d_outp
 
 void TransformerDecoderLayer::Backward(std::span<const float> d_output, DecoderGradients& g) {
   const LayerConfig& c = config_;
-  CheckDOutput(trained_, "TransformerDecoderLayer", d_output, batch_, tokens_, c.d_model);
+  CheckDOutput(trained_, *c.names, d_output, batch_, tokens_, c.d_model);
   const size_t rows = batch_ * tokens_;
   ThreadPool& pool = self_attention_.pool();
   const KernelTable& k = self_attention_.kernels();

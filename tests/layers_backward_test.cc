@@ -442,15 +442,14 @@ TEST(LayerBackwardErrors, NamedAndRecoverable) {
   decoder.SetWeights(p->self.View(), p->cross.View(), p->Ffn(), p->Norm(0), p->Norm(1),
                      p->Norm(2));
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->d_output); },
-                                           {"TransformerDecoderLayer::Backward",
-                                            "expected a training forward"}));
+                                           {"expected the last forward to be a training one"}));
   DecoderOptions o;
   o.causal = p->c.causal;
   o.key_padding_mask = p->key_padding;
   o.memory_key_padding_mask = p->memory_padding;
   decoder.Forward(p->x.View(), p->memory.View(), o);  // not a training one
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->d_output); },
-                                           {"expected a training forward"}));
+                                           {"expected the last forward to be a training one"}));
   o.training = true;
   const PrecomputedKV kv = decoder.PrecomputeMemory(p->memory.View());
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
@@ -474,13 +473,13 @@ TEST(LayerBackwardErrors, NamedAndRecoverable) {
   decoder.SetWeights(p->self.View(), p->cross.View(), p->Ffn(), p->Norm(0), p->Norm(1),
                      p->Norm(2));
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->d_output); },
-                                           {"expected a training forward"}));
+                                           {"expected the last forward to be a training one"}));
 
   const auto q = MakeLayer(kCases[0], 1);  // an encoder
   TransformerEncoderLayer encoder(q->c.config);
   encoder.SetWeights(q->self.View(), q->Ffn(), q->Norm(0), q->Norm(1));
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { encoder.Backward(q->d_output); },
-                                           {"TransformerEncoderLayer::Backward"}));
+                                           {"expected the last forward to be a training one"}));
 }
 
 }  // namespace

@@ -319,10 +319,10 @@ TEST(BackwardErrors, NamedAndRecoverable) {
   mha.SetWeights(p->floats.weights.View());
   const Tensor3 q = p->floats.query.View(), k = p->floats.key.View(), v = p->floats.value.View();
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->d_output); },
-                                           {"Backward", "expected a training forward"}));
+                                           {"expected the last forward to be a training one"}));
   mha.Forward(q, k, v, p->options);  // not training
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->d_output); },
-                                           {"options.training = true", "got none"}));
+                                           {"options.training true", "got none"}));
   MhaOptions training = p->options;
   training.training = true;
   mha.Forward(q, k, v, training);
@@ -339,11 +339,11 @@ TEST(BackwardErrors, NamedAndRecoverable) {
   EXPECT_TRUE(SameBits(mha.Backward(p->d_output).d_w_q, expected.d_w_q));
   mha.ReleaseTraining();
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->d_output); },
-                                           {"expected a training forward"}));
+                                           {"expected the last forward to be a training one"}));
   mha.Forward(q, k, v, training);
   mha.SetWeights(p->floats.weights.View());  // new weights: the state is stale
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->d_output); },
-                                           {"expected a training forward"}));
+                                           {"expected the last forward to be a training one"}));
 
   // Forwards that keep nothing refuse training.
   MultiHeadAttention self(MultiHeadAttention(kVariants[1].config).config());

@@ -301,7 +301,7 @@ TEST(OptimizerErrors, NamedAndRecoverable) {
   mha.SetWeights(w.View());
   Adam adam({});
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { adam.Step(mha); },
-                                           {"optimizer step", "expects a Backward"}));
+                                           {"optimizer step", "expects a backward"}));
   MhaOptions training;
   training.training = true;
   mha.Forward(x.View(), training);
@@ -310,10 +310,10 @@ TEST(OptimizerErrors, NamedAndRecoverable) {
   // A step releases the training state: Backward needs a new training forward.
   EXPECT_TRUE(ThrowsWith<std::logic_error>(
       [&] { mha.Backward(std::vector<float>(x.data.size(), 1.0f)); },
-      {"expected a training forward"}));
+      {"expected the last forward to be a training one"}));
   // SetWeights drops the gradients.
   mha.SetWeights(w.View());
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { adam.Step(mha); }, {"expects a Backward"}));
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { adam.Step(mha); }, {"expects a backward"}));
 }
 
 }  // namespace

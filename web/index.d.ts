@@ -72,6 +72,15 @@ export interface AttentionModuleOptions {
    * (`import.meta.url`).
    */
   wasmPath?: string | URLLike;
+  /**
+   * `true` loads the training build: the SIMD build (highway backend, one
+   * thread) whose objects also train: `forward(..., { training: true })`,
+   * `backward(dOutput)`, and the optimizers `SGD` and `Adam`. It rejects
+   * with `simd: false`, `relaxedSimd: true` or `threads` above 1, and where
+   * the engine lacks WebAssembly SIMD. Default `false`: the other builds
+   * refuse `training: true` and `backward()`, naming this option.
+   */
+  training?: boolean;
 }
 
 /** A `URL` (typed structurally so that no DOM or Node typings are needed). */
@@ -100,9 +109,10 @@ export function wasmRelaxedSimdSupported(): boolean;
 
 /**
  * The package's wasm builds: `'relaxed-simd'` (wasm SIMD with relaxed SIMD's
- * fused multiply-add), `'simd'` (wasm SIMD), `'nosimd'`.
+ * fused multiply-add), `'simd'` (wasm SIMD), `'nosimd'`, and `'training'`
+ * (wasm SIMD with the backward passes and the optimizers; `training: true`).
  */
-export type BuildName = 'relaxed-simd' | 'simd' | 'nosimd';
+export type BuildName = 'relaxed-simd' | 'simd' | 'nosimd' | 'training';
 
 /** Heap statistics of one module's wasm instance, in bytes. */
 export interface MemoryStats {
@@ -245,6 +255,10 @@ export interface AttentionModule {
   ): AttentionResultFor<A, S>;
   /** Heap statistics, e.g. to watch for leaks. */
   memoryStats(): MemoryStats;
+  /** `torch.optim.SGD`; constructing one needs the training build. */
+  readonly SGD: OptimizerConstructor<SGDOptions>;
+  /** `torch.optim.Adam` (AdamW with `decoupledWeightDecay`); needs the training build. */
+  readonly Adam: OptimizerConstructor<AdamOptions>;
 }
 
 export interface MultiHeadAttentionConfig {
@@ -437,6 +451,13 @@ export interface ForwardOptions {
    * after this many earlier tokens. Default 0.
    */
   positionOffset?: number;
+  /**
+   * Keep what `backward()` needs (the inputs, masks and each query's softmax
+   * statistics) until the next forward, `setWeights` or optimizer step.
+   * Training build only; not with a PrecomputedKeyValue or rotary positions,
+   * and the weights must be `'f32'`. Default false.
+   */
+  training?: boolean;
 }
 
 /**
@@ -554,6 +575,13 @@ export interface MultiHeadAttention {
    * `forward(query, precomputed)`.
    */
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): PrecomputedKeyValue;
+  /**
+   * The gradients of the last forward, a training one (`training: true`),
+   * given the loss's gradient at its output (`dOutput`, the output's
+   * shape). Training build only. Error without a training forward since the
+   * weights last changed, RangeError for a wrong shape or a non-finite value.
+   */
+  backward(dOutput: Tensor): MultiHeadAttentionGradients;
   /** Frees the wasm memory; later calls throw. Calling it again does nothing. */
   dispose(): void;
   [Symbol.dispose](): void;
@@ -837,6 +865,12 @@ export interface EncoderForwardOptions extends SelfAttentionOptions {
   keyPaddingMask?: Uint8Array;
   /** Causal self-attention (query i sees keys <= i). Default false. */
   causal?: boolean;
+  /**
+   * Keep what `backward()` needs until the next forward, `setWeights` or
+   * optimizer step. Training build only (`'f32'` weights, no rotary
+   * positions). Default false.
+   */
+  training?: boolean;
 }
 
 export interface DecoderForwardOptions extends SelfAttentionOptions {
@@ -849,6 +883,11 @@ export interface DecoderForwardOptions extends SelfAttentionOptions {
    * PrecomputedKeyValue memory it replaces the object's own mask.
    */
   memoryKeyPaddingMask?: Uint8Array;
+  /**
+   * As the encoder's: keep what `backward()` needs. Training build only;
+   * the memory must be a tensor, not a PrecomputedKeyValue. Default false.
+   */
+  training?: boolean;
 }
 
 /** Members both layer kinds have. */
@@ -880,6 +919,13 @@ export interface TransformerEncoderLayer extends TransformerLayerBase {
   setWeightsFromPyTorch(state: PyTorchTransformerEncoderLayerState): void;
   /** `x [B, T, dModel]` (or `[T, dModel]`) -> a tensor of the same shape. */
   forward(x: Tensor, options?: EncoderForwardOptions): Tensor;
+  /**
+   * The gradients of the last forward, a training one, given the loss's
+   * gradient at its output (`dOutput`, the output's shape). Training build
+   * only; Error without a training forward, RangeError for a wrong shape or
+   * a non-finite value.
+   */
+  backward(dOutput: Tensor): TransformerEncoderLayerGradients;
 }
 
 /**
@@ -899,6 +945,8 @@ export interface TransformerDecoderLayer extends TransformerLayerBase {
    * Returns a tensor of x's shape.
    */
   forward(x: Tensor, memory: Tensor | PrecomputedKeyValue, options?: DecoderForwardOptions): Tensor;
+  /** As the encoder's, with the memory's gradient too. */
+  backward(dOutput: Tensor): TransformerDecoderLayerGradients;
   /**
    * One decoding step: `n >= 1` new tokens `x [B, n, dModel]` against the
    * self-attention `cache` (from this layer's `createKVCache`, which grows by
@@ -1349,3 +1397,119 @@ export function loadCheckpoint(
   target: PooledMultiHeadAttention | PooledTransformerEncoderLayer | PooledTransformerDecoderLayer,
   checkpoint: CheckpointTensors, options?: LoadCheckpointOptions,
 ): Promise<LoadCheckpointResult>;
+
+/**
+ * The gradients of an attention's weights and biases, in `setWeights`'
+ * layout (`X @ W`); the biases' when the attention has them.
+ */
+export interface AttentionWeightGradients {
+  dWQ: Float32Array;
+  dWK: Float32Array;
+  dWV: Float32Array;
+  dWO: Float32Array;
+  dBQ?: Float32Array;
+  dBK?: Float32Array;
+  dBV?: Float32Array;
+  dBO?: Float32Array;
+}
+
+/**
+ * `MultiHeadAttention.backward(dOutput)`: the gradients of the loss whose
+ * gradient at the output is `dOutput`, with respect to the last (training)
+ * forward's inputs and to every weight. Tensors are shaped as the inputs
+ * were (unbatched when `dOutput` is 2-D).
+ */
+export interface MultiHeadAttentionGradients extends AttentionWeightGradients {
+  dQuery: Tensor;
+  dKey: Tensor;
+  dValue: Tensor;
+  /** Self-attention (`forward(x)`): the input's gradient, dQuery + dKey + dValue. */
+  dInput?: Tensor;
+}
+
+export interface FeedForwardGradients {
+  dW1: Float32Array;
+  dB1: Float32Array;
+  dW2: Float32Array;
+  dB2: Float32Array;
+}
+
+export interface LayerNormGradients {
+  dGamma: Float32Array;
+  dBeta: Float32Array;
+}
+
+/** `TransformerEncoderLayer.backward(dOutput)`, named as `setWeights`' groups. */
+export interface TransformerEncoderLayerGradients {
+  dInput: Tensor;
+  attention: AttentionWeightGradients;
+  ffn: FeedForwardGradients;
+  norm1: LayerNormGradients;
+  norm2: LayerNormGradients;
+}
+
+/** `TransformerDecoderLayer.backward(dOutput)`, named as `setWeights`' groups. */
+export interface TransformerDecoderLayerGradients {
+  dInput: Tensor;
+  dMemory: Tensor;
+  selfAttention: AttentionWeightGradients;
+  crossAttention: AttentionWeightGradients;
+  ffn: FeedForwardGradients;
+  norm1: LayerNormGradients;
+  norm2: LayerNormGradients;
+  norm3: LayerNormGradients;
+}
+
+/** What an optimizer updates: an object of the same module with a backward since its weights changed. */
+export type Trainable = MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer;
+
+/** `torch.optim.SGD`'s options (dampening 0). */
+export interface SGDOptions {
+  /** Learning rate, a finite number > 0. Default 1e-3. */
+  lr?: number;
+  /** Momentum >= 0 (0: plain SGD). Default 0. */
+  momentum?: number;
+  /** L2 penalty added to the gradient, >= 0. Default 0. */
+  weightDecay?: number;
+  /** Nesterov momentum (needs momentum > 0). Default false. */
+  nesterov?: boolean;
+}
+
+/** `torch.optim.Adam`'s options. */
+export interface AdamOptions {
+  /** Learning rate, a finite number > 0. Default 1e-3. */
+  lr?: number;
+  /** Decay of the first moment, in [0, 1). Default 0.9. */
+  beta1?: number;
+  /** Decay of the second moment, in [0, 1). Default 0.999. */
+  beta2?: number;
+  /** Added to the second moment's square root, > 0. Default 1e-8. */
+  eps?: number;
+  /** Weight decay >= 0: L2 added to the gradient, or AdamW's with decoupledWeightDecay. Default 0. */
+  weightDecay?: number;
+  /** AdamW: decay the weights by lr * weightDecay instead of adding to the gradient. Default false. */
+  decoupledWeightDecay?: boolean;
+}
+
+/**
+ * An optimizer: fused SIMD updates of an object's packed weights in place,
+ * from its last `backward()`, keeping its moments per object. Owns wasm
+ * memory: `dispose()` (or `using`) when done.
+ */
+export interface Optimizer {
+  /**
+   * One update of every weight, bias and LayerNorm parameter of `target`.
+   * Error without a backward since its weights last changed. After it the
+   * target needs a new training forward before its next backward.
+   */
+  step(target: Trainable): void;
+  readonly disposed: boolean;
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface OptimizerConstructor<O> {
+  /** RangeError for an option out of range (naming it); Error outside the training build. */
+  new (options?: O): Optimizer;
+}
+

@@ -17,6 +17,7 @@ import { loadBuild, pickBuild } from './src/loader.js';
 import { makeModuleFunctions } from './src/module-functions.js';
 import { OPTION_KEYS } from './src/option-keys.js';
 import { makeScaledDotProductAttention } from './src/scaled-dot-product-attention.js';
+import { makeOptimizers } from './src/training.js';
 import { logicalProcessors, threadsUnavailableReason } from './src/thread-workers.js';
 import { makeReclaimer } from './src/wasm-object.js';
 
@@ -99,6 +100,7 @@ export async function createAttentionModule(options = {}) {
   const forceSimd = optionalBoolean(where, 'options.simd', options.simd, undefined);
   const forceRelaxed = optionalBoolean(where, 'options.relaxedSimd', options.relaxedSimd,
     undefined);
+  const training = optionalBoolean(where, 'options.training', options.training, false);
   const isUrl = (v) => v !== null && typeof v === 'object' && typeof v.href === 'string';
   if (options.wasmPath !== undefined && typeof options.wasmPath !== 'string' &&
       !isUrl(options.wasmPath)) {
@@ -113,9 +115,10 @@ export async function createAttentionModule(options = {}) {
       'every build needs (Chrome/Edge 95+, Firefox 100+, Safari 15.2+, Node 17+)');
   }
   const build = pickBuild(where, forceSimd, forceRelaxed,
-    { simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported() }, options.backend);
+    { simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported() }, options.backend,
+    training);
   const { threads, threadsUnavailable } = await pickThreads(where, options.threads,
-    build !== 'nosimd', options.backend);
+    build !== 'nosimd', options.backend, training);
   const wasm = await loadBuild(where, build, options.wasmPath, threads);
   if (threads > 1) {
     try {
@@ -146,6 +149,7 @@ export async function createAttentionModule(options = {}) {
     TransformerDecoderLayer: makeDecoderLayer(wasm, reclaimer, backend, kv),
     ...makeModuleFunctions(wasm, backend),
     attention: makeScaledDotProductAttention(wasm, backend),
+    ...makeOptimizers(wasm, reclaimer),
     memoryStats: () => {
       const { heapBytes, maxHeapBytes, allocatedBytes, weightBytes, cacheBytes } =
         wasm.memoryStats();
@@ -176,9 +180,17 @@ export async function createAttentionModule(options = {}) {
 // and impossible rejects (xsimd then fails in the threaded build's C++,
 // naming it; scalar picked the non-SIMD build, which has no threaded one).
 // 0 means every logical processor.
-async function pickThreads(where, requested, simd, backend) {
+async function pickThreads(where, requested, simd, backend, training) {
   const given = requested !== undefined;
   let threads = given ? optionalSize(where, 'options.threads', requested) : 0;
+  if (training) {
+    if (given && threads !== 1) {
+      throw new Error(`${where}: options.threads: ${requested} threads asked for, but the ` +
+        'training build (options.training: true) runs on one thread; omit the option or pass 1');
+    }
+    return { threads: 1, threadsUnavailable: given ? undefined
+      : 'the training build (options.training: true) runs on one thread' };
+  }
   if (threads === 0) {
     threads = await logicalProcessors();
     if (!given) threads = Math.min(threads, 4);

@@ -22,6 +22,12 @@ import createDefault, {
   type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
 } from '../../web/index.js';
 import {
+  type AdamOptions, type AttentionWeightGradients, type FeedForwardGradients,
+  type LayerNormGradients, type MultiHeadAttentionGradients, type Optimizer,
+  type OptimizerConstructor, type SGDOptions, type Trainable,
+  type TransformerDecoderLayerGradients, type TransformerEncoderLayerGradients,
+} from '../../web/index.js';
+import {
   createAttentionPool, type AttentionPool, type PooledKVCache, type PooledMultiHeadAttention,
   type PooledPrecomputedKeyValue, type PooledTransformerDecoderLayer,
   type PooledTransformerEncoderLayer, type PooledTransformerLayerBase, type PooledLayerOptions,
@@ -213,6 +219,52 @@ const tokenMajor: AttentionResultFor<true, true> = sa.attention(tokens, tokens, 
   { numHeads: 2, causal: 'bottom-right', returnAttnWeights: true, returnScores: true });
 const attentionOutputs: (Tensor | undefined)[] = [attended.output, attended.attnWeights,
   attended.scores, tokenMajor.attnWeights, tokenMajor.scores];
+
+// Training: the training build, backward passes and optimizers.
+const trainer: AttentionModule = await createAttentionModule({ training: true });
+const trainable = new trainer.MultiHeadAttention({ dModel: 8, numHeads: 2 });
+trainable.setWeights(weights);
+trainable.forward(x, undefined, undefined, { training: true, causal: true });
+const mhaGradients: MultiHeadAttentionGradients = trainable.backward(x);
+const attentionGradients: AttentionWeightGradients = mhaGradients;
+const gradientArrays: (Float32Array | undefined)[] = [attentionGradients.dWQ,
+  attentionGradients.dWK, attentionGradients.dWV, attentionGradients.dWO, attentionGradients.dBQ,
+  attentionGradients.dBK, attentionGradients.dBV, attentionGradients.dBO];
+const inputGradients: (Tensor | undefined)[] = [mhaGradients.dQuery, mhaGradients.dKey,
+  mhaGradients.dValue, mhaGradients.dInput];
+const trainEncoder = new trainer.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16 });
+trainEncoder.setWeights(encoderWeights);
+trainEncoder.forward(x, { training: true });
+const encoderGradients: TransformerEncoderLayerGradients = trainEncoder.backward(x);
+const ffnGradients: FeedForwardGradients = encoderGradients.ffn;
+const normGradients: LayerNormGradients = encoderGradients.norm1;
+const layerGradients: unknown[] = [encoderGradients.dInput, encoderGradients.attention,
+  encoderGradients.norm2, ffnGradients.dW1, ffnGradients.dB1, ffnGradients.dW2, ffnGradients.dB2,
+  normGradients.dGamma, normGradients.dBeta];
+const trainDecoder = new trainer.TransformerDecoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16 });
+trainDecoder.setWeights(decoderWeights);
+trainDecoder.forward(x, x, { training: true });
+const decoderGradients: TransformerDecoderLayerGradients = trainDecoder.backward(x);
+const decoderGradientParts: unknown[] = [decoderGradients.dInput, decoderGradients.dMemory,
+  decoderGradients.selfAttention, decoderGradients.crossAttention, decoderGradients.ffn,
+  decoderGradients.norm1, decoderGradients.norm2, decoderGradients.norm3];
+const sgdOptions: SGDOptions = { lr: 0.1, momentum: 0.9, weightDecay: 1e-4, nesterov: true };
+const adamOptions: AdamOptions = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8,
+  weightDecay: 0.01, decoupledWeightDecay: true };
+const SGD: OptimizerConstructor<SGDOptions> = trainer.SGD;
+const sgd: Optimizer = new SGD(sgdOptions);
+const adam: Optimizer = new trainer.Adam(adamOptions);
+for (const target of [trainable, trainEncoder, trainDecoder] as Trainable[]) adam.step(target);
+sgd.step(trainable);
+const optimizerFacts: boolean[] = [sgd.disposed, adam.disposed];
+sgd.dispose();
+adam[Symbol.dispose]();
+trainer.dispose();
+void [gradientArrays, inputGradients, layerGradients, decoderGradientParts, optimizerFacts];
+// @ts-expect-error: an optimizer steps a trainable object, not a tensor
+adam.step(x);
+// @ts-expect-error: Adam's betas are two options
+void new trainer.Adam({ betas: [0.9, 0.999] });
 
 // dispose() and `using`.
 for (const o of [kv, cache, memory, decoderCache]) o.dispose();

@@ -8,6 +8,7 @@ import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
+import { runBackward, TRAINABLE } from './training.js';
 import { defineDispose, INFO, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET }
   from './wasm-object.js';
 
@@ -46,6 +47,7 @@ function readAttentionOptions(where, options, allowed) {
     returnIntermediates: optionalBoolean(where, 'options.returnIntermediates',
       o.returnIntermediates, false),
     positionOffset: optionalSize(where, 'options.positionOffset', o.positionOffset),
+    training: optionalBoolean(where, 'options.training', o.training, false),
   };
 }
 
@@ -199,6 +201,24 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
       const o = readAttentionOptions(where, options, OPTION_KEYS.ForwardOptions);
       const r = unwrap(wasm, where, raw.forward(q, k, v, o));
       return attentionResult(r, q.rank, this[INFO]);
+    }
+
+    // The gradients of the last forward, a training one, given dOutput.
+    backward(dOutput) {
+      const where = 'MultiHeadAttention.backward';
+      const raw = super[READY](where);
+      const { dModel, kDim, vDim } = this[INFO];
+      return runBackward(wasm, where, 'mhaBackward', raw, dOutput, (g, tensor) => ({
+        ...g,
+        dQuery: tensor(g.dQuery, dModel),
+        dKey: tensor(g.dKey, kDim),
+        dValue: tensor(g.dValue, vDim),
+        ...(g.dInput ? { dInput: tensor(g.dInput, dModel) } : {}),
+      }));
+    }
+
+    [TRAINABLE](where) {
+      return { raw: super[READY](where), step: 'stepAttention' };
     }
 
     createKVCache(options) {

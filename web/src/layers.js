@@ -10,6 +10,7 @@ import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS, WEIGHT_MATRI
   from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { readTensor } from './tensors.js';
+import { runBackward, TRAINABLE } from './training.js';
 import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './wasm-object.js';
 
 // ActivationName in index.d.ts.
@@ -114,8 +115,21 @@ export function makeEncoderLayer(wasm, reclaimer, defaultBackend) {
       const data = unwrap(wasm, where, raw.forward(t, {
         ...readSharedAttentionOptions(where, o),
         causal: optionalBoolean(where, 'options.causal', o.causal, false),
+        training: optionalBoolean(where, 'options.training', o.training, false),
       }));
       return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
+    }
+
+    // The gradients of the last forward, a training one, given dOutput.
+    backward(dOutput) {
+      const where = 'TransformerEncoderLayer.backward';
+      const raw = super[READY](where);
+      return runBackward(wasm, where, 'encoderBackward', raw, dOutput, (g, tensor) =>
+        ({ ...g, dInput: tensor(g.dInput, this.config.dModel) }));
+    }
+
+    [TRAINABLE](where) {
+      return { raw: super[READY](where), step: 'stepEncoder' };
     }
   }
   defineDispose(TransformerEncoderLayer);
@@ -148,11 +162,25 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
         causal: optionalBoolean(where, 'options.causal', o.causal, true),
         memoryKeyPaddingMask: optionalMask(where, 'options.memoryKeyPaddingMask',
           o.memoryKeyPaddingMask),
+        training: optionalBoolean(where, 'options.training', o.training, false),
       };
       const data = unwrap(wasm, where, m.precomputed
         ? raw.forwardPrecomputed(t, m.precomputed, opts)
         : raw.forward(t, m.tensor, opts));
       return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
+    }
+
+    // The gradients of the last forward, a training one, given dOutput.
+    backward(dOutput) {
+      const where = 'TransformerDecoderLayer.backward';
+      const raw = super[READY](where);
+      const { dModel } = this.config;
+      return runBackward(wasm, where, 'decoderBackward', raw, dOutput, (g, tensor) =>
+        ({ ...g, dInput: tensor(g.dInput, dModel), dMemory: tensor(g.dMemory, dModel) }));
+    }
+
+    [TRAINABLE](where) {
+      return { raw: super[READY](where), step: 'stepDecoder' };
     }
 
     forwardIncremental(x, cache, memory, options) {

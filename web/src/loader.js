@@ -42,6 +42,13 @@ export const BUILDS = {
     glue: () => new URL('../dist/simd_attention_nosimd.js', import.meta.url),
     wasm: () => new URL('../dist/simd_attention_nosimd.wasm', import.meta.url),
   },
+  // The SIMD build with the backward passes and the optimizers
+  // (createAttentionModule({ training: true })); highway only, one thread.
+  training: {
+    file: 'simd_attention_training',
+    glue: () => new URL('../dist/simd_attention_training.js', import.meta.url),
+    wasm: () => new URL('../dist/simd_attention_training.wasm', import.meta.url),
+  },
 };
 const WASM_FILES = Object.values(BUILDS).map((b) => `${b.file}.wasm`);
 
@@ -177,7 +184,8 @@ async function startBuild(factory, file, where, hooks) {
 // is the non-SIMD build's alone (the SIMD builds leave it out for size), so
 // `backend` 'scalar' without a build asked for picks that build; with one,
 // the SIMD build refuses it in C++, naming its backends.
-export function pickBuild(where, forceSimd, forceRelaxed, engine, backend) {
+export function pickBuild(where, forceSimd, forceRelaxed, engine, backend, training) {
+  if (training) return pickTrainingBuild(where, forceSimd, forceRelaxed, engine);
   if (forceSimd === false && forceRelaxed === true) {
     throw new RangeError(`${where}: options.relaxedSimd: true asks for the relaxed-SIMD ` +
       'build, which needs WebAssembly SIMD, but options.simd is false; pass only one of them');
@@ -199,6 +207,22 @@ export function pickBuild(where, forceSimd, forceRelaxed, engine, backend) {
   }
   if (!(forceSimd ?? hasSimd)) return 'nosimd';
   return (forceRelaxed ?? hasRelaxed) ? 'relaxed-simd' : 'simd';
+}
+
+// options.training: the training build, a SIMD one without relaxed SIMD.
+function pickTrainingBuild(where, forceSimd, forceRelaxed, engine) {
+  const conflict = forceSimd === false ? 'options.simd: false'
+    : forceRelaxed === true ? 'options.relaxedSimd: true' : undefined;
+  if (conflict !== undefined) {
+    throw new RangeError(`${where}: options.training: true loads the training build, a ` +
+      `WebAssembly SIMD build without relaxed SIMD, but ${conflict} asks for another; ` +
+      'pass only one of them');
+  }
+  if (!engine.simd) {
+    throw new Error(`${where}: options.training: true loads the training build, which ` +
+      'needs WebAssembly SIMD, and this engine does not support it');
+  }
+  return 'training';
 }
 
 // Loads `build` (a key of BUILDS) with its .wasm from options.wasmPath or

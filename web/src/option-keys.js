@@ -34,7 +34,7 @@ export const DECODER_WEIGHT_GROUPS = {
 };
 
 export const OPTION_KEYS = {
-  AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath'],
+  AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath', 'training'],
   MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDim', 'headDimV',
     'numKvHeads', 'rope', 'bias', 'backend', 'threads', 'weights', 'cacheType'],
   RopeConfig: ['style', 'base', 'rotaryDim'],
@@ -45,7 +45,7 @@ export const OPTION_KEYS = {
     'out_proj.bias'],
   ForwardOptions: ['causal', 'keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
     'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
-    'scale', 'softcap', 'positionOffset'],
+    'scale', 'softcap', 'positionOffset', 'training'],
   IncrementalForwardOptions: ['keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
     'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
     'scale', 'softcap'],
@@ -59,9 +59,9 @@ export const OPTION_KEYS = {
   LayerNormOptions: ['gamma', 'beta', 'eps', 'backend'],
   TransformerEncoderLayerWeights: Object.keys(ENCODER_WEIGHT_GROUPS),
   TransformerDecoderLayerWeights: Object.keys(DECODER_WEIGHT_GROUPS),
-  EncoderForwardOptions: ['keyPaddingMask', 'causal', ...SELF_ATTENTION_OPTIONS],
+  EncoderForwardOptions: ['keyPaddingMask', 'causal', ...SELF_ATTENTION_OPTIONS, 'training'],
   DecoderForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask',
-    ...SELF_ATTENTION_OPTIONS],
+    ...SELF_ATTENTION_OPTIONS, 'training'],
   SelfAttentionOptions: SELF_ATTENTION_OPTIONS,
   PyTorchTransformerEncoderLayerState: torchLayerState(['self_attn'], ['norm1', 'norm2']),
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
@@ -69,6 +69,8 @@ export const OPTION_KEYS = {
   LoadCheckpointOptions: ['prefix', 'layout', 'allowUnused'],
   SafetensorsOptions: ['keep16Bit'],
   PooledLayerOptions: ['placement'],
+  SGDOptions: ['lr', 'momentum', 'weightDecay', 'nesterov'],
+  AdamOptions: ['lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'decoupledWeightDecay'],
   AttentionOptions: ['causal', 'scale', 'softcap', 'window', 'attnMask', 'boolMask',
     'keyPaddingMask', 'kvLengths', 'numHeads', 'numKvHeads', 'returnAttnWeights', 'returnScores',
     'backend'],

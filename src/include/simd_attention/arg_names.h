@@ -60,6 +60,9 @@ struct ArgNames {
   const char* bool_mask;
   const char* bool_mask_shape;
   const char* kv_lengths;
+  // Training: Backward's argument, an optimizer option.
+  const char* d_output;
+  const char* weight_decay;
 };
 
 // w_q, key_padding_mask, config.d_model ...: the C++ API's names.

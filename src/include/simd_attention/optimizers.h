@@ -6,7 +6,7 @@
 #pragma once
 
 #include <cstddef>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "simd_attention/multi_head_attention.h"
@@ -19,6 +19,7 @@ struct SgdOptions {
   double momentum = 0;      // 0 = plain SGD
   double weight_decay = 0;  // L2: added to the gradient
   bool nesterov = false;
+  const ArgNames* names = &CppArgNames();  // for messages
 };
 
 struct AdamOptions {
@@ -27,6 +28,7 @@ struct AdamOptions {
   double eps = 1e-8;
   double weight_decay = 0;
   bool decoupled_weight_decay = false;  // AdamW: decay the weights, not the gradient
+  const ArgNames* names = &CppArgNames();  // for messages
 };
 
 // Step(object) updates every weight, bias and LayerNorm parameter of the
@@ -43,7 +45,7 @@ class Optimizer {
   void Step(MultiHeadAttention& attention);
   void Step(TransformerEncoderLayer& layer);
   void Step(TransformerDecoderLayer& layer);
-  void Forget(const void* object) { states_.erase(object); }
+  void Forget(const void* object);
 
  protected:
   struct State {
@@ -58,7 +60,9 @@ class Optimizer {
  private:
   void Run(const void* object, const KernelTable& k, ThreadPool& pool,
            const std::vector<Parameter>& parameters);
-  std::unordered_map<const void*, State> states_;
+  // Per object, in the order of their first steps: a program trains a few
+  // objects, so a search beats a hash table's code (the training .wasm).
+  std::vector<std::pair<const void*, State>> states_;
 };
 
 class Sgd final : public Optimizer {

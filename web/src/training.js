@@ -1,0 +1,138 @@
+// Training: the backward passes' results as JS objects, and the optimizers
+// (SGD, Adam) that update an object's weights in place from its last
+// backward. The glue exists in the training build only
+// (bindings/training_binding.cc); the other builds refuse with the option
+// that loads it.
+import { checkObject, describe, optionalBoolean, optionalNumber } from './arguments.js';
+import { unwrap } from './errors.js';
+import { OPTION_KEYS } from './option-keys.js';
+import { readTensor } from './tensors.js';
+import { defineDispose } from './wasm-object.js';
+
+// What an object an optimizer can step gives it: [TRAINABLE](where) returns
+// { raw, step }, its Embind object (weights set, not disposed) and the
+// OptimizerBinding method that steps that kind.
+export const TRAINABLE = Symbol('trainable');
+
+const NEEDS_TRAINING_BUILD = 'needs the training build: createAttentionModule({ training: true })';
+
+// The glue function `name` of the training build, or an Error saying which
+// build has it.
+export function trainingGlue(wasm, where, name) {
+  const f = wasm[name];
+  if (typeof f !== 'function') {
+    throw new Error(`${where}: ${NEEDS_TRAINING_BUILD} (this module is the ` +
+      `${wasm.build()} build)`);
+  }
+  return f;
+}
+
+// A tensor of `shape` ([batch, ...rest] unbatched when rank is 2).
+function tensor(data, rank, batch, rest) {
+  return { data, shape: rank === 3 ? [batch, ...rest] : rest };
+}
+
+// backward(dOutput) of an object whose glue function is `name`: dOutput's
+// types checked, the glue's gradients returned with `shape` making tensors
+// of its dInput-like entries (the weights' stay Float32Arrays).
+export function runBackward(wasm, where, name, raw, dOutput, shape) {
+  const glue = trainingGlue(wasm, where, name);
+  const d = readTensor(where, 'dOutput', dOutput);
+  const g = unwrap(wasm, where, glue(raw, d));
+  return shape(g, (data, features) =>
+    tensor(data, d.rank, d.batch, [data.length / (d.batch * features), features]));
+}
+
+// The optimizers' options, defaults filled in (torch.optim's), types
+// checked; C++ judges the values.
+function readSgdOptions(where, o) {
+  checkObject(where, 'options', o, OPTION_KEYS.SGDOptions);
+  return {
+    lr: optionalNumber(where, 'options.lr', o.lr) ?? 1e-3,
+    momentum: optionalNumber(where, 'options.momentum', o.momentum) ?? 0,
+    weightDecay: optionalNumber(where, 'options.weightDecay', o.weightDecay) ?? 0,
+    nesterov: optionalBoolean(where, 'options.nesterov', o.nesterov, false),
+  };
+}
+
+function readAdamOptions(where, o) {
+  checkObject(where, 'options', o, OPTION_KEYS.AdamOptions);
+  return {
+    lr: optionalNumber(where, 'options.lr', o.lr) ?? 1e-3,
+    beta1: optionalNumber(where, 'options.beta1', o.beta1) ?? 0.9,
+    beta2: optionalNumber(where, 'options.beta2', o.beta2) ?? 0.999,
+    eps: optionalNumber(where, 'options.eps', o.eps) ?? 1e-8,
+    weightDecay: optionalNumber(where, 'options.weightDecay', o.weightDecay) ?? 0,
+    decoupledWeightDecay: optionalBoolean(where, 'options.decoupledWeightDecay',
+      o.decoupledWeightDecay, false),
+  };
+}
+
+// The SGD and Adam classes of one module.
+export function makeOptimizers(wasm, reclaimer) {
+  function makeOptimizer(kind, glueKind, readOptions) {
+    class Optimizer {
+      #handle; // { raw, kind }: raw is null once disposed
+      #stepped = new WeakSet(); // the JS objects stepped so far
+
+      constructor(options = {}) {
+        const where = kind;
+        const o = readOptions(where, options);
+        const Binding = wasm.OptimizerBinding;
+        if (typeof Binding !== 'function') {
+          throw new Error(`${where}: ${NEEDS_TRAINING_BUILD} (this module is the ` +
+            `${wasm.build()} build)`);
+        }
+        const raw = new Binding(glueKind, o);
+        try {
+          unwrap(wasm, where, raw.takeError());
+        } catch (e) {
+          raw.delete();
+          throw e;
+        }
+        this.#handle = { raw, kind };
+        reclaimer.track(this, this.#handle);
+      }
+
+      get disposed() {
+        return this.#handle.raw === null;
+      }
+
+      // One update of `target`'s weights from its last backward.
+      step(target) {
+        const where = `${kind}.step`;
+        if (!(#handle in this)) {
+          throw new TypeError(`${where}: called on ${describe(this)}, not a ${kind}`);
+        }
+        if (this.#handle.raw === null) {
+          throw new Error(`${where}: this ${kind} was disposed; create a new one`);
+        }
+        if (target === null || typeof target !== 'object' || !(TRAINABLE in target)) {
+          throw new TypeError(`${where}: target: expected a MultiHeadAttention, ` +
+            `TransformerEncoderLayer or TransformerDecoderLayer, got ${describe(target)}`);
+        }
+        const { raw, step } = target[TRAINABLE](where);
+        // The C++ optimizer keys its moments by the object's address, which a
+        // new object may reuse after another was disposed: the first step on
+        // each JS object starts from fresh moments.
+        const fresh = !this.#stepped.has(target);
+        unwrap(wasm, where, this.#handle.raw[step](raw, fresh));
+        this.#stepped.add(target);
+      }
+
+      dispose() {
+        if (!(#handle in this)) {
+          throw new TypeError(`${kind}.dispose: called on ${describe(this)}, not a ${kind}`);
+        }
+        reclaimer.release(this.#handle);
+      }
+    }
+    Object.defineProperty(Optimizer, 'name', { value: kind });
+    defineDispose(Optimizer);
+    return Optimizer;
+  }
+  return {
+    SGD: makeOptimizer('SGD', 'sgd', readSgdOptions),
+    Adam: makeOptimizer('Adam', 'adam', readAdamOptions),
+  };
+}
