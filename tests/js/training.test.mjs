@@ -1,0 +1,291 @@
+// The training build: every golden `mha_backward` and
+// `encoder_layer_backward` case (outputs and every gradient within the
+// case's tolerance), the optimizers' update rules through the weights they
+// leave behind, a fit whose loss falls, and the errors of misuse, on this
+// build and on the inference builds that refuse it.
+import { expectError, thrown } from './support/errors.mjs';
+import { goldenCaseNames, loadGoldenCase, maxAbsDiff } from './support/golden.mjs';
+import { createAttentionModule, loadBuilds, track } from './support/modules.mjs';
+
+const sa = await createAttentionModule({ training: true });
+const inference = await loadBuilds();
+const mhaCases = goldenCaseNames('mha_backward').map(loadGoldenCase);
+const layerCases = goldenCaseNames('encoder_layer_backward').map(loadGoldenCase);
+
+const attentionWeights = (t, p = '') => ({
+  wQ: t[`${p}w_q`].data, wK: t[`${p}w_k`].data, wV: t[`${p}w_v`].data, wO: t[`${p}w_o`].data,
+  bQ: t[`${p}b_q`].data, bK: t[`${p}b_k`].data, bV: t[`${p}b_v`].data, bO: t[`${p}b_o`].data,
+});
+// Our gradient key -> the case's tensor name.
+const ATTENTION_GRADIENTS = { dWQ: 'd_w_q', dWK: 'd_w_k', dWV: 'd_w_v', dWO: 'd_w_o',
+  dBQ: 'd_b_q', dBK: 'd_b_k', dBV: 'd_b_v', dBO: 'd_b_o' };
+
+test('the golden folder has backward cases: self, cross, causal with padding, an encoder layer', () => {
+  expect(mhaCases.some((c) => c.config.self_attention)).toBe(true);
+  expect(mhaCases.some((c) => !c.config.self_attention)).toBe(true);
+  expect(mhaCases.some((c) => c.tensors.key_padding_mask && c.config.causal !== 'none'))
+    .toBe(true);
+  expect(layerCases.length).toBeGreaterThan(0);
+  expect(sa.build).toBe('training');
+  expect(sa.threads).toBe(1);
+});
+
+describe.each(mhaCases.map((c) => [c.name, c]))('mha_backward %s', (name, c) => {
+  test('output and every gradient within the tolerance', () => {
+    const cfg = c.config;
+    const t = c.tensors;
+    const mha = track(new sa.MultiHeadAttention({ dModel: cfg.d_model, numHeads: cfg.num_heads,
+      headDim: cfg.head_dim, headDimV: cfg.head_dim_v, bias: cfg.bias }));
+    mha.setWeights(attentionWeights(t));
+    const options = {
+      training: true,
+      causal: cfg.causal === 'bottom_right' ? 'bottom-right' : cfg.causal === 'top_left'
+        ? 'top-left' : false,
+      ...(t.key_padding_mask ? { keyPaddingMask: t.key_padding_mask.data } : {}),
+    };
+    const memory = cfg.self_attention ? undefined : t.memory;
+    const r = mha.forward(t.query, memory, memory, options);
+    expect(maxAbsDiff(r.output.data, t.output.data)).toBeLessThanOrEqual(c.tolerance);
+    const g = mha.backward(t.d_output);
+    for (const [ours, theirs] of Object.entries(ATTENTION_GRADIENTS)) {
+      expect(maxAbsDiff(g[ours], t[theirs].data)).toBeLessThanOrEqual(c.tolerance);
+    }
+    if (cfg.self_attention) {
+      expect(g.dInput.shape).toEqual(t.query.shape);
+      expect(maxAbsDiff(g.dInput.data, t.d_input.data)).toBeLessThanOrEqual(c.tolerance);
+    } else {
+      expect(g.dInput).toBeUndefined();
+      expect(g.dQuery.shape).toEqual(t.query.shape);
+      expect(maxAbsDiff(g.dQuery.data, t.d_query.data)).toBeLessThanOrEqual(c.tolerance);
+      // The memory is both key and value: its gradient is the sum of theirs.
+      const dMemory = g.dKey.data.map((v, i) => v + g.dValue.data[i]);
+      expect(maxAbsDiff(dMemory, t.d_memory.data)).toBeLessThanOrEqual(c.tolerance);
+    }
+  });
+});
+
+describe.each(layerCases.map((c) => [c.name, c]))('encoder_layer_backward %s', (name, c) => {
+  test('output and every gradient within the tolerance', () => {
+    const cfg = c.config;
+    const t = c.tensors;
+    const layer = track(new sa.TransformerEncoderLayer({ dModel: cfg.d_model,
+      numHeads: cfg.num_heads, ffnDim: cfg.ffn_dim, normFirst: cfg.norm === 'pre',
+      activation: cfg.activation, eps: cfg.layer_norm_eps }));
+    layer.setWeights({
+      attention: attentionWeights(t),
+      ffn: { w1: t.ffn_w1.data, b1: t.ffn_b1.data, w2: t.ffn_w2.data, b2: t.ffn_b2.data },
+      norm1: { gamma: t.ln1_gamma.data, beta: t.ln1_beta.data },
+      norm2: { gamma: t.ln2_gamma.data, beta: t.ln2_beta.data },
+    });
+    const out = layer.forward(t.input, { training: true, causal: cfg.causal !== 'none' });
+    expect(maxAbsDiff(out.data, t.output.data)).toBeLessThanOrEqual(c.tolerance);
+    const g = layer.backward(t.d_output);
+    const within = (ours, theirs) =>
+      expect(maxAbsDiff(ours, t[theirs].data)).toBeLessThanOrEqual(c.tolerance);
+    within(g.dInput.data, 'd_input');
+    for (const [ours, theirs] of Object.entries(ATTENTION_GRADIENTS)) {
+      within(g.attention[ours], theirs);
+    }
+    for (const k of ['W1', 'B1', 'W2', 'B2']) within(g.ffn[`d${k}`], `d_ffn_${k.toLowerCase()}`);
+    for (const n of [1, 2]) {
+      within(g[`norm${n}`].dGamma, `d_ln${n}_gamma`);
+      within(g[`norm${n}`].dBeta, `d_ln${n}_beta`);
+    }
+  });
+});
+
+// A small self-attention with deterministic weights.
+const values = (n, seed) => Float32Array.from({ length: n }, (_, i) =>
+  0.4 * Math.sin(1.7 * i + seed) * Math.cos(0.3 * i * seed + 1));
+const D = 8;
+const smallWeights = (seed = 1) => ({ wQ: values(D * D, seed), wK: values(D * D, seed + 1),
+  wV: values(D * D, seed + 2), wO: values(D * D, seed + 3), bQ: values(D, seed + 4),
+  bK: values(D, seed + 5), bV: values(D, seed + 6), bO: values(D, seed + 7) });
+const x = { data: values(2 * 3 * D, 9), shape: [2, 3, D] };
+const dOutput = { data: values(2 * 3 * D, 11), shape: [2, 3, D] };
+
+function trained(module, weights = smallWeights()) {
+  const mha = track(new module.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+  mha.setWeights(weights);
+  mha.forward(x, undefined, undefined, { training: true, causal: true });
+  return mha;
+}
+
+// Forward outputs of an attention with the given weights.
+function outputWith(weights) {
+  const mha = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+  mha.setWeights(weights);
+  return mha.forward(x, undefined, undefined, { causal: true }).output.data;
+}
+
+const KEYS = ['wQ', 'wK', 'wV', 'wO', 'bQ', 'bK', 'bV', 'bO'];
+const gradientOf = (key) => `d${key[0].toUpperCase()}${key.slice(1).toUpperCase()}`;
+
+test('SGD (with weight decay) leaves w - lr * (dW + decay * w) behind', () => {
+  const w = smallWeights();
+  const mha = trained(sa, w);
+  const g = mha.backward(dOutput);
+  const lr = 0.05;
+  const decay = 0.01;
+  const sgd = track(new sa.SGD({ lr, weightDecay: decay }));
+  sgd.step(mha);
+  const expected = Object.fromEntries(KEYS.map((k) =>
+    [k, w[k].map((v, i) => v - lr * (g[gradientOf(k)][i] + decay * v))]));
+  const stepped = mha.forward(x, undefined, undefined, { causal: true }).output.data;
+  expect(maxAbsDiff(stepped, outputWith(expected))).toBeLessThanOrEqual(1e-5);
+  // The step moved the output: the update was not a no-op.
+  expect(maxAbsDiff(stepped, outputWith(w))).toBeGreaterThan(1e-3);
+});
+
+test('Adam\'s first step moves every weight by lr * sign(gradient) (bias-corrected moments)', () => {
+  const w = smallWeights();
+  const mha = trained(sa, w);
+  const g = mha.backward(dOutput);
+  const lr = 1e-3;
+  const adam = track(new sa.Adam({ lr, eps: 1e-12 }));
+  adam.step(mha);
+  // m^ = g, v^ = g^2 after one step: the update is lr * g / |g|.
+  const expected = Object.fromEntries(KEYS.map((k) =>
+    [k, w[k].map((v, i) => v - lr * Math.sign(g[gradientOf(k)][i]))]));
+  const stepped = mha.forward(x, undefined, undefined, { causal: true }).output.data;
+  expect(maxAbsDiff(stepped, outputWith(expected))).toBeLessThanOrEqual(1e-5);
+});
+
+test('Adam fits one attention to another\'s outputs: the loss falls 100-fold in 300 steps', () => {
+  const target = outputWith(smallWeights(5));
+  const mha = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+  mha.setWeights(smallWeights(1));
+  const adam = track(new sa.Adam({ lr: 0.01 }));
+  const lossOf = (out) => out.reduce((s, v, i) => s + (v - target[i]) ** 2, 0) / out.length;
+  let first;
+  let loss;
+  for (let step = 0; step < 300; step++) {
+    const out = mha.forward(x, undefined, undefined, { training: true, causal: true }).output;
+    loss = lossOf(out.data);
+    first ??= loss;
+    // d(mean squared error)/d(output)
+    const d = out.data.map((v, i) => (2 * (v - target[i])) / out.data.length);
+    mha.backward({ data: d, shape: out.shape });
+    adam.step(mha);
+  }
+  expect(loss).toBeLessThan(first / 100);
+});
+
+test('a new object at a disposed one\'s address starts with fresh moments', () => {
+  const adam = track(new sa.Adam({ lr: 1e-3, eps: 1e-12 }));
+  const first = new sa.MultiHeadAttention({ dModel: D, numHeads: 2 });
+  first.setWeights(smallWeights());
+  first.forward(x, undefined, undefined, { training: true, causal: true });
+  first.backward(dOutput);
+  adam.step(first);
+  first.dispose();
+  // Its successor's first step is a first step (lr * sign(g)) whatever
+  // address it got.
+  const w = smallWeights(3);
+  const second = trained(sa, w);
+  const g = second.backward(dOutput);
+  adam.step(second);
+  const expected = Object.fromEntries(KEYS.map((k) =>
+    [k, w[k].map((v, i) => v - 1e-3 * Math.sign(g[gradientOf(k)][i]))]));
+  expect(maxAbsDiff(second.forward(x, undefined, undefined, { causal: true }).output.data,
+    outputWith(expected))).toBeLessThanOrEqual(1e-5);
+});
+
+describe('errors', () => {
+  test('backward without a training forward, after another forward, after a step', () => {
+    const mha = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+    mha.setWeights(smallWeights());
+    const none = 'MultiHeadAttention.backward: expected the last forward to be a training one ' +
+      '(options.training true) with the weights unchanged since, got none';
+    expectError(() => mha.backward(dOutput), Error, none);
+    mha.forward(x, undefined, undefined, { training: true });
+    mha.forward(x);
+    expectError(() => mha.backward(dOutput), Error, none);
+    mha.forward(x, undefined, undefined, { training: true });
+    mha.backward(dOutput);
+    const sgd = track(new sa.SGD({ lr: 0.1 }));
+    sgd.step(mha);
+    expectError(() => mha.backward(dOutput), Error, none);
+  });
+
+  test('a wrong dOutput is named, and the saved state stays for a right one', () => {
+    const mha = trained(sa);
+    expectError(() => mha.backward({ data: new Float32Array(40), shape: [2, 3, D] }), RangeError,
+      'MultiHeadAttention.backward: dOutput: expected 48 values for shape [2, 3, 8], got 40');
+    const nan = dOutput.data.slice();
+    nan[5] = NaN;
+    expectError(() => mha.backward({ data: nan, shape: dOutput.shape }), RangeError,
+      'MultiHeadAttention.backward: dOutput: element 5 is NaN');
+    expectError(() => mha.backward(new Float32Array(48)), TypeError,
+      'MultiHeadAttention.backward: dOutput: expected a tensor { data: Float32Array, ' +
+      'shape: number[] }, got Float32Array(48)');
+    expect(mha.backward(dOutput).dInput.shape).toEqual([2, 3, D]);
+  });
+
+  test('after dispose', () => {
+    const mha = trained(sa);
+    mha.dispose();
+    expectError(() => mha.backward(dOutput), Error,
+      'MultiHeadAttention.backward: this MultiHeadAttention was disposed; create a new one');
+    const adam = new sa.Adam();
+    adam.dispose();
+    expect(adam.disposed).toBe(true);
+    expectError(() => adam.step(trained(sa)), Error,
+      'Adam.step: this Adam was disposed; create a new one');
+  });
+
+  test('training where nothing can be kept', () => {
+    const mha = trained(sa);
+    const kv = track(mha.precomputeKeyValue(x));
+    expect(thrown(() => mha.forward(x, kv, undefined, { training: true })).message)
+      .toMatch(/^MultiHeadAttention\.forward: options\.training: .*keeps nothing for Backward/);
+    const narrow = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2, weights: 'f16' }));
+    narrow.setWeights(smallWeights());
+    expectError(() => narrow.forward(x, undefined, undefined, { training: true }), RangeError,
+      'MultiHeadAttention.forward: options.training: training expects config.weights float32, ' +
+      'got float16');
+  });
+
+  test('optimizer options and targets', () => {
+    expectError(() => new sa.Adam({ beta1: 1 }), RangeError,
+      'Adam: options.beta1: expected a number in [0, 1), got 1');
+    expectError(() => new sa.SGD({ nesterov: true }), RangeError,
+      'SGD: options.nesterov: expected false without momentum (options.momentum 0), got true');
+    expectError(() => new sa.SGD({ lr: '0.1' }), TypeError,
+      'SGD: options.lr: expected a number, got "0.1"');
+    expect(thrown(() => new sa.Adam({ betas: [0.9, 0.99] })).message)
+      .toMatch(/^Adam: options: unknown key 'betas'/);
+    const adam = track(new sa.Adam());
+    expectError(() => adam.step(x), TypeError, 'Adam.step: target: expected a ' +
+      'MultiHeadAttention, TransformerEncoderLayer or TransformerDecoderLayer, got an object ' +
+      '(Object)');
+    const fresh = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+    fresh.setWeights(smallWeights());
+    expectError(() => adam.step(fresh), Error, 'Adam.step: an optimizer step expects a ' +
+      'backward since the weights last changed, got none');
+  });
+
+  test.each(Object.entries(inference))('the %s build refuses training, naming the option',
+    (build, module) => {
+      const mha = track(new module.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+      mha.setWeights(smallWeights());
+      expectError(() => mha.forward(x, undefined, undefined, { training: true }), RangeError,
+        'MultiHeadAttention.forward: options.training: expected false in a build without ' +
+        'training, got true (in JavaScript: createAttentionModule({ training: true }))');
+      expectError(() => mha.backward(dOutput), Error, 'MultiHeadAttention.backward: needs the ' +
+        `training build: createAttentionModule({ training: true }) (this module is the ${
+          module.build} build)`);
+      expectError(() => new module.Adam(), Error, 'Adam: needs the training build: ' +
+        `createAttentionModule({ training: true }) (this module is the ${module.build} build)`);
+    });
+
+  test('createAttentionModule refuses training with another build or threads', async () => {
+    await expect(createAttentionModule({ training: true, threads: 2 })).rejects.toThrow(
+      'createAttentionModule: options.threads: 2 threads asked for, but the training build ' +
+      '(options.training: true) runs on one thread; omit the option or pass 1');
+    await expect(createAttentionModule({ training: true, simd: false })).rejects.toThrow(
+      'options.simd: false asks for another');
+    await expect(createAttentionModule({ training: 'yes' })).rejects.toThrow(
+      'createAttentionModule: options.training: expected a boolean, got "yes"');
+  });
+});
