@@ -339,8 +339,8 @@ class MultiHeadAttention {
   };
   // Both held apart: a program that never trains (the package's inference
   // builds) carries none of their members' construction, moves or copies.
-  TrainingOnly<TrainingState> training_{nullptr, nullptr};
-  TrainingOnly<BackwardState> backward_{nullptr, nullptr};
+  TrainingOnly<TrainingState> training_;
+  TrainingOnly<BackwardState> backward_;
 };
 
 }  // namespace simd_attention

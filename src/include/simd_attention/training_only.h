@@ -9,13 +9,23 @@
 
 namespace simd_attention {
 
+// The deleter: a function pointer, null until MakeTrainingOnly sets it, so
+// that an empty TrainingOnly is default-constructed (zeros, inlined into its
+// owner's constructor; a unique_ptr<T, void (*)(T*)> had to be given
+// {nullptr, nullptr}, an out-of-line call in code compiled for size).
 template <class T>
-using TrainingOnly = std::unique_ptr<T, void (*)(T*)>;
+struct TrainingOnlyDeleter {
+  void (*destroy)(T*) = nullptr;
+  void operator()(T* p) const { destroy(p); }
+};
+
+template <class T>
+using TrainingOnly = std::unique_ptr<T, TrainingOnlyDeleter<T>>;
 
 // Called only by training code: the one place ~T is instantiated.
 template <class T>
 TrainingOnly<T> MakeTrainingOnly() {
-  return TrainingOnly<T>(new T(), [](T* p) { delete p; });
+  return TrainingOnly<T>(new T(), TrainingOnlyDeleter<T>{[](T* p) { delete p; }});
 }
 
 }  // namespace simd_attention

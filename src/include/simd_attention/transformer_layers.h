@@ -108,7 +108,7 @@ class FeedForward {
     std::vector<float> d_hidden, weight_workspace;
     bool has_gradients = false;
   };
-  TrainingOnly<Training> training_{nullptr, nullptr};
+  TrainingOnly<Training> training_;
 };
 
 class LayerNorm {
@@ -138,7 +138,7 @@ class LayerNorm {
   struct Training {
     std::vector<float> d_gamma, d_beta, dy_xhat;
   };
-  TrainingOnly<Training> training_{nullptr, nullptr};
+  TrainingOnly<Training> training_;
 };
 
 // LayerNorm over the last dimension of x (rows of x.features floats) on the
