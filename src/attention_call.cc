@@ -26,10 +26,9 @@ MaskDims InferMaskDims(const char* name, size_t given, size_t batch, size_t head
   const Product shared = ProductOf({tq, tk}), per_head = ProductOf({batch, heads, tq, tk});
   if (!shared.overflow && given == shared.value) return {};
   if (!per_head.overflow && given == per_head.value) return {batch, heads};
-  throw std::invalid_argument(Cat({name, ": expected ", ProductString(shared), " values for ",
-                                   ShapeString({tq, tk}), " or ", ProductString(per_head),
-                                   " for ", ShapeString({batch, heads, tq, tk}), ", got ",
-                                   Str(given)}));
+  ThrowInvalidArgument({name, ": expected ", ProductString(shared), " values for ",
+                        ShapeString({tq, tk}), " or ", ProductString(per_head), " for ",
+                        ShapeString({batch, heads, tq, tk}), ", got ", Str(given)});
 }
 
 // A mask given with a shape: [Tq, Tk] or [B or 1, H or 1, Tq, Tk], and as
@@ -45,11 +44,11 @@ MaskDims CheckMaskShape(const char* name, const char* shape_name, size_t given,
   if (!ok2 && !ok4) {
     std::string got = "[";
     for (size_t i = 0; i < shape.size(); ++i) got += (i ? ", " : "") + Str(shape[i]);
-    throw std::invalid_argument(Cat(
-        {shape_name, ": expected a shape that broadcasts to [B, H, Tq, Tk] = ",
-         ShapeString({batch, heads, tq, tk}), ": [Tq, Tk] = ", ShapeString({tq, tk}),
-         ", [B or 1, H or 1, Tq, Tk] = [", Str(batch), " or 1, ", Str(heads), " or 1, ",
-         Str(tq), ", ", Str(tk), "]; got ", got, "]"}));
+    ThrowInvalidArgument({shape_name, ": expected a shape that broadcasts to [B, H, Tq, Tk] = ",
+                          ShapeString({batch, heads, tq, tk}), ": [Tq, Tk] = ",
+                          ShapeString({tq, tk}), ", [B or 1, H or 1, Tq, Tk] = [", Str(batch),
+                          " or 1, ", Str(heads), " or 1, ", Str(tq), ", ", Str(tk), "]; got ",
+                          got, "]"});
   }
   CheckLength(name, given, {dims.batch, dims.heads, tq, tk});
   return dims;
@@ -68,18 +67,18 @@ AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t bat
                              size_t heads, size_t tq, size_t tk, size_t head_dim)
     : tq_(tq), tk_(tk), head_dim_(head_dim), causal_(o.causal) {
   if (o.scale && !FloatHolds(*o.scale)) {
-    throw std::invalid_argument(Cat({n.scale, ": expected a finite number float32 holds, got ",
-                                     NumberString(*o.scale)}));
+    ThrowInvalidArgument(
+        {n.scale, ": expected a finite number float32 holds, got ", NumberString(*o.scale)});
   }
   if (o.softcap && !(*o.softcap > 0 && FloatHolds(*o.softcap))) {
-    throw std::invalid_argument(Cat({n.softcap, ": expected a finite number > 0, got ",
-                                     NumberString(*o.softcap)}));
+    ThrowInvalidArgument(
+        {n.softcap, ": expected a finite number > 0, got ", NumberString(*o.softcap)});
   }
   for (size_t side = 0; side < 2; ++side) {
     if (o.window[side] < -1) {
-      throw std::invalid_argument(Cat({n.window, "[", Str(side),
-                                       "]: expected -1 (unbounded) or a number >= 0, got ",
-                                       std::to_string(o.window[side])}));
+      ThrowInvalidArgument({n.window, "[", Str(side),
+                            "]: expected -1 (unbounded) or a number >= 0, got ",
+                            std::to_string(o.window[side])});
     }
   }
   if (!o.attn_mask.empty()) {
@@ -88,14 +87,14 @@ AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t bat
     CheckMask(n.attn_mask, o.attn_mask);
     attn_mask_ = o.attn_mask;
   } else if (!o.attn_mask_shape.empty()) {
-    throw std::invalid_argument(Cat({n.attn_mask_shape, ": given without ", n.attn_mask}));
+    ThrowInvalidArgument({n.attn_mask_shape, ": given without ", n.attn_mask});
   }
   if (!o.bool_mask.empty()) {
     bool_dims_ = MaskDimsOf(n.bool_mask, n.bool_mask_shape, o.bool_mask.size(),
                            o.bool_mask_shape, batch, heads, tq, tk);
     bool_mask_ = o.bool_mask;
   } else if (!o.bool_mask_shape.empty()) {
-    throw std::invalid_argument(Cat({n.bool_mask_shape, ": given without ", n.bool_mask}));
+    ThrowInvalidArgument({n.bool_mask_shape, ": given without ", n.bool_mask});
   }
   if (!o.key_padding_mask.empty()) {
     CheckLength(n.key_padding_mask, o.key_padding_mask.size(), {batch, tk});
@@ -105,8 +104,8 @@ AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t bat
     CheckLength(n.kv_lengths, o.kv_lengths.size(), {batch});
     for (size_t b = 0; b < batch; ++b) {
       if (o.kv_lengths[b] > tk) {
-        throw std::invalid_argument(Cat({n.kv_lengths, "[", Str(b), "]: expected at most Tk (",
-                                         Str(tk), "), got ", Str(o.kv_lengths[b])}));
+        ThrowInvalidArgument({n.kv_lengths, "[", Str(b), "]: expected at most Tk (", Str(tk),
+                              "), got ", Str(o.kv_lengths[b])});
       }
     }
     key_valid_.resize(CheckedCount("key padding", {{"batch", batch}, {"Tk", tk}}, 1));

@@ -34,9 +34,8 @@ MhaConfig Resolve(MhaConfig c) {
   CheckPositive(ConfigName(n.d_model), c.d_model);
   CheckPositive(ConfigName(n.num_heads), c.num_heads);
   if (c.head_dim == 0 && c.d_model % c.num_heads != 0) {
-    throw std::invalid_argument(Cat({"config.", n.d_model, ": must be divisible by ",
-                                     n.num_heads, " (", std::to_string(c.num_heads), "), got ",
-                                     std::to_string(c.d_model)}));
+    ThrowInvalidArgument({"config.", n.d_model, ": must be divisible by ", n.num_heads, " (",
+                          std::to_string(c.num_heads), "), got ", std::to_string(c.d_model)});
   }
   if (c.cache_type == WeightType::kInt8) {
     throw std::invalid_argument(ConfigName(n.cache_type) +
@@ -48,21 +47,19 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.head_dim_v == 0) c.head_dim_v = c.head_dim;
   if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
   if (c.num_heads % c.num_kv_heads != 0) {
-    throw std::invalid_argument(Cat({"config.", n.num_kv_heads, ": must divide ", n.num_heads,
-                                     " (", std::to_string(c.num_heads), "), got ",
-                                     std::to_string(c.num_kv_heads)}));
+    ThrowInvalidArgument({"config.", n.num_kv_heads, ": must divide ", n.num_heads, " (",
+                          std::to_string(c.num_heads), "), got ", std::to_string(c.num_kv_heads)});
   }
   if (c.rope.style != RopeStyle::kNone) {
     if (c.rope.rotary_dim == 0) c.rope.rotary_dim = c.head_dim;
     if (c.rope.rotary_dim % 2 != 0 || c.rope.rotary_dim > c.head_dim) {
-      throw std::invalid_argument(Cat({"config.", n.rope_rotary_dim, ": expected an even number "
-                                       "<= ", n.head_dim, " (", std::to_string(c.head_dim),
-                                       "), got ", std::to_string(c.rope.rotary_dim)}));
+      ThrowInvalidArgument({"config.", n.rope_rotary_dim, ": expected an even number <= ",
+                            n.head_dim, " (", std::to_string(c.head_dim), "), got ",
+                            std::to_string(c.rope.rotary_dim)});
     }
     if (!(c.rope.base > 0) || !(c.rope.base < 1e300)) {
-      throw std::invalid_argument(Cat({"config.", n.rope_base,
-                                       ": expected a finite number > 0, got ",
-                                       NumberString(c.rope.base)}));
+      ThrowInvalidArgument({"config.", n.rope_base, ": expected a finite number > 0, got ",
+                            NumberString(c.rope.base)});
     }
   }
   if (c.threads == 0) c.threads = ThreadPool::HardwareThreads();
@@ -404,9 +401,9 @@ PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
   CheckReady();
   const ArgNames& n = *config_.names;
   if (config_.kdim != config_.vdim) {
-    throw std::invalid_argument(Cat({"memory: serves as keys and values, so ", n.kdim, " (",
-                                     std::to_string(config_.kdim), ") must equal ", n.vdim,
-                                     " (", std::to_string(config_.vdim), ")"}));
+    ThrowInvalidArgument({"memory: serves as keys and values, so ", n.kdim, " (",
+                          std::to_string(config_.kdim), ") must equal ", n.vdim, " (",
+                          std::to_string(config_.vdim), ")"});
   }
   CheckTensor("memory", memory, config_.kdim, n.kdim);
   PrecomputedKV kv(layout_, memory.batch, memory.tokens, config_.cache_type);
@@ -433,9 +430,8 @@ void CheckLayout(const char* what, const KVLayout& given, const KVLayout& own) {
       return Cat({std::to_string(l.heads), " heads of d_k ", std::to_string(l.dk), ", d_v ",
                   std::to_string(l.dv), " (padded ", std::to_string(l.dk_pad), ")"});
     };
-    throw std::invalid_argument(
-        Cat({what, ": made by an attention with ", describe(given), ", this one has ",
-             describe(own)}));
+    ThrowInvalidArgument(
+        {what, ": made by an attention with ", describe(given), ", this one has ", describe(own)});
   }
 }
 
@@ -471,11 +467,10 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   CheckLayout("KV cache", cache.layout_, layout_);
   const ArgNames& n = *config_.names;
   if (config_.kdim != config_.d_model || config_.vdim != config_.d_model) {
-    throw std::invalid_argument(Cat({"incremental self-attention needs ", n.kdim, " == ",
-                                     n.vdim, " == ", n.d_model, " (",
-                                     std::to_string(config_.d_model), "), got ", n.kdim, " ",
-                                     std::to_string(config_.kdim), ", ", n.vdim, " ",
-                                     std::to_string(config_.vdim)}));
+    ThrowInvalidArgument({"incremental self-attention needs ", n.kdim, " == ", n.vdim,
+                          " == ", n.d_model, " (", std::to_string(config_.d_model), "), got ",
+                          n.kdim, " ", std::to_string(config_.kdim), ", ", n.vdim, " ",
+                          std::to_string(config_.vdim)});
   }
   CheckTensor("x", x, config_.d_model, n.d_model);
   CheckEqual("x.batch", x.batch, cache.batch(), "batch of the KV cache");

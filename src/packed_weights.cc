@@ -12,8 +12,8 @@ namespace {
 
 [[noreturn]] void ThrowWrongForm(const char* what, const char* given, WeightType type,
                                  std::string_view config_name) {
-  throw std::invalid_argument(
-      Cat({what, ": ", given, " given, but ", config_name, " is ", StorageTypeName(type)}));
+  ThrowInvalidArgument(
+      {what, ": ", given, " given, but ", config_name, " is ", StorageTypeName(type)});
 }
 
 }  // namespace
@@ -29,8 +29,7 @@ WeightValues ReadWeight(const char* what, std::span<const float> f32, const Stor
     return out;
   }
   if (!f32.empty()) {
-    throw std::invalid_argument(
-        Cat({what, ": given both as float32 and in its storage type; give one"}));
+    ThrowInvalidArgument({what, ": given both as float32 and in its storage type; give one"});
   }
   const bool sixteen = type == WeightType::kF16 || type == WeightType::kBF16;
   if (!stored.bits.empty() && !sixteen) ThrowWrongForm(what, "16-bit weights", type, config_name);

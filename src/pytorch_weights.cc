@@ -15,10 +15,9 @@ using Entry = std::optional<std::span<const float>>;
 void ExpectLength(const char* name, std::span<const float> v, size_t rows, size_t cols) {
   const Product expected = ProductOf({rows, cols});
   if (expected.overflow || v.size() != expected.value) {
-    throw std::invalid_argument(
-        Cat({name, ": expected ", ProductString(expected), " values for shape ",
-             cols == 1 ? ShapeString({rows}) : ShapeString({rows, cols}),
-             " (PyTorch layout), got ", std::to_string(v.size())}));
+    ThrowInvalidArgument({name, ": expected ", ProductString(expected), " values for shape ",
+                          cols == 1 ? ShapeString({rows}) : ShapeString({rows, cols}),
+                          " (PyTorch layout), got ", std::to_string(v.size())});
   }
 }
 
@@ -36,7 +35,7 @@ std::vector<float> TransposeRows(std::span<const float> src, size_t row0,
 
 std::span<const float> Required(const Entry& v, const char* name, const char* why) {
   if (!v) {
-    throw std::invalid_argument(Cat({name, ": missing (", why, ")"}));
+    ThrowInvalidArgument({name, ": missing (", why, ")"});
   }
   return *v;
 }
@@ -46,16 +45,15 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.names == nullptr) c.names = &CppArgNames();
   const ArgNames& n = *c.names;
   if (c.d_model == 0 || c.num_heads == 0 || c.d_model % c.num_heads != 0) {
-    throw std::invalid_argument(Cat({"config: ", n.d_model, " (", std::to_string(c.d_model),
-                                     ") must be a positive multiple of ", n.num_heads, " (",
-                                     std::to_string(c.num_heads), ")"}));
+    ThrowInvalidArgument({"config: ", n.d_model, " (", std::to_string(c.d_model),
+                          ") must be a positive multiple of ", n.num_heads, " (",
+                          std::to_string(c.num_heads), ")"});
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
   if (c.head_dim != 0 && c.head_dim * c.num_heads != c.d_model) {
-    throw std::invalid_argument(Cat({"config: nn.MultiheadAttention's heads are ", n.d_model,
-                                     " / ", n.num_heads, " wide, got ", n.head_dim, " ",
-                                     std::to_string(c.head_dim)}));
+    ThrowInvalidArgument({"config: nn.MultiheadAttention's heads are ", n.d_model, " / ",
+                          n.num_heads, " wide, got ", n.head_dim, " ", std::to_string(c.head_dim)});
   }
   if (c.head_dim_v == 0) c.head_dim_v = c.d_model / c.num_heads;
   // Bounds every row count below (2 * d_model + num_heads * head_dim_v
@@ -90,11 +88,11 @@ OwnedMhaWeights FromTorchState(const MhaConfig& config, const TorchMhaState& s) 
   if (packed) {
     if (c.kdim != e || c.vdim != e) {
       const ArgNames& n = *c.names;
-      throw std::invalid_argument(
-          Cat({"in_proj_weight: PyTorch packs q, k and v only when ", n.kdim, " == ", n.vdim,
-               " == ", n.d_model, " (here ", n.kdim, " = ", std::to_string(c.kdim), ", ", n.vdim,
-               " = ", std::to_string(c.vdim), ", ", n.d_model, " = ", std::to_string(e),
-               "); pass q_proj_weight, k_proj_weight and v_proj_weight"}));
+      ThrowInvalidArgument({"in_proj_weight: PyTorch packs q, k and v only when ", n.kdim,
+                            " == ", n.vdim, " == ", n.d_model, " (here ", n.kdim, " = ",
+                            std::to_string(c.kdim), ", ", n.vdim, " = ", std::to_string(c.vdim),
+                            ", ", n.d_model, " = ", std::to_string(e),
+                            "); pass q_proj_weight, k_proj_weight and v_proj_weight"});
     }
     const std::span<const float> in = *s.in_proj_weight;
     ExpectLength("in_proj_weight", in, 2 * hk + hv, e);
@@ -133,8 +131,8 @@ OwnedMhaWeights FromTorchState(const MhaConfig& config, const TorchMhaState& s) 
   } else {
     auto reject = [](const char* name, const Entry& v) {
       if (v) {
-        throw std::invalid_argument(Cat({name, ": config.bias is false, so no bias may be "
-                                         "given; got ", std::to_string(v->size()), " values"}));
+        ThrowInvalidArgument({name, ": config.bias is false, so no bias may be given; got ",
+                              std::to_string(v->size()), " values"});
       }
     };
     reject("in_proj_bias", s.in_proj_bias);

@@ -34,8 +34,7 @@ std::string ShapeOf(const HeadsTensor& t, HeadLayout layout) {
 
 void CheckHeads(const char* what, const HeadsTensor& t, HeadLayout layout) {
   if (t.batch == 0 || t.heads == 0 || t.tokens == 0 || t.head_dim == 0) {
-    throw std::invalid_argument(Cat({what, ": expected every dimension > 0, got shape ",
-                                     ShapeOf(t, layout)}));
+    ThrowInvalidArgument({what, ": expected every dimension > 0, got shape ", ShapeOf(t, layout)});
   }
   CheckLength(what, t.data.size(), {t.batch, t.heads, t.tokens, t.head_dim});
   CheckFinite(what, t.data);
@@ -63,8 +62,8 @@ HeadsTensor SplitHeads(std::span<const float> data, size_t batch, size_t tokens,
                        const char* heads_name) {
   CheckPositive(heads_name, heads);
   if (features % heads != 0) {
-    throw std::invalid_argument(Cat({heads_name, ": must divide the ", Str(features), " ",
-                                     what, " features, got ", Str(heads)}));
+    ThrowInvalidArgument({heads_name, ": must divide the ", Str(features), " ", what,
+                          " features, got ", Str(heads)});
   }
   return {data, batch, heads, tokens, features / heads};
 }
@@ -97,22 +96,19 @@ SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsT
                 ShapeOf(v, layout)});
   };
   if (k.batch != batch || v.batch != batch) {
-    throw std::invalid_argument(Cat({"k, v: expected the batch of q (", Str(batch), ")",
-                                     shapes()}));
+    ThrowInvalidArgument({"k, v: expected the batch of q (", Str(batch), ")", shapes()});
   }
   if (v.heads != kv_heads || v.tokens != tk) {
-    throw std::invalid_argument(
-        Cat({"v: expected the heads and tokens of k (", Str(kv_heads), ", ", Str(tk), ")",
-             shapes()}));
+    ThrowInvalidArgument(
+        {"v: expected the heads and tokens of k (", Str(kv_heads), ", ", Str(tk), ")", shapes()});
   }
   if (k.head_dim != d) {
-    throw std::invalid_argument(
-        Cat({"k: expected the head width of q (", Str(d), ")", shapes()}));
+    ThrowInvalidArgument({"k: expected the head width of q (", Str(d), ")", shapes()});
   }
   if (heads % kv_heads != 0) {
-    throw std::invalid_argument(
-        Cat({"k: its heads (", Str(kv_heads), ") must divide the heads of q (", Str(heads),
-             "): query head h uses key/value head h / (Hq / Hkv)", shapes()}));
+    ThrowInvalidArgument({"k: its heads (", Str(kv_heads), ") must divide the heads of q (",
+                          Str(heads), "): query head h uses key/value head h / (Hq / Hkv)",
+                          shapes()});
   }
   const AttentionCall call(n, CallOptionsOf(o, o.causal), batch, heads, tq, tk, d);
   call.CheckScoreRange(MaxAbs(q.data), MaxAbs(k.data), "q and k are too large in magnitude");

@@ -14,6 +14,10 @@ std::string Cat(std::initializer_list<std::string_view> parts) {
   return s;
 }
 
+void ThrowInvalidArgument(std::initializer_list<std::string_view> parts) {
+  throw std::invalid_argument(Cat(parts));
+}
+
 std::string ShapeString(std::initializer_list<size_t> dims) {
   std::string s = "[";
   for (size_t d : dims) {
@@ -27,17 +31,16 @@ void CheckLength(std::string_view what, size_t given,
                  std::initializer_list<size_t> shape) {
   const Product expected = ProductOf(shape);
   if (expected.overflow || given != expected.value) {
-    throw std::invalid_argument(Cat({what, ": expected ", ProductString(expected),
-                                     " values for shape ", ShapeString(shape), ", got ",
-                                     std::to_string(given)}));
+    ThrowInvalidArgument({what, ": expected ", ProductString(expected), " values for shape ",
+                          ShapeString(shape), ", got ", std::to_string(given)});
   }
 }
 
 void CheckEqual(std::string_view what, size_t given, size_t expected,
                 std::string_view detail) {
   if (given != expected) {
-    throw std::invalid_argument(Cat({what, ": expected ", std::to_string(expected), " (",
-                                     detail, "), got ", std::to_string(given)}));
+    ThrowInvalidArgument({what, ": expected ", std::to_string(expected), " (", detail, "), got ",
+                          std::to_string(given)});
   }
 }
 
