@@ -61,6 +61,13 @@ void Optimizer::Step(TransformerDecoderLayer& layer) {
   layer.trained_ = false;
 }
 
+void Optimizer::Step(TinyTransformer& model) {
+  std::vector<Parameter> parameters;
+  model.TrainableParameters(parameters);
+  Run(&model, model.kernels(), *model.pool_, parameters);
+  model.WeightsUpdated();
+}
+
 void Optimizer::Run(const void* object, const KernelTable& k, ThreadPool& pool,
                     const std::vector<Parameter>& parameters) {
   State& state = states_[object];
