@@ -71,11 +71,13 @@ class SeededRandom {
   uint64_t state_;
 };
 
-// nn.Embedding draws N(0, 1). Scaled to 0.5, the embedding and the sinusoidal
-// positions (entries in [-1, 1], half of them cosines near 1 at low
-// frequencies) start at comparable norms, so attention can find positions
-// from the first steps; at N(0, 1) the copy task took about ? more steps.
-constexpr double kEmbeddingStd = 0.5;
+// nn.Embedding's N(0, 1), which trained fastest of the scales tried, against
+// sinusoidal positions (entries in [-1, 1]), Adam at lr 3e-3, 3 seeds: the
+// copy task (vocab 16, d_model 32, 1 layer) in 180-240 steps at std 1,
+// 250-340 at 0.5, 280-320 at 0.2, 210-360 at 2; the induction task (vocab
+// 32, d_model 64, 2 layers) in 270-310 steps at std 1, 320-340 at 0.5, 580
+// at 0.2 and about 1950 at 2, where the tokens drown the positions.
+constexpr double kEmbeddingStd = 1.0;
 
 // nn.Linear's default: weight and bias uniform in +-1/sqrt(fan_in).
 std::vector<float> LinearInit(SeededRandom& random, size_t fan_in, size_t n) {
