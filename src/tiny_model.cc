@@ -238,24 +238,9 @@ void TinyTransformer::SetWeights(const TinyModelWeights& w) {
   for (size_t l = 0; l < c.num_layers; ++l) {
     const TinyLayerWeights& lw = w.layers[l];
     Layer& layer = *layers_[l];
-    MhaWeights attention;
-    attention.w_q = lw.w_q;
-    attention.w_k = lw.w_k;
-    attention.w_v = lw.w_v;
-    attention.w_o = lw.w_o;
-    attention.b_q = lw.b_q;
-    attention.b_k = lw.b_k;
-    attention.b_v = lw.b_v;
-    attention.b_o = lw.b_o;
-    layer.attention.SetWeights(attention);
-    if (layer.ffn) {
-      FfnWeights ffn;
-      ffn.w1 = lw.w1;
-      ffn.b1 = lw.b1;
-      ffn.w2 = lw.w2;
-      ffn.b2 = lw.b2;
-      layer.ffn->SetWeights(ffn);
-    }
+    layer.attention.SetWeights(
+        {lw.w_q, lw.w_k, lw.w_v, lw.w_o, lw.b_q, lw.b_k, lw.b_v, lw.b_o, {}, {}, {}, {}});
+    if (layer.ffn) layer.ffn->SetWeights({lw.w1, lw.b1, lw.w2, lw.b2, {}, {}});
   }
   unembedding_ = PackWeights(*kernels_, w.unembedding, {}, w.unembedding_bias, d, v,
                              WeightType::kF32);

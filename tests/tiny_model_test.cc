@@ -298,22 +298,16 @@ TEST(TinyModelErrors, Config) {
     return ThrowsWith<std::invalid_argument>([&] { TinyTransformer model(c); }, fragments);
   };
   const TinyModelConfig ok = SmallConfig(0);
+  for (auto [field, name] :
+       {std::pair{&TinyModelConfig::vocab, "config.vocab"}, {&TinyModelConfig::d_model, "config.d_model"},
+        {&TinyModelConfig::num_heads, "config.num_heads"},
+        {&TinyModelConfig::num_layers, "config.num_layers"},
+        {&TinyModelConfig::max_tokens, "config.max_tokens"}}) {
+    TinyModelConfig c = ok;
+    c.*field = 0;
+    EXPECT_TRUE(refused(c, {name, "> 0", "got 0"}));
+  }
   TinyModelConfig c = ok;
-  c.vocab = 0;
-  EXPECT_TRUE(refused(c, {"config.vocab", "> 0", "got 0"}));
-  c = ok;
-  c.d_model = 0;
-  EXPECT_TRUE(refused(c, {"config.d_model", "> 0", "got 0"}));
-  c = ok;
-  c.num_heads = 0;
-  EXPECT_TRUE(refused(c, {"config.num_heads", "> 0", "got 0"}));
-  c = ok;
-  c.num_layers = 0;
-  EXPECT_TRUE(refused(c, {"config.num_layers", "> 0", "got 0"}));
-  c = ok;
-  c.max_tokens = 0;
-  EXPECT_TRUE(refused(c, {"config.max_tokens", "> 0", "got 0"}));
-  c = ok;
   c.num_heads = 5;
   EXPECT_TRUE(refused(c, {"config.d_model", "divisible by num_heads (5)", "got 12"}));
   c = ok;
@@ -408,72 +402,58 @@ constexpr size_t kInductionMinLength = 4, kInductionMaxLength = 12;
 constexpr size_t kCopyStepBound = 400;
 constexpr size_t kInductionStepBound = 600;
 
-struct TrainingRun {
-  size_t steps = 0;  // training steps done when a fresh batch met the goal
-  double seconds = 0;
+// Trains a model of `config` with Adam (lr 3e-3) on batches from
+// `task(rng)` until four fresh batches (so that one lucky batch does not end
+// the run), checked every 10 steps, reach `goal`: expected within `bound`
+// steps. Prints the steps, seconds and accuracy.
+void ExpectTrains(const char* name, const TinyModelConfig& config, double goal, size_t bound,
+                  const std::function<Batch(std::mt19937&)>& task) {
+  TinyTransformer model(config);
+  Adam adam({.lr = 3e-3});
+  std::mt19937 rng(2);
+  size_t steps = 0;
   double accuracy = 0;
-};
-
-TrainingRun TrainUntil(TinyTransformer& model, double lr, double goal, size_t max_steps,
-                       const std::function<Batch()>& next_batch) {
-  Adam adam({.lr = lr});
-  TrainingRun run;
   const auto start = std::chrono::steady_clock::now();
-  while (run.steps < max_steps) {
-    const Batch b = next_batch();
+  while (steps < bound && accuracy < goal) {
+    const Batch b = task(rng);
     model.Forward(b.tokens, b.targets, b.batch, b.tokens_per_row, {.training = true});
     model.Backward();
     adam.Step(model);
-    ++run.steps;
-    if (run.steps % 10 == 0) {
-      // Four fresh batches, so that one lucky batch does not end the run.
-      size_t counted = 0;
-      double correct = 0;
-      for (int i = 0; i < 4; ++i) {
-        const Batch test = next_batch();
-        const TinyModelResult r =
-            model.Forward(test.tokens, test.targets, test.batch, test.tokens_per_row);
-        counted += r.counted;
-        correct += r.accuracy * double(r.counted);
-      }
-      run.accuracy = correct / double(counted);
-      if (run.accuracy >= goal) break;
+    if (++steps % 10 != 0) continue;
+    size_t counted = 0;
+    double correct = 0;
+    for (int i = 0; i < 4; ++i) {
+      const Batch test = task(rng);
+      const TinyModelResult r =
+          model.Forward(test.tokens, test.targets, test.batch, test.tokens_per_row);
+      counted += r.counted;
+      correct += r.accuracy * double(r.counted);
     }
+    accuracy = correct / double(counted);
   }
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return run;
-}
-
-void Report(const char* task, const TrainingRun& run) {
-  const std::string text = std::to_string(run.steps) + " steps, " +
-                           std::to_string(run.seconds) + " s, accuracy " +
-                           std::to_string(run.accuracy);
-  ::testing::Test::RecordProperty(task, text);
-  std::printf("%s: %s\n", task, text.c_str());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string text = std::to_string(steps) + " steps, " + std::to_string(seconds) +
+                           " s, accuracy " + std::to_string(accuracy);
+  ::testing::Test::RecordProperty(name, text);
+  std::printf("%s: %s\n", name, text.c_str());
+  EXPECT_GE(accuracy, goal) << name << ": " << text;
 }
 
 TEST(TinyModelTraining, CopiesThePreviousToken) {
   const TinyModelConfig config{.vocab = 16, .d_model = 32, .num_heads = 2, .num_layers = 1,
                                .max_tokens = 16, .seed = 1};
-  TinyTransformer model(config);
-  std::mt19937 rng(2);
-  const TrainingRun run = TrainUntil(model, 3e-3, 0.99, kCopyStepBound, [&] {
+  ExpectTrains("copy", config, 0.99, kCopyStepBound, [&](std::mt19937& rng) {
     return CopyPreviousTask(rng, 16, 16, config.vocab);
   });
-  Report("copy", run);
-  EXPECT_GE(run.accuracy, 0.99) << run.steps << " steps";
 }
 
 TEST(TinyModelTraining, LearnsInduction) {
   const TinyModelConfig config{.vocab = 32, .d_model = 64, .num_heads = 2, .num_layers = 2,
                                .max_tokens = 24, .seed = 1};
-  TinyTransformer model(config);
-  std::mt19937 rng(2);
-  const TrainingRun run = TrainUntil(model, 3e-3, 0.9, kInductionStepBound, [&] {
+  ExpectTrains("induction", config, 0.9, kInductionStepBound, [&](std::mt19937& rng) {
     return InductionTask(rng, 16, kInductionMinLength, kInductionMaxLength, config.vocab);
   });
-  Report("induction", run);
-  EXPECT_GE(run.accuracy, 0.9) << run.steps << " steps";
 }
 
 }  // namespace
