@@ -5,8 +5,20 @@
 
 #include "checked_size.h"
 #include "threading/parallel.h"
+#include "zero_filled.h"
 
 namespace simd_attention {
+namespace {
+
+// Column c of a packed [rows, *] matrix (kernels/gemm-inl.h's PackB: panels
+// of panel_width columns, each rows x panel_width row-major); its row r at
+// [r * panel_width].
+const float* PackedColumn(const KernelTable& k, const float* packed, size_t rows, size_t c) {
+  const size_t w = k.panel_width;
+  return packed + c / w * w * rows + c % w;
+}
+
+}  // namespace
 
 void ThrowNoTrainingForward() {
   throw std::logic_error(
@@ -21,11 +33,10 @@ void ThrowNoGradients() {
 
 PackedMatrix PackTransposed(const KernelTable& k, const PackedMatrix& p) {
   const size_t w = k.panel_width, rows = p.rows, cols = p.cols;
-  const float* packed = p.w.data();
   std::vector<float> transposed(
       CheckedCount("transposed weights", {{"columns", cols}, {"rows", rows}}));
   for (size_t c = 0; c < cols; ++c) {
-    const float* column = packed + c / w * w * rows + c % w;
+    const float* column = PackedColumn(k, p.w.data(), rows, c);
     for (size_t r = 0; r < rows; ++r) transposed[c * rows + r] = column[r * w];
   }
   PackedMatrix out;
@@ -81,6 +92,37 @@ void ColumnSums(ThreadPool& pool, const KernelTable& k, const float* x, size_t r
     std::fill(out + c0, out + c1, 0.0f);
     for (size_t r = 0; r < rows; ++r) k.add(out + c0, x + r * d + c0, c1 - c0, out + c0);
   });
+}
+
+void Sized(std::vector<float>& v, size_t n) {
+  if (v.size() != n) ZeroFilled(v, n);
+}
+
+void Unpad(const float* src, size_t ld, HeadDims rows, HeadDims cols, std::vector<float>& out) {
+  Sized(out, CheckedCount("gradient", {{"rows", rows.heads * rows.d},
+                                       {"columns", cols.heads * cols.d}}));
+  float* dst = out.data();
+  for (size_t rh = 0; rh < rows.heads; ++rh) {
+    for (size_t r = 0; r < rows.d; ++r) {
+      const float* row = src + (rh * rows.pad + r) * ld;
+      for (size_t ch = 0; ch < cols.heads; ++ch, dst += cols.d) {
+        std::copy_n(row + ch * cols.pad, cols.d, dst);
+      }
+    }
+  }
+}
+
+void UnpackPadded(const KernelTable& k, const PackedMatrix& p, HeadDims rows, HeadDims cols,
+                  std::vector<float>& w, std::vector<float>& b) {
+  std::vector<float> full(CheckedCount("unpacked weights", {{"rows", p.rows}, {"columns", p.cols}}));
+  for (size_t c = 0; c < p.cols; ++c) {
+    const float* column = PackedColumn(k, p.w.data(), p.rows, c);
+    for (size_t r = 0; r < p.rows; ++r) full[r * p.cols + c] = column[r * k.panel_width];
+  }
+  Unpad(full.data(), p.cols, rows, cols, w);
+  b.clear();
+  // A bias is packed as one row: its panels hold it in order.
+  if (!p.bias.empty()) Unpad(p.bias.data(), p.cols, {1, 1, 1}, cols, b);
 }
 
 }  // namespace simd_attention

@@ -1,7 +1,9 @@
 // What every backward shares: a packed weight's transpose (for dX = dY W^T),
 // the weight and bias gradients of a projection out = x W + b from one GEMM,
 // the gradient in the packed layout of its weight (which the optimizers
-// update in place), and column sums (LayerNorm's d_gamma, d_beta).
+// update in place), column sums (LayerNorm's d_gamma, d_beta), and the way
+// back from the padded head layout and the packed panels to the caller's
+// X @ W layout.
 #pragma once
 
 #include <cstddef>
@@ -41,5 +43,24 @@ void PackGradient(const KernelTable& k, const float* gradients, size_t in, size_
 // in order; split by columns, so the result does not depend on the threads.
 void ColumnSums(ThreadPool& pool, const KernelTable& k, const float* x, size_t rows, size_t d,
                 float* out);
+
+// v sized n; a vector of that size already (a training loop's, reused)
+// keeps its storage and values: every element is written after this.
+void Sized(std::vector<float>& v, size_t n);
+
+// Picks the real rows and columns out of a matrix in the padded head layout
+// (row stride ld): rows of rows.heads heads of rows.d (each padded to
+// rows.pad), columns likewise.
+struct HeadDims {
+  size_t heads, d, pad;
+};
+void Unpad(const float* src, size_t ld, HeadDims rows, HeadDims cols, std::vector<float>& out);
+
+// A packed float32 matrix (weights, or a gradient packed like them) and its
+// bias back in the X @ W layout, the head padding dropped: p.rows =
+// rows.heads * rows.pad, p.cols = cols.heads * cols.pad. b is cleared
+// without a bias.
+void UnpackPadded(const KernelTable& k, const PackedMatrix& p, HeadDims rows, HeadDims cols,
+                  std::vector<float>& w, std::vector<float>& b);
 
 }  // namespace simd_attention

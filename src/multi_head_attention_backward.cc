@@ -24,7 +24,6 @@
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "validate.h"
-#include "zero_filled.h"
 
 namespace simd_attention {
 namespace {
@@ -35,31 +34,6 @@ constexpr char kGradientTooLarge[] =
 template <class T>
 std::vector<T> Copy(std::span<const T> s) {
   return std::vector<T>(s.begin(), s.end());
-}
-
-// v sized n; a vector of that size already (a training loop's, reused)
-// keeps its storage and values: every element is written after this.
-void Sized(std::vector<float>& v, size_t n) {
-  if (v.size() != n) ZeroFilled(v, n);
-}
-
-// Picks the real rows and columns out of a matrix in the padded head layout:
-// rows of row_heads heads of row_d (padded to row_pad), columns likewise.
-struct HeadDims {
-  size_t heads, d, pad;
-};
-void Unpad(const float* src, size_t ld, HeadDims rows, HeadDims cols, std::vector<float>& out) {
-  Sized(out, CheckedCount("gradient", {{"rows", rows.heads * rows.d},
-                                       {"columns", cols.heads * cols.d}}));
-  float* dst = out.data();
-  for (size_t rh = 0; rh < rows.heads; ++rh) {
-    for (size_t r = 0; r < rows.d; ++r) {
-      const float* row = src + (rh * rows.pad + r) * ld;
-      for (size_t ch = 0; ch < cols.heads; ++ch, dst += cols.d) {
-        std::copy_n(row + ch * cols.pad, cols.d, dst);
-      }
-    }
-  }
 }
 
 }  // namespace

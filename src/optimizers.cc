@@ -72,6 +72,13 @@ void Optimizer::Step(TransformerDecoderLayer& layer) {
   layer.trained_ = false;
 }
 
+void Optimizer::Step(TinyTransformer& model) {
+  std::vector<Parameter> parameters;
+  model.TrainableParameters(parameters);
+  Run(&model, model.kernels(), *model.pool_, parameters);
+  model.WeightsUpdated();
+}
+
 void Optimizer::Forget(const void* object) {
   std::erase_if(states_, [&](const auto& s) { return s.first == object; });
 }

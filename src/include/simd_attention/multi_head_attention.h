@@ -31,6 +31,7 @@ struct GemmEpilogue;
 struct KernelTable;
 struct Parameter;
 class Optimizer;
+class TinyTransformer;
 
 // Rotary position embedding of each head's projected queries and keys
 // (after the bias, before the scores): feature pairs rotated by
@@ -306,6 +307,9 @@ class MultiHeadAttention {
   // Every weight and bias with its last Backward's gradient, in the packed
   // layout (for Optimizer::Step); throws std::logic_error without one.
   friend class Optimizer;
+  // A model of these (tiny_model.h) gathers their parameters for its own
+  // step and reads their packed weights back.
+  friend class TinyTransformer;
   void TrainableParameters(std::vector<Parameter>& out);
   // After an optimizer updated the packed weights: W^T and the training
   // state are stale.

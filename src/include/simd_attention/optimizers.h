@@ -1,7 +1,7 @@
-// Optimizers that update a MultiHeadAttention's or a layer's weights in
-// place from its last Backward's gradients: one fused SIMD pass per
-// parameter over the packed weights the object computes with, so a training
-// step re-packs nothing from the caller. The rules are torch.optim's: SGD
+// Optimizers that update a MultiHeadAttention's, a layer's or a
+// TinyTransformer's weights in place from its last Backward's gradients: one
+// fused SIMD pass per parameter over the packed weights the object computes
+// with, so a training step re-packs nothing from the caller. The rules are torch.optim's: SGD
 // (dampening 0), Adam and AdamW.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "simd_attention/multi_head_attention.h"
+#include "simd_attention/tiny_model.h"
 #include "simd_attention/transformer_layers.h"
 
 namespace simd_attention {
@@ -45,6 +46,9 @@ class Optimizer {
   void Step(MultiHeadAttention& attention);
   void Step(TransformerEncoderLayer& layer);
   void Step(TransformerDecoderLayer& layer);
+  // Every parameter of the model: the embedding, each layer's attention and
+  // FFN, the unembedding and its bias.
+  void Step(TinyTransformer& model);
   void Forget(const void* object);
 
  protected:

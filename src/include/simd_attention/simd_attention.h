@@ -14,4 +14,5 @@
 #include "simd_attention/scaled_dot_product_attention.h"
 #include "simd_attention/tensor.h"
 #include "simd_attention/thread_pool.h"
+#include "simd_attention/tiny_model.h"
 #include "simd_attention/transformer_layers.h"

@@ -86,6 +86,7 @@ class FeedForward {
 
  private:
   friend class Optimizer;
+  friend class TinyTransformer;  // as MultiHeadAttention's
   void TrainableParameters(std::vector<Parameter>& out);
   void WeightsUpdated();
 

@@ -1,0 +1,338 @@
+// TinyTransformer: its config, weights (initialized, read back, replaced)
+// and forward with the cross-entropy loss; the backward is
+// tiny_model_backward.cc.
+#include "simd_attention/tiny_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+
+#include "checked_size.h"
+#include "dispatch/dispatch.h"
+#include "gradients.h"
+#include "packed_weights.h"
+#include "residual.h"
+#include "simd_attention/thread_pool.h"
+#include "threading/parallel.h"
+#include "tiny_model_parts.h"
+#include "validate.h"
+
+namespace simd_attention {
+namespace {
+
+// The config's own checks, before anything is built from it (each attention
+// checks that num_heads divides d_model when it is built).
+TinyModelConfig Resolve(TinyModelConfig c) {
+  const ArgNames& n = CppArgNames();
+  CheckPositive(ConfigName("vocab"), c.vocab);
+  CheckPositive(ConfigName(n.d_model), c.d_model);
+  CheckPositive(ConfigName(n.num_heads), c.num_heads);
+  CheckPositive(ConfigName("num_layers"), c.num_layers);
+  CheckPositive(ConfigName("max_tokens"), c.max_tokens);
+  CheckedCount("embedding", {{"vocab", c.vocab}, {n.d_model, c.d_model}});
+  CheckedCount("positional encoding", {{"max_tokens", c.max_tokens}, {n.d_model, c.d_model}});
+  if (c.ffn_dim > 0) CheckedCount("ffn.w1", {{n.d_model, c.d_model}, {n.ffn_dim, c.ffn_dim}});
+  return c;
+}
+
+// splitmix64 (Steele, Lea and Flood, 2014): integer arithmetic only, so
+// every platform draws the same sequence, unlike the standard library's
+// distributions (libstdc++ and emscripten's libc++ turn the same engine
+// into different numbers).
+class SeededRandom {
+ public:
+  explicit SeededRandom(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, 1), 53 bits.
+  double Uniform() { return double(Next() >> 11) * 0x1.0p-53; }
+  // Standard normal by Box-Muller (one of each pair). log and cos in double
+  // may differ by an ulp between C libraries; rounded to float, the weights
+  // agree but for a chance of about 2^-29 per value.
+  double Normal() {
+    const double u1 = 1.0 - Uniform();  // (0, 1]: log is finite
+    const double u2 = Uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  }
+  std::vector<float> UniformVector(size_t n, double bound) {
+    std::vector<float> v(n);
+    for (float& x : v) x = float((2.0 * Uniform() - 1.0) * bound);
+    return v;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// nn.Linear's default: weight and bias uniform in +-1/sqrt(fan_in).
+std::vector<float> LinearInit(SeededRandom& random, size_t fan_in, size_t n) {
+  return random.UniformVector(n, 1.0 / std::sqrt(double(fan_in)));
+}
+
+// Each layer's attention: d_model, num_heads, bias; the rest as MhaConfig's
+// defaults (the pool given sets the threads).
+MhaConfig AttentionConfig(const TinyModelConfig& c) {
+  MhaConfig m;
+  m.d_model = c.d_model;
+  m.num_heads = c.num_heads;
+  return m;
+}
+
+std::string LayerField(size_t layer, const char* field) {
+  return Cat({"weights.layers[", std::to_string(layer), "].", field});
+}
+
+// Token ids of `what` in [low, vocab) (low -1: a target may be -1).
+void CheckIds(const char* what, std::span<const int32_t> ids, int32_t low, size_t vocab) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < low || int64_t(ids[i]) >= int64_t(vocab)) {
+      throw std::invalid_argument(Cat(
+          {what, ": element ", std::to_string(i), " is ", std::to_string(ids[i]), ", expected ",
+           low < 0 ? "-1 (not scored) or " : "", "a token id in [0, ", std::to_string(vocab),
+           ") (config.vocab)"}));
+    }
+  }
+}
+
+struct CrossEntropy {
+  double loss = 0, accuracy = 0;
+  size_t counted = 0;
+};
+
+// The mean softmax cross-entropy of logits [rows, vocab] over the rows with
+// a target (targets[r] >= 0) and the share of them whose first largest
+// logit is the target; with d_logits, its gradient: (softmax - onehot) /
+// counted in those rows, zero in the others. Sums in double.
+CrossEntropy SoftmaxCrossEntropy(const std::vector<float>& logits,
+                                 std::span<const int32_t> targets, size_t vocab,
+                                 std::vector<float>* d_logits) {
+  CrossEntropy out;
+  out.counted = size_t(std::count_if(targets.begin(), targets.end(),
+                                     [](int32_t t) { return t >= 0; }));
+  if (d_logits != nullptr) d_logits->assign(logits.size(), 0.0f);
+  if (out.counted == 0) return out;
+  const double per_scored = 1.0 / double(out.counted);
+  std::vector<double> e(vocab);
+  double loss = 0;
+  size_t correct = 0;
+  for (size_t r = 0; r < targets.size(); ++r) {
+    if (targets[r] < 0) continue;
+    const size_t target = size_t(targets[r]);
+    const float* z = logits.data() + r * vocab;
+    const size_t best = size_t(std::max_element(z, z + vocab) - z);
+    double sum = 0;
+    for (size_t i = 0; i < vocab; ++i) sum += e[i] = std::exp(double(z[i]) - double(z[best]));
+    loss += std::log(sum) - (double(z[target]) - double(z[best]));
+    correct += best == target ? 1 : 0;
+    if (d_logits != nullptr) {
+      float* g = d_logits->data() + r * vocab;
+      for (size_t i = 0; i < vocab; ++i) {
+        g[i] = float((e[i] / sum - (i == target ? 1.0 : 0.0)) * per_scored);
+      }
+    }
+  }
+  out.loss = loss * per_scored;
+  out.accuracy = double(correct) / double(out.counted);
+  return out;
+}
+
+// A weight's length and values, before anything changes.
+void CheckWeight(std::string_view name, const std::vector<float>& w,
+                 std::initializer_list<size_t> shape) {
+  CheckLength(name, w.size(), shape);
+  CheckFinite(name, w);
+}
+
+}  // namespace
+
+TinyTransformer::Layer::Layer(const TinyModelConfig& c, const KernelTable& k,
+                              std::shared_ptr<ThreadPool> pool)
+    : attention(AttentionConfig(c), k, pool) {
+  if (c.ffn_dim > 0) ffn.emplace(c.d_model, c.ffn_dim, c.activation, k, std::move(pool));
+}
+
+TinyTransformer::TinyTransformer(const TinyModelConfig& config)
+    : TinyTransformer(config, BestKernels(config.backend.value_or(Backend::kHighway))) {}
+
+TinyTransformer::TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels)
+    : config_(Resolve(config)), kernels_(&kernels), pool_(SharedThreadPool(config_.threads)) {
+  config_.threads = pool_->threads();
+  config_.backend = kernels.backend;
+  positions_ = PositionalEncoding(config_.max_tokens, config_.d_model);
+  for (size_t l = 0; l < config_.num_layers; ++l) {
+    layers_.push_back(std::make_unique<Layer>(config_, kernels, pool_));
+  }
+  Reset(config_.seed);
+}
+
+TinyTransformer::~TinyTransformer() = default;
+
+void TinyTransformer::Reset(uint64_t seed) {
+  const TinyModelConfig& c = config_;
+  const size_t d = c.d_model, v = c.vocab, f = c.ffn_dim;
+  SeededRandom random(seed);
+  TinyModelWeights w;
+  // nn.Embedding's N(0, 1): of the standard deviations tried against the
+  // sinusoidal positions (entries in [-1, 1]), with Adam at lr 3e-3 over 3
+  // seeds, it trained fastest: the copy task (vocab 16, d_model 32, 1 layer)
+  // in 180-240 steps at 1, 250-340 at 0.5, 280-320 at 0.2, 210-360 at 2;
+  // the induction task (vocab 32, d_model 64, 2 layers) in 270-310 steps at
+  // 1, 320-340 at 0.5, 580 at 0.2 and about 1950 at 2, where the tokens
+  // drown the positions.
+  w.embedding.resize(v * d);
+  for (float& x : w.embedding) x = float(random.Normal());
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    TinyLayerWeights& lw = w.layers.emplace_back();
+    for (std::vector<float>* m : {&lw.w_q, &lw.w_k, &lw.w_v, &lw.w_o}) {
+      *m = LinearInit(random, d, d * d);
+    }
+    for (std::vector<float>* b : {&lw.b_q, &lw.b_k, &lw.b_v, &lw.b_o}) {
+      *b = LinearInit(random, d, d);
+    }
+    if (f > 0) {
+      lw.w1 = LinearInit(random, d, d * f);
+      lw.b1 = LinearInit(random, d, f);
+      lw.w2 = LinearInit(random, f, f * d);
+      lw.b2 = LinearInit(random, f, d);
+    }
+  }
+  w.unembedding = LinearInit(random, d, d * v);
+  w.unembedding_bias = LinearInit(random, d, v);
+  SetWeights(w);
+}
+
+void TinyTransformer::SetWeights(const TinyModelWeights& w) {
+  const TinyModelConfig& c = config_;
+  const size_t d = c.d_model, v = c.vocab, f = c.ffn_dim;
+  // Every check first: a weight refused leaves the model as it was.
+  CheckWeight("weights.embedding", w.embedding, {v, d});
+  CheckEqual("weights.layers", w.layers.size(), c.num_layers, "config.num_layers");
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    const TinyLayerWeights& lw = w.layers[l];
+    for (auto [name, m] : {std::pair{"w_q", &lw.w_q}, {"w_k", &lw.w_k}, {"w_v", &lw.w_v},
+                           {"w_o", &lw.w_o}}) {
+      CheckWeight(LayerField(l, name), *m, {d, d});
+    }
+    for (auto [name, b] : {std::pair{"b_q", &lw.b_q}, {"b_k", &lw.b_k}, {"b_v", &lw.b_v},
+                           {"b_o", &lw.b_o}}) {
+      CheckWeight(LayerField(l, name), *b, {d});
+    }
+    // Without an FFN (config.ffn_dim 0) its weights are empty.
+    CheckWeight(LayerField(l, "w1"), lw.w1, {d, f});
+    CheckWeight(LayerField(l, "b1"), lw.b1, {f});
+    CheckWeight(LayerField(l, "w2"), lw.w2, {f, d});
+    CheckWeight(LayerField(l, "b2"), lw.b2, {f > 0 ? d : 0});
+  }
+  CheckWeight("weights.unembedding", w.unembedding, {d, v});
+  CheckWeight("weights.unembedding_bias", w.unembedding_bias, {v});
+
+  embedding_ = w.embedding;
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    const TinyLayerWeights& lw = w.layers[l];
+    Layer& layer = *layers_[l];
+    layer.attention.SetWeights(
+        {lw.w_q, lw.w_k, lw.w_v, lw.w_o, lw.b_q, lw.b_k, lw.b_v, lw.b_o, {}, {}, {}, {}});
+    if (layer.ffn) layer.ffn->SetWeights({lw.w1, lw.b1, lw.w2, lw.b2, {}, {}});
+  }
+  unembedding_ = PackWeights(*kernels_, w.unembedding, {}, w.unembedding_bias, d, v,
+                             WeightType::kF32);
+  training_.reset();  // its state and gradients belonged to the old weights
+}
+
+TinyModelWeights TinyTransformer::Weights() const {
+  const TinyModelConfig& c = config_;
+  const size_t d = c.d_model, f = c.ffn_dim;
+  const HeadDims model{1, d, d};
+  TinyModelWeights w;
+  w.embedding = embedding_;
+  for (const std::unique_ptr<Layer>& layer : layers_) {
+    TinyLayerWeights& lw = w.layers.emplace_back();
+    const MultiHeadAttention& a = layer->attention;
+    const HeadDims q{c.num_heads, a.layout_.dk, a.layout_.dk_pad};
+    const HeadDims v{c.num_heads, a.layout_.dv, a.layout_.dv_pad};
+    UnpackPadded(*kernels_, a.q_, model, q, lw.w_q, lw.b_q);
+    UnpackPadded(*kernels_, a.k_, model, q, lw.w_k, lw.b_k);
+    UnpackPadded(*kernels_, a.v_, model, v, lw.w_v, lw.b_v);
+    UnpackPadded(*kernels_, a.o_, v, model, lw.w_o, lw.b_o);
+    if (layer->ffn) {
+      const HeadDims hidden{1, f, f};
+      UnpackPadded(*kernels_, layer->ffn->w1_, model, hidden, lw.w1, lw.b1);
+      UnpackPadded(*kernels_, layer->ffn->w2_, hidden, model, lw.w2, lw.b2);
+    }
+  }
+  UnpackPadded(*kernels_, unembedding_, model, {1, c.vocab, c.vocab}, w.unembedding,
+               w.unembedding_bias);
+  return w;
+}
+
+TinyModelResult TinyTransformer::Forward(std::span<const int32_t> tokens,
+                                         std::span<const int32_t> targets, size_t batch,
+                                         size_t tokens_per_row,
+                                         const TinyForwardOptions& options) {
+  const TinyModelConfig& c = config_;
+  const size_t d = c.d_model, v = c.vocab, t_max = c.max_tokens;
+  CheckPositive("batch", batch);
+  if (tokens_per_row == 0 || tokens_per_row > t_max) {
+    throw std::invalid_argument(Cat({"tokens_per_row: expected 1 .. ", std::to_string(t_max),
+                                     " (config.max_tokens), got ",
+                                     std::to_string(tokens_per_row)}));
+  }
+  CheckLength("tokens", tokens.size(), {batch, tokens_per_row});
+  CheckLength("targets", targets.size(), {batch, tokens_per_row});
+  CheckIds("tokens", tokens, 0, v);
+  CheckIds("targets", targets, -1, v);
+  const size_t rows = batch * tokens_per_row;
+  if (training_ != nullptr) training_->ready = false;  // until this forward succeeds
+
+  // x = E[token] + PE[position].
+  std::vector<float> x(CheckedCount("activations", {{"batch * tokens_per_row", rows},
+                                                    {"d_model", d}}));
+  for (size_t r = 0; r < rows; ++r) {
+    kernels_->add(embedding_.data() + size_t(tokens[r]) * d,
+                  positions_.data() + r % tokens_per_row * d, d, x.data() + r * d);
+  }
+  TinyModelResult result;
+  const bool training = options.training;
+  if (training && training_ == nullptr) training_ = std::make_unique<Training>();
+  MhaOptions attention_options;
+  attention_options.causal = true;
+  attention_options.need_weights = options.need_weights;
+  attention_options.training = training;
+  std::vector<float> ffn_out;
+  for (const std::unique_ptr<Layer>& layer : layers_) {
+    MhaResult r = layer->attention.Forward({x, batch, tokens_per_row, d}, attention_options);
+    AddResidual("the attention sublayer", *pool_, *kernels_, x, r.output);
+    if (options.need_weights) result.attn_weights.push_back(std::move(r.attn_weights));
+    if (layer->ffn) {
+      ffn_out.resize(x.size());
+      layer->ffn->Forward(x.data(), rows, ffn_out.data(), training);
+      AddResidual("the feed-forward sublayer", *pool_, *kernels_, x, ffn_out);
+    }
+  }
+  result.logits.resize(CheckedCount("logits", {{"batch * tokens_per_row", rows}, {"vocab", v}}));
+  ParallelMultiplyPacked(*pool_, *kernels_, x.data(), rows, unembedding_, result.logits.data(), v);
+  CheckComputed("the logits", result.logits, kTooLarge);
+
+  Training* t = training ? training_.get() : nullptr;
+  const CrossEntropy loss = SoftmaxCrossEntropy(result.logits, targets, v,
+                                                t != nullptr ? &t->d_logits : nullptr);
+  result.loss = loss.loss;
+  result.accuracy = loss.accuracy;
+  result.counted = loss.counted;
+  if (t != nullptr) {
+    t->x = std::move(x);
+    t->tokens.assign(tokens.begin(), tokens.end());
+    t->rows = rows;
+    t->ready = true;
+  }
+  return result;
+}
+
+}  // namespace simd_attention

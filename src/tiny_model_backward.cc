@@ -1,0 +1,111 @@
+// TinyTransformer's backward: the gradients of the mean cross-entropy of
+// the last training forward, from dL/dlogits (kept by the forward) down to
+// the embedding:
+//   dU, dc = [x^T; 1^T] dlogits,  dx = dlogits U^T       (one GEMM each)
+//   per layer in reverse: dx += FFN'(dx); dx += MHA'(dx)  (residual sums)
+//   dE[token] += dx row by row, in order
+// and what an optimizer step needs of it.
+#include <stdexcept>
+
+#include "gradients.h"
+#include "parameters.h"
+#include "simd_attention/tiny_model.h"
+#include "threading/parallel.h"
+#include "tiny_model_parts.h"
+
+namespace simd_attention {
+namespace {
+
+// a += b, split across the pool (element-wise: any split is exact).
+void AddInPlace(ThreadPool& pool, const KernelTable& k, std::vector<float>& a,
+                const std::vector<float>& b) {
+  ParallelElementwise(pool, a.size(), 0.1, [&](size_t begin, size_t end) {
+    k.add(a.data() + begin, b.data() + begin, end - begin, a.data() + begin);
+  });
+}
+
+}  // namespace
+
+void TinyTransformer::Backward() {
+  if (training_ == nullptr || !training_->ready) {
+    throw std::logic_error(
+        "TinyTransformer::Backward: expected a training forward (options.training = true) "
+        "since the last optimizer step, forward, Reset or SetWeights, got none");
+  }
+  Training& t = *training_;
+  const size_t d = config_.d_model, v = config_.vocab, rows = t.rows;
+  t.has_gradients = false;  // until this one is complete
+  if (t.unembedding_t.empty()) t.unembedding_t = PackTransposed(*kernels_, unembedding_);
+  const float* u = WeightGradients(*pool_, *kernels_, t.weight_workspace, t.x.data(), rows, d,
+                                   true, t.d_logits.data(), v);
+  PackGradient(*kernels_, u, d, v, true, t.d_unembedding, t.d_unembedding_bias);
+  t.d_unembedding_rows.assign(u, u + (d + 1) * v);
+  Sized(t.dx, rows * d);
+  ParallelMultiplyPacked(*pool_, *kernels_, t.d_logits.data(), rows, t.unembedding_t,
+                         t.dx.data(), d);
+  for (size_t l = layers_.size(); l-- > 0;) {
+    Layer& layer = *layers_[l];
+    if (layer.ffn) {
+      Sized(t.d_sublayer, rows * d);
+      layer.ffn->Backward(t.dx.data(), rows, t.d_sublayer.data(), layer.ffn_gradients);
+      AddInPlace(*pool_, *kernels_, t.dx, t.d_sublayer);
+    }
+    layer.attention.Backward(t.dx, layer.attention_gradients);
+    AddInPlace(*pool_, *kernels_, t.dx, layer.attention_gradients.d_input);
+  }
+  // Rows in order: a token's sum has one order whatever the threads.
+  t.d_embedding.assign(v * d, 0.0f);
+  for (size_t r = 0; r < rows; ++r) {
+    float* row = t.d_embedding.data() + size_t(t.tokens[r]) * d;
+    kernels_->add(row, t.dx.data() + r * d, d, row);
+  }
+  t.has_gradients = true;
+}
+
+TinyModelWeights TinyTransformer::Gradients() const {
+  if (training_ == nullptr || !training_->has_gradients) {
+    throw std::logic_error(
+        "TinyTransformer::Gradients: expected a Backward since the last Reset or SetWeights, "
+        "got none");
+  }
+  const Training& t = *training_;
+  const size_t d = config_.d_model, v = config_.vocab;
+  TinyModelWeights g;
+  g.embedding = t.d_embedding;
+  for (const std::unique_ptr<Layer>& layer : layers_) {
+    const MhaGradients& a = layer->attention_gradients;
+    const FfnGradients& f = layer->ffn_gradients;
+    g.layers.push_back({a.d_w_q, a.d_w_k, a.d_w_v, a.d_w_o, a.d_b_q, a.d_b_k, a.d_b_v, a.d_b_o,
+                        f.d_w1, f.d_b1, f.d_w2, f.d_b2});
+  }
+  g.unembedding.assign(t.d_unembedding_rows.begin(), t.d_unembedding_rows.begin() + d * v);
+  g.unembedding_bias.assign(t.d_unembedding_rows.begin() + d * v, t.d_unembedding_rows.end());
+  return g;
+}
+
+void TinyTransformer::TrainableParameters(std::vector<Parameter>& out) {
+  if (training_ == nullptr || !training_->has_gradients) {
+    throw std::logic_error(
+        "TinyTransformer: an optimizer step expects a Backward since the last Reset or "
+        "SetWeights, got none");
+  }
+  Training& t = *training_;
+  out.push_back({embedding_.data(), t.d_embedding.data(), embedding_.size()});
+  for (const std::unique_ptr<Layer>& layer : layers_) {
+    layer->attention.TrainableParameters(out);
+    if (layer->ffn) layer->ffn->TrainableParameters(out);
+  }
+  out.push_back({unembedding_.w.data(), t.d_unembedding.data(), unembedding_.w.size()});
+  out.push_back({unembedding_.bias.data(), t.d_unembedding_bias.data(), unembedding_.bias.size()});
+}
+
+void TinyTransformer::WeightsUpdated() {
+  for (const std::unique_ptr<Layer>& layer : layers_) {
+    layer->attention.WeightsUpdated();
+    if (layer->ffn) layer->ffn->WeightsUpdated();
+  }
+  training_->unembedding_t = {};
+  training_->ready = false;
+}
+
+}  // namespace simd_attention
