@@ -67,6 +67,10 @@ std::vector<uint8_t> CopyBytes(const val& array) {
   return CopyArray<uint8_t>(array);
 }
 
+std::vector<int32_t> CopyInts(const val& array) {
+  return CopyArray<int32_t>(array);
+}
+
 std::vector<float> CopyFloatsIfGiven(const val& object, const char* key) {
   const val v = object[key];
   return Given(v) ? CopyFloats(v) : std::vector<float>{};
@@ -241,6 +245,28 @@ void ThrowNotConstructed(const char* kind) {
 
 size_t SizeOf(const val& object, const char* key) {
   return static_cast<size_t>(object[key].as<double>());
+}
+
+Activation ParseActivation(const std::string& name) {
+  if (name == "relu") return Activation::kRelu;
+  if (name == "gelu" || name == "gelu_erf") return Activation::kGeluErf;
+  if (name == "gelu_tanh") return Activation::kGeluTanh;
+  throw std::invalid_argument(
+      "config.activation: expected 'relu', 'gelu' (or 'gelu_erf') or "
+      "'gelu_tanh', got '" +
+      name + "'");
+}
+
+const char* ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kGeluErf:
+      return "gelu";
+    case Activation::kGeluTanh:
+      return "gelu_tanh";
+  }
+  return "?";
 }
 
 }  // namespace simd_attention::bindings

@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "simd_attention/activation.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::bindings {
@@ -109,6 +110,7 @@ inline bool Given(const val& v) { return !v.isUndefined() && !v.isNull(); }
 // TypedArray.prototype.set of a view onto the freshly allocated storage).
 std::vector<float> CopyFloats(const val& array);
 std::vector<uint8_t> CopyBytes(const val& array);
+std::vector<int32_t> CopyInts(const val& array);  // an Int32Array
 // Same, for an optional property: empty if undefined/null.
 std::vector<float> CopyFloatsIfGiven(const val& object, const char* key);
 
@@ -152,6 +154,11 @@ val RopeToJs(const RopeConfig& rope, size_t head_dim);
 
 // 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
 CausalAlignment ParseCausal(const std::string& causal);
+
+// config.activation ('relu', 'gelu' = 'gelu_erf', 'gelu_tanh'), whose
+// unknown names it refuses, and back for the resolved config.
+Activation ParseActivation(const std::string& name);
+const char* ActivationName(Activation a);
 
 // config.weights ('f32', 'f16', 'bf16' or 'int8': JS's names for
 // WeightType) or config.cacheType (the first three; `cache` true), and

@@ -19,28 +19,6 @@
 namespace simd_attention::bindings {
 namespace {
 
-Activation ParseActivation(const std::string& name) {
-  if (name == "relu") return Activation::kRelu;
-  if (name == "gelu" || name == "gelu_erf") return Activation::kGeluErf;
-  if (name == "gelu_tanh") return Activation::kGeluTanh;
-  throw std::invalid_argument(
-      "config.activation: expected 'relu', 'gelu' (or 'gelu_erf') or "
-      "'gelu_tanh', got '" +
-      name + "'");
-}
-
-const char* ActivationName(Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kGeluErf:
-      return "gelu";
-    case Activation::kGeluTanh:
-      return "gelu_tanh";
-  }
-  return "?";
-}
-
 LayerConfig LayerConfigFromJs(const val& js) {
   LayerConfig c;
   c.d_model = SizeOf(js, "dModel");

@@ -1,11 +1,11 @@
 # The training build (SA_WASM_TRAINING): simd_attention_training, the SIMD
-# build with the backward passes and the optimizers bound
-# (training_binding.cc), loaded by createAttentionModule({ training: true }).
-# It links simd_attention's own forwards, which keep what a backward needs
-# (the inference modules link simd_attention_inference's; see
-# src/training_build.h). Highway only, as the threaded builds: with xsimd it
-# would not fit the package's 200 kB per .wasm.
+# build with the backward passes, the optimizers (training_binding.cc) and
+# the tiny model (tiny_model_binding.cc) bound, loaded by
+# createAttentionModule({ training: true }). It links simd_attention's own
+# forwards, which keep what a backward needs (the inference modules link
+# simd_attention_inference's; see src/training_build.h). Highway only, as
+# the threaded builds, for size.
 set_target_properties(sa_js_module PROPERTIES OUTPUT_NAME simd_attention_training)
-target_sources(sa_js_module PRIVATE training_binding.cc)
+target_sources(sa_js_module PRIVATE training_binding.cc tiny_model_binding.cc)
 # build() names it 'training' (module_binding.cc).
 set_property(SOURCE module_binding.cc APPEND PROPERTY COMPILE_DEFINITIONS SA_TRAINING_MODULE=1)

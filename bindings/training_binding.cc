@@ -1,5 +1,6 @@
-// The training module's glue (bindings/training.cmake): the backward passes
-// of MultiHeadAttention and the layers, and the optimizers, as functions of
+// The training module's glue (bindings/training.cmake; TinyTransformer's is
+// tiny_model_binding.cc): the backward passes of MultiHeadAttention and the
+// layers, and the optimizers, as functions of
 // the bindings they act on (Embind registers a class's members once, in its
 // own file; these exist in the training module only). As everywhere in
 // bindings/, JS has checked types, and the C++ API checks shapes and values.
@@ -14,6 +15,7 @@
 #include "layer_binding.h"
 #include "mha_binding.h"
 #include "simd_attention/optimizers.h"
+#include "tiny_model_binding.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -156,7 +158,8 @@ EMSCRIPTEN_BINDINGS(simd_attention_training) {
       .function("takeError", &TakeError<OptimizerBinding>)
       .function("stepAttention", &OptimizerBinding::Step<MhaBinding>)
       .function("stepEncoder", &OptimizerBinding::Step<EncoderLayerBinding>)
-      .function("stepDecoder", &OptimizerBinding::Step<DecoderLayerBinding>);
+      .function("stepDecoder", &OptimizerBinding::Step<DecoderLayerBinding>)
+      .function("stepTinyModel", &OptimizerBinding::Step<TinyModelBinding>);
 }
 
 }  // namespace simd_attention::bindings

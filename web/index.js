@@ -17,6 +17,7 @@ import { loadBuild, pickBuild } from './src/loader.js';
 import { makeModuleFunctions } from './src/module-functions.js';
 import { OPTION_KEYS } from './src/option-keys.js';
 import { makeScaledDotProductAttention } from './src/scaled-dot-product-attention.js';
+import { makeTinyTransformer } from './src/tiny-model.js';
 import { makeOptimizers } from './src/training.js';
 import { logicalProcessors, threadsUnavailableReason } from './src/thread-workers.js';
 import { makeReclaimer } from './src/wasm-object.js';
@@ -150,6 +151,7 @@ export async function createAttentionModule(options = {}) {
     ...makeModuleFunctions(wasm, backend),
     attention: makeScaledDotProductAttention(wasm, backend),
     ...makeOptimizers(wasm, reclaimer),
+    TinyTransformer: makeTinyTransformer(wasm, reclaimer, backend),
     memoryStats: () => {
       const { heapBytes, maxHeapBytes, allocatedBytes, weightBytes, cacheBytes } =
         wasm.memoryStats();

@@ -18,7 +18,8 @@ const SHIPPED = [
   'dist/simd_attention_relaxed_threads.worker.js',
   'dist/simd_attention_simd.js', 'dist/simd_attention_simd.wasm',
   'dist/simd_attention_simd_threads.js', 'dist/simd_attention_simd_threads.wasm',
-  'dist/simd_attention_simd_threads.worker.js', 'index.d.ts', 'index.js',
+  'dist/simd_attention_simd_threads.worker.js', 'dist/simd_attention_training.js',
+  'dist/simd_attention_training.wasm', 'index.d.ts', 'index.js',
   'LICENSE', 'package.json',
   ...fs.readdirSync(path.join(webDir, 'src')).filter((f) => f.endsWith('.js')).map((f) => `src/${f}`),
 ].sort();
@@ -67,14 +68,18 @@ test('the tarball stays within its size budget', () => {
   expect(packed.unpackedSize).toBeLessThanOrEqual(1746000);
 });
 
-// Download size: every .wasm within 200 kB (200,000 bytes), each build's
-// own budget (issue 12), not only the tarball's sum.
-test('every .wasm of the package stays within 200 kB', () => {
+// Download size, each build's own budget, not only the tarball's sum:
+// every inference .wasm (what a page running a model loads) within 200 kB
+// (200,000 bytes); the training build, which only pages that train load,
+// within 240 kB: it is the SIMD build (highway) plus the backward kernels,
+// the optimizers, the training state and the tiny model.
+test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
-  expect(wasm).toHaveLength(5);
+  expect(wasm).toHaveLength(6);
   for (const f of wasm) {
     console.log(`${f.path}: ${f.size} bytes`);
-    expect([f.path, f.size <= 200000]).toEqual([f.path, true]);
+    const budget = f.path.endsWith('_training.wasm') ? 240000 : 200000;
+    expect([f.path, f.size <= budget]).toEqual([f.path, true]);
   }
 });
 

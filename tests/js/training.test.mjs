@@ -257,8 +257,8 @@ describe('errors', () => {
       .toMatch(/^Adam: options: unknown key 'betas'/);
     const adam = track(new sa.Adam());
     expectError(() => adam.step(x), TypeError, 'Adam.step: target: expected a ' +
-      'MultiHeadAttention, TransformerEncoderLayer or TransformerDecoderLayer, got an object ' +
-      '(Object)');
+      'MultiHeadAttention, TransformerEncoderLayer, TransformerDecoderLayer or TinyTransformer, ' +
+      'got an object (Object)');
     const fresh = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
     fresh.setWeights(smallWeights());
     expectError(() => adam.step(fresh), Error, 'Adam.step: an optimizer step expects a ' +

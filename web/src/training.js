@@ -109,7 +109,8 @@ export function makeOptimizers(wasm, reclaimer) {
         }
         if (target === null || typeof target !== 'object' || !(TRAINABLE in target)) {
           throw new TypeError(`${where}: target: expected a MultiHeadAttention, ` +
-            `TransformerEncoderLayer or TransformerDecoderLayer, got ${describe(target)}`);
+            'TransformerEncoderLayer, TransformerDecoderLayer or TinyTransformer, got ' +
+            `${describe(target)}`);
         }
         const { raw, step } = target[TRAINABLE](where);
         // The C++ optimizer keys its moments by the object's address, which a
