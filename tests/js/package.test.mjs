@@ -71,14 +71,14 @@ test('the tarball stays within its size budget', () => {
 // Download size, each build's own budget, not only the tarball's sum:
 // every inference .wasm (what a page running a model loads) within 200 kB
 // (200,000 bytes); the training build, which only pages that train load,
-// within 240 kB: it is the SIMD build (highway) plus the backward kernels,
+// within 256 kB: it is the SIMD build (highway) plus the backward kernels,
 // the optimizers, the training state and the tiny model.
 test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
   expect(wasm).toHaveLength(6);
   for (const f of wasm) {
     console.log(`${f.path}: ${f.size} bytes`);
-    const budget = f.path.endsWith('_training.wasm') ? 240000 : 200000;
+    const budget = f.path.endsWith('_training.wasm') ? 256000 : 200000;
     expect([f.path, f.size <= budget]).toEqual([f.path, true]);
   }
 });

@@ -26,6 +26,9 @@ import {
   type LayerNormGradients, type MultiHeadAttentionGradients, type Optimizer,
   type OptimizerConstructor, type SGDOptions, type Trainable,
   type TransformerDecoderLayerGradients, type TransformerEncoderLayerGradients,
+  type TinyTransformer, type TinyTransformerConfig, type TinyTransformerConstructor,
+  type ResolvedTinyTransformerConfig, type TokenIds, type TinyForwardOptions,
+  type TinyForwardResult, type TinyTransformerWeights, type TinyTransformerLayerWeights,
 } from '../../web/index.js';
 import {
   createAttentionPool, type AttentionPool, type PooledKVCache, type PooledMultiHeadAttention,
@@ -256,6 +259,32 @@ const sgd: Optimizer = new SGD(sgdOptions);
 const adam: Optimizer = new trainer.Adam(adamOptions);
 for (const target of [trainable, trainEncoder, trainDecoder] as Trainable[]) adam.step(target);
 sgd.step(trainable);
+const tinyConfig: TinyTransformerConfig = { vocab: 16, dModel: 32, numHeads: 2, numLayers: 2,
+  maxTokens: 24, ffnDim: 64, activation: 'gelu', seed: 1, backend: 'highway' };
+const Tiny: TinyTransformerConstructor = trainer.TinyTransformer;
+const tiny: TinyTransformer = new Tiny(tinyConfig);
+const tinyResolved: ResolvedTinyTransformerConfig = tiny.config;
+const ids: TokenIds = { data: new Int32Array(24), shape: [2, 12] };
+const tinyOptions: TinyForwardOptions = { targets: new Int32Array(24), training: true,
+  returnAttnWeights: true };
+const tinyResult: TinyForwardResult = tiny.forward(ids, tinyOptions);
+const tinyFacts: unknown[] = [tinyResult.loss, tinyResult.accuracy, tinyResult.counted,
+  tinyResult.logits, tinyResult.attnWeights, tinyResolved.vocab, tinyResolved.dModel,
+  tinyResolved.numHeads, tinyResolved.numLayers, tinyResolved.maxTokens, tinyResolved.ffnDim,
+  tinyResolved.activation, tinyResolved.seed, tinyResolved.backend, tiny.kernels, tiny.disposed];
+tiny.backward();
+adam.step(tiny);
+const tinyWeights: TinyTransformerWeights = tiny.getWeights();
+const tinyLayer: TinyTransformerLayerWeights = tinyWeights.layers[0];
+const tinyArrays: (Float32Array | undefined)[] = [tinyWeights.embedding, tinyWeights.unembedding,
+  tinyWeights.unembeddingBias, tinyLayer.wQ, tinyLayer.wK, tinyLayer.wV, tinyLayer.wO,
+  tinyLayer.bQ, tinyLayer.bK, tinyLayer.bV, tinyLayer.bO, tinyLayer.w1, tinyLayer.b1,
+  tinyLayer.w2, tinyLayer.b2];
+tiny.setWeights(tiny.gradients());
+tiny.reset(2);
+tiny.dispose();
+tiny[Symbol.dispose]();
+void [tinyFacts, tinyArrays];
 const optimizerFacts: boolean[] = [sgd.disposed, adam.disposed];
 sgd.dispose();
 adam[Symbol.dispose]();
