@@ -19,11 +19,11 @@ cd "$ROOT"
 
 if [ "${SA_BENCH_SKIP_BUILD:-0}" != 1 ]; then
   bash scripts/setup.sh
-  bash scripts/build.sh native wasm wasm-relaxed wasm-nosimd wasm-threads wasm-relaxed-threads package
+  bash scripts/build.sh native wasm wasm-relaxed wasm-nosimd wasm-threads wasm-relaxed-threads wasm-training package
 fi
 for f in web/dist/simd_attention_simd.wasm web/dist/simd_attention_relaxed.wasm \
          web/dist/simd_attention_nosimd.wasm build/native/bench/kernels_bench; do
-  [ -e "$f" ] || { echo "bench: $f is missing; run bash scripts/build.sh native wasm wasm-relaxed wasm-nosimd wasm-threads wasm-relaxed-threads package" >&2; exit 1; }
+  [ -e "$f" ] || { echo "bench: $f is missing; run bash scripts/build.sh native wasm wasm-relaxed wasm-nosimd wasm-threads wasm-relaxed-threads wasm-training package" >&2; exit 1; }
 done
 
 # Measured FMA throughput per vector width (x86-64 only; the README's peak).

@@ -26,6 +26,6 @@ while [ $# -gt 0 ]; do
 done
 
 bash scripts/setup.sh
-bash scripts/build.sh wasm wasm-relaxed wasm-nosimd wasm-threads wasm-relaxed-threads package
+bash scripts/build.sh wasm wasm-relaxed wasm-nosimd wasm-threads wasm-relaxed-threads wasm-training package
 echo
 exec node web/demo/server.mjs --port "$port" --host "$host"
