@@ -30,7 +30,8 @@ const DIST = ['simd_attention_nosimd.js', 'simd_attention_nosimd.wasm',
   'simd_attention_relaxed_threads.js', 'simd_attention_relaxed_threads.wasm',
   'simd_attention_relaxed_threads.worker.js', 'simd_attention_simd.js',
   'simd_attention_simd.wasm', 'simd_attention_simd_threads.js',
-  'simd_attention_simd_threads.wasm', 'simd_attention_simd_threads.worker.js'];
+  'simd_attention_simd_threads.wasm', 'simd_attention_simd_threads.worker.js',
+  'simd_attention_training.js', 'simd_attention_training.wasm'];
 // What Chromium loads on these pages, which are not cross-origin isolated:
 // the single-thread relaxed-SIMD build, and nothing of the others.
 const PICKED = ['simd_attention_relaxed.js', 'simd_attention_relaxed.wasm'];
