@@ -393,3 +393,74 @@ describe('TinyTransformer', () => {
     }
   });
 });
+
+describe('properties of the gradients', () => {
+  test('dWO is the stack of the heads\' own z_h^T dOutput (the per-head view)', () => {
+    const mha = trained(sa);
+    const { headOutput } = mha.forward(x, undefined, undefined,
+      { training: true, causal: true, returnIntermediates: true });
+    const g = mha.backward(dOutput);
+    const [batch, heads, tokens, dv] = headOutput.shape;
+    const expected = new Float64Array(heads * dv * D);
+    for (let b = 0; b < batch; b++) {
+      for (let h = 0; h < heads; h++) {
+        for (let t = 0; t < tokens; t++) {
+          for (let i = 0; i < dv; i++) {
+            const z = headOutput.data[((b * heads + h) * tokens + t) * dv + i];
+            for (let j = 0; j < D; j++) {
+              expected[(h * dv + i) * D + j] += z * dOutput.data[(b * tokens + t) * D + j];
+            }
+          }
+        }
+      }
+    }
+    expect(maxAbsDiff(g.dWO, Float32Array.from(expected))).toBeLessThanOrEqual(1e-5);
+  });
+
+  test('grouped-query heads: a shared key/value head\'s gradient is its group\'s sum', () => {
+    // One key/value head shared by two query heads, against the same
+    // attention with that head copied for each query head.
+    const dk = D / 2;
+    const w = smallWeights();
+    const shared = { ...w, wK: w.wK.filter((_, i) => i % D < dk),
+      wV: w.wV.filter((_, i) => i % D < dk), bK: w.bK.slice(0, dk), bV: w.bV.slice(0, dk) };
+    const copied = { ...w,
+      wK: w.wK.map((_, i) => shared.wK[Math.floor(i / D) * dk + (i % dk)]),
+      wV: w.wV.map((_, i) => shared.wV[Math.floor(i / D) * dk + (i % dk)]),
+      bK: w.bK.map((_, i) => shared.bK[i % dk]), bV: w.bV.map((_, i) => shared.bV[i % dk]) };
+    const gqa = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2, numKvHeads: 1 }));
+    gqa.setWeights(shared);
+    const full = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+    full.setWeights(copied);
+    const options = { training: true, causal: true };
+    expect(maxAbsDiff(gqa.forward(x, undefined, undefined, options).output.data,
+      full.forward(x, undefined, undefined, options).output.data)).toBeLessThanOrEqual(1e-6);
+    const a = gqa.backward(dOutput);
+    const b = full.backward(dOutput);
+    const groupSum = (m, cols) => Float32Array.from({ length: m.length / 2 }, (_, i) => {
+      const row = Math.floor(i / dk) * cols;
+      return m[row + (i % dk)] + m[row + dk + (i % dk)];
+    });
+    expect(maxAbsDiff(a.dWK, groupSum(b.dWK, D))).toBeLessThanOrEqual(1e-5);
+    expect(maxAbsDiff(a.dWV, groupSum(b.dWV, D))).toBeLessThanOrEqual(1e-5);
+    expect(maxAbsDiff(a.dBK, groupSum(b.dBK, D))).toBeLessThanOrEqual(1e-5);
+    expect(maxAbsDiff(a.dInput.data, b.dInput.data)).toBeLessThanOrEqual(1e-5);
+    expect(maxAbsDiff(a.dWQ, b.dWQ)).toBeLessThanOrEqual(1e-5);
+  });
+
+  test('a query that sees no key has zero gradient and zero output', () => {
+    const mha = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+    mha.setWeights(smallWeights());
+    // Batch item 1 has no real key: its queries attend to nothing.
+    const keyPaddingMask = Uint8Array.from([1, 1, 1, 0, 0, 0]);
+    const query = { data: values(2 * 3 * D, 21), shape: [2, 3, D] };
+    const memory = { data: values(2 * 3 * D, 23), shape: [2, 3, D] };
+    const r = mha.forward(query, memory, memory, { training: true, keyPaddingMask });
+    const g = mha.backward(dOutput);
+    const second = (t) => t.data.subarray(3 * D);
+    // dL/dquery is zero there; the output is bO alone.
+    expect(Math.max(...second(g.dQuery).map(Math.abs))).toBe(0);
+    expect(Math.max(...second(g.dKey).map(Math.abs))).toBe(0);
+    expect(maxAbsDiff(second(r.output).subarray(0, D), smallWeights().bO)).toBe(0);
+  });
+});
