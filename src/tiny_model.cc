@@ -162,7 +162,12 @@ TinyTransformer::TinyTransformer(const TinyModelConfig& config)
     : TinyTransformer(config, BestKernels(config.backend.value_or(Backend::kHighway))) {}
 
 TinyTransformer::TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels)
-    : config_(Resolve(config)), kernels_(&kernels), pool_(SharedThreadPool(config_.threads)) {
+    : TinyTransformer(config, kernels, nullptr) {}
+
+TinyTransformer::TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels,
+                                 std::shared_ptr<ThreadPool> pool)
+    : config_(Resolve(config)), kernels_(&kernels), pool_(std::move(pool)) {
+  if (pool_ == nullptr) pool_ = SharedThreadPool(config_.threads);
   config_.threads = pool_->threads();
   config_.backend = kernels.backend;
   positions_ = PositionalEncoding(config_.max_tokens, config_.d_model);

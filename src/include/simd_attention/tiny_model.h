@@ -77,6 +77,9 @@ class TinyTransformer {
   // On the given kernels (one target of one backend), for tests and
   // benchmarks that compare targets; config.backend is then ignored.
   TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels);
+  // On the given pool (config.threads is then pool->threads()).
+  TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels,
+                  std::shared_ptr<ThreadPool> pool);
   ~TinyTransformer();
   TinyTransformer(const TinyTransformer&) = delete;
   TinyTransformer& operator=(const TinyTransformer&) = delete;
