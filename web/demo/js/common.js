@@ -77,6 +77,7 @@ const PAGES = [
   ['shapes.html', 'Shapes walk-through'],
   ['explorer.html', 'Attention explorer'],
   ['bench.html', 'Live benchmark'],
+  ['training.html', 'Training'],
 ];
 
 /**
