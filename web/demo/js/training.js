@@ -174,13 +174,15 @@ function headCard(p, layer, head, width) {
     `${score(scores.induction)} \u00b7 \u2016A \u2212 A\u1d40\u2016 / \u2016A\u2016 = ${formatNumber(p.asymmetry[layer][head], 3)}`));
 }
 
-// One row of head cards per layer, as many across as fit.
+// The head cards of each layer in rows of equal length, as long as fit.
 function drawHeads() {
   const p = state.probe;
   if (!p) return;
   const { numHeads } = MODELS[state.settings.model];
   const probe = ui.grid.clientWidth;
-  const columns = Math.max(1, Math.min(numHeads, Math.floor((probe + 16) / (330 + 16))));
+  const fit = Math.max(1, Math.floor((probe + 16) / (330 + 16)));
+  let columns = Math.min(numHeads, fit);
+  while (numHeads % columns) columns--;
   const cardWidth = Math.floor((probe - (columns - 1) * 16) / columns) - 36;
   ui.grid.replaceChildren(...p.roles.map((heads, layer) => el('div', {
     class: 'layer-heads', style: `grid-template-columns: repeat(${columns}, minmax(0, 1fr))`, dataset: { layer },
