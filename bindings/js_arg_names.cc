@@ -48,6 +48,11 @@ const ArgNames& JsArgNames() {
       .kv_lengths = "options.kvLengths",
       .d_output = "dOutput",
       .weight_decay = "weightDecay",
+      .vocab = "vocab",
+      .num_layers = "numLayers",
+      .max_tokens = "maxTokens",
+      .tokens_per_row = "tokens per row (tokens.shape)",
+      .unembedding_bias = "unembeddingBias",
   };
   return kNames;
 }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "js_arg_names.h"
 #include "simd_attention/activation.h"
 
 namespace simd_attention::bindings {
@@ -26,6 +27,7 @@ TinyModelConfig ConfigFromJs(const val& js) {
   c.activation = ParseActivation(js["activation"].as<std::string>());
   c.seed = static_cast<uint64_t>(js["seed"].as<double>());
   c.backend = ParseBackend(js["backend"].as<std::string>());
+  c.names = &JsArgNames();
   return c;
 }
 

@@ -48,6 +48,11 @@ const ArgNames& CppArgNames() {
       .kv_lengths = "kv_lengths",
       .d_output = "d_output",
       .weight_decay = "weight_decay",
+      .vocab = "vocab",
+      .num_layers = "num_layers",
+      .max_tokens = "max_tokens",
+      .tokens_per_row = "tokens_per_row",
+      .unembedding_bias = "unembedding_bias",
   };
   return kNames;
 }

@@ -27,8 +27,7 @@ void ThrowNoTrainingForward() {
 }
 
 void ThrowNoGradients() {
-  throw std::logic_error(
-      "an optimizer step expects a backward since the weights last changed, got none");
+  throw std::logic_error("expected a backward since the weights last changed, got none");
 }
 
 PackedMatrix PackTransposed(const KernelTable& k, const PackedMatrix& p) {

@@ -18,7 +18,8 @@ namespace simd_attention {
 // A backward called with nothing to differentiate: std::logic_error (the
 // caller, C++ or the JS method, names the call).
 [[noreturn]] void ThrowNoTrainingForward();
-// An optimizer step on an object without gradients: std::logic_error.
+// An optimizer step on (or the gradients of) an object without gradients:
+// std::logic_error.
 [[noreturn]] void ThrowNoGradients();
 
 // The transpose of a packed float32 [rows, cols] matrix, packed: [cols, rows],

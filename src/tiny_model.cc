@@ -26,14 +26,14 @@ namespace {
 // The config's own checks, before anything is built from it (each attention
 // checks that num_heads divides d_model when it is built).
 TinyModelConfig Resolve(TinyModelConfig c) {
-  const ArgNames& n = CppArgNames();
-  CheckPositive(ConfigName("vocab"), c.vocab);
+  const ArgNames& n = *c.names;
+  CheckPositive(ConfigName(n.vocab), c.vocab);
   CheckPositive(ConfigName(n.d_model), c.d_model);
   CheckPositive(ConfigName(n.num_heads), c.num_heads);
-  CheckPositive(ConfigName("num_layers"), c.num_layers);
-  CheckPositive(ConfigName("max_tokens"), c.max_tokens);
-  CheckedCount("embedding", {{"vocab", c.vocab}, {n.d_model, c.d_model}});
-  CheckedCount("positional encoding", {{"max_tokens", c.max_tokens}, {n.d_model, c.d_model}});
+  CheckPositive(ConfigName(n.num_layers), c.num_layers);
+  CheckPositive(ConfigName(n.max_tokens), c.max_tokens);
+  CheckedCount("embedding", {{n.vocab, c.vocab}, {n.d_model, c.d_model}});
+  CheckedCount("positional encoding", {{n.max_tokens, c.max_tokens}, {n.d_model, c.d_model}});
   if (c.ffn_dim > 0) CheckedCount("ffn.w1", {{n.d_model, c.d_model}, {n.ffn_dim, c.ffn_dim}});
   return c;
 }
@@ -82,6 +82,7 @@ MhaConfig AttentionConfig(const TinyModelConfig& c) {
   MhaConfig m;
   m.d_model = c.d_model;
   m.num_heads = c.num_heads;
+  m.names = c.names;
   return m;
 }
 
@@ -90,13 +91,14 @@ std::string LayerField(size_t layer, const char* field) {
 }
 
 // Token ids of `what` in [low, vocab) (low -1: a target may be -1).
-void CheckIds(const char* what, std::span<const int32_t> ids, int32_t low, size_t vocab) {
+void CheckIds(const char* what, std::span<const int32_t> ids, int32_t low, size_t vocab,
+              const ArgNames& names) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < low || int64_t(ids[i]) >= int64_t(vocab)) {
       throw std::invalid_argument(Cat(
           {what, ": element ", std::to_string(i), " is ", std::to_string(ids[i]), ", expected ",
            low < 0 ? "-1 (not scored) or " : "", "a token id in [0, ", std::to_string(vocab),
-           ") (config.vocab)"}));
+           ") (", ConfigName(names.vocab), ")"}));
     }
   }
 }
@@ -218,15 +220,16 @@ void TinyTransformer::SetWeights(const TinyModelWeights& w) {
   const size_t d = c.d_model, v = c.vocab, f = c.ffn_dim;
   // Every check first: a weight refused leaves the model as it was.
   CheckWeight("weights.embedding", w.embedding, {v, d});
-  CheckEqual("weights.layers", w.layers.size(), c.num_layers, "config.num_layers");
+  const ArgNames& n = *c.names;
+  CheckEqual("weights.layers", w.layers.size(), c.num_layers, ConfigName(n.num_layers));
   for (size_t l = 0; l < c.num_layers; ++l) {
     const TinyLayerWeights& lw = w.layers[l];
-    for (auto [name, m] : {std::pair{"w_q", &lw.w_q}, {"w_k", &lw.w_k}, {"w_v", &lw.w_v},
-                           {"w_o", &lw.w_o}}) {
+    for (auto [name, m] : {std::pair{n.w_q, &lw.w_q}, {n.w_k, &lw.w_k}, {n.w_v, &lw.w_v},
+                           {n.w_o, &lw.w_o}}) {
       CheckWeight(LayerField(l, name), *m, {d, d});
     }
-    for (auto [name, b] : {std::pair{"b_q", &lw.b_q}, {"b_k", &lw.b_k}, {"b_v", &lw.b_v},
-                           {"b_o", &lw.b_o}}) {
+    for (auto [name, b] : {std::pair{n.b_q, &lw.b_q}, {n.b_k, &lw.b_k}, {n.b_v, &lw.b_v},
+                           {n.b_o, &lw.b_o}}) {
       CheckWeight(LayerField(l, name), *b, {d});
     }
     // Without an FFN (config.ffn_dim 0) its weights are empty.
@@ -236,7 +239,7 @@ void TinyTransformer::SetWeights(const TinyModelWeights& w) {
     CheckWeight(LayerField(l, "b2"), lw.b2, {f > 0 ? d : 0});
   }
   CheckWeight("weights.unembedding", w.unembedding, {d, v});
-  CheckWeight("weights.unembedding_bias", w.unembedding_bias, {v});
+  CheckWeight(Cat({"weights.", n.unembedding_bias}), w.unembedding_bias, {v});
 
   embedding_ = w.embedding;
   for (size_t l = 0; l < c.num_layers; ++l) {
@@ -285,14 +288,14 @@ TinyModelResult TinyTransformer::Forward(std::span<const int32_t> tokens,
   const size_t d = c.d_model, v = c.vocab, t_max = c.max_tokens;
   CheckPositive("batch", batch);
   if (tokens_per_row == 0 || tokens_per_row > t_max) {
-    throw std::invalid_argument(Cat({"tokens_per_row: expected 1 .. ", std::to_string(t_max),
-                                     " (config.max_tokens), got ",
-                                     std::to_string(tokens_per_row)}));
+    ThrowInvalidArgument({c.names->tokens_per_row, ": expected 1 .. ", std::to_string(t_max), " (",
+                          ConfigName(c.names->max_tokens), "), got ",
+                          std::to_string(tokens_per_row)});
   }
   CheckLength("tokens", tokens.size(), {batch, tokens_per_row});
   CheckLength("targets", targets.size(), {batch, tokens_per_row});
-  CheckIds("tokens", tokens, 0, v);
-  CheckIds("targets", targets, -1, v);
+  CheckIds("tokens", tokens, 0, v, *c.names);
+  CheckIds("targets", targets, -1, v, *c.names);
   const size_t rows = batch * tokens_per_row;
   if (training_ != nullptr) training_->ready = false;  // until this forward succeeds
 

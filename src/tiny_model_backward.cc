@@ -28,9 +28,7 @@ void AddInPlace(ThreadPool& pool, const KernelTable& k, std::vector<float>& a,
 
 void TinyTransformer::Backward() {
   if (training_ == nullptr || !training_->ready) {
-    throw std::logic_error(
-        "TinyTransformer::Backward: expected a training forward (options.training = true) "
-        "since the last optimizer step, forward, Reset or SetWeights, got none");
+    ThrowNoTrainingForward();
   }
   Training& t = *training_;
   const size_t d = config_.d_model, v = config_.vocab, rows = t.rows;
@@ -64,9 +62,7 @@ void TinyTransformer::Backward() {
 
 TinyModelWeights TinyTransformer::Gradients() const {
   if (training_ == nullptr || !training_->has_gradients) {
-    throw std::logic_error(
-        "TinyTransformer::Gradients: expected a Backward since the last Reset or SetWeights, "
-        "got none");
+    ThrowNoGradients();
   }
   const Training& t = *training_;
   const size_t d = config_.d_model, v = config_.vocab;
@@ -85,9 +81,7 @@ TinyModelWeights TinyTransformer::Gradients() const {
 
 void TinyTransformer::TrainableParameters(std::vector<Parameter>& out) {
   if (training_ == nullptr || !training_->has_gradients) {
-    throw std::logic_error(
-        "TinyTransformer: an optimizer step expects a Backward since the last Reset or "
-        "SetWeights, got none");
+    ThrowNoGradients();
   }
   Training& t = *training_;
   out.push_back({embedding_.data(), t.d_embedding.data(), embedding_.size()});

@@ -261,8 +261,8 @@ describe('errors', () => {
       'got an object (Object)');
     const fresh = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
     fresh.setWeights(smallWeights());
-    expectError(() => adam.step(fresh), Error, 'Adam.step: an optimizer step expects a ' +
-      'backward since the weights last changed, got none');
+    expectError(() => adam.step(fresh), Error, 'Adam.step: expected a backward since the ' +
+      'weights last changed, got none');
   });
 
   test.each(Object.entries(inference))('the %s build refuses training, naming the option',
@@ -368,6 +368,48 @@ describe('TinyTransformer', () => {
     expect(wa.layers).toHaveLength(2);
     expect(wa.embedding).toHaveLength(V * 32);
     expect(wa.unembedding).toHaveLength(32 * V);
+  });
+
+  test('errors name the argument in JS terms, and the model stays usable', () => {
+    expectError(() => new sa.TinyTransformer({ ...config, dModel: 30, numHeads: 4 }), RangeError,
+      'TinyTransformer: config.dModel: must be divisible by numHeads (4), got 30');
+    expectError(() => new sa.TinyTransformer({ ...config, numLayers: 0 }), RangeError,
+      'TinyTransformer: config.numLayers: must be > 0, got 0');
+    expectError(() => new sa.TinyTransformer({ ...config, seed: -1 }), RangeError,
+      'TinyTransformer: config.seed: expected an integer in [0, 2^53), got -1');
+    const model = track(new sa.TinyTransformer({ ...config, maxTokens: 4 }));
+    const ids = (n) => new Int32Array(n);
+    expectError(() => model.forward({ data: ids(10), shape: [2, 5] }), RangeError,
+      'TinyTransformer.forward: tokens per row (tokens.shape): expected 1 .. 4 ' +
+      '(config.maxTokens), got 5');
+    expectError(() => model.forward({ data: Int32Array.of(0, 16), shape: [2] }), RangeError,
+      'TinyTransformer.forward: tokens: element 1 is 16, expected a token id in [0, 16) ' +
+      '(config.vocab)');
+    expectError(() => model.forward({ data: ids(4), shape: [4] }, { targets: ids(3) }),
+      RangeError, 'TinyTransformer.forward: targets: expected 4 values for shape [1, 4], got 3');
+    expectError(() => model.forward({ data: [0, 1], shape: [2] }), TypeError,
+      'TinyTransformer.forward: tokens: expected token ids { data: Int32Array, shape: ' +
+      '[batch, tokens] or [tokens] }, got an object (Object)');
+    expectError(() => model.backward(), Error, 'TinyTransformer.backward: expected the last ' +
+      'forward to be a training one (options.training true) with the weights unchanged since, ' +
+      'got none');
+    expectError(() => model.gradients(), Error, 'TinyTransformer.gradients: expected a ' +
+      'backward since the weights last changed, got none');
+    const w = model.getWeights();
+    expectError(() => model.setWeights({ ...w, layers: [{ ...w.layers[0],
+      wQ: new Float32Array(3) }, w.layers[1]] }), RangeError, 'TinyTransformer.setWeights: ' +
+      'weights.layers[0].wQ: expected 1024 values for shape [32, 32], got 3');
+    expect(model.getWeights()).toEqual(w);
+    expect(model.forward({ data: ids(4), shape: [4] }, { targets: ids(4) }).counted).toBe(4);
+    model.dispose();
+    expectError(() => model.forward({ data: ids(4), shape: [4] }), Error,
+      'TinyTransformer.forward: this TinyTransformer was disposed; create a new one');
+  });
+
+  test.each(Object.entries(inference))('the %s build has no TinyTransformer', (build, module) => {
+    expectError(() => new module.TinyTransformer(config), Error, 'TinyTransformer: needs the ' +
+      `training build: createAttentionModule({ training: true }) (this module is the ${
+        module.build} build)`);
   });
 
   test('gradients() match the loss\'s finite differences on the unembedding bias', () => {

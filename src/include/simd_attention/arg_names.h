@@ -60,9 +60,15 @@ struct ArgNames {
   const char* bool_mask;
   const char* bool_mask_shape;
   const char* kv_lengths;
-  // Training: Backward's argument, an optimizer option.
+  // Training: Backward's argument, an optimizer option, the tiny model's
+  // config fields, its row length and weight.
   const char* d_output;
   const char* weight_decay;
+  const char* vocab;
+  const char* num_layers;
+  const char* max_tokens;
+  const char* tokens_per_row;
+  const char* unembedding_bias;
 };
 
 // w_q, key_padding_mask, config.d_model ...: the C++ API's names.
