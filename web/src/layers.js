@@ -16,9 +16,9 @@ import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './w
 // ActivationName in index.d.ts.
 export const ACTIVATIONS = ['relu', 'gelu', 'gelu_erf', 'gelu_tanh'];
 
-function readLayerConfig(where, config, defaultBackend) {
-  checkObject(where, 'config', config, OPTION_KEYS.TransformerLayerConfig);
-  const activation = config.activation === undefined ? 'relu' : config.activation;
+// config.activation, default 'relu' (a layer's FFN, the tiny model's).
+export function readActivation(where, v) {
+  const activation = v === undefined ? 'relu' : v;
   if (typeof activation !== 'string') {
     throw new TypeError(`${where}: config.activation: expected a string, got ` +
       `${describe(activation)}`);
@@ -27,6 +27,12 @@ function readLayerConfig(where, config, defaultBackend) {
     throw new RangeError(`${where}: config.activation: expected 'relu', 'gelu' (or ` +
       `'gelu_erf') or 'gelu_tanh', got ${describe(activation)}`);
   }
+  return activation;
+}
+
+function readLayerConfig(where, config, defaultBackend) {
+  checkObject(where, 'config', config, OPTION_KEYS.TransformerLayerConfig);
+  const activation = readActivation(where, config.activation);
   return {
     dModel: requiredSize(where, 'config.dModel', config.dModel),
     numHeads: requiredSize(where, 'config.numHeads', config.numHeads),

@@ -5,7 +5,7 @@
 import { checkObject, describe, float32, optionalBoolean, optionalSize, readBackend,
   requiredSize } from './arguments.js';
 import { unwrap } from './errors.js';
-import { ACTIVATIONS } from './layers.js';
+import { readActivation } from './layers.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { trainingGlue, TRAINABLE } from './training.js';
 import { defineDispose, INFO, LIVE, makeWasmObjectBase, WEIGHTS_SET } from './wasm-object.js';
@@ -37,15 +37,7 @@ function readSeed(where, name, seed) {
 
 function readConfig(where, config, defaultBackend) {
   checkObject(where, 'config', config, OPTION_KEYS.TinyTransformerConfig);
-  const activation = config.activation ?? 'relu';
-  if (typeof activation !== 'string') {
-    throw new TypeError(`${where}: config.activation: expected a string, got ` +
-      `${describe(activation)}`);
-  }
-  if (!ACTIVATIONS.includes(activation)) {
-    throw new RangeError(`${where}: config.activation: expected 'relu', 'gelu' (or ` +
-      `'gelu_erf') or 'gelu_tanh', got ${describe(activation)}`);
-  }
+  const activation = readActivation(where, config.activation);
   const seed = readSeed(where, 'config.seed', config.seed ?? 0);
   return {
     vocab: requiredSize(where, 'config.vocab', config.vocab),
