@@ -7,8 +7,8 @@
 export const ROLE_THRESHOLD = 0.4;
 
 export const ROLES = {
-  previous: { name: 'previous-token head', short: 'previous token' },
-  induction: { name: 'induction head', short: 'induction' },
+  previous: { name: 'previous-token head' },
+  induction: { name: 'induction head' },
 };
 
 /**

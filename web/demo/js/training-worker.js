@@ -17,7 +17,7 @@ const SLICE_MS = 30;
 /** The accuracy the page shows: over the last WINDOW batches, each fresh when scored. */
 const WINDOW = 20;
 
-const post = (m, transfer) => self.postMessage(m, transfer);
+const post = (m) => self.postMessage(m);
 
 let sa = null;
 let run = null;
