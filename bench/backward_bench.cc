@@ -9,7 +9,9 @@
 // its training forward against the inference forward, its Backward, and
 // one Adam step over its packed weights.
 //
-//   build/native/bench/backward_bench [--rounds R]
+//   build/native/bench/backward_bench [--rounds R] [--json FILE]
+//
+// --json writes the medians (ms) for `npm run bench`'s training rows.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,7 +33,20 @@ struct Shape {
   bool causal;
 };
 
-void Run(const Shape& s, size_t rounds) {
+// One row of --json's output, or nothing without --json.
+struct JsonRows {
+  FILE* file = nullptr;
+  const char* separator = "";
+
+  void Row(const char* name, double forward, double training, double backward) {
+    if (!file) return;
+    std::fprintf(file, "%s    {\"name\": \"%s\", \"forward_ms\": %.6f, \"training_forward_ms\": %.6f, "
+                 "\"backward_ms\": %.6f}", separator, name, forward, training, backward);
+    separator = ",\n";
+  }
+};
+
+void Run(const Shape& s, size_t rounds, JsonRows& json) {
   const size_t dm = s.d_model;
   const std::vector<float> x = RandomVector(s.tokens * dm, 1.0f, 1);
   const std::vector<float> dy = RandomVector(s.tokens * dm, 1.0f, 2);
@@ -67,9 +82,10 @@ void Run(const Shape& s, size_t rounds) {
   std::printf("  %-4s forward %7.3f ms  training forward %7.3f ms (%+5.1f%%; target <= +10%%)"
               "  backward %7.3f ms (%.2fx the forward)\n",
               s.name, f, t, 100.0 * (t / f - 1.0), g, g / f);
+  json.Row(s.name, f, t, g);
 }
 
-void RunLayer(size_t rounds) {
+void RunLayer(size_t rounds, JsonRows& json) {
   const size_t dm = 768, ffn = 3072, tokens = 128;
   const std::vector<float> x = RandomVector(tokens * dm, 1.0f, 1);
   const std::vector<float> dy = RandomVector(tokens * dm, 1.0f, 2);
@@ -113,18 +129,40 @@ void RunLayer(size_t rounds) {
               "forward %7.3f ms (%+5.1f%%)  backward %7.3f ms (%.2fx), after a step %7.3f ms  "
               "Adam step %6.3f ms\n",
               f, t, 100.0 * (t / f - 1.0), g, g / f, Median(after_step_ms), Median(step_ms));
+  json.Row("encoder layer", f, t, g);
 }
 
 int Main(int argc, char** argv) {
   size_t rounds = 31;
-  if (argc == 3 && !std::strcmp(argv[1], "--rounds")) rounds = std::strtoul(argv[2], nullptr, 10);
-  std::printf("backward_bench: %s, 1 thread, %zu rounds (medians)\n",
-              DescribeKernels(BestKernels(Backend::kHighway)).name, rounds);
+  const char* json_path = nullptr;
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 < argc && !std::strcmp(argv[i], "--rounds")) {
+      rounds = std::strtoul(argv[i + 1], nullptr, 10);
+    } else if (i + 1 < argc && !std::strcmp(argv[i], "--json")) {
+      json_path = argv[i + 1];
+    } else {
+      std::fprintf(stderr, "usage: backward_bench [--rounds R] [--json FILE]\n");
+      return 2;
+    }
+  }
+  if (rounds == 0) rounds = 1;
+  const char* kernels = DescribeKernels(BestKernels(Backend::kHighway)).name;
+  std::printf("backward_bench: %s, 1 thread, %zu rounds (medians)\n", kernels, rounds);
+  JsonRows json;
+  if (json_path && !(json.file = std::fopen(json_path, "w"))) {
+    std::fprintf(stderr, "backward_bench: cannot write %s\n", json_path);
+    return 1;
+  }
+  if (json.file) std::fprintf(json.file, "{\"kernels\": \"%s\", \"rounds\": %zu, \"rows\": [\n", kernels, rounds);
   for (const Shape& s : {Shape{"S2", 768, 12, 128, false}, Shape{"S3", 768, 12, 128, true},
                          Shape{"S4", 384, 6, 512, false}, Shape{"S4c", 384, 6, 512, true}}) {
-    Run(s, rounds);
+    Run(s, rounds, json);
   }
-  RunLayer(rounds);
+  RunLayer(rounds, json);
+  if (json.file) {
+    std::fprintf(json.file, "\n]}\n");
+    std::fclose(json.file);
+  }
   return 0;
 }
 

@@ -250,6 +250,7 @@ export function evaluateTargets(report) {
     add('RoPE adds <= 5% to S2 (native, 1 thread)', v.ropeOverhead <= 0.05 ? 'met' : 'missed',
       `${(v.ropeOverhead * 100).toFixed(1)}%`);
   }
+  t.push(...trainingTargets(report.training));
   for (const [label, size] of [['default SIMD .wasm <= 200 KB', report.meta.sizes.simdWasm],
     ['relaxed-SIMD .wasm <= 200 KB', report.meta.sizes.relaxedWasm]]) {
     if (size) {
@@ -513,10 +514,135 @@ export function renderMarkdown(report) {
     lines.push('');
   }
 
+  if (report.training) lines.push(trainingSection(report.training), '');
+
   lines.push('**Speed targets**');
   lines.push('');
   lines.push(table(['target', 'status', 'measured'], report.targets.map((x) => [x.target,
     x.status === 'met' ? 'met' : x.status === 'missed' ? '**missed**' : x.status, x.detail])));
   lines.push('');
   return lines.join('\n');
+}
+
+// The training rows (training.js): their targets and their section.
+const BACKWARD_LIMIT = 2.5; // the backward's time over the training forward's
+const TRAINING_FORWARD_LIMIT = 0.1; // the training forward's cost over a plain forward
+const STEP_SPEEDUP = 3; // tfjs-wasm's training step over ours
+
+function trainingTargets(tr) {
+  const t = [];
+  const add = (target, status, detail) => t.push({ target, status, detail });
+  const percent = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
+  // f, training, b: the medians (ms); cpu: the same of CPU time, where known.
+  const backward = (name, where, f, training, b, cpu) => {
+    add(`${where}: backward <= ${BACKWARD_LIMIT}x the training forward on ${name}`,
+      b / training <= BACKWARD_LIMIT ? 'met' : 'missed',
+      `${(b / training).toFixed(2)}x: ${ms(b)} vs ${ms(training)} ms (${(b / f).toFixed(2)}x the plain forward)` +
+      (cpu ? `; CPU time ${(cpu.b / cpu.training).toFixed(2)}x` : ''));
+    add(`${where}: training forward <= +${TRAINING_FORWARD_LIMIT * 100}% over the plain forward on ${name}`,
+      training / f - 1 <= TRAINING_FORWARD_LIMIT ? 'met' : 'missed',
+      `${percent(training / f - 1)}: ${ms(training)} vs ${ms(f)} ms` +
+      (cpu ? `; CPU time ${percent(cpu.training / cpu.f - 1)}` : ''));
+  };
+  for (const r of tr?.ratios ?? []) {
+    const [f, training, b] = [r.forward, r['training forward'], r.backward];
+    if (r.error) add(`wasm: backward and training forward on ${r.workload}`, 'n/a', r.error);
+    else {
+      backward(r.workload, 'wasm (training build)', f.median, training.median, b.median,
+        { f: f.cpuMedian, training: training.cpuMedian, b: b.cpuMedian });
+    }
+  }
+  for (const r of tr?.native?.rows ?? []) {
+    if (['S2', 'S4'].includes(r.name)) {
+      backward(r.name, `native (${tr.native.kernels})`, r.forward_ms, r.training_forward_ms, r.backward_ms);
+    }
+  }
+  const st = tr?.step;
+  if (st) {
+    const label = `training step on ${st.workload} (forward, backward, Adam) >= ${STEP_SPEEDUP}x tfjs-wasm`;
+    if (st.error) add(label, 'n/a', st.error);
+    else {
+      const x = st.tfjs.median / st.ours.median;
+      add(label, x >= STEP_SPEEDUP ? 'met' : 'missed', `${speed(x)}: ${ms(st.ours.median)} vs ${ms(st.tfjs.median)} ms` +
+        `; CPU time ${speed(st.tfjs.cpuMedian / st.ours.cpuMedian)}`);
+    }
+  }
+  const l1 = tr?.l1;
+  if (l1) {
+    add('L1 backward completes in wasm within the default memory', l1.error ? 'missed' : 'met', l1.error ??
+      `backward ${(l1.backwardMs / 1000).toFixed(1)} s; peak heap ${(l1.peakHeapBytes / 2 ** 20).toFixed(0)} MiB ` +
+      `of ${(l1.maxHeapBytes / 2 ** 20).toFixed(0)} MiB`);
+  }
+  return t;
+}
+
+function trainingSection(tr) {
+  const lines = ['**Training** (`bench/js/training.js`: the training build, `createAttentionModule({ training: true })`, ' +
+    'SIMD, one thread; median ms of interleaved rounds, p25-p75 in brackets)', ''];
+  const cell = (e) => (e ? `${ms(e.median)} (${ms(e.p25)}-${ms(e.p75)})` : '-');
+  if (tr.ratios.length) {
+    const ratio = (a, b, key) => `${(a[key] / b[key]).toFixed(2)}x`;
+    lines.push(table(['workload', 'plain forward', 'training forward', 'backward', 'backward / training forward',
+      'training forward / plain', 'the same in CPU time', 'wall / CPU'], tr.ratios.map((r) => (r.error
+      ? [r.workload, r.error, '', '', '', '', '', '']
+      : [r.workload, cell(r.forward), cell(r['training forward']), cell(r.backward),
+        ratio(r.backward, r['training forward'], 'median'), ratio(r['training forward'], r.forward, 'median'),
+        `${ratio(r.backward, r['training forward'], 'cpuMedian')}, ${ratio(r['training forward'], r.forward, 'cpuMedian')}`,
+        r.contention.toFixed(2)]))));
+    lines.push('');
+    lines.push('The backward runs on the object of the training forwards (its gradients copied to JS, as ' +
+      '`backward()` returns them); the plain forward on a second object of the same build; before timing, ' +
+      'the training forward\'s output is checked against the plain one and the backward for finite, ' +
+      'bit-identical gradients on two calls.');
+    lines.push('');
+  }
+  const st = tr.step;
+  if (st) {
+    if (st.error && !st.checks) lines.push(`Training step: failed: ${st.error}`);
+    else {
+      const c = st.checks;
+      const rel = (k) => `${(c[k].maxAbsDiff / c[k].scale).toExponential(1)}`;
+      const grads = Object.keys(c).filter((k) => k.startsWith('d'));
+      lines.push(`Training step on ${st.workload} (training forward, \`backward(dOutput)\`, \`Adam.step\`; ` +
+        `Adam lr ${st.adam.lr}, betas ${st.adam.beta1}/${st.adam.beta2}, eps ${st.adam.eps}) against tfjs-wasm's ` +
+        '(`tf.variableGrads` of sum(output * dOutput) over the input and the weights, `tf.train.adam`\'s ' +
+        '`applyGradients`): ' + (st.error ? st.error
+        : `ours ${cell(st.ours)} ms, tfjs-wasm ${cell(st.tfjs)} ms: **${speed(st.tfjs.median / st.ours.median)}** ` +
+          `(wall/CPU ${st.contention.toFixed(2)}).`));
+      lines.push('');
+      lines.push(`Checked first, one step from the same weights, max |diff| over max |value| (tolerance ${st.tolerance}): ` +
+        `output ${rel('output')}; gradients ${grads.map((k) => `${k} ${rel(k)}`).join(', ')}; ` +
+        `weights after the step: tfjs's against Adam's first step from its gradients ` +
+        `${c.tfjsWeightsAfterStep.maxAbsDiff.toExponential(1)} (elementwise, tolerance 1e-6), ours through their ` +
+        `forward against a fresh object holding that step from our gradients ${rel('oursWeightsAfterStep')}, ` +
+        `and against tfjs's forward after its step ${rel('afterStepVsTfjs')} (the step moved the output by ` +
+        `${c.stepMoved.toExponential(1)}).`);
+    }
+    lines.push('');
+  }
+  const l1 = tr.l1;
+  if (l1) {
+    lines.push(l1.error && l1.backwardMs === undefined
+      ? `**L1 backward**: failed: ${l1.error}`
+      : `**L1 backward** (T = 16384, d_model 256, 4 heads, causal; once, in a fresh module): training forward ` +
+        `${(l1.forwardMs / 1000).toFixed(2)} s, backward ${(l1.backwardMs / 1000).toFixed(2)} s; peak wasm heap ` +
+        `${(l1.peakHeapBytes / 2 ** 20).toFixed(0)} MiB of the ${(l1.maxHeapBytes / 2 ** 20).toFixed(0)} MiB maximum ` +
+        `(${(l1.heapBefore / 2 ** 20).toFixed(0)} MiB at start); gradients finite: ${l1.finite}; dBO against ` +
+        `dOutput's column sums: ${l1.dBO.maxAbsDiff.toExponential(1)}.`);
+    lines.push('');
+  }
+  const nat = tr.native;
+  if (nat) {
+    lines.push(nat.error ? `Native backward_bench: ${nat.error}` : `Native (\`backward_bench\`, ${nat.kernels}, ` +
+      `1 thread, medians of ${nat.rounds} interleaved rounds; the encoder layer: 768 wide, FFN 3072, 128 tokens):`);
+    if (!nat.error) {
+      lines.push('');
+      lines.push(table(['shape', 'forward', 'training forward', 'backward', 'backward / training forward',
+        'training forward / plain'], nat.rows.map((r) => [r.name, ms(r.forward_ms), ms(r.training_forward_ms),
+        ms(r.backward_ms), `${(r.backward_ms / r.training_forward_ms).toFixed(2)}x`,
+        `${(r.training_forward_ms / r.forward_ms).toFixed(3)}x`])));
+    }
+    lines.push('');
+  }
+  return lines.join('\n').trimEnd();
 }

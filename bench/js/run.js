@@ -3,7 +3,7 @@
 //
 //   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
 //                        [--workloads S1,S2,...] [--no-native] [--no-l1]
-//                        [--no-pool] [--no-threads] [--budget SECONDS] [--retries N]
+//                        [--no-pool] [--no-threads] [--no-training] [--budget SECONDS] [--retries N]
 //   node bench/js/run.js --render FILE.json [--md FILE]   (tables of an earlier run)
 //
 // Per workload (web/bench-kit/workloads.json) it sets up every
@@ -12,7 +12,8 @@
 // interleaved (A B C .., B C .. A, ...; single thread everywhere). Then the
 // worker pool of 2 against our synchronous attention (pool.js) and,
 // natively: kernels_bench (Google Benchmark), onnxruntime-node and the
-// attention variants (variants_bench, sdpa_bench). Last, in a child process
+// attention variants (variants_bench, sdpa_bench), and the training build's
+// rows (training.js; --no-training skips them). Last, in a child process
 // (onnxruntime-web's thread count is per process), the same on 2 threads:
 // ours on the threaded builds against one thread, onnxruntime-web and
 // -node with 2 threads, and natively threads_bench (`--threads 2`, what the
@@ -35,12 +36,13 @@ import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode,
 import { runPoolBench } from './pool.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
 import { runDecodePreview } from './decode_preview.js';
+import { runTrainingBench } from './training.js';
 
 const TOLERANCE = 1e-3;
 
 function parseArgs(argv) {
   const a = { quick: false, native: true, l1: true, pool: true, threadsRun: true, threads: 1,
-    retries: null };
+    retries: null, training: true };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const next = () => {
@@ -55,6 +57,7 @@ function parseArgs(argv) {
     else if (k === '--no-l1') a.l1 = false;
     else if (k === '--no-pool') a.pool = false;
     else if (k === '--no-threads') a.threadsRun = false;
+    else if (k === '--no-training') a.training = false;
     else if (k === '--threads') a.threads = Number(next());
     else if (k === '--budget') a.budget = Number(next());
     else if (k === '--retries') a.retries = Number(next());
@@ -422,11 +425,13 @@ async function main() {
     if (kb.error) log(`  kernels_bench: ${kb.error}`);
     if (ortNode.error) log(`  onnxruntime-node: ${ortNode.error}`);
   }
+  const training = args.training ? await runTrainingBench({ selected, native: args.native,
+    quick: args.quick, timing: timingOptions(args), retries: args.retries, log }) : null;
   const threads = args.threadsRun ? await spawnThreadsRun(args, selected) : null;
   meta.loadAvgEnd = os.loadavg();
   meta.seconds = (Date.now() - started.getTime()) / 1000;
   for (const r of wasm) delete r.oursOutput;
-  const report = { meta, wasm, native, decodePreview, pool, threads };
+  const report = { meta, wasm, native, decodePreview, pool, threads, training };
   report.targets = evaluateTargets(report);
   const md = renderMarkdown(report);
   console.log(md);

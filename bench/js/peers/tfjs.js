@@ -3,10 +3,11 @@
 // non-threaded SIMD .wasm (WASM_HAS_MULTITHREAD_SUPPORT = false) and
 // setThreadsCount(1). Weights, inputs and masks are tensors created once
 // (resident in the backend's heap); each call reads the output back with
-// dataSync(), as a caller would.
+// dataSync(), as a caller would. `attention` is also what training.js
+// differentiates.
 import { once, packageDir } from './loading.js';
 
-const loadTf = once(async () => {
+export const loadTf = once(async () => {
   const tf = await import('@tensorflow/tfjs-core');
   const wasm = await import('@tensorflow/tfjs-backend-wasm');
   wasm.setWasmPaths(packageDir('@tensorflow/tfjs-backend-wasm'));
@@ -43,25 +44,7 @@ export async function createTfjs(data) {
     for (let i = 0; i < tq; i++) for (let j = i + (tk - tq) + 1; j < tk; j++) m[i * tk + j] = -1e9;
     t.mask = tf.tensor2d(m, [tq, tk]);
   }
-  const xkv = t.xkv ?? t.xq;
-  const forward = () =>
-    tf.tidy(() => {
-      const q = tf.add(tf.matMul(t.xq, t.wq), t.bq);
-      let k = tf.add(tf.matMul(xkv, t.wk), t.bk);
-      let v = tf.add(tf.matMul(xkv, t.wv), t.bv);
-      if (t.pastK) {
-        k = tf.concat([t.pastK, k], 0);
-        v = tf.concat([t.pastV, v], 0);
-      }
-      const qh = tf.transpose(tf.reshape(q, [tq, H, dh]), [1, 0, 2]); // [H, tq, dh]
-      const kh = tf.transpose(tf.reshape(k, [tk, H, dh]), [1, 0, 2]); // [H, tk, dh]
-      const vh = tf.transpose(tf.reshape(v, [tk, H, dh]), [1, 0, 2]);
-      let s = tf.mul(tf.matMul(qh, kh, false, true), t.scale); // [H, tq, tk]
-      if (t.mask) s = tf.add(s, t.mask);
-      const p = tf.softmax(s);
-      const z = tf.reshape(tf.transpose(tf.matMul(p, vh), [1, 0, 2]), [tq, d]);
-      return tf.add(tf.matMul(z, t.wo), t.bo);
-    });
+  const forward = () => tf.tidy(() => attention(tf, t, data));
   return {
     name: 'tfjs-wasm',
     run() {
@@ -75,4 +58,27 @@ export async function createTfjs(data) {
     },
     backendInfo: () => ({ backend: tf.getBackend(), threads: 1 }),
   };
+}
+
+// The attention of `t`'s tensors (xq, xkv (or none: self-attention), the
+// weights and biases, scale, mask, pastK/pastV) as tfjs ops; `shape` has
+// d, heads, tq and tk.
+export function attention(tf, t, { d, heads: H, tq, tk }) {
+  const dh = d / H;
+  const xkv = t.xkv ?? t.xq;
+  const q = tf.add(tf.matMul(t.xq, t.wq), t.bq);
+  let k = tf.add(tf.matMul(xkv, t.wk), t.bk);
+  let v = tf.add(tf.matMul(xkv, t.wv), t.bv);
+  if (t.pastK) {
+    k = tf.concat([t.pastK, k], 0);
+    v = tf.concat([t.pastV, v], 0);
+  }
+  const qh = tf.transpose(tf.reshape(q, [tq, H, dh]), [1, 0, 2]); // [H, tq, dh]
+  const kh = tf.transpose(tf.reshape(k, [tk, H, dh]), [1, 0, 2]); // [H, tk, dh]
+  const vh = tf.transpose(tf.reshape(v, [tk, H, dh]), [1, 0, 2]);
+  let s = tf.mul(tf.matMul(qh, kh, false, true), t.scale); // [H, tq, tk]
+  if (t.mask) s = tf.add(s, t.mask);
+  const p = tf.softmax(s);
+  const z = tf.reshape(tf.transpose(tf.matMul(p, vh), [1, 0, 2]), [tq, d]);
+  return tf.add(tf.matMul(z, t.wo), t.bo);
 }
