@@ -66,7 +66,8 @@ export interface AttentionModuleOptions {
   /**
    * Folder (Node: a path or `file:` URL; browsers: a URL, relative ones
    * resolved against the document) holding `simd_attention_relaxed.wasm`,
-   * `simd_attention_simd.wasm` and `simd_attention_nosimd.wasm`, for apps
+   * `simd_attention_simd.wasm`, `simd_attention_nosimd.wasm` (and
+   * `simd_attention_training.wasm`), for apps
    * that serve the files themselves.
    * Default: the package's own `dist/`, found relative to the module
    * (`import.meta.url`).

@@ -152,7 +152,8 @@ describe('masks of the wrong size or type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { needWeights: true }),
       TypeError, "MultiHeadAttention.forward: options: unknown key 'needWeights' (expected " +
       'causal, keyPaddingMask, kvLengths, attnMask, boolMask, returnAttnWeights, returnScores, ' +
-      'returnPerHeadOutput, returnIntermediates, window, scale, softcap, positionOffset)');
+      'returnPerHeadOutput, returnIntermediates, window, scale, softcap, positionOffset, ' +
+      'training)');
   });
   test('option of the wrong type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { causal: 1 }),
@@ -356,7 +357,7 @@ describe('config and backend', () => {
       'createAttentionModule: options.threads: expected an integer, got "4"'));
     await expect(createAttentionModule({ thread: 4 })).rejects.toThrow(new TypeError(
       "createAttentionModule: options: unknown key 'thread' (expected backend, simd, " +
-      'relaxedSimd, threads, wasmPath)'));
+      'relaxedSimd, threads, wasmPath, training)'));
   });
 });
 

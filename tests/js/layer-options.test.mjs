@@ -61,7 +61,7 @@ test('errors name the layer method and the option', () => {
     'shape [2, 4, 6, 6], got 144');
   expectError(() => encoder.forward(x, { windows: [1, 1] }), TypeError,
     "TransformerEncoderLayer.forward: options: unknown key 'windows' (expected keyPaddingMask, " +
-    'causal, window, scale, softcap, attnMask, boolMask, kvLengths)');
+    'causal, window, scale, softcap, attnMask, boolMask, kvLengths, training)');
   const decoder = track(new builds.simd.TransformerDecoderLayer(config));
   decoder.setWeights(randomLayerWeights(D, F, 4, { decoder: true }));
   const cache = track(decoder.createKVCache({ batch: B, maxLength: T }));

@@ -203,8 +203,9 @@ describe('wasmPath', () => {
   test('a .wasm file instead of a folder', async () => {
     await expectRejects(createAttentionModule({ wasmPath: `${distDir}/simd_attention_simd.wasm` }),
       TypeError, 'createAttentionModule: options.wasmPath: expected the folder (or URL ' +
-      'prefix) that holds simd_attention_relaxed.wasm, simd_attention_simd.wasm and ' +
-      `simd_attention_nosimd.wasm, got the file "${distDir}/simd_attention_simd.wasm"`);
+      'prefix) that holds simd_attention_relaxed.wasm, simd_attention_simd.wasm, ' +
+      'simd_attention_nosimd.wasm and simd_attention_training.wasm, got the file ' +
+      `"${distDir}/simd_attention_simd.wasm"`);
   });
 });
 

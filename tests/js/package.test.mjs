@@ -57,15 +57,16 @@ test('the tarball ships only what is needed', () => {
   expect(fs.existsSync(path.join(installed, 'dist', 'simd_attention_simd.wasm'))).toBe(true);
 });
 
-// Budgets: the tarball measured 553231 bytes packed and 1520015 unpacked
-// (three builds of ~180-200 kB wasm and 53 kB glue, the two threaded ones of
-// ~187 kB wasm, 82 kB glue and a 2 kB worker script, the JS with the worker
-// pool, README and LICENSE); each budget is that plus about 15%, so another
-// build or a stray file fails here.
+// Budgets: the tarball measured 708587 bytes packed and 1931443 unpacked
+// (three builds of ~185-195 kB wasm and 53 kB glue, the two threaded ones of
+// ~191 kB wasm, 82 kB glue and a 2 kB worker script, the training build of
+// 245 kB wasm and 53 kB glue, the JS with the worker pool, README and
+// LICENSE); each budget is that plus about 15%, so another build or a stray
+// file fails here.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  expect(packed.size).toBeLessThanOrEqual(635000);
-  expect(packed.unpackedSize).toBeLessThanOrEqual(1746000);
+  expect(packed.size).toBeLessThanOrEqual(815000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(2221000);
 });
 
 // Download size, each build's own budget, not only the tarball's sum:
