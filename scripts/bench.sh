@@ -22,7 +22,8 @@ if [ "${SA_BENCH_SKIP_BUILD:-0}" != 1 ]; then
   bash scripts/build.sh native wasm wasm-relaxed wasm-nosimd wasm-threads wasm-relaxed-threads wasm-training package
 fi
 for f in web/dist/simd_attention_simd.wasm web/dist/simd_attention_relaxed.wasm \
-         web/dist/simd_attention_nosimd.wasm build/native/bench/kernels_bench; do
+         web/dist/simd_attention_nosimd.wasm web/dist/simd_attention_training.wasm \
+         build/native/bench/kernels_bench; do
   [ -e "$f" ] || { echo "bench: $f is missing; run bash scripts/build.sh native wasm wasm-relaxed wasm-nosimd wasm-threads wasm-relaxed-threads wasm-training package" >&2; exit 1; }
 done
 

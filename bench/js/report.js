@@ -550,6 +550,11 @@ function trainingTargets(tr) {
     else {
       backward(r.workload, 'wasm (training build)', f.median, training.median, b.median,
         { f: f.cpuMedian, training: training.cpuMedian, b: b.cpuMedian });
+      const inference = r['inference build'];
+      if (inference) {
+        t[t.length - 1].detail += `; ${percent(training.median / inference.median - 1)} over the ` +
+          `inference build's forward (${ms(inference.median)} ms)`;
+      }
     }
   }
   for (const r of tr?.native?.rows ?? []) {
@@ -582,16 +587,18 @@ function trainingSection(tr) {
   const cell = (e) => (e ? `${ms(e.median)} (${ms(e.p25)}-${ms(e.p75)})` : '-');
   if (tr.ratios.length) {
     const ratio = (a, b, key) => `${(a[key] / b[key]).toFixed(2)}x`;
-    lines.push(table(['workload', 'plain forward', 'training forward', 'backward', 'backward / training forward',
-      'training forward / plain', 'the same in CPU time', 'wall / CPU'], tr.ratios.map((r) => (r.error
-      ? [r.workload, r.error, '', '', '', '', '', '']
-      : [r.workload, cell(r.forward), cell(r['training forward']), cell(r.backward),
+    lines.push(table(['workload', 'inference build forward', 'plain forward', 'training forward', 'backward',
+      'backward / training forward', 'training forward / plain', 'the same in CPU time', 'wall / CPU'],
+    tr.ratios.map((r) => (r.error
+      ? [r.workload, r.error, '', '', '', '', '', '', '']
+      : [r.workload, cell(r['inference build']), cell(r.forward), cell(r['training forward']), cell(r.backward),
         ratio(r.backward, r['training forward'], 'median'), ratio(r['training forward'], r.forward, 'median'),
         `${ratio(r.backward, r['training forward'], 'cpuMedian')}, ${ratio(r['training forward'], r.forward, 'cpuMedian')}`,
         r.contention.toFixed(2)]))));
     lines.push('');
     lines.push('The backward runs on the object of the training forwards (its gradients copied to JS, as ' +
-      '`backward()` returns them); the plain forward on a second object of the same build; before timing, ' +
+      '`backward()` returns them); the plain forward on a second object of the same build, the inference ' +
+      'build\'s (SIMD, highway) on a third; before timing, ' +
       'the training forward\'s output is checked against the plain one and the backward for finite, ' +
       'bit-identical gradients on two calls.');
     lines.push('');

@@ -2,8 +2,9 @@
 // (createAttentionModule({ training: true }): the SIMD build, highway, one
 // thread):
 //  - S2 and S4: a plain forward, a training forward and a backward of the
-//    same build, interleaved; the backward and the training forward run on
-//    one object, the backward right after that object's training forwards;
+//    same build, interleaved with the inference build's forward (the SIMD
+//    build, highway); the backward and the training forward run on one
+//    object, the backward right after that object's training forwards;
 //  - a training step of an S2-sized attention (training forward, backward,
 //    Adam) against tfjs-wasm's same step (tf.variableGrads of
 //    sum(output * dOutput), so the output's gradient is dOutput, then
@@ -19,7 +20,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { makeData, randomVector } from '../../web/bench-kit/workloads.js';
 import { interleave, summarize, maxAbsDiff } from '../../web/bench-kit/timing.js';
-import { loadPackage } from '../../web/bench-kit/ours.js';
+import { loadPackage, oursModule } from '../../web/bench-kit/ours.js';
 import { attention, loadTf } from './peers/tfjs.js';
 import { registerTfjsGradients } from './peers/tfjs_gradients.js';
 import { repoRoot } from './native.js';
@@ -43,9 +44,10 @@ const gradientName = (key) => `d${key[0].toUpperCase()}${key.slice(1).toUpperCas
 const weightsOf = (data) => ({ wQ: data.wq, wK: data.wk, wV: data.wv, wO: data.wo,
   bQ: data.bq, bK: data.bk, bV: data.bv, bO: data.bo });
 
-let module = null;
+// The training build's module, created once per process.
+let trainingBuild = null;
 const trainingModule = async () =>
-  (module ??= (await loadPackage()).createAttentionModule({ training: true }));
+  (trainingBuild ??= (await loadPackage()).createAttentionModule({ training: true }));
 
 function maxAbs(a) {
   let m = 0;
@@ -102,9 +104,9 @@ async function runRatios(w, timer) {
   const data = makeData(w);
   const plain = new sa.MultiHeadAttention({ dModel: w.d, numHeads: w.heads });
   const trained = new sa.MultiHeadAttention({ dModel: w.d, numHeads: w.heads });
+  const inference = new (await oursModule(true)).MultiHeadAttention({ dModel: w.d, numHeads: w.heads });
   try {
-    plain.setWeights(weightsOf(data));
-    trained.setWeights(weightsOf(data));
+    for (const m of [plain, trained, inference]) m.setWeights(weightsOf(data));
     const x = { data: data.xq, shape: [1, w.tq, w.d] };
     const dOutput = { data: randomVector(w.tq * w.d, 1, 12), shape: [1, w.tq, w.d] };
     const options = { causal: w.causal };
@@ -123,13 +125,13 @@ async function runRatios(w, timer) {
     }
     const { rows, contention } = await time([
       { name: 'forward', run: () => plain.forward(x, undefined, undefined, options).output.data },
+      { name: 'inference build', run: () => inference.forward(x, undefined, undefined, options).output.data },
       { name: 'training forward', run: () => trained.forward(x, undefined, undefined, training).output.data },
       { name: 'backward', run: () => trained.backward(dOutput).dInput.data },
     ], timer);
     return { ...result, ...rows, contention };
   } finally {
-    plain.dispose();
-    trained.dispose();
+    for (const m of [plain, trained, inference]) m.dispose();
   }
 }
 
