@@ -4,11 +4,12 @@
 // processes, not interleaved with the peers: a preview, reported apart from
 // the table.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { WORKLOADS, makeData } from '../../web/bench-kit/workloads.js';
+import { writeFloatFiles } from './storage.js';
 
 const execFileP = promisify(execFile);
 
@@ -17,12 +18,9 @@ const execFileP = promisify(execFile);
  * and inputs (raw float32 files) for decode_bench.
  */
 export function writeDecodeData(dir) {
-  mkdirSync(dir, { recursive: true });
   const data = makeData(WORKLOADS.find((w) => w.name === 'D1'));
+  writeFloatFiles(dir, data, ['wq', 'wk', 'wv', 'wo', 'bq', 'bk', 'bv', 'bo', 'xpast', 'xq']);
   writeFileSync(path.join(dir, 'shape'), `${data.d} ${data.heads} ${data.cacheLen}\n`);
-  for (const k of ['wq', 'wk', 'wv', 'wo', 'bq', 'bk', 'bv', 'bo', 'xpast', 'xq']) {
-    writeFileSync(path.join(dir, k), Buffer.from(data[k].buffer, data[k].byteOffset, data[k].byteLength));
-  }
   return data;
 }
 

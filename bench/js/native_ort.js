@@ -2,14 +2,17 @@
 // onnxruntime-node and onnxruntime-web never share one onnxruntime-common
 // registry): onnxruntime-node, CPU execution provider, 1 intra-op thread
 // (SA_BENCH_THREADS in the threads run) and 1 inter-op thread, on the same
-// two graphs as onnxruntime-web. Checks each
-// output against ours (sent by the parent), then times both graphs
-// interleaved.
+// graphs as onnxruntime-web (on one thread, S1, S2, C1 and D1 also its
+// float16 and int8 graphs). Checks each output against ours (sent by the
+// parent; the typed graphs within their bound, storage.js), then times
+// the graphs interleaved.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { WORKLOADS, makeData } from '../../web/bench-kit/workloads.js';
 import { createOrtNodeSession } from './peers/ortnode.js';
+import { GRAPHS, TYPED_GRAPHS, PEER_THREADS } from './peers/ortweb.js';
+import { STORAGE_WORKLOADS, PRODUCTS, checkStored } from './storage.js';
 import { interleave, summarize, maxAbsDiff } from '../../web/bench-kit/timing.js';
 
 const require = createRequire(import.meta.url);
@@ -22,8 +25,10 @@ async function main({ names, references, timing, tolerance }) {
     const data = makeData(w);
     const peers = [];
     const entries = [];
-    for (const graph of ['contrib', 'plain']) {
-      const label = graph === 'contrib' ? 'ort-node MHA op' : 'ort-node plain';
+    const typed = PEER_THREADS === 1 && STORAGE_WORKLOADS.includes(name) ? Object.keys(TYPED_GRAPHS) : [];
+    for (const graph of ['contrib', 'plain', ...typed]) {
+      const label = `ort-node ${GRAPHS[graph]}`;
+      const type = TYPED_GRAPHS[graph];
       try {
         const { session, feeds } = await createOrtNodeSession(ort, data, graph);
         const peer = {
@@ -36,8 +41,14 @@ async function main({ names, references, timing, tolerance }) {
         const out = await peer.run();
         const diff = references[name] ? maxAbsDiff(out, references[name]) : null;
         const entry = { name: label, maxAbsDiff: diff };
-        if (diff !== null && !(diff <= tolerance)) {
+        if (type && references[name]) {
+          Object.assign(entry, { storage: { weights: type } }, checkStored(label, type,
+            type === 'int8' ? PRODUCTS.ortInt8 : PRODUCTS.ortFp16, out, references[name]));
+        } else if (diff !== null && !(diff <= tolerance)) {
           entry.error = `output differs from ours by ${diff}`;
+        }
+        if (entry.error) {
+          await session.release();
         } else {
           peers.push(peer);
         }

@@ -10,6 +10,22 @@
 //
 // Both take the same weights as our API (X @ W layout) and compute the same
 // function; D1 (decode step) variants take the already projected K/V cache.
+// mhaContribModel may also run in float16 (`form` 'fp16': inputs cast to
+// float16, weights and biases float16 initializers, the output cast back),
+// or with int8 projections (`form` 'integer' or 'nbits'; `w.int8` holds
+// each matrix as { values, scales }, symmetric per output column as our
+// package quantizes them):
+//   'integer': DynamicQuantizeLinear (the activations to uint8, one scale
+//              and zero point per tensor) -> MatMulInteger -> Cast -> Mul by
+//              the activation scale times the column scales -> Add bias, as
+//              onnxruntime's quantize_dynamic writes it (transformers.js's
+//              q8 models); onnxruntime fuses it into DynamicQuantizeMatMul
+//   'nbits':   com.microsoft MatMulNBits with bits = 8 (q + 128 as uint8,
+//              the default zero point 128, the column's scale in each of its
+//              K blocks), accuracy_level 4: the activations quantized to
+//              int8 per block, integer dot products
+
+import { floatToHalf } from '../../tests/js/support/safetensors-writer.mjs';
 
 // --- protobuf wire format -------------------------------------------------
 class Writer {
@@ -72,7 +88,10 @@ class Writer {
 }
 
 const FLOAT = 1;
+const UINT8 = 2;
+const INT8 = 3;
 const INT64 = 7;
+const FLOAT16 = 10;
 
 // TensorProto: dims=1, data_type=2, name=8, raw_data=9
 function tensorProto(w, name, dims, dataType, raw) {
@@ -130,6 +149,17 @@ class GraphBuilder {
     this.inits.push([name, dims, FLOAT, new Uint8Array(copy.buffer)]);
     return name;
   }
+  // float32 values rounded to float16 (to nearest even, as our package)
+  halfInit(name, dims, data) {
+    const bits = Uint16Array.from(data, floatToHalf);
+    this.inits.push([name, dims, FLOAT16, new Uint8Array(bits.buffer)]);
+    return name;
+  }
+  int8Init(name, dims, values, type = INT8) {
+    const copy = type === INT8 ? Int8Array.from(values) : Uint8Array.from(values);
+    this.inits.push([name, dims, type, new Uint8Array(copy.buffer)]);
+    return name;
+  }
   int64Init(name, values) {
     const b = new BigInt64Array(values.map((v) => BigInt(v)));
     this.inits.push([name, [values.length], INT64, new Uint8Array(b.buffer)]);
@@ -175,9 +205,47 @@ class GraphBuilder {
   }
 }
 
-function projection(g, x, wName, w, bName, b, d) {
-  const mm = g.op('MatMul', [x, g.floatInit(wName, [d, d], w)]);
-  return g.op('Add', [mm, g.floatInit(bName, [d], b)]);
+// The projections, float32 or of the form `kind` (see the top):
+// (x, 'q' | 'k' | 'v' | 'o') -> x W + b.
+function projector(g, w, kind) {
+  const d = w.d;
+  if (kind === 'fp16') {
+    return (x, m) => g.op('Add', [g.op('MatMul', [x, g.halfInit(`w${m}`, [d, d], w[`w${m}`])]),
+      g.halfInit(`b${m}`, [d], w[`b${m}`])]);
+  }
+  const bias = (y, m) => g.op('Add', [y, g.floatInit(`b${m}`, [d], w[`b${m}`])]);
+  if (!kind) return (x, m) => bias(g.op('MatMul', [x, g.floatInit(`w${m}`, [d, d], w[`w${m}`])]), m);
+  if (kind === 'integer') {
+    // One quantization per activation tensor (K and V share theirs).
+    const quantized = new Map();
+    return (x, m) => {
+      if (!quantized.has(x)) quantized.set(x, g.op('DynamicQuantizeLinear', [x], {}, { outputs: 3 }));
+      const [xq, xScale, xZero] = quantized.get(x);
+      const { values, scales } = w.int8[`w${m}`];
+      const product = g.op('MatMulInteger', [xq, g.int8Init(`w${m}`, [d, d], values), xZero,
+        g.int8Init(`w${m}_zero`, [d], new Int8Array(d))]);
+      const scale = g.op('Mul', [xScale, g.floatInit(`w${m}_scale`, [d], scales)]);
+      return bias(g.op('Mul', [g.op('Cast', [product], { to: { i: FLOAT } }), scale]), m);
+    };
+  }
+  // MatMulNBits: B [N, K / block, block] of uint8, scales [N, K / block];
+  // the block the largest power of two (at most 256) dividing K.
+  let block = 256;
+  while (d % block) block /= 2;
+  return (x, m) => {
+    const { values, scales } = w.int8[`w${m}`];
+    const b = new Uint8Array(d * d);
+    const s = new Float32Array(d * (d / block));
+    for (let n = 0; n < d; n++) {
+      for (let k = 0; k < d; k++) b[n * d + k] = values[k * d + n] + 128;
+      s.fill(scales[n], n * (d / block), (n + 1) * (d / block));
+    }
+    const y = g.op('MatMulNBits', [x, g.int8Init(`w${m}`, [d, d / block, block], b, UINT8),
+      g.floatInit(`w${m}_scale`, [d, d / block], s)],
+    { K: { i: d }, N: { i: d }, bits: { i: 8 }, block_size: { i: block }, accuracy_level: { i: 4 } },
+    { domain: 'com.microsoft' });
+    return bias(y, m);
+  };
 }
 
 // Causal (bottom-right aligned, like ours): query i sees keys j <= i + (tk - tq).
@@ -195,14 +263,19 @@ function causalMask(tq, tk) {
  * [1,Tk,d]; for the decode step (cacheLen > 0) "past_key"/"past_value"
  * [1,H,cacheLen,dh] (already projected). Output "output" [1,Tq,d].
  */
-export function mhaContribModel(w) {
+export function mhaContribModel(w, { form } = {}) {
   const { d, heads: H, tq, tk, cross, causal, cacheLen = 0 } = w;
+  if (form === 'fp16' && causal) throw new Error('the float16 graph takes no causal mask');
   const g = new GraphBuilder();
-  const xq = g.input('query', [1, tq, d]);
-  const xkv = cross ? g.input('kv', [1, tk, d]) : xq;
-  const q = projection(g, xq, 'wq', w.wq, 'bq', w.bq, d);
-  const k = projection(g, xkv, 'wk', w.wk, 'bk', w.bk, d);
-  const v = projection(g, xkv, 'wv', w.wv, 'bv', w.bv, d);
+  const project = projector(g, w, form);
+  // The float16 graph takes float32 inputs as the others and casts them.
+  const input = (name, dims) => (form === 'fp16'
+    ? g.op('Cast', [g.input(name, dims)], { to: { i: FLOAT16 } }) : g.input(name, dims));
+  const xq = input('query', [1, tq, d]);
+  const xkv = cross ? input('kv', [1, tk, d]) : xq;
+  const q = project(xq, 'q');
+  const k = project(xkv, 'k');
+  const v = project(xkv, 'v');
   // inputs: query, key, value, bias, key_padding_mask, attention_bias, past_key, past_value
   const ins = [q, k, v];
   const attrs = { num_heads: { i: H } };
@@ -215,16 +288,16 @@ export function mhaContribModel(w) {
   let outputs = 1;
   if (cacheLen > 0) {
     while (ins.length < 6) ins.push('');
-    ins.push(g.input('past_key', [1, H, cacheLen, d / H]), g.input('past_value', [1, H, cacheLen, d / H]));
+    ins.push(input('past_key', [1, H, cacheLen, d / H]), input('past_value', [1, H, cacheLen, d / H]));
     outputs = 3;
   }
   let z = g.op('MultiHeadAttention', ins, attrs, { domain: 'com.microsoft', outputs });
   if (outputs > 1) z = z[0];
-  const out = projection(g, z, 'wo', w.wo, 'bo', w.bo, d);
-  const y = g.op('Identity', [out]);
+  const out = project(z, 'o');
+  if (form === 'fp16') g.op('Cast', [out], { to: { i: FLOAT } });
+  else g.op('Identity', [out]);
   g.nodes[g.nodes.length - 1].outs[0] = 'output';
   g.output('output', [1, tq, d]);
-  void y;
   return g.encode([
     ['', 17],
     ['com.microsoft', 1],
@@ -240,11 +313,12 @@ export function plainModel(w) {
   const { d, heads: H, tq, tk, cross, causal, cacheLen = 0 } = w;
   const dh = d / H;
   const g = new GraphBuilder();
+  const project = projector(g, w);
   const xq = g.input('query', [1, tq, d]);
   const xkv = cross ? g.input('kv', [1, tk - cacheLen, d]) : xq;
-  const q = projection(g, xq, 'wq', w.wq, 'bq', w.bq, d);
-  let k = projection(g, xkv, 'wk', w.wk, 'bk', w.bk, d);
-  let v = projection(g, xkv, 'wv', w.wv, 'bv', w.bv, d);
+  const q = project(xq, 'q');
+  let k = project(xkv, 'k');
+  let v = project(xkv, 'v');
   if (cacheLen > 0) {
     k = g.op('Concat', [g.input('past_key', [1, cacheLen, d]), k], { axis: { i: 1 } });
     v = g.op('Concat', [g.input('past_value', [1, cacheLen, d]), v], { axis: { i: 1 } });
@@ -258,7 +332,7 @@ export function plainModel(w) {
   if (causal) s = g.op('Add', [s, g.floatInit('causal_mask', [tq, tk], causalMask(tq, tk))]);
   const p = g.op('Softmax', [s], { axis: { i: -1 } });
   const z = g.op('Reshape', [g.op('Transpose', [g.op('MatMul', [p, vh])], { perm: [0, 2, 1, 3] }), merge]);
-  const out = projection(g, z, 'wo', w.wo, 'bo', w.bo, d);
+  const out = project(z, 'o');
   g.op('Identity', [out]);
   g.nodes[g.nodes.length - 1].outs[0] = 'output';
   g.output('output', [1, tq, d]);

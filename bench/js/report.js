@@ -26,9 +26,12 @@ function timedEntry(r, name) {
   return e && e.median !== undefined && !e.error ? e : null;
 }
 
-function bestOf(r, prefix) {
+// The fastest float32 implementation whose name starts with `prefix` (the
+// storage types' rows have their own targets).
+function bestOf(r, prefix, storage = null) {
   let best = null;
   for (const e of r?.entries ?? []) {
+    if ((e.storage?.weights ?? null) !== storage) continue;
     if (e.name.startsWith(prefix) && e.median !== undefined && !e.error) {
       if (!best || e.median < best.median) best = e;
     }
@@ -187,6 +190,7 @@ export function evaluateTargets(report) {
         `(${(g.nominalEfficiency * 100).toFixed(0)}% of the ${g.peak.nominal.toFixed(1)} GFLOP/s nominal peak)`);
     }
   }
+  storageTargets(wasm, add);
   const pool = new Map((report.pool?.rows ?? []).map((r) => [r.workload, r]));
   for (const name of ['S2', 'S4', 'S4c', 'C1']) {
     const r = pool.get(name);
@@ -260,6 +264,114 @@ export function evaluateTargets(report) {
   return t;
 }
 
+// Ours on `build` ('wasm-simd' or 'wasm-relaxed', highway) with a storage
+// type (label as storage.js's: 'f16', 'int8', 'f16+cache', ...; 'f32').
+function oursStored(r, build, label) {
+  const name = `ours ${build} highway`;
+  if (label === 'f32') return timedEntry(r, name);
+  const [weights, cache] = label.split('+');
+  return timedEntry(r, `${name}, ${weights} weights${cache ? '+cache' : ''}`);
+}
+
+// The storage types' targets: D1 with float16 weights and cache >= 2x
+// onnxruntime-web in float32, D1 with int8 weights >= 1.3x onnxruntime-web's
+// faster int8 graph, S2 with int8 weights no slower than float32.
+function storageTargets(wasm, add) {
+  const judge = (label, need, name, ours, peerOf) => {
+    const r = wasm.get(name);
+    if (!r) return;
+    const o = oursStored(r, 'wasm-simd', ours);
+    const peer = peerOf(r, 'wasm-simd');
+    if (!o || !peer) {
+      add(label, 'n/a', `${o ? peer?.name ?? 'the peer' : 'ours'} not timed`);
+      return;
+    }
+    const x = peer.median / o.median;
+    const rx = oursStored(r, 'wasm-relaxed', ours);
+    const rxPeer = peerOf(r, 'wasm-relaxed');
+    add(label, x >= need ? 'met' : 'missed', `${x.toFixed(2)}x: ours ${ms(o.median)} ms vs ${peer.name} ` +
+      `${ms(peer.median)} ms${rx && rxPeer ? `; relaxed-SIMD build ${(rxPeer.median / rx.median).toFixed(2)}x ` +
+        `(${ms(rx.median)} vs ${ms(rxPeer.median)} ms)` : ''}`);
+  };
+  judge('D1, f16 weights and cache: >= 2x onnxruntime-web (fp32)', 2, 'D1', 'f16+cache',
+    (r) => bestOf(r, 'ort-web'));
+  judge('D1, int8 weights: >= 1.3x onnxruntime-web int8', 1.3, 'D1', 'int8',
+    (r) => bestOf(r, 'ort-web', 'int8'));
+  judge('S2, int8 weights: no slower than f32 (>= 1.0x)', 1, 'S2', 'int8',
+    (r, build) => oursStored(r, build, 'f32'));
+}
+
+const STORAGE_LABELS = ['f32', 'f16', 'bf16', 'int8', 'f16+cache', 'bf16+cache'];
+
+/**
+ * The storage types' tables: ours per type and build in wasm against
+ * onnxruntime-web's float32 (faster graph), float16 and int8 graphs, then
+ * natively (weight_types_bench) against onnxruntime-node's.
+ */
+function storageTables(report) {
+  const lines = [];
+  const rows = [];
+  const cell = (e, base) => (e ? `${ms(e.median)}${base && e !== base ? ` (${(base.median / e.median).toFixed(2)}x)` : ''}` : '-');
+  const peerCells = (r, prefix) => {
+    const fp32 = bestOf(r, prefix);
+    const fp16 = bestOf(r, prefix, 'f16');
+    const int8 = bestOf(r, prefix, 'int8');
+    return { fp32, cells: [fp32 ? `${ms(fp32.median)} (${fp32.name.slice(prefix.length + 1)})` : '-',
+      cell(fp16), int8 ? `${ms(int8.median)} (${int8.name.slice(prefix.length + 6)})` : '-'], int8 };
+  };
+  for (const r of report.wasm) {
+    if (!r.entries.some((e) => e.storage)) continue;
+    const peers = peerCells(r, 'ort-web');
+    for (const build of ['wasm-simd', 'wasm-relaxed']) {
+      const f32 = oursStored(r, build, 'f32');
+      const typed = STORAGE_LABELS.map((t) => oursStored(r, build, t));
+      if (!typed.some(Boolean)) continue;
+      const best16 = oursStored(r, build, r.workload.cacheLen > 0 ? 'f16+cache' : 'f16');
+      const int8 = oursStored(r, build, 'int8');
+      rows.push([r.workload.name, build, ...typed.map((e) => cell(e, f32)), ...peers.cells,
+        best16 && peers.fp32 ? speed(peers.fp32.median / best16.median) : '-',
+        int8 && peers.int8 ? speed(peers.int8.median / int8.median) : '-']);
+    }
+  }
+  if (!rows.length) return '';
+  lines.push('**Storage types, WebAssembly, Node, 1 thread** (median ms; in brackets the speed against the same ' +
+    'build in f32; `+cache`: the KV cache in the type too; each output checked against f32 within the type\'s ' +
+    'bound before timing; onnxruntime-web\'s int8 graphs take the weights as our package quantizes them)');
+  lines.push('');
+  lines.push(table(['workload', 'ours', ...STORAGE_LABELS, 'ort-web fp32 (faster graph)', 'ort-web fp16',
+    'ort-web int8 (faster graph)', 'ours f16 (D1: +cache) vs ort-web fp32', 'ours int8 vs ort-web int8'], rows));
+  lines.push('');
+  const st = report.native?.storage;
+  if (st) {
+    lines.push('**Storage types, native, 1 thread** (`weight_types_bench --data`: the same weights and inputs, ' +
+      'interleaved, median ms and the speed against f32; onnxruntime-node on the same graphs)');
+    lines.push('');
+    if (st.error) lines.push(`failed: ${st.error}`);
+    else {
+      const nrows = [];
+      for (const name of [...new Set(st.rows.map((x) => x.workload))]) {
+        const get = (t) => st.rows.find((x) => x.workload === name && x.type === t && !x.error);
+        const f32 = get('f32');
+        const on = ortNodeFor(report, name);
+        const peers = peerCells(on, 'ort-node');
+        const best16 = get(name === 'D1' ? 'f16+cache' : 'f16');
+        nrows.push([name, ...STORAGE_LABELS.map((t) => {
+          const e = get(t);
+          const failed = st.rows.find((x) => x.workload === name && x.type === t && x.error);
+          if (failed) return 'mismatch';
+          return e ? `${ms(e.ms)}${e !== f32 && f32 ? ` (${(f32.ms / e.ms).toFixed(2)}x)` : ''}` : '-';
+        }), ...peers.cells,
+        best16 && peers.fp32 ? speed(peers.fp32.median / best16.ms) : '-',
+        get('int8') && peers.int8 ? speed(peers.int8.median / get('int8').ms) : '-']);
+      }
+      lines.push(table(['workload', ...STORAGE_LABELS, 'ort-node fp32 (faster graph)', 'ort-node fp16',
+        'ort-node int8 (faster graph)', 'ours f16 (D1: +cache) vs ort-node fp32', 'ours int8 vs ort-node int8'], nrows));
+      lines.push('');
+    }
+  }
+  return lines.join('\n');
+}
+
 // runPoolBench's rows (pool.js) as a Markdown table.
 export function poolTable({ workers, rows }) {
   const lines = [`| workload | synchronous, 1 thread (ms) | pool of ${workers} (ms) | speed-up |` +
@@ -293,7 +405,7 @@ export function renderMarkdown(report) {
   // Summary: wasm, one row per workload.
   const impls = [];
   for (const r of report.wasm) {
-    for (const e of r.entries) if (!impls.includes(e.name)) impls.push(e.name);
+    for (const e of r.entries) if (!e.storage && !impls.includes(e.name)) impls.push(e.name);
   }
   lines.push('**WebAssembly, Node, 1 thread** (median ms per forward; in brackets: how many times faster ours ' +
     `\`${DEFAULT_OURS}\` is)`);
@@ -356,6 +468,9 @@ export function renderMarkdown(report) {
   lines.push('');
   lines.push('</details>');
   lines.push('');
+
+  const storage = storageTables(report);
+  if (storage) lines.push(storage);
 
   const l1 = report.wasm.find((r) => r.workload.name === 'L1');
   if (l1) {

@@ -9,7 +9,12 @@
 // Per workload (web/bench-kit/workloads.json) it sets up every
 // implementation with weights and inputs resident, checks each output
 // against ours (max abs diff <= 1e-3), warms up, then times them
-// interleaved (A B C .., B C .. A, ...; single thread everywhere). Then the
+// interleaved (A B C .., B C .. A, ...; single thread everywhere). On S1,
+// S2, C1 and D1 the storage types run in the same rounds (storage.js): ours
+// with float16, bfloat16 and int8 weights (D1: and a float16/bfloat16
+// cache) on the SIMD and relaxed-SIMD builds, onnxruntime-web's float16
+// graph and its two int8 paths, each checked against float32 within its
+// type's bound; natively weight_types_bench. Then the
 // worker pool of 2 against our synchronous attention (pool.js) and,
 // natively: kernels_bench (Google Benchmark), onnxruntime-node and the
 // attention variants (variants_bench, sdpa_bench), and the training build's
@@ -28,7 +33,9 @@ import { fileURLToPath } from 'node:url';
 import { WORKLOADS, makeData, workloadFlops, linear } from '../../web/bench-kit/workloads.js';
 import { interleave, summarize, maxAbsDiff } from '../../web/bench-kit/timing.js';
 import { createPlainJs } from '../../web/bench-kit/plainjs.js';
-import { createOrtWeb } from './peers/ortweb.js';
+import { createOrtWeb, TYPED_GRAPHS, GRAPHS } from './peers/ortweb.js';
+import { STORAGE_WORKLOADS, storageTypes, PRODUCTS, checkStored, runNativeStorage } from './storage.js';
+import { int8Weights } from './int8.js';
 import { createTfjs } from './peers/tfjs.js';
 import { createOurs, oursVariants, variantName, loadPackage } from '../../web/bench-kit/ours.js';
 import { repoRoot, runKernelsBench, runFmaPeak, runGemmEfficiency, runOrtNode,
@@ -142,6 +149,27 @@ async function runWorkload(w, args, variants) {
   }
   candidates.push({ peer: await safeCreate('ort-web MHA op', () => createOrtWeb(data, 'contrib')) });
   candidates.push({ peer: await safeCreate('ort-web plain', () => createOrtWeb(data, 'plain')) });
+  const typed = args.threads === 1 && STORAGE_WORKLOADS.includes(w.name);
+  if (typed) {
+    // Ours per storage type on the SIMD and relaxed-SIMD builds (highway).
+    for (const v of variants.filter((x) => x.backend === 'highway' && x.simd)) {
+      for (const t of storageTypes(w)) {
+        const variant = { ...v, weights: t.weights, cacheType: t.cacheType };
+        const storage = { weights: t.weights, cacheType: t.cacheType,
+          products: PRODUCTS.weights + (t.cacheType ? PRODUCTS.cache : 0) };
+        try {
+          candidates.push({ ours: true, storage, variant, peer: await createOurs(data, variant) });
+        } catch (e) {
+          const failure = e.notAvailable ? { na: e.message } : { error: String(e.message ?? e).split('\n')[0] };
+          candidates.push({ ours: true, storage, variant, peer: { name: variantName(variant), ...failure } });
+        }
+      }
+    }
+    for (const [graph, type] of Object.entries(TYPED_GRAPHS)) {
+      const storage = { weights: type, products: type === 'int8' ? PRODUCTS.ortInt8 : PRODUCTS.ortFp16 };
+      candidates.push({ storage, peer: await safeCreate(`ort-web ${GRAPHS[graph]}`, () => createOrtWeb(data, graph)) });
+    }
+  }
   if (args.threads === 1) {
     candidates.push({ peer: await safeCreate('tfjs-wasm', () => createTfjs(data)) });
     candidates.push({ peer: await safeCreate('plain JS', () => createPlainJs(data)) });
@@ -168,6 +196,7 @@ async function runWorkload(w, args, variants) {
     reference = outputs.get(refCandidate.peer.name);
     referenceName = refCandidate.peer.name;
   }
+  const int8Mismatch = typed ? await checkInt8Weights(data, candidates, outputs) : undefined;
   const timed = [];
   for (const c of candidates) {
     const e = { name: c.peer.name, ours: !!c.ours };
@@ -177,8 +206,14 @@ async function runWorkload(w, args, variants) {
       continue;
     }
     if (c.peer.kernels) e.kernels = c.peer.kernels;
+    if (c.storage) e.storage = c.storage;
     if (c.peer.error) {
       e.error = c.peer.error;
+    } else if (c.storage) {
+      Object.assign(e, checkStored(e.name, c.storage.weights, c.storage.products,
+        outputs.get(c.peer.name), reference));
+      if (!e.error && c.storage.weights === 'int8' && !c.ours) e.error = int8Mismatch;
+      if (!e.error) timed.push(c.peer);
     } else {
       e.maxAbsDiff = maxAbsDiff(outputs.get(c.peer.name), reference);
       if (!(e.maxAbsDiff <= TOLERANCE)) {
@@ -233,6 +268,23 @@ async function runWorkload(w, args, variants) {
     entries,
     oursOutput: oursRef,
   };
+}
+
+// The onnxruntime int8 graphs take the weights as bench/js/int8.js
+// quantizes them; that must be what our package does at setWeights: ours
+// given those { values, scales } must compute bit for bit what ours given
+// the float32 weights computes. An error message for the int8 peers if not.
+async function checkInt8Weights(data, candidates, outputs) {
+  const c = candidates.find((x) => x.ours && x.storage?.weights === 'int8' && !x.peer.error && !x.peer.na);
+  if (!c) return undefined;
+  const given = await createOurs({ ...data, ...int8Weights(data) }, c.variant);
+  try {
+    const diff = maxAbsDiff(Float32Array.from(given.run()), outputs.get(c.peer.name));
+    if (diff === 0) return undefined;
+    return `bench/js/int8.js quantizes otherwise than our package (outputs differ by ${diff}); not timed`;
+  } finally {
+    given.dispose();
+  }
 }
 
 // L1: T = 16384 causal self-attention, ours only (SIMD build, default
@@ -421,7 +473,11 @@ async function main() {
     log('native: variants_bench, sdpa_bench');
     const variants = await runVariantsBench({ quick: args.quick });
     if (variants.error) log(`  variants: ${variants.error}`);
-    native = { fma, gemm, kernelsBench: kb, ortNode, variants };
+    log('native: weight_types_bench (storage types)');
+    const storage = await runNativeStorage({ repoRoot, names, references, tolerance: TOLERANCE,
+      quick: args.quick });
+    if (storage.error) log(`  weight_types_bench: ${storage.error}`);
+    native = { fma, gemm, kernelsBench: kb, ortNode, variants, storage };
     if (kb.error) log(`  kernels_bench: ${kb.error}`);
     if (ortNode.error) log(`  onnxruntime-node: ${ortNode.error}`);
   }

@@ -52,10 +52,14 @@ export async function oursVariants() {
   return variants;
 }
 
-export function variantName({ simd, relaxed, backend, threads = 1 }) {
+// A variant may hold its weights (and KV cache) in a storage type:
+// `weights` 'f16' | 'bf16' | 'int8' and `cacheType` 'f16' | 'bf16' (the
+// package's config options; float32 when absent).
+export function variantName({ simd, relaxed, backend, threads = 1, weights, cacheType }) {
   const on = threads > 1 ? `, ${threads} threads` : '';
-  if (relaxed) return `ours wasm-relaxed ${backend}${on}`;
-  return simd ? `ours wasm-simd ${backend}${on}` : `ours wasm no-SIMD (${backend})`;
+  const stored = weights ? `, ${weights} weights${cacheType ? '+cache' : ''}` : '';
+  if (relaxed) return `ours wasm-relaxed ${backend}${on}${stored}`;
+  return simd ? `ours wasm-simd ${backend}${on}${stored}` : `ours wasm no-SIMD (${backend})${stored}`;
 }
 
 export async function createOurs(data, variant) {
@@ -66,7 +70,8 @@ export async function createOurs(data, variant) {
   }
   const mod = await oursModule(variant.simd, variant.relaxed, variant.threads ?? 1);
   const { d, heads, tq, tk, cross, causal, cacheLen } = data;
-  const mha = new mod.MultiHeadAttention({ dModel: d, numHeads: heads, backend: variant.backend });
+  const mha = new mod.MultiHeadAttention({ dModel: d, numHeads: heads, backend: variant.backend,
+    weights: variant.weights, cacheType: variant.cacheType });
   mha.setWeights({
     wQ: data.wq, wK: data.wk, wV: data.wv, wO: data.wo,
     bQ: data.bq, bK: data.bk, bV: data.bv, bO: data.bo,

@@ -14,23 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/raw_floats.h"
 #include "dispatch/dispatch.h"
 #include "simd_attention/multi_head_attention.h"
 
 using namespace simd_attention;
+using simd_attention::bench::ReadFloats;
 
 namespace {
-
-std::vector<float> ReadFloats(const std::string& path, size_t n) {
-  std::vector<float> v(n);
-  std::ifstream f(path, std::ios::binary);
-  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(n * sizeof(float)));
-  if (!f) {
-    std::fprintf(stderr, "cannot read %zu floats from %s\n", n, path.c_str());
-    std::exit(1);
-  }
-  return v;
-}
 
 double Now() {
   return std::chrono::duration<double, std::milli>(

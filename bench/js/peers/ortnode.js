@@ -5,7 +5,7 @@
 import { buildModel, ortFeeds, PEER_THREADS } from './ortweb.js';
 
 // A session of `ort` (onnxruntime-node) on workload data's `graph`
-// ('contrib' or 'plain'), and its inputs.
+// (a key of ortweb.js's GRAPHS), and its inputs.
 export async function createOrtNodeSession(ort, data, graph) {
   const session = await ort.InferenceSession.create(buildModel(data, graph), {
     executionProviders: ['cpu'],

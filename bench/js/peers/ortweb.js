@@ -1,9 +1,12 @@
 // onnxruntime-web, wasm execution provider, on one thread (SA_BENCH_THREADS
-// threads in the threads run of run.js: its setting is per process), on two graphs built
-// in memory (bench/js/onnx.js): the com.microsoft MultiHeadAttention contrib
-// op between MatMul/Add projections, and the plain MatMul/Softmax graph.
+// threads in the threads run of run.js: its setting is per process), on
+// graphs built in memory (bench/js/onnx.js): the com.microsoft
+// MultiHeadAttention contrib op between MatMul/Add projections, the plain
+// MatMul/Softmax graph, and for the storage types the contrib graph with
+// int8 projections (MatMulInteger or MatMulNBits) or in float16.
 import { pathToFileURL } from 'node:url';
 import { mhaContribModel, plainModel } from '../onnx.js';
+import { int8Weights } from '../int8.js';
 import { once, packageDir } from './loading.js';
 
 // Threads of this process's onnxruntime-web and onnxruntime-node sessions.
@@ -24,7 +27,7 @@ export function ortFeeds(ort, data, graph) {
   const feeds = { query: new ort.Tensor('float32', data.xq, [1, tq, d]) };
   if (data.cross) feeds.kv = new ort.Tensor('float32', data.xkv, [1, tk, d]);
   if (cacheLen > 0) {
-    if (graph === 'contrib') {
+    if (graph !== 'plain') {
       feeds.past_key = new ort.Tensor('float32', data.pastKHeads, [1, H, cacheLen, d / H]);
       feeds.past_value = new ort.Tensor('float32', data.pastVHeads, [1, H, cacheLen, d / H]);
     } else {
@@ -35,11 +38,26 @@ export function ortFeeds(ort, data, graph) {
   return feeds;
 }
 
+// Each graph's implementation name, after its runtime's ('ort-web', 'ort-node').
+export const GRAPHS = {
+  contrib: 'MHA op',
+  plain: 'plain',
+  integer: 'int8 MatMulInteger',
+  nbits: 'int8 MatMulNBits',
+  fp16: 'fp16 MHA op',
+};
+
+/** The graphs of storage types, and the type each holds its weights in. */
+export const TYPED_GRAPHS = { integer: 'int8', nbits: 'int8', fp16: 'f16' };
+
 export function buildModel(data, graph) {
-  return graph === 'contrib' ? mhaContribModel(data) : plainModel(data);
+  if (graph === 'plain') return plainModel(data);
+  if (graph === 'contrib') return mhaContribModel(data);
+  if (graph === 'fp16') return mhaContribModel(data, { form: 'fp16' });
+  return mhaContribModel({ ...data, int8: int8Weights(data) }, { form: graph });
 }
 
-/** graph: 'contrib' | 'plain' */
+/** graph: a key of GRAPHS */
 export async function createOrtWeb(data, graph) {
   const ort = await loadOrt();
   const session = await ort.InferenceSession.create(buildModel(data, graph), {
@@ -51,7 +69,7 @@ export async function createOrtWeb(data, graph) {
   });
   const feeds = ortFeeds(ort, data, graph);
   return {
-    name: graph === 'contrib' ? 'ort-web MHA op' : 'ort-web plain',
+    name: `ort-web ${GRAPHS[graph]}`,
     async run() {
       const r = await session.run(feeds);
       const out = r.output.data;

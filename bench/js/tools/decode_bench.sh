@@ -14,9 +14,9 @@ for lib in build/native/src/libsimd_attention.a build/wasm/src/libsimd_attention
   [ -f "$lib" ] || { echo "missing $lib: bash scripts/build.sh native wasm" >&2; exit 1; }
 done
 hwy_libs=$(pkg-config --libs libhwy)
-g++ -O3 -std=c++20 -I src -I src/include bench/js/native/decode_bench.cc build/native/src/libsimd_attention.a \
+g++ -O3 -std=c++20 -I . -I src -I src/include bench/js/native/decode_bench.cc build/native/src/libsimd_attention.a \
   $hwy_libs -o "$out/decode_bench"
-em++ -O3 -std=c++20 -msimd128 -fwasm-exceptions -I src -I src/include -isystem build/wasm/system-headers \
+em++ -O3 -std=c++20 -msimd128 -fwasm-exceptions -I . -I src -I src/include -isystem build/wasm/system-headers \
   bench/js/native/decode_bench.cc build/wasm/src/libsimd_attention.a \
   -sALLOW_MEMORY_GROWTH=1 -sWASM_ASYNC_COMPILATION=0 -sNODERAWFS=1 -fwasm-exceptions --profiling-funcs \
   -o "$out/decode_bench.js"
