@@ -70,7 +70,8 @@ function parseArgs(argv) {
     else if (k === '--retries') a.retries = Number(next());
     else if (k === '--render') a.render = next();
     else if (k === '--help' || k === '-h') {
-      console.log(readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(0, 15).join('\n'));
+      const lines = readFileSync(new URL(import.meta.url), 'utf8').split('\n');
+      console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith('//'))).join('\n'));
       process.exit(0);
     } else throw new Error(`unknown option ${k}`);
   }
