@@ -1,7 +1,7 @@
 // Fills a KernelTable with this target's instantiations of the kernels.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after gemm-inl.h, attention-inl.h, rope-inl.h and elementwise-inl.h.
+// instantiation file, after gemm-inl.h, int8_gemv-inl.h, attention-inl.h, rope-inl.h and elementwise-inl.h.
 
 template <class Ops>
 KernelTable MakeKernelTable(const char* name, Backend backend) {
@@ -14,6 +14,7 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.gemm_k_block = Gemm<Ops>::kPanelRows;
   t.pack_b = &Gemm<Ops>::PackB;
   t.gemm = &Gemm<Ops>::Multiply;
+  t.int8_gemv = &Int8Gemv<Ops>::Multiply;
   t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
   t.attention = &Attention<Ops>::Run;
   t.rope = &Rope<Ops>::Rotate;

@@ -14,6 +14,7 @@
 #include "dispatch/kernel_table.h"
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
+#include "kernels/int8_gemv.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
