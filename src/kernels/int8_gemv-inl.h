@@ -14,20 +14,13 @@ struct Int8Gemv {
   static constexpr size_t kVecs = Gemm<Ops>::kVecs;
   static constexpr size_t kPanel = Gemm<Ops>::kPanel;
 
-  // Two int16 in one int32, `lo` in the low half (as MulAddPairs reads it).
-  static int32_t PairWord(int32_t lo, int32_t hi) {
-    return static_cast<int32_t>((static_cast<uint32_t>(lo) & 0xffffu) |
-                                (static_cast<uint32_t>(hi) << 16));
-  }
-
-  // One panel's C tile (R rows x kPanel columns): `pairs` K pairs of int8
-  // rows at w times the rows' pair words, summed in int32, then
-  // c = sum * row_scale[r] * column scale + c0, where c0 is C (accumulate),
-  // the bias, or zero.
+  // One panel's C tile of R rows: `pairs` K pairs of int8 rows at w times
+  // the rows' pair words, summed in int32, then c = sum * row scale * column
+  // scale + c0 (C itself, the bias with ld0 = 0, or zeros).
   template <size_t R>
-  static void Tile(const int8_t* w, const int32_t (*words)[kInt8ChunkPairs], size_t pairs,
-                    const float* row_scale, const float* scales, const float* bias,
-                    bool accumulate, float* c, size_t ldc) {
+  [[gnu::noinline]] static void Tile(const int8_t* w, const int32_t (*words)[kInt8ChunkPairs],
+                                     size_t pairs, const float* row_scale, const float* scales,
+                                     const float* c0, size_t ld0, float* c, size_t ldc) {
     VI acc[R][kVecs];
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < kVecs; ++v) acc[r][v] = Ops::ZeroI();
@@ -41,78 +34,52 @@ struct Int8Gemv {
     }
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < kVecs; ++v) {
-        float* out = c + r * ldc + v * kL;
-        const V c0 = accumulate         ? Ops::Load(out)
-                     : bias != nullptr ? Ops::Load(bias + v * kL)
-                                       : Ops::Zero();
         const V scale = Ops::Mul(Ops::Load(scales + v * kL), Ops::Set(row_scale[r]));
-        Ops::Store(Ops::MulAdd(Ops::ToFloat(acc[r][v]), scale, c0), out);
+        Ops::Store(Ops::MulAdd(Ops::ToFloat(acc[r][v]), scale, Ops::Load(c0 + r * ld0 + v * kL)),
+                   c + r * ldc + v * kL);
       }
     }
-  }
-
-  // Tile with a run-time row count (1..R).
-  template <size_t R = kInt8GemvMaxRows>
-  static void TileRows(size_t rows, const int8_t* w, const int32_t (*words)[kInt8ChunkPairs],
-                        size_t pairs, const float* row_scale, const float* scales,
-                        const float* bias, bool accumulate, float* c, size_t ldc) {
-    if constexpr (R > 1) {
-      if (rows < R) {
-        return TileRows<R - 1>(rows, w, words, pairs, row_scale, scales, bias, accumulate, c,
-                                ldc);
-      }
-    }
-    Tile<R>(w, words, pairs, row_scale, scales, bias, accumulate, c, ldc);
   }
 
   static void Multiply(const GemmArgs& g) {
     const size_t m = g.m;
-    if (m == 0) return;
-    // Row r of A as int16: q = round(a * 32767 / max |a|), |q| <= 32767 (the
-    // product's roundings stay below half a step); a row of zeros has scale
-    // 0 and quantizes to zeros.
     float row_scale[kInt8GemvMaxRows], inverse[kInt8GemvMaxRows];
-    for (size_t r = 0; r < m; ++r) {
-      float largest = 0;
-      for (size_t kk = 0; kk < g.k; ++kk) largest = std::max(largest, std::fabs(g.a[r * g.lda + kk]));
-      row_scale[r] = largest / 32767.0f;
-      inverse[r] = largest > 0 ? 32767.0f / largest : 0.0f;
-    }
-    // An odd k_begin puts A's first column in the second row of a K pair:
-    // the pair's first activation is then 0, as is the last one's second
-    // when the pairs run past k.
+    for (size_t r = 0; r < m; ++r) row_scale[r] = Int8RowScale(g.a + r * g.lda, g.k, inverse + r);
+    // Pairs start at an even row (QuantizePairs: `first`).
     const size_t first = g.k_begin % 2;
     const size_t pairs = (first + g.k + 1) / 2;
     const int8_t* b = static_cast<const int8_t*>(g.packed_b) + (g.k_begin - first) * kPanel;
     const size_t panel_bytes = kPanel * PanelRows(WeightType::kInt8, g.packed_rows);
+    alignas(64) static constexpr float kZeros[kPanel] = {};
     alignas(64) float edge[kInt8GemvMaxRows * kPanel];  // C tile at the right edge
     int32_t words[kInt8GemvMaxRows][kInt8ChunkPairs];
     for (size_t p0 = 0; p0 < pairs; p0 += kInt8ChunkPairs) {
       const size_t pc = std::min(kInt8ChunkPairs, pairs - p0);
       for (size_t r = 0; r < m; ++r) {
-        const float* a = g.a + r * g.lda;
-        auto q = [&](size_t j) -> int32_t {  // j: row of the pairs, from k_begin - first
-          if (j < first || j - first >= g.k) return 0;
-          return static_cast<int32_t>(std::nearbyint(a[j - first] * inverse[r]));
-        };
-        for (size_t i = 0; i < pc; ++i) {
-          const size_t j = 2 * (p0 + i);
-          words[r][i] = PairWord(q(j), q(j + 1));
-        }
+        QuantizePairs(g.a + r * g.lda, g.k, first, p0, pc, inverse[r], words[r]);
       }
-      const bool accumulate = p0 != 0;
       for (size_t col0 = 0; col0 < g.n; col0 += kPanel) {
         const int8_t* w = b + col0 / kPanel * panel_bytes + p0 * 2 * kPanel;
-        const float* bias = g.packed_bias == nullptr ? nullptr : g.packed_bias + col0;
-        const float* scales = g.packed_scales + col0;
         const size_t cols = std::min(kPanel, g.n - col0);
-        if (cols == kPanel) {
-          TileRows(m, w, words, pc, row_scale, scales, bias, accumulate, g.c + col0, g.ldc);
-          continue;
+        // The right edge's running sums stay in `edge` between chunks.
+        float* c = cols == kPanel ? g.c + col0 : edge;
+        const size_t ldc = cols == kPanel ? g.ldc : kPanel;
+        const float* c0 = p0 != 0                    ? c
+                          : g.packed_bias != nullptr ? g.packed_bias + col0
+                                                     : kZeros;
+        const size_t ld0 = p0 != 0 ? ldc : 0;
+        // Rows in twos: a tile of 2 reads its weights once for both rows,
+        // the next two read them again from L1 (a chunk of a panel is
+        // 2 * kInt8ChunkPairs * kPanel bytes); tiles of 3 and 4 rows cost
+        // more .wasm than that costs time.
+        for (size_t r = 0; r < m; r += 2) {
+          (m - r >= 2 ? &Tile<2> : &Tile<1>)(w, words + r, pc, row_scale + r,
+                                             g.packed_scales + col0, c0 + r * ld0, ld0,
+                                             c + r * ldc, ldc);
         }
-        // The right edge: its running sums stay in `edge` between chunks.
-        TileRows(m, w, words, pc, row_scale, scales, bias, accumulate, edge, kPanel);
-        for (size_t r = 0; r < m; ++r) CopyN(edge + r * kPanel, cols, g.c + r * g.ldc + col0);
+        if (c == edge) {
+          for (size_t r = 0; r < m; ++r) CopyN(edge + r * kPanel, cols, g.c + r * g.ldc + col0);
+        }
       }
     }
   }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace simd_attention {
 
@@ -27,5 +28,21 @@ constexpr size_t kInt8GemvMaxRows = 4;
 // K is split into chunks of 512 rows, each converted to float (relative
 // error 2^-24) and added to the output.
 constexpr size_t kInt8ChunkPairs = 256;
+
+// The kernel's scalar parts, compiled once for every target
+// (int8_gemv_scalar_parts.cc): a small share of the work, whose inlined,
+// vectorized copies cost every target's kernel several kB of .wasm.
+
+// The int16 step of a row of k activations: max |a| / 32767 (0 for a row of
+// zeros), and its inverse (0 for a row of zeros) in `inverse`.
+float Int8RowScale(const float* a, size_t k, float* inverse);
+
+// `pairs` words of two int16 activations each, round(a * inverse) (|q| <=
+// 32767: the product's roundings stay below half a step), the first in the
+// low half: pair i holds a[j - first] for j = 2 * (p0 + i) and j + 1, and 0
+// where j - first falls outside [0, k) (an odd k_begin puts A's first column
+// in the second row of a K pair; the last pair may run past k).
+void QuantizePairs(const float* a, size_t k, size_t first, size_t p0, size_t pairs,
+                   float inverse, int32_t* words);
 
 }  // namespace simd_attention
