@@ -594,19 +594,19 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     ParallelRanges(*pool_, heads_total, per_head_tasks, [&](size_t begin, size_t end) {
       for (size_t item = begin; item < end; ++item) {
         const size_t b = item / heads, h = item % heads;
-        kernels_->gemm({.a = z + b * tq * ld_z + h * dv,
-                        .lda = ld_z,
-                        .m = tq,
-                        .k = dv,
-                        .packed_b = o_.data(),
-                        .packed_rows = o_.rows,
-                        .k_begin = h * dv,
-                        .n = c.d_model,
-                        .packed_bias = nullptr,
-                        .c = r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
-                        .ldc = c.d_model,
-                        .weight_type = o_.type,
-                        .packed_scales = o_.packed_scales()});
+        RunGemm(*kernels_, {.a = z + b * tq * ld_z + h * dv,
+                            .lda = ld_z,
+                            .m = tq,
+                            .k = dv,
+                            .packed_b = o_.data(),
+                            .packed_rows = o_.rows,
+                            .k_begin = h * dv,
+                            .n = c.d_model,
+                            .packed_bias = nullptr,
+                            .c = r.per_head_output.data() + (b * heads + h) * tq * c.d_model,
+                            .ldc = c.d_model,
+                            .weight_type = o_.type,
+                            .packed_scales = o_.packed_scales()});
       }
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);

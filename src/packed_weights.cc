@@ -71,8 +71,17 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
     p.scales.resize(PackedFloats(kernels, 1, cols));
     kernels.pack_b(column_scales.data(), 1, cols, p.scales.data());
   }
-  p.w.resize(PackedFloats(kernels, rows, cols));
-  kernels.pack_b(w.data(), rows, cols, p.w.data());
+  // int8 panels hold whole K pairs, interleaved (kernels/gemm.h).
+  const size_t panel_rows = PanelRows(type, rows);
+  std::vector<float> padded;
+  if (panel_rows != rows) {
+    padded.assign(w.begin(), w.end());
+    padded.resize(panel_rows * cols);
+    w = padded;
+  }
+  p.w.resize(PackedFloats(kernels, panel_rows, cols));
+  kernels.pack_b(w.data(), panel_rows, cols, p.w.data());
+  if (type == WeightType::kInt8) InterleaveRowPairs(p.w.data(), p.w.size(), kernels.panel_width);
   if (type != WeightType::kF32) {
     p.narrow.resize(p.w.size() * WeightBytes(type));
     NarrowPacked(p.w.data(), p.w.size(), type, p.narrow.data());

@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "dispatch/dispatch.h"
+#include "dispatch/kernel_table.h"
+#include "kernels/weight_packing.h"
 #include "random_mha.h"
 #include "test_util.h"
 
@@ -159,6 +161,40 @@ bool GemmInBounds(const KernelTable& t) {
   return true;
 }
 
+// int8 weights through RunGemm: the integer kernel up to kInt8GemvMaxRows
+// rows, the widening one above; odd K and an odd k_begin put half-used K
+// pairs at both ends. Packed int8 panels are a whole number of floats'
+// bytes (kernels/gemm.h: whole K pairs), so a GuardedFloats holds them.
+bool Int8GemmInBounds(const KernelTable& t) {
+  std::mt19937 rng(5);
+  const size_t panel = t.panel_width;
+  for (size_t m = 1; m <= kInt8GemvMaxRows + 1; ++m) {
+    for (size_t rows : {size_t{1}, size_t{3}, size_t{18}}) {
+      for (size_t k_begin : {size_t{0}, size_t{1}}) {
+        for (size_t n : {size_t{1}, panel + 1}) {
+          if (k_begin >= rows) continue;
+          const size_t k = rows - k_begin, panel_rows = PanelRows(WeightType::kInt8, rows);
+          std::fprintf(stderr, "int8 m %zu k %zu k_begin %zu n %zu\n", m, k, k_begin, n);
+          std::vector<float> q(panel_rows * n), packed(PackedFloats(t, panel_rows, n));
+          for (size_t i = 0; i < rows * n; ++i) q[i] = float(int(rng() % 255) - 127);
+          t.pack_b(q.data(), panel_rows, n, packed.data());
+          InterleaveRowPairs(packed.data(), packed.size(), t.panel_width);
+          GuardedFloats a(Random(m * k, rng)), narrow(packed.size() / 4), c(m * n),
+              scales(std::vector<float>(PackedFloats(t, 1, n), 0.01f)),
+              bias(Random(PackedFloats(t, 1, n), rng));
+          NarrowPacked(packed.data(), packed.size(), WeightType::kInt8, narrow.data());
+          RunGemm(t, {.a = a.data(), .lda = k, .m = m, .k = k, .packed_b = narrow.data(),
+                      .packed_rows = rows, .k_begin = k_begin, .n = n,
+                      .packed_bias = bias.data(), .c = c.data(), .ldc = n,
+                      .weight_type = WeightType::kInt8, .packed_scales = scales.data()});
+          if (!AllFinite(c.data(), c.size())) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
 // Each table's calls run in a child, which exits 0 only if every call
 // returned finite results; a fault fails the test with its signal and the
 // shape the child printed last.
@@ -178,6 +214,10 @@ TEST_P(BufferBounds, AttentionBackward) {
 
 TEST_P(BufferBounds, Gemm) {
   EXPECT_EXIT(std::exit(GemmInBounds(table()) ? 0 : 1), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(BufferBounds, Int8Gemm) {
+  EXPECT_EXIT(std::exit(Int8GemmInBounds(table()) ? 0 : 1), ::testing::ExitedWithCode(0), "");
 }
 
 INSTANTIATE_ON_EVERY_TABLE(BufferBounds);

@@ -10,6 +10,7 @@
 #include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
 #include "kernels/optimizer.h"
+#include "kernels/int8_gemv.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
@@ -28,6 +29,9 @@ struct KernelTable {
   // Packs w [k, n] (row-major) into panels; `packed` holds PackedFloats(k, n).
   void (*pack_b)(const float* w, size_t k, size_t n, float* packed);
   void (*gemm)(const GemmArgs& args);
+  // The same product for int8 weights and at most kInt8GemvMaxRows rows, in
+  // integers (kernels/int8_gemv.h); RunGemm picks between the two.
+  void (*int8_gemv)(const GemmArgs& args);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
   // Rotary position embedding of Q or K rows, in place.
@@ -59,6 +63,12 @@ struct TrainingKernels {
   void (*sgd)(const SgdArgs& args);
   void (*adam)(const AdamArgs& args);
 };
+
+// The GEMM for these arguments: int8 weights times a few rows (a decoding
+// step) in integers, everything else on the float micro-kernel.
+inline void RunGemm(const KernelTable& t, const GemmArgs& g) {
+  (g.weight_type == WeightType::kInt8 && g.m <= kInt8GemvMaxRows ? t.int8_gemv : t.gemm)(g);
+}
 
 // Floats a packed [k, n] matrix occupies for a table with this panel width.
 inline size_t PackedFloats(const KernelTable& t, size_t k, size_t n) {

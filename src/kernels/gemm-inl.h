@@ -145,26 +145,33 @@ struct Gemm {
   // The m rows are split into tiles of near-equal height (10 rows on
   // AVX-512: 5 + 5, not 8 + 2) unless that leaves tiles under 4 rows, which
   // would need split-K chains (see Chains): then kRows and one short tile.
-  // kc rows of a panel of narrow weights widened into the float slice
-  // `wide`, int8 ones times their column scales (one rounding, as a float
-  // weight has). A separate pass, once per panel slice: memory and L2 see
-  // the narrow bytes, and the one float micro-kernel serves every weight
+  // Rows k0..k0+kc of a panel of narrow weights widened into the float
+  // slice `wide`, int8 ones times their column scales (one rounding, as a
+  // float weight has). A separate pass, once per panel slice: memory and L2
+  // see the narrow bytes, and the one float micro-kernel serves every weight
   // type, each costing this loop instead of a kernel. A decoding step's one
-  // row takes the same path (the slice is written to L1 and read once): a
-  // one-row kernel widening in registers, one per type and backend, cost
-  // 10 KB of each .wasm, whose budget is 200 KB.
+  // row takes the same path for 16-bit weights (the slice is written to L1
+  // and read once): a one-row kernel widening in registers, one per type and
+  // backend, cost 10 KB of each .wasm, whose budget is 200 KB. (int8 with
+  // few rows has its integer kernel, int8_gemv.h.) int8 panels interleave K
+  // pairs (gemm.h): the pairwise multiply-add by the pair (1, 0) or (0, 1)
+  // picks one row's weights.
   template <class W>
-  static void WidenSlice(const void* panel, size_t kc, const float* scales, float* wide) {
-    const W* narrow = static_cast<const W*>(panel);
+  static void WidenSlice(const void* panel, size_t k0, size_t kc, const float* scales,
+                         float* wide) {
     if constexpr (std::is_same_v<W, int8_t>) {
+      const int8_t* narrow = static_cast<const int8_t*>(panel);
       for (size_t kk = 0; kk < kc; ++kk) {
+        const size_t row = k0 + kk;
+        const int8_t* pair = narrow + (row - row % 2) * kPanel;
+        const int32_t pick = row % 2 == 0 ? 1 : 1 << 16;
         for (size_t v = 0; v < kVecs; ++v) {
-          const size_t i = kk * kPanel + v * kL;
-          Ops::Store(Ops::Mul(Ops::Widen(narrow + i), Ops::Load(scales + v * kL)), wide + i);
+          const V w = Ops::ToFloat(Ops::MulAddPairs(pair + v * 2 * kL, pick, Ops::ZeroI()));
+          Ops::Store(Ops::Mul(w, Ops::Load(scales + v * kL)), wide + kk * kPanel + v * kL);
         }
       }
     } else {
-      WidenN(narrow, kc * kPanel, wide);
+      WidenN(static_cast<const W*>(panel) + k0 * kPanel, kc * kPanel, wide);
     }
   }
 
@@ -185,13 +192,13 @@ struct Gemm {
     const size_t tiles = (g.m + kRows - 1) / kRows;
     const bool even = g.m / tiles >= 4;
     alignas(64) float wide[kPanelRows * kPanel];
-    const size_t panel_floats = kPanel * g.packed_rows;
+    const size_t panel_floats = kPanel * PanelRows(g.weight_type, g.packed_rows);
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
       for (size_t col0 = 0; col0 < g.n; col0 += kPanel) {
-        const char* panel_bytes =
-            packed_b + ((col0 / kPanel) * panel_floats + (g.k_begin + k0) * kPanel) * bytes;
+        const char* panel_start = packed_b + (col0 / kPanel) * panel_floats * bytes;
+        const char* panel_bytes = panel_start + (g.k_begin + k0) * kPanel * bytes;
         const float* panel = reinterpret_cast<const float*>(panel_bytes);
         const float* bias = (g.packed_bias != nullptr && !accumulate)
                                 ? g.packed_bias + col0
@@ -201,15 +208,15 @@ struct Gemm {
           case WeightType::kF32:
             break;
           case WeightType::kF16:
-            WidenSlice<F16Bits>(panel_bytes, kc, nullptr, wide);
+            WidenSlice<F16Bits>(panel_start, g.k_begin + k0, kc, nullptr, wide);
             panel = wide;
             break;
           case WeightType::kBF16:
-            WidenSlice<BF16Bits>(panel_bytes, kc, nullptr, wide);
+            WidenSlice<BF16Bits>(panel_start, g.k_begin + k0, kc, nullptr, wide);
             panel = wide;
             break;
           case WeightType::kInt8:
-            WidenSlice<int8_t>(panel_bytes, kc, g.packed_scales + col0, wide);
+            WidenSlice<int8_t>(panel_start, g.k_begin + k0, kc, g.packed_scales + col0, wide);
             panel = wide;
             break;
         }

@@ -84,8 +84,20 @@ struct BF16Bits {
   uint16_t bits;
 };
 
+// int8 panels hold K rounded up to whole pairs of rows (a zero row pads an
+// odd K), and each pair of rows interleaved per column: element (k, c) of a
+// panel is byte (k / 2) * 2 * W + 2 * c + k % 2. The integer kernel
+// (int8_gemv.h) then loads a column's two weights of a K pair as the
+// adjacent int16 lanes that a pairwise multiply-add (pmaddwd,
+// i32x4.dot_i16x8_s) takes; the widening path picks either row of a pair
+// with the same operation.
+inline size_t PanelRows(WeightType type, size_t rows) {
+  return type == WeightType::kInt8 ? rows + rows % 2 : rows;
+}
+
 // C[m, n] = A[m, k] * B[k, n] (+ bias), B given as packed panels (see
-// kernels/gemm.h) of weight_type elements. `k_begin` selects rows
+// kernels/gemm.h) of weight_type elements, each panel PanelRows(weight_type,
+// packed_rows) rows high. `k_begin` selects rows
 // k_begin..k_begin+k of the packed B, so a head's slice of W_O is multiplied
 // without repacking. int8 panels come with packed_scales: one float per
 // column (padded to whole panels, as the bias), applied once per C tile.

@@ -2,8 +2,8 @@
 // of the kernels.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after gemm-inl.h, attention-inl.h, attention_backward-inl.h,
-// rope-inl.h, elementwise-inl.h and optimizer-inl.h.
+// instantiation file, after gemm-inl.h, int8_gemv-inl.h, attention-inl.h,
+// attention_backward-inl.h, rope-inl.h, elementwise-inl.h and optimizer-inl.h.
 
 template <class Ops>
 KernelTable MakeKernelTable(const char* name, Backend backend) {
@@ -16,6 +16,7 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.gemm_k_block = Gemm<Ops>::kPanelRows;
   t.pack_b = &Gemm<Ops>::PackB;
   t.gemm = &Gemm<Ops>::Multiply;
+  t.int8_gemv = &Int8Gemv<Ops>::Multiply;
   t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
   t.attention = &Attention<Ops>::Run;
   t.rope = &Rope<Ops>::Rotate;

@@ -15,6 +15,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
+#include "kernels/int8_gemv.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"

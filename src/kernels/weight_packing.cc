@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/gemm.h"
 
@@ -83,6 +84,17 @@ void QuantizeColumns(const float* w, size_t k, size_t n, const float* scales, fl
     for (size_t j = 0; j < n; ++j) {
       q[kk * n + j] = std::clamp(std::nearbyint(w[kk * n + j] / scales[j]), -127.0f, 127.0f);
     }
+  }
+}
+
+void InterleaveRowPairs(float* packed, size_t count, size_t panel_width) {
+  std::vector<float> pair(2 * panel_width);
+  for (float* rows = packed; rows < packed + count; rows += 2 * panel_width) {
+    for (size_t c = 0; c < panel_width; ++c) {
+      pair[2 * c] = rows[c];
+      pair[2 * c + 1] = rows[panel_width + c];
+    }
+    std::copy(pair.begin(), pair.end(), rows);
   }
 }
 

@@ -18,6 +18,11 @@ void Int8ColumnScales(const float* w, size_t k, size_t n, float* scales);
 // [-127, 127], still as floats (to be packed, then narrowed).
 void QuantizeColumns(const float* w, size_t k, size_t n, const float* scales, float* q);
 
+// Packed floats (panels of panel_width columns, an even number of rows)
+// reordered into int8's pair-interleaved layout (kernels/gemm.h): each pair
+// of rows becomes one row of (k, k + 1) per column.
+void InterleaveRowPairs(float* packed, size_t count, size_t panel_width);
+
 // `count` packed floats to `type` (F16Bits, BF16Bits or int8_t) at `out`,
 // rounding to nearest even; every float within the type's range (see
 // CheckStorable in validate.h).

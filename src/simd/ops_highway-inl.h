@@ -15,7 +15,13 @@
 //                          into the exponent bits; n = -127 gives +0
 //   ReduceSum              horizontal sum to a float
 //   Widen(p)               a vector of floats from kLanes packed weights at
-//                          p: float, F16Bits, BF16Bits or int8_t
+//                          p: float, F16Bits or BF16Bits
+//   VI ZeroI ToFloat       vector of kLanes int32; zero; converted to float
+//   MulAddPairs(w, pair, acc)
+//                          acc + w[2i] * lo + w[2i+1] * hi in int32 lane i:
+//                          2 * kLanes int8 at w widened to int16, times the
+//                          two int16 of `pair` (lo in its low half); x86
+//                          pmaddwd, wasm i32x4.dot_i16x8_s
 //   SwapPairs              lanes (0 1)(2 3)... exchanged; only where
 //                          kLanes >= 2 (the scalar layers have no pairs)
 // ops_xsimd-inl.h and ops_scalar-inl.h provide the same for xsimd and plain
@@ -52,12 +58,29 @@ struct HighwayOps {
     return hwy::HWY_NAMESPACE::PromoteTo(
         D(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const hwy::bfloat16_t*>(p)));
   }
-  static V Widen(const int8_t* p) {
-    const hwy::HWY_NAMESPACE::Rebind<int8_t, D> d8;
-    const hwy::HWY_NAMESPACE::Rebind<int32_t, D> d32;
-    return hwy::HWY_NAMESPACE::ConvertTo(
-        D(), hwy::HWY_NAMESPACE::PromoteTo(d32, hwy::HWY_NAMESPACE::LoadU(d8, p)));
+  using DI = hwy::HWY_NAMESPACE::RebindToSigned<D>;
+  using VI = hwy::HWY_NAMESPACE::Vec<DI>;
+  static VI ZeroI() { return hwy::HWY_NAMESPACE::Zero(DI()); }
+  static V ToFloat(VI v) { return hwy::HWY_NAMESPACE::ConvertTo(D(), v); }
+#if HWY_TARGET == HWY_SCALAR
+  // One lane holds no pair of int16.
+  static VI MulAddPairs(const int8_t* w, int32_t pair, VI acc) {
+    const int32_t lo = static_cast<int16_t>(pair & 0xffff), hi = static_cast<int16_t>(pair >> 16);
+    return hwy::HWY_NAMESPACE::Add(acc, hwy::HWY_NAMESPACE::Set(DI(), w[0] * lo + w[1] * hi));
   }
+#else
+  // ReorderWidenMulAccumulate is pmaddwd / i32x4.dot_i16x8_s plus an add on
+  // x86 and WASM (odd_sums stays zero); EMU128 sums odd lanes apart.
+  static VI MulAddPairs(const int8_t* w, int32_t pair, VI acc) {
+    const hwy::HWY_NAMESPACE::Repartition<int16_t, DI> d16;
+    const hwy::HWY_NAMESPACE::Rebind<int8_t, decltype(d16)> d8;
+    VI odd_sums = ZeroI();
+    const VI sums = hwy::HWY_NAMESPACE::ReorderWidenMulAccumulate(
+        DI(), hwy::HWY_NAMESPACE::PromoteTo(d16, hwy::HWY_NAMESPACE::LoadU(d8, w)),
+        hwy::HWY_NAMESPACE::BitCast(d16, hwy::HWY_NAMESPACE::Set(DI(), pair)), acc, odd_sums);
+    return hwy::HWY_NAMESPACE::RearrangeToOddPlusEven(sums, odd_sums);
+  }
+#endif
   static V Add(V a, V b) { return hwy::HWY_NAMESPACE::Add(a, b); }
   static V Sub(V a, V b) { return hwy::HWY_NAMESPACE::Sub(a, b); }
   static V Mul(V a, V b) { return hwy::HWY_NAMESPACE::Mul(a, b); }

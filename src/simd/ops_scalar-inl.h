@@ -37,7 +37,13 @@ struct ScalarOps {
     std::memcpy(&f, &bits, 4);
     return f;
   }
-  static V Widen(const int8_t* p) { return static_cast<float>(*p); }
+  using VI = int32_t;
+  static VI ZeroI() { return 0; }
+  static V ToFloat(VI v) { return static_cast<float>(v); }
+  static VI MulAddPairs(const int8_t* w, int32_t pair, VI acc) {
+    const int32_t lo = static_cast<int16_t>(pair & 0xffff), hi = static_cast<int16_t>(pair >> 16);
+    return acc + w[0] * lo + w[1] * hi;
+  }
   static V Add(V a, V b) { return a + b; }
   static V Sub(V a, V b) { return a - b; }
   static V Mul(V a, V b) { return a * b; }

@@ -32,8 +32,24 @@ struct XsimdOps {
     return xsimd::bitwise_cast<float>(U::load_unaligned(reinterpret_cast<const uint16_t*>(p))
                                       << 16);
   }
-  static V Widen(const int8_t* p) {
-    return xsimd::batch_cast<float>(xsimd::batch<int32_t, Arch>::load_unaligned(p));
+  using VI = xsimd::batch<int32_t, Arch>;
+  static VI ZeroI() { return VI(0); }
+  static V ToFloat(VI v) { return xsimd::batch_cast<float>(v); }
+  // xsimd 13 has no pairwise int16 multiply-add: the ISA's own, on the
+  // batch's register (one ISA per compilation, see backends/xsimd.cc).
+  static VI MulAddPairs(const int8_t* w, int32_t pair, VI acc) {
+#if defined(__wasm_simd128__)
+    return acc + VI(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(w), wasm_i32x4_splat(pair)));
+#elif defined(__AVX512BW__)
+    const __m512i w16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+    return acc + VI(_mm512_madd_epi16(w16, _mm512_set1_epi32(pair)));
+#elif defined(__AVX2__)
+    const __m256i w16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+    return acc + VI(_mm256_madd_epi16(w16, _mm256_set1_epi32(pair)));
+#else
+    const __m128i w16 = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w)));
+    return acc + VI(_mm_madd_epi16(w16, _mm_set1_epi32(pair)));
+#endif
   }
   static V Add(V a, V b) { return a + b; }
   static V Sub(V a, V b) { return a - b; }

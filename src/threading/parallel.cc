@@ -10,7 +10,7 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
   const size_t panels = (g.n + kernels.panel_width - 1) / kernels.panel_width;
   const double work_ns = 2.0 * double(g.m) * double(g.k) * double(g.n) / 50.0 +
                          double(g.k) * double(panels * kernels.panel_width) * 4.0 / 20.0;
-  const size_t panel_floats = kernels.panel_width * g.packed_rows;
+  const size_t panel_floats = kernels.panel_width * PanelRows(g.weight_type, g.packed_rows);
   auto columns = [&](size_t col0, size_t col1) {
     GemmArgs part = g;
     part.packed_b = static_cast<const char*>(g.packed_b) +
@@ -19,7 +19,7 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
     part.n = col1 - col0;
     part.packed_bias = g.packed_bias == nullptr ? nullptr : g.packed_bias + col0;
     part.c = g.c + col0;
-    kernels.gemm(part);
+    RunGemm(kernels, part);
     if (then != nullptr) then->run(then->context, col0, col1);
   };
   ParallelRanges(pool, units, TaskCount(pool, work_ns, units, units), [&](size_t u0, size_t u1) {
