@@ -64,8 +64,17 @@ const float* WeightGradients(ThreadPool& pool, const KernelTable& k,
   float* xt = workspace.data();
   float* packed = xt + xt_floats;
   float* gradients = packed + packed_floats;
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t f = 0; f < in; ++f) xt[f * rows + r] = x[r * in + f];
+  // x^T in 16 x 16 tiles: both a tile's 16 source rows and its 16 target
+  // rows stay in L1 (a row at a time, the writes strode `rows` floats apart).
+  constexpr size_t kTile = 16;
+  for (size_t r0 = 0; r0 < rows; r0 += kTile) {
+    const size_t r1 = std::min(rows, r0 + kTile);
+    for (size_t f0 = 0; f0 < in; f0 += kTile) {
+      const size_t f1 = std::min(in, f0 + kTile);
+      for (size_t f = f0; f < f1; ++f) {
+        for (size_t r = r0; r < r1; ++r) xt[f * rows + r] = x[r * in + f];
+      }
+    }
   }
   std::fill_n(xt + in * rows, (m - in) * rows, 1.0f);
   k.pack_b(d_out, rows, n, packed);
