@@ -30,6 +30,9 @@ void ThrowNoGradients() {
   throw std::logic_error("expected a backward since the weights last changed, got none");
 }
 
+const char kGradientTooLarge[] =
+    "the output's gradient, the inputs or the weights are too large in magnitude";
+
 PackedMatrix PackTransposed(const KernelTable& k, const PackedMatrix& p) {
   // Straight from panels to panels: W's element (r, c) sits at panel c / w,
   // row r; W^T's panel r / w holds, per row c, W's w rows r0 .. r0 + w - 1.

@@ -21,6 +21,8 @@ namespace simd_attention {
 // An optimizer step on (or the gradients of) an object without gradients:
 // std::logic_error.
 [[noreturn]] void ThrowNoGradients();
+// Why a backward's gradients overflowed, for CheckComputed (validate.h).
+extern const char kGradientTooLarge[];
 
 // The transpose of a packed float32 [rows, cols] matrix, packed: [cols, rows],
 // without a bias.

@@ -28,9 +28,6 @@
 namespace simd_attention {
 namespace {
 
-constexpr char kGradientTooLarge[] =
-    "the output's gradient, the inputs or the weights are too large in magnitude";
-
 template <class T>
 std::vector<T> Copy(std::span<const T> s) {
   return std::vector<T>(s.begin(), s.end());

@@ -25,9 +25,6 @@
 namespace simd_attention {
 namespace {
 
-constexpr char kGradientTooLarge[] =
-    "the output's gradient, the inputs or the weights are too large in magnitude";
-
 // out = a + b, split across the pool (element-wise: any split is exact).
 void Sum(ThreadPool& pool, const KernelTable& k, const float* a, const float* b, size_t n,
          float* out) {

@@ -101,6 +101,35 @@ TEST_P(GemmWeightTypes, MatchesADoubleProductOfTheStoredWeights) {
   }
 }
 
+// Every finite float16 (both zeros, subnormals, normals up to 65504) as a
+// weight row times 1: each output is the widened half itself, which must be
+// the half's exact value (wasm and SSE4 widen with integer operations,
+// kHalfToFloatMask in gemm.h; AVX2 and AVX-512 with vcvtph2ps). One row,
+// the decode shape, and 3 rows, the widening slice.
+TEST_P(GemmWeightTypes, F16WeightsWidenEveryFiniteHalfExactly) {
+  const KernelTable& t = table();
+  std::vector<float> halves;
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const uint32_t exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
+    if (exponent == 0x1f) continue;  // infinities and NaN are never stored
+    const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24)
+                                           : std::ldexp(1024 + mantissa, int(exponent) - 25);
+    halves.push_back(static_cast<float>(bits & 0x8000 ? -magnitude : magnitude));
+  }
+  const size_t n = halves.size();
+  const std::vector<char> narrow = PackNarrow(t, halves, 1, n, WeightType::kF16);
+  for (const size_t m : {size_t{1}, size_t{3}}) {
+    const std::vector<float> a(m, 1.0f);
+    std::vector<float> out(m * n);
+    t.gemm({.a = a.data(), .lda = 1, .m = m, .k = 1, .packed_b = narrow.data(),
+            .packed_rows = 1, .k_begin = 0, .n = n, .packed_bias = nullptr, .c = out.data(),
+            .ldc = n, .weight_type = WeightType::kF16, .packed_scales = nullptr});
+    for (size_t i = 0; i < m * n; ++i) {
+      ASSERT_EQ(out[i], halves[i % n]) << "half " << i % n << " of " << m << " rows";
+    }
+  }
+}
+
 // The integer kernel for int8 weights and few rows (int8_gemv.h), as RunGemm
 // picks it, against a double product of the original activations and the
 // stored weights q * scale. Its int32 sums are exact; on top of the float32

@@ -18,14 +18,21 @@ struct Gemm {
   // Independent FMA chains for a tile of R rows: 2 FMA ports x 4 cycles of
   // latency want 8 accumulators in flight, and a tile of fewer than 4 rows
   // (decoding projects one token) has only 2R, so it splits K into chains.
-  static constexpr size_t Chains(size_t rows) { return rows >= 4 ? 1 : 4 / rows; }
+  // Narrow B (W not float) spends 2-5 more operations per vector widening
+  // it, which covers the latency of each accumulator's add: one chain, and
+  // a quarter of the code.
+  template <class W>
+  static constexpr size_t Chains(size_t rows) {
+    return rows >= 4 || !std::is_same_v<W, float> ? 1 : 4 / rows;
+  }
 
-  // One k step: acc[r][v] += A element ap[r][at] * B vector v at b.
-  template <size_t R, size_t NV>
+  // One k step: acc[r][v] += A element ap[r][at] * B vector v at b, B
+  // widened in registers from W (float, F16Bits or BF16Bits).
+  template <size_t R, size_t NV, class W>
   static SA_GEMM_INLINE void Step(const float* const (&ap)[R], size_t at,
-                                  const float* b, V (&acc)[R][NV]) {
+                                  const W* b, V (&acc)[R][NV]) {
     V bv[NV];
-    for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Load(b + v * kL);
+    for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Widen(b + v * kL);
     for (size_t r = 0; r < R; ++r) {
       const V av = Ops::Set(ap[r][at]);
       for (size_t v = 0; v < NV; ++v) acc[r][v] = Ops::MulAdd(av, bv[v], acc[r][v]);
@@ -35,7 +42,8 @@ struct Gemm {
   // C tile (R rows x NV vectors) [+]= A tile * B rows.
   //   A element (r, kk) is a[r * a_row + kk * a_col]: a row-major matrix has
   //   a_col = 1; the attention kernel passes a transposed one.
-  //   B row kk starts at b + kk * ldb and holds at least NV vectors.
+  //   B row kk starts at b + kk * ldb (elements of W) and holds at least NV
+  //   vectors.
   //   bias: NV vectors added once, or nullptr. accumulate: add to C.
   // The loop runs kSteps steps per iteration and walks a pointer into every
   // row of A plus one offset shared by all rows, so no step multiplies:
@@ -43,12 +51,12 @@ struct Gemm {
   // the offset moves (one add per iteration; x86 addresses are register +
   // register + constant); rolled they move and the offset stays 0 (one add
   // per row; wasm addresses are register + constant only).
-  template <size_t R, size_t NV>
-  static void Tile(const float* a, size_t a_row, size_t a_col, const float* b,
+  template <size_t R, size_t NV, class W = float>
+  static void Tile(const float* a, size_t a_row, size_t a_col, const W* b,
                    size_t ldb, size_t k, const float* bias, bool accumulate,
                    float* c, size_t ldc) {
     constexpr size_t kUnroll = GemmTile<Ops::kRegisters>::kUnroll;
-    constexpr size_t kChains = Chains(R);
+    constexpr size_t kChains = Chains<W>(R);
     constexpr size_t kSteps = std::max(kChains, kUnroll);
     V acc[kChains][R][NV];
     for (size_t r = 0; r < R; ++r) {
@@ -73,7 +81,7 @@ struct Gemm {
         for (size_t r = 0; r < R; ++r) ap[r] += steps * a_col;
       }
     };
-    const float* bk = b;
+    const W* bk = b;
     size_t kk = 0;
     for (; kk + kSteps <= k; kk += kSteps) {
       for (size_t s = 0; s < kSteps; ++s) {
@@ -149,13 +157,14 @@ struct Gemm {
   // slice `wide`, int8 ones times their column scales (one rounding, as a
   // float weight has). A separate pass, once per panel slice: memory and L2
   // see the narrow bytes, and the one float micro-kernel serves every weight
-  // type, each costing this loop instead of a kernel. A decoding step's one
-  // row takes the same path for 16-bit weights (the slice is written to L1
-  // and read once): a one-row kernel widening in registers, one per type and
-  // backend, cost 10 KB of each .wasm, whose budget is 200 KB. (int8 with
-  // few rows has its integer kernel, int8_gemv.h.) int8 panels interleave K
-  // pairs (gemm.h): the pairwise multiply-add by the pair (1, 0) or (0, 1)
-  // picks one row's weights.
+  // type and row count, each type costing this loop instead of a kernel.
+  // Not for one row of A (a decoding step): each weight is used once there,
+  // and writing and reading it again as float32 costs more than the product
+  // (D1 in wasm ran at 0.85x float32), so Multiply widens 16-bit weights in
+  // registers instead (Tile<1, kVecs, W>, two instantiations per backend).
+  // int8 with few rows has its integer kernel (int8_gemv.h). int8 panels
+  // interleave K pairs (gemm.h): the pairwise multiply-add by the pair
+  // (1, 0) or (0, 1) picks one row's weights.
   template <class W>
   static void WidenSlice(const void* panel, size_t k0, size_t kc, const float* scales,
                          float* wide) {
@@ -193,6 +202,8 @@ struct Gemm {
     const bool even = g.m / tiles >= 4;
     alignas(64) float wide[kPanelRows * kPanel];
     const size_t panel_floats = kPanel * PanelRows(g.weight_type, g.packed_rows);
+    const bool one_row_16 = g.m == 1 && (g.weight_type == WeightType::kF16 ||
+                                         g.weight_type == WeightType::kBF16);
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
@@ -208,10 +219,12 @@ struct Gemm {
           case WeightType::kF32:
             break;
           case WeightType::kF16:
+            if (one_row_16) break;
             WidenSlice<F16Bits>(panel_start, g.k_begin + k0, kc, nullptr, wide);
             panel = wide;
             break;
           case WeightType::kBF16:
+            if (one_row_16) break;
             WidenSlice<BF16Bits>(panel_start, g.k_begin + k0, kc, nullptr, wide);
             panel = wide;
             break;
@@ -228,6 +241,17 @@ struct Gemm {
           next = packed_b + (g.k_begin + k0 + kc) * kPanel * bytes;
           next_rows = std::min(kPanelRows, g.k - k0 - kc);
         }
+        auto tile = [&](size_t rows, const float* a, float* c, size_t ldc) {
+          if (!one_row_16) {
+            TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias, accumulate, c, ldc);
+          } else if (g.weight_type == WeightType::kF16) {
+            Tile<1, kVecs>(a, g.lda, 1, reinterpret_cast<const F16Bits*>(panel_bytes), kPanel, kc,
+                           bias, accumulate, c, ldc);
+          } else {
+            Tile<1, kVecs>(a, g.lda, 1, reinterpret_cast<const BF16Bits*>(panel_bytes), kPanel,
+                           kc, bias, accumulate, c, ldc);
+          }
+        };
         const size_t next_lines = next_rows * kPanel * bytes / 64;
         const size_t tile_lines =
             std::min(kGemmPrefetchLines, (next_lines + tiles - 1) / tiles);
@@ -242,15 +266,13 @@ struct Gemm {
           float* c = g.c + row0 * g.ldc + col0;
           row0 += rows;
           if (cols == kPanel) {
-            TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias,
-                            accumulate, c, g.ldc);
+            tile(rows, a, c, g.ldc);
             continue;
           }
           for (size_t r = 0; r < rows && accumulate; ++r) {
             CopyN(c + r * g.ldc, cols, edge + r * kPanel);
           }
-          TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias,
-                          accumulate, edge, kPanel);
+          tile(rows, a, edge, kPanel);
           for (size_t r = 0; r < rows; ++r) {
             CopyN(edge + r * kPanel, cols, c + r * g.ldc);
           }

@@ -84,6 +84,16 @@ struct BF16Bits {
   uint16_t bits;
 };
 
+// Float16 to float32 without a conversion instruction (wasm, SSE4, the
+// scalar layers), in four operations, for finite halves (packed weights and
+// cache rows are checked finite when stored): the half sign-extended to 32
+// bits and shifted left by 13 puts its exponent and mantissa where float32
+// has them, and copies of the sign in bits 28-31; the mask keeps bit 31 of
+// those; times 2^112 rebiases the exponent (15 -> 127), exactly for normal
+// and subnormal halves alike.
+constexpr int32_t kHalfToFloatMask = static_cast<int32_t>(0x8fffe000u);
+constexpr float kHalfToFloatScale = 0x1p112f;
+
 // int8 panels hold K rounded up to whole pairs of rows (a zero row pads an
 // odd K), and each pair of rows interleaved per column: element (k, c) of a
 // panel is byte (k / 2) * 2 * W + 2 * c + k % 2. The integer kernel

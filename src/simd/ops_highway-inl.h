@@ -47,19 +47,33 @@ struct HighwayOps {
   static V Set(float x) { return hwy::HWY_NAMESPACE::Set(D(), x); }
   static V Load(const float* p) { return hwy::HWY_NAMESPACE::LoadU(D(), p); }
   static void Store(V v, float* p) { hwy::HWY_NAMESPACE::StoreU(v, D(), p); }
+  using DI = hwy::HWY_NAMESPACE::RebindToSigned<D>;
+  using VI = hwy::HWY_NAMESPACE::Vec<DI>;
   static V Widen(const float* p) { return Load(p); }
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  // F16C's vcvtph2ps.
   static V Widen(const F16Bits* p) {
     const hwy::HWY_NAMESPACE::Rebind<hwy::float16_t, D> d16;
     return hwy::HWY_NAMESPACE::PromoteTo(
         D(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const hwy::float16_t*>(p)));
   }
+#else
+  // No conversion instruction (wasm, SSE4, EMU128): Highway's PromoteTo
+  // takes 14 operations, infinities and subnormals apart; gemm.h's four do.
+  static V Widen(const F16Bits* p) {
+    const hwy::HWY_NAMESPACE::Rebind<int16_t, DI> d16;
+    const VI h = hwy::HWY_NAMESPACE::PromoteTo(
+        DI(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const int16_t*>(p)));
+    const VI bits = hwy::HWY_NAMESPACE::And(hwy::HWY_NAMESPACE::ShiftLeft<13>(h),
+                                            hwy::HWY_NAMESPACE::Set(DI(), kHalfToFloatMask));
+    return Mul(hwy::HWY_NAMESPACE::BitCast(D(), bits), Set(kHalfToFloatScale));
+  }
+#endif
   static V Widen(const BF16Bits* p) {
     const hwy::HWY_NAMESPACE::Rebind<hwy::bfloat16_t, D> d16;
     return hwy::HWY_NAMESPACE::PromoteTo(
         D(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const hwy::bfloat16_t*>(p)));
   }
-  using DI = hwy::HWY_NAMESPACE::RebindToSigned<D>;
-  using VI = hwy::HWY_NAMESPACE::Vec<DI>;
   static VI ZeroI() { return hwy::HWY_NAMESPACE::Zero(DI()); }
   static V ToFloat(VI v) { return hwy::HWY_NAMESPACE::ConvertTo(D(), v); }
 #if HWY_TARGET == HWY_SCALAR

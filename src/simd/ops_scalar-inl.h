@@ -18,18 +18,12 @@ struct ScalarOps {
   static V Load(const float* p) { return *p; }
   static void Store(V v, float* p) { *p = v; }
   static V Widen(const float* p) { return *p; }
-  static V Widen(const F16Bits* p) {  // as the xsimd layer does
-    const uint32_t h = p->bits;
-    float magnitude;
-    const uint32_t shifted = (h & 0x7fffu) << 13;
-    std::memcpy(&magnitude, &shifted, 4);
-    magnitude *= 0x1p112f;
-    uint32_t bits;
-    std::memcpy(&bits, &magnitude, 4);
-    bits |= (h & 0x8000u) << 16;
+  static V Widen(const F16Bits* p) {  // as gemm.h derives
+    const int32_t h = static_cast<int16_t>(p->bits);
+    const uint32_t bits = (static_cast<uint32_t>(h) << 13) & static_cast<uint32_t>(kHalfToFloatMask);
     float f;
     std::memcpy(&f, &bits, 4);
-    return f;
+    return f * kHalfToFloatScale;
   }
   static V Widen(const BF16Bits* p) {
     const uint32_t bits = uint32_t{p->bits} << 16;

@@ -17,15 +17,11 @@ struct XsimdOps {
   static V Load(const float* p) { return V::load_unaligned(p); }
   static void Store(V v, float* p) { v.store_unaligned(p); }
   static V Widen(const float* p) { return Load(p); }
-  // Half floats by their bits: exponent and mantissa moved into float's
-  // place and rebiased by 2^112 (exact for normal and subnormal halves;
-  // packed weights are finite), then the sign.
+  // Half floats by their bits, in gemm.h's four operations.
   static V Widen(const F16Bits* p) {
-    using U = xsimd::batch<uint32_t, Arch>;
-    const U h = U::load_unaligned(reinterpret_cast<const uint16_t*>(p));
-    const V magnitude = xsimd::bitwise_cast<float>((h & U(0x7fffu)) << 13) * V(0x1p112f);
-    return xsimd::bitwise_cast<float>(xsimd::bitwise_cast<uint32_t>(magnitude) |
-                                      ((h & U(0x8000u)) << 16));
+    using I = xsimd::batch<int32_t, Arch>;
+    const I h = I::load_unaligned(reinterpret_cast<const int16_t*>(p));
+    return xsimd::bitwise_cast<float>((h << 13) & I(kHalfToFloatMask)) * V(kHalfToFloatScale);
   }
   static V Widen(const BF16Bits* p) {
     using U = xsimd::batch<uint32_t, Arch>;
