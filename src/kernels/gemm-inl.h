@@ -18,9 +18,10 @@ struct Gemm {
   // Independent FMA chains for a tile of R rows: 2 FMA ports x 4 cycles of
   // latency want 8 accumulators in flight, and a tile of fewer than 4 rows
   // (decoding projects one token) has only 2R, so it splits K into chains.
-  // Narrow B (W not float) spends 2-5 more operations per vector widening
-  // it, which covers the latency of each accumulator's add: one chain, and
-  // a quarter of the code.
+  // Narrow B (W not float) spends 1-4 more operations per vector widening
+  // it (vcvtph2ps; wasm's integer steps, gemm.h), and its one-row tile is
+  // bound by those and by memory rather than by the adds' latency: one
+  // chain, and a quarter of the code (the .wasm has a 200 kB budget).
   template <class W>
   static constexpr size_t Chains(size_t rows) {
     return rows >= 4 || !std::is_same_v<W, float> ? 1 : 4 / rows;
