@@ -205,6 +205,9 @@ for (const layer of [encoder, decoder] as TransformerLayerBase[]) {
 const pe: Tensor = sa.positionalEncoding(5, 8);
 const layerNormOptions: LayerNormOptions = { gamma: f32(8), beta: f32(8), eps: 1e-5, backend };
 const normed: Tensor = sa.layerNorm(pe, layerNormOptions);
+// int8 weights quantized as setWeights quantizes them, in the form it takes.
+const quantized: Int8Weights = sa.quantizeInt8(f32(64), 8, 8);
+narrow.setWeights({ ...weights, wO: quantized });
 
 // Attention on projected heads: 4-D head-major with grouped-query heads, and
 // 3-D token-major split by numHeads / numKvHeads.
@@ -496,6 +499,8 @@ sa.attention(qHeads, kvHeads, kvHeads, { causal: true });
 void sa.attention(qHeads, kvHeads, kvHeads, { returnAttnWeights: true }).scores.data;
 // @ts-expect-error: positionalEncoding takes numbers
 sa.positionalEncoding('5', 8);
+// @ts-expect-error: quantizeInt8 takes float32 values
+sa.quantizeInt8([1, 2], 1, 2);
 // @ts-expect-error: the truncation length is a number
 cache.truncate('2');
 // @ts-expect-error: a KVCache's batch is read-only
