@@ -1121,6 +1121,8 @@ export interface AttentionPool {
     q: Tensor, k: Tensor, v: Tensor,
     options?: AttentionOptions & { returnAttnWeights?: A; returnScores?: S },
   ): Promise<AttentionResultFor<A, S>>;
+  /** The module's `quantizeInt8`, run on the next worker in turn. */
+  quantizeInt8(matrix: Float32Array, rows: number, cols: number): Promise<Int8Weights>;
   /** Terminates the workers; pending and later calls reject. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

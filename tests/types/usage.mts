@@ -364,6 +364,7 @@ const pooledLayerFacts: [ResolvedTransformerLayerConfig, string, boolean, 'split
 const pooledFunctions: [Tensor, Tensor, Tensor] = [await pool.positionalEncoding(4, 8),
   await pool.layerNorm(x, { gamma: f32(8), beta: f32(8) }),
   (await pool.attention(tokens, tokens, tokens, { numHeads: 2, returnScores: true })).scores];
+const pooledQuantized: Int8Weights = await pool.quantizeInt8(f32(64), 8, 8);
 await pooledEncoder[Symbol.asyncDispose]();
 await pooledLayer.dispose();
 await pool[Symbol.asyncDispose]();
@@ -372,7 +373,7 @@ sa.dispose(); // ends a threaded build's workers
 
 export const poolUsed = [poolFacts, pooledFacts, pooledResult, pooledStep, pooledCacheFacts,
   pooledCross, pooledMemoryFacts, pooledMemoryDisposed, pooledEncoded, pooledDecoded,
-  pooledLayerFacts, pooledFunctions, pooledLoaded];
+  pooledLayerFacts, pooledFunctions, pooledQuantized, pooledLoaded];
 
 // Misuses that must not compile.
 // @ts-expect-error: misspelled option
