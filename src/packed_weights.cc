@@ -52,6 +52,19 @@ WeightValues ReadWeight(const char* what, std::span<const float> f32, const Stor
   return out;
 }
 
+Int8Matrix QuantizeInt8(std::span<const float> matrix, size_t rows, size_t cols) {
+  CheckPositive("rows", rows);
+  CheckPositive("cols", cols);
+  CheckLength("matrix", matrix.size(), {rows, cols});
+  CheckFinite("matrix", matrix);
+  Int8Matrix out{std::vector<int8_t>(matrix.size()), std::vector<float>(cols)};
+  std::vector<float> quantized(matrix.size());
+  Int8ColumnScales(matrix.data(), rows, cols, out.scales.data());
+  QuantizeColumns(matrix.data(), rows, cols, out.scales.data(), quantized.data());
+  NarrowPacked(quantized.data(), quantized.size(), WeightType::kInt8, out.values.data());
+  return out;
+}
+
 PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
                          std::span<const float> scales, std::span<const float> bias, size_t rows,
                          size_t cols, WeightType type) {

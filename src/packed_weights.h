@@ -1,7 +1,8 @@
 // Weight matrices from the caller to PackedMatrix: read (float32 or already
 // in the storage type), checked with the caller's names, packed into GEMM
 // panels in the storage type. MultiHeadAttention's projections and the FFN
-// share it.
+// share it, and QuantizeInt8 (simd_attention/weight_type.h) quantizes as
+// PackWeights does.
 #pragma once
 
 #include <cstddef>

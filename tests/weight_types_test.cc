@@ -136,6 +136,19 @@ TEST_P(WeightTypes, Int8MatchesTheFloat64ReferenceOfItsQuantizedWeights) {
   const MhaResult got = mha.Forward(in.query, in.key, in.value, in.options);
   EXPECT_TRUE(AllNear(got.output, want.output, c.tolerance));
 
+  // QuantizeInt8, the API's quantization for callers that hold a matrix
+  // themselves, gives exactly these values and scales.
+  const auto expect_api = [](std::span<const float> w, size_t rows, size_t cols,
+                             const Quantized& want) {
+    const Int8Matrix api = QuantizeInt8(w, rows, cols);
+    EXPECT_EQ(api.values, want.values);
+    EXPECT_EQ(api.scales, want.scales);
+  };
+  expect_api(in.weights.w_q, config.d_model, config.num_heads * dk, q);
+  expect_api(in.weights.w_k, config.kdim, config.num_kv_heads * dk, k);
+  expect_api(in.weights.w_v, config.vdim, config.num_kv_heads * dv, v);
+  expect_api(in.weights.w_o, config.num_heads * dv, config.d_model, o);
+
   // The same values and scales given as an int8 checkpoint: the same packed
   // weights, so the same bits.
   MhaWeights stored = in.weights;
@@ -212,6 +225,23 @@ TEST_P(WeightTypes, NarrowCachesStayWithinTheirRoundoffOfFloat32) {
     ExpectWithin(case_name() + " cache", t, got, want, 3);
     EXPECT_EQ(bytes * 2, f32_bytes);
   }
+}
+
+TEST(QuantizeInt8, NamesItsArguments) {
+  std::vector<float> w(6, 0.5f);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { QuantizeInt8(w, 2, 4); },
+                                                {"matrix: expected 8 values for shape [2, 4], got 6"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { QuantizeInt8(w, 0, 6); },
+                                                {"rows: must be > 0, got 0"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { QuantizeInt8(w, 6, 0); },
+                                                {"cols: must be > 0, got 0"}));
+  // A product that wraps size_t is refused by length, before any allocation.
+  const size_t half = size_t{1} << (sizeof(size_t) * 4);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { QuantizeInt8(w, half, half); },
+                                                {"matrix: expected ", " values for shape"}));
+  w[4] = std::nanf("");
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { QuantizeInt8(w, 2, 3); },
+                                                {"matrix: element 4 is NaN"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, WeightTypes,

@@ -246,6 +246,16 @@ export interface AttentionModule {
    */
   layerNorm(x: Tensor, options: LayerNormOptions): Tensor;
   /**
+   * `matrix` `[rows, cols]` (row-major, the `X @ W` layout) as int8 weights,
+   * quantized per column exactly as setWeights quantizes a Float32Array for
+   * `config.weights: 'int8'` (`scale = max|w| / 127` over the column, 1 for
+   * an all-zero one; `value = w / scale` rounded to nearest, ties to even):
+   * setWeights given the result holds the same weights. A RangeError names
+   * `matrix` (a length other than `rows * cols`, a value that is not
+   * finite), `rows` or `cols` (0).
+   */
+  quantizeInt8(matrix: Float32Array, rows: number, cols: number): Int8Weights;
+  /**
    * Scaled dot-product attention on heads that are already projected, as
    * PyTorch's `scaled_dot_product_attention` and ONNX's `Attention`; see
    * {@link AttentionOptions} and the README's "Attention on projected heads".
@@ -1111,6 +1121,8 @@ export interface AttentionPool {
     q: Tensor, k: Tensor, v: Tensor,
     options?: AttentionOptions & { returnAttnWeights?: A; returnScores?: S },
   ): Promise<AttentionResultFor<A, S>>;
+  /** The module's `quantizeInt8`, run on the next worker in turn. */
+  quantizeInt8(matrix: Float32Array, rows: number, cols: number): Promise<Int8Weights>;
   /** Terminates the workers; pending and later calls reject. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

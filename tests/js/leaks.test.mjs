@@ -1,6 +1,6 @@
 // No leaks: the C++ heap (bytes malloc'ed), the wasm memory size and the
-// Embind handles stay flat over thousands of forward calls, failing calls
-// and create/dispose cycles. Nothing here relies on garbage collection.
+// Embind handles stay flat over thousands of forward calls, failing calls,
+// quantizeInt8 calls and create/dispose cycles. Nothing here relies on garbage collection.
 import { goldenCaseNames, loadGoldenCase, mhaArguments, pytorchState } from './support/golden.mjs';
 import { loadBuilds } from './support/modules.mjs';
 
@@ -58,6 +58,20 @@ describe.each(Object.keys(builds))('%s build', (build) => {
     } finally {
       mha.dispose();
     }
+  });
+
+  test(`${N} quantizeInt8 calls, half of them failing`, () => {
+    const rows = a.weights.wO.length / a.config.dModel;
+    const bad = Float32Array.from(a.weights.wO);
+    bad[5] = NaN;
+    const both = () => {
+      module.quantizeInt8(a.weights.wO, rows, a.config.dModel);
+      expect(() => module.quantizeInt8(bad, rows, a.config.dModel)).toThrow('is NaN');
+    };
+    both();
+    const before = snapshot(module);
+    for (let i = 0; i < N / 2; i++) both();
+    expect(snapshot(module)).toEqual(before);
   });
 
   test(`${N} create / setWeights / forward / dispose cycles`, () => {

@@ -2,7 +2,8 @@
 // package, on every backend of every build: the golden cases against the
 // float32 result of the same build and backend, decoding through a KV cache,
 // weights given already in their type (bits, int8 values and scales) against
-// float32 input of the same values, errors, memoryStats' bytes, the threaded
+// float32 input of the same values, quantizeInt8 against the documented rule
+// and as setWeights quantizes, errors, memoryStats' bytes, the threaded
 // builds and a safetensors round trip that keeps F16/BF16 tensors as bits.
 //
 // The bounds per type: support/weight-types.mjs.
@@ -99,6 +100,30 @@ const MATRICES = ['wQ', 'wK', 'wV', 'wO'];
 const toBits = { f16: floatToHalf, bf16: floatToBfloat16 };
 const dtypeOf = { f16: 'F16', bf16: 'BF16' };
 
+// The documented int8 rule, in float32: scale = max |w[:, c]| / 127 over
+// the column (1 for an all-zero one), value = w / scale rounded to nearest,
+// ties to even (a Float32Array rounds each quotient to float32 once, as
+// float32 division does).
+function quantizeReference(w, rows, cols) {
+  const scales = new Float32Array(cols);
+  for (let c = 0; c < cols; ++c) {
+    let largest = 0;
+    for (let r = 0; r < rows; ++r) largest = Math.max(largest, Math.abs(w[r * cols + c]));
+    scales[c] = largest > 0 ? largest / 127 : 1;
+  }
+  const quotients = Float32Array.from(w, (v, i) => v / scales[i % cols]);
+  const values = Int8Array.from(quotients, (x) => {
+    const r = Math.round(x); // halves up
+    return Math.max(-127, Math.min(127, Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r));
+  });
+  return { values, scales };
+}
+
+// Each attention matrix's [rows, cols] for a golden case's config.
+function matrixShapes({ d_model: d, num_heads: h, kdim, vdim, head_dim: dk, head_dim_v: dv }) {
+  return { wQ: [d, h * dk], wK: [kdim, h * dk], wV: [vdim, h * dv], wO: [h * dv, d] };
+}
+
 // A Float16Array holding `bits`: the engine's own where it has one, else a
 // Uint16Array that says it is one (what the package reads is the bits).
 class Float16Stand extends Uint16Array {
@@ -137,6 +162,27 @@ describe.each(matrix)('stored forms, %s build, %s backend', (_, backend, module)
       return mha.forward(x).output.data;
     };
     expect(run('stored')).toEqual(run('floats'));
+  });
+
+  test('quantizeInt8: the documented rule, and setWeights given it holds what float32 input gives', () => {
+    // Columns: ties (2.5, -3.5, 0.5 at scale 1), all zeros, a negative largest.
+    const ties = Float32Array.of(127, 0, -0.5, 2.5, 0, 3, -3.5, 0, 6.35, 0.5, 0, 1);
+    for (const [w, rows, cols] of [[ties, 4, 3],
+      ...mhaCases.flatMap((c) => Object.entries(matrixShapes(c.config)).map(([k, [r, n]]) =>
+        [mhaArguments(c).weights[k], r, n]))]) {
+      const got = module.quantizeInt8(w, rows, cols);
+      const want = quantizeReference(w, rows, cols);
+      expect(got.values).toBeInstanceOf(Int8Array);
+      expect(got.scales).toBeInstanceOf(Float32Array);
+      expect(Array.from(got.values)).toEqual(Array.from(want.values));
+      expect(Array.from(got.scales)).toEqual(Array.from(want.scales));
+    }
+    for (const c of mhaCases) {
+      const quantized = (a) => ({ ...a.weights, ...Object.fromEntries(Object.entries(
+        matrixShapes(c.config)).map(([k, [r, n]]) => [k, module.quantizeInt8(a.weights[k], r, n)])) });
+      expect(mhaOutput(module, backend, c, 'int8', { weightsOf: quantized }))
+        .toEqual(mhaOutput(module, backend, c, 'int8'));
+    }
   });
 
   test('a layer\'s six matrices, FFN included, as bits and as int8', () => {
@@ -226,6 +272,29 @@ describe('errors name the argument, the expected and the given', () => {
     `${where}: wQ.values: expected an Int8Array, got Uint8Array(64)`);
     expectError(() => int8.setWeights({ ...weights(), wQ: { values: new Int8Array(64) } }),
       TypeError, `${where}: wQ.scales: expected a Float32Array, got undefined`);
+  });
+
+  test('quantizeInt8: lengths, values and sizes (C++), types (JS); the module stays usable', () => {
+    const q = (...args) => () => m.quantizeInt8(...args);
+    expectError(q(filled(63), 8, 8), RangeError,
+      'quantizeInt8: matrix: expected 64 values for shape [8, 8], got 63');
+    const bad = filled(64);
+    bad[3] = NaN;
+    expectError(q(bad, 8, 8), RangeError, 'quantizeInt8: matrix: element 3 is NaN');
+    bad[3] = -Infinity;
+    expectError(q(bad, 8, 8), RangeError, 'quantizeInt8: matrix: element 3 is -Infinity');
+    expectError(q(new Float32Array(0), 0, 8), RangeError, 'quantizeInt8: rows: must be > 0, got 0');
+    expectError(q(filled(8), 8, 0), RangeError, 'quantizeInt8: cols: must be > 0, got 0');
+    // 65536 * 65536 wraps wasm's 32-bit size_t: refused, nothing allocated.
+    expectError(q(filled(4), 65536, 65536), RangeError,
+      'quantizeInt8: matrix: expected 4294967296 values for shape [65536, 65536], got 4');
+    expectError(q([1, 2], 1, 2), TypeError,
+      'quantizeInt8: matrix: expected a Float32Array, got [1, 2]');
+    expectError(q(filled(4), 2.5, 2), RangeError,
+      'quantizeInt8: rows: expected a non-negative integer, got 2.5');
+    expectError(q(filled(4), 2), TypeError,
+      'quantizeInt8: cols: required, expected a positive integer');
+    expect(Array.from(m.quantizeInt8(Float32Array.of(0.5, -1), 1, 2).values)).toEqual([127, -127]);
   });
 
   test('a layer names its FFN matrices; PyTorch state_dicts take bits for matrices only', () => {
@@ -342,6 +411,10 @@ describe('threaded builds', () => {
         expect(encoderOutput(threaded[kind], 'highway', c, type))
           .toEqual(encoderOutput(builds[kind], 'highway', c, type));
       }
+      const { wO } = mhaArguments(mhaCases[0]).weights;
+      const [rows, cols] = matrixShapes(mhaCases[0].config).wO;
+      expect(threaded[kind].quantizeInt8(wO, rows, cols))
+        .toEqual(builds[kind].quantizeInt8(wO, rows, cols));
     }
   });
 });

@@ -205,6 +205,9 @@ for (const layer of [encoder, decoder] as TransformerLayerBase[]) {
 const pe: Tensor = sa.positionalEncoding(5, 8);
 const layerNormOptions: LayerNormOptions = { gamma: f32(8), beta: f32(8), eps: 1e-5, backend };
 const normed: Tensor = sa.layerNorm(pe, layerNormOptions);
+// int8 weights quantized as setWeights quantizes them, in the form it takes.
+const quantized: Int8Weights = sa.quantizeInt8(f32(64), 8, 8);
+narrow.setWeights({ ...weights, wO: quantized });
 
 // Attention on projected heads: 4-D head-major with grouped-query heads, and
 // 3-D token-major split by numHeads / numKvHeads.
@@ -361,6 +364,7 @@ const pooledLayerFacts: [ResolvedTransformerLayerConfig, string, boolean, 'split
 const pooledFunctions: [Tensor, Tensor, Tensor] = [await pool.positionalEncoding(4, 8),
   await pool.layerNorm(x, { gamma: f32(8), beta: f32(8) }),
   (await pool.attention(tokens, tokens, tokens, { numHeads: 2, returnScores: true })).scores];
+const pooledQuantized: Int8Weights = await pool.quantizeInt8(f32(64), 8, 8);
 await pooledEncoder[Symbol.asyncDispose]();
 await pooledLayer.dispose();
 await pool[Symbol.asyncDispose]();
@@ -369,7 +373,7 @@ sa.dispose(); // ends a threaded build's workers
 
 export const poolUsed = [poolFacts, pooledFacts, pooledResult, pooledStep, pooledCacheFacts,
   pooledCross, pooledMemoryFacts, pooledMemoryDisposed, pooledEncoded, pooledDecoded,
-  pooledLayerFacts, pooledFunctions, pooledLoaded];
+  pooledLayerFacts, pooledFunctions, pooledQuantized, pooledLoaded];
 
 // Misuses that must not compile.
 // @ts-expect-error: misspelled option
@@ -496,6 +500,8 @@ sa.attention(qHeads, kvHeads, kvHeads, { causal: true });
 void sa.attention(qHeads, kvHeads, kvHeads, { returnAttnWeights: true }).scores.data;
 // @ts-expect-error: positionalEncoding takes numbers
 sa.positionalEncoding('5', 8);
+// @ts-expect-error: quantizeInt8 takes float32 values
+sa.quantizeInt8([1, 2], 1, 2);
 // @ts-expect-error: the truncation length is a number
 cache.truncate('2');
 // @ts-expect-error: a KVCache's batch is read-only

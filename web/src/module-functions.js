@@ -1,10 +1,11 @@
-// The module's functions that own nothing: positionalEncoding, layerNorm.
+// The module's functions that own nothing: positionalEncoding, layerNorm,
+// quantizeInt8.
 import { checkObject, float32, readBackend, readEps, requiredSize } from './arguments.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
 
-// positionalEncoding and layerNorm of one module (wasm instance).
+// positionalEncoding, layerNorm and quantizeInt8 of one module (wasm instance).
 export function makeModuleFunctions(wasm, defaultBackend) {
   function positionalEncoding(t, dModel) {
     const where = 'positionalEncoding';
@@ -26,5 +27,15 @@ export function makeModuleFunctions(wasm, defaultBackend) {
     return { data, shape: [...x.shape] };
   }
 
-  return { positionalEncoding, layerNorm };
+  // matrix [rows, cols] as int8 weights { values, scales }, quantized per
+  // column as setWeights quantizes a Float32Array for config.weights 'int8'.
+  function quantizeInt8(matrix, rows, cols) {
+    const where = 'quantizeInt8';
+    float32(where, 'matrix', matrix);
+    requiredSize(where, 'rows', rows);
+    requiredSize(where, 'cols', cols);
+    return unwrap(wasm, where, wasm.quantizeInt8(matrix, rows, cols));
+  }
+
+  return { positionalEncoding, layerNorm, quantizeInt8 };
 }

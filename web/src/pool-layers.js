@@ -27,7 +27,7 @@ import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { readTensor } from './tensors.js';
-import { columns, fits, rowRange } from './weight-forms.js';
+import { columns, fits, quantizedWhole, rowRange } from './weight-forms.js';
 
 // A part's error under the layer's method `where`, as the synchronous layer
 // reports what its parts throw ("MultiHeadAttention.forward: attention
@@ -45,22 +45,24 @@ function weightsFit(weights, shapes, type) {
 }
 
 export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue, poolObject,
-  newRef, splitUnits, SUBLAYER, createMultiHeadAttention }) {
+  newRef, splitUnits, SUBLAYER, quantizeInt8, createMultiHeadAttention }) {
   // Hidden units [from, to) of a layer's FFN in each of its workers.
   class FeedForwardShards extends PoolObject {
     #d;
     #units;
+    #type; // config.weights
 
-    constructor(shards, dModel, units) {
+    constructor(shards, dModel, units, type) {
       super(newRef(), shards);
       this.#d = dModel;
       this.#units = units;
+      this.#type = type;
     }
 
     static async create({ dModel, ffnDim, activation, backend, weights }) {
       const shards = splitUnits(ffnDim, workers.count).map(({ worker, from, to }) =>
         ({ worker, units: [from, to] }));
-      const ffn = new FeedForwardShards(shards, dModel, ffnDim);
+      const ffn = new FeedForwardShards(shards, dModel, ffnDim, weights);
       await workers.all(shards.map((s) => s.worker), (i) => ({
         op: 'new', ref: ffn.ref, kind: 'FeedForward',
         config: { dModel, ffnDim: shards[i].units[1] - shards[i].units[0], activation, backend,
@@ -69,11 +71,12 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       return ffn;
     }
 
-    // Each worker's W1 columns, b1 entries and W2 rows; b2 in the first's
-    // alone (zeros in the others'), so that the partial outputs add up to
-    // the FFN's output.
-    setWeights({ w1, b1, w2, b2 }) {
+    // Each worker's W1 columns, b1 entries and W2 rows (int8 quantized whole
+    // first: see quantizedWhole); b2 in the first's alone (zeros in the
+    // others'), so that the partial outputs add up to the FFN's output.
+    async setWeights({ w1, b1, w2: given, b2 }) {
       const [d, f] = [this.#d, this.#units];
+      const w2 = await quantizedWhole(given, [f, d], this.#type, this.shards.length, quantizeInt8);
       return this.sendWeights(this.shards.map(({ units: [from, to] }, i) => ({
         w1: columns(w1, d, f, from, to), b1: b1.slice(from, to),
         w2: rowRange(w2, d, from, to), b2: i === 0 ? Float32Array.from(b2) : new Float32Array(d),

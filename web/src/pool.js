@@ -30,7 +30,7 @@ import { joinAxis, rebuild } from './pool-join.js';
 import { makePooledLayers } from './pool-layers.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { readTensor } from './tensors.js';
-import { buffers, columns, fits, rowRange } from './weight-forms.js';
+import { buffers, columns, fits, quantizedWhole, rowRange } from './weight-forms.js';
 
 const POOL_OPTION_KEYS = ['workers', 'build', 'backend', 'wasmPath'];
 const BUILD_FLAGS = {
@@ -421,6 +421,21 @@ function readPlacement(where, options) {
 function makePool(workers, summary) {
   let nextRef = 1;
 
+  // positionalEncoding, layerNorm, attention and quantizeInt8: each call
+  // whole on the next worker in turn, its tensors copied out as a forward's
+  // are.
+  let nextWorker = 0;
+  const moduleFunction = (fn) => async (...args) => {
+    workers.check(fn);
+    const worker = nextWorker;
+    nextWorker = (nextWorker + 1) % workers.count;
+    const { sent: [sent] } = outgoing(() => args, 1);
+    const [value] = await workers.all([worker], () => ({ op: 'module', fn, args: sent.args }),
+      () => sent.transfer);
+    return value;
+  };
+  const quantizeInt8 = moduleFunction('quantizeInt8');
+
   // An object of the pool: its parts in the workers of `shards`, all under
   // one ref; its calls run one after the other, in the order they were made.
   class PoolObject {
@@ -684,11 +699,14 @@ function makePool(workers, summary) {
       });
     }
 
-    // Weights that fit, split by heads and sent; b_O goes to worker 0 alone,
-    // so that the caller only adds the partial outputs.
-    async #apply(weights) {
+    // Weights that fit, split by heads and sent (W_O by rows, int8 quantized
+    // whole first: see quantizedWhole); b_O goes to worker 0 alone, so that
+    // the caller only adds the partial outputs.
+    async #apply(given) {
       const c = this.#config;
       const group = c.numHeads / c.numKvHeads;
+      const weights = { ...given, wO: await quantizedWhole(given.wO,
+        [c.numHeads * c.headDimV, c.dModel], c.weights, this.shards.length, quantizeInt8) };
       const parts = this.shards.map((shard) => this.#shardWeights(weights, shard, group));
       if (c.bias) parts[0].bO = Float32Array.from(weights.bO);
       await this.sendWeights(parts);
@@ -903,7 +921,7 @@ function makePool(workers, summary) {
   }
 
   const pooledLayers = makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue,
-    poolObject, newRef: () => nextRef++, splitUnits, SUBLAYER,
+    poolObject, newRef: () => nextRef++, splitUnits, SUBLAYER, quantizeInt8,
     createMultiHeadAttention: (config) => createMultiHeadAttention(config) });
 
   // A layer split over the workers (pool-layers.js), or whole (class
@@ -945,19 +963,6 @@ function makePool(workers, summary) {
     return mha;
   }
 
-  // positionalEncoding, layerNorm and attention: each call whole on the
-  // next worker in turn, its tensors copied out as a forward's are.
-  let nextWorker = 0;
-  const moduleFunction = (fn) => async (...args) => {
-    workers.check(fn);
-    const worker = nextWorker;
-    nextWorker = (nextWorker + 1) % workers.count;
-    const { sent: [sent] } = outgoing(() => args, 1);
-    const [value] = await workers.all([worker], () => ({ op: 'module', fn, args: sent.args }),
-      () => sent.transfer);
-    return value;
-  };
-
   const pool = {
     get workers() { return workers.count; },
     get dead() { return workers.dead; },
@@ -974,6 +979,7 @@ function makePool(workers, summary) {
     positionalEncoding: moduleFunction('positionalEncoding'),
     layerNorm: moduleFunction('layerNorm'),
     attention: moduleFunction('attention'),
+    quantizeInt8,
     dispose: async () => workers.dispose(),
     [asyncDisposeSymbol]: async () => workers.dispose(),
     [TERMINATE_WORKER]: (worker) => workers.terminate(worker),

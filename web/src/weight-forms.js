@@ -24,6 +24,17 @@ export function rowRange(m, cols, from, to) {
     : m.slice(from * cols, to * cols);
 }
 
+// A matrix that the pool splits by rows over `parts` workers (wO, a split
+// layer's w2) in a form whose rows keep the whole matrix's quantization:
+// int8 weights given as float32 are quantized once, whole, by `quantize`
+// (a module's quantizeInt8, in a worker; the scale rule of the synchronous
+// setWeights), since a worker quantizing its rows alone would scale each
+// column over those rows only. Any other form, or a matrix held whole, as
+// it is. A promise of the matrix, or the matrix.
+export function quantizedWhole(m, [rows, cols], type, parts, quantize) {
+  return type === 'int8' && parts > 1 && m.scales === undefined ? quantize(m, rows, cols) : m;
+}
+
 // The largest magnitude each type holds (src/validate_values.cc refuses
 // larger float32 weights for it).
 const LARGEST = { f16: 65504, bf16: 3.3895313892515355e38 };

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace simd_attention {
 
@@ -30,5 +31,20 @@ struct StoredMatrix {
   std::span<const float> scales;   // kInt8: cols
   bool empty() const { return bits.empty() && values.empty() && scales.empty(); }
 };
+
+// int8 weights [rows, cols] with their column scales, as StoredMatrix views them.
+struct Int8Matrix {
+  std::vector<int8_t> values;  // rows * cols
+  std::vector<float> scales;   // cols
+};
+
+// `matrix` [rows, cols] (row-major, X @ W layout) quantized exactly as
+// SetWeights quantizes float32 weights for WeightType::kInt8: scale[c] =
+// max |w[:, c]| / 127 (1 for an all-zero column), value = w / scale rounded
+// to nearest even. Given to SetWeights as a StoredMatrix, the same weights.
+// Lets a caller that splits a matrix by rows (the JS worker pool) quantize
+// it whole once. Throws std::invalid_argument naming `rows` or `cols` (0)
+// or `matrix` (a length other than rows * cols, a value that is not finite).
+Int8Matrix QuantizeInt8(std::span<const float> matrix, size_t rows, size_t cols);
 
 }  // namespace simd_attention
