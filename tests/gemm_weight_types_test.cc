@@ -104,7 +104,7 @@ TEST_P(GemmWeightTypes, MatchesADoubleProductOfTheStoredWeights) {
 // Every finite float16 (both zeros, subnormals, normals up to 65504) as a
 // weight row times 1: each output is the widened half itself, which must be
 // the half's exact value (wasm and SSE4 widen with integer operations,
-// kHalfToFloatMask in gemm.h; AVX2 and AVX-512 with vcvtph2ps). One row,
+// kF16Form in gemm.h; AVX2 and AVX-512 with vcvtph2ps). One row,
 // the decode shape, and 3 rows, the widening slice.
 TEST_P(GemmWeightTypes, F16WeightsWidenEveryFiniteHalfExactly) {
   const KernelTable& t = table();

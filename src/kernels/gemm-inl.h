@@ -18,22 +18,14 @@ struct Gemm {
   // Independent FMA chains for a tile of R rows: 2 FMA ports x 4 cycles of
   // latency want 8 accumulators in flight, and a tile of fewer than 4 rows
   // (decoding projects one token) has only 2R, so it splits K into chains.
-  // Narrow B (W not float) spends 1-4 more operations per vector widening
-  // it (vcvtph2ps; wasm's integer steps, gemm.h), and its one-row tile is
-  // bound by those and by memory rather than by the adds' latency: one
-  // chain, and a quarter of the code (the .wasm has a 200 kB budget).
-  template <class W>
-  static constexpr size_t Chains(size_t rows) {
-    return rows >= 4 || !std::is_same_v<W, float> ? 1 : 4 / rows;
-  }
+  static constexpr size_t Chains(size_t rows) { return rows >= 4 ? 1 : 4 / rows; }
 
-  // One k step: acc[r][v] += A element ap[r][at] * B vector v at b, B
-  // widened in registers from W (float, F16Bits or BF16Bits).
-  template <size_t R, size_t NV, class W>
+  // One k step: acc[r][v] += A element ap[r][at] * B vector v at b.
+  template <size_t R, size_t NV>
   static SA_GEMM_INLINE void Step(const float* const (&ap)[R], size_t at,
-                                  const W* b, V (&acc)[R][NV]) {
+                                  const float* b, V (&acc)[R][NV]) {
     V bv[NV];
-    for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Widen(b + v * kL);
+    for (size_t v = 0; v < NV; ++v) bv[v] = Ops::Load(b + v * kL);
     for (size_t r = 0; r < R; ++r) {
       const V av = Ops::Set(ap[r][at]);
       for (size_t v = 0; v < NV; ++v) acc[r][v] = Ops::MulAdd(av, bv[v], acc[r][v]);
@@ -43,8 +35,7 @@ struct Gemm {
   // C tile (R rows x NV vectors) [+]= A tile * B rows.
   //   A element (r, kk) is a[r * a_row + kk * a_col]: a row-major matrix has
   //   a_col = 1; the attention kernel passes a transposed one.
-  //   B row kk starts at b + kk * ldb (elements of W) and holds at least NV
-  //   vectors.
+  //   B row kk starts at b + kk * ldb and holds at least NV vectors.
   //   bias: NV vectors added once, or nullptr. accumulate: add to C.
   // The loop runs kSteps steps per iteration and walks a pointer into every
   // row of A plus one offset shared by all rows, so no step multiplies:
@@ -52,12 +43,12 @@ struct Gemm {
   // the offset moves (one add per iteration; x86 addresses are register +
   // register + constant); rolled they move and the offset stays 0 (one add
   // per row; wasm addresses are register + constant only).
-  template <size_t R, size_t NV, class W = float>
-  static void Tile(const float* a, size_t a_row, size_t a_col, const W* b,
+  template <size_t R, size_t NV>
+  static void Tile(const float* a, size_t a_row, size_t a_col, const float* b,
                    size_t ldb, size_t k, const float* bias, bool accumulate,
                    float* c, size_t ldc) {
     constexpr size_t kUnroll = GemmTile<Ops::kRegisters>::kUnroll;
-    constexpr size_t kChains = Chains<W>(R);
+    constexpr size_t kChains = Chains(R);
     constexpr size_t kSteps = std::max(kChains, kUnroll);
     V acc[kChains][R][NV];
     for (size_t r = 0; r < R; ++r) {
@@ -82,7 +73,7 @@ struct Gemm {
         for (size_t r = 0; r < R; ++r) ap[r] += steps * a_col;
       }
     };
-    const W* bk = b;
+    const float* bk = b;
     size_t kk = 0;
     for (; kk + kSteps <= k; kk += kSteps) {
       for (size_t s = 0; s < kSteps; ++s) {
@@ -159,13 +150,10 @@ struct Gemm {
   // float weight has). A separate pass, once per panel slice: memory and L2
   // see the narrow bytes, and the one float micro-kernel serves every weight
   // type and row count, each type costing this loop instead of a kernel.
-  // Not for one row of A (a decoding step): each weight is used once there,
-  // and writing and reading it again as float32 costs more than the product
-  // (D1 in wasm ran at 0.85x float32), so Multiply widens 16-bit weights in
-  // registers instead (Tile<1, kVecs, W>, two instantiations per backend).
-  // int8 with few rows has its integer kernel (int8_gemv.h). int8 panels
-  // interleave K pairs (gemm.h): the pairwise multiply-add by the pair
-  // (1, 0) or (0, 1) picks one row's weights.
+  // Not for one row of A (a decoding step, RowTimes16). int8 with few rows
+  // has its integer kernel (int8_gemv.h). int8 panels interleave K pairs
+  // (gemm.h): the pairwise multiply-add by the pair (1, 0) or (0, 1) picks
+  // one row's weights.
   template <class W>
   static void WidenSlice(const void* panel, size_t k0, size_t kc, const float* scales,
                          float* wide) {
@@ -194,6 +182,31 @@ struct Gemm {
     for (size_t i = 0; i < n; i += kL) Ops::Store(Ops::Widen(narrow + i), wide + i);
   }
 
+  // C row [+]= one row of A * K rows of a panel of 16-bit floats, widened
+  // in registers. A decoding step uses each weight once: widening a slice
+  // into L1 first, then reading it as float32, cost more than the product
+  // (D1 in wasm ran at 0.85x float32). The form is data (gemm.h), so one
+  // instantiation serves float16 and bfloat16 (the .wasm has a 200 kB
+  // budget; out of line, since Multiply calls it at two places), and one
+  // accumulator per vector suffices: the widening's four operations per
+  // vector cover the latency of its add.
+  [[gnu::noinline]] static void RowTimes16(const float* a, const uint16_t* b, size_t k, const float* bias,
+                         bool accumulate, float* c, const Bits16Form& form) {
+    V acc[kVecs];
+    for (size_t v = 0; v < kVecs; ++v) {
+      acc[v] = accumulate         ? Ops::Load(c + v * kL)
+               : bias != nullptr ? Ops::Load(bias + v * kL)
+                                 : Ops::Zero();
+    }
+    for (size_t kk = 0; kk < k; ++kk, b += kPanel) {
+      const V av = Ops::Set(a[kk]);
+      for (size_t v = 0; v < kVecs; ++v) {
+        acc[v] = Ops::MulAdd(av, Ops::Widen(b + v * kL, form), acc[v]);
+      }
+    }
+    for (size_t v = 0; v < kVecs; ++v) Ops::Store(acc[v], c + v * kL);
+  }
+
   static void Multiply(const GemmArgs& g) {
     if (g.m == 0) return;
     const size_t bytes = WeightBytes(g.weight_type);
@@ -205,6 +218,7 @@ struct Gemm {
     const size_t panel_floats = kPanel * PanelRows(g.weight_type, g.packed_rows);
     const bool one_row_16 = g.m == 1 && (g.weight_type == WeightType::kF16 ||
                                          g.weight_type == WeightType::kBF16);
+    const Bits16Form& form = g.weight_type == WeightType::kF16 ? kF16Form : kBF16Form;
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
@@ -243,14 +257,11 @@ struct Gemm {
           next_rows = std::min(kPanelRows, g.k - k0 - kc);
         }
         auto tile = [&](size_t rows, const float* a, float* c, size_t ldc) {
-          if (!one_row_16) {
-            TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias, accumulate, c, ldc);
-          } else if (g.weight_type == WeightType::kF16) {
-            Tile<1, kVecs>(a, g.lda, 1, reinterpret_cast<const F16Bits*>(panel_bytes), kPanel, kc,
-                           bias, accumulate, c, ldc);
+          if (one_row_16) {
+            RowTimes16(a, reinterpret_cast<const uint16_t*>(panel_bytes), kc, bias, accumulate,
+                       c, form);
           } else {
-            Tile<1, kVecs>(a, g.lda, 1, reinterpret_cast<const BF16Bits*>(panel_bytes), kPanel,
-                           kc, bias, accumulate, c, ldc);
+            TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias, accumulate, c, ldc);
           }
         };
         const size_t next_lines = next_rows * kPanel * bytes / 64;

@@ -84,15 +84,25 @@ struct BF16Bits {
   uint16_t bits;
 };
 
-// Float16 to float32 without a conversion instruction (wasm, SSE4, the
-// scalar layers), in four operations, for finite halves (packed weights and
-// cache rows are checked finite when stored): the half sign-extended to 32
-// bits and shifted left by 13 puts its exponent and mantissa where float32
+// A 16-bit float widened by the vector layers' Widen(bits, form) in four
+// operations: sign-extended to 32 bits, shifted left (times `shift_factor`,
+// a power of 2: wasm's LLVM 14 splits a vector shift by a run-time count
+// into one shift per lane, not a multiply), masked, times `scale`.
+// bfloat16 is float32's top half: shifted by 16 (the mask and the scale
+// change nothing). float16 without a conversion instruction (wasm, SSE4),
+// for finite halves (packed weights and cache rows are checked finite when
+// stored): the shift by 13 puts its exponent and mantissa where float32
 // has them, and copies of the sign in bits 28-31; the mask keeps bit 31 of
 // those; times 2^112 rebiases the exponent (15 -> 127), exactly for normal
-// and subnormal halves alike.
-constexpr int32_t kHalfToFloatMask = static_cast<int32_t>(0x8fffe000u);
-constexpr float kHalfToFloatScale = 0x1p112f;
+// and subnormal halves alike. The form as data lets one kernel serve both
+// types (Gemm::RowTimes16).
+struct Bits16Form {
+  int32_t shift_factor;
+  int32_t mask;
+  float scale;
+};
+inline constexpr Bits16Form kF16Form{1 << 13, static_cast<int32_t>(0x8fffe000u), 0x1p112f};
+inline constexpr Bits16Form kBF16Form{1 << 16, -1, 1.0f};
 
 // int8 panels hold K rounded up to whole pairs of rows (a zero row pads an
 // odd K), and each pair of rows interleaved per column: element (k, c) of a

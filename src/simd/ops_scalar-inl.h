@@ -18,19 +18,15 @@ struct ScalarOps {
   static V Load(const float* p) { return *p; }
   static void Store(V v, float* p) { *p = v; }
   static V Widen(const float* p) { return *p; }
-  static V Widen(const F16Bits* p) {  // as gemm.h derives
-    const int32_t h = static_cast<int16_t>(p->bits);
-    const uint32_t bits = (static_cast<uint32_t>(h) << 13) & static_cast<uint32_t>(kHalfToFloatMask);
+  static V Widen(const uint16_t* p, const Bits16Form& form) {
+    const int32_t h = static_cast<int16_t>(*p);
+    const uint32_t bits = (static_cast<uint32_t>(h) * static_cast<uint32_t>(form.shift_factor)) & static_cast<uint32_t>(form.mask);
     float f;
     std::memcpy(&f, &bits, 4);
-    return f * kHalfToFloatScale;
+    return f * form.scale;
   }
-  static V Widen(const BF16Bits* p) {
-    const uint32_t bits = uint32_t{p->bits} << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
+  static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
+  static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
   using VI = int32_t;
   static VI ZeroI() { return 0; }
   static V ToFloat(VI v) { return static_cast<float>(v); }
