@@ -7,5 +7,6 @@
 # the threaded builds, for size.
 set_target_properties(sa_js_module PROPERTIES OUTPUT_NAME simd_attention_training)
 target_sources(sa_js_module PRIVATE training_binding.cc tiny_model_binding.cc)
-# build() names it 'training' (module_binding.cc).
-set_property(SOURCE module_binding.cc APPEND PROPERTY COMPILE_DEFINITIONS SA_TRAINING_MODULE=1)
+# The glue, the bookkeeping and the system libraries optimized together
+# (SA_SIZE_FLAGS in the top CMakeLists.txt).
+target_link_options(sa_js_module PRIVATE -flto)

@@ -18,6 +18,7 @@
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "training_build.h"
+#include "training_module.h"
 #include "validate.h"
 #include "zero_filled.h"
 
@@ -40,6 +41,22 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.cache_type == WeightType::kInt8) {
     throw std::invalid_argument(ConfigName(n.cache_type) +
                                 ": expected float32, float16 or bfloat16, got int8");
+  }
+  if constexpr (kTrainingModule) {
+    // The training module holds what its optimizers update, float32 weights,
+    // and no rotary positions, whose backward is not implemented.
+    const auto refuse = [](const char* name, WeightType type, const char* what) {
+      if (type != WeightType::kF32) {
+        RefuseInTrainingModule(ConfigName(name), "float32", StorageTypeName(type), what);
+      }
+    };
+    refuse(n.weights, c.weights, "float16, bfloat16 and int8 weights");
+    refuse(n.cache_type, c.cache_type, "float16 and bfloat16 KV caches");
+    if (c.rope.style != RopeStyle::kNone) {
+      RefuseInTrainingModule(
+          "config.rope.style", "none",
+          c.rope.style == RopeStyle::kHalf ? "half" : "interleaved", "rotary positions");
+    }
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
@@ -251,7 +268,9 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
                                  float* out, size_t ldc, ComputedScan& scan,
                                  const size_t* rotate_from) {
   const RopeConfig& rope = config_.rope;
-  const bool rotate = rotate_from != nullptr && rope.style != RopeStyle::kNone;
+  // (The training module refuses config.rope: its rotations fold away.)
+  const bool rotate =
+      !kTrainingModule && rotate_from != nullptr && rope.style != RopeStyle::kNone;
   const bool interleaved = rope.style == RopeStyle::kInterleaved;
   const size_t dk = layout_.dk_pad, rows = batch * tokens;
   struct Written {
@@ -398,6 +417,7 @@ MultiHeadAttention::ProjectedKV MultiHeadAttention::ProjectKeysValues(
 
 PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
     const Tensor3& memory, std::span<const uint8_t> key_padding_mask) {
+  if constexpr (kTrainingModule) RefuseInTrainingModule("precomputed keys and values");
   CheckReady();
   const ArgNames& n = *config_.names;
   if (config_.kdim != config_.vdim) {
@@ -456,6 +476,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
 }
 
 KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
+  if constexpr (kTrainingModule) RefuseInTrainingModule("KV caches");
   return KVCache(layout_, batch, max_length, config_.cache_type, *config_.names);
 }
 
@@ -509,6 +530,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const size_t heads = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const size_t batch = query.batch, tq = query.tokens, tk = kv.tk;
   const size_t dk = layout_.dk_pad, dv = layout_.dv_pad;
+  const WeightType kv_type = HeldType(kv.type);
   // Q and Z rows hold every query head; K and V rows the key/value heads.
   const size_t ld_q = heads * dk, ld_k = layout_.key_row();
   const size_t ld_z = heads * dv, ld_v = layout_.value_row();
@@ -541,12 +563,12 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     AttentionArgs a{};
     a.q = q + (b * tq + q0) * ld_q + h * dk;
     a.ldq = ld_q;
-    const size_t bytes = simd_attention::WeightBytes(kv.type);
+    const size_t bytes = simd_attention::WeightBytes(kv_type);
     a.k = static_cast<const char*>(kv.k) + (b * kv.rows_per_batch * ld_k + kvh * dk) * bytes;
     a.ldk = ld_k;
     a.v = static_cast<const char*>(kv.v) + (b * kv.rows_per_batch * ld_v + kvh * dv) * bytes;
     a.ldv = ld_v;
-    a.kv_type = kv.type;
+    a.kv_type = kv_type;
     a.tq = q1 - q0;
     a.tk = tk;
     a.dk = dk;
@@ -567,9 +589,9 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     r.q = HeadMajor("q", q, batch, tq, tq, heads, l.dk, l.dk_pad);
     // A narrow cache's rows widened first (whole batch items: rows_per_batch).
     const auto widened = [&](const void* rows, size_t row) {
-      std::vector<float> out(kv.type == WeightType::kF32 ? 0 : batch * kv.rows_per_batch * row);
+      std::vector<float> out(kv_type == WeightType::kF32 ? 0 : batch * kv.rows_per_batch * row);
       if (!out.empty()) {
-        WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv.type, out.data());
+        WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv_type, out.data());
       }
       return out;
     };
