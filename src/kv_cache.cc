@@ -6,7 +6,6 @@
 
 #include "checked_size.h"
 #include "kernels/weight_packing.h"
-#include "training_module.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -26,7 +25,7 @@ void UnpadRows(const float* from, size_t n, size_t heads, size_t d,
 }  // namespace
 
 KVRows::KVRows(WeightType type, size_t elements) : type_(type) {
-  if (HeldType(type) == WeightType::kF32) {
+  if (type == WeightType::kF32) {
     f32_.assign(elements, 0.0f);
   } else {
     narrow_.resize(elements * 2);
@@ -34,12 +33,12 @@ KVRows::KVRows(WeightType type, size_t elements) : type_(type) {
 }
 
 const void* KVRows::at(size_t element) const {
-  return HeldType(type_) == WeightType::kF32 ? static_cast<const void*>(f32_.data() + element)
+  return type_ == WeightType::kF32 ? static_cast<const void*>(f32_.data() + element)
                                    : narrow_.data() + element * 2;
 }
 
 void KVRows::Store(size_t at, const float* values, size_t count) {
-  if (HeldType(type_) == WeightType::kF32) {
+  if (type_ == WeightType::kF32) {
     std::copy_n(values, count, f32_.data() + at);
   } else {
     NarrowPacked(values, count, type_, narrow_.data() + at * 2);
@@ -47,7 +46,7 @@ void KVRows::Store(size_t at, const float* values, size_t count) {
 }
 
 void KVRows::Load(size_t at, size_t count, float* out) const {
-  if (HeldType(type_) == WeightType::kF32) {
+  if (type_ == WeightType::kF32) {
     std::copy_n(f32_.data() + at, count, out);
   } else {
     WidenBits(reinterpret_cast<const uint16_t*>(narrow_.data() + at * 2), count, type_, out);
@@ -97,8 +96,8 @@ void KVCache::Append(std::span<const float> keys, std::span<const float> values,
   CheckFinite("keys", keys);
   CheckFinite("values", values);
   const std::string config_name = ConfigName(names_->cache_type);
-  CheckStorable("keys", keys, HeldType(type()), config_name);
-  CheckStorable("values", values, HeldType(type()), config_name);
+  CheckStorable("keys", keys, type(), config_name);
+  CheckStorable("values", values, type(), config_name);
   CheckRoom(n);
   // Padded rows of a batch item, then stored in the cache's type.
   std::vector<float> rows(n * std::max(l.key_row(), l.value_row()), 0.0f);

@@ -530,7 +530,6 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const size_t heads = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const size_t batch = query.batch, tq = query.tokens, tk = kv.tk;
   const size_t dk = layout_.dk_pad, dv = layout_.dv_pad;
-  const WeightType kv_type = HeldType(kv.type);
   // Q and Z rows hold every query head; K and V rows the key/value heads.
   const size_t ld_q = heads * dk, ld_k = layout_.key_row();
   const size_t ld_z = heads * dv, ld_v = layout_.value_row();
@@ -563,12 +562,12 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     AttentionArgs a{};
     a.q = q + (b * tq + q0) * ld_q + h * dk;
     a.ldq = ld_q;
-    const size_t bytes = simd_attention::WeightBytes(kv_type);
+    const size_t bytes = simd_attention::WeightBytes(kv.type);
     a.k = static_cast<const char*>(kv.k) + (b * kv.rows_per_batch * ld_k + kvh * dk) * bytes;
     a.ldk = ld_k;
     a.v = static_cast<const char*>(kv.v) + (b * kv.rows_per_batch * ld_v + kvh * dv) * bytes;
     a.ldv = ld_v;
-    a.kv_type = kv_type;
+    a.kv_type = kv.type;
     a.tq = q1 - q0;
     a.tk = tk;
     a.dk = dk;
@@ -589,9 +588,9 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     r.q = HeadMajor("q", q, batch, tq, tq, heads, l.dk, l.dk_pad);
     // A narrow cache's rows widened first (whole batch items: rows_per_batch).
     const auto widened = [&](const void* rows, size_t row) {
-      std::vector<float> out(kv_type == WeightType::kF32 ? 0 : batch * kv.rows_per_batch * row);
+      std::vector<float> out(kv.type == WeightType::kF32 ? 0 : batch * kv.rows_per_batch * row);
       if (!out.empty()) {
-        WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv_type, out.data());
+        WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv.type, out.data());
       }
       return out;
     };
