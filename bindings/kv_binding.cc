@@ -2,6 +2,8 @@
 
 #include <emscripten/bind.h>
 
+#include "training_module.h"
+
 namespace simd_attention::bindings {
 
 val KVCacheBinding::info() {
@@ -54,18 +56,21 @@ val PrecomputedBinding::info() {
 }
 
 EMSCRIPTEN_BINDINGS(simd_attention_kv) {
-  emscripten::class_<KVCacheBinding>("KVCacheBinding")
-      .constructor<>()
-      .function("info", &KVCacheBinding::info)
-      .function("length", &KVCacheBinding::length)
-      .function("append", &KVCacheBinding::append)
-      .function("keys", &KVCacheBinding::keys)
-      .function("values", &KVCacheBinding::values)
-      .function("truncate", &KVCacheBinding::truncate)
-      .function("reset", &KVCacheBinding::reset);
-  emscripten::class_<PrecomputedBinding>("PrecomputedBinding")
-      .constructor<>()
-      .function("info", &PrecomputedBinding::info);
+  // The training module makes no KV cache and no precomputed keys and
+  // values (training_module.h): JS constructs the empty objects, whose
+  // filling it refuses, and nothing else.
+  auto cache = emscripten::class_<KVCacheBinding>("KVCacheBinding").constructor<>();
+  auto precomputed = emscripten::class_<PrecomputedBinding>("PrecomputedBinding").constructor<>();
+  if constexpr (!kTrainingModule) {
+    cache.function("info", &KVCacheBinding::info)
+        .function("length", &KVCacheBinding::length)
+        .function("append", &KVCacheBinding::append)
+        .function("keys", &KVCacheBinding::keys)
+        .function("values", &KVCacheBinding::values)
+        .function("truncate", &KVCacheBinding::truncate)
+        .function("reset", &KVCacheBinding::reset);
+    precomputed.function("info", &PrecomputedBinding::info);
+  }
 }
 
 }  // namespace simd_attention::bindings

@@ -1,6 +1,6 @@
-// Embind classes behind TransformerEncoderLayer, TransformerDecoderLayer and
-// FeedForward of web/index.js, and the module functions positionalEncoding
-// and layerNorm. As in mha_binding.cc, JS has checked types; shapes and values
+// Embind classes behind TransformerEncoderLayer and TransformerDecoderLayer
+// of web/index.js, and the module functions positionalEncoding and
+// layerNorm. As in mha_binding.cc, JS has checked types; shapes and values
 // are checked by the C++ API, whose messages use the JS names.
 #include "layer_binding.h"
 
@@ -15,6 +15,7 @@
 #include "kv_binding.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
+#include "training_module.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -36,18 +37,6 @@ LayerConfig LayerConfigFromJs(const val& js) {
   c.cache_type = ParseWeightType(js["cacheType"].as<std::string>(), true);
   return c;
 }
-
-struct Ffn {
-  JsMatrix w1;
-  std::vector<float> b1;
-  JsMatrix w2;
-  std::vector<float> b2;
-  explicit Ffn(const val& js)
-      : w1(js["w1"]), b1(CopyFloats(js["b1"])), w2(js["w2"]), b2(CopyFloats(js["b2"])) {}
-  FfnWeights weights() const {
-    return FfnWeights{w1.floats, b1, w2.floats, b2, w1.stored(), w2.stored()};
-  }
-};
 
 struct Norm {
   std::vector<float> gamma, beta;
@@ -79,6 +68,9 @@ val TensorToJs(const std::vector<float>& data) { return ToFloat32Array(data); }
 
 }  // namespace
 
+JsFfnWeights::JsFfnWeights(const val& js)
+    : w1(js["w1"]), b1(CopyFloats(js["b1"])), w2(js["w2"]), b2(CopyFloats(js["b2"])) {}
+
 EncoderLayerBinding::EncoderLayerBinding(const val& config)
     : Owned("TransformerEncoderLayer",
             [&] { return std::make_unique<TransformerEncoderLayer>(LayerConfigFromJs(config)); }) {}
@@ -94,7 +86,7 @@ val EncoderLayerBinding::setWeights(const val& w) {
   return Guard([&] {
     TransformerEncoderLayer& layer = Checked();
     const JsMhaWeights attention(w["attention"]);
-    const Ffn ffn(w["ffn"]);
+    const JsFfnWeights ffn(w["ffn"]);
     const Norm norm1(w["norm1"]), norm2(w["norm2"]);
     layer.SetWeights(attention.weights, ffn.weights(), norm1.weights(), norm2.weights());
     weight_bytes_.Set(layer.config().weights, layer.WeightBytes());
@@ -130,7 +122,7 @@ val DecoderLayerBinding::setWeights(const val& w) {
   return Guard([&] {
     TransformerDecoderLayer& layer = Checked();
     const JsMhaWeights self(w["selfAttention"]), cross(w["crossAttention"]);
-    const Ffn ffn(w["ffn"]);
+    const JsFfnWeights ffn(w["ffn"]);
     const Norm norm1(w["norm1"]), norm2(w["norm2"]), norm3(w["norm3"]);
     layer.SetWeights(self.weights, cross.weights, ffn.weights(), norm1.weights(), norm2.weights(),
                      norm3.weights());
@@ -189,46 +181,6 @@ val DecoderLayerBinding::precomputeMemory(PrecomputedBinding& into, const val& m
   });
 }
 
-// A layer's FFN alone, for the worker pool, which gives each worker some
-// hidden units of a layer (W1 columns, b1, W2 rows, a zero b2) and adds the
-// workers' outputs. Only the pool makes one, from a layer config C++ has
-// accepted, and hands it rows of that layer's width, so the glue checks no
-// config and no x; SetWeights checks the weights.
-class FfnBinding : public Owned<FeedForward> {
- public:
-  explicit FfnBinding(const val& c)
-      : Owned("FeedForward",
-              [&] {
-                return std::make_unique<FeedForward>(
-                    SizeOf(c, "dModel"), SizeOf(c, "ffnDim"),
-                    ParseActivation(c["activation"].as<std::string>()),
-                    BestKernels(ParseBackend(c["backend"].as<std::string>())), SharedThreadPool(1),
-                    ParseWeightType(c["weights"].as<std::string>()));
-              }),
-        d_model_(SizeOf(c, "dModel")),
-        weights_(c["weights"].as<std::string>()) {}
-  val setWeights(const val& w) {
-    return Guard([&] {
-      Checked().SetWeights(Ffn(w).weights());
-      weight_bytes_.Set(ParseWeightType(weights_), Checked().WeightBytes());
-    });
-  }
-  // x: rows of d_model floats. In place: Forward reads all of x into its
-  // hidden units before it writes the output.
-  val forward(const val& x) {
-    return Guard([&] {
-      std::vector<float> rows = CopyFloats(x);
-      Checked().Forward(rows.data(), rows.size() / d_model_, rows.data());
-      return ToFloat32Array(rows);
-    });
-  }
-
- private:
-  size_t d_model_;
-  std::string weights_;  // config.weights, which the constructor has parsed
-  HeldBytes weight_bytes_{Held::kWeights};
-};
-
 namespace {
 
 val PositionalEncodingJs(size_t t, size_t d_model) {
@@ -256,21 +208,19 @@ EMSCRIPTEN_BINDINGS(simd_attention_layers) {
       .function("info", &EncoderLayerBinding::info)
       .function("setWeights", &EncoderLayerBinding::setWeights)
       .function("forward", &EncoderLayerBinding::forward);
-  emscripten::class_<DecoderLayerBinding>("DecoderLayerBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<DecoderLayerBinding>)
-      .function("info", &DecoderLayerBinding::info)
-      .function("setWeights", &DecoderLayerBinding::setWeights)
-      .function("forward", &DecoderLayerBinding::forward)
-      .function("forwardPrecomputed", &DecoderLayerBinding::forwardPrecomputed)
-      .function("forwardIncremental", &DecoderLayerBinding::forwardIncremental)
-      .function("createKVCache", &DecoderLayerBinding::createKVCache)
-      .function("precomputeMemory", &DecoderLayerBinding::precomputeMemory);
-  emscripten::class_<FfnBinding>("FfnBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<FfnBinding>)
-      .function("setWeights", &FfnBinding::setWeights)
-      .function("forward", &FfnBinding::forward);
+  auto decoder = emscripten::class_<DecoderLayerBinding>("DecoderLayerBinding")
+                     .constructor<const val&>()
+                     .function("takeError", &TakeError<DecoderLayerBinding>)
+                     .function("info", &DecoderLayerBinding::info)
+                     .function("setWeights", &DecoderLayerBinding::setWeights)
+                     .function("forward", &DecoderLayerBinding::forward)
+                     .function("createKVCache", &DecoderLayerBinding::createKVCache)
+                     .function("precomputeMemory", &DecoderLayerBinding::precomputeMemory);
+  // As MultiHeadAttention's (mha_binding.cc).
+  if constexpr (!kTrainingModule) {
+    decoder.function("forwardPrecomputed", &DecoderLayerBinding::forwardPrecomputed)
+        .function("forwardIncremental", &DecoderLayerBinding::forwardIncremental);
+  }
   emscripten::function("positionalEncoding", &PositionalEncodingJs);
   emscripten::function("layerNorm", &LayerNormJs);
 }

@@ -1,7 +1,8 @@
 // The Embind classes behind TransformerEncoderLayer and
 // TransformerDecoderLayer of web/index.js, declared for the bindings that
 // take one as an argument (training_binding.cc); defined and registered in
-// layer_binding.cc.
+// layer_binding.cc. JsFfnWeights: the weights of a layer's FFN, and of the
+// worker pool's FfnBinding (ffn_binding.cc).
 #pragma once
 
 #include <vector>
@@ -12,6 +13,19 @@
 #include "simd_attention/transformer_layers.h"
 
 namespace simd_attention::bindings {
+
+// A feed-forward network's weights from JS ({w1, b1, w2, b2}), copied;
+// weights() views the copies.
+struct JsFfnWeights {
+  JsMatrix w1;
+  std::vector<float> b1;
+  JsMatrix w2;
+  std::vector<float> b2;
+  explicit JsFfnWeights(const val& js);
+  FfnWeights weights() const {
+    return FfnWeights{w1.floats, b1, w2.floats, b2, w1.stored(), w2.stored()};
+  }
+};
 
 class EncoderLayerBinding : public Owned<TransformerEncoderLayer> {
  public:

@@ -16,6 +16,7 @@
 #include "kv_binding.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/pytorch_weights.h"
+#include "training_module.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -185,17 +186,21 @@ void MhaBinding::CountWeights() {
 }
 
 EMSCRIPTEN_BINDINGS(simd_attention_mha) {
-  emscripten::class_<MhaBinding>("MhaBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<MhaBinding>)
-      .function("info", &MhaBinding::info)
-      .function("setWeights", &MhaBinding::setWeights)
-      .function("setWeightsFromPyTorch", &MhaBinding::setWeightsFromPyTorch)
-      .function("forward", &MhaBinding::forward)
-      .function("forwardPrecomputed", &MhaBinding::forwardPrecomputed)
-      .function("precomputeKeyValue", &MhaBinding::precomputeKeyValue)
-      .function("createKVCache", &MhaBinding::createKVCache)
-      .function("forwardIncremental", &MhaBinding::forwardIncremental);
+  auto mha = emscripten::class_<MhaBinding>("MhaBinding")
+                 .constructor<const val&>()
+                 .function("takeError", &TakeError<MhaBinding>)
+                 .function("info", &MhaBinding::info)
+                 .function("setWeights", &MhaBinding::setWeights)
+                 .function("setWeightsFromPyTorch", &MhaBinding::setWeightsFromPyTorch)
+                 .function("forward", &MhaBinding::forward)
+                 .function("precomputeKeyValue", &MhaBinding::precomputeKeyValue)
+                 .function("createKVCache", &MhaBinding::createKVCache);
+  // What takes precomputed keys and values or a KV cache, neither of which
+  // the training module makes (training_module.h), is not bound there.
+  if constexpr (!kTrainingModule) {
+    mha.function("forwardPrecomputed", &MhaBinding::forwardPrecomputed)
+        .function("forwardIncremental", &MhaBinding::forwardIncremental);
+  }
 }
 
 }  // namespace simd_attention::bindings

@@ -11,6 +11,8 @@
 #include "glue.h"
 #include "js_arg_names.h"
 #include "simd_attention/scaled_dot_product_attention.h"
+#include "training_module.h"
+#include "validate.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -33,6 +35,11 @@ struct JsHeads {
 };
 
 val Attention(const val& q_js, const val& k_js, const val& v_js, const val& o) {
+  // Attention on heads projected elsewhere has no backward here: the
+  // training module leaves it out (training_module.h).
+  if constexpr (kTrainingModule) {
+    return Guard([] { RefuseInTrainingModule("attention() calls"); });
+  }
   return Guard([&] {
     const ArgNames& n = JsArgNames();
     const size_t rank = q_js["shape"]["length"].as<size_t>();

@@ -4,8 +4,11 @@
 # createAttentionModule({ training: true }). It links simd_attention's own
 # forwards, which keep what a backward needs (the inference modules link
 # simd_attention_inference's; see src/training_build.h). Highway only, as
-# the threaded builds, for size.
+# the threaded builds, for size, and without what only inference uses
+# (src/training_module.h: SA_TRAINING_MODULE, set on the whole tree by the
+# top CMakeLists.txt; the pool-only sources, bindings/CMakeLists.txt).
 set_target_properties(sa_js_module PROPERTIES OUTPUT_NAME simd_attention_training)
 target_sources(sa_js_module PRIVATE training_binding.cc tiny_model_binding.cc)
-# build() names it 'training' (module_binding.cc).
-set_property(SOURCE module_binding.cc APPEND PROPERTY COMPILE_DEFINITIONS SA_TRAINING_MODULE=1)
+# The glue, the bookkeeping and the system libraries optimized together
+# (SA_SIZE_FLAGS in the top CMakeLists.txt).
+target_link_options(sa_js_module PRIVATE -flto)

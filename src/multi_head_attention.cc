@@ -18,6 +18,7 @@
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "training_build.h"
+#include "training_module.h"
 #include "validate.h"
 #include "zero_filled.h"
 
@@ -40,6 +41,22 @@ MhaConfig Resolve(MhaConfig c) {
   if (c.cache_type == WeightType::kInt8) {
     throw std::invalid_argument(ConfigName(n.cache_type) +
                                 ": expected float32, float16 or bfloat16, got int8");
+  }
+  if constexpr (kTrainingModule) {
+    // The training module holds what its optimizers update, float32 weights,
+    // and no rotary positions, whose backward is not implemented.
+    const auto refuse = [](const char* name, WeightType type, const char* what) {
+      if (type != WeightType::kF32) {
+        RefuseInTrainingModule(ConfigName(name), "float32", StorageTypeName(type), what);
+      }
+    };
+    refuse(n.weights, c.weights, "float16, bfloat16 and int8 weights");
+    refuse(n.cache_type, c.cache_type, "float16 and bfloat16 KV caches");
+    if (c.rope.style != RopeStyle::kNone) {
+      RefuseInTrainingModule(
+          "config.rope.style", "none",
+          c.rope.style == RopeStyle::kHalf ? "half" : "interleaved", "rotary positions");
+    }
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
@@ -251,7 +268,9 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
                                  float* out, size_t ldc, ComputedScan& scan,
                                  const size_t* rotate_from) {
   const RopeConfig& rope = config_.rope;
-  const bool rotate = rotate_from != nullptr && rope.style != RopeStyle::kNone;
+  // (The training module refuses config.rope: its rotations fold away.)
+  const bool rotate =
+      !kTrainingModule && rotate_from != nullptr && rope.style != RopeStyle::kNone;
   const bool interleaved = rope.style == RopeStyle::kInterleaved;
   const size_t dk = layout_.dk_pad, rows = batch * tokens;
   struct Written {
@@ -398,6 +417,7 @@ MultiHeadAttention::ProjectedKV MultiHeadAttention::ProjectKeysValues(
 
 PrecomputedKV MultiHeadAttention::PrecomputeKeyValue(
     const Tensor3& memory, std::span<const uint8_t> key_padding_mask) {
+  if constexpr (kTrainingModule) RefuseInTrainingModule("precomputed keys and values");
   CheckReady();
   const ArgNames& n = *config_.names;
   if (config_.kdim != config_.vdim) {
@@ -456,6 +476,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
 }
 
 KVCache MultiHeadAttention::CreateKVCache(size_t batch, size_t max_length) const {
+  if constexpr (kTrainingModule) RefuseInTrainingModule("KV caches");
   return KVCache(layout_, batch, max_length, config_.cache_type, *config_.names);
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/weight_packing.h"
+#include "training_module.h"
 #include "validate.h"
 
 namespace simd_attention {
@@ -19,7 +20,9 @@ namespace {
 }  // namespace
 
 WeightValues ReadWeight(const char* what, std::span<const float> f32, const StoredMatrix& stored,
-                        WeightType type, size_t rows, size_t cols, std::string_view config_name) {
+                        WeightType config_type, size_t rows, size_t cols,
+                        std::string_view config_name) {
+  const WeightType type = HeldType(config_type);
   WeightValues out;
   if (stored.empty()) {
     CheckLength(what, f32.size(), {rows, cols});
@@ -67,7 +70,8 @@ Int8Matrix QuantizeInt8(std::span<const float> matrix, size_t rows, size_t cols)
 
 PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
                          std::span<const float> scales, std::span<const float> bias, size_t rows,
-                         size_t cols, WeightType type) {
+                         size_t cols, WeightType config_type) {
+  const WeightType type = HeldType(config_type);
   PackedMatrix p;
   p.type = type;
   p.rows = rows;

@@ -125,4 +125,19 @@ void RefuseTrainingInThisBuild() {
       "createAttentionModule({ training: true }))");
 }
 
+namespace {
+constexpr char kWithoutTraining[] = " (in JavaScript: createAttentionModule() without training has ";
+}  // namespace
+
+void RefuseInTrainingModule(std::string_view name, std::string_view expected,
+                            std::string_view given, std::string_view what) {
+  ThrowInvalidArgument({name, ": expected ", expected, " in the training build, got ", given,
+                        kWithoutTraining, what, ")"});
+}
+
+void RefuseInTrainingModule(std::string_view what) {
+  throw std::logic_error(
+      Cat({what, " are not in the training build", kWithoutTraining, "them)"}));
+}
+
 }  // namespace simd_attention

@@ -72,6 +72,15 @@ const char* StorageTypeName(WeightType type);
 // Throws std::invalid_argument: options.training given to a build without
 // training (training_build.h).
 [[noreturn]] void RefuseTrainingInThisBuild();
+// What only inference uses, asked of the package's training module, which
+// leaves it out (training_module.h). A config value: std::invalid_argument
+// "<name>: expected <expected> in the training build, got <given> (in
+// JavaScript: createAttentionModule() without training has <what>)". A call:
+// std::logic_error "<what> are not in the training build (in JavaScript:
+// createAttentionModule() without training has them)", `what` plural.
+[[noreturn]] void RefuseInTrainingModule(std::string_view name, std::string_view expected,
+                                         std::string_view given, std::string_view what);
+[[noreturn]] void RefuseInTrainingModule(std::string_view what);
 // "float16's range (magnitudes up to 65504)", for the messages.
 std::string StorableRange(WeightType type);
 

@@ -366,6 +366,14 @@ TEST(BackwardErrors, NamedAndRecoverable) {
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { rotary.Forward(q, k, v, training); },
                                                 {"options.training", "rotary"}));
   EXPECT_EQ(rotary.Forward(q, k, v, p->options).output.size(), p->d_output.size());
+  // Nor 16-bit or int8 weights: the optimizers update float32 panels in place.
+  MhaConfig narrow_config = p->floats.config;
+  narrow_config.weights = WeightType::kF16;
+  MultiHeadAttention narrow(narrow_config);
+  narrow.SetWeights(p->floats.weights.View());
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { narrow.Forward(q, k, v, training); },
+      {"options.training", "config.weights float32, got float16"}));
 }
 
 // The reference itself against central differences of its own forward, in

@@ -78,8 +78,11 @@ export interface AttentionModuleOptions {
    * thread) whose objects also train: `forward(..., { training: true })`,
    * `backward(dOutput)`, and the optimizers `SGD` and `Adam`. It rejects
    * with `simd: false`, `relaxedSimd: true` or `threads` above 1, and where
-   * the engine lacks WebAssembly SIMD. Default `false`: the other builds
-   * refuse `training: true` and `backward()`, naming this option.
+   * the engine lacks WebAssembly SIMD. That build leaves out what only
+   * inference uses, each refused by name: weights and cache types other than
+   * `'f32'`, `rope`, KV caches, precomputed keys and values, `attention()`.
+   * Default `false`: the other builds refuse `training: true` and
+   * `backward()`, naming this option.
    */
   training?: boolean;
 }
@@ -259,6 +262,7 @@ export interface AttentionModule {
    * Scaled dot-product attention on heads that are already projected, as
    * PyTorch's `scaled_dot_product_attention` and ONNX's `Attention`; see
    * {@link AttentionOptions} and the README's "Attention on projected heads".
+   * Not in the training build, where it has no backward (an Error).
    */
   attention<A extends boolean = false, S extends boolean = false>(
     q: Tensor, k: Tensor, v: Tensor,
@@ -298,7 +302,10 @@ export interface MultiHeadAttentionConfig {
    * KV caches hold only these heads. Default numHeads.
    */
   numKvHeads?: number;
-  /** Rotary position embedding of the projected queries and keys. Default none. */
+  /**
+   * Rotary position embedding of the projected queries and keys. Default
+   * none. The training build refuses it (RangeError: no backward yet).
+   */
   rope?: RopeConfig;
   /** Whether the four projections have biases. Default true. */
   bias?: boolean;
@@ -311,12 +318,17 @@ export interface MultiHeadAttentionConfig {
    * are started with the module, see `AttentionModuleOptions.threads`).
    */
   threads?: number;
-  /** How wQ, wK, wV and wO are held in memory (`WeightTypeName`). Default `'f32'`. */
+  /**
+   * How wQ, wK, wV and wO are held in memory (`WeightTypeName`). Default
+   * `'f32'`, the training build's only one (a RangeError for the others:
+   * its optimizers update float32 weights).
+   */
   weights?: WeightTypeName;
   /**
    * How this attention's KV caches and precomputed keys/values hold them
-   * (`CacheTypeName`). Default `'f32'`. A projected key or value beyond
-   * the type's range is a RangeError naming the projection.
+   * (`CacheTypeName`). Default `'f32'`, the training build's only one. A
+   * projected key or value beyond the type's range is a RangeError naming
+   * the projection.
    */
   cacheType?: CacheTypeName;
 }
@@ -568,7 +580,8 @@ export interface MultiHeadAttention {
     ForwardResultFor<A, P, I, S>;
   /**
    * An empty cache of this attention's keys/values for `forwardIncremental`.
-   * Needs no weights. RangeError for a zero batch or maxLength.
+   * Needs no weights. RangeError for a zero batch or maxLength. The training
+   * build has no KV caches (an Error).
    */
   createKVCache(options: KVCacheOptions): KVCache;
   /**
@@ -585,7 +598,8 @@ export interface MultiHeadAttention {
   /**
    * Projects `memory` (`[B, S, kDim]`, used as keys and values; needs
    * kDim == vDim) once, for cross-attention of many queries:
-   * `forward(query, precomputed)`.
+   * `forward(query, precomputed)`. The training build has no precomputed
+   * keys and values (an Error).
    */
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): PrecomputedKeyValue;
   /**
@@ -760,11 +774,20 @@ export interface TransformerLayerConfig {
    * (their wK, wV are `[dModel, numKvHeads*dModel/numHeads]`). Default numHeads.
    */
   numKvHeads?: number;
-  /** Rotary positions of the self-attention (not the decoder's cross-attention). */
+  /**
+   * Rotary positions of the self-attention (not the decoder's
+   * cross-attention). The training build refuses them (RangeError).
+   */
   rope?: RopeConfig;
-  /** How the attentions' and the FFN's weight matrices are held (`WeightTypeName`). Default `'f32'`. */
+  /**
+   * How the attentions' and the FFN's weight matrices are held
+   * (`WeightTypeName`). Default `'f32'`, the training build's only one.
+   */
   weights?: WeightTypeName;
-  /** How the decoder's KV cache and precomputed memory hold keys and values (`CacheTypeName`). Default `'f32'`. */
+  /**
+   * How the decoder's KV cache and precomputed memory hold keys and values
+   * (`CacheTypeName`). Default `'f32'`, the training build's only one.
+   */
   cacheType?: CacheTypeName;
 }
 
@@ -970,9 +993,12 @@ export interface TransformerDecoderLayer extends TransformerLayerBase {
    */
   forwardIncremental(x: Tensor, cache: KVCache, memory: PrecomputedKeyValue | Tensor,
     options?: SelfAttentionOptions): Tensor;
-  /** An empty self-attention cache for `forwardIncremental`. */
+  /** An empty self-attention cache for `forwardIncremental` (not in the training build: an Error). */
   createKVCache(options: KVCacheOptions): KVCache;
-  /** The memory's cross-attention keys/values, projected once with this layer's weights. */
+  /**
+   * The memory's cross-attention keys/values, projected once with this
+   * layer's weights (not in the training build: an Error).
+   */
   precomputeMemory(memory: Tensor, options?: PrecomputeOptions): PrecomputedKeyValue;
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
+#include "training_module.h"
 
 namespace simd_attention {
 
@@ -30,11 +31,13 @@ struct KernelTable {
   void (*pack_b)(const float* w, size_t k, size_t n, float* packed);
   void (*gemm)(const GemmArgs& args);
   // The same product for int8 weights and at most kInt8GemvMaxRows rows, in
-  // integers (kernels/int8_gemv.h); RunGemm picks between the two.
+  // integers (kernels/int8_gemv.h); RunGemm picks between the two. Null in
+  // the training module, which holds no int8 weights (training_module.h).
   void (*int8_gemv)(const GemmArgs& args);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
-  // Rotary position embedding of Q or K rows, in place.
+  // Rotary position embedding of Q or K rows, in place. Null in the
+  // training module, which refuses config.rope.
   void (*rope)(const RopeArgs& args);
   // x[0..n) = act(x), in place.
   void (*activation)(Activation act, float* x, size_t n);
@@ -67,7 +70,8 @@ struct TrainingKernels {
 // The GEMM for these arguments: int8 weights times a few rows (a decoding
 // step) in integers, everything else on the float micro-kernel.
 inline void RunGemm(const KernelTable& t, const GemmArgs& g) {
-  (g.weight_type == WeightType::kInt8 && g.m <= kInt8GemvMaxRows ? t.int8_gemv : t.gemm)(g);
+  (HeldType(g.weight_type) == WeightType::kInt8 && g.m <= kInt8GemvMaxRows ? t.int8_gemv
+                                                                           : t.gemm)(g);
 }
 
 // Floats a packed [k, n] matrix occupies for a table with this panel width.

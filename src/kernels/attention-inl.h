@@ -63,7 +63,7 @@ struct Attention {
   // else widened into the scratch (one pass over the narrow rows, which the
   // GEMM and the dot products then read from L1).
   static void SetKeyBlock(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
-    if (a.kv_type == WeightType::kF32) {
+    if (HeldType(a.kv_type) == WeightType::kF32) {
       b.kb = static_cast<const float*>(a.k) + k0 * a.ldk;
       b.vb = static_cast<const float*>(a.v) + k0 * a.ldv;
       b.ldkb = a.ldk;

@@ -209,16 +209,16 @@ struct Gemm {
 
   static void Multiply(const GemmArgs& g) {
     if (g.m == 0) return;
-    const size_t bytes = WeightBytes(g.weight_type);
+    const WeightType type = HeldType(g.weight_type);
+    const size_t bytes = WeightBytes(type);
     const char* packed_b = static_cast<const char*>(g.packed_b);
     alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
     const size_t tiles = (g.m + kRows - 1) / kRows;
     const bool even = g.m / tiles >= 4;
     alignas(64) float wide[kPanelRows * kPanel];
-    const size_t panel_floats = kPanel * PanelRows(g.weight_type, g.packed_rows);
-    const bool one_row_16 = g.m == 1 && (g.weight_type == WeightType::kF16 ||
-                                         g.weight_type == WeightType::kBF16);
-    const Bits16Form& form = g.weight_type == WeightType::kF16 ? kF16Form : kBF16Form;
+    const size_t panel_floats = kPanel * PanelRows(type, g.packed_rows);
+    const bool one_row_16 = g.m == 1 && (type == WeightType::kF16 || type == WeightType::kBF16);
+    const Bits16Form& form = type == WeightType::kF16 ? kF16Form : kBF16Form;
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
@@ -230,7 +230,7 @@ struct Gemm {
                                 ? g.packed_bias + col0
                                 : nullptr;
         const size_t cols = std::min(kPanel, g.n - col0);
-        switch (g.weight_type) {
+        switch (type) {
           case WeightType::kF32:
             break;
           case WeightType::kF16:

@@ -19,3 +19,4 @@
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
+#include "training_module.h"

@@ -234,16 +234,52 @@ describe('errors', () => {
       'Adam.step: this Adam was disposed; create a new one');
   });
 
-  test('training where nothing can be kept', () => {
-    const mha = trained(sa);
-    const kv = track(mha.precomputeKeyValue(x));
-    expect(thrown(() => mha.forward(x, kv, undefined, { training: true })).message)
-      .toMatch(/^MultiHeadAttention\.forward: options\.training: .*keeps nothing for Backward/);
-    const narrow = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2, weights: 'f16' }));
-    narrow.setWeights(smallWeights());
-    expectError(() => narrow.forward(x, undefined, undefined, { training: true }), RangeError,
-      'MultiHeadAttention.forward: options.training: training expects config.weights float32, ' +
-      'got float16');
+  // The training build leaves out what only inference uses (its .wasm, as
+  // every build's, stays within 200 kB): each is refused by name, with the
+  // value given and the builds that have it, and nothing is left behind.
+  test('what only inference uses is refused, naming it', () => {
+    const elsewhere = '(in JavaScript: createAttentionModule() without training has';
+    for (const [weights, given] of [['f16', 'float16'], ['bf16', 'bfloat16'], ['int8', 'int8']]) {
+      expectError(() => new sa.MultiHeadAttention({ dModel: D, numHeads: 2, weights }), RangeError,
+        'MultiHeadAttention: config.weights: expected float32 in the training build, got ' +
+        `${given} ${elsewhere} float16, bfloat16 and int8 weights)`);
+    }
+    expectError(() => new sa.TransformerEncoderLayer({ dModel: D, numHeads: 2, ffnDim: 16,
+      weights: 'int8' }), RangeError, 'TransformerEncoderLayer: config.weights: expected ' +
+      `float32 in the training build, got int8 ${elsewhere} float16, bfloat16 and int8 weights)`);
+    expectError(() => new sa.TransformerDecoderLayer({ dModel: D, numHeads: 2, ffnDim: 16,
+      cacheType: 'bf16' }), RangeError, 'TransformerDecoderLayer: config.cacheType: expected ' +
+      `float32 in the training build, got bfloat16 ${elsewhere} float16 and bfloat16 KV caches)`);
+    expectError(() => new sa.MultiHeadAttention({ dModel: D, numHeads: 2,
+      rope: { style: 'interleaved' } }), RangeError, 'MultiHeadAttention: config.rope.style: ' +
+      `expected none in the training build, got interleaved ${elsewhere} rotary positions)`);
+
+    const mha = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
+    mha.setWeights(smallWeights());
+    expectError(() => mha.createKVCache({ batch: 2, maxLength: 4 }), Error,
+      'MultiHeadAttention.createKVCache: KV caches are not in the training build ' +
+      `${elsewhere} them)`);
+    expectError(() => mha.precomputeKeyValue(x), Error, 'MultiHeadAttention.precomputeKeyValue: ' +
+      `precomputed keys and values are not in the training build ${elsewhere} them)`);
+    const decoder = track(new sa.TransformerDecoderLayer({ dModel: D, numHeads: 2, ffnDim: 16 }));
+    const norm = { gamma: new Float32Array(D).fill(1), beta: new Float32Array(D) };
+    decoder.setWeights({ selfAttention: smallWeights(), crossAttention: smallWeights(2),
+      ffn: { w1: values(D * 16, 1), b1: values(16, 2), w2: values(16 * D, 3), b2: values(D, 4) },
+      norm1: norm, norm2: norm, norm3: norm });
+    expectError(() => decoder.createKVCache({ batch: 2, maxLength: 4 }), Error,
+      'TransformerDecoderLayer.createKVCache: KV caches are not in the training build ' +
+      `${elsewhere} them)`);
+    expectError(() => decoder.precomputeMemory(x), Error, 'TransformerDecoderLayer.' +
+      `precomputeMemory: precomputed keys and values are not in the training build ${elsewhere} ` +
+      'them)');
+    const heads = { data: values(2 * 3 * 4, 3), shape: [1, 2, 3, 4] };
+    expectError(() => sa.attention(heads, heads, heads), Error, 'attention: attention() calls ' +
+      `are not in the training build ${elsewhere} them)`);
+
+    // What was refused holds nothing; the attention still trains.
+    expect(sa.memoryStats().cacheBytes).toEqual({ f32: 0, f16: 0, bf16: 0 });
+    mha.forward(x, undefined, undefined, { training: true, causal: true });
+    expect(mha.backward(dOutput).dInput.shape).toEqual(x.shape);
   });
 
   test('optimizer options and targets', () => {
