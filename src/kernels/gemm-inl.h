@@ -190,8 +190,9 @@ struct Gemm {
   // budget; out of line, since Multiply calls it at two places), and one
   // accumulator per vector suffices: the widening's four operations per
   // vector cover the latency of its add.
-  [[gnu::noinline]] static void RowTimes16(const float* a, const uint16_t* b, size_t k, const float* bias,
-                         bool accumulate, float* c, const Bits16Form& form) {
+  [[gnu::noinline]] static void RowTimes16(const float* a, const uint16_t* b, size_t k,
+                                            const float* bias, bool accumulate, float* c,
+                                            const Bits16Form& form) {
     V acc[kVecs];
     for (size_t v = 0; v < kVecs; ++v) {
       acc[v] = accumulate         ? Ops::Load(c + v * kL)

@@ -56,8 +56,8 @@ struct HighwayOps {
     const hwy::HWY_NAMESPACE::Rebind<int16_t, DI> d16;
     const VI h = hwy::HWY_NAMESPACE::PromoteTo(
         DI(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const int16_t*>(p)));
-    const VI bits = hwy::HWY_NAMESPACE::And(hwy::HWY_NAMESPACE::Mul(h, hwy::HWY_NAMESPACE::Set(DI(), form.shift_factor)),
-                                            hwy::HWY_NAMESPACE::Set(DI(), form.mask));
+    const VI shifted = hwy::HWY_NAMESPACE::Mul(h, hwy::HWY_NAMESPACE::Set(DI(), form.shift_factor));
+    const VI bits = hwy::HWY_NAMESPACE::And(shifted, hwy::HWY_NAMESPACE::Set(DI(), form.mask));
     return Mul(hwy::HWY_NAMESPACE::BitCast(D(), bits), Set(form.scale));
   }
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
@@ -69,7 +69,8 @@ struct HighwayOps {
   }
 #else
   // No conversion instruction (wasm, SSE4, EMU128): Highway's PromoteTo
-  // takes 14 operations, infinities and subnormals apart; gemm.h's form 4.
+  // takes 14 operations, infinities and subnormals apart; kF16Form (gemm.h)
+  // takes 4.
   static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
 #endif
   static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }

@@ -19,8 +19,9 @@ struct ScalarOps {
   static void Store(V v, float* p) { *p = v; }
   static V Widen(const float* p) { return *p; }
   static V Widen(const uint16_t* p, const Bits16Form& form) {
-    const int32_t h = static_cast<int16_t>(*p);
-    const uint32_t bits = (static_cast<uint32_t>(h) * static_cast<uint32_t>(form.shift_factor)) & static_cast<uint32_t>(form.mask);
+    const auto h = static_cast<uint32_t>(int32_t{static_cast<int16_t>(*p)});  // sign-extended
+    const uint32_t bits =
+        h * static_cast<uint32_t>(form.shift_factor) & static_cast<uint32_t>(form.mask);
     float f;
     std::memcpy(&f, &bits, 4);
     return f * form.scale;
