@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -101,31 +102,50 @@ TEST_P(GemmWeightTypes, MatchesADoubleProductOfTheStoredWeights) {
   }
 }
 
-// Every finite float16 (both zeros, subnormals, normals up to 65504) as a
-// weight row times 1: each output is the widened half itself, which must be
-// the half's exact value (wasm and SSE4 widen with integer operations,
-// kF16Form in gemm.h; AVX2 and AVX-512 with vcvtph2ps). One row,
-// the decode shape, and 3 rows, the widening slice.
-TEST_P(GemmWeightTypes, F16WeightsWidenEveryFiniteHalfExactly) {
-  const KernelTable& t = table();
-  std::vector<float> halves;
+// Every finite value of a 16-bit type as its float (infinities and NaN are
+// never stored): float16's both zeros, subnormals and normals up to 65504;
+// bfloat16's, float32's top halves.
+std::vector<float> EveryFinite16BitValue(WeightType type) {
+  std::vector<float> values;
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    if (type == WeightType::kBF16) {
+      if (((bits >> 7) & 0xff) == 0xff) continue;
+      const uint32_t wide = bits << 16;
+      float f;
+      std::memcpy(&f, &wide, 4);
+      values.push_back(f);
+      continue;
+    }
     const uint32_t exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
-    if (exponent == 0x1f) continue;  // infinities and NaN are never stored
+    if (exponent == 0x1f) continue;
     const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24)
                                            : std::ldexp(1024 + mantissa, int(exponent) - 25);
-    halves.push_back(static_cast<float>(bits & 0x8000 ? -magnitude : magnitude));
+    values.push_back(static_cast<float>(bits & 0x8000 ? -magnitude : magnitude));
   }
-  const size_t n = halves.size();
-  const std::vector<char> narrow = PackNarrow(t, halves, 1, n, WeightType::kF16);
-  for (const size_t m : {size_t{1}, size_t{3}}) {
-    const std::vector<float> a(m, 1.0f);
-    std::vector<float> out(m * n);
-    t.gemm({.a = a.data(), .lda = 1, .m = m, .k = 1, .packed_b = narrow.data(),
-            .packed_rows = 1, .k_begin = 0, .n = n, .packed_bias = nullptr, .c = out.data(),
-            .ldc = n, .weight_type = WeightType::kF16, .packed_scales = nullptr});
-    for (size_t i = 0; i < m * n; ++i) {
-      ASSERT_EQ(out[i], halves[i % n]) << "half " << i % n << " of " << m << " rows";
+  return values;
+}
+
+// Every finite float16 and bfloat16 as a weight row times 1: each output is
+// the widened value itself, which must be exact (wasm and SSE4 widen
+// float16 with integer operations, gemm.h's kF16WidenMask; AVX2 and AVX-512
+// with vcvtph2ps; bfloat16 by a shift everywhere). One row, the decode
+// shape, and 3 rows, the widening slice.
+TEST_P(GemmWeightTypes, F16AndBF16WeightsWidenEveryFiniteValueExactly) {
+  const KernelTable& t = table();
+  for (const WeightType type : {WeightType::kF16, WeightType::kBF16}) {
+    const std::vector<float> values = EveryFinite16BitValue(type);
+    const size_t n = values.size();
+    const std::vector<char> narrow = PackNarrow(t, values, 1, n, type);
+    for (const size_t m : {size_t{1}, size_t{3}}) {
+      const std::vector<float> a(m, 1.0f);
+      std::vector<float> out(m * n);
+      t.gemm({.a = a.data(), .lda = 1, .m = m, .k = 1, .packed_b = narrow.data(),
+              .packed_rows = 1, .k_begin = 0, .n = n, .packed_bias = nullptr, .c = out.data(),
+              .ldc = n, .weight_type = type, .packed_scales = nullptr});
+      for (size_t i = 0; i < m * n; ++i) {
+        ASSERT_EQ(out[i], values[i % n])
+            << (type == WeightType::kF16 ? "f16" : "bf16") << " value " << i % n << " of " << m << " rows";
+      }
     }
   }
 }
