@@ -127,7 +127,7 @@ std::vector<float> EveryFinite16BitValue(WeightType type) {
 
 // Every finite float16 and bfloat16 as a weight row times 1: each output is
 // the widened value itself, which must be exact (wasm and SSE4 widen
-// float16 with integer operations, gemm.h's kF16WidenMask; AVX2 and AVX-512
+// float16 with integer operations, kF16Form in gemm.h; AVX2 and AVX-512
 // with vcvtph2ps; bfloat16 by a shift everywhere). One row, the decode
 // shape, and 3 rows, the widening slice.
 TEST_P(GemmWeightTypes, F16AndBF16WeightsWidenEveryFiniteValueExactly) {

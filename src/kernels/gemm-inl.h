@@ -182,18 +182,17 @@ struct Gemm {
     for (size_t i = 0; i < n; i += kL) Ops::Store(Ops::Widen(narrow + i), wide + i);
   }
 
-  // C row [+]= one row of A * K rows of a panel of 16-bit floats (W:
-  // F16Bits or BF16Bits), widened in registers. A decoding step uses each
-  // weight once: widening a slice into L1 first, then reading it as
-  // float32, cost more than the product (D1 in wasm ran at 0.85x float32).
-  // One instantiation per type: bfloat16 widens in two operations, float16
-  // without a conversion instruction in four (gemm.h), and a kernel taking
-  // the kind as data paid four for both. Out of line, since Multiply calls
-  // it at two places. One accumulator per vector suffices: the widening's
-  // operations per vector cover the latency of its add.
-  template <class W>
-  [[gnu::noinline]] static void RowTimes16(const float* a, const W* b, size_t k,
-                                            const float* bias, bool accumulate, float* c) {
+  // C row [+]= one row of A * K rows of a panel of 16-bit floats, widened
+  // in registers. A decoding step uses each weight once: widening a slice
+  // into L1 first, then reading it as float32, cost more than the product
+  // (D1 in wasm ran at 0.85x float32). The form is data (gemm.h), so one
+  // instantiation serves float16 and bfloat16 (the .wasm has a 200 kB
+  // budget; out of line, since Multiply calls it at two places), and one
+  // accumulator per vector suffices: the widening's four operations per
+  // vector cover the latency of its add.
+  [[gnu::noinline]] static void RowTimes16(const float* a, const uint16_t* b, size_t k,
+                                            const float* bias, bool accumulate, float* c,
+                                            const Bits16Form& form) {
     V acc[kVecs];
     for (size_t v = 0; v < kVecs; ++v) {
       acc[v] = accumulate         ? Ops::Load(c + v * kL)
@@ -203,7 +202,7 @@ struct Gemm {
     for (size_t kk = 0; kk < k; ++kk, b += kPanel) {
       const V av = Ops::Set(a[kk]);
       for (size_t v = 0; v < kVecs; ++v) {
-        acc[v] = Ops::MulAdd(av, Ops::Widen(b + v * kL), acc[v]);
+        acc[v] = Ops::MulAdd(av, Ops::Widen(b + v * kL, form), acc[v]);
       }
     }
     for (size_t v = 0; v < kVecs; ++v) Ops::Store(acc[v], c + v * kL);
@@ -220,6 +219,7 @@ struct Gemm {
     alignas(64) float wide[kPanelRows * kPanel];
     const size_t panel_floats = kPanel * PanelRows(type, g.packed_rows);
     const bool one_row_16 = g.m == 1 && (type == WeightType::kF16 || type == WeightType::kBF16);
+    const Bits16Form& form = type == WeightType::kF16 ? kF16Form : kBF16Form;
     for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
       const size_t kc = std::min(kPanelRows, g.k - k0);
       const bool accumulate = k0 != 0;
@@ -258,10 +258,9 @@ struct Gemm {
           next_rows = std::min(kPanelRows, g.k - k0 - kc);
         }
         auto tile = [&](size_t rows, const float* a, float* c, size_t ldc) {
-          if (one_row_16 && type == WeightType::kF16) {
-            RowTimes16(a, reinterpret_cast<const F16Bits*>(panel_bytes), kc, bias, accumulate, c);
-          } else if (one_row_16) {
-            RowTimes16(a, reinterpret_cast<const BF16Bits*>(panel_bytes), kc, bias, accumulate, c);
+          if (one_row_16) {
+            RowTimes16(a, reinterpret_cast<const uint16_t*>(panel_bytes), kc, bias, accumulate,
+                       c, form);
           } else {
             TileRows<kVecs>(rows, a, g.lda, 1, panel, kPanel, kc, bias, accumulate, c, ldc);
           }

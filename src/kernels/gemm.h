@@ -84,17 +84,25 @@ struct BF16Bits {
   uint16_t bits;
 };
 
-// A float16 widened without a conversion instruction (wasm, SSE4) by the
-// vector layers' Widen(const F16Bits*) in four operations, for finite
-// halves (packed weights and cache rows are checked finite when stored):
-// sign-extended to 32 bits, shifted left by 13, which puts its exponent and
-// mantissa where float32 has them and copies of the sign in bits 28-31;
-// masked by kF16WidenMask, which keeps bit 31 of those; times
-// kF16WidenScale = 2^112, which rebiases the exponent (15 -> 127), exactly
-// for normal and subnormal halves alike. bfloat16 is float32's top half:
-// zero-extended and shifted left by 16, two operations.
-inline constexpr int32_t kF16WidenMask = static_cast<int32_t>(0x8fffe000u);
-inline constexpr float kF16WidenScale = 0x1p112f;
+// A 16-bit float widened by the vector layers' Widen(bits, form) in four
+// operations: sign-extended to 32 bits, shifted left (times `shift_factor`,
+// a power of 2: wasm's LLVM 14 splits a vector shift by a run-time count
+// into one shift per lane, not a multiply), masked, times `scale`.
+// bfloat16 is float32's top half: shifted by 16 (the mask and the scale
+// change nothing). float16 without a conversion instruction (wasm, SSE4),
+// for finite halves (packed weights and cache rows are checked finite when
+// stored): the shift by 13 puts its exponent and mantissa where float32
+// has them, and copies of the sign in bits 28-31; the mask keeps bit 31 of
+// those; times 2^112 rebiases the exponent (15 -> 127), exactly for normal
+// and subnormal halves alike. The form as data lets one kernel serve both
+// types (Gemm::RowTimes16).
+struct Bits16Form {
+  int32_t shift_factor;
+  int32_t mask;
+  float scale;
+};
+inline constexpr Bits16Form kF16Form{1 << 13, static_cast<int32_t>(0x8fffe000u), 0x1p112f};
+inline constexpr Bits16Form kBF16Form{1 << 16, -1, 1.0f};
 
 // int8 panels hold K rounded up to whole pairs of rows (a zero row pads an
 // odd K), and each pair of rows interleaved per column: element (k, c) of a

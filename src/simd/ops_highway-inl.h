@@ -15,7 +15,9 @@
 //                          into the exponent bits; n = -127 gives +0
 //   ReduceSum              horizontal sum to a float
 //   Widen(p)               a vector of floats from kLanes packed weights at
-//                          p: float, F16Bits or BF16Bits (gemm.h)
+//                          p: float, F16Bits or BF16Bits
+//   Widen(bits, form)      the same from kLanes 16-bit floats of either
+//                          kind, the kind given as data (gemm.h)
 //   VI ZeroI ToFloat       vector of kLanes int32; zero; converted to float
 //   MulAddPairs(w, pair, acc)
 //                          acc + w[2i] * lo + w[2i+1] * hi in int32 lane i:
@@ -50,6 +52,14 @@ struct HighwayOps {
   using DI = hwy::HWY_NAMESPACE::RebindToSigned<D>;
   using VI = hwy::HWY_NAMESPACE::Vec<DI>;
   static V Widen(const float* p) { return Load(p); }
+  static V Widen(const uint16_t* p, const Bits16Form& form) {
+    const hwy::HWY_NAMESPACE::Rebind<int16_t, DI> d16;
+    const VI h = hwy::HWY_NAMESPACE::PromoteTo(
+        DI(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const int16_t*>(p)));
+    const VI shifted = hwy::HWY_NAMESPACE::Mul(h, hwy::HWY_NAMESPACE::Set(DI(), form.shift_factor));
+    const VI bits = hwy::HWY_NAMESPACE::And(shifted, hwy::HWY_NAMESPACE::Set(DI(), form.mask));
+    return Mul(hwy::HWY_NAMESPACE::BitCast(D(), bits), Set(form.scale));
+  }
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   // F16C's vcvtph2ps.
   static V Widen(const F16Bits* p) {
@@ -59,24 +69,11 @@ struct HighwayOps {
   }
 #else
   // No conversion instruction (wasm, SSE4, EMU128): Highway's PromoteTo
-  // takes 14 operations, infinities and subnormals apart; this (gemm.h's
-  // kF16WidenMask) takes 4.
-  static V Widen(const F16Bits* p) {
-    const hwy::HWY_NAMESPACE::Rebind<int16_t, DI> d16;
-    const VI h = hwy::HWY_NAMESPACE::PromoteTo(
-        DI(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const int16_t*>(p)));
-    const VI bits = hwy::HWY_NAMESPACE::And(hwy::HWY_NAMESPACE::ShiftLeft<13>(h),
-                                            hwy::HWY_NAMESPACE::Set(DI(), kF16WidenMask));
-    return Mul(hwy::HWY_NAMESPACE::BitCast(D(), bits), Set(kF16WidenScale));
-  }
+  // takes 14 operations, infinities and subnormals apart; kF16Form (gemm.h)
+  // takes 4.
+  static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
 #endif
-  static V Widen(const BF16Bits* p) {
-    const hwy::HWY_NAMESPACE::RebindToUnsigned<D> du;
-    const hwy::HWY_NAMESPACE::Rebind<uint16_t, decltype(du)> d16;
-    return hwy::HWY_NAMESPACE::BitCast(
-        D(), hwy::HWY_NAMESPACE::ShiftLeft<16>(hwy::HWY_NAMESPACE::PromoteTo(
-                 du, hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const uint16_t*>(p)))));
-  }
+  static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
   static VI ZeroI() { return hwy::HWY_NAMESPACE::Zero(DI()); }
   static V ToFloat(VI v) { return hwy::HWY_NAMESPACE::ConvertTo(D(), v); }
 #if HWY_TARGET == HWY_SCALAR

@@ -18,16 +18,16 @@ struct ScalarOps {
   static V Load(const float* p) { return *p; }
   static void Store(V v, float* p) { *p = v; }
   static V Widen(const float* p) { return *p; }
-  static V Widen(const F16Bits* p) {
-    const auto h = static_cast<uint32_t>(int32_t{static_cast<int16_t>(p->bits)});  // sign-extended
-    return FromBits(h << 13 & static_cast<uint32_t>(kF16WidenMask)) * kF16WidenScale;
-  }
-  static V Widen(const BF16Bits* p) { return FromBits(uint32_t{p->bits} << 16); }
-  static V FromBits(uint32_t bits) {
+  static V Widen(const uint16_t* p, const Bits16Form& form) {
+    const auto h = static_cast<uint32_t>(int32_t{static_cast<int16_t>(*p)});  // sign-extended
+    const uint32_t bits =
+        h * static_cast<uint32_t>(form.shift_factor) & static_cast<uint32_t>(form.mask);
     float f;
     std::memcpy(&f, &bits, 4);
-    return f;
+    return f * form.scale;
   }
+  static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
+  static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
   using VI = int32_t;
   static VI ZeroI() { return 0; }
   static V ToFloat(VI v) { return static_cast<float>(v); }

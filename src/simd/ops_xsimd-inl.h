@@ -17,16 +17,13 @@ struct XsimdOps {
   static V Load(const float* p) { return V::load_unaligned(p); }
   static void Store(V v, float* p) { v.store_unaligned(p); }
   static V Widen(const float* p) { return Load(p); }
-  static V Widen(const F16Bits* p) {
+  static V Widen(const uint16_t* p, const Bits16Form& form) {
     using I = xsimd::batch<int32_t, Arch>;
     const I h = I::load_unaligned(reinterpret_cast<const int16_t*>(p));
-    return xsimd::bitwise_cast<float>((h << 13) & I(kF16WidenMask)) * V(kF16WidenScale);
+    return xsimd::bitwise_cast<float>((h * I(form.shift_factor)) & I(form.mask)) * V(form.scale);
   }
-  static V Widen(const BF16Bits* p) {
-    using U = xsimd::batch<uint32_t, Arch>;
-    const U h = U::load_unaligned(reinterpret_cast<const uint16_t*>(p));
-    return xsimd::bitwise_cast<float>(h << 16);
-  }
+  static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
+  static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
   using VI = xsimd::batch<int32_t, Arch>;
   static VI ZeroI() { return VI(0); }
   static V ToFloat(VI v) { return xsimd::batch_cast<float>(v); }
