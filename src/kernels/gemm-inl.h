@@ -220,8 +220,14 @@ struct Gemm {
     const size_t panel_floats = kPanel * PanelRows(type, g.packed_rows);
     const bool one_row_16 = g.m == 1 && (type == WeightType::kF16 || type == WeightType::kBF16);
     const Bits16Form& form = type == WeightType::kF16 ? kF16Form : kBF16Form;
-    for (size_t k0 = 0; k0 < g.k; k0 += kPanelRows) {
-      const size_t kc = std::min(kPanelRows, g.k - k0);
+    // One row of A has one tile, with which no other shares a K block: it
+    // walks each panel whole, so a matrix is read as one sequential stream,
+    // not as a stream per panel jumping to the next K block (a decoding
+    // step streams its weights from DRAM once a model outgrows the L3).
+    // int8 widens its slices into `wide`, which holds one K block.
+    const size_t k_block = g.m == 1 && type != WeightType::kInt8 ? g.k : kPanelRows;
+    for (size_t k0 = 0; k0 < g.k; k0 += k_block) {
+      const size_t kc = std::min(k_block, g.k - k0);
       const bool accumulate = k0 != 0;
       for (size_t col0 = 0; col0 < g.n; col0 += kPanel) {
         const char* panel_start = packed_b + (col0 / kPanel) * panel_floats * bytes;
@@ -255,7 +261,7 @@ struct Gemm {
         size_t next_rows = kc;
         if (col0 + kPanel >= g.n) {
           next = packed_b + (g.k_begin + k0 + kc) * kPanel * bytes;
-          next_rows = std::min(kPanelRows, g.k - k0 - kc);
+          next_rows = std::min(k_block, g.k - k0 - kc);
         }
         auto tile = [&](size_t rows, const float* a, float* c, size_t ldc) {
           if (one_row_16) {
