@@ -15,10 +15,11 @@ struct Int8Gemv {
   static constexpr size_t kPanel = Gemm<Ops>::kPanel;
 
   // One panel's C tile of R rows: `pairs` K pairs of int8 rows at w times
-  // the rows' pair words, summed in int32, then c = sum * row scale * column
-  // scale + c0 (C itself, the bias with ld0 = 0, or zeros).
+  // the rows' pair words (row r's at words + r * ldw), summed in int32, then
+  // c = sum * row scale * column scale + c0 (C itself, the bias with
+  // ld0 = 0, or zeros).
   template <size_t R>
-  [[gnu::noinline]] static void Tile(const int8_t* w, const int32_t (*words)[kInt8ChunkPairs],
+  [[gnu::noinline]] static void Tile(const int8_t* w, const int32_t* words, size_t ldw,
                                      size_t pairs, const float* row_scale, const float* scales,
                                      const float* c0, size_t ld0, float* c, size_t ldc) {
     VI acc[R][kVecs];
@@ -28,7 +29,7 @@ struct Int8Gemv {
     for (size_t i = 0; i < pairs; ++i, w += 2 * kPanel) {
       for (size_t r = 0; r < R; ++r) {
         for (size_t v = 0; v < kVecs; ++v) {
-          acc[r][v] = Ops::MulAddPairs(w + v * 2 * kL, words[r][i], acc[r][v]);
+          acc[r][v] = Ops::MulAddPairs(w + v * 2 * kL, words[r * ldw + i], acc[r][v]);
         }
       }
     }
@@ -52,30 +53,33 @@ struct Int8Gemv {
     const size_t panel_bytes = kPanel * PanelRows(WeightType::kInt8, g.packed_rows);
     alignas(64) static constexpr float kZeros[kPanel] = {};
     alignas(64) float edge[kInt8GemvMaxRows * kPanel];  // C tile at the right edge
-    int32_t words[kInt8GemvMaxRows][kInt8ChunkPairs];
-    for (size_t p0 = 0; p0 < pairs; p0 += kInt8ChunkPairs) {
-      const size_t pc = std::min(kInt8ChunkPairs, pairs - p0);
+    int32_t words[kInt8GemvMaxRows][kInt8WordPairs];
+    for (size_t h0 = 0; h0 < pairs; h0 += kInt8WordPairs) {
+      const size_t held = std::min(kInt8WordPairs, pairs - h0);
       for (size_t r = 0; r < m; ++r) {
-        QuantizePairs(g.a + r * g.lda, g.k, first, p0, pc, inverse[r], words[r]);
+        QuantizePairs(g.a + r * g.lda, g.k, first, h0, held, inverse[r], words[r]);
       }
       for (size_t col0 = 0; col0 < g.n; col0 += kPanel) {
-        const int8_t* w = b + col0 / kPanel * panel_bytes + p0 * 2 * kPanel;
         const size_t cols = std::min(kPanel, g.n - col0);
         // The right edge's running sums stay in `edge` between chunks.
         float* c = cols == kPanel ? g.c + col0 : edge;
         const size_t ldc = cols == kPanel ? g.ldc : kPanel;
-        const float* c0 = p0 != 0                    ? c
-                          : g.packed_bias != nullptr ? g.packed_bias + col0
-                                                     : kZeros;
-        const size_t ld0 = p0 != 0 ? ldc : 0;
-        // Rows in twos: a tile of 2 reads its weights once for both rows,
-        // the next two read them again from L1 (a chunk of a panel is
-        // 2 * kInt8ChunkPairs * kPanel bytes); tiles of 3 and 4 rows cost
-        // more .wasm than that costs time.
-        for (size_t r = 0; r < m; r += 2) {
-          (m - r >= 2 ? &Tile<2> : &Tile<1>)(w, words + r, pc, row_scale + r,
-                                             g.packed_scales + col0, c0 + r * ld0, ld0,
-                                             c + r * ldc, ldc);
+        for (size_t p0 = h0; p0 < h0 + held; p0 += kInt8ChunkPairs) {
+          const size_t pc = std::min(kInt8ChunkPairs, h0 + held - p0);
+          const int8_t* w = b + col0 / kPanel * panel_bytes + p0 * 2 * kPanel;
+          const float* c0 = p0 != 0                    ? c
+                            : g.packed_bias != nullptr ? g.packed_bias + col0
+                                                       : kZeros;
+          const size_t ld0 = p0 != 0 ? ldc : 0;
+          // Rows in twos: a tile of 2 reads its weights once for both rows,
+          // the next two read them again from L1 (a chunk of a panel is
+          // 2 * kInt8ChunkPairs * kPanel bytes); tiles of 3 and 4 rows cost
+          // more .wasm than that costs time.
+          for (size_t r = 0; r < m; r += 2) {
+            (m - r >= 2 ? &Tile<2> : &Tile<1>)(w, &words[r][p0 - h0], kInt8WordPairs, pc,
+                                               row_scale + r, g.packed_scales + col0,
+                                               c0 + r * ld0, ld0, c + r * ldc, ldc);
+          }
         }
         if (c == edge) {
           for (size_t r = 0; r < m; ++r) CopyN(edge + r * kPanel, cols, g.c + r * g.ldc + col0);

@@ -29,6 +29,12 @@ constexpr size_t kInt8GemvMaxRows = 4;
 // error 2^-24) and added to the output.
 constexpr size_t kInt8ChunkPairs = 256;
 
+// K pairs whose activation words the kernel holds at once: 4 chunks, 16 KiB
+// for kInt8GemvMaxRows rows (Gemm's widened slice takes as much of the
+// stack), so a decoding step's projections (K up to 2048) walk each panel
+// whole, chunk after chunk, and read a matrix as one sequential stream.
+constexpr size_t kInt8WordPairs = 4 * kInt8ChunkPairs;
+
 // The kernel's scalar parts, compiled once for every target
 // (int8_gemv_scalar_parts.cc): a small share of the work, whose inlined,
 // vectorized copies cost every target's kernel several kB of .wasm.
