@@ -128,7 +128,7 @@ std::vector<float> EveryFinite16BitValue(WeightType type) {
 // Every finite float16 and bfloat16 as a weight row times 1: each output is
 // the widened value itself, which must be exact (wasm and SSE4 widen
 // float16 with integer operations, kF16Form in gemm.h; AVX2 and AVX-512
-// with vcvtph2ps; bfloat16 by a shift everywhere). One row, the decode
+// with vcvtph2ps; bfloat16 as float32's top half). One row, the decode
 // shape, and 3 rows, the widening slice.
 TEST_P(GemmWeightTypes, F16AndBF16WeightsWidenEveryFiniteValueExactly) {
   const KernelTable& t = table();
@@ -144,7 +144,8 @@ TEST_P(GemmWeightTypes, F16AndBF16WeightsWidenEveryFiniteValueExactly) {
               .ldc = n, .weight_type = type, .packed_scales = nullptr});
       for (size_t i = 0; i < m * n; ++i) {
         ASSERT_EQ(out[i], values[i % n])
-            << (type == WeightType::kF16 ? "f16" : "bf16") << " value " << i % n << " of " << m << " rows";
+            << (type == WeightType::kF16 ? "f16" : "bf16") << " value " << i % n << " of " << m
+            << " rows";
       }
     }
   }
@@ -160,7 +161,8 @@ TEST_P(GemmWeightTypes, F16AndBF16WeightsWidenEveryFiniteValueExactly) {
 // micro-kernel (RunGemm's switch) and meets the same bound. Cases: m = 1..5
 // with a row of zeros, an odd K and an odd k_begin (A's first column in the
 // second row of a K pair), right edges, and K over two int32 chunks
-// (2 * kInt8ChunkPairs rows each) with columns of +127 and -128 (a given
+// (2 * kInt8ChunkPairs rows each) and, for m <= 4, over two groups of
+// held activation words (kInt8WordPairs pairs), with columns of +127 and -128 (a given
 // checkpoint may hold -128) against activations all at the row's maximum:
 // each chunk's sum is then the largest an int32 lane must hold.
 TEST_P(GemmWeightTypes, Int8GemvMatchesADoubleProductWithinItsActivationRounding) {
@@ -168,8 +170,12 @@ TEST_P(GemmWeightTypes, Int8GemvMatchesADoubleProductWithinItsActivationRounding
   const size_t panel = t.panel_width;
   std::mt19937 rng(61);
   const size_t long_k = 4 * kInt8ChunkPairs + 3;
-  for (const size_t k : {size_t{7}, long_k}) {
+  // Two groups of held words: the integer kernel's rows only (the float
+  // micro-kernel's float32 sums over that K outgrow the bound above).
+  const size_t held_k = 2 * (kInt8WordPairs + kInt8ChunkPairs) + 3;
+  for (const size_t k : {size_t{7}, long_k, held_k}) {
     for (const size_t m : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}}) {
+      if (k == held_k && m > kInt8GemvMaxRows) continue;
       const size_t n = 2 * panel + (panel + 1) / 2, k_begin = m % 2 == 1 ? 3 : 0;
       const size_t rows = k_begin + k + 1;
       SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) +
