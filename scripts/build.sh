@@ -5,6 +5,8 @@
 # package modules into web/dist/.
 # Usage: scripts/build.sh [native|sanitize|tsan|fuzz|wasm|wasm-relaxed|wasm-nosimd|
 #                          wasm-threads|wasm-relaxed-threads|wasm-training|package]...
+# SA_BUILD_FOR=test (scripts/test.sh) leaves out what no test runs: the wasm
+# trees' benchmark programs (the native tree still compiles every benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -29,7 +31,11 @@ build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128, $3 = ON/OFF for 
   if [ "$3" = ON ]; then emulator="$PWD/scripts/node-wasm.sh"; fi
   emcmake cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Release -DSA_WASM_SIMD="$2" \
     -DSA_WASM_RELAXED="$3" -DCMAKE_CROSSCOMPILING_EMULATOR="$emulator" "${@:4}" >/dev/null
-  cmake --build "$1" -j"$jobs" --target "${target:-all}"
+  # npm test needs the tests and the package's module, not the wasm benchmarks.
+  local targets=(all)
+  if [ -n "${target:-}" ]; then targets=("$target")
+  elif [ "${SA_BUILD_FOR:-}" = test ]; then targets=(sa_tests sa_js_module); fi
+  cmake --build "$1" -j"$jobs" --target "${targets[@]}"
 }
 # The SIMD builds carry highway and xsimd: the scalar backend (10.6 kB) is
 # the non-SIMD build's, where createAttentionModule({ backend: 'scalar' })
@@ -49,15 +55,19 @@ build_wasm_training() {
     -DSA_WITH_XSIMD=OFF -DSA_WITH_SCALAR=OFF -DSA_BUILD_TESTS=OFF
 }
 # ThreadSanitizer over the tests of the threaded paths.
+# Both trees test what every kernel table shares (the thread pool and splits;
+# the API's checks), so they compile one table of each backend they keep:
+# Highway's static target, the scalar one; no xsimd.
 build_tsan() {
-  cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSA_TSAN=ON >/dev/null
+  cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSA_TSAN=ON \
+    -DSA_HIGHWAY_STATIC_ONLY=ON -DSA_WITH_XSIMD=OFF >/dev/null
   cmake --build build/tsan -j"$jobs" --target threads_test
 }
 # The libFuzzer target over the C++ API (tests/fuzz/), instrumented with
 # clang's ASan + UBSan; scripts/fuzz.sh runs it.
 build_fuzz() {
   CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSA_FUZZ=ON -DSA_BUILD_TESTS=OFF >/dev/null
+    -DSA_FUZZ=ON -DSA_BUILD_TESTS=OFF -DSA_HIGHWAY_STATIC_ONLY=ON -DSA_WITH_XSIMD=OFF >/dev/null
   cmake --build build/fuzz -j"$jobs" --target api_fuzzer
 }
 # The npm package's wasm files (bindings/, one per wasm tree) -> web/dist/.
@@ -83,6 +93,7 @@ targets=("$@")
   wasm-threads wasm-relaxed-threads wasm-training package)
 for t in "${targets[@]}"; do
   echo "build: $t"
+  tree_started=$SECONDS
   case "$t" in
     native) build_native ;;
     sanitize) build_sanitize ;;
@@ -97,4 +108,5 @@ for t in "${targets[@]}"; do
     package) package_web ;;
     *) echo "build: unknown tree '$t'" >&2; exit 2 ;;
   esac
+  echo "build: $t took $((SECONDS - tree_started)) s"
 done
