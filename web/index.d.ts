@@ -1342,8 +1342,10 @@ export interface SafetensorsOptions {
 
 /**
  * A parsed safetensors file. The header is checked when parsed (a wrong
- * header, a truncated file, a dtype or shape that does not fit its bytes is
- * an error naming the tensor); a tensor is converted when read.
+ * header, a truncated file, a dtype or shape that does not fit its bytes,
+ * tensors whose bytes overlap or leave a gap, a name or field given twice,
+ * bytes after the last tensor: each an error naming the tensor); a tensor
+ * is converted when read.
  */
 export declare class SafetensorsFile<Keep16Bit extends boolean = false> {
   private constructor();
@@ -1369,6 +1371,8 @@ export interface ResponseLike {
   readonly status: number;
   readonly url: string;
   readonly headers: unknown;
+  /** Read as a stream when present, no further than the file's header declares. */
+  readonly body?: { getReader(): unknown } | null;
   arrayBuffer(): Promise<ArrayBuffer>;
 }
 
@@ -1380,7 +1384,8 @@ export function parseSafetensors<Keep16Bit extends boolean = false>(
 /**
  * Reads a safetensors file from its bytes, a fetch `Response`, or in Node a
  * file path or `file:` URL (read with a dynamic import of `node:fs`, which
- * browser bundles never contain).
+ * browser bundles never contain). A file or a body is read no further than
+ * its header declares: one longer than declared, or endless, is an error.
  */
 export function readSafetensors<Keep16Bit extends boolean = false>(
   source: ArrayBuffer | ArrayBufferView | ResponseLike | string | URLLike,

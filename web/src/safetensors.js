@@ -7,26 +7,11 @@
 // 16-bit instead (keep16Bit), for objects that hold their weights so.
 import { checkObject, describe, optionalBoolean } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
+import { checkDataLength, headerLength, readHeader } from './safetensors-header.js';
 
-// Bytes per element of every dtype the format defines. Any of them parses;
-// only the first three convert to float32 (the others are not weights this
-// package takes: position ids, masks, quantized blocks).
-const DTYPE_BYTES = {
-  F32: 4, F16: 2, BF16: 2, F64: 8, I64: 8, I32: 4, I16: 2, I8: 1, U64: 8, U32: 4, U16: 2,
-  U8: 1, BOOL: 1, F8_E4M3: 1, F8_E5M2: 1,
-};
 const CONVERTED = ['F32', 'F16', 'BF16'];
 
-// A JSON header larger than this is not a header (real ones are well under
-// a megabyte even for thousands of tensors); refusing it early keeps a wrong
-// file from being decoded as a huge string.
-const MAX_HEADER_BYTES = 100 * 1024 * 1024;
-
 const isNode = typeof process === 'object' && process.versions?.node !== undefined;
-
-function shapeString(shape) {
-  return `[${shape.join(', ')}]`;
-}
 
 // IEEE half -> float32 bits, exactly (every half is a float32).
 function halfToFloatBits(h) {
@@ -60,40 +45,6 @@ export function widen16Bit(dtype, halves) {
     for (let i = 0; i < halves.length; i++) bits[i] = halfToFloatBits(halves[i]);
   }
   return out;
-}
-
-// Checks one header entry against the data that follows the header.
-function readEntry(where, name, entry, dataBytes) {
-  const at = `${where}: tensor '${name}'`;
-  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
-    throw new TypeError(`${at}: expected { dtype, shape, data_offsets }, got ${describe(entry)}`);
-  }
-  const { dtype, shape, data_offsets: offsets } = entry;
-  if (typeof dtype !== 'string' || !(dtype in DTYPE_BYTES)) {
-    throw new TypeError(`${at}: dtype: expected one of ${Object.keys(DTYPE_BYTES).join(', ')}, ` +
-      `got ${describe(dtype)}`);
-  }
-  const isCount = (v) => Number.isSafeInteger(v) && v >= 0;
-  if (!Array.isArray(shape) || !shape.every(isCount)) {
-    throw new TypeError(`${at}: shape: expected an array of non-negative integers, got ` +
-      `${describe(shape)}`);
-  }
-  if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isCount) ||
-      offsets[0] > offsets[1]) {
-    throw new TypeError(`${at}: data_offsets: expected [begin, end] with 0 <= begin <= end, ` +
-      `got ${describe(offsets)}`);
-  }
-  const [begin, end] = offsets;
-  const needed = shape.reduce((n, d) => n * d, 1) * DTYPE_BYTES[dtype];
-  if (end - begin !== needed) {
-    throw new RangeError(`${at}: shape ${shapeString(shape)} of ${dtype} takes ${needed} bytes, ` +
-      `but data_offsets [${begin}, ${end}] hold ${end - begin}`);
-  }
-  if (end > dataBytes) {
-    throw new RangeError(`${at}: data_offsets [${begin}, ${end}] end past the ${dataBytes} ` +
-      'bytes of data after the header: the file is truncated');
-  }
-  return { dtype, shape: [...shape], begin, end };
 }
 
 /**
@@ -163,46 +114,31 @@ function readOptions(where, options) {
   return optionalBoolean(where, 'options.keep16Bit', o.keep16Bit, false);
 }
 
+// bytes: an ArrayBuffer or a view of one, else a TypeError.
+function bytesView(where, bytes) {
+  if (bytes instanceof ArrayBuffer ||
+      Object.prototype.toString.call(bytes) === '[object ArrayBuffer]') {
+    return new Uint8Array(bytes);
+  }
+  if (ArrayBuffer.isView(bytes)) {
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+  throw new TypeError(`${where}: bytes: expected an ArrayBuffer or Uint8Array, got ` +
+    `${describe(bytes)}`);
+}
+
+function tooShort(where, length) {
+  return new RangeError(`${where}: expected at least 8 bytes (the header's length), got ` +
+    `${length}: not a safetensors file`);
+}
+
 function parse(where, bytes, keep16Bit) {
-  const view = bytes instanceof ArrayBuffer || Object.prototype.toString.call(bytes) ===
-    '[object ArrayBuffer]' ? new Uint8Array(bytes)
-    : ArrayBuffer.isView(bytes) ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-      : undefined;
-  if (view === undefined) {
-    throw new TypeError(`${where}: bytes: expected an ArrayBuffer or Uint8Array, got ` +
-      `${describe(bytes)}`);
-  }
-  if (view.length < 8) {
-    throw new RangeError(`${where}: expected at least 8 bytes (the header's length), got ` +
-      `${view.length}: not a safetensors file`);
-  }
-  const length = new DataView(view.buffer, view.byteOffset, 8).getBigUint64(0, true);
-  if (length > BigInt(Math.min(view.length - 8, MAX_HEADER_BYTES))) {
-    throw new RangeError(`${where}: header: its first 8 bytes give a length of ${length} ` +
-      `bytes, but ${view.length - 8} follow: the file is truncated or not safetensors`);
-  }
-  const headerEnd = 8 + Number(length);
-  let header;
-  try {
-    header = JSON.parse(new TextDecoder('utf-8', { fatal: true })
-      .decode(view.subarray(8, headerEnd)));
-  } catch (e) {
-    throw new TypeError(`${where}: header: not UTF-8 JSON (${e.message}): not a safetensors ` +
-      'file', { cause: e });
-  }
-  if (header === null || typeof header !== 'object' || Array.isArray(header)) {
-    throw new TypeError(`${where}: header: expected a JSON object, got ${describe(header)}`);
-  }
-  const { __metadata__: metadata = {}, ...tensors } = header;
-  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata) ||
-      !Object.values(metadata).every((v) => typeof v === 'string')) {
-    throw new TypeError(`${where}: header: __metadata__: expected an object of strings, got ` +
-      `${describe(metadata)}`);
-  }
-  const dataBytes = view.length - headerEnd;
-  const entries = new Map(Object.entries(tensors).map(([name, entry]) =>
-    [name, readEntry(where, name, entry, dataBytes)]));
-  return new SafetensorsFile(view, headerEnd, entries, { ...metadata }, keep16Bit);
+  const view = bytesView(where, bytes);
+  if (view.length < 8) throw tooShort(where, view.length);
+  const headerEnd = 8 + headerLength(where, view, view.length - 8);
+  const header = readHeader(where, view.subarray(8, headerEnd));
+  checkDataLength(where, header, view.length - headerEnd);
+  return new SafetensorsFile(view, headerEnd, header.entries, header.metadata, keep16Bit);
 }
 
 /**
@@ -214,19 +150,114 @@ export function parseSafetensors(bytes, options) {
   return parse(where, bytes, readOptions(where, options));
 }
 
+// Reads a file from `source` ({ read(into, at, length) -> count read, 0 at
+// the end; size: its length when known }) no further than its header
+// declares: the 8-byte length, that many bytes of header, the data its
+// tensors take, then one byte more to find that nothing follows. An endless
+// or oversized source is an error, never a buffer that grows with it.
+async function readBounded(where, source, keep16Bit) {
+  const fill = async (into, at, length) => {
+    let got = 0;
+    while (got < length) {
+      const n = await source.read(into, at + got, length - got);
+      if (n === 0) break;
+      got += n;
+    }
+    return got;
+  };
+  const first8 = new Uint8Array(8);
+  const got8 = await fill(first8, 0, 8);
+  if (got8 < 8) throw tooShort(where, got8);
+  const length = headerLength(where, first8, source.size === undefined ? undefined
+    : source.size - 8);
+  const headerBytes = new Uint8Array(length);
+  const gotHeader = await fill(headerBytes, 0, length);
+  // Fewer came than the header's length: the message of a short file.
+  if (gotHeader < length) headerLength(where, first8, gotHeader);
+  const header = readHeader(where, headerBytes);
+  const headerEnd = 8 + length;
+  // A file's size is known: a wrong one is refused before the data is read.
+  if (source.size !== undefined) checkDataLength(where, header, source.size - headerEnd);
+  let bytes;
+  try {
+    bytes = new Uint8Array(headerEnd + header.dataBytes);
+  } catch (e) {
+    throw new RangeError(`${where}: the header declares ${header.dataBytes} bytes of data, ` +
+      `more than this engine holds in one buffer (${e.message})`, { cause: e });
+  }
+  bytes.set(first8);
+  bytes.set(headerBytes, 8);
+  const gotData = await fill(bytes, headerEnd, header.dataBytes);
+  const more = gotData === header.dataBytes && await fill(new Uint8Array(1), 0, 1) > 0;
+  checkDataLength(where, header, more ? undefined : gotData);
+  return new SafetensorsFile(bytes, headerEnd, header.entries, header.metadata, keep16Bit);
+}
+
+// The largest read asked of the file system at once (Node refuses reads of
+// 2 GiB and more).
+const MAX_READ = 1 << 30;
+
 // A file path or file: URL, read in Node. The specifier is hidden from
 // bundlers, so a browser bundle holds no Node import.
-async function readFile(where, path) {
+async function readFile(where, path, keep16Bit) {
   if (!isNode) {
     throw new TypeError(`${where}: source: a path is read only in Node, got ` +
       `${describe(String(path))}; in a browser pass await fetch(url) (a Response)`);
   }
   const fsName = 'node:fs/promises';
   const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ fsName);
+  const cannotRead = (e) => new Error(`${where}: cannot read ${path} (${e.code ?? e.message})`,
+    { cause: e });
+  let file;
+  let size;
   try {
-    return await fs.readFile(path);
+    file = await fs.open(path, 'r');
+    const stat = await file.stat();
+    // Devices and pipes report no size of their own: they are read as streams.
+    size = stat.isFile() ? stat.size : undefined;
   } catch (e) {
-    throw new Error(`${where}: cannot read ${path} (${e.code ?? e.message})`, { cause: e });
+    await file?.close();
+    throw cannotRead(e);
+  }
+  const read = async (into, at, length) => {
+    try {
+      return (await file.read(into, at, Math.min(length, MAX_READ), null)).bytesRead;
+    } catch (e) {
+      throw cannotRead(e);
+    }
+  };
+  try {
+    return await readBounded(where, { read, size }, keep16Bit);
+  } finally {
+    await file.close();
+  }
+}
+
+// A Response's body stream, read chunk by chunk into the caller's buffers.
+async function readResponseBody(where, body, keep16Bit) {
+  const reader = body.getReader();
+  let chunk = new Uint8Array(0);
+  const read = async (into, at, length) => {
+    while (chunk.length === 0) {
+      const { done, value } = await reader.read();
+      if (done) return 0;
+      // By tag: a chunk made in another realm passes.
+      if (Object.prototype.toString.call(value) !== '[object Uint8Array]') {
+        throw new TypeError(`${where}: source: the Response's body gave ${describe(value)}, ` +
+          'expected Uint8Array chunks');
+      }
+      chunk = value;
+    }
+    const n = Math.min(length, chunk.length);
+    into.set(chunk.subarray(0, n), at);
+    chunk = chunk.subarray(n);
+    return n;
+  };
+  try {
+    return await readBounded(where, { read }, keep16Bit);
+  } finally {
+    // Stops the source, whatever is left of it (an endless stream included).
+    await reader.cancel().catch(() => {});
   }
 }
 
@@ -236,20 +267,21 @@ const isUrl = (v) => v !== null && typeof v === 'object' && typeof v.href === 's
 
 /**
  * Reads a safetensors file from bytes, a fetch Response, or (in Node) a file
- * path or file: URL.
+ * path or file: URL; a file or a Response's body no further than its header
+ * declares.
  */
 export async function readSafetensors(source, options) {
   const where = 'readSafetensors';
   const keep16Bit = readOptions(where, options);
-  if (typeof source === 'string' || isUrl(source)) {
-    return parse(where, await readFile(where, source), keep16Bit);
-  }
+  if (typeof source === 'string' || isUrl(source)) return readFile(where, source, keep16Bit);
   if (isResponse(source)) {
     if (!source.ok) {
       throw new Error(`${where}: fetching ${source.url || 'the file'} failed: HTTP ` +
         `${source.status}`);
     }
-    return parse(where, await source.arrayBuffer(), keep16Bit);
+    return typeof source.body?.getReader === 'function'
+      ? readResponseBody(where, source.body, keep16Bit)
+      : parse(where, await source.arrayBuffer(), keep16Bit);
   }
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
     return parse(where, source, keep16Bit);
