@@ -1416,6 +1416,8 @@ export interface LoadCheckpointResult {
   tensors: string[];
   /** Tensors under the prefix left out (only with allowUnused). */
   unused: string[];
+  /** Biases the layout names that the checkpoint lacks, loaded as zeros (a Linear made with bias=False). */
+  zeroBiases: string[];
 }
 
 /**
@@ -1423,11 +1425,13 @@ export interface LoadCheckpointResult {
  * be checked; F16 and BF16 tensors as their bits with their dtype).
  */
 export type CheckpointTensors = SafetensorsFile<boolean> |
-  Record<string, Float32Array | { data: Float32Array; shape: number[] } | CheckpointBitsTensor>;
+  Record<string, Float32Array | { data: Float32Array; shape: number[]; dtype?: 'F32' } |
+    CheckpointBitsTensor>;
 
 /**
- * Sets the weights of `target` from a checkpoint's tensors: missing, extra
- * and mis-shaped tensors are errors naming them. Norm placement,
+ * Sets the weights of `target` from a checkpoint's tensors: missing weights,
+ * extra and mis-shaped tensors, and NaN or infinite values are errors naming
+ * the checkpoint's tensors; a missing bias is zero. Norm placement,
  * activation and eps are the target's config (BERT and BART: post-LN,
  * GELU; GPT-2: normFirst, 'gelu_tanh', causal; ViT: normFirst, GELU).
  * Tensors read as bits (keep16Bit) stay bits for the weight matrices of a

@@ -404,11 +404,21 @@ describe('loadCheckpoint: missing, extra and mis-shaped tensors by name', () => 
   const layer = () => track(new sa.TransformerEncoderLayer(encoderArguments(c).config));
   const file = (tensors) => parseSafetensors(writeSafetensors(under(PREFIX, tensors)));
 
-  test('a missing tensor', () => {
-    const { 'intermediate.dense.bias': _, 'output.LayerNorm.weight': __, ...rest } = named;
+  test('a missing weight; a missing bias is zero', () => {
+    const { 'intermediate.dense.weight': _, 'output.LayerNorm.weight': __, ...rest } = named;
     expect(() => loadCheckpoint(layer(), file(rest), { prefix: PREFIX })).toThrow(new RangeError(
-      `loadCheckpoint: missing '${PREFIX}intermediate.dense.bias', ` +
+      `loadCheckpoint: missing '${PREFIX}intermediate.dense.weight', ` +
       `'${PREFIX}output.LayerNorm.weight' (layout 'bert' of a TransformerEncoderLayer)`));
+    const { 'intermediate.dense.bias': b1, 'attention.self.key.bias': bK, ...noBias } = named;
+    const loaded = layer();
+    expect(loadCheckpoint(loaded, file(noBias), { prefix: PREFIX }).zeroBiases).toEqual(
+      [`${PREFIX}attention.self.key.bias`, `${PREFIX}intermediate.dense.bias`]);
+    const zero = (t) => ({ data: new Float32Array(t.data.length), shape: t.shape });
+    const zeros = layer();
+    loadCheckpoint(zeros, file({ ...named, 'intermediate.dense.bias': zero(b1),
+      'attention.self.key.bias': zero(bK) }), { prefix: PREFIX });
+    const { input } = encoderArguments(c);
+    expect(loaded.forward(input).data).toEqual(zeros.forward(input).data);
   });
 
   test('an extra tensor under the prefix, unless allowed', () => {

@@ -451,7 +451,7 @@ export const pooledFromPyTorch = (encoderPart: PooledTransformerEncoderLayer,
 decoder.setWeightsFromPyTorch(decoderState);
 const response: ResponseLike = {
   ok: true, status: 200, url: 'https://example.invalid/model.safetensors', headers: {},
-  arrayBuffer: async () => new ArrayBuffer(8),
+  body: null, arrayBuffer: async () => new ArrayBuffer(8),
 };
 const file: SafetensorsFile = await readSafetensors(response);
 const parsed: SafetensorsFile = parseSafetensors(new Uint8Array(8));
@@ -471,8 +471,8 @@ const layout: CheckpointLayout = 'bert';
 const loadOptions: LoadCheckpointOptions = { prefix: 'encoder.layer.3', layout, allowUnused: true };
 const flat: CheckpointTensors = { 'linear1.weight': f32(128), 'norm1.weight': { data: f32(8), shape: [8] } };
 const loaded: LoadCheckpointResult = loadCheckpoint(encoder, file, loadOptions);
-const loadedFacts: [CheckpointLayout, string[], string[]] = [loaded.layout, loaded.tensors,
-  loaded.unused];
+const loadedFacts: [CheckpointLayout, string[], string[], string[]] = [loaded.layout,
+  loaded.tensors, loaded.unused, loaded.zeroBiases];
 loadCheckpoint(mha, flat);
 // @ts-expect-error: a layout the package does not know
 loadCheckpoint(decoder, file, { layout: 'llama' });

@@ -17,8 +17,9 @@ import { OPTION_KEYS } from './option-keys.js';
 import { attentionShapes, layerShapes } from './pytorch-layer-state.js';
 import { widen16Bit } from './safetensors.js';
 
-// The config.weights that holds each 16-bit dtype as it is.
-const HELD_AS = { F16: 'f16', BF16: 'bf16' };
+// The config.weights that holds each 16-bit dtype as it is. A Map, since
+// a checkpoint's dtype is the user's string.
+const HELD_AS = new Map([['F16', 'f16'], ['BF16', 'bf16']]);
 // PyTorch's names of the weight matrices (the rest are biases and norms).
 const isBits = (v) => Object.prototype.toString.call(v) === '[object Uint16Array]';
 const isMatrix = (name) => /(proj_weight|proj\.weight|linear\d\.weight)$/.test(name);
@@ -138,8 +139,11 @@ function readCheckpoint(where, checkpoint) {
         `{ data: Float32Array, shape }, got ${describe(v)}`);
     }
     const shape = integers(where, `${at}.shape`, v.shape);
-    if (v.dtype === undefined) return { data: float32(where, `${at}.data`, v.data), shape };
-    if (!(v.dtype in HELD_AS) || !isBits(v.data)) {
+    // 'F32' too: what SafetensorsFile.tensor() gives passes as it is.
+    if (v.dtype === undefined || v.dtype === 'F32') {
+      return { data: float32(where, `${at}.data`, v.data), shape };
+    }
+    if (!HELD_AS.has(v.dtype) || !isBits(v.data)) {
       throw new TypeError(`${where}: ${at}: expected { data: Uint16Array, dtype: 'F16' or ` +
         `'BF16' } with a dtype, got dtype ${describe(v.dtype)} and data ${describe(v.data)}`);
     }
@@ -171,6 +175,28 @@ function concatenate(arrays) {
   return out;
 }
 
+// The checkpoint's own name and index of its first NaN or infinity: the
+// object's check would see it only after the transposes and
+// concatenations, at another index of another name. The index is in the
+// tensor's declared shape (row-major), or flat when it has none.
+function checkFinite(where, name, shape, data, dtype) {
+  // float32 bits, or 16-bit ones, whose exponent bits are all ones.
+  const [bits, exponent] = isBits(data) ? [data, dtype === 'BF16' ? 0x7f80 : 0x7c00]
+    : [new Uint32Array(data.buffer, data.byteOffset, data.length), 0x7f800000];
+  let i = 0;
+  while (i < bits.length && (bits[i] & exponent) !== exponent) i++;
+  if (i === bits.length) return;
+  const value = isBits(data) ? widen16Bit(dtype, data.subarray(i, i + 1))[0] : data[i];
+  const dims = shape !== undefined && shape.length > 0 &&
+    shape.reduce((n, d) => n * d, 1) === data.length ? shape : [data.length];
+  const index = [];
+  for (let d = dims.length - 1, rest = i; d >= 0; rest = Math.floor(rest / dims[d]), d--) {
+    index.unshift(rest % dims[d]);
+  }
+  throw new RangeError(`${where}: ${name}[${index.join(', ')}] is ` +
+    `${Number.isNaN(value) ? 'NaN' : value > 0 ? '+Infinity' : '-Infinity'}`);
+}
+
 function readOptions(where, options) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, OPTION_KEYS.LoadCheckpointOptions);
@@ -192,7 +218,7 @@ function readOptions(where, options) {
 function pickLayout(where, kind, layouts, requested, has) {
   const entriesOf = (name) => layouts[name].flatMap((e) => (typeof e === 'function' ? e(has) : [e]));
   if (requested !== undefined) {
-    if (!(typeof requested === 'string' && requested in layouts)) {
+    if (!(typeof requested === 'string' && Object.hasOwn(layouts, requested))) {
       throw new TypeError(`${where}: options.layout: expected one of ` +
         `${Object.keys(layouts).map((n) => `'${n}'`).join(', ')} for a ${kind}, got ` +
         `${describe(requested)}`);
@@ -211,7 +237,8 @@ function pickLayout(where, kind, layouts, requested, has) {
 /**
  * Sets `target`'s weights from the tensors of `checkpoint` under
  * options.prefix, in options.layout or the layout their names show.
- * Returns { layout, tensors (the names used), unused }, or a promise of it
+ * Returns { layout, tensors (the names used), unused, zeroBiases (those
+ * absent, taken as zeros) }, or a promise of it
  * for an object of a worker pool.
  */
 export function loadCheckpoint(target, checkpoint, options) {
@@ -234,12 +261,16 @@ export function loadCheckpoint(target, checkpoint, options) {
   const shapes = kind === 'MultiHeadAttention' ? attentionShapes(config) : layerShapes(kind, config);
   // A MultiHeadAttention with bias: false has none to take.
   const wanted = entries.filter((e) => bias !== false || !e.to.endsWith('bias'));
-  const missing = wanted.flatMap((e) => e.from).filter((n) => !has(n));
+  const names = wanted.flatMap((e) => e.from);
+  // A bias the checkpoint lacks is zero: the model was made without it
+  // (nn.Linear(bias=False), Whisper's k_proj). A weight is always needed.
+  const missing = names.filter((n) => !has(n) && !n.endsWith('bias'));
   if (missing.length > 0) {
     throw new RangeError(`${where}: missing ${missing.map((n) => `'${full(n)}'`).join(', ')} ` +
       `(layout '${layout}' of a ${kind})`);
   }
-  const used = new Set(wanted.flatMap((e) => e.from));
+  const used = new Set(names.filter(has));
+  const zeroBiases = names.filter((n) => !has(n)).map(full);
   const unused = [...under].filter((n) => !used.has(n)).map(full);
   if (unused.length > 0 && !allowUnused) {
     const list = unused.slice(0, 5).map((n) => `'${n}'`).join(', ');
@@ -252,9 +283,10 @@ export function loadCheckpoint(target, checkpoint, options) {
   const { weights: held } = config;
   // One tensor's values: 16-bit bits kept for a matrix the object holds in
   // their type, else float32.
-  const values = (name, to) => {
+  const values = (name, to, declared) => {
     const { data, dtype } = ckpt.tensor(name);
-    if (!isBits(data) || (isMatrix(to) && HELD_AS[dtype] === held)) return data;
+    checkFinite(where, name, declared, data, dtype);
+    if (!isBits(data) || (isMatrix(to) && HELD_AS.get(dtype) === held)) return data;
     return widen16Bit(dtype, data);
   };
   const state = {};
@@ -264,14 +296,15 @@ export function loadCheckpoint(target, checkpoint, options) {
     const partShapes = e.from.length === 1 ? [e.conv1d ? [...expected].reverse() : expected]
       : ['q', 'k', 'v'].map((x) => [shapes[e.to.replace('in_proj_bias', `${x}_proj_weight`)][0]]);
     const parts = e.from.map((name, i) => {
-      const declared = ckpt.shape(full(name));
       const want = partShapes[i];
+      if (!has(name)) return new Float32Array(want[0]);
+      const declared = ckpt.shape(full(name));
       if (declared !== undefined && !sameShape(declared, want)) {
         throw new RangeError(`${where}: ${full(name)}: expected shape ${shapeString(want)} ` +
           `(${e.conv1d ? `Conv1D, the transpose of PyTorch's ${e.to}` : `PyTorch's ${e.to}`} ` +
           `of this ${kind}), got ${shapeString(declared)}`);
       }
-      const data = values(full(name), e.to);
+      const data = values(full(name), e.to, declared);
       if (!e.conv1d) return data;
       if (data.length !== want[0] * want[1]) {
         throw new RangeError(`${where}: ${full(name)}: expected ${want[0] * want[1]} values ` +
@@ -296,7 +329,7 @@ export function loadCheckpoint(target, checkpoint, options) {
   } catch (error) {
     throw named(error);
   }
-  const result = { layout, tensors: [...used].map(full), unused };
+  const result = { layout, tensors: [...used].map(full), unused, zeroBiases };
   // A worker pool's object sets its weights asynchronously: then a promise.
   return typeof done?.then === 'function'
     ? done.then(() => result, (error) => { throw named(error); })

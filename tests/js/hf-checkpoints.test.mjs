@@ -1,0 +1,158 @@
+// Real Hugging Face checkpoints (../shared/hf-models, read at run time: see
+// its README) through readSafetensors + loadCheckpoint: Whisper's decoder
+// layer, whose k_proj has no bias, against the block's own output; a NaN or
+// infinity named by the checkpoint's tensor and its own index; layout names
+// that are Object.prototype keys.
+import fs from 'node:fs';
+import path from 'node:path';
+import { repoRoot } from './support/golden.mjs';
+import { expectError } from './support/errors.mjs';
+import { createAttentionModule, loadCheckpoint, parseSafetensors, readSafetensors, track }
+  from './support/modules.mjs';
+import { floatToHalf, writeSafetensors } from './support/safetensors-writer.mjs';
+
+const modelsDir = process.env.SA_HF_MODELS_DIR ?? path.resolve(repoRoot, '../shared/hf-models');
+const cases = JSON.parse(fs.readFileSync(path.join(modelsDir, 'cases.json'), 'utf8'));
+const modelFile = (name) => path.join(modelsDir, name);
+const modelConfig = (name) => JSON.parse(fs.readFileSync(modelFile(`${name}_config.json`), 'utf8'));
+
+const sa = await createAttentionModule();
+
+function maxAbsDiff(a, b) {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return a.length === b.length ? m : Infinity;
+}
+
+// The checkpoint's tensors under `prefix`, as { name: { data, shape } }
+// (with `dtype: 'F32'` too when withDtype: what file.tensor() gives).
+function tensorsUnder(file, prefix, withDtype = false) {
+  return Object.fromEntries(file.names.filter((n) => n.startsWith(prefix)).map((n) => {
+    const { data, shape, dtype } = file.tensor(n);
+    return [n, withDtype ? { data, shape, dtype } : { data, shape }];
+  }));
+}
+
+describe('Whisper: a decoder layer whose k_proj has no bias', () => {
+  const c = cases.whisper_decoder;
+  const hf = modelConfig('whisper_decoder');
+  // Whisper's decoder layer: pre-LN, GELU (activation_function), causal
+  // self-attention, LayerNorm's default eps (cases.json).
+  const config = {
+    dModel: hf.d_model, numHeads: hf.decoder_attention_heads, ffnDim: hf.decoder_ffn_dim,
+    activation: hf.activation_function, normFirst: c.normFirst, eps: c.eps,
+  };
+  const zeroBiases = ['self_attn', 'encoder_attn'].map((a) => `${c.prefix}.${a}.k_proj.bias`);
+
+  test('loads with the absent biases as zeros, and gives the block\'s output', async () => {
+    const file = await readSafetensors(modelFile('whisper_decoder.safetensors'));
+    const io = await readSafetensors(modelFile('whisper_decoder_io.safetensors'));
+    const layer = track(new sa.TransformerDecoderLayer(config));
+    const result = loadCheckpoint(layer, file, { prefix: c.prefix });
+    expect(result.layout).toBe(c.layout);
+    expect(result.unused).toEqual([]);
+    expect(result.zeroBiases).toEqual(zeroBiases);
+    expect(result.tensors).toHaveLength(file.names.filter((n) => n.startsWith(`${c.prefix}.`)).length);
+    const y = io.tensor('y');
+    const out = layer.forward(io.tensor('x'), io.tensor('memory'), { causal: c.causal });
+    expect(out.shape).toEqual(y.shape);
+    // No padding in this case: every row is a real token's.
+    expect(maxAbsDiff(out.data, y.data)).toBeLessThan(1e-5);
+  });
+
+  test('a pooled layer loads it the same', async () => {
+    const file = parseSafetensors(fs.readFileSync(modelFile('whisper_decoder.safetensors')));
+    const io = parseSafetensors(fs.readFileSync(modelFile('whisper_decoder_io.safetensors')));
+    const { createAttentionPool } = await import('./support/modules.mjs');
+    const pool = await createAttentionPool({ workers: 1 });
+    try {
+      const layer = await pool.TransformerDecoderLayer(config);
+      expect((await loadCheckpoint(layer, file, { prefix: c.prefix })).zeroBiases).toEqual(zeroBiases);
+      const out = await layer.forward(io.tensor('x'), io.tensor('memory'), { causal: c.causal });
+      expect(maxAbsDiff(out.data, io.tensor('y').data)).toBeLessThan(1e-5);
+    } finally {
+      await pool.dispose();
+    }
+  });
+
+  test('an absent weight is still an error; a MultiHeadAttention without bias takes none', async () => {
+    const file = await readSafetensors(modelFile('whisper_decoder.safetensors'));
+    const all = tensorsUnder(file, `${c.prefix}.`);
+    const { [`${c.prefix}.encoder_attn.k_proj.weight`]: _, ...noWeight } = all;
+    expectError(() => loadCheckpoint(track(new sa.TransformerDecoderLayer(config)), noWeight,
+      { prefix: c.prefix }), RangeError, `loadCheckpoint: missing '${c.prefix}.encoder_attn.` +
+      "k_proj.weight' (layout 'separate' of a TransformerDecoderLayer)");
+    const attention = tensorsUnder(file, `${c.prefix}.self_attn.`, true);
+    const withBias = track(new sa.MultiHeadAttention({ dModel: config.dModel, numHeads: config.numHeads }));
+    expect(loadCheckpoint(withBias, attention, { prefix: `${c.prefix}.self_attn` }).zeroBiases)
+      .toEqual([zeroBiases[0]]);
+    const noBias = track(new sa.MultiHeadAttention({ dModel: config.dModel,
+      numHeads: config.numHeads, bias: false }));
+    const onlyWeights = Object.fromEntries(Object.entries(attention).filter(([n]) => !n.endsWith('bias')));
+    expect(loadCheckpoint(noBias, onlyWeights, { prefix: `${c.prefix}.self_attn` }).zeroBiases)
+      .toEqual([]);
+  });
+});
+
+describe('a NaN or infinity is named by the checkpoint tensor and its own index', () => {
+  const c = cases.bert;
+  const config = { dModel: c.dModel, numHeads: c.numHeads, ffnDim: c.ffnDim,
+    activation: c.activation, eps: c.eps, normFirst: c.normFirst };
+  const prefix = `${c.prefix}.`;
+  const file = parseSafetensors(fs.readFileSync(modelFile('bert.safetensors')));
+  const block = tensorsUnder(file, prefix);
+  const query = `${prefix}attention.self.query.weight`;
+  const [rows, cols] = block[query].shape;
+  // Row 1, column 5 of query.weight ([out, in]): after the transpose into
+  // the object's wQ it is element 5 * rows + 1, a different index.
+  const at = cols + 5;
+  const poisoned = (value) => {
+    const data = Float32Array.from(block[query].data);
+    data[at] = value;
+    return { ...block, [query]: { data, shape: [rows, cols] } };
+  };
+
+  test.each([[NaN, 'NaN'], [Infinity, '+Infinity'], [-Infinity, '-Infinity']])(
+    'a file\'s %s, as [row, column] of its shape', (value, named) => {
+      const bytes = writeSafetensors(poisoned(value));
+      const layer = track(new sa.TransformerEncoderLayer(config));
+      expectError(() => loadCheckpoint(layer, parseSafetensors(bytes), { prefix }), RangeError,
+        `loadCheckpoint: ${query}[1, 5] is ${named}`);
+    });
+
+  test('an F16 infinity kept as bits, and a flat array\'s as its flat index', () => {
+    const bits = Uint16Array.from(block[query].data, floatToHalf);
+    bits[at] = 0x7c00;
+    const bytes = writeSafetensors({ ...block,
+      [query]: { dtype: 'F16', shape: [rows, cols], bytes: new Uint8Array(bits.buffer) } });
+    const half = track(new sa.TransformerEncoderLayer({ ...config, weights: 'f16' }));
+    expectError(() => loadCheckpoint(half, parseSafetensors(bytes, { keep16Bit: true }), { prefix }),
+      RangeError, `loadCheckpoint: ${query}[1, 5] is +Infinity`);
+    const flat = Object.fromEntries(Object.entries(poisoned(NaN)).map(([n, t]) => [n, t.data]));
+    expectError(() => loadCheckpoint(track(new sa.TransformerEncoderLayer(config)), flat,
+      { prefix }), RangeError, `loadCheckpoint: ${query}[${at}] is NaN`);
+  });
+});
+
+describe('names that are Object.prototype keys', () => {
+  const layer = () => track(new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16 }));
+  test.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])('layout %j', (layout) => {
+    expectError(() => loadCheckpoint(layer(), {}, { layout }), TypeError,
+      "loadCheckpoint: options.layout: expected one of 'pytorch', 'separate', 'bert', 'fused', " +
+      `'gpt2' for a TransformerEncoderLayer, got ${JSON.stringify(layout)}`);
+  });
+
+  test.each(['constructor', '__proto__'])('a tensor\'s dtype %j', (dtype) => {
+    const c = cases.bert;
+    const file = parseSafetensors(fs.readFileSync(modelFile('bert.safetensors')));
+    const query = `${c.prefix}.attention.self.query.weight`;
+    const checkpoint = { ...tensorsUnder(file, `${c.prefix}.`),
+      [query]: { data: new Uint16Array(c.dModel * c.dModel), shape: [c.dModel, c.dModel], dtype } };
+    const bert = track(new sa.TransformerEncoderLayer({ dModel: c.dModel, numHeads: c.numHeads,
+      ffnDim: c.ffnDim }));
+    expectError(() => loadCheckpoint(bert, checkpoint, { prefix: c.prefix }), TypeError,
+      `loadCheckpoint: checkpoint['${query}']: expected { data: Uint16Array, dtype: 'F16' or ` +
+      `'BF16' } with a dtype, got dtype ${JSON.stringify(dtype)} and data ` +
+      `Uint16Array(${c.dModel * c.dModel})`);
+  });
+});
