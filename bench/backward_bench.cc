@@ -56,6 +56,7 @@ void Run(const Shape& s, size_t rounds, JsonRows& json) {
   MultiHeadAttention inference(config), training(config);
   for (MultiHeadAttention* m : {&inference, &training}) m->SetWeights({w, w, w, w, b, b, b, b});
   const Tensor3 input{x, 1, s.tokens, dm};
+  const Tensor3 d_output{dy, 1, s.tokens, dm};
   MhaOptions plain, train;
   plain.causal = train.causal = s.causal;
   train.training = true;
@@ -63,7 +64,7 @@ void Run(const Shape& s, size_t rounds, JsonRows& json) {
   // also packs W^T, once per SetWeights.
   MhaGradients gradients;
   training.Forward(input, train);
-  training.Backward(dy, gradients);
+  training.Backward(d_output, gradients);
 
   std::vector<double> forward_ms, training_ms, backward_ms;
   for (size_t round = 0; round < rounds; ++round) {
@@ -74,7 +75,7 @@ void Run(const Shape& s, size_t rounds, JsonRows& json) {
       if (training.Forward(input, train).output.empty()) std::abort();
     }));
     backward_ms.push_back(Ms([&] {
-      training.Backward(dy, gradients);
+      training.Backward(d_output, gradients);
       if (gradients.d_input.empty()) std::abort();
     }));
   }
@@ -100,13 +101,14 @@ void RunLayer(size_t rounds, JsonRows& json) {
     l->SetWeights({w, w, w, w, b, b, b, b}, {w1, b1, w2, b2}, {gamma, beta}, {gamma, beta});
   }
   const Tensor3 input{x, 1, tokens, dm};
+  const Tensor3 d_output{dy, 1, tokens, dm};
   EncoderOptions train;
   train.training = true;
   EncoderGradients gradients;
   // A tiny learning rate: the weights stay as they are for the timing.
   Adam adam({.lr = 1e-12});
   training.Forward(input, train);
-  training.Backward(dy, gradients);  // packs W^T once
+  training.Backward(d_output, gradients);  // packs W^T once
   std::vector<double> forward_ms, training_ms, backward_ms, after_step_ms, step_ms;
   for (size_t round = 0; round < rounds; ++round) {
     forward_ms.push_back(Ms([&] {
@@ -115,13 +117,13 @@ void RunLayer(size_t rounds, JsonRows& json) {
     training_ms.push_back(Ms([&] {
       if (training.Forward(input, train).empty()) std::abort();
     }));
-    backward_ms.push_back(Ms([&] { training.Backward(dy, gradients); }));
+    backward_ms.push_back(Ms([&] { training.Backward(d_output, gradients); }));
   }
   // A training loop's Backward follows a step, which leaves W^T to re-pack.
   adam.Step(training);  // sizes the moments
   for (size_t round = 0; round < rounds; ++round) {
     training.Forward(input, train);
-    after_step_ms.push_back(Ms([&] { training.Backward(dy, gradients); }));
+    after_step_ms.push_back(Ms([&] { training.Backward(d_output, gradients); }));
     step_ms.push_back(Ms([&] { adam.Step(training); }));
   }
   const double f = Median(forward_ms), t = Median(training_ms), g = Median(backward_ms);

@@ -59,12 +59,12 @@ val NormWeightGradients(NormGradients& g) {
   return js;
 }
 
-// d_output {data, batch, tokens, features}: its data is what Backward takes
-// (Backward checks its length against the training forward's output).
+// d_output {data, batch, tokens, features}: Backward checks its shape and
+// length against the training forward's output.
 val MhaBackward(MhaBinding& binding, const val& d_output) {
   return Guard([&] {
     const Input d(d_output);
-    MhaGradients g = binding.Checked().Backward(d.tensor.data);
+    MhaGradients g = binding.Checked().Backward(d.tensor);
     val js = AttentionWeightGradients(g);
     SetGradient(js, "dQuery", g.d_query);
     SetGradient(js, "dKey", g.d_key);
@@ -77,7 +77,7 @@ val MhaBackward(MhaBinding& binding, const val& d_output) {
 val EncoderBackward(EncoderLayerBinding& binding, const val& d_output) {
   return Guard([&] {
     const Input d(d_output);
-    EncoderGradients g = binding.Checked().Backward(d.tensor.data);
+    EncoderGradients g = binding.Checked().Backward(d.tensor);
     val js = val::object();
     SetGradient(js, "dInput", g.d_input);
     js.set("attention", AttentionWeightGradients(g.attention));
@@ -91,7 +91,7 @@ val EncoderBackward(EncoderLayerBinding& binding, const val& d_output) {
 val DecoderBackward(DecoderLayerBinding& binding, const val& d_output) {
   return Guard([&] {
     const Input d(d_output);
-    DecoderGradients g = binding.Checked().Backward(d.tensor.data);
+    DecoderGradients g = binding.Checked().Backward(d.tensor);
     val js = val::object();
     SetGradient(js, "dInput", g.d_input);
     SetGradient(js, "dMemory", g.d_memory);

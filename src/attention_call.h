@@ -17,6 +17,11 @@
 
 namespace simd_attention {
 
+// The heads' outputs, a weighted mean of finite values each: finite unless
+// values near float32's largest round past it (the kernel keeps its sums in
+// range), which both entry points refuse under this name.
+inline constexpr char kAttentionOutput[] = "the attention softmax(q k^T) v";
+
 // The options as both entry points hold them (see SdpaOptions and
 // MhaOptions for their meaning); spans view the caller's data.
 struct CallOptions {

@@ -88,15 +88,24 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
   t.options.kv_lengths = {};
 }
 
-void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out) {
+void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out,
+                                             std::string_view prefix) {
   if (backward_ == nullptr || !backward_->has_gradients) {
     ThrowNoGradients();
   }
   BackwardState& b = *backward_;
-  for (auto [p, g] : {std::pair{&q_, &b.grad_q}, {&k_, &b.grad_k}, {&v_, &b.grad_v},
-                       {&o_, &b.grad_o}}) {
-    out.push_back({p->w.data(), g->w.data(), p->w.size()});
-    if (config_.bias) out.push_back({p->bias.data(), g->bias.data(), p->bias.size()});
+  const ArgNames& n = *config_.names;
+  const std::pair<const char*, const char*> names[] = {
+      {n.w_q, n.b_q}, {n.w_k, n.b_k}, {n.w_v, n.b_v}, {n.w_o, n.b_o}};
+  const std::pair<PackedMatrix*, PackedMatrix*> matrices[] = {
+      {&q_, &b.grad_q}, {&k_, &b.grad_k}, {&v_, &b.grad_v}, {&o_, &b.grad_o}};
+  for (size_t i = 0; i < 4; ++i) {
+    auto [p, g] = matrices[i];
+    out.push_back({p->w.data(), g->w.data(), p->w.size(), Cat({prefix, names[i].first})});
+    if (config_.bias) {
+      out.push_back(
+          {p->bias.data(), g->bias.data(), p->bias.size(), Cat({prefix, names[i].second})});
+    }
   }
 }
 
@@ -105,20 +114,20 @@ void MultiHeadAttention::WeightsUpdated() {
   ReleaseTraining();
 }
 
-MhaGradients MultiHeadAttention::Backward(std::span<const float> d_output) {
+MhaGradients MultiHeadAttention::Backward(const Tensor3& d_output) {
   MhaGradients g;
   Backward(d_output, g);
   return g;
 }
 
-void MultiHeadAttention::Backward(std::span<const float> d_output, MhaGradients& g) {
+void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& g) {
   if (training_ == nullptr || !training_->ready) {
     ThrowNoTrainingForward();
   }
   const TrainingState& t = *training_;
   const MhaConfig& c = config_;
-  CheckLength(c.names->d_output, d_output.size(), {t.batch, t.tq, c.d_model});
-  CheckFinite(c.names->d_output, d_output);
+  CheckOutputGradient(c.names->d_output, d_output_tensor, t.batch, t.tq, c.d_model);
+  const std::span<const float> d_output = d_output_tensor.data;
   if (backward_ == nullptr) backward_ = MakeTrainingOnly<BackwardState>();
   BackwardState& state = *backward_;
   state.has_gradients = false;  // until this one is complete

@@ -1,12 +1,14 @@
 #include "simd_attention/optimizers.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "checked_size.h"
 #include "dispatch/dispatch.h"
+#include "kernels/optimizer.h"
 #include "parameters.h"
 #include "threading/parallel.h"
 #include "validate.h"
@@ -38,19 +40,20 @@ double Power(double b, size_t n) {
 
 }  // namespace
 
+// Each parameter is named as the object's SetWeights names it.
 void Optimizer::Step(MultiHeadAttention& attention) {
   std::vector<Parameter> parameters;
-  attention.TrainableParameters(parameters);
+  attention.TrainableParameters(parameters, "");
   Run(&attention, attention.kernels(), attention.pool(), parameters);
   attention.WeightsUpdated();
 }
 
 void Optimizer::Step(TransformerEncoderLayer& layer) {
   std::vector<Parameter> parameters;
-  layer.attention_.TrainableParameters(parameters);
-  layer.ffn_.TrainableParameters(parameters);
-  layer.norm1_.TrainableParameters(parameters);
-  layer.norm2_.TrainableParameters(parameters);
+  layer.attention_.TrainableParameters(parameters, "attention.");
+  layer.ffn_.TrainableParameters(parameters, "ffn.");
+  layer.norm1_.TrainableParameters(parameters, "norm1.");
+  layer.norm2_.TrainableParameters(parameters, "norm2.");
   Run(&layer, layer.attention_.kernels(), layer.attention_.pool(), parameters);
   layer.attention_.WeightsUpdated();
   layer.ffn_.WeightsUpdated();
@@ -59,12 +62,13 @@ void Optimizer::Step(TransformerEncoderLayer& layer) {
 
 void Optimizer::Step(TransformerDecoderLayer& layer) {
   std::vector<Parameter> parameters;
-  layer.self_attention_.TrainableParameters(parameters);
-  layer.cross_attention_.TrainableParameters(parameters);
-  layer.ffn_.TrainableParameters(parameters);
-  for (LayerNorm* norm : {&layer.norm1_, &layer.norm2_, &layer.norm3_}) {
-    norm->TrainableParameters(parameters);
-  }
+  const ArgNames& n = *layer.config_.names;
+  layer.self_attention_.TrainableParameters(parameters, Cat({n.self_attention, "."}));
+  layer.cross_attention_.TrainableParameters(parameters, Cat({n.cross_attention, "."}));
+  layer.ffn_.TrainableParameters(parameters, "ffn.");
+  layer.norm1_.TrainableParameters(parameters, "norm1.");
+  layer.norm2_.TrainableParameters(parameters, "norm2.");
+  layer.norm3_.TrainableParameters(parameters, "norm3.");
   Run(&layer, layer.self_attention_.kernels(), layer.self_attention_.pool(), parameters);
   layer.self_attention_.WeightsUpdated();
   layer.cross_attention_.WeightsUpdated();
@@ -101,16 +105,35 @@ void Optimizer::Run(const void* object, const KernelTable& k, ThreadPool& pool,
       for (size_t s = 0; s < slots; ++s) state.slots.emplace_back(p.size, 0.0f);
     }
   }
-  for (size_t i = 0; i < parameters.size(); ++i) {
+  // Element-wise, ~1 ns an element: any split gives the same bits. Every
+  // parameter's update is computed and checked before any is written, so a
+  // step that would leave a value or a moment non-finite changes nothing.
+  const auto pass = [&](size_t i, bool check_only) {
     const Parameter& p = parameters[i];
-    // Element-wise, ~1 ns an element: any split gives the same bits.
+    std::atomic<unsigned> not_finite{0};
     ParallelElementwise(pool, p.size, 1.0, [&](size_t begin, size_t end) {
       float* at[2] = {};
       for (size_t s = 0; s < slots; ++s) at[s] = state.slots[i * slots + s].data() + begin;
-      Update(k, {p.value + begin, p.gradient + begin, end - begin}, at, state.steps);
+      const Parameter part{p.value + begin, p.gradient + begin, end - begin, {}};
+      not_finite.fetch_or(Update(k, part, at, state.steps, check_only),
+                          std::memory_order_relaxed);
     });
+    return not_finite.load(std::memory_order_relaxed);
+  };
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    if (const unsigned result = pass(i, true)) Refuse(parameters[i].name, result);
   }
+  for (size_t i = 0; i < parameters.size(); ++i) pass(i, false);
   ++state.steps;
+}
+
+void Optimizer::Refuse(std::string_view parameter, unsigned not_finite) const {
+  // A moment that overflows is the cause; the value then follows from it.
+  const unsigned which = not_finite & kNewSlot1   ? kNewSlot1
+                         : not_finite & kNewSlot0 ? kNewSlot0
+                                                  : kNewWeight;
+  throw std::range_error(Cat({parameter, ": ", Name(), " step refused: ", Overflow(which),
+                              " would overflow float32; no weight or optimizer state changed"}));
 }
 
 Sgd::Sgd(const SgdOptions& o) {
@@ -128,29 +151,45 @@ Sgd::Sgd(const SgdOptions& o) {
   nesterov_ = o.nesterov;
 }
 
-void Sgd::Update(const KernelTable& k, const Parameter& p, float* const* slots,
-                 size_t step) const {
-  TrainingKernelsFor(k).sgd({p.value, p.gradient, momentum_ > 0 ? slots[0] : nullptr, p.size, lr_, momentum_,
-         weight_decay_, nesterov_, step == 0});
+unsigned Sgd::Update(const KernelTable& k, const Parameter& p, float* const* slots,
+                     size_t step, bool check_only) const {
+  return TrainingKernelsFor(k).sgd({p.value, p.gradient, momentum_ > 0 ? slots[0] : nullptr,
+                                    p.size, lr_, momentum_, weight_decay_, nesterov_, step == 0,
+                                    check_only});
+}
+
+const char* Sgd::Overflow(unsigned which) const {
+  return which == kNewWeight ? "options.lr times its update"
+                             : "its momentum buffer (the gradients are too large in magnitude)";
 }
 
 Adam::Adam(const AdamOptions& o) : options_(o) {
   CheckRange("lr", o.lr, 0, false, kInf, false, "a finite number > 0");
   CheckRange("beta1", o.beta1, 0, true, 1, false, "a number in [0, 1)");
   CheckRange("beta2", o.beta2, 0, true, 1, false, "a number in [0, 1)");
-  CheckRange("eps", o.eps, 0, false, kInf, false, "a finite number > 0");
+  CheckEps("options.eps", o.eps);
   CheckRange(o.names->weight_decay, o.weight_decay, 0, true, kInf, false,
              "a finite number >= 0");
 }
 
-void Adam::Update(const KernelTable& k, const Parameter& p, float* const* slots,
-                  size_t step) const {
+unsigned Adam::Update(const KernelTable& k, const Parameter& p, float* const* slots,
+                      size_t step, bool check_only) const {
   const AdamOptions& o = options_;
   const double bc1 = 1 - Power(o.beta1, step + 1), bc2 = 1 - Power(o.beta2, step + 1);
-  TrainingKernelsFor(k).adam({p.value, p.gradient, slots[0], slots[1], p.size, float(o.beta1), float(o.beta2),
-          float(o.eps), o.decoupled_weight_decay ? 0.0f : float(o.weight_decay),
-          o.decoupled_weight_decay ? float(1 - o.lr * o.weight_decay) : 1.0f,
-          float(o.lr / bc1), float(1 / std::sqrt(bc2))});
+  return TrainingKernelsFor(k).adam(
+      {p.value, p.gradient, slots[0], slots[1], p.size, float(o.beta1), float(o.beta2),
+       float(o.eps), o.decoupled_weight_decay ? 0.0f : float(o.weight_decay),
+       o.decoupled_weight_decay ? float(1 - o.lr * o.weight_decay) : 1.0f, float(o.lr / bc1),
+       float(1 / std::sqrt(bc2)), check_only});
+}
+
+const char* Adam::Name() const { return options_.decoupled_weight_decay ? "AdamW" : "Adam"; }
+
+const char* Adam::Overflow(unsigned which) const {
+  return which == kNewWeight ? "options.lr times its update"
+         : which == kNewSlot0
+             ? "its first moment (the gradients are too large in magnitude)"
+             : "its second moment (the gradients' squares: gradients beyond 1.8e19 in magnitude)";
 }
 
 }  // namespace simd_attention

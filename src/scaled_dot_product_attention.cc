@@ -225,6 +225,7 @@ SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsT
       }
     }
   }
+  CheckComputed(kAttentionOutput, r.output, "v is too large in magnitude");
   return r;
 }
 

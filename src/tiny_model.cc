@@ -338,6 +338,7 @@ TinyModelResult TinyTransformer::Forward(std::span<const int32_t> tokens,
     t->x = std::move(x);
     t->tokens.assign(tokens.begin(), tokens.end());
     t->rows = rows;
+    t->tokens_per_row = tokens_per_row;
     t->ready = true;
   }
   return result;

@@ -6,12 +6,14 @@
 //   dE[token] += dx row by row, in order
 // and what an optimizer step needs of it.
 #include <stdexcept>
+#include <string>
 
 #include "gradients.h"
 #include "parameters.h"
 #include "simd_attention/tiny_model.h"
 #include "threading/parallel.h"
 #include "tiny_model_parts.h"
+#include "validate.h"
 
 namespace simd_attention {
 namespace {
@@ -48,7 +50,8 @@ void TinyTransformer::Backward() {
       layer.ffn->Backward(t.dx.data(), rows, t.d_sublayer.data(), layer.ffn_gradients);
       AddInPlace(*pool_, *kernels_, t.dx, t.d_sublayer);
     }
-    layer.attention.Backward(t.dx, layer.attention_gradients);
+    layer.attention.Backward({t.dx, rows / t.tokens_per_row, t.tokens_per_row, d},
+                             layer.attention_gradients);
     AddInPlace(*pool_, *kernels_, t.dx, layer.attention_gradients.d_input);
   }
   // Rows in order: a token's sum has one order whatever the threads.
@@ -84,13 +87,17 @@ void TinyTransformer::TrainableParameters(std::vector<Parameter>& out) {
     ThrowNoGradients();
   }
   Training& t = *training_;
-  out.push_back({embedding_.data(), t.d_embedding.data(), embedding_.size()});
-  for (const std::unique_ptr<Layer>& layer : layers_) {
-    layer->attention.TrainableParameters(out);
-    if (layer->ffn) layer->ffn->TrainableParameters(out);
+  // Named as SetWeights names them.
+  out.push_back({embedding_.data(), t.d_embedding.data(), embedding_.size(), "weights.embedding"});
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const std::string prefix = Cat({"weights.layers[", std::to_string(l), "]."});
+    layers_[l]->attention.TrainableParameters(out, prefix);
+    if (layers_[l]->ffn) layers_[l]->ffn->TrainableParameters(out, prefix);
   }
-  out.push_back({unembedding_.w.data(), t.d_unembedding.data(), unembedding_.w.size()});
-  out.push_back({unembedding_.bias.data(), t.d_unembedding_bias.data(), unembedding_.bias.size()});
+  out.push_back({unembedding_.w.data(), t.d_unembedding.data(), unembedding_.w.size(),
+                 "weights.unembedding"});
+  out.push_back({unembedding_.bias.data(), t.d_unembedding_bias.data(), unembedding_.bias.size(),
+                 Cat({"weights.", config_.names->unembedding_bias})});
 }
 
 void TinyTransformer::WeightsUpdated() {

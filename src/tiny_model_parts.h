@@ -26,6 +26,7 @@ struct TinyTransformer::Training {
   bool ready = false;          // a training forward since the last step
   bool has_gradients = false;  // a Backward since the last Reset or SetWeights
   size_t rows = 0;             // batch * tokens_per_row of that forward
+  size_t tokens_per_row = 0;
   std::vector<int32_t> tokens;
   std::vector<float> x;         // [rows, d_model]: what the unembedding took
   std::vector<float> d_logits;  // [rows, vocab]: dL/dlogits of the mean cross-entropy

@@ -98,6 +98,12 @@ FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                          const KernelTable& kernels)
     : FeedForward(d_model, ffn_dim, activation, kernels, SharedThreadPool(1)) {}
 
+LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels,
+                     std::shared_ptr<ThreadPool> pool)
+    : d_model_(d_model), eps_(eps), kernels_(&kernels), pool_(std::move(pool)) {
+  CheckEps(CppArgNames().eps, eps);
+}
+
 LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels)
     : LayerNorm(d_model, eps, kernels, SharedThreadPool(1)) {}
 

@@ -63,12 +63,10 @@ void LayerBackward(bool norm_first, size_t rows, ThreadPool& pool, const KernelT
   }
 }
 
-void CheckDOutput(bool trained, const ArgNames& names,
-                  std::span<const float> d_output, size_t batch, size_t tokens,
-                  size_t d_model) {
+void CheckDOutput(bool trained, const ArgNames& names, const Tensor3& d_output, size_t batch,
+                  size_t tokens, size_t d_model) {
   if (!trained) ThrowNoTrainingForward();
-  CheckLength(names.d_output, d_output.size(), {batch, tokens, d_model});
-  CheckFinite(names.d_output, d_output);
+  CheckOutputGradient(names.d_output, d_output, batch, tokens, d_model);
 }
 
 }  // namespace
@@ -103,14 +101,17 @@ void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradi
   t.has_gradients = true;
 }
 
-void FeedForward::TrainableParameters(std::vector<Parameter>& out) {
+void FeedForward::TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) {
   if (training_ == nullptr || !training_->has_gradients) {
     ThrowNoGradients();
   }
   Training& t = *training_;
-  for (auto [w, g] : {std::pair{&w1_.w, &t.d_w1}, {&w1_.bias, &t.d_b1}, {&w2_.w, &t.d_w2},
-                      {&w2_.bias, &t.d_b2}}) {
-    out.push_back({w->data(), g->data(), w->size()});
+  const char* names[] = {"w1", "b1", "w2", "b2"};
+  const std::pair<std::vector<float>*, std::vector<float>*> values[] = {
+      {&w1_.w, &t.d_w1}, {&w1_.bias, &t.d_b1}, {&w2_.w, &t.d_w2}, {&w2_.bias, &t.d_b2}};
+  for (size_t i = 0; i < 4; ++i) {
+    auto [w, g] = values[i];
+    out.push_back({w->data(), g->data(), w->size(), Cat({prefix, names[i]})});
   }
 }
 
@@ -144,28 +145,28 @@ void LayerNorm::Backward(const float* x, size_t rows, const float* d_out, float*
   g.d_beta.assign(t.d_beta.begin(), t.d_beta.end());
 }
 
-void LayerNorm::TrainableParameters(std::vector<Parameter>& out) {
+void LayerNorm::TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) {
   if (training_ == nullptr || training_->d_gamma.empty()) {
     ThrowNoGradients();
   }
-  out.push_back({gamma_.data(), training_->d_gamma.data(), gamma_.size()});
-  out.push_back({beta_.data(), training_->d_beta.data(), beta_.size()});
+  out.push_back({gamma_.data(), training_->d_gamma.data(), gamma_.size(), Cat({prefix, "gamma"})});
+  out.push_back({beta_.data(), training_->d_beta.data(), beta_.size(), Cat({prefix, "beta"})});
 }
 
-EncoderGradients TransformerEncoderLayer::Backward(std::span<const float> d_output) {
+EncoderGradients TransformerEncoderLayer::Backward(const Tensor3& d_output) {
   EncoderGradients g;
   Backward(d_output, g);
   return g;
 }
 
-void TransformerEncoderLayer::Backward(std::span<const float> d_output, EncoderGradients& g) {
+void TransformerEncoderLayer::Backward(const Tensor3& d_output, EncoderGradients& g) {
   const LayerConfig& c = config_;
   CheckDOutput(trained_, *c.names, d_output, batch_, tokens_, c.d_model);
   const size_t rows = batch_ * tokens_;
-  LayerBackward(c.norm_first, rows, attention_.pool(), attention_.kernels(), d_output,
+  LayerBackward(c.norm_first, rows, attention_.pool(), attention_.kernels(), d_output.data,
                 {{norm1_, norm1_input_, g.norm1,
                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                    attention_.Backward(dy, g.attention);
+                    attention_.Backward({dy, batch_, tokens_, c.d_model}, g.attention);
                     dx.assign(g.attention.d_input.begin(), g.attention.d_input.end());
                   }},
                  {norm2_, norm2_input_, g.norm2,
@@ -176,28 +177,28 @@ void TransformerEncoderLayer::Backward(std::span<const float> d_output, EncoderG
   CheckComputed("the gradients", g.d_input, kGradientTooLarge);
 }
 
-DecoderGradients TransformerDecoderLayer::Backward(std::span<const float> d_output) {
+DecoderGradients TransformerDecoderLayer::Backward(const Tensor3& d_output) {
   DecoderGradients g;
   Backward(d_output, g);
   return g;
 }
 
-void TransformerDecoderLayer::Backward(std::span<const float> d_output, DecoderGradients& g) {
+void TransformerDecoderLayer::Backward(const Tensor3& d_output, DecoderGradients& g) {
   const LayerConfig& c = config_;
   CheckDOutput(trained_, *c.names, d_output, batch_, tokens_, c.d_model);
   const size_t rows = batch_ * tokens_;
   ThreadPool& pool = self_attention_.pool();
   const KernelTable& k = self_attention_.kernels();
-  LayerBackward(c.norm_first, rows, pool, k, d_output,
+  LayerBackward(c.norm_first, rows, pool, k, d_output.data,
                 {{norm1_, norm1_input_, g.norm1,
                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                    self_attention_.Backward(dy, g.self_attention);
+                    self_attention_.Backward({dy, batch_, tokens_, c.d_model}, g.self_attention);
                     dx.assign(g.self_attention.d_input.begin(), g.self_attention.d_input.end());
                   }},
                  {norm2_, norm2_input_, g.norm2,
                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
                     MhaGradients& a = g.cross_attention;
-                    cross_attention_.Backward(dy, a);
+                    cross_attention_.Backward({dy, batch_, tokens_, c.d_model}, a);
                     dx.assign(a.d_query.begin(), a.d_query.end());
                     g.d_memory.resize(a.d_key.size());
                     Sum(pool, k, a.d_key.data(), a.d_value.data(), a.d_key.size(),

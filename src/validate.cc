@@ -64,11 +64,24 @@ void CheckTensor(std::string_view what, const Tensor3& t, size_t features,
   if (!values_checked) CheckFinite(name, t.data);
 }
 
+void CheckOutputGradient(std::string_view what, const Tensor3& d, size_t batch, size_t tokens,
+                         size_t features) {
+  if (d.batch != batch || d.tokens != tokens || d.features != features) {
+    ThrowInvalidArgument({what, ": expected shape ", ShapeString({batch, tokens, features}),
+                          " (the training forward's output's), got ",
+                          ShapeString({d.batch, d.tokens, d.features})});
+  }
+  CheckLength(what, d.data.size(), {batch, tokens, features});
+  CheckFinite(what, d.data);
+}
+
 void CheckEps(std::string_view what, double eps) {
-  if (!(eps > 0) || !(eps <= double(std::numeric_limits<float>::max()))) {
+  // Compared in double first: a double beyond float32's range has no float
+  // to convert to. Then as the kernels hold it: 1e-60 is 0 in float32.
+  if (!(eps <= double(std::numeric_limits<float>::max())) || !(static_cast<float>(eps) > 0)) {
     throw std::invalid_argument(std::string(what) +
                                 ": expected a finite number > 0 that float32 can hold "
-                                "(at most 3.4e38), got " + NumberString(eps));
+                                "(1.4e-45 to 3.4e38), got " + NumberString(eps));
   }
 }
 

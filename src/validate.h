@@ -84,8 +84,17 @@ const char* StorageTypeName(WeightType type);
 // "float16's range (magnitudes up to 65504)", for the messages.
 std::string StorableRange(WeightType type);
 
-// LayerNorm's epsilon: a finite number > 0 that float32 holds (1e40 is
-// refused, not rounded to +inf): "what: expected a finite number > 0 ...".
+// The gradient of a training forward's output [batch, tokens, features]:
+// that shape ("what: expected shape [2, 3, 8] (the training forward's
+// output's), got [3, 2, 8]"), its length, finite values.
+void CheckOutputGradient(std::string_view what, const Tensor3& d_output, size_t batch,
+                         size_t tokens, size_t features);
+
+// Every epsilon (LayerNorm's, Adam's): a finite number > 0 as float32, the
+// type the kernels add it in (1e40 is refused, not rounded to +inf; 1e-60,
+// not rounded to 0, which would divide 0 by 0 for a constant row):
+// "what: expected a finite number > 0 that float32 can hold (1.4e-45 to
+// 3.4e38), got 1e-60".
 void CheckEps(std::string_view what, double eps);
 
 // Values computed from valid (finite) inputs that overflowed float32: throws
@@ -108,6 +117,8 @@ class ComputedScan {
   // `count` rows of `width` floats, `ld` apart.
   void Scan(const float* rows, size_t count, size_t ld, size_t width);
   double Judge(std::string_view what, std::span<const float> all, const char* hint) const;
+  // Whether Judge would throw.
+  bool Overflowed() const;
 
  private:
   std::atomic<uint32_t> max_bits_{0};  // as in MaxAbsBits: the max commutes

@@ -56,6 +56,8 @@ struct OwnedLayer {
   std::vector<uint8_t> key_padding, memory_padding;
   std::vector<float> d_output;
   LayerProblem64 doubles;
+  // d_output in the output's shape [B, T, d_model].
+  Tensor3 DOutput() const { return {d_output, x.batch, x.tokens, x.features}; }
   MhaOptions self_options, cross_options;  // as the layer passes them on
 
   bool decoder() const { return c.memory_tokens != 0; }
@@ -183,7 +185,7 @@ LayerRun RunLayer(const OwnedLayer& p, const KernelTable& table,
     o.memory_key_padding_mask = p.memory_padding;
     o.training = true;
     r.output = layer.Forward(p.x.View(), p.memory.View(), o);
-    r.decoder = layer.Backward(p.d_output);
+    r.decoder = layer.Backward(p.DOutput());
   } else {
     TransformerEncoderLayer layer(p.c.config, table, std::move(pool));
     layer.SetWeights(p.self.View(), p.Ffn(), p.Norm(0), p.Norm(1));
@@ -192,7 +194,7 @@ LayerRun RunLayer(const OwnedLayer& p, const KernelTable& table,
     o.key_padding_mask = p.key_padding;
     o.training = true;
     r.output = layer.Forward(p.x.View(), o);
-    r.encoder = layer.Backward(p.d_output);
+    r.encoder = layer.Backward(p.DOutput());
   }
   return r;
 }
@@ -284,7 +286,8 @@ TEST_P(GoldenLayerBackward, MatchesAutograd) {
   options.causal = c.config_text.at("causal") != "none";
   const std::vector<float> out = layer.Forward({x.f32, x.shape[0], x.shape[1], x.shape[2]}, options);
   EXPECT_TRUE(AllNear(out, F(c, "output"), c.tolerance)) << "output";
-  const EncoderGradients g = layer.Backward(F(c, "d_output"));
+  const EncoderGradients g =
+      layer.Backward({F(c, "d_output"), x.shape[0], x.shape[1], x.shape[2]});
 
   const MhaConfig attention =
       MultiHeadAttention(MhaConfig{.d_model = config.d_model, .num_heads = config.num_heads})
@@ -441,14 +444,14 @@ TEST(LayerBackwardErrors, NamedAndRecoverable) {
   TransformerDecoderLayer decoder(p->c.config);
   decoder.SetWeights(p->self.View(), p->cross.View(), p->Ffn(), p->Norm(0), p->Norm(1),
                      p->Norm(2));
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->d_output); },
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
   DecoderOptions o;
   o.causal = p->c.causal;
   o.key_padding_mask = p->key_padding;
   o.memory_key_padding_mask = p->memory_padding;
   decoder.Forward(p->x.View(), p->memory.View(), o);  // not a training one
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->d_output); },
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
   o.training = true;
   const PrecomputedKV kv = decoder.PrecomputeMemory(p->memory.View());
@@ -458,28 +461,40 @@ TEST(LayerBackwardErrors, NamedAndRecoverable) {
   decoder.Forward(p->x.View(), p->memory.View(), o);
   std::vector<float> d = p->d_output;
   d.pop_back();
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { decoder.Backward(d); },
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { decoder.Backward({d, 2, 7, 16}); },
                                                 {"d_output", "expected"}));
+  // The output's length in another shape: [2, 7, 16] is the output's.
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { decoder.Backward({p->d_output, 7, 2, 16}); },
+      {"d_output: expected shape [2, 7, 16] (the training forward's output's), got [7, 2, 16]"}));
   d = p->d_output;
   d[3] = NAN;
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { decoder.Backward(d); },
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { decoder.Backward({d, 2, 7, 16}); },
                                                 {"d_output", "NaN"}));
   // The saved state stayed: the same gradients as a fresh layer's.
-  const DecoderGradients g = decoder.Backward(p->d_output);
+  const DecoderGradients g = decoder.Backward(p->DOutput());
   const LayerRun fresh = RunLayer(*p, decoder.self_attention().kernels());
   EXPECT_EQ(g.d_input, fresh.decoder.d_input);
   EXPECT_EQ(g.d_memory, fresh.decoder.d_memory);
   // SetWeights drops it.
   decoder.SetWeights(p->self.View(), p->cross.View(), p->Ffn(), p->Norm(0), p->Norm(1),
                      p->Norm(2));
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->d_output); },
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { decoder.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
 
   const auto q = MakeLayer(kCases[0], 1);  // an encoder
   TransformerEncoderLayer encoder(q->c.config);
   encoder.SetWeights(q->self.View(), q->Ffn(), q->Norm(0), q->Norm(1));
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { encoder.Backward(q->d_output); },
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { encoder.Backward(q->DOutput()); },
                                            {"expected the last forward to be a training one"}));
+  EncoderOptions eo;
+  eo.training = true;
+  eo.causal = q->c.causal;
+  encoder.Forward(q->x.View(), eo);  // [2, 9, 16]
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { encoder.Backward({q->d_output, 1, 18, 16}); },
+      {"d_output: expected shape [2, 9, 16] (the training forward's output's), got [1, 18, 16]"}));
+  EXPECT_EQ(encoder.Backward(q->DOutput()).d_input.size(), q->d_output.size());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // an error that blames an argument the caller did not pass.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "partial_outputs.h"
 #include "random_mha.h"
 #include "simd_attention/multi_head_attention.h"
+#include "simd_attention/scaled_dot_product_attention.h"
 #include "simd_attention/transformer_layers.h"
 #include "test_util.h"
 
@@ -99,6 +101,89 @@ TEST_P(Magnitude, KVCacheKeepsOnlyFiniteValuesAndStaysUsable) {
   cache.Append(keys, values, 2);
   EXPECT_EQ(cache.length(), 4u);
   EXPECT_TRUE(AllFinite(mha.ForwardIncremental(a.View(), cache).output));
+}
+
+// The output is a weighted mean of the values, finite for finite values,
+// while the kernel's unnormalized sum over the keys is up to (keys) x
+// max|v|: 64 equal keys with values 1e37 sum to 6.4e38, past float32.
+// Heads of 5 values are padded on the SIMD tables; 1 query takes the dot
+// products, 40 queries the GEMM and two query blocks.
+TEST_P(Magnitude, ValuesWhoseSumOverflowsStillGiveTheirMean) {
+  for (const size_t tq : {size_t{1}, size_t{40}}) {
+    for (const size_t dv : {size_t{5}, size_t{8}}) {
+      const size_t heads = 2, tk = 64, d = 8;
+      const std::vector<float> q(heads * tq * d, 0.0f), k(heads * tk * d, 0.0f);
+      const std::vector<float> v(heads * tk * dv, 1e37f);
+      ScaledDotProductAttention sdpa({}, table());
+      const SdpaResult r = sdpa.Forward({q, 1, heads, tq, d}, {k, 1, heads, tk, d},
+                                        {v, 1, heads, tk, dv});
+      for (const float z : r.output) ASSERT_NEAR(z, 1e37f, 1e37 * 1e-6) << tq << " x " << dv;
+    }
+  }
+}
+
+// The sums are kept in range by scaling the values by a power of two, which
+// is exact: the output is bit for bit the unscaled computation's, here that
+// of the same values times 2^-40 (which need no scaling), times 2^40.
+TEST_P(Magnitude, ScaledValuesGiveTheUnscaledBits) {
+  std::mt19937 rng(3);
+  const size_t heads = 2, tq = 37, tk = 100, d = 8, dv = 8;
+  const std::vector<float> q = testing::RandomVector(heads * tq * d, 1.0f, rng);
+  const std::vector<float> k = testing::RandomVector(heads * tk * d, 1.0f, rng);
+  const std::vector<float> v = testing::RandomVector(heads * tk * dv, 1e37f, rng);
+  std::vector<float> v_small = v;
+  Scale(v_small, 0x1p-40f);
+  ScaledDotProductAttention sdpa({}, table());
+  SdpaOptions o;
+  o.causal = CausalAlignment::kBottomRight;
+  const std::vector<float> large =
+      sdpa.Forward({q, 1, heads, tq, d}, {k, 1, heads, tk, d}, {v, 1, heads, tk, dv}, o).output;
+  std::vector<float> small =
+      sdpa.Forward({q, 1, heads, tq, d}, {k, 1, heads, tk, d}, {v_small, 1, heads, tk, dv}, o)
+          .output;
+  Scale(small, 0x1p40f);
+  ASSERT_TRUE(AllFinite(large));
+  EXPECT_EQ(large, small);
+}
+
+// Values at float32's largest: a mean that rounds past it is refused by the
+// name of the attention, never returned as Infinity or NaN.
+TEST_P(Magnitude, AnAttentionOutputBeyondFloat32IsRefusedByName) {
+  const size_t tk = 64, d = 8;
+  const std::vector<float> q(d, 0.0f), k(tk * d, 0.0f), v(tk * d, FLT_MAX);
+  ScaledDotProductAttention sdpa({}, table());
+  try {
+    const SdpaResult r = sdpa.Forward({q, 1, 1, 1, d}, {k, 1, 1, tk, d}, {v, 1, 1, tk, d});
+    for (const float z : r.output) EXPECT_NEAR(z, FLT_MAX, FLT_MAX * 1e-6);
+  } catch (const std::range_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("the attention softmax(q k^T) v overflowed float32", 0),
+              0u)
+        << e.what();
+  }
+}
+
+// MultiHeadAttention over the same values (V = x W_v = 1e37, equal scores,
+// W_o the identity): the output is the mean, 1e37, not a refusal that blames
+// the output projection; as is a decoding step over a bfloat16 cache,
+// whose values are widened and then scaled.
+TEST_P(Magnitude, AttentionOverValuesWhoseSumOverflows) {
+  const size_t d = 8, tokens = 64;
+  const std::vector<float> zeros(d * d, 0.0f), w_v(d * d, 1.25e36f), bias(d, 0.0f);
+  std::vector<float> w_o(d * d, 0.0f);
+  for (size_t i = 0; i < d; ++i) w_o[i * d + i] = 1.0f;
+  const std::vector<float> x(tokens * d, 1.0f);
+  MultiHeadAttention mha(MhaConfig{.d_model = d, .num_heads = 2}, table());
+  mha.SetWeights({zeros, zeros, w_v, w_o, bias, bias, bias, bias});
+  for (const float y : mha.Forward(Tensor3{x, 1, tokens, d}).output) {
+    ASSERT_NEAR(y, 1e37f, 1e37 * 1e-6);
+  }
+  MultiHeadAttention narrow(
+      MhaConfig{.d_model = d, .num_heads = 2, .cache_type = WeightType::kBF16}, table());
+  narrow.SetWeights({zeros, zeros, w_v, w_o, bias, bias, bias, bias});
+  KVCache cache = narrow.CreateKVCache(1, tokens);
+  for (const float y : narrow.ForwardIncremental(Tensor3{x, 1, tokens, d}, cache).output) {
+    ASSERT_NEAR(y, 1e37f, 1e37 * 1e-2);  // 1e37 in bfloat16
+  }
 }
 
 LayerConfig SmallLayer() {
@@ -206,17 +291,32 @@ TEST(PartialOutputs, AnAttentionsSumIsCheckedAsItsOutput) {
   EXPECT_TRUE(ThrowsWith<std::range_error>([&] { CheckSummedOutput(sum); }, {whole}));
 }
 
+// Every eps is judged as the float32 the kernels add it in: 1e-60 and 5e-46
+// are 0 there (a constant row would be 0 / 0), 1e40 is +inf.
 TEST(Eps, OneRuleForLayersAndLayerNorm) {
   const std::vector<float> x(4, 1.0f), gamma(4, 1.0f), beta(4, 0.0f);
-  for (const double eps : {0.0, -1.0, 1e40, double(INFINITY), double(NAN)}) {
+  const KernelTable& table = *testing::AllKernelTables()[0];
+  const std::pair<double, const char*> refused[] = {
+      {0.0, "0"},     {-1.0, "-1"},  {1e40, "1e+40"}, {double(INFINITY), "inf"},
+      {double(NAN), "NaN"}, {1e-60, "1e-60"}, {5e-46, "5e-46"}};
+  for (const auto& [eps, text] : refused) {
+    const std::string expected = std::string(": expected a finite number > 0 that float32 can hold "
+                                              "(1.4e-45 to 3.4e38), got ") + text;
     EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { LayerNormForward(Tensor3{x, 1, 1, 4}, {gamma, beta}, eps, *testing::AllKernelTables()[0]); },
-        {"eps: expected a finite number > 0 that float32 can hold"}))
+        [&] { LayerNormForward(Tensor3{x, 1, 1, 4}, {gamma, beta}, eps, table); },
+        {"eps" + expected}))
         << eps;
+    LayerConfig c{.d_model = 4, .num_heads = 1, .ffn_dim = 4, .eps = eps};
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { TransformerEncoderLayer l(c); },
+                                                  {"config.eps" + expected}));
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { TransformerDecoderLayer l(c); },
+                                                  {"config.eps" + expected}));
   }
-  LayerConfig c{.d_model = 4, .num_heads = 1, .ffn_dim = 4, .eps = INFINITY};
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { TransformerEncoderLayer l(c); },
-                                                {"config.eps: expected a finite number > 0"}));
+  // A LayerNorm of its own takes eps as float32 already.
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { LayerNorm norm(4, 0.0f, table); },
+                                                {"eps: expected a finite number > 0"}));
+  // The smallest float32 > 0 is accepted: a constant row gives beta.
+  EXPECT_EQ(LayerNormForward(Tensor3{x, 1, 1, 4}, {gamma, beta}, 1e-45, table), beta);
 }
 
 INSTANTIATE_ON_EVERY_TABLE(Magnitude);

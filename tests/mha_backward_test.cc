@@ -49,7 +49,8 @@ TEST_P(GoldenBackward, MatchesAutograd) {
   if (c.Has("key_padding_mask")) options.key_padding_mask = c.Tensor("key_padding_mask").u8;
   const MhaResult r = mha.Forward(query, memory, memory, options);
   EXPECT_TRUE(AllNear(r.output, c.Tensor("output").f32, c.tolerance)) << "output";
-  const MhaGradients g = mha.Backward(c.Tensor("d_output").f32);
+  const GoldenTensor& d = c.Tensor("d_output");
+  const MhaGradients g = mha.Backward(Tensor3{d.f32, d.shape[0], d.shape[1], d.shape[2]});
 
   // The case's tolerance, or the float32 bound above if tighter.
   const size_t chain = MhaChainLength(mha.config(), query.batch, query.tokens, memory.tokens);
@@ -154,6 +155,10 @@ struct Problem {
   MhaOptions options;
   std::vector<float> d_output;
   std::vector<double> d_output64;
+  // d_output in the output's shape [B, Tq, d_model].
+  Tensor3 DOutput() const {
+    return {d_output, floats.query.batch, floats.query.tokens, floats.config.d_model};
+  }
 };
 
 std::unique_ptr<Problem> MakeProblem(const Variant& variant, uint32_t seed) {
@@ -189,8 +194,8 @@ MhaGradients RunBackward(MultiHeadAttention& mha, const Problem& p, bool self,
   } else {
     mha.Forward(q, p.floats.key.View(), p.floats.value.View(), options);
   }
-  if (into == nullptr) return mha.Backward(p.d_output);
-  mha.Backward(p.d_output, *into);
+  if (into == nullptr) return mha.Backward(p.DOutput());
+  mha.Backward(p.DOutput(), *into);
   return *into;
 }
 
@@ -318,31 +323,42 @@ TEST(BackwardErrors, NamedAndRecoverable) {
   MultiHeadAttention mha(p->floats.config);
   mha.SetWeights(p->floats.weights.View());
   const Tensor3 q = p->floats.query.View(), k = p->floats.key.View(), v = p->floats.value.View();
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->d_output); },
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
   mha.Forward(q, k, v, p->options);  // not training
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->d_output); },
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->DOutput()); },
                                            {"options.training true", "got none"}));
   MhaOptions training = p->options;
   training.training = true;
   mha.Forward(q, k, v, training);
-  const MhaGradients expected = mha.Backward(p->d_output);
+  const MhaGradients expected = mha.Backward(p->DOutput());
+  const Tensor3 d = p->DOutput();  // [2, 5, 16]
   const std::vector<float> short_d(p->d_output.begin(), p->d_output.end() - 1);
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { mha.Backward(short_d); },
+      [&] { mha.Backward(Tensor3{short_d, d.batch, d.tokens, d.features}); },
       {"d_output", std::to_string(p->d_output.size()), std::to_string(short_d.size())}));
+  // The right length in another shape is not the output's gradient.
+  const std::pair<Tensor3, const char*> wrong[] = {{{d.data, 5, 2, 16}, "[5, 2, 16]"},
+                                                    {{d.data, 1, 10, 16}, "[1, 10, 16]"},
+                                                    {{d.data, 2, 10, 8}, "[2, 10, 8]"}};
+  for (const auto& [shape, text] : wrong) {
+    EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+        [&] { mha.Backward(shape); },
+        {"d_output: expected shape [2, 5, 16] (the training forward's output's), got ", text}));
+  }
   std::vector<float> nan_d = p->d_output;
   nan_d[5] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { mha.Backward(nan_d); },
-                                                {"d_output", "element 5", "NaN"}));
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { mha.Backward(Tensor3{nan_d, d.batch, d.tokens, d.features}); },
+      {"d_output", "element 5", "NaN"}));
   // The state survives a refused call: the same gradients again.
-  EXPECT_TRUE(SameBits(mha.Backward(p->d_output).d_w_q, expected.d_w_q));
+  EXPECT_TRUE(SameBits(mha.Backward(p->DOutput()).d_w_q, expected.d_w_q));
   mha.ReleaseTraining();
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->d_output); },
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
   mha.Forward(q, k, v, training);
   mha.SetWeights(p->floats.weights.View());  // new weights: the state is stale
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->d_output); },
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
 
   // Forwards that keep nothing refuse training.

@@ -3,10 +3,13 @@
 // MultiHeadAttention (padded heads, bias) equal to SetWeights of the weights
 // the rule gives from the gradients its Backward returned; training loops
 // whose loss falls (an attention fitted to another's outputs, an encoder and
-// a decoder layer); errors.
+// a decoder layer); errors, and steps refused before they would make a value
+// or a moment non-finite.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
@@ -155,7 +158,7 @@ void ExpectStepsFollowRule(const KernelTable& table, Optimizer& optimizer, Rule 
   training.training = true;
   for (int step = 0; step < 3; ++step) {
     mha.Forward(x.View(), training);
-    const MhaGradients g = mha.Backward(d_output);
+    const MhaGradients g = mha.Backward({d_output, x.batch, x.tokens, x.features});
     optimizer.Step(mha);
     for (int i = 0; i < 8; ++i) rules[i].Step(w64.w[i], *GradientOf(g, i));
     const OwnedWeights expected = w64.Floats();
@@ -222,7 +225,7 @@ TEST(TrainingLoop, AttentionFitsAnotherAttentionsOutputs) {
   for (int step = 0; step < 300; ++step) {
     last = MseGradient(student.Forward(x.View(), options).output, target, d_output);
     if (step == 0) first = last;
-    student.Backward(d_output);
+    student.Backward({d_output, x.batch, x.tokens, x.features});
     adam.Step(student);
   }
   RecordProperty("loss", std::to_string(first) + " -> " + std::to_string(last));
@@ -254,7 +257,7 @@ TEST(TrainingLoop, LayersLossFalls) {
   for (int step = 0; step < 60; ++step) {
     last = MseGradient(encoder.Forward(x.View(), eo), target.data, d_output);
     if (step == 0) first = last;
-    encoder.Backward(d_output);
+    encoder.Backward({d_output, x.batch, x.tokens, x.features});
     sgd.Step(encoder);
   }
   RecordProperty("encoder_loss", std::to_string(first) + " -> " + std::to_string(last));
@@ -269,7 +272,7 @@ TEST(TrainingLoop, LayersLossFalls) {
   for (int step = 0; step < 60; ++step) {
     last = MseGradient(decoder.Forward(x.View(), memory.View(), d_options), target.data, d_output);
     if (step == 0) first = last;
-    decoder.Backward(d_output);
+    decoder.Backward({d_output, x.batch, x.tokens, x.features});
     adamw.Step(decoder);
   }
   RecordProperty("decoder_loss", std::to_string(first) + " -> " + std::to_string(last));
@@ -290,6 +293,11 @@ TEST(OptimizerErrors, NamedAndRecoverable) {
                                                 {"options.beta1", "[0, 1)", "got 1"}));
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([] { Adam({.eps = NAN}); },
                                                 {"options.eps", "got NaN"}));
+  // 0 in float32, the type the kernel adds it in: 0 / 0 for a zero gradient.
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [] { Adam({.eps = 1e-60}); },
+      {"options.eps: expected a finite number > 0 that float32 can hold (1.4e-45 to 3.4e38), "
+       "got 1e-60"}));
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([] { Adam({.weight_decay = -0.5}); },
                                                 {"options.weight_decay", "got -0.5"}));
 
@@ -305,15 +313,168 @@ TEST(OptimizerErrors, NamedAndRecoverable) {
   MhaOptions training;
   training.training = true;
   mha.Forward(x.View(), training);
-  mha.Backward(std::vector<float>(x.data.size(), 1.0f));
+  const std::vector<float> ones(x.data.size(), 1.0f);
+  mha.Backward({ones, x.batch, x.tokens, x.features});
   adam.Step(mha);
   // A step releases the training state: Backward needs a new training forward.
   EXPECT_TRUE(ThrowsWith<std::logic_error>(
-      [&] { mha.Backward(std::vector<float>(x.data.size(), 1.0f)); },
+      [&] { mha.Backward({ones, x.batch, x.tokens, x.features}); },
       {"expected the last forward to be a training one"}));
   // SetWeights drops the gradients.
   mha.SetWeights(w.View());
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { adam.Step(mha); }, {"expected a backward since the weights last changed"}));
+}
+
+// ---------------------------------------------------------------------------
+// A step whose values or moments would not be finite is refused, by name,
+// and changes nothing.
+
+// check_only computes what the step would write, through the same code,
+// and says which results would not be finite, writing nothing: in a whole
+// vector (element 3) and in the tail (element 36) alike.
+TEST_P(OptimizerKernels, CheckOnlyFindsWhatWouldNotBeFiniteAndWritesNothing) {
+  const TrainingKernels& t = TrainingKernelsFor(table());
+  const size_t n = 37;
+  std::mt19937 rng(5);
+  const std::vector<float> w0 = RandomVector(n, 1.0f, rng), g0 = RandomVector(n, 1.0f, rng);
+  for (const size_t at : {size_t{3}, size_t{36}}) {
+    std::vector<float> w = w0, g = g0, buf(n, 0.5f), m(n, 0.5f), v(n, 0.5f);
+    const auto unchanged = [&] {
+      return w == w0 && buf == std::vector<float>(n, 0.5f) && m == buf && v == buf;
+    };
+    const SgdArgs sgd{w.data(), g.data(), buf.data(), n, 0.1f, 0.9f, 0.0f, false, false, true};
+    EXPECT_EQ(t.sgd(sgd), 0u);
+    g[at] = 3e38f;  // 0.9 * 0.5 + 3e38 is finite; 1 - 10 * that is not
+    SgdArgs big_lr = sgd;
+    big_lr.lr = 10.0f;
+    EXPECT_EQ(t.sgd(big_lr), unsigned{kNewWeight}) << at;
+    // The momentum buffer itself: 0.9 * 3e38 + 3e38, and so the value.
+    std::fill(buf.begin(), buf.end(), 3e38f);
+    EXPECT_EQ(t.sgd(sgd), unsigned{kNewSlot0 | kNewWeight}) << at;
+    std::fill(buf.begin(), buf.end(), 0.5f);
+    // Adam: the gradient's square overflows v (1e20^2 = 1e40); m and the
+    // value stay finite (v = inf makes the update 0).
+    g = g0;
+    g[at] = 1e20f;
+    const AdamArgs adam{w.data(), g.data(), m.data(), v.data(), n, 0.9f, 0.999f, 1e-8f, 0.0f,
+                        1.0f, 0.01f, 1.0f, true};
+    EXPECT_EQ(t.adam(adam), unsigned{kNewSlot1}) << at;
+    // An infinite step size (lr / (1 - beta1) past float32): every value.
+    g = g0;
+    AdamArgs huge = adam;
+    huge.step_size = INFINITY;
+    EXPECT_EQ(t.adam(huge), unsigned{kNewWeight}) << at;
+    EXPECT_TRUE(unchanged()) << at;
+  }
+}
+
+// An attention whose b_o[0] is 3.35e38: a gradient of -1e38 there (d_output
+// -2.5e37 in column 0 of each of 4 rows) would take it to 3.45e38. W_o's
+// column 0 is zero, so that no other gradient is large. The SGD step is
+// refused naming b_o, and the weights and the momentum stay as they were:
+// the next steps match those of a twin that never took it. So for Adam,
+// whose second moment a gradient of 1e30 would overflow.
+TEST_P(OptimizerStep, AStepThatWouldOverflowChangesNothing) {
+  std::mt19937 rng(6);
+  const MhaConfig config = MultiHeadAttention(MhaConfig{.d_model = 8, .num_heads = 2}).config();
+  OwnedWeights w = RandomWeights(config, rng);
+  w.b_o[0] = 3.35e38f;
+  for (size_t r = 0; r < 8; ++r) w.w_o[r * 8] = 0.0f;
+  const OwnedTensor x = RandomTensor(1, 4, 8, rng);
+  const std::vector<float> small = RandomVector(x.data.size(), 1e-3f, rng);
+  std::vector<float> huge_sgd(x.data.size(), 0.0f), huge_adam(x.data.size(), 1e30f);
+  for (size_t r = 0; r < 4; ++r) huge_sgd[r * 8] = -2.5e37f;
+  MhaOptions training;
+  training.training = true;
+  const auto step = [&](MultiHeadAttention& mha, Optimizer& o, const std::vector<float>& d) {
+    mha.Forward(x.View(), training);
+    mha.Backward({d, 1, 4, 8});
+    o.Step(mha);
+  };
+  const auto check = [&](Optimizer& a_opt, Optimizer& b_opt, const std::vector<float>& huge,
+                         const std::string& message) {
+    MultiHeadAttention a(config, table()), b(config, table());
+    a.SetWeights(w.View());
+    b.SetWeights(w.View());
+    step(a, a_opt, small);
+    step(b, b_opt, small);
+    const std::vector<float> before = a.Forward(x.View()).output;
+    a.Forward(x.View(), training);
+    a.Backward({huge, 1, 4, 8});
+    EXPECT_TRUE(ThrowsWith<std::range_error>([&] { a_opt.Step(a); }, {message}));
+    EXPECT_EQ(a.Forward(x.View()).output, before);
+    for (int i = 0; i < 2; ++i) {
+      step(a, a_opt, small);
+      step(b, b_opt, small);
+      EXPECT_EQ(a.Forward(x.View()).output, b.Forward(x.View()).output) << message;
+    }
+  };
+  Sgd sgd_a({.lr = 0.1, .momentum = 0.9}), sgd_b({.lr = 0.1, .momentum = 0.9});
+  check(sgd_a, sgd_b, huge_sgd,
+        "b_o: SGD step refused: options.lr times its update would overflow float32; no weight or "
+        "optimizer state changed");
+  Adam adam_a({.lr = 0.01}), adam_b({.lr = 0.01});
+  check(adam_a, adam_b, huge_adam,
+        ": Adam step refused: its second moment (the gradients' squares: gradients beyond 1.8e19 "
+        "in magnitude) would overflow float32; no weight or optimizer state changed");
+}
+
+// Parameters are named as SetWeights names them, with the object's names
+// (config.names): an lr past float32 makes every update overflow, so the
+// first parameter is named.
+TEST(OptimizerErrors, NameTheParameterAsSetWeightsDoes) {
+  std::mt19937 rng(7);
+  const MhaConfig attention = MultiHeadAttention(MhaConfig{.d_model = 8, .num_heads = 2}).config();
+  const OwnedWeights self = RandomWeights(attention, rng), cross = RandomWeights(attention, rng);
+  const std::vector<float> w1 = RandomVector(8 * 16, 0.3f, rng), b1(16);
+  const std::vector<float> w2 = RandomVector(16 * 8, 0.25f, rng), b2(8);
+  const std::vector<float> gamma(8, 1.0f), beta(8, 0.0f);
+  const OwnedTensor x = RandomTensor(1, 3, 8, rng), memory = RandomTensor(1, 2, 8, rng);
+  const std::vector<float> d(x.data.size(), 0.5f);
+  const Tensor3 d_output{d, 1, 3, 8};
+  Adam adam({.lr = 3.5e38}), adamw({.lr = 3.5e38, .decoupled_weight_decay = true});
+  const char* kTail =
+      " step refused: options.lr times its update would overflow float32; no weight or optimizer "
+      "state changed";
+
+  MultiHeadAttention mha(attention);
+  mha.SetWeights(self.View());
+  MhaOptions mo;
+  mo.training = true;
+  mha.Forward(x.View(), mo);
+  mha.Backward(d_output);
+  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adam.Step(mha); },
+                                           {std::string("w_q: Adam") + kTail}));
+
+  const LayerConfig config{.d_model = 8, .num_heads = 2, .ffn_dim = 16};
+  TransformerEncoderLayer encoder(config);
+  encoder.SetWeights(self.View(), {w1, b1, w2, b2}, {gamma, beta}, {gamma, beta});
+  EncoderOptions eo;
+  eo.training = true;
+  encoder.Forward(x.View(), eo);
+  encoder.Backward(d_output);
+  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adamw.Step(encoder); },
+                                           {std::string("attention.w_q: AdamW") + kTail}));
+  // The layer keeps its gradients: a usable optimizer steps it.
+  Sgd({.lr = 0.01}).Step(encoder);
+
+  TransformerDecoderLayer decoder(config);
+  decoder.SetWeights(self.View(), cross.View(), {w1, b1, w2, b2}, {gamma, beta}, {gamma, beta},
+                     {gamma, beta});
+  DecoderOptions dopt;
+  dopt.training = true;
+  decoder.Forward(x.View(), memory.View(), dopt);
+  decoder.Backward(d_output);
+  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adam.Step(decoder); },
+                                           {std::string("self_attention.w_q: Adam") + kTail}));
+
+  TinyTransformer model(
+      TinyModelConfig{.vocab = 6, .d_model = 8, .num_heads = 2, .num_layers = 1, .max_tokens = 4});
+  const std::vector<int32_t> tokens = {1, 2, 3, 4}, targets = {2, 3, 4, 5};
+  model.Forward(tokens, targets, 1, 4, {.training = true});
+  model.Backward();
+  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adam.Step(model); },
+                                           {std::string("weights.embedding: Adam") + kTail}));
 }
 
 }  // namespace

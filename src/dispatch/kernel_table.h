@@ -62,9 +62,10 @@ struct TrainingKernels {
   // d_y * xhat (whose column sums are d_gamma) into dy_xhat; no aliasing.
   void (*layer_norm_backward)(const float* x, size_t rows, size_t d, const float* gamma,
                               float eps, const float* d_y, float* d_x, float* dy_xhat);
-  // One optimizer step of one parameter, in place (kernels/optimizer.h).
-  void (*sgd)(const SgdArgs& args);
-  void (*adam)(const AdamArgs& args);
+  // One optimizer step of one parameter, in place, or with check_only
+  // which of its results would not be finite (kernels/optimizer.h).
+  unsigned (*sgd)(const SgdArgs& args);
+  unsigned (*adam)(const AdamArgs& args);
 };
 
 // The GEMM for these arguments: int8 weights times a few rows (a decoding

@@ -2,11 +2,21 @@
 // value (packed weights, in place) and its state from its gradient
 // (optimizer-inl.h). The value, gradient and state share one layout, so the
 // padding of packed panels, whose gradient is zero, stays zero.
+//
+// With check_only the same pass computes the same numbers and writes none:
+// it returns which of them would not be finite (kNewWeight | kNewSlot0 |
+// kNewSlot1), so that a step is refused before it changes anything.
 #pragma once
 
 #include <cstddef>
 
 namespace simd_attention {
+
+enum OptimizerResult : unsigned {
+  kNewWeight = 1,  // the updated value
+  kNewSlot0 = 2,   // SGD's momentum buffer, Adam's first moment m
+  kNewSlot1 = 4,   // Adam's second moment v
+};
 
 // SGD with momentum, as torch.optim.SGD with dampening 0:
 //   g += weight_decay * w
@@ -19,6 +29,7 @@ struct SgdArgs {
   size_t n;
   float lr, momentum, weight_decay;
   bool nesterov, first;
+  bool check_only = false;
 };
 
 // Adam, as torch.optim.Adam, or AdamW (decoupled weight decay):
@@ -36,6 +47,7 @@ struct AdamArgs {
   float l2;     // weight_decay added to the gradient (Adam), else 0
   float decay;  // 1 - lr * weight_decay (AdamW), else 1
   float step_size, inv_sqrt_bc2;
+  bool check_only = false;
 };
 
 }  // namespace simd_attention

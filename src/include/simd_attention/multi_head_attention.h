@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "simd_attention/arg_names.h"
@@ -208,15 +209,16 @@ class MultiHeadAttention {
                                const MhaOptions& options = {});
 
   // The gradients of the last forward, which must have been a training one
-  // (MhaOptions::training), given d_output = dL/d(output) [B, Tq, d_model].
-  // Throws std::logic_error without one, std::invalid_argument for a wrong
-  // length or a non-finite value (naming d_output); the saved state stays,
-  // so Backward may be called again.
-  MhaGradients Backward(std::span<const float> d_output);
+  // (MhaOptions::training), given d_output = dL/d(output) of the forward
+  // output's shape [B, Tq, d_model]. Throws std::logic_error without one,
+  // std::invalid_argument for another shape, a wrong length or a non-finite
+  // value (naming d_output); the saved state stays, so Backward may be
+  // called again.
+  MhaGradients Backward(const Tensor3& d_output);
   // The same into `gradients`, whose vectors keep their storage when already
   // of the right size (a training loop reuses one: no allocation per step).
   // Its values are unspecified after a std::range_error.
-  void Backward(std::span<const float> d_output, MhaGradients& gradients);
+  void Backward(const Tensor3& d_output, MhaGradients& gradients);
   // Frees what a training forward kept (as the next forward does).
   void ReleaseTraining();
 
@@ -305,12 +307,13 @@ class MultiHeadAttention {
   [[noreturn]] static void RefuseTraining(const char* forward);
   // A packed [rows, cols] matrix's transpose, packed: the backward's W^T.
   // Every weight and bias with its last Backward's gradient, in the packed
-  // layout (for Optimizer::Step); throws std::logic_error without one.
+  // layout (for Optimizer::Step), named `prefix` + config.names' name;
+  // throws std::logic_error without one.
   friend class Optimizer;
   // A model of these (tiny_model.h) gathers their parameters for its own
   // step and reads their packed weights back.
   friend class TinyTransformer;
-  void TrainableParameters(std::vector<Parameter>& out);
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
   // After an optimizer updated the packed weights: W^T and the training
   // state are stale.
   void WeightsUpdated();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,7 +35,11 @@ struct AdamOptions {
 
 // Step(object) updates every weight, bias and LayerNorm parameter of the
 // object from its last Backward (std::logic_error without one since its
-// last SetWeights). The moments (the state) are kept per object and
+// last SetWeights). A step that would make a value or a moment non-finite
+// (an lr or gradients too large for float32) throws std::range_error naming
+// the parameter as SetWeights does, the optimizer and what would overflow,
+// and changes nothing: every update is computed and checked before any is
+// written. The moments (the state) are kept per object and
 // parameter, sized at the object's first Step; Forget(object) drops them
 // (e.g. before the object is destroyed, or to start over). After a step the
 // object's training state is released (a Backward needs a new training
@@ -57,13 +62,20 @@ class Optimizer {
     std::vector<std::vector<float>> slots;  // per parameter, slots_per_parameter each
   };
   virtual size_t SlotsPerParameter() const = 0;
-  // One parameter's update; slots: this optimizer's state for it.
-  virtual void Update(const KernelTable& k, const Parameter& p, float* const* slots,
-                      size_t step) const = 0;
+  // One parameter's update; slots: this optimizer's state for it. With
+  // check_only, nothing is written and the result says which new values
+  // would not be finite (kernels/optimizer.h).
+  virtual unsigned Update(const KernelTable& k, const Parameter& p, float* const* slots,
+                          size_t step, bool check_only) const = 0;
+  // "SGD", "Adam", "AdamW"; and what overflowed, for one bit of Update's
+  // result.
+  virtual const char* Name() const = 0;
+  virtual const char* Overflow(unsigned which) const = 0;
 
  private:
   void Run(const void* object, const KernelTable& k, ThreadPool& pool,
            const std::vector<Parameter>& parameters);
+  [[noreturn]] void Refuse(std::string_view parameter, unsigned not_finite) const;
   // Per object, in the order of their first steps: a program trains a few
   // objects, so a search beats a hash table's code (the training .wasm).
   std::vector<std::pair<const void*, State>> states_;
@@ -77,22 +89,27 @@ class Sgd final : public Optimizer {
 
  private:
   size_t SlotsPerParameter() const override { return momentum_ > 0 ? 1 : 0; }
-  void Update(const KernelTable& k, const Parameter& p, float* const* slots,
-              size_t step) const override;
+  unsigned Update(const KernelTable& k, const Parameter& p, float* const* slots, size_t step,
+                  bool check_only) const override;
+  const char* Name() const override { return "SGD"; }
+  const char* Overflow(unsigned which) const override;
   float lr_, momentum_, weight_decay_;
   bool nesterov_;
 };
 
 class Adam final : public Optimizer {
  public:
-  // Throws std::invalid_argument naming the option: lr and eps finite and
-  // > 0, beta1 and beta2 in [0, 1), weight_decay finite and >= 0.
+  // Throws std::invalid_argument naming the option: lr finite and > 0, eps
+  // finite and > 0 as float32 (CheckEps), beta1 and beta2 in [0, 1),
+  // weight_decay finite and >= 0.
   explicit Adam(const AdamOptions& options);
 
  private:
   size_t SlotsPerParameter() const override { return 2; }
-  void Update(const KernelTable& k, const Parameter& p, float* const* slots,
-              size_t step) const override;
+  unsigned Update(const KernelTable& k, const Parameter& p, float* const* slots, size_t step,
+                  bool check_only) const override;
+  const char* Name() const override;
+  const char* Overflow(unsigned which) const override;
   AdamOptions options_;
 };
 

@@ -109,7 +109,9 @@ class ScaledDotProductAttention {
   // q [B, Hq, Tq, d], k [B, Hkv, Tk, d], v [B, Hkv, Tk, dv] (or token-major).
   // Throws std::invalid_argument naming the argument, the expected and the
   // given value; SizeLimitError for sizes that cannot be allocated;
-  // std::range_error if the scores could overflow float32.
+  // std::range_error if the scores could overflow float32, or an output
+  // (a weighted mean of v, finite unless v is near float32's largest)
+  // rounds past it.
   SdpaResult Forward(const HeadsTensor& q, const HeadsTensor& k, const HeadsTensor& v,
                      const SdpaOptions& options = {});
 

@@ -87,7 +87,7 @@ class FeedForward {
  private:
   friend class Optimizer;
   friend class TinyTransformer;  // as MultiHeadAttention's
-  void TrainableParameters(std::vector<Parameter>& out);
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
   void WeightsUpdated();
 
   size_t d_model_, ffn_dim_;
@@ -114,10 +114,10 @@ class FeedForward {
 
 class LayerNorm {
  public:
-  // On the given pool, or on the calling thread alone.
+  // On the given pool, or on the calling thread alone. Throws
+  // std::invalid_argument naming eps unless it is finite and > 0.
   LayerNorm(size_t d_model, float eps, const KernelTable& kernels,
-            std::shared_ptr<ThreadPool> pool)
-      : d_model_(d_model), eps_(eps), kernels_(&kernels), pool_(std::move(pool)) {}
+            std::shared_ptr<ThreadPool> pool);
   LayerNorm(size_t d_model, float eps, const KernelTable& kernels);
   void SetWeights(const char* name, const NormWeights& w);
   void Forward(const float* x, size_t rows, float* out) const;
@@ -127,7 +127,7 @@ class LayerNorm {
 
  private:
   friend class Optimizer;
-  void TrainableParameters(std::vector<Parameter>& out);
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
 
   size_t d_model_;
   float eps_;
@@ -200,12 +200,13 @@ class TransformerEncoderLayer {
   // [B, T, d_model] -> [B, T, d_model].
   std::vector<float> Forward(const Tensor3& x, const EncoderOptions& options = {});
   // The gradients of the last forward, a training one, given d_output =
-  // dL/d(output) [B, T, d_model]. Throws std::logic_error without one,
-  // std::invalid_argument for a wrong length or a non-finite value (naming
-  // d_output); the saved state stays.
-  EncoderGradients Backward(std::span<const float> d_output);
+  // dL/d(output) of the output's shape [B, T, d_model]. Throws
+  // std::logic_error without one, std::invalid_argument for another shape, a
+  // wrong length or a non-finite value (naming d_output); the saved state
+  // stays.
+  EncoderGradients Backward(const Tensor3& d_output);
   // The same into `gradients`, reused: its vectors keep their storage.
-  void Backward(std::span<const float> d_output, EncoderGradients& gradients);
+  void Backward(const Tensor3& d_output, EncoderGradients& gradients);
 
   // The config with threads and names resolved.
   const LayerConfig& config() const { return config_; }
@@ -274,8 +275,8 @@ class TransformerDecoderLayer {
                                         const PrecomputedKV& memory,
                                         const SelfAttentionOptions& self_attention = {});
   // As TransformerEncoderLayer::Backward, with the memory's gradient too.
-  DecoderGradients Backward(std::span<const float> d_output);
-  void Backward(std::span<const float> d_output, DecoderGradients& gradients);
+  DecoderGradients Backward(const Tensor3& d_output);
+  void Backward(const Tensor3& d_output, DecoderGradients& gradients);
 
   const LayerConfig& config() const { return config_; }  // as the encoder's
   size_t WeightBytes() const {  // as the encoder's
