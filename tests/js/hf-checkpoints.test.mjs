@@ -156,3 +156,15 @@ describe('names that are Object.prototype keys', () => {
       `Uint16Array(${c.dModel * c.dModel})`);
   });
 });
+
+test('an object with a file\'s names and tensor() but no info() is an object of tensors', () => {
+  const file = parseSafetensors(fs.readFileSync(modelFile('bert.safetensors')));
+  const lookalike = { names: file.names, tensor: (n) => file.tensor(n) };
+  const c = cases.bert;
+  const layer = track(new sa.TransformerEncoderLayer({ dModel: c.dModel, numHeads: c.numHeads,
+    ffnDim: c.ffnDim }));
+  expectError(() => loadCheckpoint(layer, lookalike, { prefix: c.prefix }), RangeError,
+    'loadCheckpoint: no tensor of a TransformerEncoderLayer layout (pytorch, separate, bert, ' +
+    `fused, gpt2) under prefix '${c.prefix}.'; the checkpoint's 2 tensors start 'names', ` +
+    "'tensor': set options.prefix");
+});

@@ -121,8 +121,11 @@ function targetKind(where, target) {
 // tensor(name) -> { data, dtype? } }: a SafetensorsFile, or an object of
 // Float32Array or { data, shape, dtype? } entries.
 function readCheckpoint(where, checkpoint) {
+  // A SafetensorsFile, by its members (one from another copy of the
+  // package passes); anything else is an object of tensors.
   if (checkpoint !== null && typeof checkpoint === 'object' &&
-      Array.isArray(checkpoint.names) && typeof checkpoint.tensor === 'function') {
+      Array.isArray(checkpoint.names) && checkpoint.names.every((n) => typeof n === 'string') &&
+      typeof checkpoint.tensor === 'function' && typeof checkpoint.info === 'function') {
     return {
       names: checkpoint.names,
       shape: (name) => checkpoint.info(name).shape,
