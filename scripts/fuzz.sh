@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer target over the C++ API (tests/fuzz/api_fuzzer.cc) for a
-# bounded time: `npm test` runs it for 60 s; by hand, longer:
-#   scripts/fuzz.sh [seconds]        (default 60; build first: scripts/build.sh fuzz)
-# New inputs go to build/fuzz/corpus (not committed); tests/fuzz/seeds/ is
-# read as well. A crash leaves its input in build/fuzz/ and exits non-zero.
+# Runs the fuzzers for a bounded time (tests/fuzz/README.md): the libFuzzer
+# target over the C++ API (tests/fuzz/api_fuzzer.cc), then the randomized
+# fuzz of the package's checkpoint reading (tests/fuzz/js/). `npm test` runs
+# them for 60 s and 30 s; by hand, longer:
+#   scripts/fuzz.sh [seconds] [js-seconds]   (default 60 30; build first:
+#   scripts/build.sh fuzz package, and scripts/setup.sh for tests/fuzz/js)
+# New C++ inputs go to build/fuzz/corpus (not committed); tests/fuzz/seeds/
+# is read as well. A crash leaves its input in build/fuzz/; a JS failure
+# prints its input and the SEED that repeats the run. Either exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+js_seconds="${2:-30}"
 mkdir -p build/fuzz/corpus
 echo "fuzz: api_fuzzer for ${seconds} s"
 # -rss_limit_mb: no single input may need more than 2 GiB (the target keeps
@@ -19,9 +24,19 @@ build/fuzz/tests/fuzz/api_fuzzer -max_total_time="$seconds" -rss_limit_mb=2048 \
 # The summary lines; the whole report (stack traces) on failure.
 if [ "$status" -eq 0 ]; then
   grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::(number_of_executed_units|peak_rss_mb))' "$log" || true
-  echo "fuzz: passed"
+  echo "fuzz: api_fuzzer passed"
 else
   tail -n 80 "$log"
-  echo "fuzz: FAILED (exit $status); the input is in build/fuzz/, the log in $log" >&2
+  echo "fuzz: api_fuzzer FAILED (exit $status); the input is in build/fuzz/, the log in $log" >&2
+fi
+
+# The JS fuzz under a heap limit (unbounded memory is an out-of-memory
+# exit) and a wall-clock limit (a hang is killed), both failures.
+js_status=0
+timeout "$((js_seconds + 120))" bash scripts/node-wasm.sh --max-old-space-size=1024 \
+  tests/fuzz/js/checkpoints.fuzz.mjs "$js_seconds" || js_status=$?
+if [ "$js_status" -ne 0 ]; then
+  echo "fuzz: checkpoints FAILED (exit $js_status$([ "$js_status" -eq 124 ] && echo ': timed out'))" >&2
+  [ "$status" -ne 0 ] || status="$js_status"
 fi
 exit "$status"

@@ -292,4 +292,5 @@ step_emcc
 step_npm .
 step_npm tests/bundlers
 step_npm tests/types
+step_npm tests/fuzz/js
 step_gitignore
