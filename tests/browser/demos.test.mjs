@@ -128,6 +128,26 @@ test('home page loads without errors', { timeout: TIMEOUT }, async () => {
   }
 });
 
+// The index's cards (the four demos and "This browser") keep a gap between
+// each other, side by side and stacked.
+test('home page: no two cards touch', { timeout: TIMEOUT }, async () => {
+  for (const [viewport, tag] of [[DESKTOP, '1280x800'], [PHONE, '390']]) {
+    const p = await open('index.html', { viewport });
+    const boxes = await p.page.$$eval('.card', (nodes) => nodes.map((n) => {
+      const r = n.getBoundingClientRect();
+      return { name: n.querySelector('h2').textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom };
+    }));
+    assert.equal(boxes.length, 5, `home ${tag}: cards`);
+    for (const [i, a] of boxes.entries()) {
+      for (const b of boxes.slice(i + 1)) {
+        const gap = Math.max(b.left - a.right, a.left - b.right, b.top - a.bottom, a.top - b.bottom);
+        assert.ok(gap >= 8, `home ${tag}: "${a.name}" and "${b.name}" are ${gap}px apart`);
+      }
+    }
+    await p.context.close();
+  }
+});
+
 async function shapesShown(page) {
   return page.$$eval('[data-tensor]', (nodes) => Object.fromEntries(nodes.map((n) => [n.dataset.tensor, {
     shape: n.querySelector('.shape').textContent, changed: n.dataset.changed === 'true',
@@ -310,6 +330,40 @@ test('shapes walk-through prints the right shapes: self, cross and grouped-query
     await shoot(phone.page, name);
     await phone.context.close();
   }
+});
+
+// Share of a heatmap's cells drawn near-white (every channel >= 240): what
+// zeros look like on the signed scale.
+async function blankShare(page, tensor) {
+  return page.locator(`[data-tensor="${tensor}"] canvas`).evaluate((canvas) => {
+    const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    let blank = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i] >= 240 && data[i + 1] >= 240 && data[i + 2] >= 240) blank++;
+    }
+    return blank / (data.length / 4);
+  });
+}
+
+// The hand-built heads' queries hold a few features (head 0: the 8 position
+// features of 64); the features they leave at 0 are drawn grey and counted
+// in a note, so that no Q heatmap is a blank panel.
+test('shapes walk-through: no Q heatmap looks empty', { timeout: TIMEOUT }, async () => {
+  const p = await open('shapes.html');
+  assertClean(p, 'shapes');
+  assert.match(await p.page.locator('[data-tensor="Q"] .unused-note').textContent(),
+    /^Grey: 56 of these 64 features are 0 in every token\. Head 0 \(previous token\) is built by hand, and its query uses only the other 8\.$/);
+  for (let head = 0; head < 8; head++) {
+    await p.page.selectOption('#head', String(head));
+    for (const tensor of ['Q', 'Qh']) {
+      const share = await blankShare(p.page, tensor);
+      assert.ok(share < 0.5, `head ${head}, ${tensor}: ${Math.round(share * 100)}% of the cells blank`);
+    }
+    const notes = await p.page.locator('[data-tensor="Qh"] .unused-note').count();
+    assert.equal(notes, head === 0 || head === 1 || head === 2 ? 1 : 0, `head ${head}: notes under Q heads`);
+  }
+  await shoot(p.page, 'shapes-q-head7-1280x800');
+  await p.context.close();
 });
 
 async function headCards(page) {

@@ -30,6 +30,17 @@ const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Where the demos live; `/` redirects here. */
 export const DEMO_PATH = '/web/demo/';
+
+/**
+ * The demos the server lists when it starts: the cards of the demo index
+ * (web/demo/index.html), in its order, as [label, file in web/demo/].
+ */
+export const DEMO_PAGES = [
+  ['shapes walk-through', 'shapes.html'],
+  ['attention explorer', 'explorer.html'],
+  ['live benchmark', 'bench.html'],
+  ['training heads', 'training.html'],
+];
 const PREFIX = '/web/';
 
 const TYPES = {
@@ -283,9 +294,10 @@ if (isMain) {
   }
   startServer({ ...opts, quiet: !process.env.SA_DEMO_LOG }).then(({ url, port }) => {
     console.log(`simd-attention demos: ${url}  (serving web/ at /web/, pages at ${DEMO_PATH})`);
-    console.log(`  shapes walk-through  ${url}web/demo/shapes.html`);
-    console.log(`  attention explorer   ${url}web/demo/explorer.html`);
-    console.log(`  live benchmark       ${url}web/demo/bench.html`);
+    const width = Math.max(...DEMO_PAGES.map(([label]) => label.length));
+    for (const [label, file] of DEMO_PAGES) {
+      console.log(`  ${label.padEnd(width)}  ${new URL(`${DEMO_PATH}${file}`, url).href}`);
+    }
     console.log('Ctrl-C stops the server.');
     if (port !== opts.port && opts.port !== 0) console.log(`(asked for port ${opts.port})`);
   }, (e) => {

@@ -184,7 +184,7 @@ async function compute(module, pool, mode, kvHeads) {
         : 'Three [512, 512] projections; every head reads its own 64 of the 512 columns. ') +
         'The library returns Q, K and V already split into heads; shown here with the heads put back side by side.',
       tensors: [
-        { id: 'Q', name: 'Q', shape: [B, T, D], data: q, view: tokens(T), source: 'library-merged' },
+        { id: 'Q', name: 'Q', shape: [B, T, D], data: q, view: tokens(T), source: 'library-merged', query: true },
         { id: 'K', name: 'K', shape: [B, tk, kvWidth], data: k, view: tokens(tk), source: 'library-merged' },
         { id: 'V', name: 'V', shape: [B, tk, kvWidth], data: v, view: tokens(tk), source: 'library-merged' },
       ],
@@ -197,7 +197,7 @@ async function compute(module, pool, mode, kvHeads) {
           `reads key/value head ⌊h / ${H / kvHeads}⌋ (heads 0–3 share kv head 0, heads 4–7 kv head 1).`
         : 'No arithmetic: head h takes features 64h … 64h+63 of every token.',
       tensors: [
-        { id: 'Qh', name: 'Q heads', shape: lib.q.shape, data: qh, view: heads(T), source: 'library' },
+        { id: 'Qh', name: 'Q heads', shape: lib.q.shape, data: qh, view: heads(T), source: 'library', query: true },
         { id: 'Kh', name: grouped ? 'K kv heads' : 'K heads', shape: lib.k.shape, data: kh, view: kvHeadsView(tk), source: 'library' },
         { id: 'Vh', name: grouped ? 'V kv heads' : 'V heads', shape: lib.v.shape, data: vh, view: kvHeadsView(tk), source: 'library' },
       ],
@@ -253,6 +253,19 @@ async function compute(module, pool, mode, kvHeads) {
 // Rendering
 // ---------------------------------------------------------------------------
 
+// The columns of a view that are 0 in every row: the features a hand-built
+// head's query leaves empty, drawn grey and counted in a note, so that a
+// query of 8 features out of 64 does not look like an empty heatmap.
+function zeroColumns({ data, rows, cols }) {
+  const zero = new Set();
+  for (let c = 0; c < cols; c++) {
+    let r = 0;
+    while (r < rows && data[r * cols + c] === 0) r++;
+    if (r === rows) zero.add(c);
+  }
+  return zero;
+}
+
 // A rows x cols matrix copied out of a tensor for the chosen batch and head.
 function viewOf(tensor, b, h) {
   const { view, shape, data } = tensor;
@@ -269,6 +282,7 @@ function viewOf(tensor, b, h) {
       const col0 = view.slot ? h * DK : 0;
       return {
         data: copy(view.t, SHOWN_FEATURES, b * view.t * width, width, col0), rows: view.t, cols: SHOWN_FEATURES,
+        head: col0 / DK,
         slice: view.slot ? `batch ${b}, features ${col0}–${col0 + DK - 1} (head ${h}'s slot)`
           : `batch ${b}, features 0–${SHOWN_FEATURES - 1} of ${width}`,
         xTitle: 'features', yTitle: 'tokens',
@@ -278,7 +292,7 @@ function viewOf(tensor, b, h) {
       // Key and value heads: the one query head h reads.
       const [heads, head] = view.kvHeads ? [view.kvHeads, kvHeadOf(h, view.kvHeads)] : [H, h];
       return {
-        data: copy(view.t, DK, (b * heads + head) * view.t * DK, DK, 0), rows: view.t, cols: DK,
+        data: copy(view.t, DK, (b * heads + head) * view.t * DK, DK, 0), rows: view.t, cols: DK, head,
         slice: heads < H ? `batch ${b}, kv head ${head} (read by query head ${h}): all ${DK} features`
           : `batch ${b}, head ${h}: all ${DK} features`,
         xTitle: 'features of the head', yTitle: 'tokens',
@@ -341,6 +355,7 @@ function render() {
       const scale = t.scale ?? 'signed';
       const [vmin, vmax] = scale === 'prob' ? [0, 1] : scaleRange('signed', v.data);
       const note = t.isNew ? 'only in cross-attention' : changed ? `${otherName}: ${formatShape(otherShape)}` : null;
+      const unused = t.query ? zeroColumns(v) : new Set();
       return el('div', {
         class: `tensor${changed ? ' changed' : ''}`,
         dataset: { tensor: t.id, shape: t.shape.join(','), changed: String(changed), source: t.source },
@@ -351,6 +366,7 @@ function render() {
         note ? el('span', { class: 'was' }, note) : null),
       heatmap({
         data: v.data, rows: v.rows, cols: v.cols, scale, vmin, vmax,
+        isMasked: unused.size > 0 ? (r, c) => unused.has(c) : undefined,
         width: v.square ? squareWidth : width, maxCell: v.square ? 22 : 5, cellHeight: v.square ? undefined : 9,
         xTitle: v.xTitle, yTitle: v.yTitle, rowLabels: v.rowLabels, colLabels: v.colLabels,
         hint: `${v.slice}${SOURCES[t.source] ? ` · ${SOURCES[t.source]}` : ''}`,
@@ -359,7 +375,11 @@ function render() {
           ? (r, c, x) => `"${v.rowLabels[r]}" (${r}) \u2192 "${v.colLabels[c]}" (${c}): ${formatNumber(x, 4)}`
           : (r, c, x) => `${v.yTitle.split(' ')[0]} ${r}, ${v.xTitle.split(' ')[0]} ${c}: ${formatNumber(x, 4)}`,
       }),
-      legend({ scale, vmin, vmax, title: scale === 'prob' ? 'probability' : 'value' }));
+      legend({ scale, vmin, vmax, title: scale === 'prob' ? 'probability' : 'value' }),
+      unused.size > 0 ? el('p', { class: 'unused-note' },
+        `Grey: ${unused.size} of these ${v.cols} features are 0 in every token. Head ${v.head} ` +
+        `(${HEADS[v.head].name}) is built by hand, and its query uses only the other ` +
+        `${v.cols - unused.size}.`) : null);
     });
     return el('section', { class: `stage${stageChanged ? ' changed' : ''}`, dataset: { stage: stage.id } },
       el('div', {},
