@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the fuzzers for a bounded time (tests/fuzz/README.md): the libFuzzer
-# target over the C++ API (tests/fuzz/api_fuzzer.cc), then the randomized
-# fuzz of the package's checkpoint reading (tests/fuzz/js/). `npm test` runs
-# them for 60 s and 30 s; by hand, longer:
+# target over the C++ API (tests/fuzz/api_fuzzer.cc) and the randomized
+# fuzz of the package's checkpoint reading (tests/fuzz/js/), side by side.
+# `npm test` runs them for 60 s and 30 s; by hand, longer:
 #   scripts/fuzz.sh [seconds] [js-seconds]   (default 60 30; build first:
 #   scripts/build.sh fuzz package, and scripts/setup.sh for tests/fuzz/js)
 # New C++ inputs go to build/fuzz/corpus (not committed); tests/fuzz/seeds/
@@ -13,7 +13,14 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 js_seconds="${2:-30}"
 mkdir -p build/fuzz/corpus
-echo "fuzz: api_fuzzer for ${seconds} s"
+# Each fuzzer is one process: the JS one runs on the other core meanwhile,
+# under a heap limit (unbounded memory is an out-of-memory exit) and a
+# wall-clock limit (a hang is killed), both failures.
+js_log=build/fuzz/js-last-run.log
+timeout "$((js_seconds + 120))" bash scripts/node-wasm.sh --max-old-space-size=1024 \
+  tests/fuzz/js/checkpoints.fuzz.mjs "$js_seconds" >"$js_log" 2>&1 &
+js_fuzz=$!
+echo "fuzz: api_fuzzer for ${seconds} s, checkpoints (JS) for ${js_seconds} s beside it"
 # -rss_limit_mb: no single input may need more than 2 GiB (the target keeps
 # valid requests small); -timeout: one input may run 20 s under ASan.
 log=build/fuzz/last-run.log
@@ -30,11 +37,9 @@ else
   echo "fuzz: api_fuzzer FAILED (exit $status); the input is in build/fuzz/, the log in $log" >&2
 fi
 
-# The JS fuzz under a heap limit (unbounded memory is an out-of-memory
-# exit) and a wall-clock limit (a hang is killed), both failures.
 js_status=0
-timeout "$((js_seconds + 120))" bash scripts/node-wasm.sh --max-old-space-size=1024 \
-  tests/fuzz/js/checkpoints.fuzz.mjs "$js_seconds" || js_status=$?
+wait "$js_fuzz" || js_status=$?
+cat "$js_log"
 if [ "$js_status" -ne 0 ]; then
   echo "fuzz: checkpoints FAILED (exit $js_status$([ "$js_status" -eq 124 ] && echo ': timed out'))" >&2
   [ "$status" -ne 0 ] || status="$js_status"
