@@ -59,8 +59,11 @@ export interface AttentionModuleOptions {
    * logical processors, at most 4, and 1 where threads are impossible
    * (`threadsUnavailable` says why). Given explicitly (0 = every logical
    * processor) and impossible, it rejects with an Error saying why. 1: the
-   * single-thread build. The threaded builds have the `'highway'` backend
-   * only: with another `backend` and no `threads`, the single-thread build.
+   * single-thread build. At most 4 per logical processor
+   * (`navigator.hardwareConcurrency`, Node's `os.availableParallelism()`):
+   * more rejects with a RangeError before any worker starts. The threaded
+   * builds have the `'highway'` backend only: with another `backend` and no
+   * `threads`, the single-thread build.
    */
   threads?: number;
   /**
@@ -1103,7 +1106,10 @@ export type AttentionResultFor<A extends boolean, S extends boolean> =
  * cannot load.
  */
 export function createAttentionPool(options: {
-  /** Workers to start, >= 1. */
+  /**
+   * Workers to start: 1 to 4 per logical processor (as
+   * `AttentionModuleOptions.threads`; more rejects with a RangeError).
+   */
   workers: number;
   /** The build every worker loads. Default: the fastest this engine runs. */
   build?: BuildName;
@@ -1116,7 +1122,9 @@ export function createAttentionPool(options: {
 /**
  * Workers whose objects' methods return promises of the synchronous API's
  * results and reject with its errors. Calls on one object run in order. A
- * worker that dies rejects every pending call and marks the pool `dead`.
+ * method copies its arguments before it returns (copies, not transfers: the
+ * caller may write into its arrays at once and keeps them). A worker that
+ * dies rejects every pending call and marks the pool `dead`.
  */
 export interface AttentionPool {
   readonly workers: number;

@@ -19,7 +19,8 @@ import { OPTION_KEYS } from './src/option-keys.js';
 import { makeScaledDotProductAttention } from './src/scaled-dot-product-attention.js';
 import { makeTinyTransformer } from './src/tiny-model.js';
 import { makeOptimizers } from './src/training.js';
-import { logicalProcessors, threadsUnavailableReason } from './src/thread-workers.js';
+import { checkWorkerCount, logicalProcessors, threadsUnavailableReason }
+  from './src/thread-workers.js';
 import { makeReclaimer } from './src/wasm-object.js';
 
 // ---------------------------------------------------------------------------
@@ -181,10 +182,12 @@ export async function createAttentionModule(options = {}) {
 // the single-thread builds have was asked for; `threads` given explicitly
 // and impossible rejects (xsimd then fails in the threaded build's C++,
 // naming it; scalar picked the non-SIMD build, which has no threaded one).
-// 0 means every logical processor.
+// 0 means every logical processor; more than 4 per logical processor is a
+// RangeError (checkWorkerCount).
 async function pickThreads(where, requested, simd, backend, training) {
   const given = requested !== undefined;
   let threads = given ? optionalSize(where, 'options.threads', requested) : 0;
+  await checkWorkerCount(where, 'options.threads', threads, 0);
   if (training) {
     if (given && threads !== 1) {
       throw new Error(`${where}: options.threads: ${requested} threads asked for, but the ` +

@@ -4,6 +4,8 @@
 // its errors (partial outputs whose sum overflows float32 included),
 // disposal, a killed worker and concurrent callers; layers, each
 // whole in one worker, give the synchronous layers' results exactly.
+import os from 'node:os';
+
 import { rejection, thrown } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { randomLayerWeights } from './support/layers.mjs';
@@ -350,6 +352,13 @@ test('a disposed pool rejects its calls; its options are checked', async () => {
     'MultiHeadAttention.forward: this attention pool was disposed; create a new one');
   await expectRejects(createAttentionPool({ workers: 0 }), RangeError,
     'createAttentionPool: options.workers: expected a positive integer, got 0');
+  // At most 4 per logical processor, checked before any worker starts.
+  const processors = globalThis.navigator?.hardwareConcurrency ?? os.availableParallelism();
+  for (const count of [4 * processors + 1, 1e6]) {
+    await expectRejects(createAttentionPool({ workers: count }), RangeError,
+      `createAttentionPool: options.workers: expected an integer from 1 to ${4 * processors} ` +
+      `(4 per logical processor; this machine has ${processors}), got ${count}`);
+  }
   await expectRejects(createAttentionPool({ workers: 1, threads: 2 }), TypeError,
     "createAttentionPool: options: unknown key 'threads' (expected workers, build, backend, wasmPath)");
   await expectRejects(createAttentionPool({ workers: 1, build: 'fast' }), TypeError,

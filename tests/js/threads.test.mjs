@@ -1,8 +1,8 @@
 // The threaded builds: the golden cases and larger calls (which the cost
 // models do split) on 1, 2 and 4 threads, bit-identical to the single-thread
 // build of the same kind; the thread count rules; module.dispose(); where
-// threads are impossible, the fallback and its reason; and a Node process
-// that ends on its own.
+// threads are impossible, the fallback and its reason; the bound on the
+// count; and a Node process that ends on its own.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -213,6 +213,23 @@ test('options.threads is a non-negative integer (JS types only)', async () => {
     'createAttentionModule: options.threads: expected an integer, got "2"'));
   await expect(createAttentionModule({ threads: 1.5 })).rejects.toThrow(new RangeError(
     'createAttentionModule: options.threads: expected a non-negative integer, got 1.5'));
+});
+
+test('options.threads is at most 4 per logical processor: more rejects at once', async () => {
+  const processors = globalThis.navigator?.hardwareConcurrency ?? os.availableParallelism();
+  const most = 4 * processors;
+  // 1e6 threads used to abort Node with a fatal out-of-memory after 42 s,
+  // 2000 to grow 550 MB/s: the bound is checked before any worker starts.
+  for (const threads of [most + 1, 2000, 1e6]) {
+    const started = performance.now();
+    await expect(createAttentionModule({ threads, relaxedSimd: false })).rejects.toThrow(
+      new RangeError(`createAttentionModule: options.threads: expected an integer from 0 to ` +
+        `${most} (4 per logical processor; this machine has ${processors}), got ${threads}`));
+    expect(performance.now() - started).toBeLessThan(1000);
+  }
+  // For every build, the training build's one thread included.
+  await expect(createAttentionModule({ threads: 1e6, training: true })).rejects.toThrow(
+    /^createAttentionModule: options.threads: expected an integer from 0 to \d+ .* got 1000000$/);
 });
 
 test('a threaded module whose .wasm is missing rejects, and its workers end', async () => {

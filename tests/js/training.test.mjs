@@ -301,6 +301,45 @@ describe('errors', () => {
       'weights last changed, got none');
   });
 
+  test('an optimizer refuses another module\'s object; both stay usable', async () => {
+    const other = await createAttentionModule({ training: true });
+    try {
+      for (const make of [() => trained(other), () => {
+        const layer = track(new other.TransformerEncoderLayer({ dModel: D, numHeads: 2, ffnDim: 4 }));
+        layer.setWeights({ attention: smallWeights(), ffn: { w1: values(D * 4, 1), b1: values(4, 2),
+          w2: values(4 * D, 3), b2: values(D, 4) }, norm1: { gamma: values(D, 5), beta: values(D, 6) },
+        norm2: { gamma: values(D, 7), beta: values(D, 8) } });
+        layer.forward(x, { training: true });
+        layer.backward(dOutput);
+        return layer;
+      }]) {
+        const foreign = make();
+        if (foreign instanceof other.MultiHeadAttention) foreign.backward(dOutput);
+        const kind = foreign.constructor.name;
+        for (const optimizer of [track(new sa.SGD({ lr: 0.1 })), track(new sa.Adam())]) {
+          const name = optimizer.constructor.name;
+          expectError(() => optimizer.step(foreign), Error, `${name}.step: target: this ${kind} ` +
+            'belongs to another module (another createAttentionModule() call, i.e. another wasm ' +
+            'instance); step it with an optimizer of the module that created it');
+          // The optimizer steps its own module's objects, the object is
+          // stepped by its own module's optimizer.
+          const own = trained(sa);
+          own.backward(dOutput);
+          optimizer.step(own);
+          const before = foreign.forward(x).output?.data ?? foreign.forward(x).data;
+          track(new other.SGD({ lr: 0.1 })).step(foreign);
+          const after = foreign.forward(x).output?.data ?? foreign.forward(x).data;
+          expect(maxAbsDiff(after, before)).toBeGreaterThan(1e-4);
+          foreign.forward(x, ...(kind === 'MultiHeadAttention' ? [undefined, undefined] : []),
+            { training: true });
+          foreign.backward(dOutput);
+        }
+      }
+    } finally {
+      other.dispose();
+    }
+  });
+
   test.each(Object.entries(inference))('the %s build refuses training, naming the option',
     (build, module) => {
       const mha = track(new module.MultiHeadAttention({ dModel: D, numHeads: 2 }));

@@ -20,6 +20,7 @@ export function describe(v) {
   if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   if (typeof v === 'function') return 'a function';
+  if (typeof v === 'symbol') return 'a symbol';
   const tag = Object.prototype.toString.call(v).slice(8, -1);
   const name = tag === 'Object' ? v.constructor?.name : undefined;
   return `an object (${typeof name === 'string' && name !== '' ? name : tag})`;

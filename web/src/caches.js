@@ -5,7 +5,7 @@ import { checkObject, describe, optionalMask, optionalSize, requiredSize } from 
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
-import { defineDispose } from './wasm-object.js';
+import { defineDispose, liveDuringCall } from './wasm-object.js';
 
 // Every KVCache / PrecomputedKeyValue of every module -> { wasm, raw, kind }
 // (raw: the Embind object, null once disposed). Lets the objects that
@@ -36,7 +36,8 @@ export function kvRaw(wasm, where, name, v, kind) {
   if (h.raw === null) {
     throw new Error(`${where}: ${name}: the ${kind} was disposed; create a new one`);
   }
-  return h.raw;
+  return liveDuringCall(h, () => `${where}: ${name}: the ${kind} was disposed during the ` +
+    'call (by a getter of one of its arguments); create a new one');
 }
 
 // Makes an empty Embind `Binding` object, lets `fill` (a call into the
@@ -86,11 +87,12 @@ export function makeKeyValueClasses(wasm, reclaimer) {
       if (!(#batch in self)) {
         throw new TypeError(`KVCache.${where}: called on ${describe(self)}, not a KVCache`);
       }
-      const { raw } = kvHandles.get(self);
-      if (raw === null) {
+      const handle = kvHandles.get(self);
+      if (handle.raw === null) {
         throw new Error(`KVCache.${where}: this KVCache was disposed; create a new one`);
       }
-      return raw;
+      return liveDuringCall(handle, () => `KVCache.${where}: this KVCache was disposed during ` +
+        'the call (by a getter of one of its arguments); create a new one');
     }
 
     /** Sequences cached side by side. */

@@ -199,8 +199,10 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       const { dModel } = this.config;
       const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
       const m = readMemory(where, memory);
-      // A memory tensor is projected for this call only.
-      const temporary = m.precomputed ? null : this.precomputeMemory(memory);
+      // A memory tensor is projected for this call only (its errors named
+      // after this method).
+      const temporary = m.precomputed ? null : kv.precompute(where, memory, undefined,
+        (into, projected, mask) => raw.precomputeMemory(into, projected, mask));
       try {
         const precomputed = m.precomputed ??
           kvRaw(wasm, where, 'memory', temporary, 'PrecomputedKeyValue');

@@ -22,10 +22,12 @@
 // worker's error stands, named after the layer's method as the synchronous
 // layer names it.
 import { checkObject, optionalBoolean, optionalMask } from './arguments.js';
+import { readSharedAttentionOptions } from './attention.js';
 import { readCacheOptions } from './caches.js';
 import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
+import { ARGUMENTS, copyArguments, tensor, whole } from './pool-arguments.js';
 import { readTensor } from './tensors.js';
 import { columns, fits, quantizedWhole, rowRange } from './weight-forms.js';
 
@@ -44,8 +46,12 @@ function weightsFit(weights, shapes, type) {
     ([key, shape]) => fits(weights[group][key], shape, type)));
 }
 
-export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue, poolObject,
-  newRef, splitUnits, SUBLAYER, quantizeInt8, createMultiHeadAttention }) {
+const ENCODER = ARGUMENTS.TransformerEncoderLayer;
+const DECODER = ARGUMENTS.TransformerDecoderLayer;
+
+export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue,
+  isKeyValues, poolObject, standIn, newRef, splitUnits, SUBLAYER, quantizeInt8,
+  createMultiHeadAttention }) {
   // Hidden units [from, to) of a layer's FFN in each of its workers.
   class FeedForwardShards extends PoolObject {
     #d;
@@ -141,23 +147,28 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       return Promise.all([...attentions, ffn, ...norms].map((part) => part.dispose()));
     }
 
-    // Runs body(where) as the next call on the layer. A disposed layer, or
-    // one without weights when the method needs them, says so as the
-    // synchronous one does; any error of a worker is made again as the
-    // synchronous layer's (see the top of this file). sent(): the call's
-    // arguments as worker 0's synchronous layer takes them.
-    run(method, needsWeights, body, sent) {
+    // Runs body(where, args) as the next call on the layer, args its
+    // arguments `given` copied now by `schemas` (pool-arguments.js). A
+    // disposed layer, or one without weights when the method needs them,
+    // says so as the synchronous one does; any error of a worker is made
+    // again as the synchronous layer's (see the top of this file).
+    // sent(args): the call's arguments as worker 0's synchronous layer takes
+    // them.
+    run(method, needsWeights, given, schemas, body, sent = (args) => args) {
       const where = `${this.#kind}.${method}`;
+      const taken = copyArguments(given, schemas);
       return this.enqueue(async () => {
         workers.check(where);
         if (this.disposed || (needsWeights && !this.#hasWeights)) {
           await this.#synchronousError(where, method, [], { disposed: this.disposed });
         }
+        const args = taken();
         try {
-          return await body(where);
+          return await body(where, args);
         } catch (e) {
           if (e.message.startsWith(`${where}: `) || workers.dead) throw e;
-          return this.#synchronousError(where, method, sent(), { zeroWeights: needsWeights }, e);
+          return this.#synchronousError(where, method, sent(args), { zeroWeights: needsWeights },
+            e);
         }
       });
     }
@@ -202,16 +213,18 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       this.#hasWeights = true;
     }
 
-    setWeightsWith(method, convert, groups, attentionGroups, normGroups, argument) {
-      return this.run(method, false, async (where) => {
-        const { w, fits } = this.setWeightsOf(where, convert(where), groups);
+    // setWeights or setWeightsFromPyTorch (`method`) of `argument`, read by
+    // `schema`, its weights convert(where, copy).
+    setWeightsWith(method, argument, schema, convert, groups, attentionGroups, normGroups) {
+      return this.run(method, false, [argument], [schema], async (where, args) => {
+        const { w, fits } = this.setWeightsOf(where, convert(where, args[0]), groups);
         if (!fits) {
           // All or nothing: nothing is sent before the synchronous layer
           // names what it refuses.
-          await this.#synchronousError(where, method, [argument], {});
+          await this.#synchronousError(where, method, args, {});
         }
         await this.apply(w, attentionGroups, normGroups);
-      }, () => [argument]);
+      });
     }
 
     // x {data, shape} through the sublayers [{ name, run(h, sublayer) ->
@@ -239,33 +252,33 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     }
 
     setWeights(weights) {
-      return this.setWeightsWith('setWeights', () => weights, ENCODER_WEIGHT_GROUPS,
-        ['attention'], ['norm1', 'norm2'], weights);
+      return this.setWeightsWith('setWeights', weights, ENCODER.weights, (_, w) => w,
+        ENCODER_WEIGHT_GROUPS, ['attention'], ['norm1', 'norm2']);
     }
 
     setWeightsFromPyTorch(state) {
-      return this.setWeightsWith('setWeightsFromPyTorch', (where) => layerWeightsFromPyTorch(where,
-        'TransformerEncoderLayer', this.config, state), ENCODER_WEIGHT_GROUPS, ['attention'],
-      ['norm1', 'norm2'], state);
+      return this.setWeightsWith('setWeightsFromPyTorch', state, ENCODER.state,
+        (where, s) => layerWeightsFromPyTorch(where, 'TransformerEncoderLayer', this.config, s),
+        ENCODER_WEIGHT_GROUPS, ['attention'], ['norm1', 'norm2']);
     }
 
     forward(x, options) {
-      return this.run('forward', true, async (where) => {
-        readTensor(where, 'x', x);
-        const o = options === undefined ? {} : options;
-        checkObject(where, 'options', o, OPTION_KEYS.EncoderForwardOptions);
-        const causal = optionalBoolean(where, 'options.causal', o.causal, false);
-        const attention = { ...o, causal };
-        return this.sublayers(where, x, [
-          { name: 'the self-attention sublayer', run: (h, sublayer) =>
-            this.#attention.forward(h, undefined, undefined, { ...attention, [SUBLAYER]: sublayer }) },
-          this.ffnStep(),
-        ]);
-      }, () => [x, options]);
+      return this.run('forward', true, [x, options], [tensor, ARGUMENTS.encoderOptions],
+        async (where, [x, options]) => {
+          readTensor(where, 'x', x);
+          const o = options === undefined ? {} : options;
+          checkObject(where, 'options', o, OPTION_KEYS.EncoderForwardOptions);
+          readSharedAttentionOptions(where, o);
+          const causal = optionalBoolean(where, 'options.causal', o.causal, false);
+          const attention = { ...o, causal };
+          return this.sublayers(where, x, [
+            { name: 'the self-attention sublayer', run: (h, sublayer) => this.#attention
+              .forward(h, undefined, undefined, { ...attention, [SUBLAYER]: sublayer }) },
+            this.ffnStep(),
+          ]);
+        });
     }
   }
-
-  const MEMORY_FROM = 'precomputeMemory()';
 
   class TransformerDecoderLayer extends PooledLayer {
     #self;
@@ -277,20 +290,20 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     }
 
     setWeights(weights) {
-      return this.setWeightsWith('setWeights', () => weights, DECODER_WEIGHT_GROUPS,
-        ['selfAttention', 'crossAttention'], ['norm1', 'norm2', 'norm3'], weights);
+      return this.setWeightsWith('setWeights', weights, DECODER.weights, (_, w) => w,
+        DECODER_WEIGHT_GROUPS, ['selfAttention', 'crossAttention'], ['norm1', 'norm2', 'norm3']);
     }
 
     setWeightsFromPyTorch(state) {
-      return this.setWeightsWith('setWeightsFromPyTorch', (where) => layerWeightsFromPyTorch(where,
-        'TransformerDecoderLayer', this.config, state), DECODER_WEIGHT_GROUPS,
-      ['selfAttention', 'crossAttention'], ['norm1', 'norm2', 'norm3'], state);
+      return this.setWeightsWith('setWeightsFromPyTorch', state, DECODER.state,
+        (where, s) => layerWeightsFromPyTorch(where, 'TransformerDecoderLayer', this.config, s),
+        DECODER_WEIGHT_GROUPS, ['selfAttention', 'crossAttention'], ['norm1', 'norm2', 'norm3']);
     }
 
     // memory: a pooled PrecomputedKeyValue of this layer's layout, or a tensor.
     #memory(where, memory) {
-      if (memory instanceof PoolObject) {
-        poolObject(where, 'memory', memory, PrecomputedKeyValue, MEMORY_FROM, this.#cross.shards);
+      if (isKeyValues(memory)) {
+        poolObject(where, 'memory', memory, PrecomputedKeyValue, this.#cross.shards);
         return { precomputed: memory };
       }
       readTensor(where, 'memory', memory);
@@ -310,79 +323,74 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     }
 
     forward(x, memory, options) {
-      return this.run('forward', true, async (where) => {
-        readTensor(where, 'x', x);
-        const m = this.#memory(where, memory);
-        const o = options === undefined ? {} : options;
-        checkObject(where, 'options', o, OPTION_KEYS.DecoderForwardOptions);
-        const causal = optionalBoolean(where, 'options.causal', o.causal, true);
-        const memoryMask = optionalMask(where, 'options.memoryKeyPaddingMask',
-          o.memoryKeyPaddingMask);
-        const { memoryKeyPaddingMask, ...self } = o;
-        return this.sublayers(where, x, [
-          { name: 'the self-attention sublayer', run: (h, sublayer) =>
-            this.#self.forward(h, undefined, undefined, { ...self, causal, [SUBLAYER]: sublayer }) },
-          ...this.#crossAndFfn(m.precomputed ?? m.tensor, memoryMask),
-        ]);
-      }, () => [x, this.#standIn(memory), options]);
+      return this.run('forward', true, [x, memory, options],
+        [tensor, tensor, ARGUMENTS.decoderOptions], async (where, [x, memory, options]) => {
+          readTensor(where, 'x', x);
+          const m = this.#memory(where, memory);
+          const o = options === undefined ? {} : options;
+          checkObject(where, 'options', o, OPTION_KEYS.DecoderForwardOptions);
+          readSharedAttentionOptions(where, o);
+          const causal = optionalBoolean(where, 'options.causal', o.causal, true);
+          const memoryMask = optionalMask(where, 'options.memoryKeyPaddingMask',
+            o.memoryKeyPaddingMask);
+          const { memoryKeyPaddingMask, ...self } = o;
+          return this.sublayers(where, x, [
+            { name: 'the self-attention sublayer', run: (h, sublayer) => this.#self
+              .forward(h, undefined, undefined, { ...self, causal, [SUBLAYER]: sublayer }) },
+            ...this.#crossAndFfn(m.precomputed ?? m.tensor, memoryMask),
+          ]);
+        }, ([x, memory, options]) => [x, standIn(memory), options]);
     }
 
     forwardIncremental(x, cache, memory, options) {
-      return this.run('forwardIncremental', true, async (where) => {
-        const { tokens } = readTensor(where, 'x', x);
-        poolObject(where, 'cache', cache, KVCache, 'createKVCache()', this.#self.shards);
-        const m = this.#memory(where, memory);
-        const o = options === undefined ? {} : options;
-        checkObject(where, 'options', o, OPTION_KEYS.SelfAttentionOptions);
-        const before = cache.disposed ? 0 : cache.length;
-        // A memory tensor is projected for this step only, as synchronously.
-        const kv = m.precomputed ?? await this.#cross.precomputeKeyValue(m.tensor);
-        let attended = false;
-        try {
-          return await this.sublayers(where, x, [
-            { name: 'the self-attention sublayer', run: async (h, sublayer) => {
-              const next = await this.#self.forwardIncremental(h, cache, { ...o, [SUBLAYER]: sublayer });
-              attended = true;
-              return next;
-            } },
-            ...this.#crossAndFfn(kv),
-          ]);
-        } catch (e) {
-          // The tokens the self-attention added go out again.
-          if (attended && cache.length === before + tokens) await cache.truncate(before);
-          throw e;
-        } finally {
-          if (m.precomputed === undefined) await kv.dispose();
-        }
-      }, () => [x, this.#standIn(cache), this.#standIn(memory), options]);
+      return this.run('forwardIncremental', true, [x, cache, memory, options],
+        [tensor, whole, tensor, ARGUMENTS.selfAttentionOptions],
+        async (where, [x, cache, memory, options]) => {
+          const { tokens } = readTensor(where, 'x', x);
+          const o = options === undefined ? {} : options;
+          checkObject(where, 'options', o, OPTION_KEYS.SelfAttentionOptions);
+          readSharedAttentionOptions(where, o);
+          poolObject(where, 'cache', cache, KVCache, this.#self.shards);
+          const m = this.#memory(where, memory);
+          const before = cache.disposed ? 0 : cache.length;
+          // A memory tensor is projected for this step only, as synchronously.
+          const kv = m.precomputed ?? await this.#cross.precomputeKeyValue(m.tensor);
+          let attended = false;
+          try {
+            return await this.sublayers(where, x, [
+              { name: 'the self-attention sublayer', run: async (h, sublayer) => {
+                const next = await this.#self.forwardIncremental(h, cache,
+                  { ...o, [SUBLAYER]: sublayer });
+                attended = true;
+                return next;
+              } },
+              ...this.#crossAndFfn(kv),
+            ]);
+          } catch (e) {
+            // The tokens the self-attention added go out again.
+            if (attended && cache.length === before + tokens) await cache.truncate(before);
+            throw e;
+          } finally {
+            if (m.precomputed === undefined) await kv.dispose();
+          }
+        }, ([x, cache, memory, options]) => [x, standIn(cache), standIn(memory),
+          options]);
     }
 
     createKVCache(options) {
-      return this.run('createKVCache', false, async (where) => {
-        readCacheOptions(where, options);
-        return this.#self.createKVCache(options);
-      }, () => [options]);
+      return this.run('createKVCache', false, [options], [ARGUMENTS.cacheOptions],
+        async (where, [options]) => {
+          readCacheOptions(where, options);
+          return this.#self.createKVCache(options);
+        });
     }
 
     precomputeMemory(memory, options) {
-      return this.run('precomputeMemory', true, async (where) => {
-        readTensor(where, 'memory', memory);
-        return this.#cross.precomputeKeyValue(memory, options);
-      }, () => [memory, options]);
-    }
-
-    // A pooled cache or memory as worker 0's synchronous layer takes it: an
-    // empty one of its sizes (see pool-worker.js).
-    #standIn(v) {
-      if (v instanceof KVCache) {
-        return { standIn: 'KVCache', batch: v.batch, maxLength: v.maxLength,
-          length: v.disposed ? 0 : v.length, disposed: v.disposed };
-      }
-      if (v instanceof PrecomputedKeyValue) {
-        return { standIn: 'PrecomputedKeyValue', batch: v.batch, tokens: v.tokens,
-          disposed: v.disposed };
-      }
-      return v;
+      return this.run('precomputeMemory', true, [memory, options],
+        [tensor, ARGUMENTS.precomputeOptions], async (where, [memory, options]) => {
+          readTensor(where, 'memory', memory);
+          return this.#cross.precomputeKeyValue(memory, options);
+        });
     }
   }
 

@@ -12,10 +12,12 @@
 //                                                 -> { id, value }
 //   { id, op: 'module', fn, args }                -> { id, value } (module.fn(...args))
 //   { id, op: 'dispose', ref }                    -> { id }
-// and any failure as { id, error: { name, message } }. Arguments that stand
-// for objects of this worker are { poolRef }; `out` keeps the
-// object a call returns under that ref. Disposed objects stay known, so a
-// later call on one throws the synchronous API's message for it.
+// and any failure as { id, error: { name, message } }. `notes` says where the
+// caller's data (args, config, weights, target) held what a message cannot
+// carry (pool-arguments.js). Arguments that stand for objects of this worker
+// are { poolRef }; `out` keeps the object a call returns under that ref.
+// Disposed objects stay known, so a later call on one throws the synchronous
+// API's message for it.
 //
 // Gathered calls: a call split over several workers goes to each of them
 // at once, and one of them, the gatherer, answers. 'connect' gives this
@@ -43,6 +45,7 @@
 // Arguments { standIn: 'KVCache' | 'PrecomputedKeyValue', ... } stand for
 // the pool's sharded caches and memories there: empty ones of their sizes.
 import { createAttentionModule } from '../index.js';
+import { fromMessage } from './pool-arguments.js';
 import { errorMessage, joinResults, rebuild } from './pool-join.js';
 import { newPoolPart, sumPartials } from './pool-parts.js';
 
@@ -111,9 +114,17 @@ function transferables(value) {
   return out;
 }
 
-// Zeros of the sizes of a layer's weights (config: the layer's resolved one).
-function zeroWeights(kind, { dModel: d, numKvHeads, headDim, ffnDim: f }) {
+// Zeros of the sizes of an attention's or a layer's weights (config: its
+// resolved one).
+function zeroWeights(kind, { dModel: d, numHeads, numKvHeads, headDim, headDimV, kDim, vDim,
+  bias, ffnDim: f }) {
   const zeros = (n) => new Float32Array(n);
+  if (kind === 'MultiHeadAttention') {
+    const [q, k, v] = [numHeads * headDim, numKvHeads * headDim, numKvHeads * headDimV];
+    return { wQ: zeros(d * q), wK: zeros(kDim * k), wV: zeros(vDim * v),
+      wO: zeros(numHeads * headDimV * d),
+      ...(bias ? { bQ: zeros(q), bK: zeros(k), bV: zeros(v), bO: zeros(d) } : {}) };
+  }
   const kv = numKvHeads * headDim;
   const attention = () => ({ wQ: zeros(d * d), wK: zeros(d * kv), wV: zeros(d * kv),
     wO: zeros(d * d), bQ: zeros(d), bK: zeros(kv), bV: zeros(kv), bO: zeros(d) });
@@ -129,11 +140,15 @@ function zeroWeights(kind, { dModel: d, numKvHeads, headDim, ffnDim: f }) {
 // remembered in `made` to be disposed).
 function standIn(whole, arg, made) {
   if (arg === null || typeof arg !== 'object' || arg.standIn === undefined) return arg;
-  const { batch, dModel } = { ...arg, dModel: whole.config.dModel };
+  const { batch } = arg;
+  // An attention's memory has its kDim features (and is refused where vDim
+  // differs); a layer's, dModel.
+  const memory = (width) => ({ data: new Float32Array(batch * arg.tokens * width),
+    shape: [batch, arg.tokens, width] });
   const object = arg.standIn === 'KVCache'
     ? whole.createKVCache({ batch, maxLength: arg.maxLength })
-    : whole.precomputeMemory({ data: new Float32Array(batch * arg.tokens * dModel),
-      shape: [batch, arg.tokens, dModel] });
+    : (whole.precomputeMemory ?? whole.precomputeKeyValue).call(whole,
+      memory(whole.config.kDim ?? whole.config.dModel));
   made.push(object);
   if (arg.length > 0) {
     const { numKvHeads, headDim, headDimV = headDim } = whole.config;
@@ -243,6 +258,9 @@ async function serve(request) {
 
 let queue = Promise.resolve();
 function onRequest(request) {
+  // The caller's functions, symbols and class names, which the message could
+  // not carry, as stand-ins (pool-arguments.js).
+  if (request.notes !== undefined) fromMessage(request, request.notes);
   queue = queue.then(async () => {
     try {
       const value = await serve(request);

@@ -20,16 +20,22 @@
 // by hidden units) or held whole by one worker, as layerPlacement's cost
 // rule or the caller picks.
 //
+// Each pooled method copies its arguments when called (pool-arguments.js),
+// and its queued job works on those copies, under the arguments' names.
 // Arguments are type-checked here when that is cheap; shapes and values are
 // checked by the synchronous objects in the workers, whose errors come back
 // with their class and message.
 import { checkObject, describe, float32, requiredSize, weightMatrix } from './arguments.js';
-import { readCacheOptions } from './caches.js';
+import { readSharedAttentionOptions } from './attention.js';
+import { holdsKeyValues, readCacheOptions } from './caches.js';
 import { OPTION_KEYS } from './option-keys.js';
+import { ARGUMENTS, copyArguments, POOL_OBJECTS, tensor, toMessage, whole }
+  from './pool-arguments.js';
 import { joinAxis, rebuild } from './pool-join.js';
 import { makePooledLayers } from './pool-layers.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { readTensor } from './tensors.js';
+import { checkWorkerCount } from './thread-workers.js';
 import { buffers, columns, fits, quantizedWhole, rowRange } from './weight-forms.js';
 
 const POOL_OPTION_KEYS = ['workers', 'build', 'backend', 'wasmPath'];
@@ -46,6 +52,18 @@ const TERMINATE_WORKER = Symbol.for('simd-attention.pool.terminateWorker');
 // pool-worker.js) in the options of its attention's call; not an option: a
 // symbol, which no structured clone or checkObject sees.
 const SUBLAYER = Symbol('sublayer');
+
+// The KVCaches and PrecomputedKeyValues of every pool, and where the
+// synchronous API's messages say they come from.
+const KEY_VALUES = new WeakSet();
+const KEY_VALUES_FROM = {
+  KVCache: 'createKVCache()',
+  PrecomputedKeyValue: 'precomputeKeyValue() or precomputeMemory()',
+};
+
+// Whether `v` is read as a cache or precomputed keys and values (a pool's or
+// a module's), not as a tensor.
+const isKeyValues = (v) => KEY_VALUES.has(v) || holdsKeyValues(v);
 
 const isNode = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
@@ -132,27 +150,47 @@ class Workers {
     if (this.#failure !== null) throw new Error(`${where}: ${this.#failure}`);
   }
 
+  // Its reply is registered only once the message is posted: a message that
+  // cannot be sent rejects the request and leaves nothing waiting.
   request(worker, message, transfer = [], id = this.#nextId++) {
     if (this.#failure !== null) return Promise.reject(new Error(this.#failure));
+    try {
+      this.#post(worker, { ...message, id }, transfer);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     if (this.#pending.size === 0) for (const link of this.#links) link.ref();
-    const reply = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
-    this.#links[worker].post({ ...message, id }, transfer);
-    return reply;
+    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+  }
+
+  // The caller's data in the message (args, config, weights, target) as a
+  // message carries it (toMessage). Their copies are plain data
+  // (pool-arguments.js), so a failure here is the pool's own.
+  #post(worker, message, transfer) {
+    const fields = ['args', 'config', 'weights', 'target'].filter((k) => message[k] !== undefined);
+    const { value, notes } = toMessage(Object.fromEntries(fields.map((k) => [k, message[k]])));
+    try {
+      this.#links[worker].post(notes.length === 0 ? message : { ...message, ...value, notes },
+        transfer);
+    } catch (e) {
+      throw new TypeError(`the pool's workers cannot receive this call's arguments: ` +
+        `${e?.message ?? e}`);
+    }
   }
 
   // One call split over `workers`, sent to each of them at once: the first
   // gathers the others' parts and answers with them joined (pool-worker.js).
-  // Its value, or its first error in worker order.
+  // Its value, or its first error in worker order. The gatherer's request
+  // goes last, so that none waits for a part that could not be sent.
   async gather(workers, message, transfer) {
     if (workers.length === 1) return (await this.all(workers, message, transfer))[0];
     if (this.#failure !== null) throw new Error(this.#failure);
     const id = this.#nextId++;
     const [first, ...rest] = workers;
-    const reply = this.request(first, { ...message(0), gather: { id, from: rest } },
-      transfer?.(0), id);
-    rest.forEach((w, i) => this.#links[w].post({ ...message(i + 1), gather: { id, to: first } },
+    rest.forEach((w, i) => this.#post(w, { ...message(i + 1), gather: { id, to: first } },
       transfer?.(i + 1) ?? []));
-    const { value, error } = await reply;
+    const { value, error } = await this.request(first,
+      { ...message(0), gather: { id, from: rest } }, transfer?.(0), id);
     if (error !== undefined) throw rebuild(error);
     return value;
   }
@@ -322,6 +360,7 @@ export async function createAttentionPool(options) {
   if (count === 0) {
     throw new RangeError(`${where}: options.workers: expected a positive integer, got 0`);
   }
+  await checkWorkerCount(where, 'options.workers', count, 1);
   // Each worker runs one thread: the pool is the parallelism.
   const moduleOptions = { ...readBuild(where, options.build), threads: 1 };
   if (options.backend !== undefined) {
@@ -422,11 +461,13 @@ function makePool(workers, summary) {
   let nextRef = 1;
 
   // positionalEncoding, layerNorm, attention and quantizeInt8: each call
-  // whole on the next worker in turn, its tensors copied out as a forward's
-  // are.
+  // whole on the next worker in turn, its arguments read by `schemas` (see
+  // pool-arguments.js), its tensors copied out as a forward's are.
   let nextWorker = 0;
-  const moduleFunction = (fn) => async (...args) => {
+  const moduleFunction = (fn, schemas) => async (...given) => {
+    const taken = copyArguments(given, given.map((_, i) => schemas[i] ?? whole));
     workers.check(fn);
+    const args = taken();
     const worker = nextWorker;
     nextWorker = (nextWorker + 1) % workers.count;
     const { sent: [sent] } = outgoing(() => args, 1);
@@ -434,7 +475,7 @@ function makePool(workers, summary) {
       () => sent.transfer);
     return value;
   };
-  const quantizeInt8 = moduleFunction('quantizeInt8');
+  const quantizeInt8 = moduleFunction('quantizeInt8', []);
 
   // An object of the pool: its parts in the workers of `shards`, all under
   // one ref; its calls run one after the other, in the order they were made.
@@ -445,6 +486,7 @@ function makePool(workers, summary) {
     constructor(ref, shards) {
       this.ref = ref;
       this.shards = shards;
+      POOL_OBJECTS.add(this);
     }
 
     get disposed() { return this.#disposed; }
@@ -516,6 +558,7 @@ function makePool(workers, summary) {
     // heads' widths), or undefined for a cache of a layer placed whole.
     constructor(shards, batch, maxLength, attention) {
       super(nextRef++, shards);
+      KEY_VALUES.add(this);
       this.#batch = batch;
       this.#maxLength = maxLength;
       this.#attention = attention;
@@ -555,7 +598,10 @@ function makePool(workers, summary) {
     keys() { return this.#gather('keys'); }
     values() { return this.#gather('values'); }
     // (An n that is not a size fails in the workers, as synchronously.)
-    truncate(n) { return this.step(() => this.call('truncate', [n]), () => n ?? 0); }
+    truncate(n) {
+      const copy = whole(n);
+      return this.step(() => this.call('truncate', [copy]), () => copy ?? 0);
+    }
     reset() { return this.step(() => this.call('reset'), () => 0); }
 
     // Keys [B, n, kvHeads * headDim] and values [B, n, kvHeads * headDimV]
@@ -565,9 +611,11 @@ function makePool(workers, summary) {
     // sizes, for the synchronous message.
     append(keys, values) {
       const where = 'KVCache.append';
+      const taken = copyArguments([keys, values], [tensor, tensor]);
       let tokens = 0;
       return this.step(async (length) => {
         if (this.disposed) await this.call('append', []);
+        const [keys, values] = taken();
         const k = readTensor(where, 'keys', keys);
         const v = readTensor(where, 'values', values);
         tokens = k.tokens;
@@ -604,6 +652,7 @@ function makePool(workers, summary) {
 
     constructor(shards, batch, tokens) {
       super(nextRef++, shards);
+      KEY_VALUES.add(this);
       this.#batch = batch;
       this.#tokens = tokens;
     }
@@ -612,12 +661,47 @@ function makePool(workers, summary) {
     get tokens() { return this.#tokens; }
   }
 
-  // The pool object behind `v`, which must be of class `Class` and held by
-  // the workers of `shards` in the same way.
-  function poolObject(where, name, v, Class, from, shards) {
+  // A pooled cache or memory as worker 0's synchronous objects take it in a
+  // 'check': an empty one of its sizes (see pool-worker.js); any other
+  // argument as it is.
+  function standIn(v) {
+    if (v instanceof KVCache) {
+      return { standIn: 'KVCache', batch: v.batch, maxLength: v.maxLength,
+        length: v.disposed ? 0 : v.length, disposed: v.disposed };
+    }
+    if (v instanceof PrecomputedKeyValue) {
+      return { standIn: 'PrecomputedKeyValue', batch: v.batch, tokens: v.tokens,
+        disposed: v.disposed };
+    }
+    return v;
+  }
+
+  // The arguments of an attention's call, copied (copyArguments), unless the
+  // call is a sublayer of a split layer (its options carry SUBLAYER): then
+  // they are the layer's copies, or data of the pool's own.
+  function copiedUnlessSublayer(args, schemas) {
+    let internal = false;
+    try {
+      internal = Object.hasOwn(Object(args.at(-1)), SUBLAYER);
+    } catch {
+      // a caller's Proxy that throws: not the pool's options
+    }
+    return internal ? () => args : copyArguments(args, schemas);
+  }
+
+  // The pool object behind `v`, { poolRef }: a `Class` (KVCache or
+  // PrecomputedKeyValue) of this pool held by the workers of `shards` in the
+  // same way, or an error as the synchronous API's for such an argument.
+  function poolObject(where, name, v, Class, shards) {
+    if ((KEY_VALUES.has(v) && !(v instanceof PoolObject)) || holdsKeyValues(v)) {
+      throw new Error(`${where}: ${name}: this ${v.constructor.name} belongs to ` +
+        `${holdsKeyValues(v) ? 'a module (createAttentionModule())' : 'another pool'}, not to ` +
+        "this pool; use one made by this pool's objects");
+    }
     if (!(v instanceof Class)) {
-      throw new TypeError(`${where}: ${name}: expected a ${Class.name} of this pool (from ` +
-        `${from}), got ${describe(v)}`);
+      throw new TypeError(`${where}: ${name}: expected a ${Class.name} (from ` +
+        `${KEY_VALUES_FROM[Class.name]}), got ` +
+        `${KEY_VALUES.has(v) ? `a ${v.constructor.name}` : describe(v)}`);
     }
     const layout = (list) => list.map((s) => `${s.worker}:${s.kvHeads ?? ''}`).join(' ');
     if (layout(v.shards) !== layout(shards)) {
@@ -654,11 +738,27 @@ function makePool(workers, summary) {
 
     setWeights(weights) {
       const where = 'MultiHeadAttention.setWeights';
+      const taken = copyArguments([weights], [ARGUMENTS.mhaWeights]);
       return this.enqueue(async () => {
         workers.check(where);
         await this.#unusable('setWeights', false);
-        checkObject(where, 'weights', weights, OPTION_KEYS.MultiHeadAttentionWeights);
+        const [weights] = taken();
         const c = this.#config;
+        // Weights that are not of the types or sizes it takes are judged
+        // whole, for the synchronous message (its checks' order).
+        const judgeWhole = () => workers.all([0], () => ({ op: 'check',
+          kind: 'MultiHeadAttention', config: c, weights }));
+        const w = {};
+        try {
+          checkObject(where, 'weights', weights, OPTION_KEYS.MultiHeadAttentionWeights);
+          for (const key of OPTION_KEYS.MultiHeadAttentionWeights) {
+            w[key] = key.startsWith('w') ? weightMatrix(where, key, weights[key])
+              : float32(where, key, weights[key], true);
+          }
+        } catch (e) {
+          await judgeWhole();
+          throw e;
+        }
         const shapes = {
           wQ: [c.dModel, c.numHeads * c.headDim], wK: [c.kDim, c.numKvHeads * c.headDim],
           wV: [c.vDim, c.numKvHeads * c.headDimV], wO: [c.numHeads * c.headDimV, c.dModel],
@@ -668,18 +768,9 @@ function makePool(workers, summary) {
             bK: [1, c.numKvHeads * c.headDim], bV: [1, c.numKvHeads * c.headDimV],
             bO: [1, c.dModel] });
         }
-        const w = {};
-        for (const key of OPTION_KEYS.MultiHeadAttentionWeights) {
-          w[key] = key.startsWith('w') ? weightMatrix(where, key, weights[key])
-            : float32(where, key, weights[key], true);
-        }
         const fitting = (key) => (shapes[key] === undefined ? w[key] === undefined
           : w[key] !== undefined && fits(w[key], shapes[key], c.weights));
-        // Weights that do not fit are judged whole, for the synchronous message.
-        if (!OPTION_KEYS.MultiHeadAttentionWeights.every(fitting)) {
-          await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention',
-            config: c, weights }));
-        }
+        if (!OPTION_KEYS.MultiHeadAttentionWeights.every(fitting)) await judgeWhole();
         await this.#apply(w);
       });
     }
@@ -689,9 +780,11 @@ function makePool(workers, summary) {
     // state first, and the accepted state is transposed here and split.
     setWeightsFromPyTorch(state) {
       const where = 'MultiHeadAttention.setWeightsFromPyTorch';
+      const taken = copyArguments([state], [ARGUMENTS.mhaState]);
       return this.enqueue(async () => {
         workers.check(where);
         await this.#unusable('setWeightsFromPyTorch', false);
+        const [state] = taken();
         checkObject(where, 'state', state);
         await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention',
           config: this.#config, method: 'setWeightsFromPyTorch', args: [state] }));
@@ -736,35 +829,70 @@ function makePool(workers, summary) {
     // Runs `method` on every shard with the options' masks sliced to the
     // shard's heads where they have a head axis (see headSlice): the results
     // joined, or a split layer's next input when the options carry its
-    // sublayer (options[SUBLAYER]).
-    #attend(where, method, args, optionsAt, batch, tq, tk) {
+    // sublayer (options[SUBLAYER]). Options that are not an object go as
+    // they are, for the workers' synchronous objects to refuse after what
+    // they check first. `given`: the arguments with the pool's objects in
+    // them, for #asWhole.
+    #attend(where, method, given, optionsAt, batch, tq, tk) {
+      const args = given.map((arg) => (POOL_OBJECTS.has(arg) ? { poolRef: arg.ref } : arg));
       const options = args[optionsAt];
-      if (options !== undefined) checkObject(where, 'options', options);
       const heads = this.#config.numHeads;
       const slice = (mask, s) => headSlice(mask, batch, heads, tq, tk, s.heads[0], s.heads[1]);
-      const sliced = options !== undefined && [options.attnMask, options.boolMask]
-        .some((mask) => hasHeadAxis(mask, batch, heads, tq, tk));
-      return this.gather(method, args, sliced ? (s) => {
+      const sliced = options !== null && typeof options === 'object' &&
+        [options.attnMask, options.boolMask].some((mask) => hasHeadAxis(mask, batch, heads, tq, tk));
+      const sublayer = options?.[SUBLAYER];
+      const run = () => this.gather(method, args, sliced ? (s) => {
         const shardArgs = [...args];
         shardArgs[optionsAt] = { ...options, attnMask: slice(options.attnMask, s),
           boolMask: slice(options.boolMask, s) };
         return shardArgs;
-      } : undefined, options?.[SUBLAYER]);
+      } : undefined, sublayer);
+      // A split layer makes its sublayers' errors again as its own.
+      return sublayer === undefined ? this.#asWhole(where, method, given, run) : run();
+    }
+
+    // run()'s value, or its error as worker 0's whole synchronous attention
+    // of this config (zero weights, empty stand-ins of the caches and
+    // memories) refuses `method` on `given`: a shard judges with its own
+    // heads (a mask's sizes name them). Where the whole one takes the call
+    // (an overflow that depends on the real weights), the shards' error
+    // stands.
+    async #asWhole(where, method, given, run) {
+      try {
+        return await run();
+      } catch (error) {
+        if (this.shards.length === 1 || workers.dead) throw error;
+        let reproduced;
+        try {
+          await workers.all([0], () => ({ op: 'check', kind: 'MultiHeadAttention',
+            config: this.#config, zeroWeights: true, method, args: given.map(standIn) }));
+        } catch (e) {
+          reproduced = e;
+        }
+        throw reproduced?.message.startsWith(`${where}: `) ? reproduced : error;
+      }
     }
 
     forward(query, key, value, options) {
       const where = 'MultiHeadAttention.forward';
+      const taken = copiedUnlessSublayer([query, key, value, options],
+        [tensor, tensor, tensor, ARGUMENTS.forwardOptions]);
       return this.enqueue(async () => {
         workers.check(where);
         await this.#unusable('forward', true);
+        const [query, key, value, options] = taken();
         const q = readTensor(where, 'query', query);
-        if (key instanceof PrecomputedKeyValue) {
-          poolObject(where, 'key', key, PrecomputedKeyValue, 'precomputeKeyValue()', this.shards);
-          return this.#attend(where, 'forward', [query, { poolRef: key.ref }, value, options], 3,
+        if (isKeyValues(key)) {
+          poolObject(where, 'key', key, PrecomputedKeyValue, this.shards);
+          return this.#attend(where, 'forward', [query, key, value, options], 3,
             q.batch, q.tokens, key.tokens);
         }
-        const k = key === undefined || key === null ? q : readTensor(where, 'key', key);
-        if (value !== undefined && value !== null) readTensor(where, 'value', value);
+        // As the synchronous forward: a value without its key is its error.
+        const selfAttention = key === undefined || key === null || key === query;
+        const k = selfAttention ? q : readTensor(where, 'key', key);
+        if (!selfAttention && value !== undefined && value !== null && value !== key) {
+          readTensor(where, 'value', value);
+        }
         return this.#attend(where, 'forward', [query, key, value, options], 3,
           q.batch, q.tokens, k.tokens);
       });
@@ -772,9 +900,11 @@ function makePool(workers, summary) {
 
     createKVCache(options) {
       const where = 'MultiHeadAttention.createKVCache';
+      const taken = copyArguments([options], [ARGUMENTS.cacheOptions]);
       return this.enqueue(async () => {
         workers.check(where);
         await this.#unusable('createKVCache', false);
+        const [options] = taken();
         const { batch, maxLength } = readCacheOptions(where, options);
         const cache = new KVCache(this.shards, batch, maxLength, this.#config);
         await this.call('createKVCache', [options], undefined, cache.ref);
@@ -784,21 +914,27 @@ function makePool(workers, summary) {
 
     forwardIncremental(x, cache, options) {
       const where = 'MultiHeadAttention.forwardIncremental';
+      const taken = copiedUnlessSublayer([x, cache, options],
+        [tensor, whole, ARGUMENTS.incrementalOptions]);
       return this.enqueue(async () => {
         workers.check(where);
         await this.#unusable('forwardIncremental', true);
+        const [x, cache, options] = taken();
         const t = readTensor(where, 'x', x);
-        const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()', this.shards);
+        poolObject(where, 'cache', cache, KVCache, this.shards);
         return cache.step((length) => this.#attend(where, 'forwardIncremental',
-          [x, ref, options], 2, t.batch, t.tokens, length + t.tokens), (length) => length + t.tokens);
+          [x, cache, options], 2, t.batch, t.tokens, length + t.tokens),
+        (length) => length + t.tokens);
       });
     }
 
     precomputeKeyValue(memory, options) {
       const where = 'MultiHeadAttention.precomputeKeyValue';
+      const taken = copyArguments([memory, options], [tensor, ARGUMENTS.precomputeOptions]);
       return this.enqueue(async () => {
         workers.check(where);
         await this.#unusable('precomputeKeyValue', true);
+        const [memory, options] = taken();
         const m = readTensor(where, 'memory', memory);
         const kv = new PrecomputedKeyValue(this.shards, m.batch, m.tokens);
         await this.call('precomputeKeyValue', [memory, options], undefined, kv.ref);
@@ -830,18 +966,20 @@ function makePool(workers, summary) {
     get kernels() { return this.#kernels; }
     get placement() { return 'whole'; }
 
-    // Runs `method` in the layer's worker as the next call on the layer.
-    // prepare(where) checks what is cheap on this side and returns { args,
-    // made?, around? }: made, the pooled object the call fills; around(job),
-    // what runs the job (a cache's step). A disposed layer, or one without
+    // Runs `method` in the layer's worker as the next call on the layer,
+    // on its arguments `given` copied now by `schemas`. prepare(where,
+    // copies) checks what is cheap on this side and returns { args, made?,
+    // around? }: made, the pooled object the call fills; around(job), what
+    // runs the job (a cache's step). A disposed layer, or one without
     // weights when the method needs them, says so from the worker, which
     // checks that first.
-    invoke(method, needsWeights, prepare) {
+    invoke(method, needsWeights, given, schemas, prepare) {
       const where = `${this.#kind}.${method}`;
+      const taken = copyArguments(given, schemas);
       return this.enqueue(async () => {
         workers.check(where);
         if (this.disposed || (needsWeights && !this.#hasWeights)) await this.call(method);
-        const { args, made, around = (job) => job() } = prepare(where);
+        const { args, made, around = (job) => job() } = prepare(where, taken());
         const [value] = await around(() => this.call(method, args, undefined, made?.ref));
         // setWeights and setWeightsFromPyTorch
         if (method.startsWith('setWeights')) this.#hasWeights = true;
@@ -850,24 +988,26 @@ function makePool(workers, summary) {
     }
 
     // A tensor (type-checked), or a pooled object held as this layer holds its own.
-    argument(where, name, v, Class, from) {
-      if (v instanceof PoolObject) return poolObject(where, name, v, Class, from, this.shards);
+    argument(where, name, v, Class) {
+      if (isKeyValues(v)) return poolObject(where, name, v, Class, this.shards);
       readTensor(where, name, v);
       return v;
     }
 
     setWeights(weights) {
-      return this.invoke('setWeights', false, (where) => {
-        checkObject(where, 'weights', weights);
-        return { args: [weights] };
-      });
+      return this.invoke('setWeights', false, [weights], [ARGUMENTS[this.#kind].weights],
+        (where, [w]) => {
+          checkObject(where, 'weights', w);
+          return { args: [w] };
+        });
     }
 
     setWeightsFromPyTorch(state) {
-      return this.invoke('setWeightsFromPyTorch', false, (where) => {
-        checkObject(where, 'state', state);
-        return { args: [state] };
-      });
+      return this.invoke('setWeightsFromPyTorch', false, [state], [ARGUMENTS[this.#kind].state],
+        (where, [s]) => {
+          checkObject(where, 'state', s);
+          return { args: [s] };
+        });
     }
 
     released() { layersHeld[this.shards[0].worker] -= 1; }
@@ -875,60 +1015,72 @@ function makePool(workers, summary) {
 
   class TransformerEncoderLayer extends Layer {
     forward(x, options) {
-      return this.invoke('forward', true, (where) => {
-        readTensor(where, 'x', x);
-        return { args: [x, options] };
-      });
+      return this.invoke('forward', true, [x, options], [tensor, ARGUMENTS.encoderOptions],
+        (where, args) => {
+          readTensor(where, 'x', args[0]);
+          return { args };
+        });
     }
   }
 
-  const MEMORY_FROM = 'precomputeMemory()';
-
   class TransformerDecoderLayer extends Layer {
     forward(x, memory, options) {
-      return this.invoke('forward', true, (where) => {
-        readTensor(where, 'x', x);
-        return { args: [x, this.argument(where, 'memory', memory, PrecomputedKeyValue, MEMORY_FROM),
-          options] };
-      });
+      return this.invoke('forward', true, [x, memory, options],
+        [tensor, tensor, ARGUMENTS.decoderOptions], (where, [x, memory, options]) => {
+          readTensor(where, 'x', x);
+          return {
+            args: [x, this.argument(where, 'memory', memory, PrecomputedKeyValue), options],
+          };
+        });
     }
 
     forwardIncremental(x, cache, memory, options) {
-      return this.invoke('forwardIncremental', true, (where) => {
-        const { tokens } = readTensor(where, 'x', x);
-        const ref = poolObject(where, 'cache', cache, KVCache, 'createKVCache()', this.shards);
-        return {
-          args: [x, ref, this.argument(where, 'memory', memory, PrecomputedKeyValue, MEMORY_FROM),
-            options],
-          around: (job) => cache.step(job, (length) => length + tokens),
-        };
-      });
+      return this.invoke('forwardIncremental', true, [x, cache, memory, options],
+        [tensor, whole, tensor, ARGUMENTS.selfAttentionOptions],
+        (where, [x, cache, memory, options]) => {
+          const { tokens } = readTensor(where, 'x', x);
+          // The options before the cache, as the synchronous layer reads them.
+          if (options !== undefined) {
+            checkObject(where, 'options', options, OPTION_KEYS.SelfAttentionOptions);
+            readSharedAttentionOptions(where, options);
+          }
+          const ref = poolObject(where, 'cache', cache, KVCache, this.shards);
+          return {
+            args: [x, ref, this.argument(where, 'memory', memory, PrecomputedKeyValue), options],
+            around: (job) => cache.step(job, (length) => length + tokens),
+          };
+        });
     }
 
     createKVCache(options) {
-      return this.invoke('createKVCache', false, (where) => {
-        const { batch, maxLength } = readCacheOptions(where, options);
-        return { args: [options], made: new KVCache(this.shards, batch, maxLength) };
-      });
+      return this.invoke('createKVCache', false, [options], [ARGUMENTS.cacheOptions],
+        (where, args) => {
+          const { batch, maxLength } = readCacheOptions(where, args[0]);
+          return { args, made: new KVCache(this.shards, batch, maxLength) };
+        });
     }
 
     precomputeMemory(memory, options) {
-      return this.invoke('precomputeMemory', true, (where) => {
-        const m = readTensor(where, 'memory', memory);
-        return { args: [memory, options], made: new PrecomputedKeyValue(this.shards, m.batch, m.tokens) };
-      });
+      return this.invoke('precomputeMemory', true, [memory, options],
+        [tensor, ARGUMENTS.precomputeOptions], (where, args) => {
+          const m = readTensor(where, 'memory', args[0]);
+          return { args, made: new PrecomputedKeyValue(this.shards, m.batch, m.tokens) };
+        });
     }
   }
 
   const pooledLayers = makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue,
-    poolObject, newRef: () => nextRef++, splitUnits, SUBLAYER, quantizeInt8,
+    isKeyValues, poolObject, standIn, newRef: () => nextRef++, splitUnits, SUBLAYER, quantizeInt8,
     createMultiHeadAttention: (config) => createMultiHeadAttention(config) });
 
   // A layer split over the workers (pool-layers.js), or whole (class
   // Layer) in the worker holding the fewest: as placement says, by default
   // as layerPlacement's cost rule picks.
-  async function createLayer(Class, kind, config, placement) {
+  async function createLayer(Class, kind, givenConfig, givenPlacement) {
+    const taken = copyArguments([givenConfig, givenPlacement],
+      [ARGUMENTS.layerConfig, ARGUMENTS.placement]);
     workers.check(kind);
+    const [config, placement] = taken();
     checkObject(kind, 'config', config, OPTION_KEYS.TransformerLayerConfig);
     const chosen = readPlacement(kind, placement);
     // Worker 0 checks the config and resolves it, as the synchronous layer.
@@ -943,9 +1095,11 @@ function makePool(workers, summary) {
     return new Class(ref, kind, worker, made);
   }
 
-  async function createMultiHeadAttention(config) {
+  async function createMultiHeadAttention(givenConfig) {
     const where = 'MultiHeadAttention';
+    const taken = copyArguments([givenConfig], [ARGUMENTS.mhaConfig]);
     workers.check(where);
+    const [config] = taken();
     checkObject(where, 'config', config, OPTION_KEYS.MultiHeadAttentionConfig);
     const [{ config: resolved, kernels }] = await workers.all([0],
       () => ({ op: 'check', kind: 'MultiHeadAttention', config }));
@@ -976,9 +1130,9 @@ function makePool(workers, summary) {
       createLayer(TransformerEncoderLayer, 'TransformerEncoderLayer', config, options),
     TransformerDecoderLayer: (config, options) =>
       createLayer(TransformerDecoderLayer, 'TransformerDecoderLayer', config, options),
-    positionalEncoding: moduleFunction('positionalEncoding'),
-    layerNorm: moduleFunction('layerNorm'),
-    attention: moduleFunction('attention'),
+    positionalEncoding: moduleFunction('positionalEncoding', []),
+    layerNorm: moduleFunction('layerNorm', [tensor, ARGUMENTS.layerNormOptions]),
+    attention: moduleFunction('attention', [tensor, tensor, tensor, ARGUMENTS.attentionOptions]),
     quantizeInt8,
     dispose: async () => workers.dispose(),
     [asyncDisposeSymbol]: async () => workers.dispose(),

@@ -45,7 +45,8 @@ export function threadsUnavailableReason(simd) {
   return undefined;
 }
 
-// Logical processors, for the default thread count.
+// Logical processors, for the default thread count and the most threads or
+// pool workers a caller may ask for.
 export async function logicalProcessors() {
   const n = globalThis.navigator?.hardwareConcurrency;
   if (Number.isInteger(n) && n > 0) return n;
@@ -55,6 +56,26 @@ export async function logicalProcessors() {
     return os.availableParallelism?.() ?? os.cpus().length;
   }
   return 1;
+}
+
+// The most threads, or pool workers, a caller may ask for, per logical
+// processor. Each is a worker holding its own copy of the module (a pool's,
+// a whole wasm instance), all started before the first call: a count without
+// a bound exhausts memory (V8 aborts the process) before anything can be
+// caught, and beyond the processors more workers only share them.
+export const WORKERS_PER_PROCESSOR = 4;
+
+// Throws a RangeError naming `name` if `count` (already an integer >= least)
+// exceeds WORKERS_PER_PROCESSOR per logical processor; nothing is allocated
+// before this check.
+export async function checkWorkerCount(where, name, count, least) {
+  const processors = await logicalProcessors();
+  const most = WORKERS_PER_PROCESSOR * processors;
+  if (count > most) {
+    throw new RangeError(`${where}: ${name}: expected an integer from ${least} to ${most} ` +
+      `(${WORKERS_PER_PROCESSOR} per logical processor; this machine has ${processors}), ` +
+      `got ${count}`);
+  }
 }
 
 // In Node, each worker's code: it runs emcc's <build>.worker.js (its URL is

@@ -7,7 +7,7 @@ import { checkObject, describe, optionalBoolean, optionalNumber } from './argume
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
-import { defineDispose } from './wasm-object.js';
+import { defineDispose, liveDuringCall, ownerOf } from './wasm-object.js';
 
 // What an object an optimizer can step gives it: [TRAINABLE](where) returns
 // { raw, step }, its Embind object (weights set, not disposed) and the
@@ -107,17 +107,25 @@ export function makeOptimizers(wasm, reclaimer) {
         if (this.#handle.raw === null) {
           throw new Error(`${where}: this ${kind} was disposed; create a new one`);
         }
+        const optimizer = liveDuringCall(this.#handle, () => `${where}: this ${kind} was ` +
+          'disposed during the call; create a new one');
         if (target === null || typeof target !== 'object' || !(TRAINABLE in target)) {
           throw new TypeError(`${where}: target: expected a MultiHeadAttention, ` +
             'TransformerEncoderLayer, TransformerDecoderLayer or TinyTransformer, got ' +
             `${describe(target)}`);
+        }
+        const owner = ownerOf(target);
+        if (owner !== undefined && owner.wasm !== wasm) {
+          throw new Error(`${where}: target: this ${owner.kind} belongs to ` +
+            'another module (another createAttentionModule() call, i.e. another wasm ' +
+            'instance); step it with an optimizer of the module that created it');
         }
         const { raw, step } = target[TRAINABLE](where);
         // The C++ optimizer keys its moments by the object's address, which a
         // new object may reuse after another was disposed: the first step on
         // each JS object starts from fresh moments.
         const fresh = !this.#stepped.has(target);
-        unwrap(wasm, where, this.#handle.raw[step](raw, fresh));
+        unwrap(wasm, where, optimizer[step](raw, fresh));
         this.#stepped.add(target);
       }
 

@@ -54,6 +54,37 @@ export function defineDispose(Class) {
   }
 }
 
+// The Embind object of `handle` ({ raw }) for the rest of one call: while
+// the call reads its arguments, a getter among them may dispose of the
+// object (handle.raw = null, the Embind object deleted), where Embind would
+// throw its BindingError at the next use; this throws an Error of
+// `message()` instead, at any use (a method, or being passed to another).
+export function liveDuringCall(handle, message) {
+  const check = () => {
+    if (handle.raw === null) throw new Error(message());
+  };
+  return new Proxy(handle.raw, {
+    get(raw, key) {
+      check();
+      const value = Reflect.get(raw, key, raw);
+      if (typeof value !== 'function') return value;
+      return (...args) => {
+        check();
+        return value.apply(raw, args);
+      };
+    },
+  });
+}
+
+// The module (wasm instance) and kind of each object of the base below, so
+// that an optimizer can tell another module's object from its own.
+const owners = new WeakMap();
+
+/** { wasm, kind } of an object of the base class, or undefined. */
+export function ownerOf(object) {
+  return owners.get(object);
+}
+
 // Members of the base class that its subclasses use; the package does not
 // export them.
 export const LIVE = Symbol('live');
@@ -83,6 +114,7 @@ export function makeWasmObjectBase(wasm, reclaimer, kind, weightMethods) {
       }
       this.#handle = { raw, kind };
       reclaimer.track(this, this.#handle);
+      owners.set(this, { wasm, kind });
     }
 
     /** The config with defaults filled in (and the backend). */
@@ -112,7 +144,8 @@ export function makeWasmObjectBase(wasm, reclaimer, kind, weightMethods) {
       if (this.#handle.raw === null) {
         throw new Error(`${where}: this ${kind} was disposed; create a new one`);
       }
-      return this.#handle.raw;
+      return liveDuringCall(this.#handle, () => `${where}: this ${kind} was disposed during ` +
+        'the call (by a getter of one of its arguments); create a new one');
     }
 
     [READY](where) {
