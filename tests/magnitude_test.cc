@@ -299,7 +299,9 @@ TEST(Eps, OneRuleForLayersAndLayerNorm) {
   const std::pair<double, const char*> refused[] = {
       {0.0, "0"},     {-1.0, "-1"},  {1e40, "1e+40"}, {double(INFINITY), "inf"},
       {double(NAN), "NaN"}, {1e-60, "1e-60"}, {5e-46, "5e-46"}};
-  for (const auto& [eps, text] : refused) {
+  for (const auto& given : refused) {
+    const double eps = given.first;  // named, not bound: lambdas capture it
+    const char* text = given.second;
     const std::string expected = std::string(": expected a finite number > 0 that float32 can hold "
                                               "(1.4e-45 to 3.4e38), got ") + text;
     EXPECT_TRUE(ThrowsWith<std::invalid_argument>(

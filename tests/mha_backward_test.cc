@@ -341,10 +341,11 @@ TEST(BackwardErrors, NamedAndRecoverable) {
   const std::pair<Tensor3, const char*> wrong[] = {{{d.data, 5, 2, 16}, "[5, 2, 16]"},
                                                     {{d.data, 1, 10, 16}, "[1, 10, 16]"},
                                                     {{d.data, 2, 10, 8}, "[2, 10, 8]"}};
-  for (const auto& [shape, text] : wrong) {
+  for (const auto& given : wrong) {
     EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-        [&] { mha.Backward(shape); },
-        {"d_output: expected shape [2, 5, 16] (the training forward's output's), got ", text}));
+        [&] { mha.Backward(given.first); },
+        {"d_output: expected shape [2, 5, 16] (the training forward's output's), got ",
+         given.second}));
   }
   std::vector<float> nan_d = p->d_output;
   nan_d[5] = std::numeric_limits<float>::quiet_NaN();
