@@ -85,6 +85,8 @@ package_web() {
       cp "$f" "$dist/"
     done
   done
+  # The glue minified, and the modules bundled for pages without a bundler.
+  node scripts/bundle_web.mjs "$dist"
   ls -l "$dist"
 }
 

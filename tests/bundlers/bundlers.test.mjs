@@ -32,6 +32,10 @@ const DIST = ['simd_attention_nosimd.js', 'simd_attention_nosimd.wasm',
   'simd_attention_simd.wasm', 'simd_attention_simd_threads.js',
   'simd_attention_simd_threads.wasm', 'simd_attention_simd_threads.worker.js',
   'simd_attention_training.js', 'simd_attention_training.wasm'];
+// The package's bundles for pages without a bundler (web/package.json's
+// "browser" condition); bundlers take the modules instead ("module"), so
+// none emits these.
+const BUNDLES = ['index.min.js', 'pool-worker.js'];
 // What Chromium loads on these pages, which are not cross-origin isolated:
 // the single-thread relaxed-SIMD build, and nothing of the others.
 const PICKED = ['simd_attention_relaxed.js', 'simd_attention_relaxed.wasm'];
@@ -45,7 +49,7 @@ before(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'simd-attention-bundlers-'));
   app = makeApp(tmp);
   distFiles = packageDistFiles(app);
-  assert.deepEqual([...distFiles.values()].sort(), DIST);
+  assert.deepEqual([...distFiles.values()].sort(), [...BUNDLES, ...DIST].sort());
   browser = await launch();
 });
 
@@ -65,8 +69,9 @@ function assertGolden(where, result) {
 }
 
 // Opens `url`, runs the forward on the page and (unless `worker` is false) in
-// the app's worker; checks both and what was fetched.
-async function checkApp(label, url, { worker = true } = {}) {
+// the app's worker; checks both and what was fetched of dist/: the picked
+// build, after `entry` (the bundle a page without a bundler imports).
+async function checkApp(label, url, { worker = true, entry = [] } = {}) {
   const { page, problems, fetched } = await openApp(browser, url, distFiles);
   try {
     assertGolden(`${label}, page`, await page.evaluate((c) => window.forwardOnPage(c), input));
@@ -74,7 +79,7 @@ async function checkApp(label, url, { worker = true } = {}) {
       assertGolden(`${label}, worker`,
         await page.evaluate((c) => window.forwardInWorker(c), input));
     }
-    assert.deepEqual(await fetched(), PICKED, `${label}: package files fetched`);
+    assert.deepEqual(await fetched(), [...entry, ...PICKED].sort(), `${label}: package files fetched`);
     assert.deepEqual(problems, [], label);
   } finally {
     await page.close();
@@ -108,9 +113,10 @@ async function serve(root, fn) {
 }
 
 test('a plain page with an import map', async () => {
-  // Import maps do not reach into workers, so the page alone.
+  // Import maps do not reach into workers, so the page alone; it maps the
+  // package to its bundle, one file.
   await serve(app, (base) =>
-    checkApp('import map', `${base}importmap.html`, { worker: false }));
+    checkApp('import map', `${base}importmap.html`, { worker: false, entry: ['index.min.js'] }));
 });
 
 test("Vite's dev server, no configuration", async () => {
