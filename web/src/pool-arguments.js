@@ -61,7 +61,13 @@ function copyView(v) {
   return typeof Type === 'function' ? new Type(v) : v.slice();
 }
 
-// A record: an object, not an array, typed array or pool object.
+// A plain object described as `v` is (see className).
+function like(v) {
+  const name = className(v);
+  return name === 'Object' ? {} : Object.create(standInPrototype(name));
+}
+
+// A record: an object, not an array, a typed array or the package's object.
 const isRecord = (v) => v !== null && typeof v === 'object' && !Array.isArray(v) &&
   !ArrayBuffer.isView(v) && !isPackageObject(v);
 
@@ -84,12 +90,6 @@ export function whole(value) {
     return copies.get(v);
   };
   return copy(value);
-}
-
-// A plain object described as `v` is (see className).
-function like(v) {
-  const name = className(v);
-  return name === 'Object' ? {} : Object.create(standInPrototype(name));
 }
 
 // { data, shape } (a pool object, or what is not a record, whole).

@@ -599,8 +599,8 @@ function makePool(workers, summary) {
     values() { return this.#gather('values'); }
     // (An n that is not a size fails in the workers, as synchronously.)
     truncate(n) {
-      const copy = whole(n);
-      return this.step(() => this.call('truncate', [copy]), () => copy ?? 0);
+      const taken = copyArguments([n], [whole]);
+      return this.step(() => this.call('truncate', taken()), () => taken()[0] ?? 0);
     }
     reset() { return this.step(() => this.call('reset'), () => 0); }
 
