@@ -299,6 +299,75 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
     await pooled.dispose();
   });
 
+  test('a method called on what is not its object (`const f = mha.forward; f(x)`)', async () => {
+    const pool = pools[workers];
+    const asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose');
+    // [kind, placement, methods]: each public method of the synchronous class.
+    const kinds = [
+      ['MultiHeadAttention', undefined, ['setWeights', 'setWeightsFromPyTorch', 'forward',
+        'createKVCache', 'forwardIncremental', 'precomputeKeyValue', 'dispose']],
+      ...['whole', 'split'].flatMap((placement) => [
+        ['TransformerEncoderLayer', placement, ['setWeights', 'setWeightsFromPyTorch', 'forward',
+          'dispose']],
+        ['TransformerDecoderLayer', placement, ['setWeights', 'setWeightsFromPyTorch', 'forward',
+          'forwardIncremental', 'createKVCache', 'precomputeMemory', 'dispose']]]),
+    ];
+    const made = async (side, kind, placement) => {
+      const config = kind === 'MultiHeadAttention' ? { dModel: d, numHeads: 2 }
+        : { dModel: d, numHeads: 2, ffnDim: f };
+      const target = side === module ? track(new module[kind](config))
+        : await pool[kind](config, placement && { placement });
+      const attention = side === module ? track(new module.MultiHeadAttention({ dModel: d, numHeads: 2 }))
+        : await pool.MultiHeadAttention({ dModel: d, numHeads: 2 });
+      await attention.setWeights(mhaWeights(5));
+      const cache = await attention.createKVCache({ batch: B, maxLength: 4 });
+      const kv = await attention.precomputeKeyValue(memory);
+      return { target, cache, kv, dispose: async () => {
+        for (const o of [target, cache, kv, attention]) await o.dispose();
+      } };
+    };
+    const found = [];
+    const compare = async (label, call, sync, pooled) => {
+      const returned = call(pooled);
+      expect({ label, promise: returned instanceof Promise }).toEqual({ label, promise: true });
+      const got = await outcome(() => returned);
+      const want = await outcome(() => call(sync));
+      if (JSON.stringify(got) !== JSON.stringify(want)) found.push({ label, want, got });
+    };
+    for (const [kind, placement, methods] of kinds) {
+      const sync = await made(module, kind, placement);
+      const pooled = await made(pool, kind, placement);
+      // Receivers: none, a plain object, a string, the cache (another kind).
+      const receivers = [() => undefined, () => ({}), () => 'x', (side) => side.cache];
+      for (const name of methods) {
+        for (const [i, receiver] of receivers.entries()) {
+          await compare(`${kind} ${placement} ${name} on receiver ${i}`,
+            (side) => side.target[name].call(receiver(side), x), sync, pooled);
+        }
+      }
+      for (const [name, value] of [['append', step], ['keys'], ['values'], ['truncate', 0],
+        ['reset'], ['dispose']]) {
+        await compare(`KVCache ${name}`, (side) => side.cache[name].call(side.kv, value, value),
+          sync, pooled);
+      }
+      await compare('PrecomputedKeyValue dispose', (side) => side.kv.dispose.call(side.cache),
+        sync, pooled);
+      // [Symbol.asyncDispose] is dispose (the synchronous objects have Symbol.dispose).
+      expect(await outcome(() => pooled.target[asyncDispose].call(undefined)))
+        .toEqual(await outcome(() => sync.target.dispose.call(undefined)));
+      await sync.dispose();
+      await pooled.dispose();
+    }
+    expect(found).toEqual([]);
+    const mha = await pool.MultiHeadAttention({ dModel: d, numHeads: 2 });
+    const { forward } = mha;
+    expect(await outcome(() => forward(x))).toEqual({ class: 'TypeError',
+      message: 'MultiHeadAttention.forward: called on undefined, not a MultiHeadAttention' });
+    await mha.setWeights(mhaWeights(5));
+    expect((await mha.forward(x)).output.shape).toEqual([B, T, d]);
+    await mha.dispose();
+  });
+
   test('module functions and constructors', async () => {
     const pool = pools[workers];
     const norm = { gamma: randomFloats(d, 1), beta: randomFloats(d, 2) };

@@ -84,7 +84,8 @@ export function makeKeyValueClasses(wasm, reclaimer) {
 
     // The live Embind object of `self`, which must be a KVCache of this module.
     static #live(self, where) {
-      if (!(#batch in self)) {
+      // Object(): `in` throws on a primitive, the `this` of a method called bare.
+      if (!(#batch in Object(self))) {
         throw new TypeError(`KVCache.${where}: called on ${describe(self)}, not a KVCache`);
       }
       const handle = kvHandles.get(self);
@@ -134,7 +135,7 @@ export function makeKeyValueClasses(wasm, reclaimer) {
     }
 
     dispose() {
-      if (!(#batch in this)) {
+      if (!(#batch in Object(this))) {
         throw new TypeError(`KVCache.dispose: called on ${describe(this)}, not a KVCache`);
       }
       reclaimer.release(kvHandles.get(this));
@@ -160,7 +161,7 @@ export function makeKeyValueClasses(wasm, reclaimer) {
     get disposed() { return kvHandles.get(this).raw === null; }
 
     dispose() {
-      if (!(#batch in this)) {
+      if (!(#batch in Object(this))) {
         throw new TypeError('PrecomputedKeyValue.dispose: called on ' +
           `${describe(this)}, not a PrecomputedKeyValue`);
       }

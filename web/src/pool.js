@@ -53,6 +53,40 @@ const TERMINATE_WORKER = Symbol.for('simd-attention.pool.terminateWorker');
 // symbol, which no structured clone or checkObject sees.
 const SUBLAYER = Symbol('sublayer');
 
+// The methods callers use of the pool's classes, by the synchronous class
+// each stands for (see checkReceivers).
+const PUBLIC_METHODS = {
+  MultiHeadAttention: ['setWeights', 'setWeightsFromPyTorch', 'forward', 'createKVCache',
+    'forwardIncremental', 'precomputeKeyValue', 'dispose'],
+  TransformerEncoderLayer: ['setWeights', 'setWeightsFromPyTorch', 'forward', 'dispose'],
+  TransformerDecoderLayer: ['setWeights', 'setWeightsFromPyTorch', 'forward', 'forwardIncremental',
+    'createKVCache', 'precomputeMemory', 'dispose'],
+  KVCache: ['append', 'keys', 'values', 'truncate', 'reset', 'dispose'],
+  PrecomputedKeyValue: ['dispose'],
+};
+
+// Each public method of `Class` (whose objects stand for the synchronous
+// `kind`), called on anything but one of its objects (`const f =
+// mha.forward; f(x)`), rejects with the synchronous method's TypeError, not
+// the engine's at `this.enqueue`; [Symbol.asyncDispose] is its dispose.
+function checkReceivers(Class, kind) {
+  for (const name of PUBLIC_METHODS[kind]) {
+    const method = Class.prototype[name];
+    const checked = { [name](...args) {
+      // The WeakSet first: it runs no trap of a Proxy given as `this`.
+      if (POOL_OBJECTS.has(this) && this instanceof Class) return method.apply(this, args);
+      return new Promise(() => {
+        throw new TypeError(`${kind}.${name}: called on ${describe(this)}, not a ${kind}`);
+      });
+    } }[name];
+    Object.defineProperty(checked, 'length', { value: method.length });
+    Object.defineProperty(Class.prototype, name, { value: checked, writable: true,
+      configurable: true });
+  }
+  Object.defineProperty(Class.prototype, asyncDisposeSymbol, { value: Class.prototype.dispose,
+    writable: true, configurable: true });
+}
+
 // The KVCaches and PrecomputedKeyValues of every pool, and where the
 // synchronous API's messages say they come from.
 const KEY_VALUES = new WeakSet();
@@ -1072,6 +1106,13 @@ function makePool(workers, summary) {
   const pooledLayers = makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyValue,
     isKeyValues, poolObject, standIn, newRef: () => nextRef++, splitUnits, SUBLAYER, quantizeInt8,
     createMultiHeadAttention: (config) => createMultiHeadAttention(config) });
+
+  for (const [Class, kind] of [[MultiHeadAttention, 'MultiHeadAttention'], [KVCache, 'KVCache'],
+    [PrecomputedKeyValue, 'PrecomputedKeyValue'],
+    [TransformerEncoderLayer, 'TransformerEncoderLayer'],
+    [TransformerDecoderLayer, 'TransformerDecoderLayer'],
+    [pooledLayers.TransformerEncoderLayer, 'TransformerEncoderLayer'],
+    [pooledLayers.TransformerDecoderLayer, 'TransformerDecoderLayer']]) checkReceivers(Class, kind);
 
   // A layer split over the workers (pool-layers.js), or whole (class
   // Layer) in the worker holding the fewest: as placement says, by default

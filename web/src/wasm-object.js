@@ -138,7 +138,8 @@ export function makeWasmObjectBase(wasm, reclaimer, kind, weightMethods) {
     }
 
     [LIVE](where) {
-      if (!(#handle in this)) {
+      // Object(): `in` throws on a primitive, the `this` of a method called bare.
+      if (!(#handle in Object(this))) {
         throw new TypeError(`${where}: called on ${describe(this)}, not a ${kind}`);
       }
       if (this.#handle.raw === null) {
@@ -161,7 +162,7 @@ export function makeWasmObjectBase(wasm, reclaimer, kind, weightMethods) {
     }
 
     dispose() {
-      if (!(#handle in this)) {
+      if (!(#handle in Object(this))) {
         throw new TypeError(`${kind}.dispose: called on ${describe(this)}, not a ${kind}`);
       }
       reclaimer.release(this.#handle);
