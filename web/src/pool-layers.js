@@ -46,6 +46,16 @@ function weightsFit(weights, shapes, type) {
     ([key, shape]) => fits(weights[group][key], shape, type)));
 }
 
+// The attentions' config of a layer `given` this config: the fields
+// MultiHeadAttention's config also has, as the caller gave them, as C++
+// makes a layer's attentions (AttentionConfig, src/transformer_layers.cc);
+// the pooled attentions send them on whole, and each worker's object
+// resolves and judges them.
+function attentionConfig(given) {
+  const fields = OPTION_KEYS.MultiHeadAttentionConfig;
+  return Object.fromEntries(Object.entries(given).filter(([key]) => fields.includes(key)));
+}
+
 const ENCODER = ARGUMENTS.TransformerEncoderLayer;
 const DECODER = ARGUMENTS.TransformerDecoderLayer;
 
@@ -65,14 +75,16 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       this.#type = type;
     }
 
-    static async create({ dModel, ffnDim, activation, backend, weights }) {
+    // config: the layer's, as its synchronous layer resolved it, sent whole
+    // (the glue reads what an FFN takes), each worker's ffnDim its units.
+    static async create(config) {
+      const { dModel, ffnDim, weights } = config;
       const shards = splitUnits(ffnDim, workers.count).map(({ worker, from, to }) =>
         ({ worker, units: [from, to] }));
       const ffn = new FeedForwardShards(shards, dModel, ffnDim, weights);
       await workers.all(shards.map((s) => s.worker), (i) => ({
         op: 'new', ref: ffn.ref, kind: 'FeedForward',
-        config: { dModel, ffnDim: shards[i].units[1] - shards[i].units[0], activation, backend,
-          weights },
+        config: { ...config, ffnDim: shards[i].units[1] - shards[i].units[0] },
       }));
       return ffn;
     }
@@ -102,10 +114,11 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
       super(newRef(), shards);
     }
 
-    static async create(part, { dModel, eps, normFirst, backend }) {
+    // config: the layer's, resolved, sent whole as the FFN's.
+    static async create(part, config) {
       const norm = new SublayerNorm(part.shards);
       await workers.all(part.shards.map((s) => s.worker), () => ({
-        op: 'new', ref: norm.ref, kind: 'SublayerNorm', config: { dModel, eps, normFirst, backend },
+        op: 'new', ref: norm.ref, kind: 'SublayerNorm', config,
       }));
       return norm;
     }
@@ -311,13 +324,12 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     }
 
     // The steps after the self-attention: cross-attention over `kv` (a
-    // pooled PrecomputedKeyValue, or a tensor) with its key padding, the FFN.
+    // pooled PrecomputedKeyValue) with its key padding, the FFN.
     #crossAndFfn(kv, keyPaddingMask) {
       const options = keyPaddingMask === undefined ? {} : { keyPaddingMask };
       return [
         { name: 'the cross-attention sublayer', run: (h, sublayer) =>
-          this.#cross.forward(h, kv, kv instanceof PoolObject ? undefined : kv,
-            { ...options, [SUBLAYER]: sublayer }) },
+          this.#cross.forward(h, kv, undefined, { ...options, [SUBLAYER]: sublayer }) },
         this.ffnStep(),
       ];
     }
@@ -334,11 +346,18 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
           const memoryMask = optionalMask(where, 'options.memoryKeyPaddingMask',
             o.memoryKeyPaddingMask);
           const { memoryKeyPaddingMask, ...self } = o;
-          return this.sublayers(where, x, [
-            { name: 'the self-attention sublayer', run: (h, sublayer) => this.#self
-              .forward(h, undefined, undefined, { ...self, causal, [SUBLAYER]: sublayer }) },
-            ...this.#crossAndFfn(m.precomputed ?? m.tensor, memoryMask),
-          ]);
+          // A memory tensor is projected first, its keys and values held as
+          // config.cacheType holds them, as the synchronous layer does.
+          const kv = m.precomputed ?? await this.#cross.precomputeKeyValue(m.tensor);
+          try {
+            return await this.sublayers(where, x, [
+              { name: 'the self-attention sublayer', run: (h, sublayer) => this.#self
+                .forward(h, undefined, undefined, { ...self, causal, [SUBLAYER]: sublayer }) },
+              ...this.#crossAndFfn(kv, memoryMask),
+            ]);
+          } finally {
+            if (m.precomputed === undefined) await kv.dispose();
+          }
         }, ([x, memory, options]) => [x, standIn(memory), options]);
     }
 
@@ -394,12 +413,11 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     }
   }
 
-  // A layer of `kind` split over the workers; resolved: its config and
-  // kernels as worker 0's synchronous layer reports them.
+  // A layer of `kind` split over the workers; given: its config as the
+  // caller gave it; resolved: its config and kernels as worker 0's
+  // synchronous layer reports them.
   async function createPooledLayer(kind, given, resolved) {
     const c = resolved.config;
-    const attention = { dModel: c.dModel, numHeads: c.numHeads, numKvHeads: c.numKvHeads,
-      backend: c.backend, weights: c.weights, cacheType: c.cacheType };
     const made = []; // everything made so far, disposed if a later part fails
     const keep = async (part) => {
       made.push(await part);
@@ -407,10 +425,10 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     };
     try {
       // The decoder's cross-attention has no rotary positions (as in C++).
+      const self = attentionConfig(given);
+      const { rope, ...cross } = self;
       const attentions = [];
-      for (const config of kind === 'TransformerEncoderLayer' ? [{ ...attention, rope: c.rope }]
-        : [{ ...attention, rope: c.rope }, attention]) {
-        if (config.rope === undefined) delete config.rope;
+      for (const config of kind === 'TransformerEncoderLayer' ? [self] : [self, cross]) {
         attentions.push(await keep(createMultiHeadAttention(config)));
       }
       const ffn = await keep(FeedForwardShards.create(c));
