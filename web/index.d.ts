@@ -239,6 +239,17 @@ export interface AttentionModule {
   /** `torch.nn.TransformerDecoderLayer` (dropout 0, batch-first), with incremental decoding. */
   readonly TransformerDecoderLayer: TransformerDecoderLayerConstructor;
   /**
+   * One layer or attention of a Hugging Face model (`options.prefix`) as
+   * this module's object: configured from `config` (the parsed
+   * `config.json`), its weights loaded from `file` (`loadCheckpoint` in the
+   * model's layout), with the forward options the model runs it with. What
+   * the objects cannot compute (RMSNorm, gated MLPs, QK-norm, scaled RoPE,
+   * a whole model) is an Error naming the model type, the part and the
+   * config field; see the README's table.
+   */
+  fromPretrained(config: HuggingFaceConfig, file: CheckpointTensors,
+    options?: FromPretrainedOptions): PretrainedModule;
+  /**
    * Sinusoidal positional encoding `[t, dModel]`:
    * `PE[p, 2i] = sin(p / 10000^(2i/dModel))`, `PE[p, 2i+1] = cos(p / 10000^(2i/dModel))`.
    * Add it to token embeddings before the first layer. RangeError unless
@@ -1402,12 +1413,19 @@ export function readSafetensors<Keep16Bit extends boolean = false>(
 
 /**
  * Tensor names: `'pytorch'` (torch.nn's state_dict names), `'separate'`
- * (`q_proj`, `k_proj`, `v_proj`, `out_proj`: BART and its kin), `'bert'`
+ * (`q_proj`, `k_proj`, `v_proj`, `out_proj`: BART and its kin, GPT-J), `'bert'`
  * (`attention.self.query`, ..., `attention.output.dense`), `'fused'` (timm's
  * ViT: `attn.qkv`, `attn.proj`), `'gpt2'` (`attn.c_attn`, `attn.c_proj`,
- * Conv1D weights). The decoder layer has `'pytorch'` and `'separate'`.
+ * Conv1D weights), `'distilbert'` (`attention.q_lin`, ..., `sa_layer_norm`,
+ * `ffn.lin1`), `'vit'` (Hugging Face's: `attention.attention.query`,
+ * `layernorm_before`), `'gpt_neox'` (`attention.query_key_value`, each
+ * head's q, k and v rows in turn; `attention.dense`). Attentions only:
+ * `'llama'` (`q_proj`, `k_proj`, `v_proj`, `o_proj`: Llama, Mistral, Qwen,
+ * Gemma), `'phi3'` (`qkv_proj`: q, then k, then v rows; `o_proj`). The
+ * decoder layer has `'pytorch'` and `'separate'`.
  */
-export type CheckpointLayout = 'pytorch' | 'separate' | 'bert' | 'fused' | 'gpt2';
+export type CheckpointLayout = 'pytorch' | 'separate' | 'bert' | 'fused' | 'gpt2' | 'llama' |
+  'phi3' | 'distilbert' | 'vit' | 'gpt_neox';
 
 export interface LoadCheckpointOptions {
   /** The object's tensors are those named `prefix + name` (`'layers.3'` means `'layers.3.'`). */
@@ -1435,6 +1453,69 @@ export interface LoadCheckpointResult {
 export type CheckpointTensors = SafetensorsFile<boolean> |
   Record<string, Float32Array | { data: Float32Array; shape: number[]; dtype?: 'F32' } |
     CheckpointBitsTensor>;
+
+/**
+ * A parsed Hugging Face `config.json`: its `model_type` (one of `bert`,
+ * `roberta`, `distilbert`, `vit`, `gpt2`, `bart`, `whisper`, `gptj`,
+ * `gpt_neox`, `llama`, `mistral`, `qwen2`, `qwen3`, `gemma`, `gemma2`,
+ * `phi3`) and the fields transformers 4 or 5 writes.
+ */
+export type HuggingFaceConfig = { model_type: string; [field: string]: unknown };
+
+export interface FromPretrainedOptions {
+  /**
+   * The layer (`'model.layers.3'`, `'encoder.layer.1'`, `'h.1'`,
+   * `'decoder.layers.0'`) or attention (`'model.layers.3.self_attn'`,
+   * `'h.0.attn'`, `'transformer.layer.1.attention'`,
+   * `'decoder.layers.0.encoder_attn'`) to build. Required: a whole model
+   * is not supported yet (an Error).
+   */
+  prefix?: string;
+  /** The object's `config.backend`. */
+  backend?: string;
+  /** The object's `config.weights`. */
+  weights?: WeightTypeName;
+  /** The object's `config.cacheType`. */
+  cacheType?: CacheTypeName;
+}
+
+/** What `fromPretrained` returns for an attention. */
+export interface PretrainedAttention {
+  kind: 'MultiHeadAttention';
+  module: MultiHeadAttention;
+  /**
+   * The options the model's forward uses: `causal` (true for decoder-only
+   * models and decoder self-attention), and where the config sets them
+   * `window` (`[sliding_window - 1, 0]`), `scale` and `softcap`. Spread
+   * them into a call's own options (masks, ...).
+   */
+  forwardOptions: ForwardOptions;
+  /** A causal attention's: `forwardOptions` for `forwardIncremental` (no `causal`). */
+  incrementalOptions?: IncrementalForwardOptions;
+  /** What `loadCheckpoint` loaded. */
+  loaded: LoadCheckpointResult;
+}
+
+/** What `fromPretrained` returns for an encoder layer (BERT, GPT-2's block, ...). */
+export interface PretrainedEncoderLayer {
+  kind: 'TransformerEncoderLayer';
+  module: TransformerEncoderLayer;
+  /** As `PretrainedAttention.forwardOptions` (GPT-2's block: `causal: true`). */
+  forwardOptions: EncoderForwardOptions;
+  loaded: LoadCheckpointResult;
+}
+
+/** What `fromPretrained` returns for a decoder layer (BART's, Whisper's). */
+export interface PretrainedDecoderLayer {
+  kind: 'TransformerDecoderLayer';
+  module: TransformerDecoderLayer;
+  forwardOptions: DecoderForwardOptions;
+  /** `forwardOptions` for `forwardIncremental` (no `causal`). */
+  incrementalOptions?: SelfAttentionOptions;
+  loaded: LoadCheckpointResult;
+}
+
+export type PretrainedModule = PretrainedAttention | PretrainedEncoderLayer | PretrainedDecoderLayer;
 
 /**
  * Sets the weights of `target` from a checkpoint's tensors: missing weights,

@@ -16,6 +16,7 @@ import { makeDecoderLayer, makeEncoderLayer } from './src/layers.js';
 import { loadBuild, pickBuild } from './src/loader.js';
 import { makeModuleFunctions } from './src/module-functions.js';
 import { OPTION_KEYS } from './src/option-keys.js';
+import { fromPretrained } from './src/pretrained.js';
 import { makeScaledDotProductAttention } from './src/scaled-dot-product-attention.js';
 import { makeTinyTransformer } from './src/tiny-model.js';
 import { makeOptimizers } from './src/training.js';
@@ -153,6 +154,8 @@ export async function createAttentionModule(options = {}) {
     attention: makeScaledDotProductAttention(wasm, backend),
     ...makeOptimizers(wasm, reclaimer),
     TinyTransformer: makeTinyTransformer(wasm, reclaimer, backend),
+    fromPretrained: (config, file, fromOptions) =>
+      fromPretrained(module, config, file, fromOptions),
     memoryStats: () => {
       const { heapBytes, maxHeapBytes, allocatedBytes, weightBytes, cacheBytes } =
         wasm.memoryStats();

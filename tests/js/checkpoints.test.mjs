@@ -58,8 +58,9 @@ function linearOf(w, b, rows) {
 }
 
 function goldenAttention(t, p = '', dims) {
-  const { e, kdim = e, vdim = e } = dims;
+  const { e, kdim = e, vdim = e, heads } = dims;
   return {
+    heads,
     q: linearOf(t[`${p}w_q`].data, t[`${p}b_q`].data, e),
     k: linearOf(t[`${p}w_k`].data, t[`${p}b_k`].data, kdim),
     v: linearOf(t[`${p}w_v`].data, t[`${p}b_v`].data, vdim),
@@ -73,6 +74,20 @@ const packedBias = (a) => ({ data: concat(a.q.b.data, a.k.b.data, a.v.b.data),
   shape: [a.q.b.shape[0] + a.k.b.shape[0] + a.v.b.shape[0]] });
 const conv1d = ({ data, shape: [rows, cols] }) => ({ data: transpose(data, rows, cols), shape: [cols, rows] });
 const packs = (a) => a.q.w.shape[1] === a.k.w.shape[1] && a.q.w.shape[1] === a.v.w.shape[1];
+// GPT-NeoX's query_key_value: each head's q, k and v rows in turn (one
+// width for all three).
+const packsByHead = (a) => packs(a) && a.v.w.shape[0] === a.q.w.shape[0];
+function byHead(a, key) {
+  const [q, k, v] = [a.q[key], a.k[key], a.v[key]];
+  const cols = q.shape[1] ?? 1;
+  const block = (q.shape[0] / a.heads) * cols;
+  const data = new Float32Array(3 * q.data.length);
+  for (let h = 0; h < a.heads; h++) {
+    [q, k, v].forEach((x, j) => data.set(x.data.subarray(h * block, (h + 1) * block),
+      (3 * h + j) * block));
+  }
+  return { data, shape: [3 * q.shape[0], ...q.shape.slice(1)] };
+}
 
 // One attention block's tensors, named as each layout names them.
 const ATTENTION_NAMES = {
@@ -94,7 +109,27 @@ const ATTENTION_NAMES = {
     'proj.weight': a.o.w, 'proj.bias': a.o.b }),
   gpt2: (a) => ({ 'c_attn.weight': conv1d(packedWeight(a)), 'c_attn.bias': packedBias(a),
     'c_proj.weight': conv1d(a.o.w), 'c_proj.bias': a.o.b }),
+  llama: (a) => ({
+    'q_proj.weight': a.q.w, 'q_proj.bias': a.q.b, 'k_proj.weight': a.k.w, 'k_proj.bias': a.k.b,
+    'v_proj.weight': a.v.w, 'v_proj.bias': a.v.b, 'o_proj.weight': a.o.w, 'o_proj.bias': a.o.b,
+  }),
+  phi3: (a) => ({ 'qkv_proj.weight': packedWeight(a), 'qkv_proj.bias': packedBias(a),
+    'o_proj.weight': a.o.w, 'o_proj.bias': a.o.b }),
+  distilbert: (a) => ({
+    'q_lin.weight': a.q.w, 'q_lin.bias': a.q.b, 'k_lin.weight': a.k.w, 'k_lin.bias': a.k.b,
+    'v_lin.weight': a.v.w, 'v_lin.bias': a.v.b, 'out_lin.weight': a.o.w, 'out_lin.bias': a.o.b,
+  }),
+  vit: (a) => ({
+    'attention.query.weight': a.q.w, 'attention.query.bias': a.q.b,
+    'attention.key.weight': a.k.w, 'attention.key.bias': a.k.b,
+    'attention.value.weight': a.v.w, 'attention.value.bias': a.v.b,
+    'output.dense.weight': a.o.w, 'output.dense.bias': a.o.b,
+  }),
+  gpt_neox: (a) => ({ 'query_key_value.weight': byHead(a, 'w'),
+    'query_key_value.bias': byHead(a, 'b'), 'dense.weight': a.o.w, 'dense.bias': a.o.b }),
 };
+// The layouts that pack q, k and v in one tensor (of one input width).
+const PACKED = ['fused', 'gpt2', 'phi3', 'gpt_neox'];
 
 const under = (prefix, tensors) =>
   Object.fromEntries(Object.entries(tensors).map(([k, v]) => [`${prefix}${k}`, v]));
@@ -124,6 +159,15 @@ const ENCODER_NAMES = {
     ...linearNamed('mlp.fc1', f.fc1), ...linearNamed('mlp.fc2', f.fc2), ...normNamed('norm2', n[2]) }),
   gpt2: (a, f, n) => ({ ...under('attn.', ATTENTION_NAMES.gpt2(a)), ...normNamed('ln_1', n[1]),
     ...gpt2Named('mlp.c_fc', f.fc1), ...gpt2Named('mlp.c_proj', f.fc2), ...normNamed('ln_2', n[2]) }),
+  distilbert: (a, f, n) => ({ ...under('attention.', ATTENTION_NAMES.distilbert(a)),
+    ...normNamed('sa_layer_norm', n[1]), ...linearNamed('ffn.lin1', f.fc1),
+    ...linearNamed('ffn.lin2', f.fc2), ...normNamed('output_layer_norm', n[2]) }),
+  vit: (a, f, n) => ({ ...under('attention.', ATTENTION_NAMES.vit(a)),
+    ...normNamed('layernorm_before', n[1]), ...linearNamed('intermediate.dense', f.fc1),
+    ...linearNamed('output.dense', f.fc2), ...normNamed('layernorm_after', n[2]) }),
+  gpt_neox: (a, f, n) => ({ ...under('attention.', ATTENTION_NAMES.gpt_neox(a)),
+    ...normNamed('input_layernorm', n[1]), ...linearNamed('mlp.dense_h_to_4h', f.fc1),
+    ...linearNamed('mlp.dense_4h_to_h', f.fc2), ...normNamed('post_attention_layernorm', n[2]) }),
 };
 
 const DECODER_NAMES = {
@@ -163,9 +207,10 @@ function expectClose(what, actual, expected, tolerance) {
 }
 
 const mhaMatrix = mhaCases.flatMap((c) => {
-  const { d_model: e, kdim, vdim } = c.config;
-  const a = goldenAttention(c.tensors, '', { e, kdim, vdim });
-  return Object.keys(ATTENTION_NAMES).filter((l) => packs(a) || !['fused', 'gpt2'].includes(l))
+  const { d_model: e, kdim, vdim, num_heads: heads } = c.config;
+  const a = goldenAttention(c.tensors, '', { e, kdim, vdim, heads });
+  return Object.keys(ATTENTION_NAMES).filter((l) => (l === 'gpt_neox' ? packsByHead(a)
+    : packs(a) || !PACKED.includes(l)))
     .flatMap((layout) => DTYPES.map((dtype) => [c.name, layout, dtype, c, a]));
 });
 
@@ -192,8 +237,9 @@ function roundedLayerWeights(weights, dtype) {
 describe('TransformerEncoderLayer from a safetensors checkpoint', () => {
   const c = encoderCase;
   const e = c.config.d_model;
-  const tensors = (layout) => ENCODER_NAMES[layout](goldenAttention(c.tensors, '', { e }),
-    goldenFfn(c.tensors), { 1: norm(c.tensors, 1), 2: norm(c.tensors, 2) });
+  const tensors = (layout) => ENCODER_NAMES[layout](goldenAttention(c.tensors, '',
+    { e, heads: c.config.num_heads }), goldenFfn(c.tensors),
+  { 1: norm(c.tensors, 1), 2: norm(c.tensors, 2) });
   test.each(Object.keys(ENCODER_NAMES).flatMap((l) => DTYPES.map((d) => [l, d])))(
     '%s layout, %s', (layout, dtype) => {
       const a = encoderArguments(c);
@@ -457,7 +503,8 @@ describe('loadCheckpoint: missing, extra and mis-shaped tensors by name', () => 
   test('no known layout under the prefix', () => {
     expect(() => loadCheckpoint(layer(), file(named), { prefix: 'encoder.layer.3' })).toThrow(
       new RangeError('loadCheckpoint: no tensor of a TransformerEncoderLayer layout (pytorch, ' +
-        "separate, bert, fused, gpt2) under prefix 'encoder.layer.3.'; the checkpoint's 16 " +
+        "separate, bert, fused, gpt2, distilbert, vit, gpt_neox) under prefix 'encoder.layer.3.'; " +
+        "the checkpoint's 16 " +
         `tensors start '${PREFIX}attention.self.query.weight', '${PREFIX}attention.self.query.bias', ` +
         `'${PREFIX}attention.self.key.weight': set options.prefix`));
   });
@@ -478,8 +525,9 @@ describe('loadCheckpoint: missing, extra and mis-shaped tensors by name', () => 
     expect(() => loadCheckpoint({}, flat)).toThrow(new TypeError('loadCheckpoint: target: ' +
       'expected a MultiHeadAttention, TransformerEncoderLayer or TransformerDecoderLayer, got ' +
       'an object (Object)'));
-    expect(() => loadCheckpoint(mha, flat, { prefix: 'attn.', layout: 'llama' })).toThrow(
+    expect(() => loadCheckpoint(mha, flat, { prefix: 'attn.', layout: 'mpt' })).toThrow(
       new TypeError("loadCheckpoint: options.layout: expected one of 'pytorch', 'separate', " +
-        "'bert', 'fused', 'gpt2' for a MultiHeadAttention, got \"llama\""));
+        "'bert', 'fused', 'gpt2', 'llama', 'phi3', 'distilbert', 'vit', 'gpt_neox' for a " +
+        'MultiHeadAttention, got "mpt"'));
   });
 });

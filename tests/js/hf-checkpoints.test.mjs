@@ -1,20 +1,16 @@
 // Real Hugging Face checkpoints (../shared/hf-models, read at run time: see
 // its README) through readSafetensors + loadCheckpoint: Whisper's decoder
-// layer, whose k_proj has no bias, against the block's own output; a NaN or
-// infinity named by the checkpoint's tensor and its own index; layout names
-// that are Object.prototype keys.
+// layer, whose k_proj has no bias, against the block's own output; grouped
+// K/V heads (Llama); a NaN or infinity named by the checkpoint's tensor and
+// its own index; layout names that are Object.prototype keys; tensors
+// under the prefix that no layout names.
 import fs from 'node:fs';
-import path from 'node:path';
-import { repoRoot } from './support/golden.mjs';
 import { expectError } from './support/errors.mjs';
+import { hfCases as cases, maxRealRowDiff, modelConfig, modelFile, modelTensors }
+  from './support/hf-models.mjs';
 import { createAttentionModule, loadCheckpoint, parseSafetensors, readSafetensors, track }
   from './support/modules.mjs';
 import { floatToHalf, writeSafetensors } from './support/safetensors-writer.mjs';
-
-const modelsDir = process.env.SA_HF_MODELS_DIR ?? path.resolve(repoRoot, '../shared/hf-models');
-const cases = JSON.parse(fs.readFileSync(path.join(modelsDir, 'cases.json'), 'utf8'));
-const modelFile = (name) => path.join(modelsDir, name);
-const modelConfig = (name) => JSON.parse(fs.readFileSync(modelFile(`${name}_config.json`), 'utf8'));
 
 const sa = await createAttentionModule();
 
@@ -94,6 +90,34 @@ describe('Whisper: a decoder layer whose k_proj has no bias', () => {
   });
 });
 
+describe('Llama: an attention with grouped key/value heads', () => {
+  const c = cases.llama_attention;
+  const config = { dModel: c.dModel, numHeads: c.numHeads, numKvHeads: c.numKvHeads,
+    rope: c.rope, bias: c.bias };
+  const file = modelTensors('llama_attention');
+
+  test('loads (o_proj, the K/V heads\' rows), and gives the module\'s output', () => {
+    const mha = track(new sa.MultiHeadAttention(config));
+    expect(loadCheckpoint(mha, file, { prefix: c.prefix }).layout).toBe('llama');
+    const io = parseSafetensors(fs.readFileSync(modelFile('llama_attention_io.safetensors')));
+    const x = io.tensor('x');
+    expect(maxRealRowDiff('llama_attention', mha.forward(x, x, x, { causal: c.causal }).output.data))
+      .toBeLessThan(1e-5);
+  });
+
+  test('flat arrays of the wrong length are named before any transpose', () => {
+    const tensors = tensorsUnder(file, `${c.prefix}.`);
+    const k = `${c.prefix}.k_proj.weight`;
+    const flat = Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, t.data]));
+    flat[k] = flat[k].subarray(1);
+    const rows = c.numKvHeads * (c.dModel / c.numHeads);
+    expectError(() => loadCheckpoint(track(new sa.MultiHeadAttention(config)), flat,
+      { prefix: c.prefix }), RangeError, `loadCheckpoint: checkpoint tensor '${k}': expected ` +
+      `${rows * c.dModel} values for shape [${rows}, ${c.dModel}] (PyTorch's k_proj_weight of ` +
+      `this MultiHeadAttention), got ${rows * c.dModel - 1}`);
+  });
+});
+
 describe('a NaN or infinity is named by the checkpoint tensor and its own index', () => {
   const c = cases.bert;
   const config = { dModel: c.dModel, numHeads: c.numHeads, ffnDim: c.ffnDim,
@@ -139,7 +163,8 @@ describe('names that are Object.prototype keys', () => {
   test.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])('layout %j', (layout) => {
     expectError(() => loadCheckpoint(layer(), {}, { layout }), TypeError,
       "loadCheckpoint: options.layout: expected one of 'pytorch', 'separate', 'bert', 'fused', " +
-      `'gpt2' for a TransformerEncoderLayer, got ${JSON.stringify(layout)}`);
+      "'gpt2', 'distilbert', 'vit', 'gpt_neox' for a TransformerEncoderLayer, got " +
+      `${JSON.stringify(layout)}`);
   });
 
   test.each(['constructor', '__proto__'])('a tensor\'s dtype %j', (dtype) => {
@@ -165,6 +190,20 @@ test('an object with a file\'s names and tensor() but no info() is an object of 
     ffnDim: c.ffnDim }));
   expectError(() => loadCheckpoint(layer, lookalike, { prefix: c.prefix }), RangeError,
     'loadCheckpoint: no tensor of a TransformerEncoderLayer layout (pytorch, separate, bert, ' +
-    `fused, gpt2) under prefix '${c.prefix}.'; the checkpoint's 2 tensors start 'names', ` +
-    "'tensor': set options.prefix");
+    `fused, gpt2, distilbert, vit, gpt_neox) under prefix '${c.prefix}.'; the checkpoint's 2 ` +
+    "tensors start 'names', 'tensor': set options.prefix");
+});
+
+test('tensors under the prefix that no layout names: listed, the prefix not blamed', () => {
+  // Llama's MLP: there, but no attention's.
+  const c = cases.llama_layer;
+  const file = modelTensors('llama_layer');
+  const prefix = `${c.prefix}.mlp.`;
+  const under = file.names.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length));
+  expect(under.length).toBeGreaterThan(0);
+  const mha = track(new sa.MultiHeadAttention({ dModel: c.dModel, numHeads: c.numHeads }));
+  expectError(() => loadCheckpoint(mha, file, { prefix }), RangeError, 'loadCheckpoint: no ' +
+    'MultiHeadAttention layout (pytorch, separate, bert, fused, gpt2, llama, phi3, distilbert, ' +
+    `vit, gpt_neox) knows the ${under.length} tensors under prefix '${prefix}': ` +
+    `${under.map((n) => `'${n}'`).join(', ')}`);
 });

@@ -41,6 +41,8 @@ import {
   type LoadCheckpointResult, type PyTorchTransformerDecoderLayerState,
   type PyTorchTransformerEncoderLayerState, type ResponseLike, type SafetensorsDtype,
   type SafetensorsTensorInfo, type CheckpointBitsTensor, type SafetensorsOptions,
+  type FromPretrainedOptions, type HuggingFaceConfig, type PretrainedAttention,
+  type PretrainedDecoderLayer, type PretrainedEncoderLayer, type PretrainedModule,
 } from '../../web/index.js';
 
 const f32 = (n: number) => new Float32Array(n);
@@ -475,7 +477,30 @@ const loadedFacts: [CheckpointLayout, string[], string[], string[]] = [loaded.la
   loaded.tensors, loaded.unused, loaded.zeroBiases];
 loadCheckpoint(mha, flat);
 // @ts-expect-error: a layout the package does not know
-loadCheckpoint(decoder, file, { layout: 'llama' });
+loadCheckpoint(decoder, file, { layout: 'mpt' });
+const llamaLayout: CheckpointLayout = 'llama';
+void loadCheckpoint(mha, file, { layout: llamaLayout });
+
+// A Hugging Face layer or attention from its config.json.
+const hfConfig: HuggingFaceConfig = { model_type: 'llama', hidden_size: 64 };
+const pretrainedOptions: FromPretrainedOptions = { prefix: 'model.layers.3.self_attn',
+  backend, weights: 'f16', cacheType: 'f16' };
+const pretrained: PretrainedModule = sa.fromPretrained(hfConfig, file, pretrainedOptions);
+if (pretrained.kind === 'MultiHeadAttention') {
+  const built: PretrainedAttention = pretrained;
+  const out: ForwardResult = built.module.forward(x, x, x, built.forwardOptions);
+  const step: IncrementalForwardOptions | undefined = built.incrementalOptions;
+  void [out, step, built.loaded.zeroBiases];
+} else if (pretrained.kind === 'TransformerEncoderLayer') {
+  const built: PretrainedEncoderLayer = pretrained;
+  void [built.module.forward(x, built.forwardOptions), built.loaded];
+} else {
+  const built: PretrainedDecoderLayer = pretrained;
+  const step: SelfAttentionOptions | undefined = built.incrementalOptions;
+  void [built.module.forward(x, x, built.forwardOptions), step, built.loaded];
+}
+// @ts-expect-error: the object's config takes no layout
+void sa.fromPretrained(hfConfig, file, { prefix: 'h.1', layout: 'gpt2' });
 // @ts-expect-error: an encoder state_dict needs its FFN
 encoder.setWeightsFromPyTorch({ 'self_attn.in_proj_weight': f32(192) });
 void [fromPath, fileFacts, loadedFacts];

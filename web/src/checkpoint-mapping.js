@@ -14,6 +14,7 @@
 // other tensor becomes float32 here.
 import { checkObject, describe, float32, integers } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
+import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { attentionShapes, layerShapes } from './pytorch-layer-state.js';
 import { widen16Bit } from './safetensors.js';
 
@@ -28,6 +29,8 @@ const copy = (to, from) => ({ to, from: [from] });
 // GPT-2's Conv1D stores [in, out], the transpose of a Linear weight.
 const conv1d = (to, from) => ({ to, from: [from], conv1d: true });
 const concat = (to, ...from) => ({ to, from });
+// GPT-NeoX's query_key_value rows hold each head's q, k and v in turn.
+const byHead = (to, from) => ({ to, from: [from], byHead: true });
 
 // One attention block as nn.MultiheadAttention's names after `to`, from the
 // checkpoint's after `at`; has(name) says whether the checkpoint holds one.
@@ -54,6 +57,24 @@ const ATTENTION_LAYOUTS = {
     copy(`${to}in_proj_bias`, `${at}c_attn.bias`),
     conv1d(`${to}out_proj.weight`, `${at}c_proj.weight`),
     copy(`${to}out_proj.bias`, `${at}c_proj.bias`),
+  ],
+  // Llama, Mistral, Qwen2, Gemma: the output is o_proj.
+  llama: (to, at) => separate(to, at, ['q_proj.', 'k_proj.', 'v_proj.', 'o_proj.']),
+  // Phi-3: the rows of q, then k, then v in one qkv_proj (grouped K/V
+  // heads as in_proj_weight has them).
+  phi3: (to, at) => [
+    copy(`${to}in_proj_weight`, `${at}qkv_proj.weight`),
+    copy(`${to}in_proj_bias`, `${at}qkv_proj.bias`),
+    copy(`${to}out_proj.weight`, `${at}o_proj.weight`), copy(`${to}out_proj.bias`, `${at}o_proj.bias`),
+  ],
+  distilbert: (to, at) => separate(to, at, ['q_lin.', 'k_lin.', 'v_lin.', 'out_lin.']),
+  // Hugging Face's ViT (timm's is 'fused').
+  vit: (to, at) => separate(to, at,
+    ['attention.query.', 'attention.key.', 'attention.value.', 'output.dense.']),
+  gpt_neox: (to, at) => [
+    byHead(`${to}in_proj_weight`, `${at}query_key_value.weight`),
+    byHead(`${to}in_proj_bias`, `${at}query_key_value.bias`),
+    copy(`${to}out_proj.weight`, `${at}dense.weight`), copy(`${to}out_proj.bias`, `${at}dense.bias`),
   ],
 };
 
@@ -92,6 +113,16 @@ const LAYOUTS = {
     gpt2: [attention('gpt2', 'self_attn.', 'attn.'), ...linear('norm1', 'ln_1'),
       ...gpt2Linear('linear1', 'mlp.c_fc'), ...gpt2Linear('linear2', 'mlp.c_proj'),
       ...linear('norm2', 'ln_2')],
+    distilbert: [attention('distilbert', 'self_attn.', 'attention.'),
+      ...linear('norm1', 'sa_layer_norm'), ...linear('linear1', 'ffn.lin1'),
+      ...linear('linear2', 'ffn.lin2'), ...linear('norm2', 'output_layer_norm')],
+    vit: [attention('vit', 'self_attn.', 'attention.'), ...linear('norm1', 'layernorm_before'),
+      ...linear('linear1', 'intermediate.dense'), ...linear('linear2', 'output.dense'),
+      ...linear('norm2', 'layernorm_after')],
+    // The sequential form (use_parallel_residual: false).
+    gpt_neox: [attention('gpt_neox', 'self_attn.', 'attention.'),
+      ...linear('norm1', 'input_layernorm'), ...linear('linear1', 'mlp.dense_h_to_4h'),
+      ...linear('linear2', 'mlp.dense_4h_to_h'), ...linear('norm2', 'post_attention_layernorm')],
   },
   TransformerDecoderLayer: {
     pytorch: [attention('pytorch', 'self_attn.', 'self_attn.'),
@@ -117,15 +148,22 @@ function targetKind(where, target) {
     `TransformerEncoderLayer or TransformerDecoderLayer, got ${describe(target)}`);
 }
 
+/**
+ * Whether `checkpoint` is taken as a SafetensorsFile: by its members (one
+ * from another copy of the package passes); anything else is an object of
+ * tensors.
+ */
+export function isTensorFile(checkpoint) {
+  return checkpoint !== null && typeof checkpoint === 'object' &&
+    Array.isArray(checkpoint.names) && checkpoint.names.every((n) => typeof n === 'string') &&
+    typeof checkpoint.tensor === 'function' && typeof checkpoint.info === 'function';
+}
+
 // The checkpoint as { names, shape(name) (undefined if not declared),
 // tensor(name) -> { data, dtype? } }: a SafetensorsFile, or an object of
 // Float32Array or { data, shape, dtype? } entries.
 function readCheckpoint(where, checkpoint) {
-  // A SafetensorsFile, by its members (one from another copy of the
-  // package passes); anything else is an object of tensors.
-  if (checkpoint !== null && typeof checkpoint === 'object' &&
-      Array.isArray(checkpoint.names) && checkpoint.names.every((n) => typeof n === 'string') &&
-      typeof checkpoint.tensor === 'function' && typeof checkpoint.info === 'function') {
+  if (isTensorFile(checkpoint)) {
     return {
       names: checkpoint.names,
       shape: (name) => checkpoint.info(name).shape,
@@ -159,6 +197,10 @@ function readCheckpoint(where, checkpoint) {
   };
 }
 
+// The first `count` names quoted, and ', ...' when there are more.
+const quoteSome = (names, count, more = true) => names.slice(0, count).map((n) => `'${n}'`)
+  .join(', ') + (more && names.length > count ? ', ...' : '');
+
 const sameShape = (a, b) => a.length === b.length && a.every((d, i) => d === b[i]);
 const shapeString = (s) => `[${s.join(', ')}]`;
 
@@ -167,6 +209,31 @@ function transpose(data, rows, cols) {
   const out = new /** @type {Float32ArrayConstructor} */ (data.constructor)(data.length);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
+  }
+  return out;
+}
+
+// GPT-NeoX's [heads, (q, k, v), headDim, cols] rows -> in_proj's
+// [(q, k, v), heads, headDim, cols], in data's type. want: in_proj's shape.
+function qkvFromHeads(where, name, data, config, want) {
+  const { numHeads: heads, numKvHeads, headDim } = config;
+  if (numKvHeads !== heads || (config.headDimV ?? headDim) !== headDim) {
+    throw new RangeError(`${where}: ${name}: holds each head's q, k and v together, which ` +
+      `needs as many key/value heads as query heads and one head width (the object has ` +
+      `numHeads ${heads}, numKvHeads ${numKvHeads})`);
+  }
+  const count = want.reduce((n, d) => n * d, 1);
+  if (data.length !== count) {
+    throw new RangeError(`${where}: ${name}: expected ${count} values for shape ` +
+      `${shapeString(want)}, got ${data.length}`);
+  }
+  const out = new /** @type {Float32ArrayConstructor} */ (data.constructor)(data.length);
+  const block = headDim * (want[1] ?? 1);
+  for (let h = 0; h < heads; h++) {
+    for (let j = 0; j < 3; j++) {
+      const from = (3 * h + j) * block;
+      out.set(data.subarray(from, from + block), (j * heads + h) * block);
+    }
   }
   return out;
 }
@@ -254,10 +321,18 @@ export function loadCheckpoint(target, checkpoint, options) {
   const { layout, entries } = pickLayout(where, kind, LAYOUTS[kind], requested, has);
   const full = (name) => `${prefix}${name}`;
   if (layout === undefined) {
-    const some = ckpt.names.slice(0, 3).map((n) => `'${n}'`).join(', ');
-    throw new RangeError(`${where}: no tensor of a ${kind} layout (` +
-      `${Object.keys(LAYOUTS[kind]).join(', ')}) under prefix '${prefix}'; the ` +
-      `checkpoint's ${ckpt.names.length} tensors start ${some}: set options.prefix`);
+    const layouts = Object.keys(LAYOUTS[kind]).join(', ');
+    // Tensors under the prefix, none of them named as a layout names them:
+    // the prefix may be right, the names are of a model this package lacks.
+    if (under.size > 0) {
+      const names = [...under];
+      throw new RangeError(`${where}: no ${kind} layout (${layouts}) knows the ` +
+        `${names.length} tensor${names.length === 1 ? '' : 's'} under prefix '${prefix}': ` +
+        `${quoteSome(names, 5)}`);
+    }
+    throw new RangeError(`${where}: no tensor of a ${kind} layout (${layouts}) under prefix ` +
+      `'${prefix}'; the checkpoint's ${ckpt.names.length} tensors start ` +
+      `${quoteSome(ckpt.names, 3, false)}: set options.prefix`);
   }
 
   const { bias, ...config } = target.config;
@@ -276,10 +351,9 @@ export function loadCheckpoint(target, checkpoint, options) {
   const zeroBiases = names.filter((n) => !has(n)).map(full);
   const unused = [...under].filter((n) => !used.has(n)).map(full);
   if (unused.length > 0 && !allowUnused) {
-    const list = unused.slice(0, 5).map((n) => `'${n}'`).join(', ');
     throw new RangeError(`${where}: ${unused.length} tensor${unused.length === 1 ? '' : 's'} ` +
-      `under prefix '${prefix}' not part of a ${kind} in layout '${layout}': ${list}` +
-      `${unused.length > 5 ? ', ...' : ''}; set options.prefix to the object's own tensors, ` +
+      `under prefix '${prefix}' not part of a ${kind} in layout '${layout}': ` +
+      `${quoteSome(unused, 5)}; set options.prefix to the object's own tensors, ` +
       'or options.allowUnused: true');
   }
 
@@ -308,6 +382,7 @@ export function loadCheckpoint(target, checkpoint, options) {
           `of this ${kind}), got ${shapeString(declared)}`);
       }
       const data = values(full(name), e.to, declared);
+      if (e.byHead) return qkvFromHeads(where, full(name), data, config, want);
       if (!e.conv1d) return data;
       if (data.length !== want[0] * want[1]) {
         throw new RangeError(`${where}: ${full(name)}: expected ${want[0] * want[1]} values ` +
@@ -326,9 +401,27 @@ export function loadCheckpoint(target, checkpoint, options) {
     return new error.constructor(`${where}: checkpoint tensor ${names}: ${error.message}`,
       { cause: error });
   };
+  // C++'s conversion is nn.MultiheadAttention's: as many key/value heads as
+  // query heads, dModel / numHeads wide. Other attentions (grouped K/V
+  // heads, Gemma's wider heads) take the transposes done here, their
+  // lengths checked first.
+  const torchShaped = kind !== 'MultiHeadAttention' || (config.numKvHeads === config.numHeads &&
+    config.numHeads * config.headDim === config.dModel);
+  if (!torchShaped) {
+    for (const e of wanted) {
+      const count = shapes[e.to].reduce((n, d) => n * d, 1);
+      if (state[e.to].length !== count) {
+        throw new RangeError(`${where}: checkpoint tensor ` +
+          `${e.from.map((n) => `'${full(n)}'`).join(' + ')}: expected ${count} values for shape ` +
+          `${shapeString(shapes[e.to])} (PyTorch's ${e.to} of this ${kind}), got ` +
+          `${state[e.to].length}`);
+      }
+    }
+  }
   let done;
   try {
-    done = target.setWeightsFromPyTorch(state);
+    done = torchShaped ? target.setWeightsFromPyTorch(state)
+      : target.setWeights(attentionWeightsFromPyTorch(target.config, state));
   } catch (error) {
     throw named(error);
   }

@@ -67,6 +67,7 @@ export const OPTION_KEYS = {
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
     ['norm1', 'norm2', 'norm3']),
   LoadCheckpointOptions: ['prefix', 'layout', 'allowUnused'],
+  FromPretrainedOptions: ['prefix', 'backend', 'weights', 'cacheType'],
   SafetensorsOptions: ['keep16Bit'],
   PooledLayerOptions: ['placement'],
   SGDOptions: ['lr', 'momentum', 'weightDecay', 'nesterov'],

@@ -1,0 +1,530 @@
+// sa.fromPretrained(config, file, { prefix }) on the Hugging Face reference
+// blocks of ../shared/hf-models (read at run time): every case whose parts
+// the objects have, on every build and backend, against the block's own
+// output (real query rows only where it has padding); the refused ones with
+// their messages; token-by-token decoding with the returned options; model
+// types without a case of their own (RoBERTa, Gemma, ViT, GPT-NeoX) from
+// the cases' weights under their names; transformers 4 config forms; and
+// the errors of configs, prefixes and options.
+import { expectError } from './support/errors.mjs';
+import { transpose } from './support/golden.mjs';
+import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors, paddingOptions }
+  from './support/hf-models.mjs';
+import { loadBuilds, loadCheckpoint, track } from './support/modules.mjs';
+
+const builds = await loadBuilds();
+const sa = builds.simd;
+
+// The cases whose blocks have a part the objects lack, with the message.
+const REFUSED = {
+  qwen3_attention: (c) => `fromPretrained: qwen3: the attention '${c.prefix}' is not supported ` +
+    'by this package: it has QK-norm (self_attn.q_norm, self_attn.k_norm: an RMSNorm over ' +
+    'each head of q and of k before RoPE, config.rms_norm_eps), which the package\'s ' +
+    'MultiHeadAttention lacks',
+  llama_layer: (c) => `fromPretrained: llama: a whole layer ('${c.prefix}') is not supported ` +
+    'by this package: it has RMSNorm (input_layernorm, post_attention_layernorm; ' +
+    'config.rms_norm_eps) and a gated MLP down(act(gate(x)) * up(x)) (mlp.gate_proj, ' +
+    'mlp.up_proj, mlp.down_proj; config.hidden_act), which the package\'s layers lack; its ' +
+    `attention loads with prefix '${c.prefix}.self_attn'`,
+};
+const supported = Object.keys(hfCases).filter((name) => !Object.hasOwn(REFUSED, name));
+const TOLERANCE = 1e-5;
+
+// The module's forward of the block's input with the returned options.
+function forwardBlock(name, built, extra = {}) {
+  const io = blockIo(name);
+  const x = io.tensor('x');
+  const options = { ...built.forwardOptions, ...paddingOptions(name), ...extra };
+  if (built.kind === 'MultiHeadAttention') return built.module.forward(x, x, x, options).output.data;
+  if (built.kind === 'TransformerDecoderLayer') {
+    return built.module.forward(x, io.tensor('memory'), options).data;
+  }
+  return built.module.forward(x, options).data;
+}
+
+const load = (module, name, config = modelConfig(name), options = {}) => {
+  const built = module.fromPretrained(config, modelTensors(name),
+    { prefix: hfCases[name].prefix, ...options });
+  track(built.module);
+  return built;
+};
+
+// What cases.json says the block is, against the object and its options.
+function expectDescribedBy(c, built) {
+  const config = built.module.config;
+  expect([config.dModel, config.numHeads, config.numKvHeads])
+    .toEqual([c.dModel, c.numHeads, c.numKvHeads ?? c.numHeads]);
+  expect(built.forwardOptions.causal).toBe(c.causal === true);
+  for (const key of ['headDim', 'ffnDim', 'activation', 'eps', 'normFirst']) {
+    if (c[key] !== undefined) expect([key, config[key]]).toEqual([key, c[key]]);
+  }
+  if (c.bias === false) expect(config.bias).toBe(false);
+  if (c.softcap !== undefined) expect(built.forwardOptions.softcap).toBe(c.softcap);
+  if (c.rope !== undefined) {
+    expect(config.rope).toEqual({ style: c.rope.style, base: c.rope.base,
+      rotaryDim: c.rope.rotaryDim ?? config.headDim });
+  }
+}
+
+test('the shared folder has the cases this file expects', () => {
+  for (const name of Object.keys(REFUSED)) expect(Object.keys(hfCases)).toContain(name);
+  expect(supported.length).toBeGreaterThanOrEqual(11);
+});
+
+const matrix = Object.entries(builds).flatMap(([build, module]) =>
+  module.backends.map((backend) => [build, backend, module]));
+
+describe.each(matrix)('%s build, %s backend', (_, backend, module) => {
+  test.each(supported)('%s: the object of its config, its output', (name) => {
+    const c = hfCases[name];
+    const built = load(module, name, undefined, { backend });
+    expect(built.module.config.backend).toBe(backend);
+    expect(built.loaded.unused).toEqual([]);
+    expectDescribedBy(c, built);
+    expect(maxRealRowDiff(name, forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+  });
+});
+
+test.each(Object.keys(REFUSED))('%s is refused, naming the model type, the part and the field',
+  (name) => {
+    const before = sa.memoryStats();
+    expectError(() => load(sa, name), Error, REFUSED[name](hfCases[name]));
+    expect(sa.memoryStats().weightBytes).toEqual(before.weightBytes);
+  });
+
+describe('what the result holds', () => {
+  test('kind, loaded tensors, zero biases; forwardOptions of a decoder-only attention', () => {
+    const built = load(sa, 'qwen2_attention');
+    const { prefix } = hfCases.qwen2_attention;
+    expect(built.kind).toBe('MultiHeadAttention');
+    expect(built.loaded.layout).toBe('llama');
+    // Qwen2's o_proj has no bias.
+    expect(built.loaded.zeroBiases).toEqual([`${prefix}.o_proj.bias`]);
+    expect(built.loaded.tensors).toHaveLength(
+      modelTensors('qwen2_attention').names.filter((n) => n.startsWith(`${prefix}.`)).length);
+    expect(built.forwardOptions).toEqual({ causal: true });
+    expect(built.incrementalOptions).toEqual({});
+  });
+
+  test('an encoder layer runs bidirectionally and has no incremental options', () => {
+    const built = load(sa, 'bert');
+    expect(built.kind).toBe('TransformerEncoderLayer');
+    expect(built.forwardOptions).toEqual({ causal: false });
+    expect(built).not.toHaveProperty('incrementalOptions');
+  });
+
+  test('a sliding window: [sliding_window - 1, 0], in both option sets', () => {
+    const config = modelConfig('mistral_window');
+    const built = load(sa, 'mistral_window', config);
+    const window = [config.sliding_window - 1, 0];
+    expect(built.forwardOptions).toEqual({ causal: true, window });
+    expect(built.incrementalOptions).toEqual({ window });
+  });
+
+  test('Gemma 2: scale query_pre_attn_scalar ** -0.5 and the soft-cap', () => {
+    const config = modelConfig('gemma2_attention');
+    const built = load(sa, 'gemma2_attention', config);
+    expect(built.forwardOptions).toEqual({ causal: true, window: [config.sliding_window - 1, 0],
+      scale: config.query_pre_attn_scalar ** -0.5, softcap: config.attn_logit_softcapping });
+  });
+});
+
+describe('token by token with incrementalOptions', () => {
+  // f16 caches: each cached value rounded once (2^-11 relative).
+  const f16Tolerance = (name) => 8 * 2 ** -11 *
+    blockIo(name).tensor('y').data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+
+  test.each(['mistral_window', 'gemma2_attention', 'gptj_attention', 'whisper_decoder'].flatMap(
+    (name) => [[name, 'f32'], [name, 'f16']]))('%s, %s cache', (name, cacheType) => {
+    const built = load(sa, name, undefined, { cacheType });
+    expect(built.module.config.cacheType).toBe(cacheType);
+    const io = blockIo(name);
+    const x = io.tensor('x');
+    const [batch, tokens, width] = x.shape;
+    const cache = track(built.module.createKVCache({ batch, maxLength: tokens }));
+    const memory = built.kind === 'TransformerDecoderLayer'
+      ? track(built.module.precomputeMemory(io.tensor('memory'))) : undefined;
+    const out = new Float32Array(tokens * width);
+    for (let t = 0; t < tokens; t++) {
+      const step = { data: x.data.slice(t * width, (t + 1) * width), shape: [1, 1, width] };
+      out.set(memory === undefined
+        ? built.module.forwardIncremental(step, cache, built.incrementalOptions).output.data
+        : built.module.forwardIncremental(step, cache, memory, built.incrementalOptions).data,
+      t * width);
+    }
+    expect(batch).toBe(1);
+    expect(maxRealRowDiff(name, out)).toBeLessThan(cacheType === 'f32' ? TOLERANCE
+      : f16Tolerance(name));
+  });
+});
+
+test.each([['f16', 11], ['bf16', 8]])('options.weights %s: the matrices held so', (weights, bits) => {
+  const name = 'llama_attention';
+  const built = load(sa, name, undefined, { weights });
+  expect(built.module.config.weights).toBe(weights);
+  const scale = blockIo(name).tensor('y').data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  expect(maxRealRowDiff(name, forwardBlock(name, built))).toBeLessThan(8 * 2 ** -bits * scale);
+});
+
+// ---------------------------------------------------------------------------
+// Model types without a case of their own, and transformers 4 configs
+// ---------------------------------------------------------------------------
+
+describe('the cases\' weights under other model types\' names', () => {
+  test('roberta: a BERT layer', () => {
+    const built = load(sa, 'bert', { ...modelConfig('bert'), model_type: 'roberta' });
+    expect(maxRealRowDiff('bert', forwardBlock('bert', built))).toBeLessThan(TOLERANCE);
+  });
+
+  test('gemma: a Llama attention', () => {
+    const built = load(sa, 'llama_attention',
+      { ...modelConfig('llama_attention'), model_type: 'gemma' });
+    expect(built.forwardOptions).toEqual({ causal: true });
+    expect(maxRealRowDiff('llama_attention', forwardBlock('llama_attention', built)))
+      .toBeLessThan(TOLERANCE);
+  });
+
+  // GPT-2's block h.1 as nn.Linear weights [out, in]: { name: { data, shape } }.
+  const gpt2 = modelTensors('gpt2');
+  const at = (n) => gpt2.tensor(`${hfCases.gpt2.prefix}.${n}`);
+  const linear = (n) => {
+    const { data, shape: [rows, cols] } = at(n);
+    return { data: transpose(data, rows, cols), shape: [cols, rows] };
+  };
+  const rows = (t, from, count) => {
+    const width = t.shape[1] ?? 1;
+    return { data: t.data.slice(from * width, (from + count) * width),
+      shape: [count, ...t.shape.slice(1)] };
+  };
+  const named = (prefix, tensors) =>
+    Object.fromEntries(Object.entries(tensors).map(([n, t]) => [`${prefix}${n}`, t]));
+  const e = hfCases.gpt2.dModel;
+  const heads = hfCases.gpt2.numHeads;
+  const qkv = { weight: linear('attn.c_attn.weight'), bias: at('attn.c_attn.bias') };
+  const gpt2Config = modelConfig('gpt2');
+
+  test('vit: GPT-2\'s pre-LN block under ViT\'s names, run causally as GPT-2 runs it', () => {
+    const tensors = named('vit.encoder.layer.1.', {
+      'layernorm_before.weight': at('ln_1.weight'), 'layernorm_before.bias': at('ln_1.bias'),
+      ...Object.fromEntries(['query', 'key', 'value'].flatMap((x, i) => [
+        [`attention.attention.${x}.weight`, rows(qkv.weight, i * e, e)],
+        [`attention.attention.${x}.bias`, rows(qkv.bias, i * e, e)]])),
+      'attention.output.dense.weight': linear('attn.c_proj.weight'),
+      'attention.output.dense.bias': at('attn.c_proj.bias'),
+      'layernorm_after.weight': at('ln_2.weight'), 'layernorm_after.bias': at('ln_2.bias'),
+      'intermediate.dense.weight': linear('mlp.c_fc.weight'),
+      'intermediate.dense.bias': at('mlp.c_fc.bias'),
+      'output.dense.weight': linear('mlp.c_proj.weight'), 'output.dense.bias': at('mlp.c_proj.bias'),
+    });
+    const config = { model_type: 'vit', hidden_size: e, num_attention_heads: heads,
+      intermediate_size: hfCases.gpt2.ffnDim, hidden_act: gpt2Config.activation_function,
+      layer_norm_eps: gpt2Config.layer_norm_epsilon, qkv_bias: true };
+    const layer = sa.fromPretrained(config, tensors, { prefix: 'vit.encoder.layer.1' });
+    track(layer.module);
+    expect([layer.kind, layer.loaded.layout, layer.module.config.normFirst])
+      .toEqual(['TransformerEncoderLayer', 'vit', true]);
+    expect(layer.forwardOptions).toEqual({ causal: false });
+    expect(maxRealRowDiff('gpt2', forwardBlock('gpt2', layer, { causal: true })))
+      .toBeLessThan(TOLERANCE);
+    // Its attention alone equals GPT-2's.
+    const attention = sa.fromPretrained(config, tensors,
+      { prefix: 'vit.encoder.layer.1.attention' });
+    track(attention.module);
+    const gpt2Attention = track(new sa.MultiHeadAttention({ dModel: e, numHeads: heads }));
+    loadCheckpoint(gpt2Attention, gpt2, { prefix: `${hfCases.gpt2.prefix}.attn` });
+    const x = blockIo('gpt2').tensor('x');
+    expect(attention.module.forward(x).output.data).toEqual(gpt2Attention.forward(x).output.data);
+  });
+
+  // GPT-NeoX's query_key_value: each head's q, k and v rows in turn.
+  const byHead = (t) => {
+    const width = (t.shape[1] ?? 1) * (e / heads);
+    const data = new Float32Array(t.data.length);
+    for (let h = 0; h < heads; h++) {
+      for (let j = 0; j < 3; j++) {
+        const from = (j * heads + h) * width;
+        data.set(t.data.subarray(from, from + width), (3 * h + j) * width);
+      }
+    }
+    return { data, shape: t.shape };
+  };
+  const neoxTensors = named('gpt_neox.layers.1.', {
+    'input_layernorm.weight': at('ln_1.weight'), 'input_layernorm.bias': at('ln_1.bias'),
+    'attention.query_key_value.weight': byHead(qkv.weight),
+    'attention.query_key_value.bias': byHead(qkv.bias),
+    'attention.dense.weight': linear('attn.c_proj.weight'),
+    'attention.dense.bias': at('attn.c_proj.bias'),
+    // Buffers older checkpoints hold, which no layout takes.
+    'attention.bias': { data: new Float32Array(4), shape: [1, 1, 2, 2] },
+    'attention.rotary_emb.inv_freq': { data: new Float32Array(2), shape: [2] },
+    'post_attention_layernorm.weight': at('ln_2.weight'),
+    'post_attention_layernorm.bias': at('ln_2.bias'),
+    'mlp.dense_h_to_4h.weight': linear('mlp.c_fc.weight'),
+    'mlp.dense_h_to_4h.bias': at('mlp.c_fc.bias'),
+    'mlp.dense_4h_to_h.weight': linear('mlp.c_proj.weight'),
+    'mlp.dense_4h_to_h.bias': at('mlp.c_proj.bias'),
+  });
+  const neox = (fields) => ({ model_type: 'gpt_neox', hidden_size: e, num_attention_heads: heads,
+    intermediate_size: hfCases.gpt2.ffnDim, hidden_act: gpt2Config.activation_function,
+    layer_norm_eps: gpt2Config.layer_norm_epsilon, ...fields });
+  // A quarter of each head rotates (GPT-NeoX's default rotary_pct).
+  const rope = { style: 'half', base: 10000, rotaryDim: e / heads / 4 };
+
+  test.each([
+    ['transformers 5', { rope_parameters: { rope_type: 'default', rope_theta: rope.base,
+      partial_rotary_factor: 0.25 } }],
+    ['transformers 4', { rotary_pct: 0.25, rotary_emb_base: rope.base }],
+    ['defaults', {}],
+  ])('gpt_neox (%s config): GPT-2\'s weights with RoPE, equal to that layer built by hand',
+    (_, fields) => {
+      const x = blockIo('gpt2').tensor('x');
+      const layer = sa.fromPretrained(neox({ use_parallel_residual: false, ...fields }),
+        neoxTensors, { prefix: 'gpt_neox.layers.1' });
+      track(layer.module);
+      expect(layer.module.config.rope).toEqual(rope);
+      expect(layer.forwardOptions).toEqual({ causal: true });
+      const byHand = track(new sa.TransformerEncoderLayer({ dModel: e, numHeads: heads,
+        ffnDim: hfCases.gpt2.ffnDim, activation: hfCases.gpt2.activation, eps: hfCases.gpt2.eps,
+        normFirst: true, rope }));
+      loadCheckpoint(byHand, gpt2, { prefix: hfCases.gpt2.prefix });
+      expect(layer.module.forward(x, layer.forwardOptions).data)
+        .toEqual(byHand.forward(x, { causal: true }).data);
+
+      // The attention of the parallel form, which loads alone.
+      const attention = sa.fromPretrained(neox(fields), neoxTensors,
+        { prefix: 'gpt_neox.layers.1.attention' });
+      track(attention.module);
+      const handAttention = track(new sa.MultiHeadAttention({ dModel: e, numHeads: heads, rope }));
+      loadCheckpoint(handAttention, gpt2, { prefix: `${hfCases.gpt2.prefix}.attn` });
+      expect(attention.module.forward(x, x, x, attention.forwardOptions).output.data)
+        .toEqual(handAttention.forward(x, x, x, { causal: true }).output.data);
+    });
+
+  test('gpt_neox\'s parallel layer (use_parallel_residual, its default) is refused', () => {
+    expectError(() => sa.fromPretrained(neox({}), neoxTensors, { prefix: 'gpt_neox.layers.1' }),
+      Error, "fromPretrained: gpt_neox: a whole layer ('gpt_neox.layers.1') with " +
+      'config.use_parallel_residual: true is not supported by this package: its attention ' +
+      'and MLP run side by side, x + attention(ln1(x)) + mlp(ln2(x)); its attention loads ' +
+      "with prefix 'gpt_neox.layers.1.attention'");
+  });
+
+  test('GPT-2\'s and Llama\'s buffers beside the weights are left out', () => {
+    const { prefix } = hfCases.gpt2;
+    const tensors = { ...Object.fromEntries(gpt2.names.map((n) => [n, gpt2.tensor(n)])),
+      [`${prefix}.attn.bias`]: { data: new Float32Array(4), shape: [1, 1, 2, 2] },
+      [`${prefix}.attn.masked_bias`]: { data: new Float32Array(1), shape: [] } };
+    const built = sa.fromPretrained(gpt2Config, tensors, { prefix });
+    track(built.module);
+    expect(maxRealRowDiff('gpt2', forwardBlock('gpt2', built))).toBeLessThan(TOLERANCE);
+    const llama = modelTensors('llama_attention');
+    const attention = hfCases.llama_attention.prefix;
+    const withFrequencies = { ...Object.fromEntries(llama.names.map((n) => [n, llama.tensor(n)])),
+      [`${attention}.rotary_emb.inv_freq`]: { data: new Float32Array(8), shape: [8] } };
+    const built2 = sa.fromPretrained(modelConfig('llama_attention'), withFrequencies,
+      { prefix: attention });
+    track(built2.module);
+    expect(maxRealRowDiff('llama_attention', forwardBlock('llama_attention', built2)))
+      .toBeLessThan(TOLERANCE);
+  });
+
+  test('GPT-2\'s scale_attn_by_inverse_layer_idx: the scale over layer + 1', () => {
+    const built = load(sa, 'gpt2', { ...gpt2Config, scale_attn_by_inverse_layer_idx: true });
+    const layer = Number(hfCases.gpt2.prefix.split('.').pop());
+    expect(built.forwardOptions).toEqual({ causal: true,
+      scale: 1 / Math.sqrt(e / heads) / (layer + 1) });
+  });
+});
+
+describe('transformers 4 config forms', () => {
+  const legacy = (name, edit) => {
+    const { rope_parameters: rope, layer_types: _, ...rest } = modelConfig(name);
+    return { ...rest, rope_theta: rope.rope_theta, rope_scaling: null, ...edit(rope) };
+  };
+  test.each([
+    ['llama_attention', () => ({})],
+    ['qwen2_attention', () => ({ use_sliding_window: false })],
+    ['mistral_window', () => ({})],
+    // Without layer_types, Gemma 2's even layers slide.
+    ['gemma2_attention', () => ({})],
+    ['phi3_attention', (rope) => ({ partial_rotary_factor: rope.partial_rotary_factor })],
+  ])('%s: rope_theta, rope_scaling null, no layer_types', (name, edit) => {
+    const built = load(sa, name, legacy(name, edit));
+    expect(maxRealRowDiff(name, forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+  });
+});
+
+describe('a layer\'s attention type', () => {
+  const name = 'gemma2_attention';
+  const { prefix } = hfCases[name];
+  const file = modelTensors(name);
+  // The case's attention as layer 1's and as a module named alone.
+  const renamed = (to) => Object.fromEntries(file.names.filter((n) => n.startsWith(`${prefix}.`))
+    .map((n) => [`${to}${n.slice(prefix.length)}`, file.tensor(n)]));
+  const config = { ...modelConfig(name), layer_types: ['sliding_attention', 'full_attention'] };
+
+  test('config.layer_types by the prefix\'s layer number', () => {
+    const built = sa.fromPretrained(config, renamed('layers.1.self_attn'),
+      { prefix: 'layers.1.self_attn' });
+    track(built.module);
+    expect(built.forwardOptions).not.toHaveProperty('window');
+  });
+
+  test('a prefix without a layer number, where the layers differ', () => {
+    expectError(() => sa.fromPretrained(config, renamed('self_attn'), { prefix: 'self_attn' }),
+      RangeError, 'fromPretrained: gemma2: config.layer_types differs between layers, and the ' +
+      'prefix names no layer number: give the prefix with its layer (e.g. ' +
+      '\'layers.3.self_attn\')');
+    const same = { ...config, layer_types: ['sliding_attention', 'sliding_attention'] };
+    const built = sa.fromPretrained(same, renamed('self_attn'), { prefix: 'self_attn' });
+    track(built.module);
+    expect(maxRealRowDiff(name, forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+  });
+
+  test('an attention type the package lacks', () => {
+    expectError(() => load(sa, name, { ...config, layer_types: ['chunked_attention', 'x'] }),
+      Error, 'fromPretrained: gemma2: the attention type "chunked_attention" ' +
+      "(config.layer_types) is not supported by this package ('full_attention', " +
+      "'sliding_attention')");
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+describe('refusals: what the objects lack, named', () => {
+  const llama = () => modelConfig('llama_attention');
+  const attention = hfCases.llama_attention.prefix;
+  test.each([
+    ['RoPE scaling in rope_parameters', { rope_parameters: { rope_type: 'llama3', factor: 8,
+      rope_theta: 500000 } }, 'fromPretrained: llama: RoPE scaling "llama3" ' +
+      '(config.rope_parameters.rope_type) is not supported by this package: its RoPE is ' +
+      "unscaled ('default')"],
+    ['RoPE scaling in rope_scaling', { rope_scaling: { type: 'linear', factor: 2 } },
+      'fromPretrained: llama: RoPE scaling "linear" (config.rope_scaling.type) is not ' +
+      "supported by this package: its RoPE is unscaled ('default')"],
+    ['rope_scaling without a type', { rope_scaling: { factor: 2 } },
+      'fromPretrained: llama: RoPE scaling (config.rope_scaling) is not supported by this ' +
+      "package: its RoPE is unscaled ('default')"],
+    ['a model type', { model_type: 'mamba' }, 'fromPretrained: model_type "mamba" is not ' +
+      'supported (supported: bert, roberta, distilbert, vit, gpt2, bart, whisper, gptj, ' +
+      'gpt_neox, llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)'],
+    ['bidirectional attention', { model_type: 'gemma2', use_bidirectional_attention: true },
+      'fromPretrained: gemma2: bidirectional attention (config.use_bidirectional_attention: ' +
+      'true) is not supported by this package'],
+  ])('%s', (_, edit, message) => {
+    expectError(() => sa.fromPretrained({ ...llama(), ...edit }, modelTensors('llama_attention'),
+      { prefix: attention }), Error, message);
+  });
+
+  test.each([
+    ['gemma', 'llama_layer', 'layers.0', 'it has RMSNorm in Gemma\'s x * (1 + weight) form ' +
+      '(config.rms_norm_eps) and a gated MLP down(act(gate(x)) * up(x)) (mlp.gate_proj, ' +
+      'mlp.up_proj, mlp.down_proj; config.hidden_act), which the package\'s layers lack; its ' +
+      'attention loads with prefix \'layers.0.self_attn\''],
+    ['phi3', 'phi3_attention', 'layers.0', 'it has RMSNorm (input_layernorm, ' +
+      'post_attention_layernorm; config.rms_norm_eps) and a gated MLP down(act(gate(x)) * ' +
+      'up(x)) (mlp.gate_up_proj, mlp.down_proj; config.hidden_act), which the package\'s ' +
+      'layers lack; its attention loads with prefix \'layers.0.self_attn\''],
+    ['gptj', 'gptj_attention', 'h.0', 'its attention and MLP run side by side from one ' +
+      'LayerNorm (ln_1); its attention loads with prefix \'h.0.attn\''],
+  ])('a whole %s layer', (type, name, prefix, detail) => {
+    expectError(() => sa.fromPretrained({ ...modelConfig(name), model_type: type },
+      modelTensors(name), { prefix }), Error, `fromPretrained: ${type}: a whole layer ` +
+      `('${prefix}') is not supported by this package: ${detail}`);
+  });
+
+  test('BERT\'s attention module adds a residual and a LayerNorm', () => {
+    expectError(() => sa.fromPretrained(modelConfig('bert'), modelTensors('bert'),
+      { prefix: 'encoder.layer.1.attention' }), Error, 'fromPretrained: bert: ' +
+      '\'encoder.layer.1.attention\' adds the residual and a LayerNorm ' +
+      '(attention.output.LayerNorm) to the attention\'s output, which a MultiHeadAttention ' +
+      'does not: load its layer, \'encoder.layer.1\'');
+  });
+
+  test('BERT\'s relative positions, an activation the layers lack', () => {
+    const bert = modelConfig('bert');
+    const { prefix } = hfCases.bert;
+    expectError(() => sa.fromPretrained({ ...bert, position_embedding_type: 'relative_key' },
+      modelTensors('bert'), { prefix }), Error, 'fromPretrained: bert: relative position ' +
+      'scores (config.position_embedding_type "relative_key") is not supported by this package');
+    expectError(() => sa.fromPretrained({ ...bert, hidden_act: 'silu' }, modelTensors('bert'),
+      { prefix }), Error, 'fromPretrained: bert: config.hidden_act: the activation "silu" is ' +
+      'not supported by this package\'s layers (gelu, gelu_python, relu, gelu_new, ' +
+      'gelu_pytorch_tanh, gelu_fast)');
+  });
+});
+
+describe('errors of the arguments', () => {
+  const config = modelConfig('llama_attention');
+  const file = modelTensors('llama_attention');
+  const prefix = hfCases.llama_attention.prefix;
+
+  test('no prefix: a whole model is not supported', () => {
+    for (const options of [undefined, {}, { prefix: '' }]) {
+      expectError(() => sa.fromPretrained(config, file, options), Error, 'fromPretrained: ' +
+        'llama: options.prefix: a whole model is not supported (no stack object yet): name a ' +
+        "layer ('…layers.N') or an attention ('…layers.N.self_attn')");
+    }
+    expectError(() => sa.fromPretrained(modelConfig('bart_encoder'), modelTensors('bart_encoder')),
+      Error, 'fromPretrained: bart: options.prefix: a whole model is not supported (no stack ' +
+      "object yet): name a layer ('…{encoder,decoder}.layers.N'), an attention " +
+      "('…{encoder,decoder}.layers.N.self_attn') or an attention " +
+      "('…{encoder,decoder}.layers.N.encoder_attn')");
+  });
+
+  test('a prefix that names neither a layer nor an attention', () => {
+    for (const wrong of ['layers.0.mlp', 'model', 'encoder.layer.0']) {
+      expectError(() => sa.fromPretrained(config, file, { prefix: wrong }), RangeError,
+        `fromPretrained: llama: options.prefix '${wrong}' names none of what fromPretrained ` +
+        "builds: a layer ('…layers.N') or an attention ('…layers.N.self_attn')");
+    }
+    // encoder_attn is a decoder layer's.
+    expectError(() => sa.fromPretrained(modelConfig('bart_encoder'), modelTensors('bart_encoder'),
+      { prefix: 'encoder.layers.1.encoder_attn' }), RangeError, 'fromPretrained: bart: ' +
+      "options.prefix 'encoder.layers.1.encoder_attn' names none of what fromPretrained builds: " +
+      "a layer ('…{encoder,decoder}.layers.N'), an attention " +
+      "('…{encoder,decoder}.layers.N.self_attn') or an attention " +
+      "('…{encoder,decoder}.layers.N.encoder_attn')");
+  });
+
+  test('config, file and options of the wrong type', () => {
+    expectError(() => sa.fromPretrained('config.json', file, { prefix }), TypeError,
+      'fromPretrained: config: expected the parsed config.json, an object, got "config.json"');
+    expectError(() => sa.fromPretrained({ ...config, model_type: undefined }, file, { prefix }),
+      TypeError, 'fromPretrained: config.model_type: expected a string, got undefined');
+    expectError(() => sa.fromPretrained(config, null, { prefix }), TypeError,
+      'fromPretrained: file: expected a SafetensorsFile (readSafetensors, parseSafetensors) ' +
+      'or an object of tensors by name, got null');
+    expectError(() => sa.fromPretrained(config, file, { prefix, layout: 'llama' }), TypeError,
+      "fromPretrained: options: unknown key 'layout' (expected prefix, backend, weights, " +
+      'cacheType)');
+    expectError(() => sa.fromPretrained(config, file, { prefix: 3 }), TypeError,
+      'fromPretrained: options.prefix: expected a string, got 3');
+  });
+
+  test('config fields missing or of the wrong type, named', () => {
+    const { hidden_size: _, ...noWidth } = config;
+    expectError(() => sa.fromPretrained(noWidth, file, { prefix }), TypeError,
+      'fromPretrained: llama: config.hidden_size: expected a positive integer, got undefined');
+    expectError(() => sa.fromPretrained({ ...config, num_key_value_heads: '2' }, file,
+      { prefix }), TypeError, 'fromPretrained: llama: config.num_key_value_heads: expected a ' +
+      'positive integer, got "2"');
+    const { head_dim: __, ...noHeadDim } = config;
+    expectError(() => sa.fromPretrained({ ...noHeadDim, num_attention_heads: 5 }, file,
+      { prefix }), RangeError, 'fromPretrained: llama: config.hidden_size 64 is not a ' +
+      'multiple of config.num_attention_heads 5');
+    expectError(() => sa.fromPretrained({ ...config, rope_parameters: { rope_theta: -1 } }, file,
+      { prefix }), TypeError, 'fromPretrained: llama: config.rope_parameters.rope_theta: ' +
+      'expected a positive finite number, got -1');
+  });
+
+  test('a config the file contradicts: the loader\'s message, where, and no object left', () => {
+    const before = sa.memoryStats();
+    expectError(() => sa.fromPretrained({ ...config, num_key_value_heads: config.num_attention_heads },
+      file, { prefix }), RangeError, `fromPretrained: llama '${prefix}': loadCheckpoint: ` +
+      `${prefix}.k_proj.weight: expected shape [64, 64] (PyTorch's k_proj_weight of this ` +
+      'MultiHeadAttention), got [32, 64]');
+    expect(sa.memoryStats().weightBytes).toEqual(before.weightBytes);
+  });
+});
