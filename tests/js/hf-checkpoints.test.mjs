@@ -105,6 +105,35 @@ describe('Llama: an attention with grouped key/value heads', () => {
       .toBeLessThan(1e-5);
   });
 
+  test('into a pool\'s attention split over 2 workers by heads', async () => {
+    const { createAttentionPool } = await import('./support/modules.mjs');
+    const pool = await createAttentionPool({ workers: 2 });
+    try {
+      const mha = await pool.MultiHeadAttention(config);
+      expect((await loadCheckpoint(mha, file, { prefix: c.prefix })).layout).toBe('llama');
+      const io = parseSafetensors(fs.readFileSync(modelFile('llama_attention_io.safetensors')));
+      const x = io.tensor('x');
+      const out = await mha.forward(x, x, x, { causal: c.causal });
+      expect(maxRealRowDiff('llama_attention', out.output.data)).toBeLessThan(1e-5);
+    } finally {
+      await pool.dispose();
+    }
+  });
+
+  test('F16 bits kept for an f16 attention, as its own rounding of the float32 file', () => {
+    const tensors = tensorsUnder(file, `${c.prefix}.`);
+    const half = writeSafetensors(Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n,
+      { dtype: 'F16', shape: t.shape,
+        bytes: new Uint8Array(Uint16Array.from(t.data, floatToHalf).buffer) }])));
+    const fromBits = track(new sa.MultiHeadAttention({ ...config, weights: 'f16' }));
+    loadCheckpoint(fromBits, parseSafetensors(half, { keep16Bit: true }), { prefix: c.prefix });
+    const rounded = track(new sa.MultiHeadAttention({ ...config, weights: 'f16' }));
+    loadCheckpoint(rounded, file, { prefix: c.prefix });
+    const io = parseSafetensors(fs.readFileSync(modelFile('llama_attention_io.safetensors')));
+    const x = io.tensor('x');
+    expect(fromBits.forward(x, x, x).output.data).toEqual(rounded.forward(x, x, x).output.data);
+  });
+
   test('flat arrays of the wrong length are named before any transpose', () => {
     const tensors = tensorsUnder(file, `${c.prefix}.`);
     const k = `${c.prefix}.k_proj.weight`;
