@@ -300,6 +300,13 @@ describe('the cases\' weights under other model types\' names', () => {
         .toEqual(handAttention.forward(x, x, x, { causal: true }).output.data);
     });
 
+  test('gpt_neox with a rotary fraction that leaves no feature of a head to rotate', () => {
+    const built = sa.fromPretrained(neox({ rotary_pct: 1 / (e / heads) / 2 }), neoxTensors,
+      { prefix: 'gpt_neox.layers.1.attention' });
+    track(built.module);
+    expect(built.module.config.rope).toBeUndefined();
+  });
+
   test('gpt_neox\'s parallel layer (use_parallel_residual, its default) is refused', () => {
     expectError(() => sa.fromPretrained(neox({}), neoxTensors, { prefix: 'gpt_neox.layers.1' }),
       Error, "fromPretrained: gpt_neox: a whole layer ('gpt_neox.layers.1') with " +

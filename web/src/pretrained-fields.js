@@ -100,7 +100,8 @@ function objectField(r, at, field) {
 }
 
 /**
- * config.rope ({ style, base, rotaryDim }) of a head `headDim` wide.
+ * config.rope ({ style, base, rotaryDim }) of a head `headDim` wide, or
+ * undefined when no feature rotates.
  * options: style ('half' or 'interleaved'); the legacy top-level fields of
  * the base and of the rotated fraction, and that fraction's default.
  */
@@ -137,8 +138,10 @@ function readRope(r, at, headDim, { style = 'half', baseFields = ['rope_theta'],
     throw new RangeError(`${at}: partial_rotary_factor ${share}: expected at most 1 (the ` +
       'fraction of each head that rotates)');
   }
-  // transformers: int(head_dim * partial_rotary_factor).
+  // transformers: int(head_dim * partial_rotary_factor); none of a head
+  // rotates when that is 0 (config.rope's rotaryDim 0 would mean all).
   const rotaryDim = Math.floor(headDim * share);
+  if (rotaryDim === 0) return undefined;
   return rotaryDim === headDim ? { style, base } : { style, base, rotaryDim };
 }
 
