@@ -1,10 +1,12 @@
 // The package in the apps users build: tests/bundlers/app/ (a page and a
-// module worker, each running a forward) against the packed tarball, served
-// by Vite's dev server, built by Vite and by webpack with no configuration,
-// and as a plain page with an import map, each opened in Chromium. Each gives
-// PyTorch's output for the golden case cross_basic on the page and in the
-// worker, fetches one build (its glue and wasm), and a bundle holds each file
-// of the package's dist/ exactly once, byte for byte, and no other wasm.
+// module worker, each running a forward, and the page's attention pool)
+// against the packed tarball, served by Vite's dev server (its dependency
+// optimizer taking the package, and kept off it), built by Vite and by
+// webpack with no configuration, and as a plain page with an import map,
+// each opened in Chromium. Each gives PyTorch's output for the golden case
+// cross_basic on the page, in the worker and in the pool, fetches one build
+// (its glue and wasm), and a bundle holds each file of the package's dist/
+// exactly once, byte for byte, and no other wasm.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -68,13 +70,15 @@ function assertGolden(where, result) {
   }
 }
 
-// Opens `url`, runs the forward on the page and (unless `worker` is false) in
-// the app's worker; checks both and what was fetched of dist/: the picked
-// build, after `entry` (the bundle a page without a bundler imports).
+// Opens `url`, runs the forward on the page, in the app's attention pool and
+// (unless `worker` is false) in the app's worker; checks each and what was
+// fetched of dist/: the picked build, after `entry` (the bundles a page
+// without a bundler imports).
 async function checkApp(label, url, { worker = true, entry = [] } = {}) {
   const { page, problems, fetched } = await openApp(browser, url, distFiles);
   try {
     assertGolden(`${label}, page`, await page.evaluate((c) => window.forwardOnPage(c), input));
+    assertGolden(`${label}, pool`, await page.evaluate((c) => window.forwardInPool(c), input));
     if (worker) {
       assertGolden(`${label}, worker`,
         await page.evaluate((c) => window.forwardInWorker(c), input));
@@ -113,22 +117,29 @@ async function serve(root, fn) {
 }
 
 test('a plain page with an import map', async () => {
-  // Import maps do not reach into workers, so the page alone; it maps the
-  // package to its bundle, one file.
-  await serve(app, (base) =>
-    checkApp('import map', `${base}importmap.html`, { worker: false, entry: ['index.min.js'] }));
+  // Import maps do not reach into the app's worker, so the page and its
+  // pool; it maps the package to its bundle, which loads the pool's files
+  // from beside it.
+  await serve(app, (base) => checkApp('import map', `${base}importmap.html`,
+    { worker: false, entry: BUNDLES.filter((f) => f === 'index.min.js' || f.startsWith('pool')) }));
 });
 
-test("Vite's dev server, no configuration", async () => {
-  const server = await createServer({ root: app, configFile: false, logLevel: 'silent',
-    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
-  await server.listen();
-  try {
-    await checkApp('Vite dev', server.resolvedUrls.local[0]);
-  } finally {
-    await server.close();
-  }
-});
+// The dev server's dependency optimizer moves the package into
+// node_modules/.vite/deps/ unless told to leave it alone: both work as they
+// are.
+for (const [label, optimizeDeps] of [['Vite dev', {}],
+  ['Vite dev, the package kept off the optimizer', { exclude: ['simd-attention'] }]]) {
+  test(`${label}, no other configuration`, async () => {
+    const server = await createServer({ root: app, configFile: false, logLevel: 'silent',
+      optimizeDeps, server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
+    await server.listen();
+    try {
+      await checkApp(label, server.resolvedUrls.local[0]);
+    } finally {
+      await server.close();
+    }
+  });
+}
 
 test('a Vite build, no configuration', async () => {
   const outDir = path.join(tmp, 'vite-dist');

@@ -3,6 +3,7 @@
 // '../dist/' from here.
 
 import { prepareWorkers } from './thread-workers.js';
+import { fromPackage, inViteDeps, VITE_EXCLUDE } from './vite-dev.js';
 
 const isNode = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
@@ -52,14 +53,12 @@ export const BUILDS = {
 };
 const WASM_FILES = Object.values(BUILDS).map((b) => `${b.file}.wasm`);
 
-// Vite's dev server moves this module into node_modules/.vite/deps/ (its
-// dependency optimizer), so '../dist/' points into node_modules/.vite/; it
-// still serves the package's own files from node_modules/simd-attention/
-// when the app's node_modules holds the package (else VITE_EXCLUDE below).
-const inViteDeps = /\/node_modules\/\.vite\//.test(import.meta.url);
+// A file of dist/ (its URL made from import.meta.url) where it is served:
+// under Vite's dev server '../dist/' points into node_modules/.vite/
+// (vite-dev.js).
 function fromViteDeps(url) {
-  const moved = inViteDeps && /^(.*\/node_modules\/)\.vite\/dist\/([^/]+)$/.exec(url.pathname);
-  return moved ? new URL(`${moved[1]}simd-attention/dist/${moved[2]}`, url) : url;
+  const moved = inViteDeps && /\/node_modules\/\.vite\/(dist\/[^/]+)$/.exec(url.pathname);
+  return moved ? fromPackage(moved[1]) : url;
 }
 
 // Where a .wasm file is (`variant`: an entry of BUILDS, or its threaded
@@ -87,13 +86,9 @@ const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
 const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
 
 // What to do about a .wasm file that is missing or is not wasm. Vite's dev
-// server moves the package into node_modules/.vite/ (its dependency
-// optimizer), where dist/ is not, and answers a missing file with the app's
-// index.html.
+// server answers a missing file with the app's index.html.
 const SET_WASM_PATH = 'set options.wasmPath to the folder (or URL prefix) that ' +
   "serves the .wasm files of the package's dist/";
-const VITE_EXCLUDE = "with Vite's dev server, keep the package out of its dependency " +
-  "optimizer instead: optimizeDeps: { exclude: ['simd-attention'] } in vite.config";
 
 // The start of `bytes` for a message: hex, and as text when it is printable
 // ASCII (an HTML page, a JSON or text error).

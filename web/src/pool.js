@@ -36,6 +36,7 @@ import { makePooledLayers } from './pool-layers.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { readTensor } from './tensors.js';
 import { checkWorkerCount } from './thread-workers.js';
+import { fromPackage, inViteDeps } from './vite-dev.js';
 import { buffers, columns, fits, quantizedWhole, rowRange } from './weight-forms.js';
 
 const POOL_OPTION_KEYS = ['workers', 'build', 'backend', 'wasmPath'];
@@ -127,7 +128,10 @@ async function startWorker(onMessage, onDeath) {
       unref: () => worker.unref(),
     };
   }
-  const worker = new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module' });
+  // The literal form bundlers find and build; under Vite's dev server, whose
+  // optimizer moved this module, the package's own file.
+  const worker = inViteDeps ? new Worker(fromPackage('src/pool-worker.js'), { type: 'module' })
+    : new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module' });
   worker.addEventListener('message', (event) => onMessage(event.data));
   worker.addEventListener('error', (event) => {
     event.preventDefault();

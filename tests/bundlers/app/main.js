@@ -1,7 +1,10 @@
-// The page: the test calls forwardOnPage(case) and forwardInWorker(case).
+// The page: the test calls forwardOnPage(case), forwardInWorker(case) and
+// forwardInPool(case).
 import { forward } from './forward.js';
+import { forwardInPool } from './pool.js';
 
 window.forwardOnPage = forward;
+window.forwardInPool = forwardInPool;
 
 let worker;
 window.forwardInWorker = (golden) => {
