@@ -1,16 +1,19 @@
 // simd-attention: multi-head attention as SIMD C++ kernels compiled to
-// WebAssembly. This is the package's entry: the feature probes and
-// createAttentionModule, which picks and loads one of the three wasm builds
-// (dist/) and hands out the classes and functions of src/ bound to it. They
-// check what is cheap and JS-specific (types, disposed objects) and forward
-// to the Embind glue (bindings/ in the repository), which checks shapes and
-// values in C++ and returns every failure as a value that is thrown as a JS
-// error (src/errors.js). Types and documentation: index.d.ts.
+// WebAssembly. This is the package's entry: the feature probes
+// (src/features.js) and createAttentionModule, which picks and loads one of
+// the wasm builds (dist/) and hands out the classes and functions of src/
+// bound to it. They check what is cheap and JS-specific (types, disposed
+// objects) and forward to the Embind glue (bindings/ in the repository),
+// which checks shapes and values in C++ and returns every failure as a value
+// that is thrown as a JS error (src/errors.js). Types and documentation:
+// index.d.ts.
 
 import { checkObject, describe, optionalBoolean, optionalSize } from './src/arguments.js';
 import { makeMultiHeadAttention } from './src/attention.js';
 import { makeKeyValueClasses } from './src/caches.js';
 import { unwrap } from './src/errors.js';
+import { exceptionsSupported, wasmRelaxedSimdSupported, wasmSimdSupported }
+  from './src/features.js';
 import { registerPoolParts } from './src/pool-parts.js';
 import { makeDecoderLayer, makeEncoderLayer } from './src/layers.js';
 import { loadBuild, pickBuild } from './src/loader.js';
@@ -23,71 +26,6 @@ import { makeOptimizers } from './src/training.js';
 import { checkWorkerCount, logicalProcessors, threadsUnavailableReason }
   from './src/thread-workers.js';
 import { makeReclaimer } from './src/wasm-object.js';
-
-// ---------------------------------------------------------------------------
-// Feature detection
-// ---------------------------------------------------------------------------
-
-// (module (func (result v128) i32.const 0 i8x16.splat i8x16.popcnt))
-// i8x16.popcnt is one of the last instructions added to the SIMD proposal, so
-// engines that shipped an earlier draft of it do not count as supporting it.
-const SIMD_PROBE = new Uint8Array([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
-  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
-  0x03, 0x02, 0x01, 0x00, // func 0 has type 0
-  0x0a, 0x0a, 0x01, 0x08, 0x00, // code: 1 body, 8 bytes, no locals
-  0x41, 0x00, // i32.const 0
-  0xfd, 0x0f, // i8x16.splat
-  0xfd, 0x62, // i8x16.popcnt
-  0x0b, // end
-]);
-
-// (module (func (result v128) i32.const 0 i8x16.splat i32.const 0
-//   i8x16.splat i32.const 0 i8x16.splat f32x4.relaxed_madd)): relaxed SIMD
-// with its standard opcode (0xfd 0x85 0x02), the one the relaxed build uses.
-// Engines that only knew the proposal's drafts reject it.
-const RELAXED_SIMD_PROBE = new Uint8Array([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
-  0x03, 0x02, 0x01, 0x00, // func 0 has type 0
-  0x0a, 0x13, 0x01, 0x11, 0x00, // code: 1 body, 17 bytes, no locals
-  0x41, 0x00, 0xfd, 0x0f, // i32.const 0, i8x16.splat
-  0x41, 0x00, 0xfd, 0x0f,
-  0x41, 0x00, 0xfd, 0x0f,
-  0xfd, 0x85, 0x02, // f32x4.relaxed_madd
-  0x0b, // end
-]);
-
-// (module (func try catch_all end)): the exception-handling instructions
-// every build uses (C++ exceptions compiled with -fwasm-exceptions).
-const EH_PROBE = new Uint8Array([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-  0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type: () -> ()
-  0x03, 0x02, 0x01, 0x00,
-  0x0a, 0x08, 0x01, 0x06, 0x00, // code: 1 body, 6 bytes, no locals
-  0x06, 0x40, // try (empty block type)
-  0x19, // catch_all
-  0x0b, // end (try)
-  0x0b, // end (func)
-]);
-
-function validates(bytes) {
-  try {
-    return typeof WebAssembly === 'object' && WebAssembly.validate(bytes);
-  } catch {
-    return false;
-  }
-}
-
-/** Whether this JS engine runs WebAssembly SIMD (the SIMD build). */
-export function wasmSimdSupported() {
-  return validates(SIMD_PROBE);
-}
-
-/** Whether this JS engine runs WebAssembly relaxed SIMD (the fastest build). */
-export function wasmRelaxedSimdSupported() {
-  return validates(RELAXED_SIMD_PROBE);
-}
 
 // ---------------------------------------------------------------------------
 // The module
@@ -113,7 +51,7 @@ export async function createAttentionModule(options = {}) {
   if (typeof WebAssembly !== 'object') {
     throw new Error(`${where}: this JavaScript engine has no WebAssembly`);
   }
-  if (!validates(EH_PROBE)) {
+  if (!exceptionsSupported()) {
     throw new Error(`${where}: this engine lacks WebAssembly exception handling, which ` +
       'every build needs (Chrome/Edge 95+, Firefox 100+, Safari 15.2+, Node 17+)');
   }
@@ -218,6 +156,8 @@ async function pickThreads(where, requested, simd, backend, training) {
 }
 
 export default createAttentionModule;
+
+export { wasmRelaxedSimdSupported, wasmSimdSupported };
 
 export { createAttentionPool } from './src/pool.js';
 export { loadCheckpoint } from './src/checkpoint-mapping.js';

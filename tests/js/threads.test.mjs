@@ -2,7 +2,7 @@
 // models do split) on 1, 2 and 4 threads, bit-identical to the single-thread
 // build of the same kind; the thread count rules; module.dispose(); where
 // threads are impossible, the fallback and its reason; the bound on the
-// count; and a Node process that ends on its own.
+// count; and a Node process that ends on its own, whatever its module type.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -240,24 +240,38 @@ test('a threaded module whose .wasm is missing rejects, and its workers end', as
 });
 
 // A script that loads a threaded module and runs a forward; the process
-// must end by itself, with or without dispose().
+// must end by itself, with or without dispose(), run from a file or as
+// `node --input-type=module -e` (whose type the workers' own code takes).
+const exitScript = (end) => `
+  const { createAttentionModule } = await import(${JSON.stringify(path.join(webDir, 'index.js'))});
+  const sa = await createAttentionModule({ threads: 2, relaxedSimd: false });
+  const mha = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, bias: false });
+  const w = new Float32Array(64).fill(0.1);
+  mha.setWeights({ wQ: w, wK: w, wV: w, wO: w });
+  const y = mha.forward({ data: new Float32Array(40).fill(1), shape: [1, 5, 8] });
+  ${end}
+  console.log(sa.threads, y.output.data[0].toFixed(3));`;
+
+function expectCleanExit(child) {
+  expect({ status: child.status, signal: child.signal, stdout: child.stdout, stderr: child.stderr })
+    .toEqual({ status: 0, signal: null, stdout: '2 0.640\n', stderr: '' });
+}
+
 test.each([['without dispose()', ''], ['with dispose()', 'sa.dispose();']])(
   'node exits on its own after using a threaded module, %s', (_, end) => {
-    const index = path.join(webDir, 'index.js');
-    const script = `
-      const { createAttentionModule } = await import(${JSON.stringify(index)});
-      const sa = await createAttentionModule({ threads: 2, relaxedSimd: false });
-      const mha = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, bias: false });
-      const w = new Float32Array(64).fill(0.1);
-      mha.setWeights({ wQ: w, wK: w, wV: w, wO: w });
-      const y = mha.forward({ data: new Float32Array(40).fill(1), shape: [1, 5, 8] });
-      ${end}
-      console.log(sa.threads, y.output.data[0].toFixed(3));`;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'simd-attention-exit-'));
     const file = path.join(dir, 'use.mjs');
-    fs.writeFileSync(file, script);
+    fs.writeFileSync(file, exitScript(end));
     const child = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 20000 });
     fs.rmSync(dir, { recursive: true });
-    expect({ status: child.status, signal: child.signal, stdout: child.stdout, stderr: child.stderr })
-      .toEqual({ status: 0, signal: null, stdout: '2 0.640\n', stderr: '' });
+    expectCleanExit(child);
   });
+
+test('a threaded module in node --input-type=module -e', () => {
+  // Its workers' code used require(), which such a script's workers lack:
+  // "worker sent an error! ... require is not defined in ES module scope".
+  const child = spawnSync(process.execPath,
+    ['--input-type=module', '-e', exitScript('sa.dispose();')],
+    { encoding: 'utf8', timeout: 20000 });
+  expectCleanExit(child);
+});

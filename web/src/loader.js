@@ -2,6 +2,7 @@
 // the emcc glue of dist/. This file sits in src/, so the package's dist/ is
 // '../dist/' from here.
 
+import { wasmRelaxedSimdSupported, wasmSimdSupported } from './features.js';
 import { prepareWorkers } from './thread-workers.js';
 import { fromPackage, inViteDeps, VITE_EXCLUDE } from './vite-dev.js';
 
@@ -110,8 +111,10 @@ function checkWasmBytes(file, bytes, source, fix) {
     `${hex(WASM_MAGIC)}; ${fix}`);
 }
 
-// Instantiates the .wasm file `file` at `where` with `imports`.
-async function instantiate(file, where, imports) {
+// Compiles the .wasm file `file` at `where` (a URL, or in Node { path }):
+// while it streams in where the response allows, else from its bytes, which
+// are checked first (a host that answers a missing file with a page).
+async function compile(file, where) {
   const nodeFile = isNode && (where.path !== undefined || where.protocol === 'file:');
   if (nodeFile) {
     // emcc 3.1.6's own loader would fetch() the file path here, which Node
@@ -129,7 +132,7 @@ async function instantiate(file, where, imports) {
     }
     checkWasmBytes(file, bytes, `the file ${filePath} holds`,
       `${SET_WASM_PATH}, or rebuild them (npm run build)`);
-    return WebAssembly.instantiate(bytes, imports);
+    return WebAssembly.compile(bytes);
   }
   const response = await fetch(where);
   const inVite = inViteDeps || /\/node_modules\/\.vite\//.test(response.url || String(where));
@@ -142,10 +145,10 @@ async function instantiate(file, where, imports) {
   // Only a response served as application/wasm can stream (the engine
   // refuses any other); one that still fails, e.g. a page served with that
   // type, is checked and compiled from its bytes below.
-  if (typeof WebAssembly.instantiateStreaming === 'function' &&
+  if (typeof WebAssembly.compileStreaming === 'function' &&
       /^application\/wasm\s*(;|$)/i.test(type ?? '')) {
     try {
-      return await WebAssembly.instantiateStreaming(response.clone(), imports);
+      return await WebAssembly.compileStreaming(response.clone());
     } catch {
       // A real compile error shows up again from the bytes.
     }
@@ -154,20 +157,57 @@ async function instantiate(file, where, imports) {
   checkWasmBytes(file, bytes, `${where} answered HTTP ${response.status} with content ` +
     `type ${type ?? '(none)'} and`, `${SET_WASM_PATH} (a single-page app's host answers ` +
     `a file it does not have with its index.html); ${VITE_EXCLUDE}`);
-  return WebAssembly.instantiate(bytes, imports);
+  return WebAssembly.compile(bytes);
 }
 
-// Runs the emcc factory with our instantiateWasm hook; rejects if loading
-// the .wasm fails (emcc would otherwise never settle its promise). `hooks`:
-// more Module properties (the threaded builds' workers).
-async function startBuild(factory, file, where, hooks) {
+// Compiled .wasm files handed to this context by another (a pool's workers
+// get the page's), by file name: loadBuild instantiates them instead of
+// fetching and compiling the file again.
+const handedOver = new Map();
+
+/** Takes `module`, the compiled .wasm file `file`, for loadBuild. */
+export function useCompiledWasm(file, module) {
+  handedOver.set(file, module);
+}
+
+// Compiles the .wasm of the single-thread `build` (a key of BUILDS) from
+// `wasmPath` or dist/: resolves to { file, module }.
+async function compileBuild(build, wasmPath) {
+  const variant = BUILDS[build];
+  const file = `${variant.file}.wasm`;
+  return { file, module: await compile(file, wasmLocation(variant, file, wasmPath)) };
+}
+
+/**
+ * What a worker's createAttentionModule(options) of one thread will compile
+ * (options.simd, relaxedSimd, backend, wasmPath as there), compiled here
+ * once for all the workers: resolves to { file, module }, or to undefined
+ * where that fails, for each worker to fail with its own message.
+ */
+export async function compileForWorkers(options) {
+  try {
+    const build = pickBuild('', options.simd, options.relaxedSimd,
+      { simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported() }, options.backend,
+      false);
+    return await compileBuild(build, options.wasmPath);
+  } catch {
+    return undefined;
+  }
+}
+
+// Runs the emcc factory with our instantiateWasm hook, which instantiates
+// the module `compiling` resolves to; rejects if that fails (emcc would
+// otherwise never settle its promise). `hooks`: more Module properties (the
+// threaded builds' workers).
+async function startBuild(factory, compiling, hooks) {
   let rejectLoad;
   const loadFailed = new Promise((_, reject) => { rejectLoad = reject; });
   const ready = factory({
     ...hooks,
     instantiateWasm(imports, receiveInstance) {
-      instantiate(file, where, imports).then(
-        ({ instance, module }) => receiveInstance(instance, module), rejectLoad);
+      compiling.then(async (module) => {
+        receiveInstance(await WebAssembly.instantiate(module, imports), module);
+      }).catch(rejectLoad);
       return {}; // exports arrive asynchronously
     },
   });
@@ -226,6 +266,10 @@ function pickTrainingBuild(where, forceSimd, forceRelaxed, engine) {
 export async function loadBuild(where, build, wasmPath, threads = 1) {
   const variant = threads > 1 ? BUILDS[build].threaded : BUILDS[build];
   const file = `${variant.file}.wasm`;
+  // The .wasm compiles while the glue loads, not after it.
+  const compiling = handedOver.has(file) ? Promise.resolve(handedOver.get(file))
+    : compile(file, wasmLocation(variant, file, wasmPath));
+  compiling.catch(() => {}); // a failure is reported below, or the glue's first
   const glue = fromViteDeps(variant.glue());
   let factory;
   try {
@@ -241,7 +285,7 @@ export async function loadBuild(where, build, wasmPath, threads = 1) {
   const workers = threads > 1
     ? await prepareWorkers(threads - 1, fromViteDeps(variant.worker())) : undefined;
   try {
-    const wasm = await startBuild(factory, file, wasmLocation(variant, file, wasmPath),
+    const wasm = await startBuild(factory, compiling,
       workers && { ...workers.hooks, mainScriptUrlOrBlob: glue.href });
     if (wasm.build() !== build) {
       throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +

@@ -2,7 +2,7 @@
 // same loader as createAttentionModule and serves the pool's requests on the
 // objects it holds, the shards of the pool's objects, one at a time in the
 // order they come. Requests and replies are plain messages:
-//   { id, op: 'init', options }                   -> { id, value: module summary }
+//   { id, op: 'init', options, wasm? }            -> { id, value: module summary }
 //   { id, op: 'connect', index, peers }           -> { id }
 //   { id, op: 'check', kind, config, weights?, zeroWeights?, disposed?, method?, args?,
 //     target? }
@@ -45,6 +45,7 @@
 // Arguments { standIn: 'KVCache' | 'PrecomputedKeyValue', ... } stand for
 // the pool's sharded caches and memories there: empty ones of their sizes.
 import { createAttentionModule } from '../index.js';
+import { useCompiledWasm } from './loader.js';
 import { fromMessage } from './pool-arguments.js';
 import { errorMessage, joinResults, rebuild } from './pool-join.js';
 import { newPoolPart, sumPartials } from './pool-parts.js';
@@ -209,6 +210,9 @@ async function call(request) {
 async function serve(request) {
   switch (request.op) {
     case 'init': {
+      // The pool's compiled .wasm ({ file, module }), instantiated here
+      // instead of fetched and compiled again by every worker.
+      if (request.wasm !== undefined) useCompiledWasm(request.wasm.file, request.wasm.module);
       module = await createAttentionModule(request.options);
       const { backend, build, simd, backends, kernels } = module;
       return { backend, build, simd, backends, kernels };

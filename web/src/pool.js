@@ -28,6 +28,7 @@
 import { checkObject, describe, float32, requiredSize, weightMatrix } from './arguments.js';
 import { readSharedAttentionOptions } from './attention.js';
 import { holdsKeyValues, readCacheOptions } from './caches.js';
+import { compileForWorkers } from './loader.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { ARGUMENTS, copyArguments, POOL_OBJECTS, tensor, toMessage, whole }
   from './pool-arguments.js';
@@ -410,11 +411,14 @@ export async function createAttentionPool(options) {
   }
   if (options.wasmPath !== undefined) moduleOptions.wasmPath = readWasmPath(where, options.wasmPath);
 
+  // The workers' .wasm, compiled once here while they start.
+  const compiling = compileForWorkers(moduleOptions);
   const workers = await Workers.start(count);
   let summary;
   try {
+    const wasm = await compiling;
     [summary] = await workers.all([...Array(count).keys()],
-      () => ({ op: 'init', options: moduleOptions }));
+      () => ({ op: 'init', options: moduleOptions, wasm }));
     await workers.connect();
   } catch (e) {
     workers.dispose();

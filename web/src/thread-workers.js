@@ -84,12 +84,16 @@ export async function checkWorkerCount(where, name, count, least) {
 // self.onmessage and calls postMessage, then imports the build's glue from
 // the URL the loader gives emcc. Messages wait in the port until the
 // listener exists, so none arrives before emcc's handler is in place. Code
-// in a string, not a file: bundlers would ship a file to browsers.
+// in a string, not a file: bundlers would ship a file to browsers. Only
+// import(), which CommonJS and ES modules both have: the worker evaluates it
+// as the main script's --input-type says.
 const NODE_WORKER_CODE = `
-const { parentPort, workerData } = require('node:worker_threads');
-globalThis.self = globalThis;
-globalThis.postMessage = (message, transfer) => parentPort.postMessage(message, transfer);
-import(workerData).then(() => parentPort.on('message', (data) => globalThis.onmessage({ data })));
+import('node:worker_threads').then(({ parentPort, workerData }) => {
+  globalThis.self = globalThis;
+  globalThis.postMessage = (message, transfer) => parentPort.postMessage(message, transfer);
+  return import(workerData).then(() =>
+    parentPort.on('message', (data) => globalThis.onmessage({ data })));
+});
 `;
 
 // Node: a worker_threads Worker dressed as the Web Worker emcc drives
