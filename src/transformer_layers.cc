@@ -100,9 +100,9 @@ FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
 
 LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels,
                      std::shared_ptr<ThreadPool> pool)
-    : d_model_(d_model), eps_(eps), kernels_(&kernels), pool_(std::move(pool)) {
-  CheckEps(CppArgNames().eps, eps);
-}
+    // Checked before any member that would need destroying is made.
+    : d_model_(d_model), eps_((CheckEps("eps", eps), eps)), kernels_(&kernels),
+      pool_(std::move(pool)) {}
 
 LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels)
     : LayerNorm(d_model, eps, kernels, SharedThreadPool(1)) {}

@@ -117,8 +117,6 @@ class ComputedScan {
   // `count` rows of `width` floats, `ld` apart.
   void Scan(const float* rows, size_t count, size_t ld, size_t width);
   double Judge(std::string_view what, std::span<const float> all, const char* hint) const;
-  // Whether Judge would throw.
-  bool Overflowed() const;
 
  private:
   std::atomic<uint32_t> max_bits_{0};  // as in MaxAbsBits: the max commutes

@@ -90,10 +90,6 @@ double ComputedScan::Judge(std::string_view what, std::span<const float> all,
   return max_bits < kExponentBits ? BitsToFloat(max_bits) : CheckComputed(what, all, hint);
 }
 
-bool ComputedScan::Overflowed() const {
-  return max_bits_.load(std::memory_order_relaxed) >= kExponentBits;
-}
-
 double MaxAbs(std::span<const float> values) {
   return BitsToFloat(std::min(MaxAbsBits(values), kExponentBits - 1));
 }

@@ -15,10 +15,12 @@
 //
 // O = sum_j p_j v_j with p_j <= 1 is up to (keys) x max|v|, which can pass
 // float32's range where the output, a weighted mean of values, does not
-// (v = 1e37 over 64 keys). A query block whose O overflowed runs again on
-// its values times 2^-k (exact), with 2^k > 2 x keys, and its output is
-// scaled back by 2^k: the same numbers an O without overflow would give.
-// Blocks that need no scaling compute exactly what they did without it.
+// (v = 1e37 over 64 keys). A query block whose O overflowed (its output,
+// O / l, is then not finite) runs again with every p_j times 2^-k, 2^k > 2
+// x keys: exact, so O and l shrink alike and O / l has the bits an O
+// without overflow would give; l is scaled back for the statistics and
+// probabilities. Unscaled blocks multiply their p_j by 1: exactly what they
+// computed before.
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file.
@@ -58,7 +60,7 @@ struct Attention {
     size_t ldvb;
     float* kw;        // [kBk][dk]
     float* vw;        // [kBk][dv]
-    float v_scale;    // 1, or 2^-k: the values scaled (see the top)
+    float p_scale;    // 1, or 2^-k: the probabilities scaled (see the top)
   };
 
   template <class W>
@@ -156,23 +158,10 @@ struct Attention {
     MaskScores(a, b.q0, b.nq, k0, nk, b.st, b.cols);
   }
 
-  // The key block's values times b.v_scale into vw (in place when they were
-  // widened there).
-  static void ScaleValues(const AttentionArgs& a, Block& b, size_t nk) {
-    const V s = Ops::Set(b.v_scale);
-    for (size_t j = 0; j < nk; ++j) {
-      const float* from = b.vb + j * b.ldvb;
-      float* to = b.vw + j * a.dv;
-      for (size_t d = 0; d < a.dv; d += kL) Ops::Store(Ops::Mul(Ops::Load(from + d), s), to + d);
-    }
-    b.vb = b.vw;
-    b.ldvb = a.dv;
-  }
-
   // Folds one key block into m, l and O.
   static void Accumulate(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
     Scores(a, b, k0, nk);
-    if (b.v_scale != 1.0f) ScaleValues(a, b, nk);
+    const V p_scale = Ops::Set(b.p_scale);
     for (size_t c = 0; c < b.cols; c += kL) {
       const V m_old = Ops::Load(b.m + c);
       V m_new = m_old;
@@ -182,7 +171,7 @@ struct Attention {
       V sum = Ops::Zero();
       for (size_t j = 0; j < nk; ++j) {
         float* s = b.st + j * b.cols + c;
-        const V p = ExpNonPositive<V, Ops>(Ops::Sub(Ops::Load(s), m_new));
+        const V p = Ops::Mul(ExpNonPositive<V, Ops>(Ops::Sub(Ops::Load(s), m_new)), p_scale);
         Ops::Store(p, s);
         sum = Ops::Add(sum, p);
       }
@@ -244,9 +233,8 @@ struct Attention {
     }
   }
 
-  // The block's outputs from its visible keys; false if O overflowed (an
-  // x - x that is not 0 is an infinity or NaN).
-  static bool AttendBlock(const AttentionArgs& a, Block& b) {
+  // The block's outputs from its visible keys.
+  static void AttendBlock(const AttentionArgs& a, Block& b) {
     // -FLT_MAX, not -inf: exp(m_old - m_new) stays finite while a row has
     // seen only masked keys, and such a row ends with l = 0 -> zeros.
     FillN(b.m, b.cols, -std::numeric_limits<float>::max());
@@ -256,18 +244,13 @@ struct Attention {
       const size_t nk = std::min(kBk, b.key_end - k0);
       if (!AllPadding(a, k0, nk)) Accumulate(a, b, k0, nk);
     }
-    V not_finite = Ops::Zero();
     for (size_t i = 0; i < b.nq; ++i) {
-      // Times 2^k (exact) undoes the values' scale: 1 / 1 when unscaled.
-      const V inv = Ops::Set(InverseSum(b.l[i]) / b.v_scale);
+      const V inv = Ops::Set(InverseSum(b.l[i]));
       float* z = a.z + (b.q0 + i) * a.ldz;
       for (size_t d = 0; d < a.dv; d += kL) {
-        const V o = Ops::Load(b.o + i * a.dv + d);
-        not_finite = Ops::Add(not_finite, Ops::Sub(o, o));
-        Ops::Store(Ops::Mul(o, inv), z + d);
+        Ops::Store(Ops::Mul(Ops::Load(b.o + i * a.dv + d), inv), z + d);
       }
     }
-    return Ops::ReduceSum(not_finite) == 0.0f;
   }
 
   static void Run(const AttentionArgs& a) {
@@ -287,14 +270,13 @@ struct Attention {
       b.cols = (b.nq + width - 1) / width * width;
       VisibleKeys(a, b.q0, b.nq, b.key_begin, b.key_end);
       PackScaledQueries(a, b.q0, b.nq, b.cols, b.by_dots ? 0 : G::kPanel, b.qt);
-      b.v_scale = 1.0f;
-      if (!AttendBlock(a, b)) {
-        // 2^-k with 2^k > 2 x the keys: O then stays within half of
-        // float32's range.
-        b.v_scale = 0.5f;
-        for (size_t n = b.key_end - b.key_begin; n > 0; n >>= 1) b.v_scale *= 0.5f;
+      // Once more, with scaled probabilities, if O overflowed (one call
+      // site: the block's loop is compiled once).
+      b.p_scale = 1.0f;
+      do {
         AttendBlock(a, b);
-      }
+        b.p_scale = RescueScale(a, b.q0, b.nq, b.key_end - b.key_begin, b.p_scale, b.l);
+      } while (b.p_scale != 0.0f);
       if (a.softmax_stats != nullptr) WriteSoftmaxStats(a, b.q0, b.nq, b.m, b.l);
       if (a.probs != nullptr || a.scores != nullptr) {
         for (size_t k0 = 0; k0 < a.tk; k0 += kBk) {

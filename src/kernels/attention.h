@@ -104,6 +104,16 @@ void MaskScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t 
 // sees).
 void WriteScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk,
                  const float* st, size_t cols);
+// After a pass over the query block [q0, q0 + nq) with its probabilities
+// times `scale`: the scale its next pass needs, or 0 for none. An unscaled
+// block whose output is finite needs none (z = O / l is finite exactly when
+// O is: a scan of the rows it just wrote, in L1); one whose output is not,
+// 2^-k with 2^k > 2 x `keys`, so that its accumulator, at most keys x
+// max|v|, stays within half of float32's range (exact: the scale cancels in
+// O / l). After a scaled pass its sums `l` are scaled back (exact) for the
+// statistics and probabilities.
+float RescueScale(const AttentionArgs& a, size_t q0, size_t nq, size_t keys, float scale,
+                  float* l);
 // The block's softmax statistics (its queries' m and l) into a.softmax_stats.
 void WriteSoftmaxStats(const AttentionArgs& a, size_t q0, size_t nq, const float* m,
                        const float* l);

@@ -1,4 +1,5 @@
-// The attention kernel's scalar parts (key ranges, query packing, masks):
+// The attention kernel's scalar parts (key ranges, query packing, masks, the
+// check and scale of a block whose sums overflowed):
 // plain scalar code, the same for every vector layer, so it is compiled once
 // instead of once per target (attention-inl.h calls it per block). Compiled
 // per target, the packing loop alone was auto-vectorized into 5-6 KB of
@@ -108,6 +109,22 @@ void WriteScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t
       out[i * a.tk + j] = st == nullptr ? kNegInf : st[j * cols + i];
     }
   }
+}
+
+float RescueScale(const AttentionArgs& a, size_t q0, size_t nq, size_t keys, float scale,
+                  float* l) {
+  if (scale != 1.0f) {
+    for (size_t i = 0; i < nq; ++i) l[i] /= scale;
+    return 0.0f;
+  }
+  // x * 0 is 0 for a finite x, NaN for an infinity or NaN.
+  float not_finite = 0.0f;
+  for (size_t i = 0; i < nq; ++i) {
+    for (size_t d = 0; d < a.dv; ++d) not_finite += a.z[(q0 + i) * a.ldz + d] * 0.0f;
+  }
+  if (not_finite == 0.0f) return 0.0f;
+  for (scale = 0.5f; keys > 0; keys >>= 1) scale *= 0.5f;
+  return scale;
 }
 
 void WriteSoftmaxStats(const AttentionArgs& a, size_t q0, size_t nq, const float* m,

@@ -15,7 +15,7 @@ struct Optimizers {
   // The new value of elements [i, i + lanes) and, with momentum, the new
   // buffer.
   template <class T, class Math>
-  static T SgdNew(const SgdArgs& a, size_t i, T& buf) {
+  static SA_OPTIMIZER_INLINE T SgdNew(const SgdArgs& a, size_t i, T& buf) {
     T g = Math::MulAdd(Math::Set(a.weight_decay), Math::Load(a.w + i), Math::Load(a.g + i));
     if (a.buf != nullptr) {
       const T mom = Math::Set(a.momentum);
@@ -25,43 +25,61 @@ struct Optimizers {
     return Math::MulAdd(Math::Set(-a.lr), g, Math::Load(a.w + i));
   }
 
-  // The new value, m and v of elements [i, i + lanes).
+  // The new m and v of elements [i, i + lanes); returns w * decay.
   template <class T, class Math>
-  static T AdamNew(const AdamArgs& a, size_t i, T& m, T& v) {
-    const T w = Math::Mul(Math::Load(a.w + i), Math::Set(a.decay));
+  static SA_OPTIMIZER_INLINE T AdamMoments(const AdamArgs& a, size_t i, T& m, T& v) {
     const T g = Math::MulAdd(Math::Set(a.l2), Math::Load(a.w + i), Math::Load(a.g + i));
     m = Math::MulAdd(Math::Set(a.beta1), Math::Load(a.m + i),
                      Math::Mul(Math::Set(1.0f - a.beta1), g));
     v = Math::MulAdd(Math::Set(a.beta2), Math::Load(a.v + i),
                      Math::Mul(Math::Set(1.0f - a.beta2), Math::Mul(g, g)));
+    return Math::Mul(Math::Load(a.w + i), Math::Set(a.decay));
+  }
+
+  // The new value, m and v of elements [i, i + lanes).
+  template <class T, class Math>
+  static SA_OPTIMIZER_INLINE T AdamNew(const AdamArgs& a, size_t i, T& m, T& v) {
+    const T w = AdamMoments<T, Math>(a, i, m, v);
     const T denom = Math::MulAdd(Math::Sqrt(v), Math::Set(a.inv_sqrt_bc2), Math::Set(a.eps));
     return Math::Sub(w, Math::Div(Math::Mul(Math::Set(a.step_size), m), denom));
   }
 
+  // The new m and v, and twice a bound on the new value's magnitude without
+  // its square root and division: the denominator is at least eps, so
+  // |new w| <= |w decay| + |m| step_size / eps, give or take rounding, which
+  // the factor 2 covers. A finite result proves the new value finite.
+  template <class T, class Math>
+  static SA_OPTIMIZER_INLINE T AdamBound(const AdamArgs& a, size_t i, T& m, T& v) {
+    const T w = AdamMoments<T, Math>(a, i, m, v);
+    const T bound = Math::MulAdd(Math::Abs(m), Math::Set(a.step_size / a.eps), Math::Abs(w));
+    return Math::Mul(bound, Math::Set(2.0f));
+  }
+
   // Which of a parameter's new values would not be finite. `at(i, w, s0,
   // s1)` computes elements [i, i + lanes) into w and the slots; each value
-  // x adds x - x, which is 0 for a finite x and NaN for an infinity or NaN,
-  // so a sum stays 0 exactly while all its values are finite.
+  // x adds x * 0, which is 0 for a finite x and NaN for an infinity or NaN,
+  // so a sum stays 0 exactly while all its values are finite (one fused
+  // multiply-add per value).
+  template <class T, class Math, class At>
+  static SA_OPTIMIZER_INLINE void Flag(const At& at, size_t i, T& bad_w, T& bad_0, T& bad_1) {
+    T w = Math::Zero(), s0 = Math::Zero(), s1 = Math::Zero();
+    at(i, w, s0, s1);
+    const T zero = Math::Zero();
+    bad_w = Math::MulAdd(w, zero, bad_w);
+    bad_0 = Math::MulAdd(s0, zero, bad_0);
+    bad_1 = Math::MulAdd(s1, zero, bad_1);
+  }
+
   template <class At, class AtTail>
   static unsigned NotFinite(size_t n, const At& at, const AtTail& at_tail) {
-    V bad[3] = {Ops::Zero(), Ops::Zero(), Ops::Zero()};
-    float tail[3] = {0.0f, 0.0f, 0.0f};
+    V bad_w = Ops::Zero(), bad_0 = Ops::Zero(), bad_1 = Ops::Zero();
     size_t i = 0;
-    for (; i + kL <= n; i += kL) {
-      V x[3] = {Ops::Zero(), Ops::Zero(), Ops::Zero()};
-      at(i, x[0], x[1], x[2]);
-      for (size_t r = 0; r < 3; ++r) bad[r] = Ops::Add(bad[r], Ops::Sub(x[r], x[r]));
-    }
-    for (; i < n; ++i) {
-      float x[3] = {0.0f, 0.0f, 0.0f};
-      at_tail(i, x[0], x[1], x[2]);
-      for (size_t r = 0; r < 3; ++r) tail[r] += x[r] - x[r];
-    }
-    unsigned result = 0;
-    for (size_t r = 0; r < 3; ++r) {
-      if (!(Ops::ReduceSum(bad[r]) + tail[r] == 0.0f)) result |= 1u << r;
-    }
-    return result;
+    for (; i + kL <= n; i += kL) Flag<V, Ops>(at, i, bad_w, bad_0, bad_1);
+    float tail_w = 0.0f, tail_0 = 0.0f, tail_1 = 0.0f;
+    for (; i < n; ++i) Flag<float, ScalarOps>(at_tail, i, tail_w, tail_0, tail_1);
+    return (Ops::ReduceSum(bad_w) + tail_w == 0.0f ? 0u : unsigned{kNewWeight}) |
+           (Ops::ReduceSum(bad_0) + tail_0 == 0.0f ? 0u : unsigned{kNewSlot0}) |
+           (Ops::ReduceSum(bad_1) + tail_1 == 0.0f ? 0u : unsigned{kNewSlot1});
   }
 
   static unsigned Sgd(const SgdArgs& a) {
@@ -80,6 +98,16 @@ struct Optimizers {
 
   static unsigned Adam(const AdamArgs& a) {
     if (a.check_only) {
+      // The moments exactly and the value by its bound, which the square
+      // root and division would cost as much as the step; exactly only
+      // where the bound does not settle it (an lr or gradients near
+      // float32's range).
+      const unsigned bounded = NotFinite(
+          a.n, [&](size_t i, V& w, V& m, V& v) { w = AdamBound<V, Ops>(a, i, m, v); },
+          [&](size_t i, float& w, float& m, float& v) {
+            w = AdamBound<float, ScalarOps>(a, i, m, v);
+          });
+      if (!(bounded & kNewWeight)) return bounded;
       return NotFinite(
           a.n, [&](size_t i, V& w, V& m, V& v) { w = AdamNew<V, Ops>(a, i, m, v); },
           [&](size_t i, float& w, float& m, float& v) {
@@ -94,7 +122,7 @@ struct Optimizers {
 
  private:
   template <class T, class Math>
-  static void SgdAt(const SgdArgs& a, size_t i) {
+  static SA_OPTIMIZER_INLINE void SgdAt(const SgdArgs& a, size_t i) {
     T buf = Math::Zero();
     const T w = SgdNew<T, Math>(a, i, buf);
     if (a.buf != nullptr) Math::Store(buf, a.buf + i);
@@ -102,7 +130,7 @@ struct Optimizers {
   }
 
   template <class T, class Math>
-  static void AdamAt(const AdamArgs& a, size_t i) {
+  static SA_OPTIMIZER_INLINE void AdamAt(const AdamArgs& a, size_t i) {
     T m = Math::Zero(), v = Math::Zero();
     const T w = AdamNew<T, Math>(a, i, m, v);
     Math::Store(m, a.m + i);

@@ -10,6 +10,15 @@
 
 #include <cstddef>
 
+#if defined(__GNUC__) || defined(__clang__)
+// optimizer-inl.h's per-vector helpers must inline: out of line (GCC made
+// AdamMoments a call), each vector of a step costs a call, the step twice
+// its time.
+#define SA_OPTIMIZER_INLINE inline __attribute__((always_inline))
+#else
+#define SA_OPTIMIZER_INLINE inline
+#endif
+
 namespace simd_attention {
 
 enum OptimizerResult : unsigned {
