@@ -1,22 +1,40 @@
 #!/usr/bin/env node
 // The package step's JS half (scripts/build.sh package, after the wasm trees'
 // files are copied into web/dist/): minifies the Emscripten glue in place and
-// bundles the package's modules into two minified ES modules for pages that
-// load the package without a bundler (an import map, a CDN):
+// bundles the package's modules into minified ES modules for pages that load
+// the package without a bundler (an import map, a CDN):
 //
-//   dist/index.min.js    web/index.js and every module of web/src/ it imports
-//   dist/pool-worker.js  web/src/pool-worker.js, the worker of createAttentionPool
+//   dist/index.min.js       web/index.js and the modules of web/src/ it imports,
+//                           but for those loaded on demand:
+//   dist/pretrained.min.js  web/src/pretrained*.js (sa.fromPretrained,
+//                           pool.fromPretrained)
+//   dist/pool.min.js        web/src/pool*.js (createAttentionPool)
+//   dist/pool-worker.js     web/src/pool-worker.js, the worker of createAttentionPool
 //
-// Both sit in dist/ because the modules name the files they load relative to
+// All sit in dist/ because the modules name the files they load relative to
 // themselves, and those names resolve the same from dist/: the glue and .wasm
 // as '../dist/<file>' (from src/, and from dist/ alike), the pool's worker as
-// './pool-worker.js' next to the module that starts it. Each bundle holds all
-// it needs (a shared chunk would be one more request, made only after the
-// entry has arrived); the pool's worker thus holds its own copy of the entry.
+// './pool-worker.js' next to the module that starts it.
 //
-// Bundlers do not get these files: web/package.json sends them to the
-// modules themselves (its "module" condition), which they tree-shake module
-// by module (sideEffects: false).
+// The entry is one file: a page waits for no other module before
+// createAttentionModule can start. What a page that only runs the module's
+// objects never calls is loaded when first called (ON_DEMAND): each name the
+// entry imports from such a module becomes an async function that imports
+// its file and calls the name there, so that name must be an async function
+// in the source too (makeBundles checks). Such a file takes the modules it
+// shares with the entry from the entry itself, which exports them for it
+// (ENTRY_MODULES): one instance of each, whose state (the registries of the
+// module's objects, which the pool checks its arguments against) is the
+// page's. esbuild's own code splitting would put those shared modules in a
+// third file that the entry imports before it runs.
+//
+// The modules themselves import one another statically: bundlers and Node
+// take them (web/package.json's "module" and "import" conditions), and a
+// bundler builds a worker that imports the package into one file only where
+// the worker's modules hold no import() (Vite's default worker format,
+// 'iife', cannot split); bundlers drop what a page does not use instead,
+// module by module (sideEffects: false). The pool's worker holds its own
+// copy of the entry.
 //
 //   node scripts/bundle_web.mjs [dist folder, default web/dist]
 //
@@ -58,35 +76,132 @@ async function minifyGlue(dist, file) {
   report(file, before, Buffer.from(code));
 }
 
+// The modules loaded on demand, by the file each becomes in dist/.
+export const ON_DEMAND = { 'src/pretrained.js': 'pretrained.min.js', 'src/pool.js': 'pool.min.js' };
+
+// The entry's export that hands its modules to the files loaded on demand:
+// { 'src/<file>.js': the module's namespace }.
+export const ENTRY_MODULES = '__entryModules';
+
+const ENTRY = 'index.min.js';
+
+const common = {
+  absWorkingDir: WEB,
+  outdir: path.join(WEB, 'dist'),
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  minify: true,
+  target: TARGET,
+  charset: 'utf8',
+  legalComments: 'inline',
+  write: false,
+  metafile: true,
+  logLevel: 'warning',
+};
+
+const moduleOf = (file) => path.relative(WEB, file).split(path.sep).join('/');
+const namesOf = async (module) => Object.entries(await import(pathToFileURL(path.join(WEB, module))));
+
+// A module of ON_DEMAND, imported by any module but itself: its async
+// functions, each importing the module's file when called. Every other
+// import() of a file of dist/ stays as it is.
+function onDemand(self) {
+  return {
+    name: 'on-demand',
+    setup(build) {
+      build.onResolve({ filter: /^\.\/[\w-]+\.min\.js$/ }, (a) => ({ path: a.path, external: true }));
+      build.onResolve({ filter: /\.js$/ }, (a) => {
+        if (a.namespace !== 'file') return undefined;
+        const module = moduleOf(path.resolve(a.resolveDir, a.path));
+        if (!(module in ON_DEMAND) || module === self) return undefined;
+        return { path: module, namespace: 'on-demand' };
+      });
+      build.onLoad({ filter: /.*/, namespace: 'on-demand' }, async ({ path: module }) => {
+        const file = ON_DEMAND[module];
+        const names = (await namesOf(module))
+          .filter(([, v]) => v?.constructor?.name === 'AsyncFunction').map(([name]) => name);
+        return {
+          resolveDir: WEB,
+          contents: `const load = () => import('./${file}');\n` + names.map((name) =>
+            `export const ${name} = async (...args) => (await load()).${name}(...args);\n`).join(''),
+        };
+      });
+    },
+  };
+}
+
+// In a file loaded on demand: the modules of the entry (`entryModules`),
+// taken from the entry's ENTRY_MODULES; `used` collects them.
+function fromEntry(entryModules, used) {
+  return {
+    name: 'from-entry',
+    setup(build) {
+      build.onResolve({ filter: /\.js$/ }, (a) => {
+        if (a.kind === 'entry-point' || a.namespace !== 'file') return undefined;
+        const module = moduleOf(path.resolve(a.resolveDir, a.path));
+        if (!entryModules.has(module)) return undefined;
+        used.add(module);
+        return { path: module, namespace: 'from-entry' };
+      });
+      build.onResolve({ filter: new RegExp(`^\\./${ENTRY.replace('.', '\\.')}$`) },
+        (a) => ({ path: a.path, external: true }));
+      build.onLoad({ filter: /.*/, namespace: 'from-entry' }, async ({ path: module }) => {
+        const names = (await namesOf(module)).map(([name]) => name);
+        return {
+          resolveDir: WEB,
+          contents: `import { ${ENTRY_MODULES} } from './${ENTRY}';\n` +
+            `export const { ${names.join(', ')} } = ${ENTRY_MODULES}[${JSON.stringify(module)}];\n`,
+        };
+      });
+    },
+  };
+}
+
+const inputsOf = (result) => Object.keys(Object.values(result.metafile.outputs)[0].inputs)
+  .filter((input) => fs.existsSync(path.join(WEB, input)));
+
 /**
- * The two bundles of web/'s modules as they are now: resolves to
- * { 'index.min.js': { code, inputs }, 'pool-worker.js': ... }, inputs being
- * the modules in each (paths relative to web/).
+ * The bundles of web/'s modules as they are now: resolves to
+ * { 'index.min.js': { code, inputs }, 'pool.min.js': ..., ... }, inputs
+ * being the modules in each (paths relative to web/).
  */
 export async function makeBundles() {
-  const result = await esbuild.build({
-    absWorkingDir: WEB,
-    entryPoints: [
-      { in: 'index.js', out: 'index.min' },
-      { in: 'src/pool-worker.js', out: 'pool-worker' },
-    ],
-    outdir: path.join(WEB, 'dist'),
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    minify: true,
-    target: TARGET,
-    charset: 'utf8',
-    legalComments: 'inline',
-    write: false,
-    metafile: true,
-    logLevel: 'warning',
-  });
   const bundles = {};
-  for (const { path: out, contents } of result.outputFiles) {
-    const meta = result.metafile.outputs[path.relative(WEB, out)];
-    bundles[path.basename(out)] = { code: Buffer.from(contents), inputs: Object.keys(meta.inputs) };
+  const add = (file, result) => {
+    bundles[file] = { code: Buffer.from(result.outputFiles[0].contents), inputs: inputsOf(result) };
+  };
+  for (const [module, file] of Object.entries(ON_DEMAND)) {
+    for (const [name, v] of await namesOf(module)) {
+      if (v?.constructor?.name !== 'AsyncFunction') {
+        throw new Error(`${module} is loaded on demand, but its export ${name} is not an async function`);
+      }
+    }
   }
+  // The entry's modules, then the files loaded on demand, which say which of
+  // them they take from it.
+  const entryModules = new Set(inputsOf(await esbuild.build({ ...common,
+    entryPoints: [{ in: 'index.js', out: 'index.min' }], plugins: [onDemand()] })));
+  const used = new Set();
+  for (const [module, file] of Object.entries(ON_DEMAND)) {
+    add(file, await esbuild.build({ ...common,
+      entryPoints: [{ in: module, out: file.replace(/\.js$/, '') }],
+      plugins: [onDemand(module), fromEntry(entryModules, used)] }));
+  }
+  const shared = [...used].sort();
+  add(ENTRY, await esbuild.build({ ...common,
+    stdin: {
+      resolveDir: WEB,
+      sourcefile: 'index.min.js (entry)',
+      contents: "export * from './index.js';\nexport { default } from './index.js';\n" +
+        shared.map((m, i) => `import * as m${i} from './${m}';\n`).join('') +
+        `export const ${ENTRY_MODULES} = { ${shared.map((m, i) => `${JSON.stringify(m)}: m${i}`).join(', ')} };\n`,
+    },
+    outfile: path.join(WEB, 'dist', ENTRY),
+    outdir: undefined,
+    plugins: [onDemand()] }));
+  add('pool-worker.js', await esbuild.build({ ...common,
+    entryPoints: [{ in: 'src/pool-worker.js', out: 'pool-worker' }] }));
   return bundles;
 }
 

@@ -245,10 +245,11 @@ export interface AttentionModule {
    * model's layout), with the forward options the model runs it with. What
    * the objects cannot compute (RMSNorm, gated MLPs, QK-norm, scaled RoPE,
    * a whole model) is an Error naming the model type, the part and the
-   * config field; see the README's table.
+   * config field (a rejection); see the README's table. Async: the
+   * package's browser bundle loads this code when it is first called.
    */
   fromPretrained(config: HuggingFaceConfig, file: CheckpointTensors,
-    options?: FromPretrainedOptions): PretrainedModule;
+    options?: FromPretrainedOptions): Promise<PretrainedModule>;
   /**
    * Sinusoidal positional encoding `[t, dModel]`:
    * `PE[p, 2i] = sin(p / 10000^(2i/dModel))`, `PE[p, 2i+1] = cos(p / 10000^(2i/dModel))`.
@@ -1168,6 +1169,13 @@ export interface AttentionPool {
   ): Promise<AttentionResultFor<A, S>>;
   /** The module's `quantizeInt8`, run on the next worker in turn. */
   quantizeInt8(matrix: Float32Array, rows: number, cols: number): Promise<Int8Weights>;
+  /**
+   * The module's `fromPretrained`, the object the pool's (placed as this
+   * pool's constructors place it), its weights loaded by `loadCheckpoint`
+   * in its workers; an object whose weights do not load is disposed.
+   */
+  fromPretrained(config: HuggingFaceConfig, file: CheckpointTensors,
+    options?: FromPretrainedOptions): Promise<PooledPretrainedModule>;
   /** Terminates the workers; pending and later calls reject. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -1479,10 +1487,10 @@ export interface FromPretrainedOptions {
   cacheType?: CacheTypeName;
 }
 
-/** What `fromPretrained` returns for an attention. */
-export interface PretrainedAttention {
+/** What `fromPretrained` resolves to for an attention (`M`: the pool's from `pool.fromPretrained`). */
+export interface PretrainedAttention<M = MultiHeadAttention> {
   kind: 'MultiHeadAttention';
-  module: MultiHeadAttention;
+  module: M;
   /**
    * The options the model's forward uses: `causal` (true for decoder-only
    * models and decoder self-attention), and where the config sets them
@@ -1496,19 +1504,19 @@ export interface PretrainedAttention {
   loaded: LoadCheckpointResult;
 }
 
-/** What `fromPretrained` returns for an encoder layer (BERT, GPT-2's block, ...). */
-export interface PretrainedEncoderLayer {
+/** What `fromPretrained` resolves to for an encoder layer (BERT, GPT-2's block, ...). */
+export interface PretrainedEncoderLayer<M = TransformerEncoderLayer> {
   kind: 'TransformerEncoderLayer';
-  module: TransformerEncoderLayer;
+  module: M;
   /** As `PretrainedAttention.forwardOptions` (GPT-2's block: `causal: true`). */
   forwardOptions: EncoderForwardOptions;
   loaded: LoadCheckpointResult;
 }
 
-/** What `fromPretrained` returns for a decoder layer (BART's, Whisper's). */
-export interface PretrainedDecoderLayer {
+/** What `fromPretrained` resolves to for a decoder layer (BART's, Whisper's). */
+export interface PretrainedDecoderLayer<M = TransformerDecoderLayer> {
   kind: 'TransformerDecoderLayer';
-  module: TransformerDecoderLayer;
+  module: M;
   forwardOptions: DecoderForwardOptions;
   /** `forwardOptions` for `forwardIncremental` (no `causal`). */
   incrementalOptions?: SelfAttentionOptions;
@@ -1516,6 +1524,11 @@ export interface PretrainedDecoderLayer {
 }
 
 export type PretrainedModule = PretrainedAttention | PretrainedEncoderLayer | PretrainedDecoderLayer;
+
+/** What `pool.fromPretrained` resolves to. */
+export type PooledPretrainedModule = PretrainedAttention<PooledMultiHeadAttention> |
+  PretrainedEncoderLayer<PooledTransformerEncoderLayer> |
+  PretrainedDecoderLayer<PooledTransformerDecoderLayer>;
 
 /**
  * Sets the weights of `target` from a checkpoint's tensors: missing weights,

@@ -35,9 +35,9 @@ const DIST = ['simd_attention_nosimd.js', 'simd_attention_nosimd.wasm',
   'simd_attention_simd_threads.wasm', 'simd_attention_simd_threads.worker.js',
   'simd_attention_training.js', 'simd_attention_training.wasm'];
 // The package's bundles for pages without a bundler (web/package.json's
-// "browser" condition); bundlers take the modules instead ("module"), so
-// none emits these.
-const BUNDLES = ['index.min.js', 'pool-worker.js'];
+// "browser" condition): the entry and the files it loads on demand;
+// bundlers take the modules instead ("module"), so none emits these.
+const BUNDLES = ['index.min.js', 'pool-worker.js', 'pool.min.js', 'pretrained.min.js'];
 // What Chromium loads on these pages, which are not cross-origin isolated:
 // the single-thread relaxed-SIMD build, and nothing of the others.
 const PICKED = ['simd_attention_relaxed.js', 'simd_attention_relaxed.wasm'];

@@ -4,13 +4,14 @@
 // output (real query rows only where it has padding); the refused ones with
 // their messages; token-by-token decoding with the returned options; model
 // types without a case of their own (RoBERTa, Gemma, ViT, GPT-NeoX) from
-// the cases' weights under their names; transformers 4 config forms; and
-// the errors of configs, prefixes and options.
-import { expectError } from './support/errors.mjs';
+// the cases' weights under their names; transformers 4 config forms; the
+// errors of configs, prefixes and options; and pool.fromPretrained.
+import { rejection } from './support/errors.mjs';
 import { transpose } from './support/golden.mjs';
 import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors, paddingOptions }
   from './support/hf-models.mjs';
-import { loadBuilds, loadCheckpoint, track } from './support/modules.mjs';
+import { fromPretrainedPooled } from '../../web/src/pretrained.js';
+import { createAttentionPool, loadBuilds, loadCheckpoint, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const sa = builds.simd;
@@ -27,23 +28,34 @@ const REFUSED = {
     'mlp.up_proj, mlp.down_proj; config.hidden_act), which the package\'s layers lack; its ' +
     `attention loads with prefix '${c.prefix}.self_attn'`,
 };
+// `promise` rejects with exactly `Class` (not a subclass) and `message`.
+async function expectRejected(promise, Class, message) {
+  const error = await rejection(promise);
+  expect(error).toBeInstanceOf(Class);
+  expect(error.constructor).toBe(Class);
+  expect(error.message).toBe(message);
+}
+
 const supported = Object.keys(hfCases).filter((name) => !Object.hasOwn(REFUSED, name));
 const TOLERANCE = 1e-5;
 
-// The module's forward of the block's input with the returned options.
-function forwardBlock(name, built, extra = {}) {
+// The module's forward of the block's input with the returned options (a
+// pooled object's too).
+async function forwardBlock(name, built, extra = {}) {
   const io = blockIo(name);
   const x = io.tensor('x');
   const options = { ...built.forwardOptions, ...paddingOptions(name), ...extra };
-  if (built.kind === 'MultiHeadAttention') return built.module.forward(x, x, x, options).output.data;
-  if (built.kind === 'TransformerDecoderLayer') {
-    return built.module.forward(x, io.tensor('memory'), options).data;
+  if (built.kind === 'MultiHeadAttention') {
+    return (await built.module.forward(x, x, x, options)).output.data;
   }
-  return built.module.forward(x, options).data;
+  if (built.kind === 'TransformerDecoderLayer') {
+    return (await built.module.forward(x, io.tensor('memory'), options)).data;
+  }
+  return (await built.module.forward(x, options)).data;
 }
 
-const load = (module, name, config = modelConfig(name), options = {}) => {
-  const built = module.fromPretrained(config, modelTensors(name),
+const load = async (module, name, config = modelConfig(name), options = {}) => {
+  const built = await module.fromPretrained(config, modelTensors(name),
     { prefix: hfCases[name].prefix, ...options });
   track(built.module);
   return built;
@@ -75,26 +87,26 @@ const matrix = Object.entries(builds).flatMap(([build, module]) =>
   module.backends.map((backend) => [build, backend, module]));
 
 describe.each(matrix)('%s build, %s backend', (_, backend, module) => {
-  test.each(supported)('%s: the object of its config, its output', (name) => {
+  test.each(supported)('%s: the object of its config, its output', async (name) => {
     const c = hfCases[name];
-    const built = load(module, name, undefined, { backend });
+    const built = await load(module, name, undefined, { backend });
     expect(built.module.config.backend).toBe(backend);
     expect(built.loaded.unused).toEqual([]);
     expectDescribedBy(c, built);
-    expect(maxRealRowDiff(name, forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+    expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(TOLERANCE);
   });
 });
 
 test.each(Object.keys(REFUSED))('%s is refused, naming the model type, the part and the field',
-  (name) => {
+  async (name) => {
     const before = sa.memoryStats();
-    expectError(() => load(sa, name), Error, REFUSED[name](hfCases[name]));
+    await expectRejected(load(sa, name), Error, REFUSED[name](hfCases[name]));
     expect(sa.memoryStats().weightBytes).toEqual(before.weightBytes);
   });
 
 describe('what the result holds', () => {
-  test('kind, loaded tensors, zero biases; forwardOptions of a decoder-only attention', () => {
-    const built = load(sa, 'qwen2_attention');
+  test('kind, loaded tensors, zero biases; forwardOptions of a decoder-only attention', async () => {
+    const built = await load(sa, 'qwen2_attention');
     const { prefix } = hfCases.qwen2_attention;
     expect(built.kind).toBe('MultiHeadAttention');
     expect(built.loaded.layout).toBe('llama');
@@ -106,24 +118,24 @@ describe('what the result holds', () => {
     expect(built.incrementalOptions).toEqual({});
   });
 
-  test('an encoder layer runs bidirectionally and has no incremental options', () => {
-    const built = load(sa, 'bert');
+  test('an encoder layer runs bidirectionally and has no incremental options', async () => {
+    const built = await load(sa, 'bert');
     expect(built.kind).toBe('TransformerEncoderLayer');
     expect(built.forwardOptions).toEqual({ causal: false });
     expect(built).not.toHaveProperty('incrementalOptions');
   });
 
-  test('a sliding window: [sliding_window - 1, 0], in both option sets', () => {
+  test('a sliding window: [sliding_window - 1, 0], in both option sets', async () => {
     const config = modelConfig('mistral_window');
-    const built = load(sa, 'mistral_window', config);
+    const built = await load(sa, 'mistral_window', config);
     const window = [config.sliding_window - 1, 0];
     expect(built.forwardOptions).toEqual({ causal: true, window });
     expect(built.incrementalOptions).toEqual({ window });
   });
 
-  test('Gemma 2: scale query_pre_attn_scalar ** -0.5 and the soft-cap', () => {
+  test('Gemma 2: scale query_pre_attn_scalar ** -0.5 and the soft-cap', async () => {
     const config = modelConfig('gemma2_attention');
-    const built = load(sa, 'gemma2_attention', config);
+    const built = await load(sa, 'gemma2_attention', config);
     expect(built.forwardOptions).toEqual({ causal: true, window: [config.sliding_window - 1, 0],
       scale: config.query_pre_attn_scalar ** -0.5, softcap: config.attn_logit_softcapping });
   });
@@ -135,8 +147,8 @@ describe('token by token with incrementalOptions', () => {
     blockIo(name).tensor('y').data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
 
   test.each(['mistral_window', 'gemma2_attention', 'gptj_attention', 'whisper_decoder'].flatMap(
-    (name) => [[name, 'f32'], [name, 'f16']]))('%s, %s cache', (name, cacheType) => {
-    const built = load(sa, name, undefined, { cacheType });
+    (name) => [[name, 'f32'], [name, 'f16']]))('%s, %s cache', async (name, cacheType) => {
+    const built = await load(sa, name, undefined, { cacheType });
     expect(built.module.config.cacheType).toBe(cacheType);
     const io = blockIo(name);
     const x = io.tensor('x');
@@ -158,12 +170,75 @@ describe('token by token with incrementalOptions', () => {
   });
 });
 
-test.each([['f16', 11], ['bf16', 8]])('options.weights %s: the matrices held so', (weights, bits) => {
+test.each([['f16', 11], ['bf16', 8]])('options.weights %s: the matrices held so', async (weights, bits) => {
   const name = 'llama_attention';
-  const built = load(sa, name, undefined, { weights });
+  const built = await load(sa, name, undefined, { weights });
   expect(built.module.config.weights).toBe(weights);
   const scale = blockIo(name).tensor('y').data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
-  expect(maxRealRowDiff(name, forwardBlock(name, built))).toBeLessThan(8 * 2 ** -bits * scale);
+  expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(8 * 2 ** -bits * scale);
+});
+
+test('it returns a promise, which bad arguments reject', async () => {
+  const promise = sa.fromPretrained('config.json', modelTensors('bert'), { prefix: 'x' });
+  expect(promise).toBeInstanceOf(Promise);
+  await expectRejected(promise, TypeError,
+    'fromPretrained: config: expected the parsed config.json, an object, got "config.json"');
+});
+
+// ---------------------------------------------------------------------------
+// pool.fromPretrained
+// ---------------------------------------------------------------------------
+
+describe('pool.fromPretrained, 2 workers', () => {
+  let pool;
+  beforeAll(async () => {
+    pool = await createAttentionPool({ workers: 2 });
+  });
+  afterAll(async () => {
+    await pool?.dispose();
+  });
+
+  // Every supported case: the layers (placed as the pool places them: at
+  // these widths whole in one worker) and the attentions split over both
+  // workers by (grouped) key/value heads.
+  test.each(supported)('%s: the pooled object of its config, its output', async (name) => {
+    const c = hfCases[name];
+    const built = await pool.fromPretrained(modelConfig(name), modelTensors(name),
+      { prefix: c.prefix });
+    try {
+      expect(built.loaded.unused).toEqual([]);
+      expectDescribedBy(c, built);
+      expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+    } finally {
+      await built.module.dispose();
+    }
+  });
+
+  test('a refused part and a config the file contradicts: the synchronous messages', async () => {
+    await expectRejected(pool.fromPretrained(modelConfig('qwen3_attention'),
+      modelTensors('qwen3_attention'), { prefix: hfCases.qwen3_attention.prefix }), Error,
+    REFUSED.qwen3_attention(hfCases.qwen3_attention));
+    const config = modelConfig('llama_attention');
+    const { prefix } = hfCases.llama_attention;
+    const contradicted = { ...config, num_key_value_heads: config.num_attention_heads };
+    const synchronous = await rejection(sa.fromPretrained(contradicted,
+      modelTensors('llama_attention'), { prefix }));
+    await expectRejected(pool.fromPretrained(contradicted, modelTensors('llama_attention'),
+      { prefix }), RangeError, synchronous.message);
+  });
+
+  test('the object whose weights do not load is disposed', async () => {
+    const made = [];
+    const spy = { MultiHeadAttention: async (config) => {
+      made.push(await pool.MultiHeadAttention(config));
+      return made.at(-1);
+    } };
+    const config = modelConfig('llama_attention');
+    await rejection(fromPretrainedPooled(spy, { ...config,
+      num_key_value_heads: config.num_attention_heads }, modelTensors('llama_attention'),
+    { prefix: hfCases.llama_attention.prefix }));
+    expect(made.map((m) => m.disposed)).toEqual([true]);
+  });
 });
 
 // ---------------------------------------------------------------------------
@@ -171,16 +246,16 @@ test.each([['f16', 11], ['bf16', 8]])('options.weights %s: the matrices held so'
 // ---------------------------------------------------------------------------
 
 describe('the cases\' weights under other model types\' names', () => {
-  test('roberta: a BERT layer', () => {
-    const built = load(sa, 'bert', { ...modelConfig('bert'), model_type: 'roberta' });
-    expect(maxRealRowDiff('bert', forwardBlock('bert', built))).toBeLessThan(TOLERANCE);
+  test('roberta: a BERT layer', async () => {
+    const built = await load(sa, 'bert', { ...modelConfig('bert'), model_type: 'roberta' });
+    expect(maxRealRowDiff('bert', await forwardBlock('bert', built))).toBeLessThan(TOLERANCE);
   });
 
-  test('gemma: a Llama attention', () => {
-    const built = load(sa, 'llama_attention',
+  test('gemma: a Llama attention', async () => {
+    const built = await load(sa, 'llama_attention',
       { ...modelConfig('llama_attention'), model_type: 'gemma' });
     expect(built.forwardOptions).toEqual({ causal: true });
-    expect(maxRealRowDiff('llama_attention', forwardBlock('llama_attention', built)))
+    expect(maxRealRowDiff('llama_attention', await forwardBlock('llama_attention', built)))
       .toBeLessThan(TOLERANCE);
   });
 
@@ -203,7 +278,7 @@ describe('the cases\' weights under other model types\' names', () => {
   const qkv = { weight: linear('attn.c_attn.weight'), bias: at('attn.c_attn.bias') };
   const gpt2Config = modelConfig('gpt2');
 
-  test('vit: GPT-2\'s pre-LN block under ViT\'s names, run causally as GPT-2 runs it', () => {
+  test('vit: GPT-2\'s pre-LN block under ViT\'s names, run causally as GPT-2 runs it', async () => {
     const tensors = named('vit.encoder.layer.1.', {
       'layernorm_before.weight': at('ln_1.weight'), 'layernorm_before.bias': at('ln_1.bias'),
       ...Object.fromEntries(['query', 'key', 'value'].flatMap((x, i) => [
@@ -219,15 +294,15 @@ describe('the cases\' weights under other model types\' names', () => {
     const config = { model_type: 'vit', hidden_size: e, num_attention_heads: heads,
       intermediate_size: hfCases.gpt2.ffnDim, hidden_act: gpt2Config.activation_function,
       layer_norm_eps: gpt2Config.layer_norm_epsilon, qkv_bias: true };
-    const layer = sa.fromPretrained(config, tensors, { prefix: 'vit.encoder.layer.1' });
+    const layer = await sa.fromPretrained(config, tensors, { prefix: 'vit.encoder.layer.1' });
     track(layer.module);
     expect([layer.kind, layer.loaded.layout, layer.module.config.normFirst])
       .toEqual(['TransformerEncoderLayer', 'vit', true]);
     expect(layer.forwardOptions).toEqual({ causal: false });
-    expect(maxRealRowDiff('gpt2', forwardBlock('gpt2', layer, { causal: true })))
+    expect(maxRealRowDiff('gpt2', await forwardBlock('gpt2', layer, { causal: true })))
       .toBeLessThan(TOLERANCE);
     // Its attention alone equals GPT-2's.
-    const attention = sa.fromPretrained(config, tensors,
+    const attention = await sa.fromPretrained(config, tensors,
       { prefix: 'vit.encoder.layer.1.attention' });
     track(attention.module);
     const gpt2Attention = track(new sa.MultiHeadAttention({ dModel: e, numHeads: heads }));
@@ -276,9 +351,9 @@ describe('the cases\' weights under other model types\' names', () => {
     ['transformers 4', { rotary_pct: 0.25, rotary_emb_base: rope.base }],
     ['defaults', {}],
   ])('gpt_neox (%s config): GPT-2\'s weights with RoPE, equal to that layer built by hand',
-    (_, fields) => {
+    async (_, fields) => {
       const x = blockIo('gpt2').tensor('x');
-      const layer = sa.fromPretrained(neox({ use_parallel_residual: false, ...fields }),
+      const layer = await sa.fromPretrained(neox({ use_parallel_residual: false, ...fields }),
         neoxTensors, { prefix: 'gpt_neox.layers.1' });
       track(layer.module);
       expect(layer.module.config.rope).toEqual(rope);
@@ -291,7 +366,7 @@ describe('the cases\' weights under other model types\' names', () => {
         .toEqual(byHand.forward(x, { causal: true }).data);
 
       // The attention of the parallel form, which loads alone.
-      const attention = sa.fromPretrained(neox(fields), neoxTensors,
+      const attention = await sa.fromPretrained(neox(fields), neoxTensors,
         { prefix: 'gpt_neox.layers.1.attention' });
       track(attention.module);
       const handAttention = track(new sa.MultiHeadAttention({ dModel: e, numHeads: heads, rope }));
@@ -300,42 +375,42 @@ describe('the cases\' weights under other model types\' names', () => {
         .toEqual(handAttention.forward(x, x, x, { causal: true }).output.data);
     });
 
-  test('gpt_neox with a rotary fraction that leaves no feature of a head to rotate', () => {
-    const built = sa.fromPretrained(neox({ rotary_pct: 1 / (e / heads) / 2 }), neoxTensors,
+  test('gpt_neox with a rotary fraction that leaves no feature of a head to rotate', async () => {
+    const built = await sa.fromPretrained(neox({ rotary_pct: 1 / (e / heads) / 2 }), neoxTensors,
       { prefix: 'gpt_neox.layers.1.attention' });
     track(built.module);
     expect(built.module.config.rope).toBeUndefined();
   });
 
-  test('gpt_neox\'s parallel layer (use_parallel_residual, its default) is refused', () => {
-    expectError(() => sa.fromPretrained(neox({}), neoxTensors, { prefix: 'gpt_neox.layers.1' }),
+  test('gpt_neox\'s parallel layer (use_parallel_residual, its default) is refused', async () => {
+    await expectRejected(sa.fromPretrained(neox({}), neoxTensors, { prefix: 'gpt_neox.layers.1' }),
       Error, "fromPretrained: gpt_neox: a whole layer ('gpt_neox.layers.1') with " +
       'config.use_parallel_residual: true is not supported by this package: its attention ' +
       'and MLP run side by side, x + attention(ln1(x)) + mlp(ln2(x)); its attention loads ' +
       "with prefix 'gpt_neox.layers.1.attention'");
   });
 
-  test('GPT-2\'s and Llama\'s buffers beside the weights are left out', () => {
+  test('GPT-2\'s and Llama\'s buffers beside the weights are left out', async () => {
     const { prefix } = hfCases.gpt2;
     const tensors = { ...Object.fromEntries(gpt2.names.map((n) => [n, gpt2.tensor(n)])),
       [`${prefix}.attn.bias`]: { data: new Float32Array(4), shape: [1, 1, 2, 2] },
       [`${prefix}.attn.masked_bias`]: { data: new Float32Array(1), shape: [] } };
-    const built = sa.fromPretrained(gpt2Config, tensors, { prefix });
+    const built = await sa.fromPretrained(gpt2Config, tensors, { prefix });
     track(built.module);
-    expect(maxRealRowDiff('gpt2', forwardBlock('gpt2', built))).toBeLessThan(TOLERANCE);
+    expect(maxRealRowDiff('gpt2', await forwardBlock('gpt2', built))).toBeLessThan(TOLERANCE);
     const llama = modelTensors('llama_attention');
     const attention = hfCases.llama_attention.prefix;
     const withFrequencies = { ...Object.fromEntries(llama.names.map((n) => [n, llama.tensor(n)])),
       [`${attention}.rotary_emb.inv_freq`]: { data: new Float32Array(8), shape: [8] } };
-    const built2 = sa.fromPretrained(modelConfig('llama_attention'), withFrequencies,
+    const built2 = await sa.fromPretrained(modelConfig('llama_attention'), withFrequencies,
       { prefix: attention });
     track(built2.module);
-    expect(maxRealRowDiff('llama_attention', forwardBlock('llama_attention', built2)))
+    expect(maxRealRowDiff('llama_attention', await forwardBlock('llama_attention', built2)))
       .toBeLessThan(TOLERANCE);
   });
 
-  test('GPT-2\'s scale_attn_by_inverse_layer_idx: the scale over layer + 1', () => {
-    const built = load(sa, 'gpt2', { ...gpt2Config, scale_attn_by_inverse_layer_idx: true });
+  test('GPT-2\'s scale_attn_by_inverse_layer_idx: the scale over layer + 1', async () => {
+    const built = await load(sa, 'gpt2', { ...gpt2Config, scale_attn_by_inverse_layer_idx: true });
     const layer = Number(hfCases.gpt2.prefix.split('.').pop());
     expect(built.forwardOptions).toEqual({ causal: true,
       scale: 1 / Math.sqrt(e / heads) / (layer + 1) });
@@ -354,9 +429,9 @@ describe('transformers 4 config forms', () => {
     // Without layer_types, Gemma 2's even layers slide.
     ['gemma2_attention', () => ({})],
     ['phi3_attention', (rope) => ({ partial_rotary_factor: rope.partial_rotary_factor })],
-  ])('%s: rope_theta, rope_scaling null, no layer_types', (name, edit) => {
-    const built = load(sa, name, legacy(name, edit));
-    expect(maxRealRowDiff(name, forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+  ])('%s: rope_theta, rope_scaling null, no layer_types', async (name, edit) => {
+    const built = await load(sa, name, legacy(name, edit));
+    expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(TOLERANCE);
   });
 });
 
@@ -369,26 +444,26 @@ describe('a layer\'s attention type', () => {
     .map((n) => [`${to}${n.slice(prefix.length)}`, file.tensor(n)]));
   const config = { ...modelConfig(name), layer_types: ['sliding_attention', 'full_attention'] };
 
-  test('config.layer_types by the prefix\'s layer number', () => {
-    const built = sa.fromPretrained(config, renamed('layers.1.self_attn'),
+  test('config.layer_types by the prefix\'s layer number', async () => {
+    const built = await sa.fromPretrained(config, renamed('layers.1.self_attn'),
       { prefix: 'layers.1.self_attn' });
     track(built.module);
     expect(built.forwardOptions).not.toHaveProperty('window');
   });
 
-  test('a prefix without a layer number, where the layers differ', () => {
-    expectError(() => sa.fromPretrained(config, renamed('self_attn'), { prefix: 'self_attn' }),
+  test('a prefix without a layer number, where the layers differ', async () => {
+    await expectRejected(sa.fromPretrained(config, renamed('self_attn'), { prefix: 'self_attn' }),
       RangeError, 'fromPretrained: gemma2: config.layer_types differs between layers, and the ' +
       'prefix names no layer number: give the prefix with its layer (e.g. ' +
       '\'layers.3.self_attn\')');
     const same = { ...config, layer_types: ['sliding_attention', 'sliding_attention'] };
-    const built = sa.fromPretrained(same, renamed('self_attn'), { prefix: 'self_attn' });
+    const built = await sa.fromPretrained(same, renamed('self_attn'), { prefix: 'self_attn' });
     track(built.module);
-    expect(maxRealRowDiff(name, forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+    expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(TOLERANCE);
   });
 
-  test('an attention type the package lacks', () => {
-    expectError(() => load(sa, name, { ...config, layer_types: ['chunked_attention', 'x'] }),
+  test('an attention type the package lacks', async () => {
+    await expectRejected(load(sa, name, { ...config, layer_types: ['chunked_attention', 'x'] }),
       Error, 'fromPretrained: gemma2: the attention type "chunked_attention" ' +
       "(config.layer_types) is not supported by this package ('full_attention', " +
       "'sliding_attention')");
@@ -419,8 +494,8 @@ describe('refusals: what the objects lack, named', () => {
     ['bidirectional attention', { model_type: 'gemma2', use_bidirectional_attention: true },
       'fromPretrained: gemma2: bidirectional attention (config.use_bidirectional_attention: ' +
       'true) is not supported by this package'],
-  ])('%s', (_, edit, message) => {
-    expectError(() => sa.fromPretrained({ ...llama(), ...edit }, modelTensors('llama_attention'),
+  ])('%s', async (_, edit, message) => {
+    await expectRejected(sa.fromPretrained({ ...llama(), ...edit }, modelTensors('llama_attention'),
       { prefix: attention }), Error, message);
   });
 
@@ -435,27 +510,27 @@ describe('refusals: what the objects lack, named', () => {
       'layers lack; its attention loads with prefix \'layers.0.self_attn\''],
     ['gptj', 'gptj_attention', 'h.0', 'its attention and MLP run side by side from one ' +
       'LayerNorm (ln_1); its attention loads with prefix \'h.0.attn\''],
-  ])('a whole %s layer', (type, name, prefix, detail) => {
-    expectError(() => sa.fromPretrained({ ...modelConfig(name), model_type: type },
+  ])('a whole %s layer', async (type, name, prefix, detail) => {
+    await expectRejected(sa.fromPretrained({ ...modelConfig(name), model_type: type },
       modelTensors(name), { prefix }), Error, `fromPretrained: ${type}: a whole layer ` +
       `('${prefix}') is not supported by this package: ${detail}`);
   });
 
-  test('BERT\'s attention module adds a residual and a LayerNorm', () => {
-    expectError(() => sa.fromPretrained(modelConfig('bert'), modelTensors('bert'),
+  test('BERT\'s attention module adds a residual and a LayerNorm', async () => {
+    await expectRejected(sa.fromPretrained(modelConfig('bert'), modelTensors('bert'),
       { prefix: 'encoder.layer.1.attention' }), Error, 'fromPretrained: bert: ' +
       '\'encoder.layer.1.attention\' adds the residual and a LayerNorm ' +
       '(attention.output.LayerNorm) to the attention\'s output, which a MultiHeadAttention ' +
       'does not: load its layer, \'encoder.layer.1\'');
   });
 
-  test('BERT\'s relative positions, an activation the layers lack', () => {
+  test('BERT\'s relative positions, an activation the layers lack', async () => {
     const bert = modelConfig('bert');
     const { prefix } = hfCases.bert;
-    expectError(() => sa.fromPretrained({ ...bert, position_embedding_type: 'relative_key' },
+    await expectRejected(sa.fromPretrained({ ...bert, position_embedding_type: 'relative_key' },
       modelTensors('bert'), { prefix }), Error, 'fromPretrained: bert: relative position ' +
       'scores (config.position_embedding_type "relative_key") is not supported by this package');
-    expectError(() => sa.fromPretrained({ ...bert, hidden_act: 'silu' }, modelTensors('bert'),
+    await expectRejected(sa.fromPretrained({ ...bert, hidden_act: 'silu' }, modelTensors('bert'),
       { prefix }), Error, 'fromPretrained: bert: config.hidden_act: the activation "silu" is ' +
       'not supported by this package\'s layers (gelu, gelu_python, relu, gelu_new, ' +
       'gelu_pytorch_tanh, gelu_fast)');
@@ -467,27 +542,27 @@ describe('errors of the arguments', () => {
   const file = modelTensors('llama_attention');
   const prefix = hfCases.llama_attention.prefix;
 
-  test('no prefix: a whole model is not supported', () => {
+  test('no prefix: a whole model is not supported', async () => {
     for (const options of [undefined, {}, { prefix: '' }]) {
-      expectError(() => sa.fromPretrained(config, file, options), Error, 'fromPretrained: ' +
+      await expectRejected(sa.fromPretrained(config, file, options), Error, 'fromPretrained: ' +
         'llama: options.prefix: a whole model is not supported (no stack object yet): name a ' +
         "layer ('…layers.N') or an attention ('…layers.N.self_attn')");
     }
-    expectError(() => sa.fromPretrained(modelConfig('bart_encoder'), modelTensors('bart_encoder')),
+    await expectRejected(sa.fromPretrained(modelConfig('bart_encoder'), modelTensors('bart_encoder')),
       Error, 'fromPretrained: bart: options.prefix: a whole model is not supported (no stack ' +
       "object yet): name a layer ('…{encoder,decoder}.layers.N'), an attention " +
       "('…{encoder,decoder}.layers.N.self_attn') or an attention " +
       "('…{encoder,decoder}.layers.N.encoder_attn')");
   });
 
-  test('a prefix that names neither a layer nor an attention', () => {
+  test('a prefix that names neither a layer nor an attention', async () => {
     for (const wrong of ['layers.0.mlp', 'model', 'encoder.layer.0']) {
-      expectError(() => sa.fromPretrained(config, file, { prefix: wrong }), RangeError,
+      await expectRejected(sa.fromPretrained(config, file, { prefix: wrong }), RangeError,
         `fromPretrained: llama: options.prefix '${wrong}' names none of what fromPretrained ` +
         "builds: a layer ('…layers.N') or an attention ('…layers.N.self_attn')");
     }
     // encoder_attn is a decoder layer's.
-    expectError(() => sa.fromPretrained(modelConfig('bart_encoder'), modelTensors('bart_encoder'),
+    await expectRejected(sa.fromPretrained(modelConfig('bart_encoder'), modelTensors('bart_encoder'),
       { prefix: 'encoder.layers.1.encoder_attn' }), RangeError, 'fromPretrained: bart: ' +
       "options.prefix 'encoder.layers.1.encoder_attn' names none of what fromPretrained builds: " +
       "a layer ('…{encoder,decoder}.layers.N'), an attention " +
@@ -495,40 +570,40 @@ describe('errors of the arguments', () => {
       "('…{encoder,decoder}.layers.N.encoder_attn')");
   });
 
-  test('config, file and options of the wrong type', () => {
-    expectError(() => sa.fromPretrained('config.json', file, { prefix }), TypeError,
+  test('config, file and options of the wrong type', async () => {
+    await expectRejected(sa.fromPretrained('config.json', file, { prefix }), TypeError,
       'fromPretrained: config: expected the parsed config.json, an object, got "config.json"');
-    expectError(() => sa.fromPretrained({ ...config, model_type: undefined }, file, { prefix }),
+    await expectRejected(sa.fromPretrained({ ...config, model_type: undefined }, file, { prefix }),
       TypeError, 'fromPretrained: config.model_type: expected a string, got undefined');
-    expectError(() => sa.fromPretrained(config, null, { prefix }), TypeError,
+    await expectRejected(sa.fromPretrained(config, null, { prefix }), TypeError,
       'fromPretrained: file: expected a SafetensorsFile (readSafetensors, parseSafetensors) ' +
       'or an object of tensors by name, got null');
-    expectError(() => sa.fromPretrained(config, file, { prefix, layout: 'llama' }), TypeError,
+    await expectRejected(sa.fromPretrained(config, file, { prefix, layout: 'llama' }), TypeError,
       "fromPretrained: options: unknown key 'layout' (expected prefix, backend, weights, " +
       'cacheType)');
-    expectError(() => sa.fromPretrained(config, file, { prefix: 3 }), TypeError,
+    await expectRejected(sa.fromPretrained(config, file, { prefix: 3 }), TypeError,
       'fromPretrained: options.prefix: expected a string, got 3');
   });
 
-  test('config fields missing or of the wrong type, named', () => {
+  test('config fields missing or of the wrong type, named', async () => {
     const { hidden_size: _, ...noWidth } = config;
-    expectError(() => sa.fromPretrained(noWidth, file, { prefix }), TypeError,
+    await expectRejected(sa.fromPretrained(noWidth, file, { prefix }), TypeError,
       'fromPretrained: llama: config.hidden_size: expected a positive integer, got undefined');
-    expectError(() => sa.fromPretrained({ ...config, num_key_value_heads: '2' }, file,
+    await expectRejected(sa.fromPretrained({ ...config, num_key_value_heads: '2' }, file,
       { prefix }), TypeError, 'fromPretrained: llama: config.num_key_value_heads: expected a ' +
       'positive integer, got "2"');
     const { head_dim: __, ...noHeadDim } = config;
-    expectError(() => sa.fromPretrained({ ...noHeadDim, num_attention_heads: 5 }, file,
+    await expectRejected(sa.fromPretrained({ ...noHeadDim, num_attention_heads: 5 }, file,
       { prefix }), RangeError, 'fromPretrained: llama: config.hidden_size 64 is not a ' +
       'multiple of config.num_attention_heads 5');
-    expectError(() => sa.fromPretrained({ ...config, rope_parameters: { rope_theta: -1 } }, file,
+    await expectRejected(sa.fromPretrained({ ...config, rope_parameters: { rope_theta: -1 } }, file,
       { prefix }), TypeError, 'fromPretrained: llama: config.rope_parameters.rope_theta: ' +
       'expected a positive finite number, got -1');
   });
 
-  test('a config the file contradicts: the loader\'s message, where, and no object left', () => {
+  test('a config the file contradicts: the loader\'s message, where, and no object left', async () => {
     const before = sa.memoryStats();
-    expectError(() => sa.fromPretrained({ ...config, num_key_value_heads: config.num_attention_heads },
+    await expectRejected(sa.fromPretrained({ ...config, num_key_value_heads: config.num_attention_heads },
       file, { prefix }), RangeError, `fromPretrained: llama '${prefix}': loadCheckpoint: ` +
       `${prefix}.k_proj.weight: expected shape [64, 64] (PyTorch's k_proj_weight of this ` +
       'MultiHeadAttention), got [32, 64]');

@@ -43,6 +43,7 @@ import {
   type SafetensorsTensorInfo, type CheckpointBitsTensor, type SafetensorsOptions,
   type FromPretrainedOptions, type HuggingFaceConfig, type PretrainedAttention,
   type PretrainedDecoderLayer, type PretrainedEncoderLayer, type PretrainedModule,
+  type PooledPretrainedModule,
 } from '../../web/index.js';
 
 const f32 = (n: number) => new Float32Array(n);
@@ -485,7 +486,7 @@ void loadCheckpoint(mha, file, { layout: llamaLayout });
 const hfConfig: HuggingFaceConfig = { model_type: 'llama', hidden_size: 64 };
 const pretrainedOptions: FromPretrainedOptions = { prefix: 'model.layers.3.self_attn',
   backend, weights: 'f16', cacheType: 'f16' };
-const pretrained: PretrainedModule = sa.fromPretrained(hfConfig, file, pretrainedOptions);
+const pretrained: PretrainedModule = await sa.fromPretrained(hfConfig, file, pretrainedOptions);
 if (pretrained.kind === 'MultiHeadAttention') {
   const built: PretrainedAttention = pretrained;
   const out: ForwardResult = built.module.forward(x, x, x, built.forwardOptions);
@@ -501,6 +502,21 @@ if (pretrained.kind === 'MultiHeadAttention') {
 }
 // @ts-expect-error: the object's config takes no layout
 void sa.fromPretrained(hfConfig, file, { prefix: 'h.1', layout: 'gpt2' });
+// @ts-expect-error: it resolves to the object, not returns it
+void sa.fromPretrained(hfConfig, file, pretrainedOptions).module;
+const pooledPretrained: PooledPretrainedModule = await pool.fromPretrained(hfConfig, file,
+  pretrainedOptions);
+if (pooledPretrained.kind === 'MultiHeadAttention') {
+  const out: ForwardResult = await pooledPretrained.module.forward(x, x, x,
+    pooledPretrained.forwardOptions);
+  void out;
+} else if (pooledPretrained.kind === 'TransformerDecoderLayer') {
+  const layer: PooledTransformerDecoderLayer = pooledPretrained.module;
+  void [layer, pooledPretrained.incrementalOptions];
+} else {
+  const layer: PooledTransformerEncoderLayer = pooledPretrained.module;
+  void layer;
+}
 // @ts-expect-error: an encoder state_dict needs its FFN
 encoder.setWeightsFromPyTorch({ 'self_attn.in_proj_weight': f32(192) });
 void [fromPath, fileFacts, loadedFacts];

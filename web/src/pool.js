@@ -34,6 +34,7 @@ import { ARGUMENTS, copyArguments, POOL_OBJECTS, tensor, toMessage, whole }
   from './pool-arguments.js';
 import { joinAxis, rebuild } from './pool-join.js';
 import { makePooledLayers } from './pool-layers.js';
+import { fromPretrainedPooled } from './pretrained.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { readTensor } from './tensors.js';
 import { checkWorkerCount } from './thread-workers.js';
@@ -1183,6 +1184,7 @@ function makePool(workers, summary) {
     layerNorm: moduleFunction('layerNorm', [tensor, ARGUMENTS.layerNormOptions]),
     attention: moduleFunction('attention', [tensor, tensor, tensor, ARGUMENTS.attentionOptions]),
     quantizeInt8,
+    fromPretrained: (config, file, options) => fromPretrainedPooled(pool, config, file, options),
     dispose: async () => workers.dispose(),
     [asyncDisposeSymbol]: async () => workers.dispose(),
     [TERMINATE_WORKER]: (worker) => workers.terminate(worker),

@@ -31,12 +31,29 @@ const within = (at, error) => (error instanceof Error
   : error);
 
 /**
- * classes: the module's (or a copy's) MultiHeadAttention,
- * TransformerEncoderLayer and TransformerDecoderLayer. Returns { kind,
- * module, forwardOptions, incrementalOptions (a causal object's
- * forwardIncremental options), loaded (loadCheckpoint's result) }.
+ * sa.fromPretrained: `classes` is the module (or a copy of it) with its
+ * MultiHeadAttention, TransformerEncoderLayer and TransformerDecoderLayer.
+ * Resolves to { kind, module, forwardOptions, incrementalOptions (a causal
+ * object's forwardIncremental options), loaded (loadCheckpoint's result) }.
+ * Async, as the package's browser bundle loads this file only when called
+ * (scripts/bundle_web.mjs).
  */
-export function fromPretrained(classes, config, file, options) {
+export async function fromPretrained(classes, config, file, options) {
+  return loadPretrained((kind, objectConfig) => new classes[kind](objectConfig), config, file,
+    options);
+}
+
+/**
+ * pool.fromPretrained: as fromPretrained (the same messages), the object
+ * one of the pool's, its weights set in its workers; disposed if they
+ * cannot be.
+ */
+export async function fromPretrainedPooled(pool, config, file, options) {
+  return loadPretrained((kind, objectConfig) => pool[kind](objectConfig), config, file, options);
+}
+
+// `create(kind, config)` makes the object, or a promise of it.
+async function loadPretrained(create, config, file, options) {
   const where = 'fromPretrained';
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, OPTION_KEYS.FromPretrainedOptions);
@@ -50,15 +67,15 @@ export function fromPretrained(classes, config, file, options) {
   for (const key of OBJECT_OPTIONS) if (o[key] !== undefined) objectConfig[key] = o[key];
   let module;
   try {
-    module = new classes[spec.kind](objectConfig);
+    module = await create(spec.kind, objectConfig);
   } catch (error) {
     throw within(at, error);
   }
   let loaded;
   try {
-    loaded = loadCheckpoint(module, tensors, { prefix: o.prefix, layout: spec.layout });
+    loaded = await loadCheckpoint(module, tensors, { prefix: o.prefix, layout: spec.layout });
   } catch (error) {
-    module.dispose();
+    await module.dispose();
     throw within(at, error);
   }
   const { forwardOptions } = spec;
