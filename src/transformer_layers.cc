@@ -100,9 +100,7 @@ FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
 
 LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels,
                      std::shared_ptr<ThreadPool> pool)
-    // Checked before any member that would need destroying is made.
-    : d_model_(d_model), eps_((CheckEps("eps", eps), eps)), kernels_(&kernels),
-      pool_(std::move(pool)) {}
+    : LayerNorm(EpsChecked{}, d_model, (CheckEps("eps", eps), eps), kernels, std::move(pool)) {}
 
 LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels)
     : LayerNorm(d_model, eps, kernels, SharedThreadPool(1)) {}
@@ -204,8 +202,10 @@ TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
       attention_(AttentionConfig(config_), kernels, std::move(pool)),
       ffn_(config_.d_model, config_.ffn_dim, config_.activation, kernels,
            attention_.shared_pool(), config_.weights),
-      norm1_(config_.d_model, float(config_.eps), kernels, attention_.shared_pool()),
-      norm2_(config_.d_model, float(config_.eps), kernels, attention_.shared_pool()) {}
+      norm1_(LayerNorm::EpsChecked{}, config_.d_model, float(config_.eps), kernels,
+             attention_.shared_pool()),
+      norm2_(LayerNorm::EpsChecked{}, config_.d_model, float(config_.eps), kernels,
+             attention_.shared_pool()) {}
 
 void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
                                          const FfnWeights& ffn,
@@ -220,8 +220,8 @@ void TransformerEncoderLayer::SetWeights(const MhaWeights& attention,
                       attention_.kernels(), attention_.shared_pool(), config_.weights);
   new_ffn.SetWeights(ffn);
   const auto new_norm = [&] {
-    return LayerNorm(config_.d_model, float(config_.eps), attention_.kernels(),
-                     attention_.shared_pool());
+    return LayerNorm(LayerNorm::EpsChecked{}, config_.d_model, float(config_.eps),
+                     attention_.kernels(), attention_.shared_pool());
   };
   LayerNorm new_norm1 = new_norm(), new_norm2 = new_norm();
   new_norm1.SetWeights("norm1", norm1);
@@ -280,9 +280,12 @@ TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
       cross_attention_(CrossAttentionConfig(config_), kernels, self_attention_.shared_pool()),
       ffn_(config_.d_model, config_.ffn_dim, config_.activation, kernels,
            self_attention_.shared_pool(), config_.weights),
-      norm1_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()),
-      norm2_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()),
-      norm3_(config_.d_model, float(config_.eps), kernels, self_attention_.shared_pool()) {}
+      norm1_(LayerNorm::EpsChecked{}, config_.d_model, float(config_.eps), kernels,
+             self_attention_.shared_pool()),
+      norm2_(LayerNorm::EpsChecked{}, config_.d_model, float(config_.eps), kernels,
+             self_attention_.shared_pool()),
+      norm3_(LayerNorm::EpsChecked{}, config_.d_model, float(config_.eps), kernels,
+             self_attention_.shared_pool()) {}
 
 void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
                                          const MhaWeights& cross_attention,
@@ -302,8 +305,8 @@ void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
                       config_.weights);
   new_ffn.SetWeights(ffn);
   const auto new_norm = [&] {
-    return LayerNorm(config_.d_model, float(config_.eps), self_attention_.kernels(),
-                     self_attention_.shared_pool());
+    return LayerNorm(LayerNorm::EpsChecked{}, config_.d_model, float(config_.eps),
+                     self_attention_.kernels(), self_attention_.shared_pool());
   };
   LayerNorm new_norm1 = new_norm(), new_norm2 = new_norm(), new_norm3 = new_norm();
   new_norm1.SetWeights("norm1", norm1);

@@ -127,6 +127,13 @@ class LayerNorm {
 
  private:
   friend class Optimizer;
+  friend class TransformerEncoderLayer;
+  friend class TransformerDecoderLayer;
+  // The layers': their config's eps is judged once, before any part is made.
+  struct EpsChecked {};
+  LayerNorm(EpsChecked, size_t d_model, float eps, const KernelTable& kernels,
+            std::shared_ptr<ThreadPool> pool)
+      : d_model_(d_model), eps_(eps), kernels_(&kernels), pool_(std::move(pool)) {}
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
 
   size_t d_model_;
