@@ -406,3 +406,30 @@ describe('a method called on another kind of object', () => {
     expect(mha.forwardIncremental(x, cache).output.shape).toEqual([1, E]);
   });
 });
+
+describe('eps that float32 cannot hold', () => {
+  // 1e-60 is 0 in float32, the type LayerNorm adds it in: a constant row
+  // would be 0 / 0. Every eps is judged as that float32, in C++.
+  const expected = (name, given) => `${name}: expected a finite number > 0 that float32 can ` +
+    `hold (1.4e-45 to 3.4e38), got ${given}`;
+  test.each([[1e-60, '1e-60'], [5e-46, '5e-46'], [1e40, '1e+40']])('%s in every eps', (eps, given) => {
+    for (const Layer of [module.TransformerEncoderLayer, module.TransformerDecoderLayer]) {
+      expectError(() => new Layer({ dModel: E, numHeads: H, ffnDim: 8, eps }), RangeError,
+        `${Layer.name}: ${expected('config.eps', given)}`);
+    }
+    const row = { data: new Float32Array(E).fill(3), shape: [1, E] };
+    const gammaBeta = { gamma: ones(E), beta: new Float32Array(E).fill(0.25) };
+    expectError(() => module.layerNorm(row, { ...gammaBeta, eps }), RangeError,
+      `layerNorm: ${expected('options.eps', given)}`);
+  });
+
+  test('the smallest float32 > 0 is accepted: a constant row gives beta', () => {
+    const row = { data: new Float32Array(E).fill(3), shape: [1, E] };
+    const beta = new Float32Array(E).fill(0.25);
+    expect(Array.from(module.layerNorm(row, { gamma: ones(E), beta, eps: 1e-45 }).data))
+      .toEqual(Array.from(beta));
+    const layer = track(new module.TransformerEncoderLayer({ dModel: E, numHeads: H, ffnDim: 8,
+      eps: 1e-45 }));
+    expect(layer.config.eps).toBe(1e-45);
+  });
+});

@@ -310,7 +310,7 @@ describe('layers', () => {
       'TransformerEncoderLayer: config.ffnDim: required, expected a positive integer');
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
       eps: 0 }), RangeError, 'TransformerEncoderLayer: config.eps: expected a finite number > 0 that float32 ' +
-      'can hold (at most 3.4e38), got 0');
+      'can hold (1.4e-45 to 3.4e38), got 0');
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
       norm_first: true }), TypeError,
     "TransformerEncoderLayer: config: unknown key 'norm_first' (expected dModel, numHeads, " +
@@ -419,7 +419,7 @@ describe('module functions', () => {
       'layerNorm: options.beta: expected a Float32Array, got undefined');
     expectError(() => module.layerNorm(x(1, 2), { gamma: ones(8), beta: ones(8), eps: -1 }),
       RangeError, 'layerNorm: options.eps: expected a finite number > 0 that ' +
-      'float32 can hold (at most 3.4e38), got -1');
+      'float32 can hold (1.4e-45 to 3.4e38), got -1');
     const bad = x(1, 2);
     bad.data[0] = NaN;
     expectError(() => module.layerNorm(bad, { gamma: ones(8), beta: ones(8) }), RangeError,

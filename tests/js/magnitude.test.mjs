@@ -88,6 +88,51 @@ describe.each(cases)('%s build, %s', (build, backend) => {
     expect(cache.length).toBe(4);
   });
 
+  // The output is a weighted mean of the values; the kernel's sum over the
+  // keys before the division is up to (keys) x max|v|: 64 equal keys with
+  // values 1e37 sum to 6.4e38, past float32. 1 query and 40 (two query
+  // blocks); heads of 5 values are padded in the SIMD builds.
+  test.each([1, 40])('attention(): values whose sum overflows give their mean (%i queries)',
+    (Tq) => {
+      const Tk = 64;
+      const q = { data: new Float32Array(H * Tq * 8), shape: [1, H, Tq, 8] };
+      const k = { data: new Float32Array(H * Tk * 8), shape: [1, H, Tk, 8] };
+      const v = { data: new Float32Array(H * Tk * 5).fill(1e37), shape: [1, H, Tk, 5] };
+      const out = module.attention(q, k, v, { backend }).output;
+      expect(out.shape).toEqual([1, H, Tq, 5]);
+      for (const z of out.data) expect(Math.abs(z - 1e37)).toBeLessThanOrEqual(1e31);
+    });
+
+  test('attention(): a mean that rounds past float32 is refused by name, never Infinity', () => {
+    const Tk = 64;
+    const q = { data: new Float32Array(8), shape: [1, 1, 1, 8] };
+    const k = { data: new Float32Array(Tk * 8), shape: [1, 1, Tk, 8] };
+    const v = { data: new Float32Array(Tk * 8).fill(3.4028234663852886e38), shape: [1, 1, Tk, 8] };
+    let out;
+    try {
+      out = module.attention(q, k, v, { backend }).output.data;
+    } catch (e) {
+      expect(e).toBeInstanceOf(RangeError);
+      expect(e.message).toMatch(/^attention: the attention softmax\(q k\^T\) v overflowed float32 \(element \d+ is \+Infinity\); v is too large in magnitude$/);
+      return;
+    }
+    for (const z of out) expect(Math.abs(z / 3.4028234663852886e38 - 1)).toBeLessThanOrEqual(1e-6);
+  });
+
+  test('MultiHeadAttention over values whose sum overflows: the mean, not an error', () => {
+    // V = x W_v = 1e37 for every token, equal scores (W_q = W_k = 0), W_o the
+    // identity: the output is 1e37.
+    const T = 64;
+    const wO = new Float32Array(D * D);
+    for (let i = 0; i < D; i++) wO[i * D + i] = 1;
+    const m = track(new module.MultiHeadAttention({ dModel: D, numHeads: H, backend }));
+    m.setWeights({ wQ: new Float32Array(D * D), wK: new Float32Array(D * D),
+      wV: new Float32Array(D * D).fill(1.25e36), wO, bQ: new Float32Array(D),
+      bK: new Float32Array(D), bV: new Float32Array(D), bO: new Float32Array(D) });
+    const y = m.forward({ data: new Float32Array(T * D).fill(1), shape: [T, D] }).output.data;
+    for (const z of y) expect(Math.abs(z - 1e37)).toBeLessThanOrEqual(1e31);
+  });
+
   test.each([false, true])('layers with 1e30 inputs (normFirst %s): RangeError, no blamed argument',
     (normFirst) => {
       const norm = { gamma: random(D, 20, 1), beta: random(D, 21, 1) };
