@@ -368,6 +368,116 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
     await mha.dispose();
   });
 
+  // Each case is called on each side with arguments made afresh (getters
+  // keep state); [label, call(objects)].
+  const argumentCases = () => {
+    const detached = (a) => {
+      structuredClone(a.buffer, { transfer: [a.buffer] });
+      return a;
+    };
+    const shrunk = () => {
+      const a = new Float32Array(new ArrayBuffer(B * T * d * 4, { maxByteLength: B * T * d * 8 }),
+        0, B * T * d);
+      a.buffer.resize(0);
+      return a;
+    };
+    const revoked = () => {
+      const { proxy, revoke } = Proxy.revocable({}, {});
+      revoke();
+      return proxy;
+    };
+    const thrower = (message) => () => { throw new Error(message); };
+    const sparse = Object.assign([4, 2], { length: 2 ** 32 - 1 });
+    return [
+      // Errors of reading, met where the synchronous API reads.
+      ['a getter that throws, after an earlier key\'s error', (o) => o.mha.createKVCache(
+        { batch: undefined, get maxLength() { return thrower('getter')(); } })],
+      ['a getter that throws, after an earlier argument\'s error', (o) => o.mha.forward('x',
+        undefined, undefined, { get causal() { return thrower('getter')(); } })],
+      ['a Proxy whose keys cannot be listed, as data', (o) => o.mha.forward({ shape: x.shape,
+        data: new Proxy(new Float32Array(B * T * d), { ownKeys: thrower('ownKeys') }) })],
+      ['a Proxy whose keys cannot be listed, as a shape', (o) => o.mha.forward({ data: x.data,
+        shape: new Proxy([B, T, d], { getOwnPropertyDescriptor: thrower('descriptor') }) })],
+      ['a Proxy that throws, given to a layer', (o) => o.encoder.setWeights(
+        new Proxy({}, { get: thrower('trap') }))],
+      ['a revoked Proxy that is not read', (o) => o.mha.forward(x, undefined, revoked())],
+      // Keys as the synchronous API reads them.
+      ['an own key named __proto__', (o) => o.mha.forward(x, undefined, undefined,
+        JSON.parse('{ "__proto__": 1 }'))],
+      ['an inherited key read though not taken', (o) => o.mha.forwardIncremental(step, o.cache,
+        Object.create({ causal: 'sideways' }))],
+      ['an inherited keyPaddingMask of a layer\'s step', (o) => o.decoder.forwardIncremental(step,
+        o.decoderCache, memory, Object.create({ keyPaddingMask: 'x' }))],
+      ['an object of the pool where options go', (o) => o.decoder.forwardIncremental(step,
+        o.decoderCache, memory, o.cache)],
+      ['a Proxy of one, whose properties cannot be described', (o) => o.decoder.forwardIncremental(
+        step, undefined, memory, new Proxy(o.cache, { getOwnPropertyDescriptor: thrower('descriptor') }))],
+      // Arrays.
+      ['a getter that writes into an earlier argument', (o) => {
+        const q = structuredClone(x);
+        return o.mha.forward(q, undefined, undefined, { get causal() { q.data.fill(NaN); return false; } });
+      }],
+      ['detached data', (o) => o.mha.forward({ data: detached(new Float32Array(B * T * d)),
+        shape: x.shape })],
+      ['shrunk data', (o) => o.mha.forward({ data: shrunk(), shape: x.shape })],
+      ['detached f16 bits', (o) => o.mha.setWeights({ ...mhaWeights(5),
+        wO: detached(new Uint16Array(d * d)) })],
+      ['a detached shape', (o) => o.mha.forward(x, undefined, undefined,
+        { attnMask: { data: new Float32Array(T * T), shape: detached(new Int8Array(2)) } })],
+      ['a detached ArrayBuffer', (o) => o.mha.forward(x, undefined, undefined,
+        { keyPaddingMask: detached(new Uint8Array(4)).buffer })],
+      ['a DataView under a key named data', (o) => o.mha.precomputeKeyValue(memory,
+        { data: new DataView(new ArrayBuffer(4)) })],
+      ['kvLengths of length 2^32 - 1', (o) => o.mha.forward(x, undefined, undefined,
+        { kvLengths: sparse })],
+      ['kvLengths with a hole', (o) => o.mha.forward(x, undefined, undefined,
+        { kvLengths: [T, , ] })], // eslint-disable-line no-sparse-arrays
+      // A sharded cache's size error, as the whole attention's.
+      ['a cache too large', (o) => o.mha.createKVCache({ batch: 1e9, maxLength: 4 })],
+    ];
+  };
+
+  test('arguments as the synchronous API reads them: getters\' and proxies\' errors where it ' +
+    'meets them, keys it reads, detached, shrunk and sparse arrays', async () => {
+    const pool = pools[workers];
+    const placement = workers === 2 ? 'split' : 'whole';
+    const layerConfig = { dModel: d, numHeads: 2, ffnDim: f };
+    const decoderWeights = randomLayerWeights(d, f, 7, { decoder: true });
+    const objects = async (side) => {
+      const make = (kind, config) => (side === module ? track(new module[kind](config))
+        : pool[kind](config, kind === 'MultiHeadAttention' ? undefined : { placement }));
+      const o = { mha: await make('MultiHeadAttention', { dModel: d, numHeads: 2 }),
+        encoder: await make('TransformerEncoderLayer', layerConfig),
+        decoder: await make('TransformerDecoderLayer', layerConfig) };
+      await o.mha.setWeights(mhaWeights(5));
+      await o.encoder.setWeights(randomLayerWeights(d, f, 6));
+      await o.decoder.setWeights(decoderWeights);
+      o.cache = await o.mha.createKVCache({ batch: B, maxLength: 4 });
+      o.decoderCache = await o.decoder.createKVCache({ batch: B, maxLength: 4 });
+      return o;
+    };
+    const [sync, pooled] = [await objects(module), await objects(pool)];
+    const found = [];
+    for (const [label, call] of argumentCases()) {
+      const want = await outcome(() => call(sync));
+      const got = await outcome(() => call(pooled));
+      // The synchronous API's own message, or the caller's error.
+      const judged = want === 'ok' ||
+        /^(\w+\.\w+: |getter$|trap$|ownKeys$|descriptor$)/.test(want.message);
+      if (!judged || JSON.stringify(got) !== JSON.stringify(want)) found.push({ label, want, got });
+    }
+    expect(found).toEqual([]);
+    // A cache's append, truncate and reset resolve to nothing, as the
+    // synchronous ones return nothing.
+    for (const o of [sync, pooled]) o.cache.reset();
+    for (const call of [(c) => c.append(step, step), (c) => c.truncate(0), (c) => c.reset()]) {
+      expect(await call(pooled.cache)).toBe(call(sync.cache));
+    }
+    for (const o of [pooled.cache, pooled.decoderCache, pooled.mha, pooled.encoder, pooled.decoder]) {
+      await o.dispose();
+    }
+  });
+
   test('module functions and constructors', async () => {
     const pool = pools[workers];
     const norm = { gamma: randomFloats(d, 1), beta: randomFloats(d, 2) };

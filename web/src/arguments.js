@@ -102,7 +102,9 @@ export function weightMatrix(where, name, v) {
 // A matrix as the glue copies it (JsMatrix in bindings/glue.h): a
 // Float32Array as it is, the stored forms as their bytes.
 export function glueMatrix(m) {
-  const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  // (A view of a detached buffer has no bytes, and no buffer to view.)
+  const bytes = (a) => (a.byteLength === 0 ? new Uint8Array(0)
+    : new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
   if (m === undefined || typeof m !== 'object' || m.BYTES_PER_ELEMENT === 4) return m;
   return m.scales !== undefined ? { values: bytes(m.values), scales: m.scales } : { bits: bytes(m) };
 }
@@ -217,13 +219,23 @@ export function readEps(where, name, v) {
 
 const isInteger = (x) => typeof x === 'number' && Number.isInteger(x);
 
+// Whether every element is an integer, holes too (read as undefined):
+// every() skips holes, walking all of a sparse array of length 2^32 - 1.
+function allIntegers(list) {
+  for (let i = 0; i < list.length; ++i) if (!isInteger(list[i])) return false;
+  return true;
+}
+
 // An array (or typed array) of `length` integers.
 export function integers(where, name, v, length) {
   const list = Array.isArray(v) ? v
-    : ArrayBuffer.isView(v) && 'length' in v ? Array.from(/** @type {ArrayLike<number>} */ (/** @type {unknown} */ (v)))
+    // (slice, not Array.from: a view of a detached buffer has no elements
+    // to iterate, and its iterator throws.)
+    : ArrayBuffer.isView(v) && 'length' in v
+      ? Array.prototype.slice.call(/** @type {ArrayLike<number>} */ (/** @type {unknown} */ (v)))
       : undefined;
   if (list === undefined || (length !== undefined && list.length !== length) ||
-      !list.every(isInteger)) {
+      !allIntegers(list)) {
     throw new TypeError(`${where}: ${name}: expected an array of ` +
       `${length === undefined ? '' : `${length} `}integers, got ${describe(v)}`);
   }

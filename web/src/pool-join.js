@@ -42,13 +42,31 @@ export function joinResults(parts, sum) {
   return result;
 }
 
-// An error as a message carries it, and back with its class.
-export function errorMessage(e) {
-  const name = e instanceof TypeError ? 'TypeError' : e instanceof RangeError ? 'RangeError' : 'Error';
-  return { name, message: String(e?.message ?? e) };
+// The errors that reading a caller's argument threw (a getter's, a
+// Proxy's: see pool-arguments.js), and those made again from them in
+// another thread: a call throws them as they are, as the synchronous API
+// does, not named after a part of a layer.
+const CALLERS = new WeakSet();
+
+export function markFromCaller(e) {
+  if (e !== null && (typeof e === 'object' || typeof e === 'function')) CALLERS.add(e);
+  return e;
 }
 
-export function rebuild({ name, message }) {
+export function fromCaller(e) {
+  return CALLERS.has(e);
+}
+
+// An error as a message carries it, and back with its class (and whether it
+// came from the caller).
+export function errorMessage(e) {
+  const name = e instanceof TypeError ? 'TypeError' : e instanceof RangeError ? 'RangeError' : 'Error';
+  return { name, message: String(e?.message ?? e), ...(CALLERS.has(e) && { fromCaller: true }) };
+}
+
+export function rebuild({ name, message, fromCaller: caller }) {
   const Class = name === 'TypeError' ? TypeError : name === 'RangeError' ? RangeError : Error;
-  return new Class(message);
+  const error = new Class(message);
+  if (caller) CALLERS.add(error);
+  return error;
 }

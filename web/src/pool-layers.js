@@ -28,6 +28,7 @@ import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { ARGUMENTS, copyArguments, tensor, whole } from './pool-arguments.js';
+import { fromCaller } from './pool-join.js';
 import { readTensor } from './tensors.js';
 import { columns, fits, quantizedWhole, rowRange } from './weight-forms.js';
 
@@ -164,7 +165,8 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
     // arguments `given` copied now by `schemas` (pool-arguments.js). A
     // disposed layer, or one without weights when the method needs them,
     // says so as the synchronous one does; any error of a worker is made
-    // again as the synchronous layer's (see the top of this file).
+    // again as the synchronous layer's (see the top of this file), and what
+    // reading the caller's arguments threw is thrown as it is.
     // sent(args): the call's arguments as worker 0's synchronous layer takes
     // them.
     run(method, needsWeights, given, schemas, body, sent = (args) => args) {
@@ -179,7 +181,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
         try {
           return await body(where, args);
         } catch (e) {
-          if (e.message.startsWith(`${where}: `) || workers.dead) throw e;
+          if (fromCaller(e) || e.message.startsWith(`${where}: `) || workers.dead) throw e;
           return this.#synchronousError(where, method, sent(args), { zeroWeights: needsWeights },
             e);
         }

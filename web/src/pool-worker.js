@@ -46,7 +46,7 @@
 // the pool's sharded caches and memories there: empty ones of their sizes.
 import { createAttentionModule } from '../index.js';
 import { useCompiledWasm } from './loader.js';
-import { fromMessage } from './pool-arguments.js';
+import { fromMessage, plainMember } from './pool-arguments.js';
 import { errorMessage, joinResults, rebuild } from './pool-join.js';
 import { newPoolPart, sumPartials } from './pool-parts.js';
 
@@ -93,11 +93,11 @@ function listen(peer, onMessage) {
   else peer.onmessage = (event) => onMessage(event.data);
 }
 
+// (plainMember: an argument that throws when read, the caller's, is the
+// synchronous object's to meet.)
 function resolve(arg) {
-  if (arg !== null && typeof arg === 'object' && arg.poolRef !== undefined) {
-    return objects.get(arg.poolRef);
-  }
-  return arg;
+  const ref = plainMember(arg, 'poolRef');
+  return ref === undefined ? arg : objects.get(ref);
 }
 
 // The buffers of a result's tensors (the result itself, or its members),
@@ -140,7 +140,7 @@ function zeroWeights(kind, { dModel: d, numHeads, numKvHeads, headDim, headDimV,
 // An argument of a 'check' request, its stand-ins made by `whole` (and
 // remembered in `made` to be disposed).
 function standIn(whole, arg, made) {
-  if (arg === null || typeof arg !== 'object' || arg.standIn === undefined) return arg;
+  if (plainMember(arg, 'standIn') === undefined) return arg;
   const { batch } = arg;
   // An attention's memory has its kDim features (and is refused where vDim
   // differs); a layer's, dModel.

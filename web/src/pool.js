@@ -30,8 +30,8 @@ import { readSharedAttentionOptions } from './attention.js';
 import { holdsKeyValues, readCacheOptions } from './caches.js';
 import { compileForWorkers } from './loader.js';
 import { OPTION_KEYS } from './option-keys.js';
-import { ARGUMENTS, copyArguments, POOL_OBJECTS, tensor, toMessage, whole }
-  from './pool-arguments.js';
+import { ARGUMENTS, copyArguments, plainMember, POOL_OBJECTS, tensor, toMessage, whole,
+  withMembers } from './pool-arguments.js';
 import { joinAxis, rebuild } from './pool-join.js';
 import { makePooledLayers } from './pool-layers.js';
 import { fromPretrainedPooled } from './pretrained.js';
@@ -307,16 +307,21 @@ function sliceAxis(data, outer, size, inner, from, to) {
 // Whether a mask has a head axis to split: a bare mask of B * H * Tq * Tk
 // values (C++ reads it as [B, H, Tq, Tk]) or a tensor shaped
 // [B or 1, H, Tq, Tk]. Masks that broadcast over the heads, and anything C++
-// will refuse, go to every worker whole.
+// will refuse or whose reading throws, go to every worker whole. (Read
+// with plainMember: the workers' synchronous objects meet a read's error
+// in the synchronous API's order.)
 function hasHeadAxis(mask, batch, heads, tq, tk) {
   if (mask === undefined || mask === null || heads === 1) return false;
   if (ArrayBuffer.isView(mask)) {
     return 'length' in mask && batch * heads > 1 && mask.length === batch * heads * tq * tk;
   }
-  const { data, shape } = mask;
-  return Array.isArray(shape) && shape.length === 4 && (shape[0] === batch || shape[0] === 1) &&
-    shape[1] === heads && shape[2] === tq && shape[3] === tk && ArrayBuffer.isView(data) &&
-    'length' in data && data.length === shape[0] * heads * tq * tk;
+  const data = plainMember(mask, 'data');
+  const shape = plainMember(mask, 'shape');
+  const dims = Array.isArray(shape) && shape.length === 4
+    ? [0, 1, 2, 3].map((i) => plainMember(shape, i)) : [];
+  return dims.length === 4 && (dims[0] === batch || dims[0] === 1) && dims[1] === heads &&
+    dims[2] === tq && dims[3] === tk && ArrayBuffer.isView(data) && 'length' in data &&
+    data.length === dims[0] * heads * tq * tk;
 }
 
 // The mask's part for heads [from, to).
@@ -338,7 +343,10 @@ function headSlice(mask, batch, heads, tq, tk, from, to) {
 // once every worker has answered (it has read its inputs by then).
 function outgoing(argsOf, count) {
   const lists = Array.from({ length: count }, (_, i) => argsOf(i));
-  const isTensor = (arg) => arg !== null && typeof arg === 'object' && ArrayBuffer.isView(arg.data);
+  const isTensor = (arg) => {
+    const data = plainMember(arg, 'data');
+    return ArrayBuffer.isView(data) && !(data instanceof DataView);
+  };
   const workersOf = new Map(); // tensor -> how many workers it goes to
   if (canShare && count > 1) {
     for (const list of lists) {
@@ -352,13 +360,15 @@ function outgoing(argsOf, count) {
     const args = list.map((arg) => {
       if (!isTensor(arg)) return arg;
       if (workersOf.get(arg) > 1) {
-        if (!shared.has(arg)) shared.set(arg, { ...arg, data: sharedMemory.copy(arg.data) });
+        if (!shared.has(arg)) {
+          shared.set(arg, withMembers(arg, { data: sharedMemory.copy(arg.data) }));
+        }
         return shared.get(arg);
       }
       if (!own.has(arg)) {
         const data = arg.data.slice();
         transfer.push(data.buffer);
-        own.set(arg, { ...arg, data });
+        own.set(arg, withMembers(arg, { data }));
       }
       return own.get(arg);
     });
@@ -523,15 +533,21 @@ function makePool(workers, summary) {
   // An object of the pool: its parts in the workers of `shards`, all under
   // one ref; its calls run one after the other, in the order they were made.
   class PoolObject {
+    #ref;
+    #shards;
     #tail = Promise.resolve();
     #disposed = false;
 
     constructor(ref, shards) {
-      this.ref = ref;
-      this.shards = shards;
+      this.#ref = ref;
+      this.#shards = shards;
       POOL_OBJECTS.add(this);
     }
 
+    // Not own properties: an object of the pool given where options go has
+    // no keys, as the synchronous API's objects have none.
+    get ref() { return this.#ref; }
+    get shards() { return this.#shards; }
     get disposed() { return this.#disposed; }
 
     enqueue(job) {
@@ -641,11 +657,14 @@ function makePool(workers, summary) {
     keys() { return this.#gather('keys'); }
     values() { return this.#gather('values'); }
     // (An n that is not a size fails in the workers, as synchronously.)
+    // truncate, reset and append resolve to nothing, as the synchronous
+    // ones return nothing.
     truncate(n) {
       const taken = copyArguments([n], [whole]);
-      return this.step(() => this.call('truncate', taken()), () => taken()[0] ?? 0);
+      return this.step(async () => { await this.call('truncate', taken()); },
+        () => taken()[0] ?? 0);
     }
-    reset() { return this.step(() => this.call('reset'), () => 0); }
+    reset() { return this.step(async () => { await this.call('reset'); }, () => 0); }
 
     // Keys [B, n, kvHeads * headDim] and values [B, n, kvHeads * headDimV]
     // (as keys() and values() give them), each worker given its heads'
@@ -663,7 +682,10 @@ function makePool(workers, summary) {
         const v = readTensor(where, 'values', values);
         tokens = k.tokens;
         const a = this.#attention;
-        if (a === undefined) return this.call('append', [keys, values]);
+        if (a === undefined) {
+          await this.call('append', [keys, values]);
+          return;
+        }
         const kw = a.numKvHeads * a.headDim;
         const vw = a.numKvHeads * a.headDimV;
         let error;
@@ -674,8 +696,9 @@ function makePool(workers, summary) {
             shape: [...t.shape.slice(0, -1), (to - from) * dim],
           });
           try {
-            return await this.call('append', [], (s) =>
+            await this.call('append', [], (s) =>
               [part(keys, kw, s, a.headDim), part(values, vw, s, a.headDimV)]);
+            return;
           } catch (e) {
             if (workers.dead) throw e;
             error = e;
@@ -881,13 +904,13 @@ function makePool(workers, summary) {
       const options = args[optionsAt];
       const heads = this.#config.numHeads;
       const slice = (mask, s) => headSlice(mask, batch, heads, tq, tk, s.heads[0], s.heads[1]);
-      const sliced = options !== null && typeof options === 'object' &&
-        [options.attnMask, options.boolMask].some((mask) => hasHeadAxis(mask, batch, heads, tq, tk));
-      const sublayer = options?.[SUBLAYER];
+      const [attnMask, boolMask] = ['attnMask', 'boolMask'].map((k) => plainMember(options, k));
+      const sliced = [attnMask, boolMask].some((mask) => hasHeadAxis(mask, batch, heads, tq, tk));
+      const sublayer = plainMember(options, SUBLAYER);
       const run = () => this.gather(method, args, sliced ? (s) => {
         const shardArgs = [...args];
-        shardArgs[optionsAt] = { ...options, attnMask: slice(options.attnMask, s),
-          boolMask: slice(options.boolMask, s) };
+        shardArgs[optionsAt] = withMembers(options, { attnMask: slice(attnMask, s),
+          boolMask: slice(boolMask, s) });
         return shardArgs;
       } : undefined, sublayer);
       // A split layer makes its sublayers' errors again as its own.
@@ -950,7 +973,9 @@ function makePool(workers, summary) {
         const [options] = taken();
         const { batch, maxLength } = readCacheOptions(where, options);
         const cache = new KVCache(this.shards, batch, maxLength, this.#config);
-        await this.call('createKVCache', [options], undefined, cache.ref);
+        // (A shard names its own heads' sizes in its errors.)
+        await this.#asWhole(where, 'createKVCache', [options],
+          () => this.call('createKVCache', [options], undefined, cache.ref));
         return cache;
       });
     }
@@ -980,7 +1005,8 @@ function makePool(workers, summary) {
         const [memory, options] = taken();
         const m = readTensor(where, 'memory', memory);
         const kv = new PrecomputedKeyValue(this.shards, m.batch, m.tokens);
-        await this.call('precomputeKeyValue', [memory, options], undefined, kv.ref);
+        await this.#asWhole(where, 'precomputeKeyValue', [memory, options],
+          () => this.call('precomputeKeyValue', [memory, options], undefined, kv.ref));
         return kv;
       });
     }
