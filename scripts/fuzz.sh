@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the fuzzers for a bounded time (tests/fuzz/README.md): the libFuzzer
-# target over the C++ API (tests/fuzz/api_fuzzer.cc) and the randomized
-# fuzz of the package's checkpoint reading (tests/fuzz/js/), side by side.
+# target over the C++ API (tests/fuzz/api_fuzzer.cc) and, beside it, the
+# randomized fuzz of the package's JS (tests/fuzz/js/): its checkpoint
+# reading, then the pool's argument path, half of js-seconds each.
 # `npm test` runs them for 60 s and 30 s; by hand, longer:
 #   scripts/fuzz.sh [seconds] [js-seconds]   (default 60 30; build first:
 #   scripts/build.sh fuzz package, and scripts/setup.sh for tests/fuzz/js)
@@ -13,14 +14,31 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 js_seconds="${2:-30}"
 mkdir -p build/fuzz/corpus
-# Each fuzzer is one process: the JS one runs on the other core meanwhile,
-# under a heap limit (unbounded memory is an out-of-memory exit) and a
-# wall-clock limit (a hang is killed), both failures.
+# Each fuzzer is one process: the JS ones run on the other core meanwhile,
+# one after the other, each under a heap limit (unbounded memory is an
+# out-of-memory exit; the pool's workers have heaps of their own) and a
+# wall-clock limit (a hang is killed), both failures. Prints a FAILED line
+# for each that fails, and returns the last failure's status.
+js_fuzzers() {
+  local status=0 code name part
+  for name in checkpoints pool-arguments; do
+    part=$((js_seconds / 2))
+    [ "$name" = checkpoints ] || part=$((js_seconds - js_seconds / 2))
+    code=0
+    timeout "$((part + 90))" bash scripts/node-wasm.sh --max-old-space-size=1024 \
+      "tests/fuzz/js/$name.fuzz.mjs" "$part" || code=$?
+    if [ "$code" -ne 0 ]; then
+      echo "fuzz: $name FAILED (exit $code$([ "$code" -eq 124 ] && echo ': timed out'))"
+      status=$code
+    fi
+  done
+  return "$status"
+}
 js_log=build/fuzz/js-last-run.log
-timeout "$((js_seconds + 120))" bash scripts/node-wasm.sh --max-old-space-size=1024 \
-  tests/fuzz/js/checkpoints.fuzz.mjs "$js_seconds" >"$js_log" 2>&1 &
+js_fuzzers >"$js_log" 2>&1 &
 js_fuzz=$!
-echo "fuzz: api_fuzzer for ${seconds} s, checkpoints (JS) for ${js_seconds} s beside it"
+echo "fuzz: api_fuzzer for ${seconds} s, checkpoints and pool arguments (JS) for" \
+  "${js_seconds} s in all beside it"
 # -rss_limit_mb: no single input may need more than 2 GiB (the target keeps
 # valid requests small); -timeout: one input may run 20 s under ASan.
 log=build/fuzz/last-run.log
@@ -41,7 +59,7 @@ js_status=0
 wait "$js_fuzz" || js_status=$?
 cat "$js_log"
 if [ "$js_status" -ne 0 ]; then
-  echo "fuzz: checkpoints FAILED (exit $js_status$([ "$js_status" -eq 124 ] && echo ': timed out'))" >&2
+  echo "fuzz: the JS fuzz FAILED (its log: $js_log)" >&2
   [ "$status" -ne 0 ] || status="$js_status"
 fi
 exit "$status"
