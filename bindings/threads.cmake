@@ -3,14 +3,15 @@
 #
 # emcc starts pthreads in Web Workers, and one only starts running once the
 # thread that created it returns to the event loop, which a synchronous
-# forward never does: every worker must exist and be loaded before the
-# first pthread_create. PTHREAD_POOL_SIZE is a JS expression evaluated when
+# forward never does: every worker must exist before the module starts, and
+# a pthread is created only on a worker that has loaded. PTHREAD_POOL_SIZE is a JS expression evaluated when
 # the runtime starts, before the .wasm is instantiated; ours calls the
 # package's loader (Module.startWorkers, web/src/thread-workers.js) with
 # emcc's PThread object. The loader creates the workers itself (Node has no
 # Web Worker, and its worker_threads need an adapter) and pushes them into
-# PThread.unusedWorkers, which emcc then loads and waits for before the
-# module's promise resolves. It returns 0, so emcc allocates none of its own.
+# PThread.unusedWorkers, which emcc then loads (the loader does not let it
+# wait for them: each starts a thread of the module's pool once loaded). It
+# returns 0, so emcc allocates none of its own.
 #
 # PTHREAD_POOL_SIZE_STRICT=2: a thread beyond those workers fails
 # (pthread_create returns EAGAIN) instead of waiting forever for a worker

@@ -1,5 +1,6 @@
-// The threaded builds' thread pool: started once the loader's workers are
-// loaded (startThreads), ended by module.dispose() (stopThreads) before the
+// The threaded builds' thread pool: made when the module starts
+// (startThreads), its threads started one by one as the loader's workers
+// load (startThread), ended by module.dispose() (stopThreads) before the
 // loader terminates the workers.
 #include <emscripten/bind.h>
 
@@ -19,17 +20,23 @@ std::shared_ptr<ThreadPool>& ModulePool() {
   return pool;
 }
 
-// `threads` (the caller included) run on threads - 1 loaded workers.
+// A pool of `threads` (the caller included) with none of its threads
+// started yet: until they are, its loops run on the calling thread (and
+// those started), with the same results.
 val StartThreads(size_t threads) {
   return Guard([&] {
     if (threads == 0) ThreadPool refused(threads);  // throws the constructor's error
-    ModulePool() = SharedThreadPool(threads);
+    ModulePool() = SharedThreadPool(threads, ThreadPool::Start::kLater);
     SetWasmThreads(threads);
-    // Returns once every pthread runs: their start in the workers allocates
-    // on the module's heap, which is then steady (memoryStats()).
-    ModulePool()->Run(threads, [](size_t, size_t) {});
     return val(ModulePool()->threads());
   });
+}
+
+// Starts the next thread of the pool, on a worker that has loaded (emcc
+// gives a pthread the last worker of PThread.unusedWorkers, where the loader
+// puts that one); returns, once it runs, how many run, the caller included.
+val StartThread() {
+  return Guard([&] { return val(ModulePool() ? ModulePool()->StartThread() : 1); });
 }
 
 // Joins the pool's pthreads (objects still holding it are disposed first by
@@ -43,6 +50,7 @@ void StopThreads() {
 
 EMSCRIPTEN_BINDINGS(simd_attention_threads) {
   emscripten::function("startThreads", &StartThreads);
+  emscripten::function("startThread", &StartThread);
   emscripten::function("stopThreads", &StopThreads);
 }
 

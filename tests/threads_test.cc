@@ -5,8 +5,12 @@
 // the splits are exercised on small shapes too.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <bit>
+#include <chrono>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "golden.h"
@@ -159,6 +163,31 @@ TEST_P(Threads, LayersAreBitIdentical) {
   }
 }
 
+// A pool whose threads start later, one by one (a threaded wasm module's,
+// as its workers load): each forward is split for its 4 threads whatever
+// number of them runs, and gives the one-thread result from none to all.
+TEST_P(Threads, ThreadsStartingLaterChangeNoBit) {
+  std::mt19937 rng(31);
+  const MhaConfig config{.d_model = 64, .num_heads = 4};
+  const MhaProblem p = testing::RandomProblem(config, 2, 75, 75, rng);
+  MhaOptions options;
+  options.causal = true;
+  options.need_weights = options.need_per_head_output = true;
+  auto forward = [&](std::shared_ptr<ThreadPool> pool) {
+    MultiHeadAttention mha(p.config, table(), std::move(pool));
+    mha.SetWeights(p.weights.View());
+    return mha.Forward(p.query.View(), p.key.View(), p.value.View(), options);
+  };
+  const MhaResult want = forward(SplittingPool(1));
+  auto pool = std::make_shared<ThreadPool>(4, 0.0, 0.0, ThreadPool::Start::kLater);
+  ExpectSameResult(forward(pool), want, 1);
+  for (size_t started = 2; started <= 4; ++started) {
+    EXPECT_EQ(pool->StartThread(), started);
+    for (int i = 0; i < 3; ++i) ExpectSameResult(forward(pool), want, started);
+  }
+  EXPECT_EQ(pool->StartThread(), 4u);  // all run: nothing more to start
+}
+
 // The shared pools of MhaConfig::threads: one per count, alive while used.
 TEST(SharedThreadPool, OnePerCountWhileHeld) {
   const std::shared_ptr<ThreadPool> a = SharedThreadPool(3), b = SharedThreadPool(3);
@@ -185,6 +214,39 @@ TEST(ThreadPool, RunsEveryIndexOnceOnEveryThreadCount) {
     }
   }
   EXPECT_THROW(ThreadPool(0), std::invalid_argument);
+}
+
+// Threads started later take part in every loop after StartThread returns;
+// until then the loops run on those that run, the caller alone at first. A
+// pool may end with threads not started.
+TEST(ThreadPool, ThreadsStartedLaterTakePartOnceRunning) {
+  ThreadPool pool(3, 0.0, 0.0, ThreadPool::Start::kLater);
+  EXPECT_EQ(pool.threads(), 3u);
+  // Which threads ran the tasks of one loop. With `wait_for_two`, the task
+  // given index 0 waits (up to 10 s) until two threads have run tasks, so
+  // that a running thread cannot miss the loop on a busy machine.
+  auto threads_used = [&](bool wait_for_two) {
+    std::vector<int> hits(64, 0);
+    std::atomic<unsigned> used{0};
+    pool.Run(hits.size(), [&](size_t i, size_t thread) {
+      ++hits[i];
+      used |= 1u << thread;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (wait_for_two && i == 0 && std::popcount(used.load()) < 2 &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+    });
+    for (int h : hits) EXPECT_EQ(h, 1);
+    return used.load();
+  };
+  EXPECT_EQ(threads_used(false), 0b001u);
+  EXPECT_EQ(pool.StartThread(), 2u);
+  EXPECT_EQ(threads_used(true), 0b011u);
+  for (const size_t started : {1, 2, 3}) {
+    ThreadPool ending(3, 0.0, 0.0, ThreadPool::Start::kLater);
+    for (size_t t = 1; t < started; ++t) ending.StartThread();
+  }
 }
 
 INSTANTIATE_ON_EVERY_TABLE(Threads);

@@ -227,6 +227,15 @@ export interface AttentionModule {
    */
   readonly threadsUnavailable: string | undefined;
   /**
+   * Resolves once every thread of a threaded build runs (at once for one
+   * thread). The module resolves before its workers have loaded; calls made
+   * until then run on the threads that run, the calling thread alone at
+   * first, with the same results. Await it before timing calls. It never
+   * rejects: a worker that fails is reported on the console and counts as
+   * done; it resolves too when the module is disposed.
+   */
+  readonly threadsReady: Promise<void>;
+  /**
    * Disposes every object of the module and ends a threaded build's
    * workers. The module stays usable on one thread. Node ends its process
    * without it: the workers do not keep it alive.

@@ -60,19 +60,30 @@ export async function createAttentionModule(options = {}) {
     training);
   const { threads, threadsUnavailable } = await pickThreads(where, options.threads,
     build !== 'nosimd', options.backend, training);
-  const wasm = await loadBuild(where, build, options.wasmPath, threads);
-  if (threads > 1) {
-    try {
-      unwrap(wasm, where, wasm.startThreads(threads));
-    } catch (e) {
-      wasm.PThread.terminateAllThreads();
-      throw e;
-    }
-  }
+  const { wasm, workers } = await loadBuild(where, build, options.wasmPath, threads);
+  // Ends a threaded build's workers: its pthreads first, so that none is cut
+  // off mid-task; those still loading start none.
+  const endThreads = () => {
+    if (workers === undefined) return;
+    workers.stop();
+    wasm.stopThreads();
+    wasm.PThread.terminateAllThreads();
+  };
 
   const backends = Object.freeze(wasm.backends());
   const backend = options.backend ?? backends[0];
-  const { kernels } = unwrap(wasm, where, wasm.kernelInfo(backend));
+  let kernels;
+  try {
+    if (workers !== undefined) {
+      unwrap(wasm, where, wasm.startThreads(threads));
+      // The module is ready now; each worker runs a thread once it has loaded.
+      workers.run(() => unwrap(wasm, where, wasm.startThread()));
+    }
+    ({ kernels } = unwrap(wasm, where, wasm.kernelInfo(backend)));
+  } catch (e) {
+    endThreads();
+    throw e;
+  }
 
   const reclaimer = makeReclaimer();
   const kv = makeKeyValueClasses(wasm, reclaimer);
@@ -82,6 +93,7 @@ export async function createAttentionModule(options = {}) {
     build,
     threads,
     threadsUnavailable,
+    threadsReady: workers?.ready ?? Promise.resolve(),
     simd: build !== 'nosimd',
     backends,
     kernels,
@@ -101,15 +113,12 @@ export async function createAttentionModule(options = {}) {
         jsHandles: wasm.count_emval_handles() };
     },
     // Disposes every object of the module, then ends a threaded build's
-    // workers (its pthreads first, so that none is cut off mid-task).
+    // workers.
     dispose() {
       if (disposed) return;
       disposed = true;
       reclaimer.releaseAll();
-      if (threads > 1) {
-        wasm.stopThreads();
-        wasm.PThread.terminateAllThreads();
-      }
+      endThreads();
     },
   });
   registerPoolParts(module, wasm);

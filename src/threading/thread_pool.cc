@@ -29,7 +29,7 @@ size_t ThreadPool::HardwareThreads() {
 #endif
 }
 
-ThreadPool::ThreadPool(size_t threads, double min_parallel_ns, double min_task_ns)
+ThreadPool::ThreadPool(size_t threads, double min_parallel_ns, double min_task_ns, Start start)
     : min_parallel_ns_(min_parallel_ns), min_task_ns_(min_task_ns) {
   if (threads == 0) {
     throw std::invalid_argument("threads: expected at least 1, got 0");
@@ -44,13 +44,34 @@ ThreadPool::ThreadPool(size_t threads, double min_parallel_ns, double min_task_n
   }
 #endif
 #if SA_HAVE_THREADS
-  workers_.reserve(threads - 1);
-  for (size_t t = 1; t < threads; ++t) workers_.emplace_back([this, t] { WorkerLoop(t); });
+  threads_ = threads;
+  workers_.reserve(threads - 1);  // never moved: StartThread may run beside a job
+  if (start == Start::kLater) return;
+  while (StartThread() < threads) {
+  }
 #else
+  (void)start;
   if (threads > 1) {
     throw std::invalid_argument("threads: this build runs on one thread (it was compiled "
                                 "without threads), got " + std::to_string(threads));
   }
+#endif
+}
+
+size_t ThreadPool::StartThread() {
+#if SA_HAVE_THREADS
+  std::lock_guard<thread_sync::Mutex> one_at_a_time(start_mutex_);
+  if (workers_.size() + 1 < threads_) {
+    const size_t t = workers_.size() + 1;
+    workers_.emplace_back([this, t] { WorkerLoop(t); });
+    // The next loop then takes it: it runs (in wasm, on a worker that has
+    // loaded, it starts without this thread's event loop).
+    std::lock_guard<thread_sync::Mutex> lock(mutex_);
+    all_running_.Wait(mutex_, [this] { return running_ == workers_.size(); });
+  }
+  return workers_.size() + 1;
+#else
+  return 1;
 #endif
 }
 
@@ -109,11 +130,13 @@ void ThreadPool::RunErased(size_t count, Erased call, const void* task) {
   task_ = task;
   count_ = count;
   next_.store(0, std::memory_order_relaxed);
-  busy_.store(workers_.size(), std::memory_order_relaxed);
   {
     // Under the mutex, so that a worker between its check and its sleep
-    // cannot miss the notification.
+    // cannot miss the notification, and so that the job waits for exactly
+    // the workers running now: one that starts later reads generation_
+    // under this mutex as it starts, and so waits for the next job.
     std::lock_guard<thread_sync::Mutex> lock(mutex_);
+    busy_.store(running_, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.NotifyAll();
@@ -126,7 +149,13 @@ void ThreadPool::RunErased(size_t count, Erased call, const void* task) {
 }
 
 void ThreadPool::WorkerLoop(size_t thread) {
-  size_t seen = 0;
+  size_t seen;
+  {
+    std::lock_guard<thread_sync::Mutex> lock(mutex_);
+    seen = generation_.load(std::memory_order_relaxed);
+    ++running_;
+  }
+  all_running_.NotifyAll();
   for (;;) {
     auto woken = [&] {
       return stop_.load(std::memory_order_acquire) ||
@@ -156,10 +185,11 @@ const std::shared_ptr<ThreadPool> kSinglePool = std::make_shared<ThreadPool>(1);
 }  // namespace
 #endif
 
-std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads) {
+std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads, ThreadPool::Start start) {
   if (threads == 0) threads = ThreadPool::HardwareThreads();
 #if !SA_HAVE_THREADS
   if (threads > 1) ThreadPool refused(threads);  // throws the constructor's error
+  (void)start;
   return kSinglePool;
 #else
   static thread_sync::Mutex mutex;
@@ -167,7 +197,7 @@ std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads) {
   std::lock_guard<thread_sync::Mutex> lock(mutex);
   std::shared_ptr<ThreadPool> pool = pools[threads].lock();
   if (!pool) {
-    pool = std::make_shared<ThreadPool>(threads);
+    pool = std::make_shared<ThreadPool>(threads, kMinParallelNs, kMinTaskNs, start);
     pools[threads] = pool;
   }
   return pool;

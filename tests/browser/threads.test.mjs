@@ -85,3 +85,57 @@ test('a page without COOP/COEP falls back to one thread and says why', async () 
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+// createAttentionModule resolves once its own instance is ready and does not
+// wait for its workers: with their script held back for 3 s it resolves at
+// once and threadsReady after, and forwards give the one-thread bits before
+// any worker runs a thread and after they all do; dispose() may come before
+// any has loaded.
+test('a module of 4 threads is in use before its workers have loaded', async () => {
+  const HELD_MS = 3000;
+  const page = await session.browser.newPage();
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await page.route(/_threads\.worker\.js$/, async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, HELD_MS));
+    await route.continue();
+  });
+  await page.goto(new URL('web/demo/threads-check.html', session.isolated.url).href);
+  const result = await page.evaluate(async () => {
+    const { createAttentionModule } = await import('../index.js');
+    const d = 256, t = 64;
+    const random = (n, seed) => Float32Array.from({ length: n },
+      (_, i) => Math.sin(seed * 1000 + i * 12.9898) * 0.05);
+    const weights = { wQ: random(d * d, 1), wK: random(d * d, 2), wV: random(d * d, 3),
+      wO: random(d * d, 4) };
+    const x = { data: random(t * d, 5), shape: [1, t, d] };
+    const forward = (sa) => {
+      const mha = new sa.MultiHeadAttention({ dModel: d, numHeads: 8, bias: false });
+      mha.setWeights(weights);
+      const out = Array.from(mha.forward(x, undefined, undefined, { causal: true }).output.data);
+      mha.dispose();
+      return out;
+    };
+    const one = await createAttentionModule({ threads: 1 });
+    const want = forward(one);
+    const started = performance.now();
+    const sa = await createAttentionModule({ threads: 4 });
+    const resolvedMs = performance.now() - started;
+    const before = forward(sa);
+    await sa.threadsReady;
+    const readyMs = performance.now() - started;
+    const after = forward(sa);
+    sa.dispose();
+    const early = await createAttentionModule({ threads: 4 });
+    early.dispose();
+    return { resolvedMs, readyMs, threads: sa.threads, same: [before, after].map((o) =>
+      o.length === want.length && o.every((v, i) => Object.is(v, want[i]))) };
+  });
+  assert.ok(result.resolvedMs < HELD_MS / 2, `resolved after ${result.resolvedMs} ms`);
+  assert.ok(result.readyMs >= HELD_MS, `threadsReady after ${result.readyMs} ms`);
+  assert.deepEqual({ threads: result.threads, same: result.same },
+    { threads: 4, same: [true, true] });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

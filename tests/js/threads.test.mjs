@@ -1,6 +1,7 @@
 // The threaded builds: the golden cases and larger calls (which the cost
 // models do split) on 1, 2 and 4 threads, bit-identical to the single-thread
-// build of the same kind; the thread count rules; module.dispose(); where
+// build of the same kind; the module in use before its workers run and
+// threadsReady; the thread count rules; module.dispose(); where
 // threads are impossible, the fallback and its reason; the bound on the
 // count; and a Node process that ends on its own, whatever its module type.
 import { spawnSync } from 'node:child_process';
@@ -19,8 +20,12 @@ import { createAttentionModule, track } from './support/modules.mjs';
 const KINDS = { simd: { relaxedSimd: false }, 'relaxed-simd': { relaxedSimd: true } };
 const modules = {};
 for (const [build, flags] of Object.entries(KINDS)) {
-  const [one, two, four] = await Promise.all([1, 2, 4].map((threads) =>
-    createAttentionModule({ ...flags, threads })));
+  // With all their threads running (below: before they do).
+  const [one, two, four] = await Promise.all([1, 2, 4].map(async (threads) => {
+    const module = await createAttentionModule({ ...flags, threads });
+    await module.threadsReady;
+    return module;
+  }));
   modules[build] = { one, two, four };
 }
 afterAll(() => {
@@ -123,6 +128,47 @@ describe.each(Object.keys(KINDS))('%s', (build) => {
     const want = m.one.attention(q, k, v, options);
     for (const module of [m.two, m.four]) expectIdentical(module.attention(q, k, v, options), want);
   });
+});
+
+// createAttentionModule resolves once its own instance is ready; its
+// workers start and load after, each then running a thread, and
+// module.threadsReady resolves once all do. Calls made in the meantime run
+// on the threads that run (the caller alone at first), with the same bits.
+describe.each(Object.entries(KINDS))('%s, in use before its workers run', (build, flags) => {
+  test('forwards before and after threadsReady give the one-thread bits', async () => {
+    const module = await createAttentionModule({ ...flags, threads: 4 });
+    try {
+      let ready = false;
+      module.threadsReady.then(() => { ready = true; });
+      const a = largeMha(true);
+      const want = forwardMha(modules[build].one, 0, a);
+      expectIdentical(forwardMha(module, 0, a), want);
+      // The workers report only in later tasks of this thread.
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(ready).toBe(false);
+      await module.threadsReady;
+      expectIdentical(forwardMha(module, 0, a), want);
+    } finally {
+      module.dispose();
+    }
+  });
+
+  test('dispose() before any worker has loaded', async () => {
+    const module = await createAttentionModule({ ...flags, threads: 4 });
+    const mha = new module.MultiHeadAttention({ dModel: 8, numHeads: 2 });
+    module.dispose();
+    expect(mha.disposed).toBe(true);
+    await module.threadsReady; // resolves with the dispose
+    // Workers that load after it start no thread: the module runs on one.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(track(new module.MultiHeadAttention({ dModel: 8, numHeads: 2 })).config.threads)
+      .toBe(1);
+  });
+});
+
+test('a module of one thread is ready at once', async () => {
+  await expect(modules.simd.one.threadsReady).resolves.toBeUndefined();
 });
 
 test('an object runs on 1 or the module\'s threads', () => {

@@ -29,7 +29,10 @@ export async function oursModule(simd, relaxed = false, threads = 1) {
   const key = `${relaxed ? 'relaxed' : simd}/${threads}`;
   if (!modules.has(key)) {
     const build = relaxed ? { relaxedSimd: true } : { simd, relaxedSimd: false };
-    modules.set(key, createAttentionModule({ ...build, threads }));
+    modules.set(key, createAttentionModule({ ...build, threads }).then(async (sa) => {
+      await sa.threadsReady; // timed on all its threads
+      return sa;
+    }));
   }
   return modules.get(key);
 }

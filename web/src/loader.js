@@ -261,8 +261,10 @@ function pickTrainingBuild(where, forceSimd, forceRelaxed, engine) {
 }
 
 // Loads `build` (a key of BUILDS) with its .wasm from options.wasmPath or
-// dist/, the threaded variant when `threads` > 1 (its workers started and
-// loaded); resolves to the emcc module, i.e. the Embind glue.
+// dist/, the threaded variant when `threads` > 1; resolves to { wasm,
+// workers } as soon as the main instance is ready: wasm is the emcc module,
+// i.e. the Embind glue, and workers (threaded variant only) the
+// prepareWorkers() handle of its workers, which start and load after.
 export async function loadBuild(where, build, wasmPath, threads = 1) {
   const variant = threads > 1 ? BUILDS[build].threaded : BUILDS[build];
   const file = `${variant.file}.wasm`;
@@ -283,7 +285,7 @@ export async function loadBuild(where, build, wasmPath, threads = 1) {
   // mainScriptUrlOrBlob), not from next to their own script, which a
   // bundler may have renamed.
   const workers = threads > 1
-    ? await prepareWorkers(threads - 1, fromViteDeps(variant.worker())) : undefined;
+    ? prepareWorkers(threads - 1, fromViteDeps(variant.worker())) : undefined;
   try {
     const wasm = await startBuild(factory, compiling,
       workers && { ...workers.hooks, mainScriptUrlOrBlob: glue.href });
@@ -291,8 +293,7 @@ export async function loadBuild(where, build, wasmPath, threads = 1) {
       throw new Error(`${where}: ${file} is the ${wasm.build()} build, not the ${build} ` +
         'build; the files in dist/ are mixed up');
     }
-    workers?.started();
-    return wasm;
+    return { wasm, workers };
   } catch (e) {
     workers?.end();
     throw e;

@@ -4,11 +4,16 @@
 // emcc's runtime starts a pthread by posting to an idle worker; a worker
 // created at that moment would only begin once the calling thread returns to
 // the event loop, which a forward waiting for it never does. So the loader
-// creates every worker before the .wasm is instantiated: the builds call
+// hands emcc every worker before the .wasm is instantiated: the builds call
 // Module.startWorkers(PThread) as they start (bindings/threads.cmake), and
-// emcc then loads the .wasm into these workers and waits for them before the
-// module resolves. Each worker runs emcc's <build>.worker.js: in browsers as
-// it is, in Node with the Web Worker globals it expects (NODE_WORKER_CODE).
+// emcc then sends the compiled module to these workers. It would also wait
+// for them all to load it before the module resolves; here the module
+// resolves as soon as its own instance is ready, the workers are made after
+// (ThreadWorker), and each, once loaded, runs one of the module's threads
+// (the C++ pool's StartThread): a call runs on the threads that run when it
+// starts, with the same results. Each worker runs emcc's <build>.worker.js:
+// in browsers as it is, in Node with the Web Worker globals it expects
+// (NODE_WORKER_CODE).
 
 const isNode = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
@@ -96,10 +101,22 @@ import('node:worker_threads').then(({ parentPort, workerData }) => {
 });
 `;
 
-// Node: a worker_threads Worker dressed as the Web Worker emcc drives
-// (onmessage, onerror, postMessage, terminate).
-class NodeThreadWorker {
-  #worker;
+// A worker of emcc's pthreads as emcc drives it (onmessage, onerror,
+// postMessage, terminate), made by `make(this)` (async) only in a task after
+// emcc first posts to it. emcc does so as the main instance is ready, and
+// the module resolves in that same task: a worker made sooner would take
+// this thread's time (Node compiles worker_threads' own modules, about 9 ms)
+// and a core (its boot) from the module's compile and start-up, and a caller
+// that goes on at once with a forward has it done before. A worker's errors
+// reach emcc's handler, which reports them (printErr) and rethrows, here in
+// the background: the module runs on without that worker's thread.
+class ThreadWorker {
+  #make;
+  #worker = null;
+  #queued = [];
+  #ended = false;
+  #unref = false;
+  #failed;
 
   /** @type {((event: { data: unknown }) => void) | null} set by emcc */
   onmessage = null;
@@ -107,19 +124,84 @@ class NodeThreadWorker {
   /** @type {((error: unknown) => void) | null} set by emcc */
   onerror = null;
 
-  constructor(NodeWorker, script) {
-    this.#worker = new NodeWorker(NODE_WORKER_CODE, { eval: true, workerData: script.href });
-    this.#worker.on('message', (data) => this.onmessage?.({ data }));
-    this.#worker.on('error', (e) => this.onerror?.(e));
+  // failed(): called when the worker reports an error, or cannot be made.
+  constructor(make, failed) {
+    this.#make = make;
+    this.#failed = failed;
   }
 
-  postMessage(message, transfer) { this.#worker.postMessage(message, transfer); }
+  postMessage(message, transfer) {
+    if (this.#ended) return;
+    if (this.#worker !== null) {
+      this.#worker.postMessage(message, transfer);
+      return;
+    }
+    this.#queued.push([message, transfer]);
+    if (this.#queued.length > 1) return;
+    setTimeout(() => this.#start(), 0);
+  }
 
-  terminate() { this.#worker.terminate(); }
+  async #start() {
+    let worker;
+    try {
+      worker = await this.#make(this);
+    } catch (e) {
+      this.reportError(e);
+      return;
+    }
+    if (this.#ended) {
+      worker.terminate();
+      return;
+    }
+    this.#worker = worker;
+    if (this.#unref) worker.unref?.();
+    for (const [message, transfer] of this.#queued) worker.postMessage(message, transfer);
+    this.#queued = [];
+  }
 
-  // Whether the worker keeps the process alive: yes while the module loads,
-  // no after, so that a script ends on its own without module.dispose().
-  unref() { this.#worker.unref(); }
+  terminate() {
+    this.#ended = true;
+    this.#worker?.terminate();
+  }
+
+  // Node: the worker stops keeping the process alive (its thread runs, or
+  // it failed). Until then it does, so that module.threadsReady settles.
+  unref() {
+    this.#unref = true;
+    this.#worker?.unref?.();
+  }
+
+  reportError(error) {
+    this.#failed();
+    try {
+      this.onerror?.(error);
+    } catch {
+      // reported by emcc's handler
+    }
+  }
+}
+
+// Node: a worker_threads Worker for `target` (a ThreadWorker). Its module
+// comes from process.getBuiltinModule (Node 20.16+) where there is one: an
+// import() here, after the caller's script may have ended, is refused where
+// a test runner has torn its module environment down.
+async function nodeWorker(script, target) {
+  const name = 'node:worker_threads';
+  const { Worker: NodeWorker } = process.getBuiltinModule?.(name) ??
+    await import(/* webpackIgnore: true */ /* @vite-ignore */ name);
+  const worker = new NodeWorker(NODE_WORKER_CODE, { eval: true, workerData: script.href });
+  worker.on('message', (data) => target.onmessage?.({ data }));
+  worker.on('error', (e) => target.reportError(e));
+  return worker;
+}
+
+// A browser's Web Worker for `target` (a ThreadWorker), its script from the
+// URL `scriptUrl()` resolves to.
+async function webWorker(scriptUrl, target) {
+  const worker = new Worker(await scriptUrl());
+  worker.onmessage = (event) => target.onmessage?.(event);
+  worker.onerror = (event) => target.reportError(event);
+  return worker;
 }
 
 // emcc warns once that blocking the main thread is dangerous, as it can be
@@ -130,41 +212,97 @@ function printErr(text) {
 }
 
 // Makes `count` workers for the build whose emcc worker script is `script`
-// (a URL). Resolves to { hooks, started, end }: hooks are Module properties
-// (the Module.startWorkers hook, printErr), `started()` lets Node workers
-// stop holding the process open once they are loaded.
-export async function prepareWorkers(count, script) {
+// (a URL). Returns { hooks, run, stop, end, ready }: hooks are Module
+// properties (the Module.startWorkers hook, printErr); run(startThread)
+// calls startThread() once for each worker that has loaded and, later, as
+// each other one loads, with that worker where emcc's pthread_create takes
+// an idle worker from; stop() ends those calls (module.dispose()); end()
+// also terminates the workers (a module that failed to load); ready
+// resolves once each worker has had its thread started or has failed, or
+// on stop().
+export function prepareWorkers(count, script) {
+  // A bundler may inline the small script as a data: URL (Vite does below
+  // 4 kB); a worker from it would have an opaque origin and could not import
+  // the glue, so it runs from a blob: URL of the same bytes, made once,
+  // which keeps the page's origin.
+  let url;
+  const scriptUrl = () => (url ??= script.protocol !== 'data:' ? Promise.resolve(script)
+    : fetch(script).then((r) => r.blob()).then((blob) => URL.createObjectURL(blob)));
+  let allSettled;
+  const ready = new Promise((resolve) => { allSettled = resolve; });
+  const settled = new Set(); // workers with their thread started, or failed
+  // A Node process ends on its own, with or without module.dispose(), once
+  // each worker has settled: its thread waits for work, which nothing then
+  // sends.
+  const settle = (worker) => {
+    worker.unref();
+    settled.add(worker);
+    if (settled.size === count) allSettled();
+  };
+  const make = () => {
+    const worker = new ThreadWorker(
+      (target) => (isNode ? nodeWorker(script, target) : webWorker(scriptUrl, target)),
+      () => settle(worker));
+    return worker;
+  };
   const workers = [];
-  let make;
-  if (isNode) {
-    const name = 'node:worker_threads';
-    const { Worker: NodeWorker } = await import(/* webpackIgnore: true */ /* @vite-ignore */ name);
-    make = () => new NodeThreadWorker(NodeWorker, script);
-  } else {
-    // A bundler may inline the small script as a data: URL (Vite does below
-    // 4 kB); a worker from it would have an opaque origin and could not
-    // import the glue, so it runs from a blob: URL of the same bytes, which
-    // keeps the page's origin.
-    const url = script.protocol === 'data:'
-      ? URL.createObjectURL(await (await fetch(script)).blob()) : script;
-    make = () => new Worker(url);
-  }
+  let idle = null; // emcc's PThread.unusedWorkers
+  const waiting = []; // workers loaded before run()
+  let startThread = null;
+  let stopped = false;
+  // emcc's pthread_create takes the last idle worker: the one just loaded,
+  // whose thread thus starts at once, without this thread's event loop.
+  const start = (worker) => {
+    idle.splice(idle.indexOf(worker), 1);
+    idle.push(worker);
+    startOne(startThread);
+    settle(worker);
+  };
+  const loaded = (worker) => {
+    if (stopped) return;
+    if (startThread === null) waiting.push(worker);
+    else start(worker);
+  };
   return {
     hooks: {
       startWorkers(PThread) {
         for (let i = 0; i < count; i++) workers.push(make());
-        PThread.unusedWorkers.push(...workers);
+        idle = PThread.unusedWorkers;
+        idle.push(...workers);
+        // emcc calls this for each worker as the main instance is ready,
+        // and resolves the module once each has called back: they call
+        // back at once, and report to `loaded` when they have loaded.
+        const load = PThread.loadWasmModuleToWorker;
+        PThread.loadWasmModuleToWorker = (worker, onFinishedLoading) => {
+          load(worker, loaded);
+          onFinishedLoading?.(worker);
+        };
         return 0; // emcc allocates no workers of its own
       },
       printErr,
     },
-    started() {
-      for (const w of workers) w.unref?.();
+    run(starter) {
+      startThread = starter;
+      for (const worker of waiting.splice(0)) start(worker);
     },
-    // When the module failed to load: a Node worker would keep the process
-    // alive.
+    stop() {
+      stopped = true;
+      allSettled();
+    },
     end() {
+      stopped = true;
+      allSettled();
       for (const w of workers) w.terminate();
     },
+    ready,
   };
+}
+
+// A thread that cannot start leaves the module on the others; it says why.
+function startOne(startThread) {
+  try {
+    startThread();
+  } catch (e) {
+    console.warn(`simd-attention: a thread of the module did not start: ${e?.message ?? e}`);
+  }
 }

@@ -9,7 +9,10 @@
 //
 // Results never depend on the thread count: callers split work so that each
 // output element is computed by exactly one item, in the same order as a
-// single thread would (see the cost models where Run is called).
+// single thread would (see the cost models where Run is called). Nor on
+// which threads take part: a loop is split for threads() and runs on those
+// that are running when it starts (the caller at least), which is what lets
+// a threaded wasm module's threads join as their Web Workers load.
 #pragma once
 
 #include <cstddef>
@@ -39,18 +42,26 @@ constexpr double kMinTaskNs = 8000;
 
 class ThreadPool {
  public:
+  // When the threads beyond the caller start: in the constructor (kNow); or
+  // one by one, each when StartThread() is called (kLater): a threaded wasm
+  // module starts one as each of its Web Workers has loaded, after the
+  // module is already in use.
+  enum class Start { kNow, kLater };
+
   // `threads` >= 1 in total, the caller included. Throws
   // std::invalid_argument for 0 or, in a wasm build without threads, > 1.
   // The two thresholds feed the cost models (threading/parallel.h); tests
   // pass 0 to split even the smallest loop.
   explicit ThreadPool(size_t threads, double min_parallel_ns = kMinParallelNs,
-                      double min_task_ns = kMinTaskNs);
+                      double min_task_ns = kMinTaskNs, Start start = Start::kNow);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  // The threads loops are split for, whether or not they all run yet (a
+  // constant 1 without threads, so that the splits compile away there).
 #if SA_HAVE_THREADS
-  size_t threads() const { return workers_.size() + 1; }
+  size_t threads() const { return threads_; }
 #else
   size_t threads() const { return 1; }
 #endif
@@ -72,6 +83,12 @@ class ThreadPool {
     for (size_t i = 0; i < count; ++i) task(i, 0);
   }
 
+  // A pool made with Start::kLater: starts the next of its threads (none
+  // once all run) and returns, once it runs, how many run, the caller
+  // included. A loop under way goes on without it; every later one takes
+  // it.
+  size_t StartThread();
+
   // Logical processors of this machine (1 where unknown or without threads;
   // in a threaded wasm module, its threads: SetWasmThreads).
   static size_t HardwareThreads();
@@ -90,8 +107,10 @@ class ThreadPool {
 
   double min_parallel_ns_, min_task_ns_;
 #if SA_HAVE_THREADS
-  thread_sync::Mutex run_mutex_;  // one job at a time
-  thread_sync::Mutex mutex_;      // for the sleeps and wake-ups below
+  size_t threads_;
+  thread_sync::Mutex run_mutex_;    // one job at a time
+  thread_sync::Mutex start_mutex_;  // one StartThread at a time
+  thread_sync::Mutex mutex_;        // for the sleeps and wake-ups below
   thread_sync::CondVar wake_, finished_;
   // The current job; written before generation_ is published.
   Erased call_ = nullptr;
@@ -101,18 +120,21 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::atomic<size_t> busy_{0};  // workers still inside the current job
   std::atomic<size_t> next_{0};
+  size_t running_ = 0;  // workers inside WorkerLoop (under mutex_): those a job waits for
+  thread_sync::CondVar all_running_;  // for StartThread
   std::vector<thread_sync::Thread> workers_;
 #endif
 };
 
 // The process's pool of `threads` threads (0 = HardwareThreads()), created
-// on first use and shared by every object that asks for the same count for
-// as long as one of them holds it.
-std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads);
+// on first use (its threads started as `start` says) and shared by every
+// object that asks for the same count for as long as one of them holds it.
+std::shared_ptr<ThreadPool> SharedThreadPool(size_t threads,
+                                             ThreadPool::Start start = ThreadPool::Start::kNow);
 
 #if defined(__EMSCRIPTEN_PTHREADS__)
 // A threaded wasm module runs its pthreads on Web Workers that its loader
-// starts with it: a worker started later would only begin once the calling
+// creates with it: a worker created later would only begin once the calling
 // thread returns to the event loop, which a forward waiting for it never
 // does. Its loader says here how many threads those workers give (the
 // calling thread included): HardwareThreads() then returns that, and a pool

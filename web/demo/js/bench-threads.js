@@ -16,6 +16,7 @@ import { variantName } from '../../bench-kit/ours.js';
  */
 export async function createThreaded(data, { relaxed, threads }) {
   const sa = await createAttentionModule({ simd: true, relaxedSimd: relaxed, threads });
+  await sa.threadsReady; // timed on all its threads
   try {
     const { d, heads, tq, tk, cross, causal } = data;
     const mha = new sa.MultiHeadAttention({ dModel: d, numHeads: heads });
