@@ -68,6 +68,9 @@ void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
 float LargestStorable(WeightType type);
 // "float32", "float16", "bfloat16" or "int8", as messages name the types.
 const char* StorageTypeName(WeightType type);
+// "'a', 'b' or 'c'" (quoted: JavaScript's names) or "a, b or c": the
+// choices a message lists, from a traits table's names.
+std::string Choices(std::span<const std::string> names, bool quoted);
 
 // Throws std::invalid_argument: options.training given to a build without
 // training (training_build.h).
