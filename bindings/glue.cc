@@ -101,10 +101,10 @@ val RopeToJs(const RopeConfig& rope, size_t head_dim) {
 
 CausalAlignment ParseCausal(const std::string& causal) {
   if (const CausalAlignmentTraits* row = RowNamed(kCausalAlignments, causal)) return row->value;
-  std::vector<std::string> names;
-  for (const CausalAlignmentTraits& a : kCausalAlignments) names.push_back(a.name);
+  static constexpr ChoiceList kChoices =
+      ChoicesOf(kCausalAlignments, &CausalAlignmentTraits::name, true);
   throw std::invalid_argument(
-      Cat({JsArgNames().causal, ": expected ", Choices(names, true), ", got '", causal, "'"}));
+      Cat({JsArgNames().causal, ": expected ", kChoices.view(), ", got '", causal, "'"}));
 }
 
 void ReadCausal(const val& causal, bool& on, CausalAlignment& alignment) {
@@ -119,13 +119,11 @@ void ReadCausal(const val& causal, bool& on, CausalAlignment& alignment) {
 WeightType ParseWeightType(const std::string& name, bool cache) {
   const WeightTypeTraits* row = RowNamed(kWeightTypes, name);
   if (row != nullptr && (row->in_caches || !cache)) return row->value;
-  std::vector<std::string> names;
-  for (const WeightTypeTraits& t : kWeightTypes) {
-    if (t.in_caches || !cache) names.push_back(t.name);
-  }
+  static constexpr ChoiceList kChoices = ChoicesOf(kWeightTypes, &WeightTypeTraits::name, true);
   const ArgNames& n = JsArgNames();
-  throw std::invalid_argument(Cat({ConfigName(cache ? n.cache_type : n.weights), ": expected ",
-                                   Choices(names, true), ", got '", name, "'"}));
+  throw std::invalid_argument(
+      Cat({ConfigName(cache ? n.cache_type : n.weights), ": expected ",
+           (cache ? kJsCacheTypeChoices : kChoices).view(), ", got '", name, "'"}));
 }
 
 const char* WeightTypeName(WeightType type) { return Traits(type).name; }
@@ -246,7 +244,8 @@ size_t SizeOf(const val& object, const char* key) {
 }
 
 void ReadField(const val& js, const char* key, size_t& field) {
-  if (Given(js[key])) field = SizeOf(js, key);
+  const val v = js[key];
+  if (Given(v)) field = static_cast<size_t>(v.as<double>());
 }
 
 void ReadField(const val& js, const char* key, double& field) {
@@ -271,7 +270,7 @@ void ReadField(const val& js, const char* key, Backend& field) {
 
 void ReadField(const val& js, const char* key, WeightType& field) {
   const val v = js[key];
-  if (Given(v)) field = ParseWeightType(v.as<std::string>(), key == std::string_view("cacheType"));
+  if (Given(v)) field = ParseWeightType(v.as<std::string>(), key == kCacheTypeKey);
 }
 
 void ReadField(const val& js, const char* key, RopeConfig& field) {
@@ -280,14 +279,13 @@ void ReadField(const val& js, const char* key, RopeConfig& field) {
 }
 
 Activation ParseActivation(const std::string& name) {
-  std::vector<std::string> names;
   for (const ActivationTraits& a : kActivations) {
     if (name == a.name || (a.alias != nullptr && name == a.alias)) return a.value;
-    names.push_back(Cat({"'", a.name, a.alias == nullptr ? "'" : "' (or '",
-                         a.alias == nullptr ? "" : a.alias, a.alias == nullptr ? "" : "')"}));
   }
+  static constexpr ChoiceList kChoices =
+      ChoicesOf(kActivations, &ActivationTraits::name, true, nullptr, &ActivationTraits::alias);
   throw std::invalid_argument(
-      Cat({"config.activation: expected ", Choices(names, false), ", got '", name, "'"}));
+      Cat({"config.activation: expected ", kChoices.view(), ", got '", name, "'"}));
 }
 
 const char* ActivationName(Activation a) { return Traits(a).name; }

@@ -174,7 +174,8 @@ const char* WeightTypeName(WeightType type);
 // undefined nor null; JS checked its type), converted as the field's type
 // says; otherwise the field keeps its C++ default. One out-of-line reader
 // per type, so each field costs a call. A WeightType field is
-// config.cacheType's set of names when `key` is "cacheType".
+// config.cacheType's set of names when `key` is kCacheTypeKey.
+inline constexpr char kCacheTypeKey[] = "cacheType";
 void ReadField(const val& js, const char* key, size_t& field);
 void ReadField(const val& js, const char* key, double& field);
 void ReadField(const val& js, const char* key, bool& field);

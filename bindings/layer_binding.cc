@@ -34,7 +34,7 @@ void VisitFields(LayerConfig& c, const Visit& visit) {
   visit("numKvHeads", c.num_kv_heads);
   visit("rope", c.rope);
   visit("weights", c.weights);
-  visit("cacheType", c.cache_type);
+  visit(kCacheTypeKey, c.cache_type);
 }
 
 // The keys JS gave; the others keep LayerConfig's defaults.

@@ -36,7 +36,7 @@ void VisitFields(MhaConfig& c, const Visit& visit) {
   visit("backend", c.backend);
   visit("threads", c.threads);
   visit("weights", c.weights);
-  visit("cacheType", c.cache_type);
+  visit(kCacheTypeKey, c.cache_type);
 }
 
 // The keys JS gave; the others keep MhaConfig's defaults.

@@ -11,9 +11,8 @@ const char* BackendName(Backend backend) { return Traits(backend).name; }
 
 Backend ParseBackend(std::string_view name) {
   if (const BackendTraits* row = RowNamed(kBackends, name)) return row->value;
-  std::vector<std::string> names;
-  for (const BackendTraits& b : kBackends) names.push_back(b.name);
-  ThrowInvalidArgument({"backend: expected ", Choices(names, true), ", got '", name, "'"});
+  static constexpr ChoiceList kChoices = ChoicesOf(kBackends, &BackendTraits::name, true);
+  ThrowInvalidArgument({"backend: expected ", kChoices.view(), ", got '", name, "'"});
 }
 
 }  // namespace simd_attention

@@ -39,11 +39,7 @@ MhaConfig Resolve(MhaConfig c) {
                           std::to_string(c.num_heads), "), got ", std::to_string(c.d_model)});
   }
   if (!Traits(c.cache_type).in_caches) {
-    std::vector<std::string> cache_types;
-    for (const WeightTypeTraits& t : kWeightTypes) {
-      if (t.in_caches) cache_types.push_back(t.message_name);
-    }
-    ThrowInvalidArgument({ConfigName(n.cache_type), ": expected ", Choices(cache_types, false),
+    ThrowInvalidArgument({ConfigName(n.cache_type), ": expected ", kCacheTypeChoices.view(),
                           ", got ", StorageTypeName(c.cache_type)});
   }
   if constexpr (kTrainingModule) {

@@ -89,15 +89,6 @@ float LargestStorable(WeightType type) { return Traits(type).largest; }
 
 const char* StorageTypeName(WeightType type) { return Traits(type).message_name; }
 
-std::string Choices(std::span<const std::string> names, bool quoted) {
-  const char* quote = quoted ? "'" : "";
-  std::string s;
-  for (size_t i = 0; i < names.size(); ++i) {
-    s += Cat({i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", quote, names[i], quote});
-  }
-  return s;
-}
-
 std::string StorableRange(WeightType type) {
   return Cat({StorageTypeName(type), "'s range (magnitudes up to ",
               NumberString(LargestStorable(type)), ")"});

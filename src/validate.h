@@ -68,9 +68,14 @@ void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
 float LargestStorable(WeightType type);
 // "float32", "float16", "bfloat16" or "int8", as messages name the types.
 const char* StorageTypeName(WeightType type);
-// "'a', 'b' or 'c'" (quoted: JavaScript's names) or "a, b or c": the
-// choices a message lists, from a traits table's names.
-std::string Choices(std::span<const std::string> names, bool quoted);
+// The storage types a KV cache holds, as messages list them:
+// "float32, float16 or bfloat16", or JavaScript's names ("'f32', 'f16' or
+// 'bf16'").
+constexpr bool InCaches(const WeightTypeTraits& t) { return t.in_caches; }
+inline constexpr ChoiceList kCacheTypeChoices =
+    ChoicesOf(kWeightTypes, &WeightTypeTraits::message_name, false, &InCaches);
+inline constexpr ChoiceList kJsCacheTypeChoices =
+    ChoicesOf(kWeightTypes, &WeightTypeTraits::name, true, &InCaches);
 
 // Throws std::invalid_argument: options.training given to a build without
 // training (training_build.h).

@@ -47,11 +47,12 @@ constexpr bool Compiled(Backend backend) {
 }  // namespace
 
 std::vector<Backend> AvailableBackends() {
-  std::vector<Backend> backends;
+  Backend compiled[std::size(kBackends)];
+  size_t n = 0;
   for (const BackendTraits& b : kBackends) {
-    if (Compiled(b.value)) backends.push_back(b.value);
+    if (Compiled(b.value)) compiled[n++] = b.value;
   }
-  return backends;
+  return std::vector<Backend>(compiled, compiled + n);
 }
 
 const std::vector<KernelTable>& KernelTables(Backend backend) {

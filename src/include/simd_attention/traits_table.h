@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 
 namespace simd_attention {
 
@@ -41,6 +42,47 @@ constexpr bool RowsDistinct(const Row (&rows)[N]) {
     }
   }
   return true;
+}
+
+// The choices a message lists ("'a', 'b' or 'c'"), built at compile time
+// from a table's rows, so that no message code runs to list them.
+class ChoiceList {
+ public:
+  constexpr std::string_view view() const { return {text_, size_}; }
+  constexpr void Add(const char* s) {
+    while (*s != 0) text_[size_++] = *s++;  // past the end: not a constant
+  }
+
+ private:
+  char text_[120] = {};
+  size_t size_ = 0;
+};
+
+// The rows of `rows` that `keep` keeps (nullptr: every row), each named by
+// its `field`, in quotes for JavaScript's names, followed by " (or 'x')"
+// where its `alias` field (if given) is not null.
+template <class Row, size_t N>
+constexpr ChoiceList ChoicesOf(const Row (&rows)[N], const char* const Row::*field, bool quoted,
+                               std::type_identity_t<bool (*)(const Row&)> keep = nullptr,
+                               std::type_identity_t<const char* const Row::*> alias = nullptr) {
+  size_t kept = 0;
+  for (const Row& row : rows) kept += keep == nullptr || keep(row);
+  ChoiceList list;
+  size_t i = 0;
+  for (const Row& row : rows) {
+    if (keep != nullptr && !keep(row)) continue;
+    if (i != 0) list.Add(i + 1 == kept ? " or " : ", ");
+    ++i;
+    if (quoted) list.Add("'");
+    list.Add(row.*field);
+    if (quoted) list.Add("'");
+    if (alias != nullptr && row.*alias != nullptr) {
+      list.Add(" (or '");
+      list.Add(row.*alias);
+      list.Add("')");
+    }
+  }
+  return list;
 }
 
 }  // namespace simd_attention
