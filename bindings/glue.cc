@@ -85,8 +85,8 @@ RopeConfig RopeFromJs(const val& js) {
   RopeConfig rope;
   if (!Given(js)) return rope;
   rope.style = js["style"].as<std::string>() == "half" ? RopeStyle::kHalf : RopeStyle::kInterleaved;
-  rope.base = js["base"].as<double>();
-  rope.rotary_dim = SizeOf(js, "rotaryDim");
+  ReadField(js, "base", rope.base);
+  ReadField(js, "rotaryDim", rope.rotary_dim);
   return rope;
 }
 
@@ -100,30 +100,33 @@ val RopeToJs(const RopeConfig& rope, size_t head_dim) {
 }
 
 CausalAlignment ParseCausal(const std::string& causal) {
-  if (causal == "none") return CausalAlignment::kNone;
-  if (causal == "top-left") return CausalAlignment::kTopLeft;
-  if (causal == "bottom-right") return CausalAlignment::kBottomRight;
-  throw std::invalid_argument(JsArgNames().causal + std::string(
-      ": expected 'none', 'top-left' or 'bottom-right', got '") + causal + "'");
+  if (const CausalAlignmentTraits* row = RowNamed(kCausalAlignments, causal)) return row->value;
+  static constexpr ChoiceList kChoices =
+      ChoicesOf(kCausalAlignments, &CausalAlignmentTraits::name, true);
+  throw std::invalid_argument(
+      Cat({JsArgNames().causal, ": expected ", kChoices.view(), ", got '", causal, "'"}));
+}
+
+void ReadCausal(const val& causal, bool& on, CausalAlignment& alignment) {
+  if (causal.isString()) {
+    alignment = ParseCausal(causal.as<std::string>());
+    on = alignment != CausalAlignment::kNone;
+  } else {
+    on = causal.as<bool>();
+  }
 }
 
 WeightType ParseWeightType(const std::string& name, bool cache) {
-  const int types = cache ? 3 : 4;  // caches hold no int8
-  std::string expected;
-  for (int t = 0; t < types; ++t) {
-    const char* type_name = WeightTypeName(static_cast<WeightType>(t));
-    if (name == type_name) return static_cast<WeightType>(t);
-    expected += Cat({t == 0 ? "'" : t == types - 1 ? " or '" : ", '", type_name, "'"});
-  }
+  const WeightTypeTraits* row = RowNamed(kWeightTypes, name);
+  if (row != nullptr && (row->in_caches || !cache)) return row->value;
+  static constexpr ChoiceList kChoices = ChoicesOf(kWeightTypes, &WeightTypeTraits::name, true);
   const ArgNames& n = JsArgNames();
-  throw std::invalid_argument(Cat({ConfigName(cache ? n.cache_type : n.weights), ": expected ",
-                                   expected, ", got '", name, "'"}));
+  throw std::invalid_argument(
+      Cat({ConfigName(cache ? n.cache_type : n.weights), ": expected ",
+           (cache ? kJsCacheTypeChoices : kChoices).view(), ", got '", name, "'"}));
 }
 
-const char* WeightTypeName(WeightType type) {
-  constexpr const char* kNames[] = {"f32", "f16", "bf16", "int8"};
-  return kNames[static_cast<int>(type)];
-}
+const char* WeightTypeName(WeightType type) { return Traits(type).name; }
 
 std::vector<double> Integers(const std::string& name, const val& array, double min) {
   std::vector<double> out(array["length"].as<size_t>());
@@ -170,14 +173,7 @@ JsAttentionOptions::JsAttentionOptions(const val& js)
 }
 
 JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {
-  // true: bottom-right, as before alignments could be named.
-  const val causal = js["causal"];
-  if (causal.isString()) {
-    options.causal_alignment = ParseCausal(causal.as<std::string>());
-    options.causal = options.causal_alignment != CausalAlignment::kNone;
-  } else {
-    options.causal = causal.as<bool>();
-  }
+  ReadCausal(js["causal"], options.causal, options.causal_alignment);
   shared.SetOn(options);
   options.need_per_head_output = js["returnPerHeadOutput"].as<bool>();
   options.need_intermediates = js["returnIntermediates"].as<bool>();
@@ -247,26 +243,51 @@ size_t SizeOf(const val& object, const char* key) {
   return static_cast<size_t>(object[key].as<double>());
 }
 
-Activation ParseActivation(const std::string& name) {
-  if (name == "relu") return Activation::kRelu;
-  if (name == "gelu" || name == "gelu_erf") return Activation::kGeluErf;
-  if (name == "gelu_tanh") return Activation::kGeluTanh;
-  throw std::invalid_argument(
-      "config.activation: expected 'relu', 'gelu' (or 'gelu_erf') or "
-      "'gelu_tanh', got '" +
-      name + "'");
+void ReadField(const val& js, const char* key, size_t& field) {
+  const val v = js[key];
+  if (Given(v)) field = static_cast<size_t>(v.as<double>());
 }
 
-const char* ActivationName(Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kGeluErf:
-      return "gelu";
-    case Activation::kGeluTanh:
-      return "gelu_tanh";
-  }
-  return "?";
+void ReadField(const val& js, const char* key, double& field) {
+  const val v = js[key];
+  if (Given(v)) field = v.as<double>();
 }
+
+void ReadField(const val& js, const char* key, bool& field) {
+  const val v = js[key];
+  if (Given(v)) field = v.as<bool>();
+}
+
+void ReadField(const val& js, const char* key, Activation& field) {
+  const val v = js[key];
+  if (Given(v)) field = ParseActivation(v.as<std::string>());
+}
+
+void ReadField(const val& js, const char* key, Backend& field) {
+  const val v = js[key];
+  if (Given(v)) field = ParseBackend(v.as<std::string>());
+}
+
+void ReadField(const val& js, const char* key, WeightType& field) {
+  const val v = js[key];
+  if (Given(v)) field = ParseWeightType(v.as<std::string>(), key == kCacheTypeKey);
+}
+
+void ReadField(const val& js, const char* key, RopeConfig& field) {
+  const val v = js[key];
+  if (Given(v)) field = RopeFromJs(v);
+}
+
+Activation ParseActivation(const std::string& name) {
+  for (const ActivationTraits& a : kActivations) {
+    if (name == a.name || (a.alias != nullptr && name == a.alias)) return a.value;
+  }
+  static constexpr ChoiceList kChoices =
+      ChoicesOf(kActivations, &ActivationTraits::name, true, nullptr, &ActivationTraits::alias);
+  throw std::invalid_argument(
+      Cat({"config.activation: expected ", kChoices.view(), ", got '", name, "'"}));
+}
+
+const char* ActivationName(Activation a) { return Traits(a).name; }
 
 }  // namespace simd_attention::bindings

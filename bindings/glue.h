@@ -154,6 +154,10 @@ val RopeToJs(const RopeConfig& rope, size_t head_dim);
 
 // 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
 CausalAlignment ParseCausal(const std::string& causal);
+// options.causal of MultiHeadAttention and the layers: a boolean (true:
+// bottom-right, as before alignments could be named) or an alignment's
+// name; sets `on` and, for a name, `alignment`.
+void ReadCausal(const val& causal, bool& on, CausalAlignment& alignment);
 
 // config.activation ('relu', 'gelu' = 'gelu_erf', 'gelu_tanh'), whose
 // unknown names it refuses, and back for the resolved config.
@@ -165,6 +169,48 @@ const char* ActivationName(Activation a);
 // back for the resolved config.
 WeightType ParseWeightType(const std::string& name, bool cache = false);
 const char* WeightTypeName(WeightType type);
+
+// A config's or options' field from JS when `js` has `key` (neither
+// undefined nor null; JS checked its type), converted as the field's type
+// says; otherwise the field keeps its C++ default. One out-of-line reader
+// per type, so each field costs a call. A WeightType field is
+// config.cacheType's set of names when `key` is kCacheTypeKey.
+inline constexpr char kCacheTypeKey[] = "cacheType";
+void ReadField(const val& js, const char* key, size_t& field);
+void ReadField(const val& js, const char* key, double& field);
+void ReadField(const val& js, const char* key, bool& field);
+void ReadField(const val& js, const char* key, Activation& field);
+void ReadField(const val& js, const char* key, Backend& field);
+void ReadField(const val& js, const char* key, WeightType& field);
+void ReadField(const val& js, const char* key, RopeConfig& field);
+
+// The visitors of a VisitFields(config, visit) list, which names each field
+// of a config or options struct once with its JavaScript key (as gemma.cpp's
+// VisitFields): GivenFields reads the keys a JS object has, FieldsToJs
+// writes every field (numbers and booleans) into a JS object.
+class GivenFields {
+ public:
+  explicit GivenFields(const val& js) : js_(js) {}
+  template <class T>
+  void operator()(const char* key, T& field) const {
+    ReadField(js_, key, field);
+  }
+
+ private:
+  const val& js_;
+};
+
+class FieldsToJs {
+ public:
+  explicit FieldsToJs(val& js) : js_(js) {}
+  template <class T>
+  void operator()(const char* key, const T& field) const {
+    js_.set(key, field);
+  }
+
+ private:
+  val& js_;
+};
 
 // An array of integers from JS (types checked by the JS side) that are at
 // least `min` and below 2^53, so that they convert exactly; `name` names it

@@ -29,8 +29,9 @@ class HeldBytes {
   size_t bytes_ = 0;
 };
 
-// stats.weightBytes = {f32, f16, bf16, int8}, stats.cacheBytes = {f32, f16,
-// bf16}: the sums over the live objects.
+// stats.weightBytes = {f32, f16, bf16, int8} (a key per row of kWeightTypes),
+// stats.cacheBytes = {f32, f16, bf16} (the rows caches hold): the sums over
+// the live objects.
 void SetHeldBytes(emscripten::val& stats);
 
 }  // namespace simd_attention::bindings

@@ -20,21 +20,28 @@
 namespace simd_attention::bindings {
 namespace {
 
+// LayerConfig's fields as JS names them (config of the layers).
+template <class Visit>
+void VisitFields(LayerConfig& c, const Visit& visit) {
+  visit("dModel", c.d_model);
+  visit("numHeads", c.num_heads);
+  visit("ffnDim", c.ffn_dim);
+  visit("normFirst", c.norm_first);
+  visit("activation", c.activation);
+  visit("eps", c.eps);
+  visit("backend", c.backend);
+  visit("threads", c.threads);
+  visit("numKvHeads", c.num_kv_heads);
+  visit("rope", c.rope);
+  visit("weights", c.weights);
+  visit(kCacheTypeKey, c.cache_type);
+}
+
+// The keys JS gave; the others keep LayerConfig's defaults.
 LayerConfig LayerConfigFromJs(const val& js) {
   LayerConfig c;
-  c.d_model = SizeOf(js, "dModel");
-  c.num_heads = SizeOf(js, "numHeads");
-  c.ffn_dim = SizeOf(js, "ffnDim");
-  c.norm_first = js["normFirst"].as<bool>();
-  c.activation = ParseActivation(js["activation"].as<std::string>());
-  c.eps = js["eps"].as<double>();
-  c.backend = ParseBackend(js["backend"].as<std::string>());
-  c.threads = SizeOf(js, "threads");
+  VisitFields(c, GivenFields(js));
   c.names = &JsArgNames();
-  c.num_kv_heads = SizeOf(js, "numKvHeads");
-  c.rope = RopeFromJs(js["rope"]);
-  c.weights = ParseWeightType(js["weights"].as<std::string>());
-  c.cache_type = ParseWeightType(js["cacheType"].as<std::string>(), true);
   return c;
 }
 
@@ -99,7 +106,7 @@ val EncoderLayerBinding::forward(const val& x, const val& options) {
     const Input in(x);
     const JsAttentionOptions shared(options);
     EncoderOptions o;
-    o.causal = options["causal"].as<bool>();
+    ReadCausal(options["causal"], o.causal, o.causal_alignment);
     o.training = options["training"].as<bool>();
     o.key_padding_mask = shared.key_padding_mask;
     shared.SetOn(o.self_attention);

@@ -61,7 +61,7 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
     std::vector<uint8_t> memory;
     DecoderOptions options;
     explicit Masks(const val& js) : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
-      options.causal = js["causal"].as<bool>();
+      ReadCausal(js["causal"], options.causal, options.causal_alignment);
       options.training = js["training"].as<bool>();
       options.key_padding_mask = self.key_padding_mask;
       options.memory_key_padding_mask = memory;

@@ -21,21 +21,28 @@
 namespace simd_attention::bindings {
 namespace {
 
+// MhaConfig's fields as JS names them (config of MultiHeadAttention).
+template <class Visit>
+void VisitFields(MhaConfig& c, const Visit& visit) {
+  visit("dModel", c.d_model);
+  visit("numHeads", c.num_heads);
+  visit("kDim", c.kdim);
+  visit("vDim", c.vdim);
+  visit("headDim", c.head_dim);
+  visit("headDimV", c.head_dim_v);
+  visit("numKvHeads", c.num_kv_heads);
+  visit("rope", c.rope);
+  visit("bias", c.bias);
+  visit("backend", c.backend);
+  visit("threads", c.threads);
+  visit("weights", c.weights);
+  visit(kCacheTypeKey, c.cache_type);
+}
+
+// The keys JS gave; the others keep MhaConfig's defaults.
 MhaConfig ConfigFromJs(const val& js) {
   MhaConfig c;
-  c.d_model = SizeOf(js, "dModel");
-  c.num_heads = SizeOf(js, "numHeads");
-  c.kdim = SizeOf(js, "kDim");
-  c.vdim = SizeOf(js, "vDim");
-  c.head_dim = SizeOf(js, "headDim");
-  c.head_dim_v = SizeOf(js, "headDimV");
-  c.num_kv_heads = SizeOf(js, "numKvHeads");
-  c.rope = RopeFromJs(js["rope"]);
-  c.bias = js["bias"].as<bool>();
-  c.backend = ParseBackend(js["backend"].as<std::string>());
-  c.threads = SizeOf(js, "threads");
-  c.weights = ParseWeightType(js["weights"].as<std::string>());
-  c.cache_type = ParseWeightType(js["cacheType"].as<std::string>(), true);
+  VisitFields(c, GivenFields(js));
   c.names = &JsArgNames();
   return c;
 }

@@ -105,38 +105,63 @@ val DecoderBackward(DecoderLayerBinding& binding, const val& d_output) {
   });
 }
 
-std::unique_ptr<Optimizer> MakeOptimizer(const std::string& kind, const val& o) {
-  if (kind == "sgd") {
-    SgdOptions s;
-    s.lr = o["lr"].as<double>();
-    s.momentum = o["momentum"].as<double>();
-    s.weight_decay = o["weightDecay"].as<double>();
-    s.nesterov = o["nesterov"].as<bool>();
-    s.names = &JsArgNames();
-    return std::make_unique<Sgd>(s);
-  }
-  AdamOptions a;
-  a.lr = o["lr"].as<double>();
-  a.beta1 = o["beta1"].as<double>();
-  a.beta2 = o["beta2"].as<double>();
-  a.eps = o["eps"].as<double>();
-  a.weight_decay = o["weightDecay"].as<double>();
-  a.decoupled_weight_decay = o["decoupledWeightDecay"].as<bool>();
-  a.names = &JsArgNames();
-  return std::make_unique<Adam>(a);
+// The optimizers' options as JS names them.
+template <class Visit>
+void VisitFields(SgdOptions& o, const Visit& visit) {
+  visit("lr", o.lr);
+  visit("momentum", o.momentum);
+  visit("weightDecay", o.weight_decay);
+  visit("nesterov", o.nesterov);
+}
+
+template <class Visit>
+void VisitFields(AdamOptions& o, const Visit& visit) {
+  visit("lr", o.lr);
+  visit("beta1", o.beta1);
+  visit("beta2", o.beta2);
+  visit("eps", o.eps);
+  visit("weightDecay", o.weight_decay);
+  visit("decoupledWeightDecay", o.decoupled_weight_decay);
+}
+
+// The options JS gave over the C++ defaults, and the optimizer made from them.
+template <class Made, class Options>
+std::unique_ptr<Optimizer> Make(const val& js) {
+  Options options;
+  VisitFields(options, GivenFields(js));
+  options.names = &JsArgNames();
+  return std::make_unique<Made>(options);
 }
 
 }  // namespace
 
-// SGD or Adam (kind 'sgd' or 'adam', from the JS class; options with every
-// default filled in by JS, judged by the C++ constructors). step*(target,
-// fresh): fresh is true at the first step the JS optimizer takes on that JS
-// object, so state left at the same address by a disposed object is
-// forgotten first (the C++ optimizer keys its moments by address).
+// SGD or Adam (kind 'sgd' or 'adam', from the JS class; the options JS was
+// given, types checked, judged by the C++ constructors over the C++
+// defaults). options(): those it steps with, every field set.
+// step*(target, fresh): fresh is true at the first step the JS optimizer
+// takes on that JS object, so state left at the same address by a disposed
+// object is forgotten first (the C++ optimizer keys its moments by address).
 class OptimizerBinding : public Owned<Optimizer> {
  public:
-  OptimizerBinding(const std::string& kind, const val& options)
-      : Owned("Optimizer", [&] { return MakeOptimizer(kind, options); }) {}
+  OptimizerBinding(const std::string& kind, const val& js)
+      : Owned("Optimizer", [&] {
+          return kind == "sgd" ? Make<Sgd, SgdOptions>(js) : Make<Adam, AdamOptions>(js);
+        }),
+        sgd_(kind == "sgd") {}
+
+  val options() {
+    return Guard([&] {
+      val js = val::object();
+      if (sgd_) {
+        SgdOptions o = static_cast<const Sgd&>(Checked()).options();
+        VisitFields(o, FieldsToJs(js));
+      } else {
+        AdamOptions o = static_cast<const Adam&>(Checked()).options();
+        VisitFields(o, FieldsToJs(js));
+      }
+      return js;
+    });
+  }
 
   template <class Binding>
   val Step(Binding& target, bool fresh) {
@@ -147,6 +172,9 @@ class OptimizerBinding : public Owned<Optimizer> {
       o.Step(object);
     });
   }
+
+ private:
+  bool sgd_;
 };
 
 EMSCRIPTEN_BINDINGS(simd_attention_training) {
@@ -156,6 +184,7 @@ EMSCRIPTEN_BINDINGS(simd_attention_training) {
   emscripten::class_<OptimizerBinding>("OptimizerBinding")
       .constructor<const std::string&, const val&>()
       .function("takeError", &TakeError<OptimizerBinding>)
+      .function("options", &OptimizerBinding::options)
       .function("stepAttention", &OptimizerBinding::Step<MhaBinding>)
       .function("stepEncoder", &OptimizerBinding::Step<EncoderLayerBinding>)
       .function("stepDecoder", &OptimizerBinding::Step<DecoderLayerBinding>)

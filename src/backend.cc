@@ -3,26 +3,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "validate.h"
+
 namespace simd_attention {
 
-const char* BackendName(Backend backend) {
-  switch (backend) {
-    case Backend::kHighway:
-      return "highway";
-    case Backend::kXsimd:
-      return "xsimd";
-    case Backend::kScalar:
-      return "scalar";
-  }
-  return "unknown";
-}
+const char* BackendName(Backend backend) { return Traits(backend).name; }
 
 Backend ParseBackend(std::string_view name) {
-  for (Backend b : {Backend::kHighway, Backend::kXsimd, Backend::kScalar}) {
-    if (name == BackendName(b)) return b;
-  }
-  throw std::invalid_argument("backend: expected 'highway', 'xsimd' or "
-                              "'scalar', got '" + std::string(name) + "'");
+  if (const BackendTraits* row = RowNamed(kBackends, name)) return row->value;
+  static constexpr ChoiceList kChoices = ChoicesOf(kBackends, &BackendTraits::name, true);
+  ThrowInvalidArgument({"backend: expected ", kChoices.view(), ", got '", name, "'"});
 }
 
 }  // namespace simd_attention

@@ -28,20 +28,20 @@ KVRows::KVRows(WeightType type, size_t elements) : type_(type) {
   if (type == WeightType::kF32) {
     f32_.assign(elements, 0.0f);
   } else {
-    narrow_.resize(elements * 2);
+    narrow_.resize(elements * WeightBytes(type));
   }
 }
 
 const void* KVRows::at(size_t element) const {
   return type_ == WeightType::kF32 ? static_cast<const void*>(f32_.data() + element)
-                                   : narrow_.data() + element * 2;
+                                   : narrow_.data() + element * WeightBytes(type_);
 }
 
 void KVRows::Store(size_t at, const float* values, size_t count) {
   if (type_ == WeightType::kF32) {
     std::copy_n(values, count, f32_.data() + at);
   } else {
-    NarrowPacked(values, count, type_, narrow_.data() + at * 2);
+    NarrowPacked(values, count, type_, narrow_.data() + at * WeightBytes(type_));
   }
 }
 
@@ -49,7 +49,8 @@ void KVRows::Load(size_t at, size_t count, float* out) const {
   if (type_ == WeightType::kF32) {
     std::copy_n(f32_.data() + at, count, out);
   } else {
-    WidenBits(reinterpret_cast<const uint16_t*>(narrow_.data() + at * 2), count, type_, out);
+    const auto* bits = reinterpret_cast<const uint16_t*>(narrow_.data() + at * WeightBytes(type_));
+    WidenBits(bits, count, type_, out);
   }
 }
 

@@ -38,9 +38,9 @@ MhaConfig Resolve(MhaConfig c) {
     ThrowInvalidArgument({"config.", n.d_model, ": must be divisible by ", n.num_heads, " (",
                           std::to_string(c.num_heads), "), got ", std::to_string(c.d_model)});
   }
-  if (c.cache_type == WeightType::kInt8) {
-    throw std::invalid_argument(ConfigName(n.cache_type) +
-                                ": expected float32, float16 or bfloat16, got int8");
+  if (!Traits(c.cache_type).in_caches) {
+    ThrowInvalidArgument({ConfigName(n.cache_type), ": expected ", kCacheTypeChoices.view(),
+                          ", got ", StorageTypeName(c.cache_type)});
   }
   if constexpr (kTrainingModule) {
     // The training module holds what its optimizers update, float32 weights,

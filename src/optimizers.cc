@@ -137,7 +137,7 @@ void Optimizer::Refuse(std::string_view parameter, unsigned not_finite) const {
                               " would overflow float32; no weight or optimizer state changed"}));
 }
 
-Sgd::Sgd(const SgdOptions& o) {
+Sgd::Sgd(const SgdOptions& o) : options_(o) {
   CheckRange("lr", o.lr, 0, false, kInf, false, "a finite number > 0");
   CheckRange("momentum", o.momentum, 0, true, kInf, false, "a finite number >= 0");
   CheckRange(o.names->weight_decay, o.weight_decay, 0, true, kInf, false,

@@ -34,9 +34,10 @@ WeightValues ReadWeight(const char* what, std::span<const float> f32, const Stor
   if (!f32.empty()) {
     ThrowInvalidArgument({what, ": given both as float32 and in its storage type; give one"});
   }
-  const bool sixteen = type == WeightType::kF16 || type == WeightType::kBF16;
+  const StorageForm form = Traits(type).form;
+  const bool sixteen = form == StorageForm::kBits16;
   if (!stored.bits.empty() && !sixteen) ThrowWrongForm(what, "16-bit weights", type, config_name);
-  if (!stored.values.empty() && type != WeightType::kInt8) {
+  if (!stored.values.empty() && form != StorageForm::kScaledInt8) {
     ThrowWrongForm(what, "int8 values", type, config_name);
   }
   out.values.resize(rows * cols);
@@ -72,19 +73,20 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
                          std::span<const float> scales, std::span<const float> bias, size_t rows,
                          size_t cols, WeightType config_type) {
   const WeightType type = HeldType(config_type);
+  const bool int8 = Traits(type).form == StorageForm::kScaledInt8;
   PackedMatrix p;
   p.type = type;
   p.rows = rows;
   p.cols = cols;
   std::vector<float> column_scales(scales.begin(), scales.end()), quantized;
-  if (type == WeightType::kInt8 && scales.empty()) {
+  if (int8 && scales.empty()) {
     column_scales.resize(cols);
     quantized.resize(w.size());
     Int8ColumnScales(w.data(), rows, cols, column_scales.data());
     QuantizeColumns(w.data(), rows, cols, column_scales.data(), quantized.data());
     w = quantized;
   }
-  if (type == WeightType::kInt8) {
+  if (int8) {
     p.scales.resize(PackedFloats(kernels, 1, cols));
     kernels.pack_b(column_scales.data(), 1, cols, p.scales.data());
   }
@@ -98,8 +100,8 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
   }
   p.w.resize(PackedFloats(kernels, panel_rows, cols));
   kernels.pack_b(w.data(), panel_rows, cols, p.w.data());
-  if (type == WeightType::kInt8) InterleaveRowPairs(p.w.data(), p.w.size(), kernels.panel_width);
-  if (type != WeightType::kF32) {
+  if (int8) InterleaveRowPairs(p.w.data(), p.w.size(), kernels.panel_width);
+  if (Traits(type).form != StorageForm::kFloat32) {
     p.narrow.resize(p.w.size() * WeightBytes(type));
     NarrowPacked(p.w.data(), p.w.size(), type, p.narrow.data());
     p.w = {};

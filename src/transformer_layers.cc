@@ -242,6 +242,7 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
   ThreadPool& pool = attention_.pool();
   MhaOptions mha = SelfAttentionMhaOptions(options.self_attention);
   mha.causal = options.causal;
+  mha.causal_alignment = options.causal_alignment;
   mha.key_padding_mask = options.key_padding_mask;
   const bool t = TrainingRequested(options.training);
   mha.training = t;
@@ -404,6 +405,7 @@ std::vector<float> TransformerDecoderLayer::ForwardOn(const Tensor3& x, const Te
   const bool training = kTrainingBuild && options.training;
   MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
   self.causal = options.causal;
+  self.causal_alignment = options.causal_alignment;
   self.key_padding_mask = options.key_padding_mask;
   self.training = training;
   MhaOptions cross;

@@ -85,25 +85,9 @@ void CheckEps(std::string_view what, double eps) {
   }
 }
 
-float LargestStorable(WeightType type) {
-  return type == WeightType::kF16    ? 65504.0f
-         : type == WeightType::kBF16 ? 0x1.fep127f
-                                     : std::numeric_limits<float>::max();
-}
+float LargestStorable(WeightType type) { return Traits(type).largest; }
 
-const char* StorageTypeName(WeightType type) {
-  switch (type) {
-    case WeightType::kF32:
-      return "float32";
-    case WeightType::kF16:
-      return "float16";
-    case WeightType::kBF16:
-      return "bfloat16";
-    case WeightType::kInt8:
-      return "int8";
-  }
-  return "";
-}
+const char* StorageTypeName(WeightType type) { return Traits(type).message_name; }
 
 std::string StorableRange(WeightType type) {
   return Cat({StorageTypeName(type), "'s range (magnitudes up to ",
@@ -115,8 +99,8 @@ std::string StorableRange(WeightType type) {
 // beyond either 16-bit type's.
 void CheckStorable(std::string_view what, std::span<const float> values, WeightType type,
                    std::string_view config_name) {
-  if (type != WeightType::kF16 && type != WeightType::kBF16) return;
   const float largest = LargestStorable(type);
+  if (largest == std::numeric_limits<float>::max()) return;  // holds every finite float
   if (MaxAbs(values) <= largest) return;
   size_t i = 0;
   while (std::fabs(values[i]) <= largest) ++i;  // there is one: the max says so

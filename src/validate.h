@@ -68,6 +68,14 @@ void CheckStorableMax(std::string_view what, double max_abs, WeightType type,
 float LargestStorable(WeightType type);
 // "float32", "float16", "bfloat16" or "int8", as messages name the types.
 const char* StorageTypeName(WeightType type);
+// The storage types a KV cache holds, as messages list them:
+// "float32, float16 or bfloat16", or JavaScript's names ("'f32', 'f16' or
+// 'bf16'").
+constexpr bool InCaches(const WeightTypeTraits& t) { return t.in_caches; }
+inline constexpr ChoiceList kCacheTypeChoices =
+    ChoicesOf(kWeightTypes, &WeightTypeTraits::message_name, false, &InCaches);
+inline constexpr ChoiceList kJsCacheTypeChoices =
+    ChoicesOf(kWeightTypes, &WeightTypeTraits::name, true, &InCaches);
 
 // Throws std::invalid_argument: options.training given to a build without
 // training (training_build.h).

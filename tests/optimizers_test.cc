@@ -206,6 +206,24 @@ double MseGradient(const std::vector<float>& y, const std::vector<float>& target
   return loss / double(y.size());
 }
 
+// One set of defaults, torch.optim's, which the JS package reports through
+// an optimizer's options; an optimizer keeps the options it was made with.
+TEST(OptimizerOptions, DefaultsAreTorchsAndAreKept) {
+  EXPECT_EQ(Sgd(SgdOptions{}).options().lr, 1e-3);
+  EXPECT_EQ(SgdOptions{}.momentum, 0);
+  EXPECT_EQ(SgdOptions{}.weight_decay, 0);
+  EXPECT_FALSE(SgdOptions{}.nesterov);
+  const AdamOptions adam = Adam(AdamOptions{}).options();
+  EXPECT_EQ(adam.lr, 1e-3);
+  EXPECT_EQ(adam.beta1, 0.9);
+  EXPECT_EQ(adam.beta2, 0.999);
+  EXPECT_EQ(adam.eps, 1e-8);
+  const Sgd sgd({.lr = 0.5, .momentum = 0.25, .nesterov = true});
+  EXPECT_EQ(sgd.options().lr, 0.5);
+  EXPECT_EQ(sgd.options().momentum, 0.25);
+  EXPECT_TRUE(sgd.options().nesterov);
+}
+
 TEST(TrainingLoop, AttentionFitsAnotherAttentionsOutputs) {
   std::mt19937 rng(21);
   const MhaConfig config = MultiHeadAttention(MhaConfig{.d_model = 16, .num_heads = 4}).config();

@@ -29,6 +29,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -41,6 +43,7 @@
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/transformer_layers.h"
 #include "test_util.h"
+#include "validate.h"
 
 namespace simd_attention::testing {
 namespace {
@@ -242,6 +245,42 @@ TEST(QuantizeInt8, NamesItsArguments) {
   w[4] = std::nanf("");
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { QuantizeInt8(w, 2, 3); },
                                                 {"matrix: element 4 is NaN"}));
+}
+
+// The table the types' names, widths and ranges come from (weight_type.h),
+// and the messages and checks built on it.
+TEST(WeightTypeTraits, EachTypeHasOneRowWithItsNamesWidthAndRange) {
+  struct Expected {
+    WeightType type;
+    const char* name;
+    const char* message_name;
+    size_t bytes;
+    float largest;
+    bool in_caches;
+  };
+  constexpr float kFloatMax = std::numeric_limits<float>::max();
+  const Expected expected[] = {{WeightType::kF32, "f32", "float32", 4, kFloatMax, true},
+                               {WeightType::kF16, "f16", "float16", 2, 65504.0f, true},
+                               {WeightType::kBF16, "bf16", "bfloat16", 2, 0x1.fep127f, true},
+                               {WeightType::kInt8, "int8", "int8", 1, kFloatMax, false}};
+  ASSERT_EQ(std::size(kWeightTypes), std::size(expected));
+  for (const Expected& e : expected) {
+    const WeightTypeTraits& t = Traits(e.type);
+    EXPECT_EQ(t.value, e.type);
+    EXPECT_STREQ(t.name, e.name);
+    EXPECT_EQ(RowNamed(kWeightTypes, e.name), &t);
+    EXPECT_STREQ(StorageTypeName(e.type), e.message_name);
+    EXPECT_EQ(WeightBytes(e.type), e.bytes);
+    EXPECT_EQ(LargestStorable(e.type), e.largest);
+    EXPECT_EQ(t.in_caches, e.in_caches);
+  }
+  EXPECT_EQ(RowNamed(kWeightTypes, "f64"), nullptr);
+  EXPECT_EQ(StorableRange(WeightType::kF16), "float16's range (magnitudes up to 65504)");
+  // Only the types a cache may hold are offered for one.
+  MhaConfig c{.d_model = 8, .num_heads = 2, .cache_type = WeightType::kInt8};
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { MultiHeadAttention mha(c); },
+      {"config.cache_type: expected float32, float16 or bfloat16, got int8"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, WeightTypes,

@@ -923,8 +923,13 @@ export interface SelfAttentionOptions {
 export interface EncoderForwardOptions extends SelfAttentionOptions {
   /** `[B*T]`, 1 = real token, 0 = padding (the opposite of torch's src_key_padding_mask). */
   keyPaddingMask?: Uint8Array;
-  /** Causal self-attention (query i sees keys <= i). Default false. */
-  causal?: boolean;
+  /**
+   * Causal self-attention (query i sees keys <= i). The values
+   * `MultiHeadAttention` takes: over T queries and T keys `true`,
+   * 'top-left' and 'bottom-right' all mean j <= i; `false` or 'none': none.
+   * Default false.
+   */
+  causal?: boolean | CausalAlignmentName;
   /**
    * Keep what `backward()` needs until the next forward, `setWeights` or
    * optimizer step. Training build only (`'f32'` weights, no rotary
@@ -934,8 +939,11 @@ export interface EncoderForwardOptions extends SelfAttentionOptions {
 }
 
 export interface DecoderForwardOptions extends SelfAttentionOptions {
-  /** Causal self-attention, default **true** (torch's tgt_is_causal with a square subsequent mask). */
-  causal?: boolean;
+  /**
+   * Causal self-attention, default **true** (torch's tgt_is_causal with a
+   * square subsequent mask); the values of `EncoderForwardOptions.causal`.
+   */
+  causal?: boolean | CausalAlignmentName;
   /** `[B*T]` over x's tokens, 1 = real token. */
   keyPaddingMask?: Uint8Array;
   /**
@@ -1658,7 +1666,13 @@ export interface AdamOptions {
  * from its last `backward()`, keeping its moments per object. Owns wasm
  * memory: `dispose()` (or `using`) when done.
  */
-export interface Optimizer {
+export interface Optimizer<O = SGDOptions | AdamOptions> {
+  /**
+   * The options it steps with: those given, and the defaults (C++'s, as
+   * documented on `SGDOptions` and `AdamOptions`) for the rest.
+   * Error once disposed.
+   */
+  readonly options: Required<O>;
   /**
    * One update of every weight, bias and LayerNorm parameter of `target`.
    * Error without a backward since its weights last changed. After it the
@@ -1672,7 +1686,7 @@ export interface Optimizer {
 
 export interface OptimizerConstructor<O> {
   /** RangeError for an option out of range (naming it); Error outside the training build. */
-  new (options?: O): Optimizer;
+  new (options?: O): Optimizer<O>;
 }
 
 export interface TinyTransformerConfig {

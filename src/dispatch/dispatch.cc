@@ -19,16 +19,40 @@ namespace simd_attention {
 #define SA_NOT_COMPILED " is not compiled into this build"
 #endif
 
-std::vector<Backend> AvailableBackends() {
-#if SIMD_ATTENTION_HAVE_XSIMD && SIMD_ATTENTION_HAVE_SCALAR
-  return {Backend::kHighway, Backend::kXsimd, Backend::kScalar};
-#elif SIMD_ATTENTION_HAVE_XSIMD
-  return {Backend::kHighway, Backend::kXsimd};
-#elif SIMD_ATTENTION_HAVE_SCALAR
-  return {Backend::kHighway, Backend::kScalar};
+namespace {
+
+#if SIMD_ATTENTION_HAVE_XSIMD
+constexpr bool kHaveXsimd = true;
 #else
-  return {Backend::kHighway};
+constexpr bool kHaveXsimd = false;
 #endif
+#if SIMD_ATTENTION_HAVE_SCALAR
+constexpr bool kHaveScalar = true;
+#else
+constexpr bool kHaveScalar = false;
+#endif
+
+constexpr bool Compiled(Backend backend) {
+  switch (backend) {  // no default: -Werror=switch names a backend left out
+    case Backend::kHighway:
+      return true;
+    case Backend::kXsimd:
+      return kHaveXsimd;
+    case Backend::kScalar:
+      return kHaveScalar;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<Backend> AvailableBackends() {
+  Backend compiled[std::size(kBackends)];
+  size_t n = 0;
+  for (const BackendTraits& b : kBackends) {
+    if (Compiled(b.value)) compiled[n++] = b.value;
+  }
+  return std::vector<Backend>(compiled, compiled + n);
 }
 
 const std::vector<KernelTable>& KernelTables(Backend backend) {
@@ -54,8 +78,7 @@ const std::vector<KernelTable>& KernelTables(Backend backend) {
 #endif
     }
   }
-  throw std::invalid_argument("unknown backend " +
-                              std::to_string(static_cast<int>(backend)));
+  throw std::invalid_argument("backend: not one of the Backend enumerators");
 }
 
 const TrainingKernels& TrainingKernelsFor(const KernelTable& kernels) {

@@ -353,8 +353,9 @@ describe('layers', () => {
     nanX.data[1] = NaN;
     expectError(() => decoder.forward(nanX, memory), RangeError,
       'TransformerDecoderLayer.forward: x: element 1 is NaN');
-    expectError(() => decoder.forward(dec.input, memory, { causal: 'yes' }), TypeError,
-      'TransformerDecoderLayer.forward: options.causal: expected a boolean, got "yes"');
+    expectError(() => decoder.forward(dec.input, memory, { causal: 'yes' }), RangeError,
+      "TransformerDecoderLayer.forward: options.causal: expected 'none', 'top-left' or " +
+      "'bottom-right', got 'yes'");
   });
 
   test('decoder incremental steps: full cache, batch, disposed objects; the cache is unchanged', () => {

@@ -51,6 +51,32 @@ describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
   });
 });
 
+test('causal takes MultiHeadAttention\'s values: a boolean or an alignment\'s name', () => {
+  const encoder = track(new builds.simd.TransformerEncoderLayer(config));
+  encoder.setWeights(randomLayerWeights(D, F, 4));
+  const causal = encoder.forward(x, { causal: true }).data;
+  expect(maxAbsDiff(causal, encoder.forward(x).data)).toBeGreaterThan(1e-3);
+  // Over T queries and T keys both alignments are j <= i.
+  expect(encoder.forward(x, { causal: 'top-left' }).data).toEqual(causal);
+  expect(encoder.forward(x, { causal: 'bottom-right' }).data).toEqual(causal);
+  expect(encoder.forward(x, { causal: 'none' }).data).toEqual(encoder.forward(x).data);
+  const decoder = track(new builds.simd.TransformerDecoderLayer(config));
+  decoder.setWeights(randomLayerWeights(D, F, 4, { decoder: true }));
+  const masked = decoder.forward(x, memory).data;
+  expect(decoder.forward(x, memory, { causal: 'top-left' }).data).toEqual(masked);
+  expect(decoder.forward(x, memory, { causal: 'none' }).data)
+    .toEqual(decoder.forward(x, memory, { causal: false }).data);
+  const kv = track(decoder.precomputeMemory(memory));
+  expect(decoder.forward(x, kv, { causal: 'bottom-right' }).data)
+    .toEqual(decoder.forward(x, kv).data);
+  expectError(() => encoder.forward(x, { causal: 'diagonal' }), RangeError,
+    "TransformerEncoderLayer.forward: options.causal: expected 'none', 'top-left' or " +
+    "'bottom-right', got 'diagonal'");
+  expectError(() => decoder.forward(x, memory, { causal: 1 }), TypeError,
+    "TransformerDecoderLayer.forward: options.causal: expected a boolean or 'none', 'top-left' " +
+    'or \'bottom-right\', got 1');
+});
+
 test('errors name the layer method and the option', () => {
   const encoder = track(new builds.simd.TransformerEncoderLayer(config));
   encoder.setWeights(randomLayerWeights(D, F, 4));

@@ -106,7 +106,7 @@ describe.each(sizes)('pool of %i workers, layers split', (workers) => {
       try {
         expect(layer.placement).toBe('split');
         expect(layer.config).toEqual(sync.config);
-        for (const options of [undefined, { causal: true }]) {
+        for (const options of [undefined, { causal: true }, { causal: 'top-left' }]) {
           const first = await layer.forward(a.input, options);
           expectClose(first, sync.forward(a.input, options));
           same(await layer.forward(a.input, options), first);
@@ -129,6 +129,8 @@ describe.each(sizes)('pool of %i workers, layers split', (workers) => {
         const first = await layer.forward(a.input, a.memory);
         expectClose(first, expected);
         same(await layer.forward(a.input, a.memory), first);
+        expectClose(await layer.forward(a.input, a.memory, { causal: 'none' }),
+          sync.forward(a.input, a.memory, { causal: 'none' }));
         const memory = await layer.precomputeMemory(a.memory);
         expect([memory.batch, memory.tokens]).toEqual([a.memory.shape[0], a.memory.shape[1]]);
         expectClose(await layer.forward(a.input, memory), expected);
@@ -240,7 +242,7 @@ describe('pool of 2 workers: errors of split layers', () => {
     const calls = [
       (l) => l.forward({ data: randomFloats(6, 1), shape: [2, 3] }),
       (l) => l.forward('x'),
-      (l) => l.forward(x, { causal: 'top-left' }),
+      (l) => l.forward(x, { causal: 'diagonal' }),
       (l) => l.forward(x, { returnAttnWeights: true }),
       (l) => l.forward(x, { keyPaddingMask: new Uint8Array(5) }),
       (l) => l.forward(x, { attnMask: new Float32Array(7) }),

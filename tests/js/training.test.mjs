@@ -137,6 +137,30 @@ test('SGD (with weight decay) leaves w - lr * (dW + decay * w) behind', () => {
   expect(maxAbsDiff(stepped, outputWith(w))).toBeGreaterThan(1e-3);
 });
 
+test('an optimizer\'s options: those given, C++\'s defaults (torch\'s) for the rest', () => {
+  expect(track(new sa.SGD()).options).toEqual(
+    { lr: 0.001, momentum: 0, weightDecay: 0, nesterov: false });
+  expect(track(new sa.SGD({ momentum: 0.9, nesterov: true })).options).toEqual(
+    { lr: 0.001, momentum: 0.9, weightDecay: 0, nesterov: true });
+  expect(track(new sa.Adam({ lr: 0.01, decoupledWeightDecay: true })).options).toEqual(
+    { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0,
+      decoupledWeightDecay: true });
+  // An option given as undefined is an omitted one.
+  expect(track(new sa.SGD({ lr: undefined })).options.lr).toBe(0.001);
+  // The default steps: w - 0.001 * dW.
+  const w = smallWeights();
+  const mha = trained(sa, w);
+  const g = mha.backward(dOutput);
+  track(new sa.SGD()).step(mha);
+  const expected = Object.fromEntries(KEYS.map((k) =>
+    [k, w[k].map((v, i) => v - 0.001 * g[gradientOf(k)][i])]));
+  const stepped = mha.forward(x, undefined, undefined, { causal: true }).output.data;
+  expect(maxAbsDiff(stepped, outputWith(expected))).toBeLessThanOrEqual(1e-6);
+  const sgd = new sa.SGD();
+  sgd.dispose();
+  expectError(() => sgd.options, Error, 'SGD.options: this SGD was disposed; create a new one');
+});
+
 test('Adam\'s first step moves every weight by lr * sign(gradient) (bias-corrected moments)', () => {
   const w = smallWeights();
   const mha = trained(sa, w);

@@ -187,7 +187,8 @@ const decoderOptions: DecoderForwardOptions = {
 };
 decoder.forward(x, encoded, decoderOptions);
 const memory: PrecomputedKeyValue = decoder.precomputeMemory(encoded, { keyPaddingMask: mask(5) });
-decoder.forward(x, memory);
+decoder.forward(x, memory, { causal: 'top-left' });
+encoder.forward(x, { causal: 'bottom-right' });
 const decoderCache: KVCache = decoder.createKVCache({ batch: 1, maxLength: 8 });
 const step: Tensor = decoder.forwardIncremental(x, decoderCache, memory);
 const selfAttentionOptions: SelfAttentionOptions = { window: [3, 0], softcap: 30 };
@@ -263,6 +264,10 @@ const adamOptions: AdamOptions = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8
 const SGD: OptimizerConstructor<SGDOptions> = trainer.SGD;
 const sgd: Optimizer = new SGD(sgdOptions);
 const adam: Optimizer = new trainer.Adam(adamOptions);
+const sgdLr: number = new SGD().options.lr;
+const adamOptionsUsed: Required<AdamOptions> = new trainer.Adam().options;
+const adamBetas: [number, number] = [adamOptionsUsed.beta1, adamOptionsUsed.beta2];
+void [sgdLr, adamBetas];
 for (const target of [trainable, trainEncoder, trainDecoder] as Trainable[]) adam.step(target);
 sgd.step(trainable);
 const tinyConfig: TinyTransformerConfig = { vocab: 16, dModel: 32, numHeads: 2, numLayers: 2,

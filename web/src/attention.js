@@ -51,10 +51,11 @@ function readAttentionOptions(where, options, allowed) {
   };
 }
 
-// options.causal: a boolean (true = bottom-right) or an alignment's name,
-// whose value C++ judges.
-function readCausal(where, v) {
-  if (v === undefined) return false;
+// options.causal of MultiHeadAttention, attention() and the layers: a
+// boolean (true = bottom-right) or an alignment's name, whose value C++
+// judges; `fallback` when omitted.
+export function readCausal(where, v, fallback = false) {
+  if (v === undefined) return fallback;
   if (typeof v !== 'boolean' && typeof v !== 'string') {
     throw new TypeError(`${where}: options.causal: expected a boolean or 'none', 'top-left' ` +
       `or 'bottom-right', got ${describe(v)}`);

@@ -3,7 +3,7 @@
 import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
   readEps, readThreads, readStorageType, requiredSize, weightMatrix, glueMatrix }
   from './arguments.js';
-import { readRope, readSharedAttentionOptions } from './attention.js';
+import { readCausal, readRope, readSharedAttentionOptions } from './attention.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS, WEIGHT_MATRICES }
@@ -30,22 +30,25 @@ export function readActivation(where, v) {
   return activation;
 }
 
+// The given fields, types checked; an omitted one stays undefined, which
+// the glue leaves at C++'s default (LayerConfig in transformer_layers.h).
+// The backend and threads are the module's unless given.
 function readLayerConfig(where, config, defaultBackend) {
   checkObject(where, 'config', config, OPTION_KEYS.TransformerLayerConfig);
-  const activation = readActivation(where, config.activation);
+  const given = (key, read) => (config[key] === undefined ? undefined : read(config[key]));
   return {
     dModel: requiredSize(where, 'config.dModel', config.dModel),
     numHeads: requiredSize(where, 'config.numHeads', config.numHeads),
     ffnDim: requiredSize(where, 'config.ffnDim', config.ffnDim),
-    normFirst: optionalBoolean(where, 'config.normFirst', config.normFirst, false),
-    activation,
-    eps: readEps(where, 'config.eps', config.eps),
+    normFirst: given('normFirst', (v) => optionalBoolean(where, 'config.normFirst', v)),
+    activation: given('activation', (v) => readActivation(where, v)),
+    eps: given('eps', (v) => readEps(where, 'config.eps', v)),
     backend: readBackend(where, config, defaultBackend),
     threads: readThreads(where, config.threads),
-    numKvHeads: optionalSize(where, 'config.numKvHeads', config.numKvHeads),
+    numKvHeads: given('numKvHeads', (v) => optionalSize(where, 'config.numKvHeads', v)),
     rope: readRope(where, config.rope),
-    weights: readStorageType(where, config, 'weights'),
-    cacheType: readStorageType(where, config, 'cacheType'),
+    weights: given('weights', () => readStorageType(where, config, 'weights')),
+    cacheType: given('cacheType', () => readStorageType(where, config, 'cacheType')),
   };
 }
 
@@ -83,7 +86,7 @@ function makeLayerBase(wasm, reclaimer, defaultBackend, kind, Binding, groups) {
     constructor(config) {
       const resolved = readLayerConfig(kind, config, defaultBackend);
       // eps as given (C++ holds it as a float32).
-      super(new Binding(resolved), { eps: resolved.eps });
+      super(new Binding(resolved), resolved.eps === undefined ? {} : { eps: resolved.eps });
     }
 
     setWeights(weights) {
@@ -120,7 +123,7 @@ export function makeEncoderLayer(wasm, reclaimer, defaultBackend) {
       checkObject(where, 'options', o, OPTION_KEYS.EncoderForwardOptions);
       const data = unwrap(wasm, where, raw.forward(t, {
         ...readSharedAttentionOptions(where, o),
-        causal: optionalBoolean(where, 'options.causal', o.causal, false),
+        causal: readCausal(where, o.causal),
         training: optionalBoolean(where, 'options.training', o.training, false),
       }));
       return { data, shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] };
@@ -165,7 +168,7 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       checkObject(where, 'options', o, OPTION_KEYS.DecoderForwardOptions);
       const opts = {
         ...readSharedAttentionOptions(where, o),
-        causal: optionalBoolean(where, 'options.causal', o.causal, true),
+        causal: readCausal(where, o.causal, true),
         memoryKeyPaddingMask: optionalMask(where, 'options.memoryKeyPaddingMask',
           o.memoryKeyPaddingMask),
         training: optionalBoolean(where, 'options.training', o.training, false),

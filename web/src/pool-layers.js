@@ -21,8 +21,8 @@
 // one does not fail (an overflow that depends on the real weights), the
 // worker's error stands, named after the layer's method as the synchronous
 // layer names it.
-import { checkObject, optionalBoolean, optionalMask } from './arguments.js';
-import { readSharedAttentionOptions } from './attention.js';
+import { checkObject, optionalMask } from './arguments.js';
+import { readCausal, readSharedAttentionOptions } from './attention.js';
 import { readCacheOptions } from './caches.js';
 import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
@@ -284,7 +284,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
           const o = options === undefined ? {} : options;
           checkObject(where, 'options', o, OPTION_KEYS.EncoderForwardOptions);
           readSharedAttentionOptions(where, o);
-          const causal = optionalBoolean(where, 'options.causal', o.causal, false);
+          const causal = readCausal(where, o.causal);
           const attention = { ...o, causal };
           return this.sublayers(where, x, [
             { name: 'the self-attention sublayer', run: (h, sublayer) => this.#attention
@@ -344,7 +344,7 @@ export function makePooledLayers({ workers, PoolObject, KVCache, PrecomputedKeyV
           const o = options === undefined ? {} : options;
           checkObject(where, 'options', o, OPTION_KEYS.DecoderForwardOptions);
           readSharedAttentionOptions(where, o);
-          const causal = optionalBoolean(where, 'options.causal', o.causal, true);
+          const causal = readCausal(where, o.causal, true);
           const memoryMask = optionalMask(where, 'options.memoryKeyPaddingMask',
             o.memoryKeyPaddingMask);
           const { memoryKeyPaddingMask, ...self } = o;

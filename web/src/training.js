@@ -43,29 +43,25 @@ export function runBackward(wasm, where, name, raw, dOutput, shape) {
     tensor(data, d.rank, d.batch, [data.length / (d.batch * features), features]));
 }
 
-// The optimizers' options, defaults filled in (torch.optim's), types
-// checked; C++ judges the values.
+// The optimizers' options as given, types checked: C++ judges the values
+// and owns the defaults (torch.optim's), which the glue leaves an omitted
+// option at; the optimizer's options getter reports them.
+function readOptions(where, o, numbers, booleans, keys) {
+  checkObject(where, 'options', o, keys);
+  const out = {};
+  for (const key of numbers) out[key] = optionalNumber(where, `options.${key}`, o[key]);
+  for (const key of booleans) out[key] = optionalBoolean(where, `options.${key}`, o[key]);
+  return out;
+}
+
 function readSgdOptions(where, o) {
-  checkObject(where, 'options', o, OPTION_KEYS.SGDOptions);
-  return {
-    lr: optionalNumber(where, 'options.lr', o.lr) ?? 1e-3,
-    momentum: optionalNumber(where, 'options.momentum', o.momentum) ?? 0,
-    weightDecay: optionalNumber(where, 'options.weightDecay', o.weightDecay) ?? 0,
-    nesterov: optionalBoolean(where, 'options.nesterov', o.nesterov, false),
-  };
+  return readOptions(where, o, ['lr', 'momentum', 'weightDecay'], ['nesterov'],
+    OPTION_KEYS.SGDOptions);
 }
 
 function readAdamOptions(where, o) {
-  checkObject(where, 'options', o, OPTION_KEYS.AdamOptions);
-  return {
-    lr: optionalNumber(where, 'options.lr', o.lr) ?? 1e-3,
-    beta1: optionalNumber(where, 'options.beta1', o.beta1) ?? 0.9,
-    beta2: optionalNumber(where, 'options.beta2', o.beta2) ?? 0.999,
-    eps: optionalNumber(where, 'options.eps', o.eps) ?? 1e-8,
-    weightDecay: optionalNumber(where, 'options.weightDecay', o.weightDecay) ?? 0,
-    decoupledWeightDecay: optionalBoolean(where, 'options.decoupledWeightDecay',
-      o.decoupledWeightDecay, false),
-  };
+  return readOptions(where, o, ['lr', 'beta1', 'beta2', 'eps', 'weightDecay'],
+    ['decoupledWeightDecay'], OPTION_KEYS.AdamOptions);
 }
 
 // The SGD and Adam classes of one module.
@@ -96,6 +92,18 @@ export function makeOptimizers(wasm, reclaimer) {
 
       get disposed() {
         return this.#handle.raw === null;
+      }
+
+      // The options it steps with: those given, C++'s defaults for the rest.
+      get options() {
+        const where = `${kind}.options`;
+        if (!(#handle in this)) {
+          throw new TypeError(`${where}: called on ${describe(this)}, not a ${kind}`);
+        }
+        if (this.#handle.raw === null) {
+          throw new Error(`${where}: this ${kind} was disposed; create a new one`);
+        }
+        return unwrap(wasm, where, this.#handle.raw.options());
       }
 
       // One update of `target`'s weights from its last backward.

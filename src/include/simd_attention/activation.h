@@ -1,10 +1,33 @@
 // The activation of the position-wise FFN (LayerConfig::activation).
 #pragma once
 
+#include "simd_attention/traits_table.h"
+
 namespace simd_attention {
 
 // ReLU; GELU by its tanh approximation or exactly (erf), as
 // torch.nn.functional.gelu(approximate='tanh' / 'none').
 enum class Activation { kRelu, kGeluTanh, kGeluErf };
+
+struct ActivationTraits {
+  Activation value;
+  const char* name;   // config.activation in JavaScript, as info() reports it
+  const char* alias;  // another name JavaScript accepts for it, or nullptr
+};
+
+// In the order messages list them.
+inline constexpr ActivationTraits kActivations[] = {
+    {Activation::kRelu, "relu", nullptr},
+    {Activation::kGeluErf, "gelu", "gelu_erf"},
+    {Activation::kGeluTanh, "gelu_tanh", nullptr},
+};
+
+constexpr const ActivationTraits& Traits(Activation a) { return RowFor(kActivations, a); }
+
+static_assert(RowsDistinct(kActivations), "kActivations: one row per Activation and name");
+static_assert(Traits(Activation::kRelu).value == Activation::kRelu &&
+                  Traits(Activation::kGeluTanh).value == Activation::kGeluTanh &&
+                  Traits(Activation::kGeluErf).value == Activation::kGeluErf,
+              "every Activation has its row");
 
 }  // namespace simd_attention

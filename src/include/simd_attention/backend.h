@@ -6,9 +6,31 @@
 #include <string_view>
 #include <vector>
 
+#include "simd_attention/traits_table.h"
+
 namespace simd_attention {
 
 enum class Backend { kHighway, kXsimd, kScalar };
+
+struct BackendTraits {
+  Backend value;
+  const char* name;  // config.backend in JavaScript, BackendName
+};
+
+// In the order messages list them.
+inline constexpr BackendTraits kBackends[] = {
+    {Backend::kHighway, "highway"},
+    {Backend::kXsimd, "xsimd"},
+    {Backend::kScalar, "scalar"},
+};
+
+constexpr const BackendTraits& Traits(Backend b) { return RowFor(kBackends, b); }
+
+static_assert(RowsDistinct(kBackends), "kBackends: one row per Backend and name");
+static_assert(Traits(Backend::kHighway).value == Backend::kHighway &&
+                  Traits(Backend::kXsimd).value == Backend::kXsimd &&
+                  Traits(Backend::kScalar).value == Backend::kScalar,
+              "every Backend has its row");
 
 // "highway", "xsimd", "scalar".
 const char* BackendName(Backend backend);

@@ -16,8 +16,10 @@
 
 namespace simd_attention {
 
+// The defaults are torch.optim's (SGD's lr: 1e-3, as Adam's), and C++'s
+// alone: the JS package leaves an option it is not given to them.
 struct SgdOptions {
-  double lr = 0.01;
+  double lr = 1e-3;
   double momentum = 0;      // 0 = plain SGD
   double weight_decay = 0;  // L2: added to the gradient
   bool nesterov = false;
@@ -86,6 +88,7 @@ class Sgd final : public Optimizer {
   // Throws std::invalid_argument naming the option: lr a finite number > 0,
   // momentum and weight_decay finite and >= 0, nesterov only with momentum.
   explicit Sgd(const SgdOptions& options);
+  const SgdOptions& options() const { return options_; }
 
  private:
   size_t SlotsPerParameter() const override { return momentum_ > 0 ? 1 : 0; }
@@ -93,6 +96,7 @@ class Sgd final : public Optimizer {
                   bool check_only) const override;
   const char* Name() const override { return "SGD"; }
   const char* Overflow(unsigned which) const override;
+  SgdOptions options_;
   float lr_, momentum_, weight_decay_;
   bool nesterov_;
 };
@@ -103,6 +107,7 @@ class Adam final : public Optimizer {
   // finite and > 0 as float32 (CheckEps), beta1 and beta2 in [0, 1),
   // weight_decay finite and >= 0.
   explicit Adam(const AdamOptions& options);
+  const AdamOptions& options() const { return options_; }
 
  private:
   size_t SlotsPerParameter() const override { return 2; }

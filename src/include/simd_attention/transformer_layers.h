@@ -181,6 +181,9 @@ MhaOptions SelfAttentionMhaOptions(const SelfAttentionOptions& options);
 struct EncoderOptions {
   std::span<const uint8_t> key_padding_mask;  // [B, T], nonzero = real
   bool causal = false;
+  // As MhaOptions::causal_alignment (over T queries and T keys both
+  // alignments are j <= i; taken for one set of values everywhere).
+  CausalAlignment causal_alignment = CausalAlignment::kBottomRight;
   SelfAttentionOptions self_attention;
   // Keep what Backward needs (as MhaOptions::training), until the next
   // forward or SetWeights.
@@ -234,6 +237,7 @@ class TransformerEncoderLayer {
 
 struct DecoderOptions {
   bool causal = true;                                // self-attention
+  CausalAlignment causal_alignment = CausalAlignment::kBottomRight;  // as EncoderOptions'
   std::span<const uint8_t> key_padding_mask;         // [B, T] of x
   std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of memory
   SelfAttentionOptions self_attention;

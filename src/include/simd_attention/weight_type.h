@@ -8,6 +8,8 @@
 #include <span>
 #include <vector>
 
+#include "simd_attention/traits_table.h"
+
 namespace simd_attention {
 
 enum class WeightType {
@@ -17,9 +19,68 @@ enum class WeightType {
   kInt8,  // symmetric per output column: w = q * scale[column], |q| <= 127
 };
 
-constexpr size_t WeightBytes(WeightType t) {
-  return t == WeightType::kF32 ? 4 : t == WeightType::kInt8 ? 1 : 2;
+// How a type's elements are held, and which StoredMatrix field brings them.
+enum class StorageForm {
+  kFloat32,     // as they are
+  kBits16,      // 16-bit patterns the kernels widen in registers (bits)
+  kScaledInt8,  // int8 values times a float scale per column (values, scales)
+};
+
+// Everything that tells the types apart outside the kernels, one row per
+// type: a new type is a new row of kWeightTypes (and its kernels), and the
+// glue's names, the messages, the byte counts and memoryStats() follow.
+struct WeightTypeTraits {
+  WeightType value;
+  const char* name;          // config.weights / config.cacheType in JavaScript
+  const char* message_name;  // how messages name the type
+  size_t bits;               // per element as held (int8's column scales apart)
+  float largest;             // largest finite magnitude held; float32's where
+                             // nothing narrows (int8's scales carry the range)
+  bool in_caches;            // a KV cache may hold it (else weights only)
+  StorageForm form;
+};
+
+// In the order messages list them.
+inline constexpr WeightTypeTraits kWeightTypes[] = {
+    {WeightType::kF32, "f32", "float32", 32, 0x1.fffffep127f, true, StorageForm::kFloat32},
+    {WeightType::kF16, "f16", "float16", 16, 65504.0f, true, StorageForm::kBits16},
+    {WeightType::kBF16, "bf16", "bfloat16", 16, 0x1.fep127f, true, StorageForm::kBits16},
+    {WeightType::kInt8, "int8", "int8", 8, 0x1.fffffep127f, false, StorageForm::kScaledInt8},
+};
+
+constexpr const WeightTypeTraits& Traits(WeightType type) { return RowFor(kWeightTypes, type); }
+
+namespace weight_type_checks {
+constexpr size_t FormBits(StorageForm form) {
+  switch (form) {  // no default: -Werror=switch names a form left out
+    case StorageForm::kFloat32:
+      return 32;
+    case StorageForm::kBits16:
+      return 16;
+    case StorageForm::kScaledInt8:
+      return 8;
+  }
+  return 0;
 }
+// What a form implies of a row: its width, and where narrowing can overflow.
+constexpr bool FormsConsistent() {
+  for (const WeightTypeTraits& t : kWeightTypes) {
+    if (t.bits != FormBits(t.form)) return false;
+    if (t.form != StorageForm::kBits16 && t.largest != 0x1.fffffep127f) return false;
+    if (t.form == StorageForm::kScaledInt8 && t.in_caches) return false;  // no cache kernels
+  }
+  return true;
+}
+}  // namespace weight_type_checks
+static_assert(RowsDistinct(kWeightTypes), "kWeightTypes: one row per WeightType and name");
+static_assert(weight_type_checks::FormsConsistent(), "kWeightTypes: a row contradicts its form");
+static_assert(Traits(WeightType::kF32).form == StorageForm::kFloat32 &&
+                  Traits(WeightType::kF16).form == StorageForm::kBits16 &&
+                  Traits(WeightType::kBF16).form == StorageForm::kBits16 &&
+                  Traits(WeightType::kInt8).form == StorageForm::kScaledInt8,
+              "every WeightType has its row");
+
+constexpr size_t WeightBytes(WeightType t) { return Traits(t).bits / 8; }
 
 // A weight matrix [rows, cols] (X @ W layout) given in the object's storage
 // type instead of as float32: a float16 or bfloat16 checkpoint's bits, or an
