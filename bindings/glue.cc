@@ -283,7 +283,8 @@ Activation ParseActivation(const std::string& name) {
     if (name == a.name || (a.alias != nullptr && name == a.alias)) return a.value;
   }
   static constexpr ChoiceList kChoices =
-      ChoicesOf(kActivations, &ActivationTraits::name, true, nullptr, &ActivationTraits::alias);
+      ChoicesOf(kActivations, &ActivationTraits::name, true, &EveryRow<ActivationTraits>,
+                &ActivationTraits::alias);
   throw std::invalid_argument(
       Cat({"config.activation: expected ", kChoices.view(), ", got '", name, "'"}));
 }

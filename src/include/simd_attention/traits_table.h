@@ -58,19 +58,25 @@ class ChoiceList {
   size_t size_ = 0;
 };
 
-// The rows of `rows` that `keep` keeps (nullptr: every row), each named by
-// its `field`, in quotes for JavaScript's names, followed by " (or 'x')"
-// where its `alias` field (if given) is not null.
+template <class Row>
+constexpr bool EveryRow(const Row&) {
+  return true;
+}
+
+// The rows of `rows` that `keep` keeps, each named by its `field`, in quotes
+// for JavaScript's names, followed by " (or 'x')" where its `alias` field (if
+// given) is not null. `keep` is never compared with nullptr: GCC's
+// -fsanitize=undefined makes that comparison not a constant expression.
 template <class Row, size_t N>
 constexpr ChoiceList ChoicesOf(const Row (&rows)[N], const char* const Row::*field, bool quoted,
-                               std::type_identity_t<bool (*)(const Row&)> keep = nullptr,
+                               std::type_identity_t<bool (*)(const Row&)> keep = &EveryRow<Row>,
                                std::type_identity_t<const char* const Row::*> alias = nullptr) {
   size_t kept = 0;
-  for (const Row& row : rows) kept += keep == nullptr || keep(row);
+  for (const Row& row : rows) kept += keep(row);
   ChoiceList list;
   size_t i = 0;
   for (const Row& row : rows) {
-    if (keep != nullptr && !keep(row)) continue;
+    if (!keep(row)) continue;
     if (i != 0) list.Add(i + 1 == kept ? " or " : ", ");
     ++i;
     if (quoted) list.Add("'");
