@@ -270,8 +270,8 @@ describe('the shipped builds', () => {
     }
   });
 
-  test("web/index.js probes with the opcode the tool writes (its relaxed_madd encoding)", () => {
-    const source = fs.readFileSync(path.join(webDir, 'index.js'), 'utf8');
+  test("the feature probe uses the opcode the tool writes (its relaxed_madd encoding)", () => {
+    const source = fs.readFileSync(path.join(webDir, 'src', 'features.js'), 'utf8');
     const bytes = /const RELAXED_SIMD_PROBE = new Uint8Array\(\[([^\]]*)\]\)/.exec(source)[1]
       .replace(/\/\/.*$/gm, '').split(',').map((x) => x.trim()).filter(Boolean).map(Number);
     expect(bytes.slice(-4, -1)).toEqual([0xfd, 0x85, 0x02]);
