@@ -62,6 +62,7 @@ const build: BuildName = sa.build;
 const moduleFacts: [string, boolean, string[], string] = [sa.backend, sa.simd, sa.backends,
   sa.kernels];
 const threading: [number, string | undefined] = [sa.threads, sa.threadsUnavailable];
+const threadsRunning: Promise<void> = sa.threadsReady; // every thread started
 const stats: MemoryStats = sa.memoryStats();
 const weightBytes: BytesByWeightType = stats.weightBytes;
 const cacheBytes: BytesByCacheType = stats.cacheBytes;
@@ -319,7 +320,7 @@ cache[Symbol.dispose]();
 }
 mha.dispose();
 
-export const used = [build, moduleFacts, threading, bytes, isMha, dims, resolvedRope, mhaFacts, outputs, kvFacts,
+export const used = [build, moduleFacts, threading, threadsRunning, bytes, isMha, dims, resolvedRope, mhaFacts, outputs, kvFacts,
   cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested,
   attentionOutputs];
 
