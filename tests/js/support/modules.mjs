@@ -1,9 +1,22 @@
 // The package under test, straight from web/ (the packaging test imports it
 // by name from an installed tarball instead).
-import { createAttentionModule } from '../../../web/index.js';
+import { createAttentionModule as createModule } from '../../../web/index.js';
 
-export { createAttentionModule };
 export * from '../../../web/index.js';
+
+// Every module a test file makes is disposed after the file's tests, which
+// frees whatever object a test left undisposed then rather than at a later
+// garbage collection, whose warning would reach the console of a file that
+// has ended (Jest counts that as a failure of the whole run).
+const modules = [];
+export async function createAttentionModule(options) {
+  const module = await createModule(options);
+  modules.push(module);
+  return module;
+}
+afterAll(() => {
+  for (const module of modules.splice(0)) module.dispose();
+});
 
 // One module per build, shared by the tests of a file. Each is forced, so a
 // build the engine cannot run fails the tests instead of being left out: the
