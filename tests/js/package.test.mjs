@@ -28,6 +28,8 @@ const SHIPPED = [
   'dist/simd_attention_training.wasm', 'index.d.ts', 'index.js',
   'LICENSE', 'package.json',
   ...fs.readdirSync(path.join(webDir, 'src')).filter((f) => f.endsWith('.js')).map((f) => `src/${f}`),
+  ...fs.readdirSync(path.join(webDir, 'types')).filter((f) => f.endsWith('.d.ts'))
+    .map((f) => `types/${f}`),
 ].sort();
 
 let tmp;

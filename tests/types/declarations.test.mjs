@@ -12,6 +12,7 @@
 //   parameters.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -21,19 +22,28 @@ import { BUILDS } from '../../web/src/loader.js';
 import { OPTION_KEYS } from '../../web/src/option-keys.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const dtsPath = path.resolve(here, '..', '..', 'web', 'index.d.ts');
+const webDir = path.resolve(here, '..', '..', 'web');
+// index.d.ts re-exports the files of web/types, which hold the declarations.
+const typesDir = path.join(webDir, 'types');
+const dtsPaths = [path.join(webDir, 'index.d.ts'), ...fs.readdirSync(typesDir)
+  .filter((f) => f.endsWith('.d.ts')).map((f) => path.join(typesDir, f))];
 const usagePath = path.join(here, 'usage.mts');
 
 const config = ts.getParsedCommandLineOfConfigFile(path.join(here, 'tsconfig.json'), {},
   { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => assert.fail(d.messageText) });
 const program = ts.createProgram(config.fileNames, config.options);
 const checker = program.getTypeChecker();
-const dts = program.getSourceFile(dtsPath);
+const dtsFiles = dtsPaths.map((p) => program.getSourceFile(p));
 const usage = program.getSourceFile(usagePath);
+
+test('index.d.ts reaches every file of web/types', () => {
+  assert.deepEqual(dtsFiles.filter((f) => f === undefined), []);
+});
 
 const isExported = (node) =>
   ts.getCombinedModifierFlags(node) & ts.ModifierFlags.Export;
-const exported = dts.statements.filter((s) => isExported(s) && s.name !== undefined);
+const exported = dtsFiles.flatMap((f) => f?.statements ?? [])
+  .filter((s) => isExported(s) && s.name !== undefined);
 const interfaces = new Map(exported.filter(ts.isInterfaceDeclaration)
   .map((d) => [d.name.text, d]));
 
@@ -113,8 +123,8 @@ test('usage.mts uses every declaration and member of index.d.ts', () => {
   for (const [name, declaration] of interfaces) {
     for (const member of declaration.members) {
       const label = ts.isConstructSignatureDeclaration(member) ? 'new'
-        : member.name.getText(dts);
-      const overloads = declaration.members.filter((m) => m.name?.getText(dts) === label);
+        : member.name.getText();
+      const overloads = declaration.members.filter((m) => m.name?.getText() === label);
       const which = overloads.length > 1 ? ` (overload ${overloads.indexOf(member) + 1})` : '';
       if (!used.has(member)) missing.push(`${name}.${label}${which}`);
     }
@@ -123,7 +133,7 @@ test('usage.mts uses every declaration and member of index.d.ts', () => {
 });
 
 test('the JS of the package passes tsc --checkJs', () => {
-  const entry = path.resolve(here, '..', '..', 'web', 'index.js');
+  const entry = path.join(webDir, 'index.js');
   const js = ts.createProgram([entry], {
     allowJs: true, checkJs: true, noEmit: true, noUnusedLocals: true,
     noUnusedParameters: true, target: ts.ScriptTarget.ES2022,
