@@ -11,7 +11,7 @@
 
 #include "bench/random_fill.h"
 #include "simd_attention/multi_head_attention.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention::bench {
 namespace {

@@ -1,8 +1,8 @@
 #include "glue.h"
 
 #include "js_arg_names.h"
-#include "checked_size.h"
-#include "validate.h"
+#include "checks/checked_size.h"
+#include "checks/validate.h"
 
 namespace simd_attention::bindings {
 

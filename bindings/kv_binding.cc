@@ -2,7 +2,7 @@
 
 #include <emscripten/bind.h>
 
-#include "training_module.h"
+#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 

@@ -15,7 +15,7 @@
 #include "kv_binding.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
-#include "training_module.h"
+#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 namespace {

@@ -16,7 +16,7 @@
 #include "kv_binding.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/pytorch_weights.h"
-#include "training_module.h"
+#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 namespace {

@@ -1,7 +1,7 @@
 // sumPartials: the sum of a split call's partial outputs, made by the pool
 // worker that gathers the call's parts (web/src/pool-worker.js), in C++ so
 // that an attention's sum is checked, and refused, as MultiHeadAttention
-// checks its own output (src/partial_outputs.h). JS names the method in
+// checks its own output (src/layers/partial_outputs.h). JS names the method in
 // front of the message.
 #include <emscripten/bind.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "glue.h"
-#include "partial_outputs.h"
+#include "layers/partial_outputs.h"
 #include "simd_attention/backend.h"
 
 namespace simd_attention::bindings {

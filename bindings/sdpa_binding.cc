@@ -11,8 +11,8 @@
 #include "glue.h"
 #include "js_arg_names.h"
 #include "simd_attention/scaled_dot_product_attention.h"
-#include "training_module.h"
-#include "validate.h"
+#include "training/training_module.h"
+#include "checks/validate.h"
 
 namespace simd_attention::bindings {
 namespace {

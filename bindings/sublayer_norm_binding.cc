@@ -2,7 +2,7 @@
 // a transformer layer that the worker pool splits (web/src/pool-layers.js).
 // The worker that adds the sublayer's partial outputs joins them to the
 // residual here, and every worker of a pre-LN sublayer normalizes its input
-// here, with the synchronous layer's checks and messages (src/residual.h,
+// here, with the synchronous layer's checks and messages (src/layers/residual.h,
 // LayerNorm). JS names the layer's method in front of each message.
 #include <emscripten/bind.h>
 
@@ -12,10 +12,10 @@
 
 #include "glue.h"
 #include "js_arg_names.h"
-#include "residual.h"
+#include "layers/residual.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention::bindings {
 

@@ -3,9 +3,9 @@
 # the tiny model (tiny_model_binding.cc) bound, loaded by
 # createAttentionModule({ training: true }). It links simd_attention's own
 # forwards, which keep what a backward needs (the inference modules link
-# simd_attention_inference's; see src/training_build.h). Highway only, as
+# simd_attention_inference's; see src/training/training_build.h). Highway only, as
 # the threaded builds, for size, and without what only inference uses
-# (src/training_module.h: SA_TRAINING_MODULE, set on the whole tree by the
+# (src/training/training_module.h: SA_TRAINING_MODULE, set on the whole tree by the
 # top CMakeLists.txt; the pool-only sources, bindings/CMakeLists.txt).
 set_target_properties(sa_js_module PROPERTIES OUTPUT_NAME simd_attention_training)
 target_sources(sa_js_module PRIVATE training_binding.cc tiny_model_binding.cc)

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "partial_outputs.h"
+#include "layers/partial_outputs.h"
 #include "random_mha.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/scaled_dot_product_attention.h"

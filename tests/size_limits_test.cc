@@ -8,12 +8,12 @@
 #include <random>
 #include <vector>
 
-#include "checked_size.h"
+#include "checks/checked_size.h"
 #include "random_mha.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/transformer_layers.h"
 #include "test_util.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

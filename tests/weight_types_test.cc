@@ -43,7 +43,7 @@
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/transformer_layers.h"
 #include "test_util.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention::testing {
 namespace {

@@ -14,7 +14,7 @@
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
-#include "training_module.h"
+#include "training/training_module.h"
 
 namespace simd_attention {
 

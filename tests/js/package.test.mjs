@@ -83,7 +83,7 @@ test('the tarball stays within its size budget', () => {
 // .wasm within 200 kB (200,000 bytes), the training build's too, as a page
 // that trains downloads it as a page running a model downloads another. It
 // fits by leaving out what only inference uses, each refused by name
-// (src/training_module.h), and by optimizing its glue across files at the
+// (src/training/training_module.h), and by optimizing its glue across files at the
 // link (-flto).
 // What a page without a bundler downloads by default, in brotli (quality
 // 11; what a server or CDN sends): the browser entry of the exports map

@@ -8,7 +8,7 @@
 // the residual and normalizes through the wasm module (SublayerNorm,
 // bindings/sublayer_norm_binding.cc), and answers with the next h. So the
 // math, its checks and their messages are the synchronous layers' own
-// (src/transformer_layers.cc, src/residual.h):
+// (src/layers/transformer_layers.cc, src/layers/residual.h):
 //   post-LN: h = LN(h + f(h)) for each sublayer f
 //   pre-LN:  h = h + f(LN(h)), each worker normalizing h for its part
 //
@@ -49,7 +49,7 @@ function weightsFit(weights, shapes, type) {
 
 // The attentions' config of a layer `given` this config: the fields
 // MultiHeadAttention's config also has, as the caller gave them, as C++
-// makes a layer's attentions (AttentionConfig, src/transformer_layers.cc);
+// makes a layer's attentions (AttentionConfig, src/layers/transformer_layers.cc);
 // the pooled attentions send them on whole, and each worker's object
 // resolves and judges them.
 function attentionConfig(given) {

@@ -1,5 +1,5 @@
 // An nn.MultiheadAttention state_dict that a synchronous MultiHeadAttention
-// has already accepted (src/pytorch_weights.cc judges and converts it
+// has already accepted (src/api/pytorch_weights.cc judges and converts it
 // there), transposed into setWeights' X @ W layout, for the pool, which
 // splits the result by heads: the C++ conversion takes whole attentions only.
 import { transposeRows } from './pytorch-layer-state.js';

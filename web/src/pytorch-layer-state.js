@@ -1,7 +1,7 @@
 // torch.nn.TransformerEncoderLayer / TransformerDecoderLayer state_dicts ->
 // the layers' setWeights groups (X @ W layout), and the PyTorch shapes of
 // every entry, which the checkpoint mapping also checks declared shapes
-// against. MultiHeadAttention's conversion is C++'s (src/pytorch_weights.cc);
+// against. MultiHeadAttention's conversion is C++'s (src/api/pytorch_weights.cc);
 // the wasm builds have none for the layers, so the transposes are done
 // here, each after checking its entry's length, without which a transpose
 // would scramble the values instead of failing. Values are C++'s to judge

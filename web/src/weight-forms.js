@@ -35,7 +35,7 @@ export function quantizedWhole(m, [rows, cols], type, parts, quantize) {
   return type === 'int8' && parts > 1 && m.scales === undefined ? quantize(m, rows, cols) : m;
 }
 
-// The largest magnitude each type holds (src/validate_values.cc refuses
+// The largest magnitude each type holds (src/checks/validate_values.cc refuses
 // larger float32 weights for it).
 const LARGEST = { f16: 65504, bf16: 3.3895313892515355e38 };
 

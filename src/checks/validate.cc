@@ -1,10 +1,10 @@
-#include "validate.h"
+#include "checks/validate.h"
 
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-#include "checked_size.h"
+#include "checks/checked_size.h"
 
 namespace simd_attention {
 

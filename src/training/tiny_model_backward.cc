@@ -8,12 +8,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "gradients.h"
-#include "parameters.h"
+#include "training/gradients.h"
+#include "training/parameters.h"
 #include "simd_attention/tiny_model.h"
 #include "threading/parallel.h"
-#include "tiny_model_parts.h"
-#include "validate.h"
+#include "training/tiny_model_parts.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

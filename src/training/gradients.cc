@@ -1,11 +1,11 @@
-#include "gradients.h"
+#include "training/gradients.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "checked_size.h"
+#include "checks/checked_size.h"
 #include "threading/parallel.h"
-#include "zero_filled.h"
+#include "storage/zero_filled.h"
 
 namespace simd_attention {
 namespace {

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 

@@ -7,20 +7,20 @@
 #include <stdexcept>
 #include <string>
 
-#include "attention_call.h"
-#include "checked_size.h"
+#include "api/attention_call.h"
+#include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
 #include "kernels/attention.h"
 #include "kernels/rope.h"
 #include "kernels/weight_packing.h"
-#include "packed_weights.h"
-#include "partial_outputs.h"
+#include "storage/packed_weights.h"
+#include "layers/partial_outputs.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "training_build.h"
-#include "training_module.h"
-#include "validate.h"
-#include "zero_filled.h"
+#include "training/training_build.h"
+#include "training/training_module.h"
+#include "checks/validate.h"
+#include "storage/zero_filled.h"
 
 namespace simd_attention {
 namespace {

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 

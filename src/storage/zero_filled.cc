@@ -1,4 +1,4 @@
-#include "zero_filled.h"
+#include "storage/zero_filled.h"
 
 #include <cstddef>
 #include <iterator>

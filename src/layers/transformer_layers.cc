@@ -4,14 +4,14 @@
 #include <stdexcept>
 #include <string>
 
-#include "checked_size.h"
+#include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
-#include "packed_weights.h"
-#include "residual.h"
+#include "storage/packed_weights.h"
+#include "layers/residual.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "training_build.h"
-#include "validate.h"
+#include "training/training_build.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

@@ -10,15 +10,15 @@
 #include <stdexcept>
 #include <string>
 
-#include "checked_size.h"
+#include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
-#include "gradients.h"
-#include "packed_weights.h"
-#include "residual.h"
+#include "training/gradients.h"
+#include "storage/packed_weights.h"
+#include "layers/residual.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "tiny_model_parts.h"
-#include "validate.h"
+#include "training/tiny_model_parts.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

@@ -1,4 +1,4 @@
-#include "checked_size.h"
+#include "checks/checked_size.h"
 
 #include <algorithm>
 #include <cmath>

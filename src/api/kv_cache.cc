@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "checked_size.h"
+#include "checks/checked_size.h"
 #include "kernels/weight_packing.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

@@ -1,13 +1,13 @@
-#include "residual.h"
+#include "layers/residual.h"
 
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "checked_size.h"
+#include "checks/checked_size.h"
 #include "threading/parallel.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 

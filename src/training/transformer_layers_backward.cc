@@ -16,11 +16,11 @@
 #include <stdexcept>
 
 #include "dispatch/dispatch.h"
-#include "gradients.h"
-#include "parameters.h"
+#include "training/gradients.h"
+#include "training/parameters.h"
 #include "simd_attention/transformer_layers.h"
 #include "threading/parallel.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

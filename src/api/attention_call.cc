@@ -1,4 +1,4 @@
-#include "attention_call.h"
+#include "api/attention_call.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "checked_size.h"
-#include "validate.h"
+#include "checks/checked_size.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

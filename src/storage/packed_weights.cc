@@ -1,12 +1,12 @@
-#include "packed_weights.h"
+#include "storage/packed_weights.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/weight_packing.h"
-#include "training_module.h"
-#include "validate.h"
+#include "training/training_module.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "checked_size.h"
-#include "validate.h"
+#include "checks/checked_size.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

@@ -1,9 +1,9 @@
-#include "partial_outputs.h"
+#include "layers/partial_outputs.h"
 
 #include <stdexcept>
 
 #include "dispatch/kernel_table.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 

@@ -6,13 +6,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "attention_call.h"
-#include "checked_size.h"
+#include "api/attention_call.h"
+#include "checks/checked_size.h"
 #include "dispatch/kernel_table.h"
 #include "kernels/attention.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

@@ -4,7 +4,7 @@
 // their size budget has no room for), and options.training is refused.
 #pragma once
 
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 

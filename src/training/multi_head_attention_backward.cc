@@ -14,16 +14,16 @@
 #include <stdexcept>
 #include <string>
 
-#include "attention_call.h"
-#include "checked_size.h"
+#include "api/attention_call.h"
+#include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/kernel_table.h"
-#include "gradients.h"
-#include "parameters.h"
+#include "training/gradients.h"
+#include "training/parameters.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {

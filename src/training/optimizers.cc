@@ -6,12 +6,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "checked_size.h"
+#include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
 #include "kernels/optimizer.h"
-#include "parameters.h"
+#include "training/parameters.h"
 #include "threading/parallel.h"
-#include "validate.h"
+#include "checks/validate.h"
 
 namespace simd_attention {
 namespace {
