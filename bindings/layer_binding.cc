@@ -66,7 +66,7 @@ val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
   v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
   const KernelsInfo k = DescribeKernels(kernels);
   v.set("backend", std::string(BackendName(k.backend)));
-  v.set("threads", c.threads == 0 ? ThreadPool::HardwareThreads() : c.threads);
+  v.set("threads", c.threads == 0 ? ThreadPool::DefaultThreads() : c.threads);
   v.set("kernels", std::string(k.name));
   return v;
 }

@@ -130,9 +130,9 @@ void LayerNorm::Backward(const float* x, size_t rows, const float* d_out, float*
   Training& t = *training_;
   if (t.dy_xhat.size() < n) t.dy_xhat.resize(n);
   // Rows are independent; ~1.5 ns an element over its three passes.
-  const size_t tasks = TaskCount(*pool_, 1.5 * double(n), rows);
+  const Split split = SplitWork(*pool_, 1.5 * double(n), rows);
   const TrainingKernels& training = TrainingKernelsFor(*kernels_);
-  ParallelRanges(*pool_, rows, tasks, [&](size_t begin, size_t end) {
+  ParallelRanges(*pool_, rows, split, [&](size_t begin, size_t end) {
     const size_t at = begin * d_model_;
     training.layer_norm_backward(x + at, end - begin, d_model_, gamma_.data(), eps_, d_out + at,
                                   d_x + at, t.dy_xhat.data() + at);
