@@ -57,6 +57,18 @@ function scribble(v, value = 7) {
 }
 
 // [label, kind, placement]
+// A synchronous MultiHeadAttention and one of `pool` alike, both given the
+// same random weights (from `seed`).
+async function attentionPair(pool, seed) {
+  const config = { dModel: d, numHeads: 2 };
+  const w = randomLayerWeights(d, f, seed).attention;
+  const sync = track(new module.MultiHeadAttention(config));
+  sync.setWeights(w);
+  const mha = await pool.MultiHeadAttention(config);
+  await mha.setWeights(w);
+  return { config, w, sync, mha };
+}
+
 const decoders = [['MultiHeadAttention', 'MultiHeadAttention', undefined],
   ['a TransformerDecoderLayer split', 'TransformerDecoderLayer', 'split'],
   ['a TransformerDecoderLayer whole', 'TransformerDecoderLayer', 'whole']];
@@ -140,12 +152,7 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
   test('inputs, masks, options and caches\' inputs written after the call do not reach it',
     async () => {
       const pool = pools[workers];
-      const config = { dModel: d, numHeads: 2 };
-      const w = randomLayerWeights(d, f, 9).attention;
-      const sync = track(new module.MultiHeadAttention(config));
-      sync.setWeights(w);
-      const mha = await pool.MultiHeadAttention(config);
-      await mha.setWeights(w);
+      const { w, sync, mha } = await attentionPair(pool, 9);
       // Each call is made, then everything it was given is overwritten
       // (arrays with zeros, options turned, shapes changed) before it runs.
       const given = () => ({ query: structuredClone(x), memory: structuredClone(memory),
@@ -214,12 +221,7 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
       get data() { return this.#data; }
       get shape() { return this.#shape; }
     }
-    const config = { dModel: d, numHeads: 2 };
-    const w = randomLayerWeights(d, f, 16).attention;
-    const sync = track(new module.MultiHeadAttention(config));
-    sync.setWeights(w);
-    const mha = await pool.MultiHeadAttention(config);
-    await mha.setWeights(w);
+    const { w, sync, mha } = await attentionPair(pool, 16);
     const options = Object.create({ causal: true, returnAttnWeights: true });
     expectSame(await mha.forward(new Tensor(x), undefined, undefined, options),
       sync.forward(new Tensor(x), undefined, undefined, options));
@@ -232,12 +234,7 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
   test('functions, symbols and objects of a class: the synchronous TypeError, or ignored as ' +
     'synchronously; the pool stays usable', async () => {
     const pool = pools[workers];
-    const config = { dModel: d, numHeads: 2 };
-    const w = randomLayerWeights(d, f, 18).attention;
-    const sync = track(new module.MultiHeadAttention(config));
-    sync.setWeights(w);
-    const mha = await pool.MultiHeadAttention(config);
-    await mha.setWeights(w);
+    const { config, w, sync, mha } = await attentionPair(pool, 18);
     const fn = () => {};
     const sym = Symbol('s');
     class Options { constructor() { this.causal = fn; } }
