@@ -119,34 +119,25 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
       const pool = pools[workers];
       const mhaConfig = { dModel: d, numHeads: 2 };
       const layerConfig = { dModel: d, numHeads: 2, ffnDim: f };
-      const targets = [['MultiHeadAttention', mhaConfig, undefined],
-        ['TransformerEncoderLayer', layerConfig, 'split'],
-        ['TransformerEncoderLayer', layerConfig, 'whole']];
-      for (const [kind, config, placement] of targets) {
-        const given = kind === 'MultiHeadAttention' ? randomLayerWeights(d, f, 4).attention
-          : randomLayerWeights(d, f, 4);
+      // The last: nn.MultiheadAttention's state_dict.
+      const state = { in_proj_weight: randomFloats(3 * d * d, 5), in_proj_bias: randomFloats(3 * d, 6),
+        'out_proj.weight': randomFloats(d * d, 7), 'out_proj.bias': randomFloats(d, 8) };
+      const targets = [
+        ['MultiHeadAttention', mhaConfig, undefined, 'setWeights', randomLayerWeights(d, f, 4).attention],
+        ['TransformerEncoderLayer', layerConfig, 'split', 'setWeights', randomLayerWeights(d, f, 4)],
+        ['TransformerEncoderLayer', layerConfig, 'whole', 'setWeights', randomLayerWeights(d, f, 4)],
+        ['MultiHeadAttention', mhaConfig, undefined, 'setWeightsFromPyTorch', state]];
+      for (const [kind, config, placement, method, given] of targets) {
         const sync = track(new module[kind](config));
-        sync.setWeights(given);
+        sync[method](given);
         const pooled = await pool[kind](config, placement && { placement });
         const w = structuredClone(given);
-        const set = pooled.setWeights(w);
+        const set = pooled[method](w);
         scribble(w);
         await set;
         expectSame(await pooled.forward(x), sync.forward(x));
         await pooled.dispose();
       }
-      // nn.MultiheadAttention's state_dict, written after the call.
-      const state = { in_proj_weight: randomFloats(3 * d * d, 5), in_proj_bias: randomFloats(3 * d, 6),
-        'out_proj.weight': randomFloats(d * d, 7), 'out_proj.bias': randomFloats(d, 8) };
-      const sync = track(new module.MultiHeadAttention(mhaConfig));
-      sync.setWeightsFromPyTorch(state);
-      const pooled = await pool.MultiHeadAttention(mhaConfig);
-      const copy = structuredClone(state);
-      const set = pooled.setWeightsFromPyTorch(copy);
-      scribble(copy);
-      await set;
-      expectSame(await pooled.forward(x), sync.forward(x));
-      await pooled.dispose();
     });
 
   test('inputs, masks, options and caches\' inputs written after the call do not reach it',
