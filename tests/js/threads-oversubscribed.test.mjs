@@ -5,11 +5,17 @@
 // pays for, at most one per processor beside the caller; 7 workers spinning
 // on 2 cores made S1 4.3x and D1 4.4-5.5x slower than 2 threads.
 //
-// On a machine shared with other work (CI), one interleaved measurement can
-// land in a burst of it: the ratio is the median of per-round ratios (the two
-// modules alternate, each round a few milliseconds of calls), and a
-// measurement over the bound is taken again, up to 3 in all; the
-// oversubscription this catches is 4x, not 10%.
+// On a machine shared with other work (CI) one measurement can land in a
+// burst of it, and there more threads can even win a larger share of the
+// cores: a measurement is the median of per-round ratios (the two modules
+// alternate, each round 20 ms of calls each), and the test takes the median
+// of 3 measurements (2 when they agree). The oversubscription this catches
+// is 2-5x, not 10%: at a load average of 13 on the 2 cores the ratios
+// measured were 0.95-1.09, and 2.0-5.2 before the fix. Where the machine's
+// other work gives the 8 threads a larger share of the cores, their wall time
+// may hide spinning; the process's CPU time per call does not (1.0-1.06 here,
+// 2.0-2.3 before): on 2 processors or fewer, where both modules run as many
+// threads, its median ratio is held to 1.25.
 import os from 'node:os';
 
 import { WORKLOADS, makeData } from '../../web/bench-kit/workloads.js';
@@ -19,10 +25,10 @@ import { createAttentionModule } from './support/modules.mjs';
 const processors = os.availableParallelism?.() ?? os.cpus().length;
 // 8, or the most a machine with fewer processors than 2 accepts.
 const MANY = Math.min(8, WORKERS_PER_PROCESSOR * processors);
-const ROUNDS = 21;
-const SLOT_MS = 6;
+const ROUNDS = 41;
+const SLOT_MS = 20;
 const BOUND = 1.1;
-const ATTEMPTS = 3;
+const CPU_BOUND = 1.25;
 
 const [two, many] = await Promise.all([2, MANY].map(async (threads) => {
   const module = await createAttentionModule({ threads });
@@ -57,28 +63,35 @@ function runner(module, w, data) {
   };
 }
 
-// ms per call of each runner over one slot of `calls` calls.
+// Wall and CPU ms (the process's, every thread) per call of a runner over
+// one slot of `calls` calls.
 function slot(r, calls) {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < calls; i++) r.run();
-  return (performance.now() - t0) / calls;
+  const wall = (performance.now() - t0) / calls;
+  const c = process.cpuUsage(c0);
+  return { wall, cpu: (c.user + c.system) / 1000 / calls };
 }
 
-// The median over ROUNDS rounds of (time on `b`) / (time on `a`), the two
-// alternating which goes first.
+const median = (values) => values.sort((x, y) => x - y)[values.length >> 1];
+
+// The medians over ROUNDS rounds of (wall time on `b`) / (wall time on `a`)
+// and of the same for CPU time, the two alternating which goes first.
 function medianRatio(a, b, calls) {
-  const ratios = [];
+  const wall = [];
+  const cpu = [];
   for (let round = 0; round < ROUNDS; round++) {
     const first = round % 2 === 0 ? a : b;
     const second = first === a ? b : a;
     const t = new Map([[first, slot(first, calls)], [second, slot(second, calls)]]);
-    ratios.push(t.get(b) / t.get(a));
+    wall.push(t.get(b).wall / t.get(a).wall);
+    cpu.push(t.get(b).cpu / t.get(a).cpu);
   }
-  ratios.sort((x, y) => x - y);
-  return ratios[ROUNDS >> 1];
+  return { wall: median(wall), cpu: median(cpu) };
 }
 
-test.each(['S1', 'D1'])(`%s on ${MANY} threads takes at most 1.1x its time on 2`, (name) => {
+test.each(['S1', 'D1'])(`%s on ${MANY} threads: at most 1.1x the time on 2`, (name) => {
   const w = WORKLOADS.find((x) => x.name === name);
   const data = makeData(w);
   const a = runner(two, w, data);
@@ -87,15 +100,18 @@ test.each(['S1', 'D1'])(`%s on ${MANY} threads takes at most 1.1x its time on 2`
     const want = Float32Array.from(a.run());
     expect(Float32Array.from(b.run())).toEqual(want);
     for (let i = 0; i < 20; i++) a.run(), b.run(); // warm-up
-    const calls = Math.max(1, Math.round(SLOT_MS / slot(a, 5)));
-    const measured = [];
-    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      measured.push(medianRatio(a, b, calls));
-      if (measured.at(-1) <= BOUND) break;
-    }
+    const calls = Math.max(1, Math.round(SLOT_MS / slot(a, 5).wall));
+    const measured = [medianRatio(a, b, calls), medianRatio(a, b, calls)];
+    const agree = (measured[0].wall <= BOUND) === (measured[1].wall <= BOUND);
+    if (!agree) measured.push(medianRatio(a, b, calls));
+    measured.sort((x, y) => x.wall - y.wall);
     console.log(`${name}: ${MANY} threads / 2 threads, medians of ${ROUNDS} rounds of ` +
-      `${calls} calls: ${measured.map((r) => r.toFixed(3)).join(', ')}`);
-    expect(Math.min(...measured)).toBeLessThanOrEqual(BOUND);
+      `${calls} calls: wall ${measured.map((r) => r.wall.toFixed(3)).join(', ')}; ` +
+      `CPU ${measured.map((r) => r.cpu.toFixed(3)).join(', ')}`);
+    expect(measured[1].wall).toBeLessThanOrEqual(BOUND);
+    // Where both run on as many threads (2 processors or fewer), the same
+    // work on the same threads: the same CPU time.
+    if (processors <= 2) expect(median(measured.map((r) => r.cpu))).toBeLessThanOrEqual(CPU_BOUND);
   } finally {
     a.dispose();
     b.dispose();
