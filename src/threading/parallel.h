@@ -26,9 +26,10 @@ struct Split {
 // How to split `work_ns` of work (its estimated time on one thread) into at
 // most `max_tasks` tasks: on one thread below the pool's min_parallel_ns;
 // else on a thread per half of that (waking a worker and its first cache
-// misses cost 5-20 us, so S1's 21 MFLOP should not wake 16), at most the
-// pool's parallelism(), with up to tasks_per_thread tasks per thread, each
-// of at least min_task_ns.
+// misses cost 5-20 us: S1's projections, ~160 us each by ParallelGemm's
+// estimate, wake 10 threads of 16, its attention none), at most the pool's
+// parallelism(), with up to tasks_per_thread tasks per thread, each of at
+// least min_task_ns.
 inline Split SplitWork(const ThreadPool& pool, double work_ns, size_t max_tasks,
                        size_t tasks_per_thread = kTasksPerThread) {
   if (pool.parallelism() == 1 || max_tasks <= 1 || work_ns < pool.min_parallel_ns()) {
