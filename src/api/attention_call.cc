@@ -152,7 +152,10 @@ double AttentionCall::HeadNs(size_t d) const {
     const ptrdiff_t ahead = causal ? 0 : std::max<ptrdiff_t>(right_, 0);
     keys = std::min(keys, double(left_ + ahead + 1));
   }
-  return 4.0 * double(tq_) * keys * double(d) / 40.0;
+  // Plus the head's key and value rows read once at ~20 GB/s: a decoding
+  // step's attention is all cache traffic (D1 reads 3.1 MB of it for 2 x 0.2
+  // MFLOP per head), which the FLOPs alone put under the parallel threshold.
+  return 4.0 * double(tq_) * keys * double(d) / 40.0 + keys * 2.0 * double(d) * 4.0 / 20.0;
 }
 
 void AttentionCall::Set(AttentionArgs& a, size_t b, size_t h, size_t q0) const {

@@ -79,7 +79,8 @@ class AttentionCall {
   // magnitudes could overflow float32; `too_large` names what to scale down.
   void CheckScoreRange(double max_abs_q, double max_abs_k, const char* too_large) const;
   // One head's estimated time on one thread (ns) for the cost models: 4 tq
-  // keys d FLOPs at ~40 GFLOP/s, keys the most any query sees.
+  // keys d FLOPs at ~40 GFLOP/s and its keys' and values' 2 keys d floats at
+  // ~20 GB/s, keys the most any query sees.
   double HeadNs(size_t d) const;
   // Sets the bounds, masks, scale and softcap of the kernel's work item for
   // batch item b, head h and queries from q0.
