@@ -10,6 +10,7 @@
 #include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
 #include "kernels/optimizer.h"
+#include "kernels/int8_gemm.h"
 #include "kernels/int8_gemv.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
@@ -29,11 +30,16 @@ struct KernelTable {
   size_t gemm_k_block;
   // Packs w [k, n] (row-major) into panels; `packed` holds PackedFloats(k, n).
   void (*pack_b)(const float* w, size_t k, size_t n, float* packed);
+  // Every weight type; int8 weights in integers (kernels/int8_gemm.h).
   void (*gemm)(const GemmArgs& args);
   // The same product for int8 weights and at most kInt8GemvMaxRows rows, in
   // integers (kernels/int8_gemv.h); RunGemm picks between the two. Null in
   // the training module, which holds no int8 weights (training_module.h).
   void (*int8_gemv)(const GemmArgs& args);
+  // A of an int8 product quantized as `gemm` would (kernels/int8_gemm.h:
+  // Int8Words words, m row steps), for the tasks of a split product to share
+  // (kernels/int8_activations.h). Null in the training module.
+  void (*int8_quantize)(const GemmArgs& args, int32_t* words, float* row_scales);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
   // Rotary position embedding of Q or K rows, in place. Null in the

@@ -1,7 +1,7 @@
-// Integer GEMV for int8 weights over a vector layer `Ops` (MulAddPairs, see
-// simd/ops_highway-inl.h), with the policy of int8_gemv.h: C = A * packed B
-// (+ bias) for at most kInt8GemvMaxRows rows of A, B in the pair-interleaved
-// int8 panels of kernels/gemm.h.
+// Integer GEMV for int8 weights over a vector layer `Ops` (LoadPairs,
+// SetPair, MulAddPairs, see simd/ops_highway-inl.h), with the policy of
+// int8_gemv.h: C = A * packed B (+ bias) for at most kInt8GemvMaxRows rows
+// of A, B in the pair-interleaved int8 panels of kernels/gemm.h.
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file, after gemm-inl.h.
@@ -28,8 +28,9 @@ struct Int8Gemv {
     }
     for (size_t i = 0; i < pairs; ++i, w += 2 * kPanel) {
       for (size_t r = 0; r < R; ++r) {
+        const typename Ops::VP a = Ops::SetPair(words[r * ldw + i]);
         for (size_t v = 0; v < kVecs; ++v) {
-          acc[r][v] = Ops::MulAddPairs(w + v * 2 * kL, words[r * ldw + i], acc[r][v]);
+          acc[r][v] = Ops::MulAddPairs(Ops::LoadPairs(w + v * 2 * kL), a, acc[r][v]);
         }
       }
     }

@@ -42,6 +42,8 @@ constexpr size_t kInt8WordPairs = 4 * kInt8ChunkPairs;
 // The int16 step of a row of k activations: max |a| / 32767 (0 for a row of
 // zeros), and its inverse (0 for a row of zeros) in `inverse`.
 float Int8RowScale(const float* a, size_t k, float* inverse);
+// The same from the row's max |a| (the integer GEMM finds it with vectors).
+float Int8Step(float largest, float* inverse);
 
 // `pairs` words of two int16 activations each, round(a * inverse) (|q| <=
 // 32767: the product's roundings stay below half a step), the first in the

@@ -5,11 +5,15 @@
 
 namespace simd_attention {
 
+float Int8Step(float largest, float* inverse) {
+  *inverse = largest > 0 ? 32767.0f / largest : 0.0f;
+  return largest / 32767.0f;
+}
+
 float Int8RowScale(const float* a, size_t k, float* inverse) {
   float largest = 0;
   for (size_t kk = 0; kk < k; ++kk) largest = std::max(largest, std::fabs(a[kk]));
-  *inverse = largest > 0 ? 32767.0f / largest : 0.0f;
-  return largest / 32767.0f;
+  return Int8Step(largest, inverse);
 }
 
 void QuantizePairs(const float* a, size_t k, size_t first, size_t p0, size_t pairs,
