@@ -64,8 +64,10 @@ constexpr size_t kGemmPrefetchLines = 32;
 // Gemm::Step must inline: called out of line, its accumulators live in
 // memory (GCC did that to the lambda it replaced, on highway AVX2).
 #define SA_GEMM_INLINE inline __attribute__((always_inline))
+#define SA_GEMM_INLINE_LAMBDA __attribute__((always_inline))
 #else
 #define SA_GEMM_INLINE inline
+#define SA_GEMM_INLINE_LAMBDA
 #endif
 
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__wasm__)

@@ -73,14 +73,23 @@ struct Int8Gemm {
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < kVecs; ++v) acc[r][v] = Ops::ZeroI();
     }
-    for (size_t i = 0; i < pairs; ++i, w += 2 * kPanel, words += kRows) {
+    // Two pairs per iteration, the second at constant offsets: wasm
+    // addresses are a pointer plus a constant, so the loop's pointer adds,
+    // its branch and V8's interrupt check come once per two pairs.
+    const auto step = [&](const int8_t* wp, const int32_t* ap) SA_GEMM_INLINE_LAMBDA {
       VP b[kVecs];
-      for (size_t v = 0; v < kVecs; ++v) b[v] = Ops::LoadPairs(w + v * 2 * kL);
+      for (size_t v = 0; v < kVecs; ++v) b[v] = Ops::LoadPairs(wp + v * 2 * kL);
       for (size_t r = 0; r < R; ++r) {
-        const VP a = Ops::SetPair(words[r]);
+        const VP a = Ops::SetPair(ap[r]);
         for (size_t v = 0; v < kVecs; ++v) acc[r][v] = Ops::MulAddPairs(b[v], a, acc[r][v]);
       }
+    };
+    for (const int8_t* end = w + pairs / 2 * 4 * kPanel; w != end;
+         w += 4 * kPanel, words += 2 * kRows) {
+      step(w, words);
+      step(w + 2 * kPanel, words + kRows);
     }
+    if (pairs % 2 != 0) step(w, words);
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < kVecs; ++v) {
         const V scale = Ops::Mul(Ops::Load(scales + v * kL), Ops::Set(row_scale[r]));

@@ -115,10 +115,16 @@ struct HighwayOps {
 #else
   using DP = hwy::HWY_NAMESPACE::Repartition<int16_t, DI>;
   using VP = hwy::HWY_NAMESPACE::Vec<DP>;
+#if HWY_TARGET == HWY_WASM
+  // One v128.load8x8_s (pmovsxbw from memory in V8): Highway's LoadU and
+  // PromoteTo stay two instructions, a 64-bit load and a sign extension.
+  static VP LoadPairs(const int8_t* w) { return VP{wasm_i16x8_load8x8(w)}; }
+#else
   static VP LoadPairs(const int8_t* w) {
     const hwy::HWY_NAMESPACE::Rebind<int8_t, DP> d8;
     return hwy::HWY_NAMESPACE::PromoteTo(DP(), hwy::HWY_NAMESPACE::LoadU(d8, w));
   }
+#endif
   static VP SetPair(int32_t pair) {
     return hwy::HWY_NAMESPACE::BitCast(DP(), hwy::HWY_NAMESPACE::Set(DI(), pair));
   }
