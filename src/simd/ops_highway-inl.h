@@ -138,9 +138,19 @@ struct HighwayOps {
     asm("vpdpwssd %2, %1, %0" : "+v"(sum) : "v"(w.raw), "v"(a.raw));
     return VI{sum};
   }
+#elif HWY_TARGET == HWY_EMU128
+  // Each lane's two products added to it at once: EMU128's
+  // ReorderWidenMulAccumulate sums odd lanes apart, one more pass over the
+  // lanes to add them back.
+  static VI MulAddPairs(VP w, VP a, VI acc) {
+    for (size_t i = 0; i < kLanes; ++i) {
+      acc.raw[i] += int32_t{w.raw[2 * i]} * a.raw[2 * i] + int32_t{w.raw[2 * i + 1]} * a.raw[2 * i + 1];
+    }
+    return acc;
+  }
 #else
   // ReorderWidenMulAccumulate is pmaddwd / i32x4.dot_i16x8_s plus an add on
-  // x86 and WASM (odd_sums stays zero); EMU128 sums odd lanes apart.
+  // x86 and WASM (odd_sums stays zero).
   static VI MulAddPairs(VP w, VP a, VI acc) {
     VI odd_sums = ZeroI();
     const VI sums = hwy::HWY_NAMESPACE::ReorderWidenMulAccumulate(DI(), w, a, acc, odd_sums);
