@@ -14,6 +14,7 @@
 #include "kernels/rope.h"
 #include "kernels/weight_packing.h"
 #include "storage/packed_weights.h"
+#include "layers/norms.h"
 #include "layers/partial_outputs.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
@@ -24,6 +25,11 @@
 
 namespace simd_attention {
 namespace {
+
+// QK-norm's kinds: those without a shift.
+constexpr bool WithoutBeta(const NormKindTraits& row) { return !row.has_beta; }
+constexpr ChoiceList kQkNormChoices =
+    ChoicesOf(kNormKinds, &NormKindTraits::name, true, &WithoutBeta);
 
 size_t RoundUp(size_t x, size_t multiple) {
   return (x + multiple - 1) / multiple * multiple;
@@ -78,6 +84,13 @@ MhaConfig Resolve(MhaConfig c) {
       ThrowInvalidArgument({"config.", n.rope_base, ": expected a finite number > 0, got ",
                             NumberString(c.rope.base)});
     }
+  }
+  if (c.qk_norm.enabled) {
+    if (Traits(c.qk_norm.kind).has_beta) {
+      ThrowInvalidArgument({ConfigName(n.qk_norm_kind), ": expected ", kQkNormChoices.view(),
+                            ", got '", Traits(c.qk_norm.kind).name, "'"});
+    }
+    CheckEps(ConfigName(n.qk_norm_eps), c.qk_norm.eps);
   }
   if (c.threads == 0) c.threads = ThreadPool::HardwareThreads();
   // The weight matrices must be allocatable before anything pads them.
@@ -209,6 +222,18 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
     }
     CheckFinite(b.name, b.values);
   }
+  std::vector<float> q_norm, k_norm;
+  if (c.qk_norm.enabled) {
+    q_norm = NormScales(n.q_norm, w.q_norm, head_dim(), c.qk_norm.kind);
+    k_norm = NormScales(n.k_norm, w.k_norm, head_dim(), c.qk_norm.kind);
+  } else {
+    for (const auto& [name, values] : {std::pair{n.q_norm, w.q_norm}, {n.k_norm, w.k_norm}}) {
+      if (!values.empty()) {
+        ThrowInvalidArgument({name, ": config.", n.qk_norm_kind, " is not set, so none may be "
+                              "given; got ", std::to_string(values.size()), " values"});
+      }
+    }
+  }
   // Packed aside, so that a weight refused leaves the object as it was.
   PackedMatrix q = PackProjection(n.w_q, w.w_q, w.stored_w_q, w.b_q, c.d_model, c.num_heads,
                                   head_dim(), layout_.dk_pad);
@@ -233,6 +258,8 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   q_ = std::move(q);
   k_ = std::move(k);
   v_ = std::move(v);
+  q_norm_ = std::move(q_norm);
+  k_norm_ = std::move(k_norm);
   has_weights_ = true;
   // Its gradients would mix the old weights with the new (a build without
   // training never makes this state: only a training forward does).
@@ -266,7 +293,7 @@ const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
 
 void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, const PackedMatrix& p,
                                  float* out, size_t ldc, ComputedScan& scan,
-                                 const size_t* rotate_from) {
+                                 const size_t* rotate_from, const float* head_norm) {
   const RopeConfig& rope = config_.rope;
   // (The training module refuses config.rope: its rotations fold away.)
   const bool rotate =
@@ -276,12 +303,18 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
   struct Written {
     const KernelTable* kernels;
     bool rotate;
+    const float* head_norm;
+    size_t head_dim;
+    float norm_eps;
     RopeArgs args;  // x: batch item 0's row 0
     size_t batch, batch_floats, rows;
     ComputedScan* scan;
   };
   const Written written{kernels_,
                         rotate,
+                        head_norm,
+                        config_.head_dim,
+                        static_cast<float>(config_.qk_norm.eps),
                         {.x = out,
                          .ld = ldc,
                          .tokens = tokens,
@@ -295,13 +328,23 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
                         tokens * ldc,
                         rows,
                         &scan};
-  // Rotated: units of whole heads and whole GEMM panels, so that a task
-  // turns only heads it wrote (64-float heads on 32-float panels give a head
-  // a unit); else a task's columns at once.
+  // Normalized or rotated: units of whole heads and whole GEMM panels, so
+  // that a task turns only heads it wrote (64-float heads on 32-float panels
+  // give a head a unit); else a task's columns at once.
   const GemmEpilogue then{
-      rotate ? std::lcm(dk, kernels_->panel_width) : 0,
+      rotate || head_norm != nullptr ? std::lcm(dk, kernels_->panel_width) : 0,
       [](const void* context, size_t col0, size_t col1) {
         const Written& w = *static_cast<const Written*>(context);
+        if (w.head_norm != nullptr) {
+          // Each row's heads in [col0, col1) as rows of head_dim, dk apart.
+          const size_t heads = (col1 - col0) / w.args.head_stride;
+          for (size_t r = 0; r < w.rows; ++r) {
+            const size_t b = r / w.args.tokens, t = r % w.args.tokens;
+            float* row = w.args.x + b * w.batch_floats + t * w.args.ld + col0;
+            w.kernels->rms_norm(row, heads, w.head_dim, w.args.head_stride, w.head_norm,
+                                w.norm_eps, row);
+          }
+        }
         if (w.rotate) {
           RopeArgs a = w.args;
           a.heads = (col1 - col0) / a.head_stride;
@@ -404,7 +447,7 @@ MultiHeadAttention::ProjectedKV MultiHeadAttention::ProjectKeysValues(
   kv.v = kv.k + rows * layout_.key_row();
   ComputedScan key_scan, value_scan;
   Project(key.data.data(), key.batch, key.tokens, k_, kv.k, layout_.key_row(), key_scan,
-          &key_pos0);
+          &key_pos0, KeyNorm());
   Project(value.data.data(), value.batch, value.tokens, v_, kv.v, layout_.value_row(),
           value_scan);
   const std::string cache_type = ConfigName(config_.names->cache_type);
@@ -548,7 +591,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   if (kTrainingBuild && !training) ReleaseTraining();
   float* stats = training ? training_->softmax_stats.data() : nullptr;  // [B, H, Tq, 2]
   ComputedScan query_scan;
-  Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0);
+  Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0, QueryNorm());
   const double max_abs_query = query_scan.Judge("the query projection query W_q + b_q",
                                                 {q, batch * tq * ld_q}, kTooLarge);
   call.CheckScoreRange(max_abs_query, kv.max_abs_key,

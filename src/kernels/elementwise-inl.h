@@ -1,5 +1,6 @@
-// LayerNorm, FFN activations and the residual add over a vector layer
-// `Ops`, and the backward of LayerNorm and of the activations. Rows are processed a vector at a time with a scalar tail, so any
+// LayerNorm, RMSNorm, FFN activations, the gated product and the residual
+// add over a vector layer `Ops`, and the backward of LayerNorm and of the
+// activations. Rows are processed a vector at a time with a scalar tail, so any
 // width works; the scalar tail runs the same formulas through ScalarOps, the
 // one-float vector layer (Ops on a partial vector would need a masked load,
 // which the vector layer deliberately does not have).
@@ -46,8 +47,20 @@ struct Elementwise {
         return Math::Mul(Math::Mul(Math::Set(0.5f), x),
                          Math::Add(Math::Set(1.0f),
                                    Erf<T, Math>(Math::Mul(x, Math::Set(0.7071067812f)))));
+      case Activation::kSilu:
+        return Math::Mul(x, Sigmoid<T, Math>(x));
     }
     return x;
+  }
+
+  // 1 / (1 + e^-x) from e = exp(-|x|) <= 1, which never overflows: 1 / (1 +
+  // e) for x > 0, e / (1 + e) otherwise (no cancellation for negative x).
+  template <class T, class Math>
+  static T Sigmoid(T x) {
+    const T e = ExpNonPositive<T, Math>(Math::Sub(Math::Zero(), Math::Abs(x)));
+    const T one = Math::Set(1.0f);
+    const T numerator = Math::Add(e, Math::SelectPositive(x, Math::Sub(one, e)));
+    return Math::Div(numerator, Math::Add(one, e));
   }
 
   // d * act'(x): the activation's backward at its input x.
@@ -78,6 +91,11 @@ struct Elementwise {
             ExpNonPositive<T, Math>(Math::Mul(Math::Set(-0.5f), Math::Mul(x, x))));
         return Math::Mul(d, Math::MulAdd(x, pdf, cdf));
       }
+      case Activation::kSilu: {  // s + x s (1 - s), s = sigmoid(x)
+        const T s = Sigmoid<T, Math>(x);
+        const T one_minus_s = Math::Sub(Math::Set(1.0f), s);
+        return Math::Mul(d, Math::MulAdd(Math::Mul(x, s), one_minus_s, s));
+      }
     }
     return d;
   }
@@ -98,6 +116,49 @@ struct Elementwise {
       Ops::Store(Activate<V, Ops>(act, Ops::Load(x + i)), x + i);
     }
     for (; i < n; ++i) x[i] = Activate<float, ScalarOps>(act, x[i]);
+  }
+
+  // A gated FFN's hidden units, `rows` rows of n: out = act(gate) * up, where
+  // row r's gate is gate_up + r * ld and its up the n floats after it (one
+  // GEMM wrote both halves); out (row stride n) may alias gate_up's rows
+  // when ld == n... it never does here: out is its own buffer.
+  static void GatedActivation(Activation act, const float* gate_up, size_t rows, size_t n,
+                              size_t ld, float* out) {
+    for (size_t r = 0; r < rows; ++r) {
+      const float* gate = gate_up + r * ld;
+      const float* up = gate + n;
+      float* o = out + r * n;
+      size_t i = 0;
+      for (; i + kL <= n; i += kL) {
+        Ops::Store(Ops::Mul(Activate<V, Ops>(act, Ops::Load(gate + i)), Ops::Load(up + i)), o + i);
+      }
+      for (; i < n; ++i) o[i] = Activate<float, ScalarOps>(act, gate[i]) * up[i];
+    }
+  }
+
+  // RMSNorm of each of `rows` rows of width d (row r at x + r * ld, written at
+  // out + r * ld; out may alias x): x / sqrt(mean(x^2) + eps) * gamma, the
+  // mean square accumulated in float32 as transformers' LlamaRMSNorm does.
+  static void RmsNorm(const float* x, size_t rows, size_t d, size_t ld, const float* gamma,
+                      float eps, float* out) {
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = x + r * ld;
+      float* o = out + r * ld;
+      V acc = Ops::Zero();
+      size_t i = 0;
+      for (; i + kL <= d; i += kL) {
+        const V v = Ops::Load(in + i);
+        acc = Ops::MulAdd(v, v, acc);
+      }
+      float squares = Ops::ReduceSum(acc);
+      for (; i < d; ++i) squares += in[i] * in[i];
+      const float inv = 1.0f / std::sqrt(squares / float(d) + eps);
+      const V vinv = Ops::Set(inv);
+      for (i = 0; i + kL <= d; i += kL) {
+        Ops::Store(Ops::Mul(Ops::Mul(Ops::Load(in + i), vinv), Ops::Load(gamma + i)), o + i);
+      }
+      for (; i < d; ++i) o[i] = in[i] * inv * gamma[i];
+    }
   }
 
   // out = x + y (out may alias either).

@@ -27,6 +27,8 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.activation = &Elementwise<Ops>::ApplyActivation;
   t.add = &Elementwise<Ops>::Add;
   t.layer_norm = &Elementwise<Ops>::LayerNorm;
+  t.rms_norm = &Elementwise<Ops>::RmsNorm;
+  t.gated_activation = &Elementwise<Ops>::GatedActivation;
   return t;
 }
 

@@ -48,6 +48,21 @@ void Rotate(std::vector<double>& x, size_t batch, size_t tokens, size_t heads, s
   }
 }
 
+// QK-norm: each head of d features times scale / sqrt(mean square + eps),
+// the scale as stored (1 + stored for Gemma's kind).
+void NormalizeHeads(std::vector<double>& x, size_t d, const QkNormConfig& norm,
+                    std::span<const float> stored) {
+  if (!norm.enabled) return;
+  const double plus = Traits(norm.kind).plus_one ? 1.0 : 0.0;
+  for (size_t h = 0; h < x.size() / d; ++h) {
+    double* v = &x[h * d];
+    double squares = 0;
+    for (size_t i = 0; i < d; ++i) squares += v[i] * v[i];
+    const double inv = 1 / std::sqrt(squares / double(d) + norm.eps);
+    for (size_t i = 0; i < d; ++i) v[i] *= inv * (plus + stored[i]);
+  }
+}
+
 }  // namespace
 
 MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
@@ -62,6 +77,8 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
   const std::vector<double> V = Linear(value.data, B * Tk, c.vdim, w.w_v, w.b_v, Hkv * dv);
   // Self-attention's keys sit at the queries' positions, others from 0.
   const bool self = key.data.data() == query.data.data();
+  NormalizeHeads(Q, dk, c.qk_norm, w.q_norm);
+  NormalizeHeads(K, dk, c.qk_norm, w.k_norm);
   Rotate(Q, B, Tq, H, dk, c.rope, opt.position_offset);
   Rotate(K, B, Tk, Hkv, dk, c.rope, self ? opt.position_offset : 0);
   // A mask given without a shape is [B, H, Tq, Tk] by its length, else [Tq, Tk].

@@ -72,6 +72,10 @@ double ReferenceActivationDerivative(Activation act, double x) {
     case Activation::kGeluErf:
       return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
              x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    case Activation::kSilu: {
+      const double s = 1 / (1 + std::exp(-x));
+      return s + x * s * (1 - s);
+    }
   }
   return 1;
 }

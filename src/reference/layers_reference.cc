@@ -40,6 +40,8 @@ double ReferenceActivation(Activation act, double x) {
       return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case Activation::kGeluErf:
       return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kSilu:
+      return x / (1 + std::exp(-x));
   }
   return x;
 }

@@ -50,6 +50,11 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
         "options.training: the backward of rotary positions is not implemented, so training "
         "expects config.rope.style kNone, got a rotary style");
   }
+  if (config_.qk_norm.enabled) {
+    throw std::invalid_argument(
+        "options.training: the backward of QK-norm is not implemented, so training expects "
+        "config.qk_norm unset, got it set");
+  }
   if (config_.weights != WeightType::kF32) {
     // An optimizer updates the float32 panels in place; narrow ones would
     // round every step away.

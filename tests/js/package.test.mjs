@@ -92,7 +92,7 @@ test('the tarball stays within its size budget', () => {
 // .wasm. Measured 94,775 bytes: the entry 19,637 (68,103 raw; the pool and
 // fromPretrained load on demand, from their own files), the glue 9,315
 // (28,622 raw, minified), the .wasm 65,823 (199,246 raw); the goal is 80
-// kB, which the .wasm alone nearly fills (web/README.md, Sizes). The budget
+// kB, which the .wasm alone nearly fills (web/src/README.md, Sizes). The budget
 // is that plus about 1 kB.
 const BROWSER_PAGE_FILES = ['dist/simd_attention_relaxed.js', 'dist/simd_attention_relaxed.wasm'];
 test("a page's default download stays within its brotli budget", () => {

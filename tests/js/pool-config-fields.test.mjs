@@ -6,22 +6,17 @@
 // refused with the synchronous message; and a field added to the lists
 // reaches the split layer's parts with no change to the pool's files.
 import { OPTION_KEYS } from '../../web/src/option-keys.js';
-import { makePooledLayers } from '../../web/src/pool-layers.js';
+import { createSplitLayer } from '../../web/src/pool-split-layers.js';
 import { rejection, thrown } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
 import { randomFloats, sliceTokens } from './support/layers.mjs';
-import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
+import { track } from './support/modules.mjs';
+import { randomTensor as tensor, simdModule, startPools } from './support/pools.mjs';
 import { maxAbs } from './support/scales.mjs';
 
-const module = await createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 });
+const module = await simdModule();
 const sizes = [2, 3];
-const pools = {};
-beforeAll(async () => {
-  for (const workers of sizes) pools[workers] = await createAttentionPool({ workers, build: 'simd' });
-});
-afterAll(async () => {
-  for (const pool of Object.values(pools)) await pool.dispose();
-});
+const pools = startPools(sizes);
 
 const [B, T, S] = [2, 3, 4];
 const otherBackend = module.backends.find((b) => b !== module.backend) ?? module.backend;
@@ -40,8 +35,6 @@ const LAYER_BASE = { dModel: 16, numHeads: 4, ffnDim: 24 };
 const MHA_FIELDS = OPTION_KEYS.MultiHeadAttentionConfig;
 const LAYER_FIELDS = OPTION_KEYS.TransformerLayerConfig;
 
-const tensor = (shape, seed) => ({ data: randomFloats(shape.reduce((a, b) => a * b, 1), seed),
-  shape });
 
 // Same shape, values within 1e-6 of the expected tensor's largest magnitude
 // (the pool adds the workers' partial outputs in another order).
@@ -177,33 +170,22 @@ describe.each(sizes)('pool of %i workers', (workers) => {
 // A field added to both config lists (as one added to C++, the glue and
 // option-keys.js would be) reaches the split layer's attentions as given,
 // and its FFN and norms in the config its synchronous layer resolved: the
-// layer's parts made with the workers' messages recorded.
+// layer's parts made with the workers' messages recorded (worker 0's check
+// of an attention's config answered as a 2-head attention's).
 test('a field added to the lists reaches every part of a split layer', async () => {
-  const sent = []; // [kind, config] of each part made
-  class PoolObject {
-    constructor(ref, shards) {
-      this.ref = ref;
-      this.shards = shards;
-    }
-  }
+  const sent = []; // the messages to the workers
   const workers = {
     count: 2,
+    check: () => {},
     all: async (list, message) => list.map((_, i) => {
       const m = message(i);
-      sent.push([m.kind, m.config]);
-      return {};
+      sent.push(m);
+      return m.op === 'check'
+        ? { config: { numHeads: 2, numKvHeads: 2, headDim: 4, headDimV: 4 }, kernels: '' } : {};
     }),
   };
-  const half = (units) => Math.ceil(units / 2);
   let ref = 0;
-  const { createPooledLayer } = makePooledLayers({ workers, PoolObject,
-    newRef: () => ++ref,
-    splitUnits: (units) => [{ worker: 0, from: 0, to: half(units) },
-      { worker: 1, from: half(units), to: units }],
-    createMultiHeadAttention: async (config) => {
-      sent.push(['MultiHeadAttention', config]);
-      return new PoolObject(++ref, [{ worker: 0 }, { worker: 1 }]);
-    } });
+  const context = { workers, newRef: () => ++ref };
   const given = { dModel: 8, numHeads: 2, ffnDim: 6, rope: { style: 'half' }, probe: 'given' };
   const resolved = { dModel: 8, numHeads: 2, headDim: 4, numKvHeads: 2, ffnDim: 6,
     normFirst: false, activation: 'relu', eps: 1e-5, weights: 'f32', cacheType: 'f32',
@@ -211,18 +193,23 @@ test('a field added to the lists reaches every part of a split layer', async () 
   OPTION_KEYS.MultiHeadAttentionConfig.push('probe');
   OPTION_KEYS.TransformerLayerConfig.push('probe');
   try {
-    await createPooledLayer('TransformerDecoderLayer', given, { config: resolved, kernels: '' });
+    await createSplitLayer(context, 'TransformerDecoderLayer', given,
+      { config: resolved, kernels: '' });
   } finally {
     OPTION_KEYS.MultiHeadAttentionConfig.pop();
     OPTION_KEYS.TransformerLayerConfig.pop();
   }
+  const made = (kind, op = 'new') => sent.filter((m) => m.op === op && m.kind === kind)
+    .map((m) => m.config);
   const { ffnDim, ...layerOnly } = given;
   const { rope, ...cross } = layerOnly;
-  expect(sent.filter(([kind]) => kind === 'MultiHeadAttention').map(([, c]) => c))
-    .toEqual([layerOnly, cross]);
-  expect(sent.filter(([kind]) => kind === 'FeedForward').map(([, c]) => c))
-    .toEqual([{ ...resolved, ffnDim: 3 }, { ...resolved, ffnDim: 3 }]);
-  const norms = sent.filter(([kind]) => kind === 'SublayerNorm');
+  expect(made('MultiHeadAttention', 'check')).toEqual([layerOnly, cross]);
+  // Each worker's heads of them: one of the two.
+  const heads = { numHeads: 1, numKvHeads: 1, headDim: 4, headDimV: 4 };
+  expect(made('MultiHeadAttention')).toEqual([layerOnly, layerOnly, cross, cross]
+    .map((c) => ({ ...c, ...heads })));
+  expect(made('FeedForward')).toEqual([{ ...resolved, ffnDim: 3 }, { ...resolved, ffnDim: 3 }]);
+  const norms = made('SublayerNorm');
   expect(norms.length).toBe(6); // 3 sublayers, each in both workers
-  for (const [, c] of norms) expect(c).toEqual(resolved);
+  for (const c of norms) expect(c).toEqual(resolved);
 });

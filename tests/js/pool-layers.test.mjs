@@ -14,26 +14,18 @@ import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments, pytorchState
   from './support/golden.mjs';
 import { decoderArguments, encoderArguments, randomFloats, randomLayerWeights, sliceTokens }
   from './support/layers.mjs';
-import { createAttentionModule, createAttentionPool, loadCheckpoint, track }
-  from './support/modules.mjs';
+import { loadCheckpoint, track } from './support/modules.mjs';
+import { randomTensor as tensor, simdModule, startPools } from './support/pools.mjs';
 import { maxAbs, outputScale } from './support/scales.mjs';
 
-const module = await createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 });
+const module = await simdModule();
+const sizes = [1, 2, 3];
+const pools = startPools(sizes);
 const encoderCases = goldenCaseNames('encoder_layer').map(loadGoldenCase);
 const decoderCases = goldenCaseNames('decoder_layer').map(loadGoldenCase);
 const mhaCases = goldenCaseNames('mha').map(loadGoldenCase);
-const sizes = [1, 2, 3];
-const pools = {};
-beforeAll(async () => {
-  for (const workers of sizes) pools[workers] = await createAttentionPool({ workers, build: 'simd' });
-});
-afterAll(async () => {
-  for (const pool of Object.values(pools)) await pool.dispose();
-});
 
 const SPLIT = { placement: 'split' };
-const tensor = (shape, seed) => ({ data: randomFloats(shape.reduce((a, b) => a * b, 1), seed),
-  shape });
 
 // Same shape, values within 1e-6 of `scale`, by default the expected
 // tensor's largest magnitude (a layer's output is LayerNorm's, or a residual

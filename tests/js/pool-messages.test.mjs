@@ -6,20 +6,13 @@
 // message, or success where it succeeds. Pools of 1 and 2 workers, layers
 // split and whole.
 import { randomFloats, randomLayerWeights } from './support/layers.mjs';
-import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
+import { track } from './support/modules.mjs';
+import { randomTensor as tensor, simdModule, startPools } from './support/pools.mjs';
 
-const module = await createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 });
-const pools = {};
-beforeAll(async () => {
-  for (const workers of [1, 2]) pools[workers] = await createAttentionPool({ workers, build: 'simd' });
-});
-afterAll(async () => {
-  for (const pool of Object.values(pools)) await pool.dispose();
-});
+const module = await simdModule();
+const pools = startPools([1, 2]);
 
 const [B, T, S, d, f] = [2, 3, 4, 8, 6];
-const tensor = (shape, seed) => ({ data: randomFloats(shape.reduce((a, b) => a * b, 1), seed),
-  shape });
 const x = tensor([B, T, d], 1);
 const step = tensor([B, 1, d], 2);
 const memory = tensor([B, S, d], 3);

@@ -11,17 +11,15 @@
 import { rejection } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { encoderArguments, sliceTokens } from './support/layers.mjs';
-import { createAttentionModule, createAttentionPool, loadCheckpoint, parseSafetensors, track }
-  from './support/modules.mjs';
+import { loadCheckpoint, parseSafetensors, track } from './support/modules.mjs';
+import { simdModule, startPools } from './support/pools.mjs';
 import { maxAbs } from './support/scales.mjs';
 import { encoderSafetensors, exactInt8, NARROW } from './support/weight-types.mjs';
 
-const module = await createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 });
+const module = await simdModule();
 const cases = goldenCaseNames('mha').map(loadGoldenCase).filter((c) => c.config.num_heads > 1);
 const encoderCase = loadGoldenCase(goldenCaseNames('encoder_layer')[0]);
-let pool;
-beforeAll(async () => { pool = await createAttentionPool({ workers: 2, build: 'simd' }); });
-afterAll(async () => { await pool.dispose(); });
+const pools = startPools([2]);
 
 function expectClose(what, got, want) {
   const worst = maxAbsDiff(got, want);
@@ -98,7 +96,7 @@ function expectSummedAlike(what, got, want, c, w, module) {
 
 async function pooledOutput(c, weights, setWeights = (m, a) => m.setWeights(a.weights)) {
   const a = mhaArguments(c);
-  const mha = await pool.MultiHeadAttention({ ...a.config, weights });
+  const mha = await pools[2].MultiHeadAttention({ ...a.config, weights });
   try {
     expect(mha.config.weights).toBe(weights);
     await setWeights(mha, a);
@@ -125,7 +123,7 @@ test.each(cases.map((c) => [c.name, c]))('%s: int8 from float32 as the synchrono
 test('pool.quantizeInt8 is the module\'s', async () => {
   const { wO } = mhaArguments(cases[0]).weights;
   const { d_model: d } = cases[0].config;
-  const got = await pool.quantizeInt8(wO, wO.length / d, d);
+  const got = await pools[2].quantizeInt8(wO, wO.length / d, d);
   const want = module.quantizeInt8(wO, wO.length / d, d);
   expect(Array.from(got.values)).toEqual(Array.from(want.values));
   expect(Array.from(got.scales)).toEqual(Array.from(want.scales));
@@ -149,7 +147,7 @@ test('decoding through a pooled KV cache, per type', async () => {
     const sync = track(new module.MultiHeadAttention({ ...a.config, weights: type }));
     sync.setWeights(a.weights);
     const syncCache = track(sync.createKVCache({ batch, maxLength: tokens }));
-    const pooled = await pool.MultiHeadAttention({ ...a.config, weights: type });
+    const pooled = await pools[2].MultiHeadAttention({ ...a.config, weights: type });
     try {
       await pooled.setWeights(a.weights);
       const cache = await pooled.createKVCache({ batch, maxLength: tokens });
@@ -178,7 +176,7 @@ test('cacheType reaches the workers: a pooled float16 cache decodes as the synch
     const sync = track(new module.MultiHeadAttention({ ...a.config, cacheType }));
     sync.setWeights(a.weights);
     const syncCache = track(sync.createKVCache({ batch, maxLength: tokens }));
-    const pooled = await pool.MultiHeadAttention({ ...a.config, cacheType });
+    const pooled = await pools[2].MultiHeadAttention({ ...a.config, cacheType });
     try {
       expect(pooled.config.cacheType).toBe(cacheType);
       await pooled.setWeights(a.weights);
@@ -199,7 +197,7 @@ test('cacheType reaches the workers: a pooled float16 cache decodes as the synch
 test('refused weights: the synchronous message, the old weights kept', async () => {
   const c = cases[0];
   const a = mhaArguments(c);
-  const pooled = await pool.MultiHeadAttention({ ...a.config, weights: 'f16' });
+  const pooled = await pools[2].MultiHeadAttention({ ...a.config, weights: 'f16' });
   try {
     await pooled.setWeights(a.weights);
     const before = (await pooled.forward(a.query, a.key, a.value, a.options)).output.data;
@@ -228,7 +226,7 @@ describe('layers split by heads and hidden units', () => {
     return layer.forward(a.input).data;
   };
   const pooledLayer = async (weights, load) => {
-    const layer = await pool.TransformerEncoderLayer({ ...a.config, weights },
+    const layer = await pools[2].TransformerEncoderLayer({ ...a.config, weights },
       { placement: 'split' });
     try {
       expect(layer.placement).toBe('split');

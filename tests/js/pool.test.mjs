@@ -9,19 +9,14 @@ import os from 'node:os';
 import { rejection, thrown } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { randomLayerWeights } from './support/layers.mjs';
-import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
+import { createAttentionPool, track } from './support/modules.mjs';
+import { simdModule, startPools } from './support/pools.mjs';
 import { maxAbs, outputScale } from './support/scales.mjs';
 
-const module = await createAttentionModule({ simd: true, relaxedSimd: false, threads: 1 });
+const module = await simdModule();
 const cases = goldenCaseNames('mha').map(loadGoldenCase);
-const pools = {};
-beforeAll(async () => {
-  for (const workers of [1, 2, 3]) pools[workers] = await createAttentionPool({ workers, build: 'simd' });
-});
-afterAll(async () => {
-  for (const pool of Object.values(pools)) await pool.dispose();
-});
 const sizes = [1, 2, 3];
+const pools = startPools(sizes);
 
 function random(n, seed) {
   let s = seed;

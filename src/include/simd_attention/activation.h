@@ -1,4 +1,5 @@
-// The activation of the position-wise FFN (LayerConfig::activation).
+// The activation of the position-wise FFN (LayerConfig::activation) and of a
+// gated FFN's gate (BlockConfig::activation).
 #pragma once
 
 #include "simd_attention/traits_table.h"
@@ -6,8 +7,9 @@
 namespace simd_attention {
 
 // ReLU; GELU by its tanh approximation or exactly (erf), as
-// torch.nn.functional.gelu(approximate='tanh' / 'none').
-enum class Activation { kRelu, kGeluTanh, kGeluErf };
+// torch.nn.functional.gelu(approximate='tanh' / 'none'); SiLU x * sigmoid(x)
+// (SwiGLU's gate).
+enum class Activation { kRelu, kGeluTanh, kGeluErf, kSilu };
 
 struct ActivationTraits {
   Activation value;
@@ -20,6 +22,7 @@ inline constexpr ActivationTraits kActivations[] = {
     {Activation::kRelu, "relu", nullptr},
     {Activation::kGeluErf, "gelu", "gelu_erf"},
     {Activation::kGeluTanh, "gelu_tanh", nullptr},
+    {Activation::kSilu, "silu", "swish"},
 };
 
 constexpr const ActivationTraits& Traits(Activation a) { return RowFor(kActivations, a); }
@@ -27,7 +30,8 @@ constexpr const ActivationTraits& Traits(Activation a) { return RowFor(kActivati
 static_assert(RowsDistinct(kActivations), "kActivations: one row per Activation and name");
 static_assert(Traits(Activation::kRelu).value == Activation::kRelu &&
                   Traits(Activation::kGeluTanh).value == Activation::kGeluTanh &&
-                  Traits(Activation::kGeluErf).value == Activation::kGeluErf,
+                  Traits(Activation::kGeluErf).value == Activation::kGeluErf &&
+                  Traits(Activation::kSilu).value == Activation::kSilu,
               "every Activation has its row");
 
 }  // namespace simd_attention

@@ -25,6 +25,8 @@ struct ArgNames {
   const char* threads;
   const char* weights;
   const char* cache_type;
+  const char* qk_norm_kind;
+  const char* qk_norm_eps;
   // MhaWeights
   const char* w_q;
   const char* w_k;
@@ -34,6 +36,8 @@ struct ArgNames {
   const char* b_k;
   const char* b_v;
   const char* b_o;
+  const char* q_norm;
+  const char* k_norm;
   // MhaOptions
   const char* key_padding_mask;
   const char* attn_mask;
@@ -66,6 +70,9 @@ struct ArgNames {
   const char* weight_decay;
   const char* vocab;
   const char* num_layers;
+  // TransformerStack's config fields
+  const char* layer_windows;
+  const char* final_norm;
   const char* max_tokens;
   const char* tokens_per_row;
   const char* unembedding_bias;

@@ -18,6 +18,7 @@
 #include "simd_attention/backend.h"
 #include "simd_attention/causal_alignment.h"
 #include "simd_attention/kv_cache.h"
+#include "simd_attention/norm_kind.h"
 #include "simd_attention/packed_matrix.h"
 #include "simd_attention/training_only.h"
 #include "simd_attention/tensor.h"
@@ -48,6 +49,16 @@ struct RopeConfig {
   size_t rotary_dim = 0;  // even, <= head_dim; 0 = head_dim
 };
 
+// QK-norm (Qwen3, Gemma 3, OLMo 2): each head of the projected queries and
+// keys normalized over its head_dim features (RMSNorm, times
+// MhaWeights::q_norm or k_norm), after the bias and before the rotary
+// embedding.
+struct QkNormConfig {
+  bool enabled = false;
+  NormKind kind = NormKind::kRmsNorm;  // an RMSNorm kind
+  double eps = 1e-6;                    // a double for the reason LayerConfig::eps is
+};
+
 struct MhaConfig {
   size_t d_model = 0;
   size_t num_heads = 0;
@@ -63,6 +74,7 @@ struct MhaConfig {
   // cache and precomputed K/V hold only these. 0 = num_heads.
   size_t num_kv_heads = 0;
   RopeConfig rope;
+  QkNormConfig qk_norm;
   bool bias = true;
   Backend backend = Backend::kHighway;
   // Threads a forward runs on, the caller's included: a pool shared by
@@ -93,6 +105,9 @@ struct MhaWeights {
   // Or W_Q, W_K, W_V, W_O already in config.weights' type (a float16,
   // bfloat16 or int8 checkpoint), each in place of its float32 field above.
   StoredMatrix stored_w_q, stored_w_k, stored_w_v, stored_w_o;
+  // QK-norm's scales, [head_dim] each, shared by every head (as stored:
+  // gamma - 1 for kGemmaRmsNorm); empty unless config.qk_norm.enabled.
+  std::span<const float> q_norm, k_norm;
 };
 
 struct MhaOptions {
@@ -268,10 +283,16 @@ class MultiHeadAttention {
                               size_t heads, size_t head_in, size_t head_out) const;
   // out = x W + b for `batch` items of `tokens` rows (row stride ldc). Each
   // task then, on the columns it wrote while they are in its cache, turns
-  // them by the rotary embedding (config.rope; token t at position
-  // *rotate_from + t; nullptr: none) and scans them for `scan`.
+  // them by QK-norm (each head times `head_norm`; nullptr: none) and the
+  // rotary embedding (config.rope; token t at position *rotate_from + t;
+  // nullptr: none) and scans them for `scan`.
   void Project(const float* x, size_t batch, size_t tokens, const PackedMatrix& p, float* out,
-               size_t ldc, ComputedScan& scan, const size_t* rotate_from = nullptr);
+               size_t ldc, ComputedScan& scan, const size_t* rotate_from = nullptr,
+               const float* head_norm = nullptr);
+  // QK-norm's effective scales (1 + stored for kGemmaRmsNorm), or nullptr
+  // without QK-norm.
+  const float* QueryNorm() const { return q_norm_.empty() ? nullptr : q_norm_.data(); }
+  const float* KeyNorm() const { return k_norm_.empty() ? nullptr : k_norm_.data(); }
   // Rotary angle rows (kernels/rope.h) of positions [pos0, pos0 + tokens).
   const float* RopeAngles(size_t pos0, size_t tokens);
   void CheckReady() const;
@@ -324,6 +345,7 @@ class MultiHeadAttention {
   KVLayout layout_;  // head widths padded to whole vectors
   bool has_weights_ = false;
   PackedMatrix q_, k_, v_, o_;
+  std::vector<float> q_norm_, k_norm_;  // QK-norm's effective scales
   std::vector<float> kv_workspace_;  // K, V projected by Forward; grows
   std::vector<float> workspace_;     // Q, Z and attention scratch; grows
   // Rotary angles of positions [0, rope_positions_), kept: a decoder steps

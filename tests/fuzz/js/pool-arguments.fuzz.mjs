@@ -657,7 +657,7 @@ function difference(a, b, path = 'the result') {
 // An error as the two sides are compared: its class and message; a revoked
 // Proxy's engine errors are one (which use of it threw differs). A layer
 // split over the workers judges overflows that depend on its weights by its
-// parts, as the pool documents (pool-layers.js: its whole stand-in has no
+// parts, as the pool documents (pool-split-layers.js: its whole stand-in has no
 // weights to judge them by), so its overflow errors are one too.
 function errorKey(e, split) {
   if (e instanceof Error && /proxy that has been revoked/.test(e.message)) return 'a revoked proxy';

@@ -1,0 +1,227 @@
+// A transformer block as an ordered list of sublayers: each a mixer
+// (self-attention, cross-attention, an FFN or a gated FFN) with its norm
+// placement, its output added to the residual stream. The blocks of today's
+// models are lists of these: Llama's is [pre-norm self-attention, pre-norm
+// gated FFN] with RMSNorm; Gemma 2 norms before and after both; GPT-J runs
+// its attention and MLP side by side from one input; a post-LN encoder
+// layer is [post-norm self-attention, post-norm FFN]. TransformerStack is N
+// blocks with one KV cache per layer.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "simd_attention/activation.h"
+#include "simd_attention/multi_head_attention.h"
+#include "simd_attention/norm_kind.h"
+#include "simd_attention/traits_table.h"
+#include "simd_attention/transformer_layers.h"
+
+namespace simd_attention {
+
+enum class MixerKind {
+  kSelfAttention,   // MultiHeadAttention over the block's input
+  kCrossAttention,  // MultiHeadAttention of the input over a memory
+  kFeedForward,     // act(x W1 + b1) W2 + b2
+  kGatedFeedForward,  // (act(x W_gate + b_gate) * (x W_up + b_up)) W_down + b_down
+};
+
+struct MixerKindTraits {
+  MixerKind value;
+  const char* name;  // its name in JavaScript
+  bool attention;    // holds a MultiHeadAttention
+};
+
+inline constexpr MixerKindTraits kMixerKinds[] = {
+    {MixerKind::kSelfAttention, "self_attention", true},
+    {MixerKind::kCrossAttention, "cross_attention", true},
+    {MixerKind::kFeedForward, "ffn", false},
+    {MixerKind::kGatedFeedForward, "gated_ffn", false},
+};
+
+constexpr const MixerKindTraits& Traits(MixerKind m) { return RowFor(kMixerKinds, m); }
+static_assert(RowsDistinct(kMixerKinds), "kMixerKinds: one row per MixerKind and name");
+
+// Where a sublayer's norm sits, h being the residual stream:
+enum class NormPlacement {
+  kPre,       // h + f(norm(h))            (pre-LN: GPT-2, Llama)
+  kPost,      // norm(h + f(h))            (post-LN: BERT, torch's default)
+  kSandwich,  // h + norm_out(f(norm(h)))  (Gemma 2's four norms)
+};
+
+struct NormPlacementTraits {
+  NormPlacement value;
+  const char* name;  // its name in JavaScript
+  bool output_norm;  // has a second norm after the mixer
+};
+
+inline constexpr NormPlacementTraits kNormPlacements[] = {
+    {NormPlacement::kPre, "pre", false},
+    {NormPlacement::kPost, "post", false},
+    {NormPlacement::kSandwich, "sandwich", true},
+};
+
+constexpr const NormPlacementTraits& Traits(NormPlacement p) { return RowFor(kNormPlacements, p); }
+static_assert(RowsDistinct(kNormPlacements), "kNormPlacements: one row per placement and name");
+
+struct Sublayer {
+  MixerKind mixer = MixerKind::kSelfAttention;
+  NormPlacement norm = NormPlacement::kPre;
+  // Reads the same input as the sublayer before it, both outputs added to
+  // that input: h + f(norm1(h)) + g(norm2(h)) (GPT-J, GPT-NeoX with
+  // use_parallel_residual, Phi-2). Not with kPost.
+  bool parallel = false;
+};
+
+struct BlockConfig {
+  size_t d_model = 0;
+  size_t num_heads = 0;
+  size_t num_kv_heads = 0;  // as MhaConfig's; 0 = num_heads
+  size_t head_dim = 0;      // as MhaConfig's; 0 = d_model / num_heads
+  size_t ffn_dim = 0;       // hidden units of the FFN or gated FFN sublayers
+  Activation activation = Activation::kRelu;  // the FFN's, or the gated FFN's gate's
+  NormKind norm = NormKind::kLayerNorm;       // every sublayer's norm
+  double eps = 1e-5;                          // a double as LayerConfig::eps
+  RopeConfig rope;                            // the self-attentions' (not cross)
+  QkNormConfig qk_norm;                       // the self-attentions'
+  std::vector<Sublayer> sublayers;            // in order; at least one
+  Backend backend = Backend::kHighway;
+  size_t threads = 1;  // as MhaConfig::threads
+  WeightType weights = WeightType::kF32;     // every weight matrix, as MhaConfig::weights
+  WeightType cache_type = WeightType::kF32;  // KV caches, as MhaConfig::cache_type
+  const ArgNames* names = nullptr;
+};
+
+// A gated FFN's weights (X @ W layout): W_gate and W_up [d_model, ffn_dim],
+// W_down [ffn_dim, d_model]; biases optional (empty: zero), as most gated
+// MLPs have none.
+struct GatedFfnWeights {
+  std::span<const float> w_gate, w_up, w_down;
+  std::span<const float> b_gate, b_up, b_down;
+  StoredMatrix stored_w_gate, stored_w_up, stored_w_down;
+};
+
+// One sublayer's weights: its norm (beta only for LayerNorm), the norm
+// after its mixer for kSandwich, and the weights of its mixer's kind. A
+// bias left empty is zero (Hugging Face checkpoints omit many).
+struct SublayerWeights {
+  NormWeights norm;
+  NormWeights output_norm;
+  MhaWeights attention;
+  FfnWeights ffn;
+  GatedFfnWeights gated_ffn;
+};
+
+struct BlockOptions {
+  // The self-attentions' (causal and key padding as EncoderOptions').
+  bool causal = false;
+  CausalAlignment causal_alignment = CausalAlignment::kBottomRight;
+  std::span<const uint8_t> key_padding_mask;  // [B, T]
+  SelfAttentionOptions self_attention;
+  std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of the memory
+  // Rotary positions of the first token (as MhaOptions::position_offset).
+  size_t position_offset = 0;
+};
+
+class BlockNorm;
+class GatedFeedForward;
+
+class TransformerBlock {
+ public:
+  explicit TransformerBlock(const BlockConfig& config);
+  TransformerBlock(const BlockConfig& config, const KernelTable& kernels,
+                   std::shared_ptr<ThreadPool> pool);
+  TransformerBlock(TransformerBlock&&) noexcept;
+  TransformerBlock& operator=(TransformerBlock&&) noexcept;
+  ~TransformerBlock();
+
+  // One entry per sublayer, in order. All or nothing: after an error the
+  // block keeps its old weights.
+  void SetWeights(std::span<const SublayerWeights> weights);
+  // x [B, T, d_model] -> [B, T, d_model]; `memory` [B, S, d_model] for the
+  // cross-attention sublayers (required when there are any).
+  std::vector<float> Forward(const Tensor3& x, const BlockOptions& options = {});
+  std::vector<float> Forward(const Tensor3& x, const Tensor3& memory,
+                             const BlockOptions& options = {});
+  // A cache for the block's one self-attention sublayer.
+  KVCache CreateKVCache(size_t batch, size_t max_length) const;
+  // n new tokens x [B, n, d_model] through the block, the self-attention
+  // attending causally over `cache` and the new tokens (positions from the
+  // cache's length); a memory's precomputed K/V for cross-attention
+  // sublayers. On any error the cache keeps the tokens it had.
+  std::vector<float> ForwardIncremental(const Tensor3& x, KVCache& cache,
+                                        const SelfAttentionOptions& self_attention = {},
+                                        const PrecomputedKV* memory = nullptr);
+  // The memory's keys and values for the cross-attention sublayer.
+  PrecomputedKV PrecomputeMemory(const Tensor3& memory,
+                                 std::span<const uint8_t> key_padding_mask = {});
+
+  // The config with defaults resolved (num_kv_heads, head_dim, threads,
+  // names).
+  const BlockConfig& config() const { return config_; }
+  // Bytes of the weight matrices as held, biases apart.
+  size_t WeightBytes() const;
+
+ private:
+  struct Part;
+  // The sublayers over h in place: `attend(i, in, rows)` runs attention
+  // sublayer i on its normed input.
+  template <class Attend>
+  void Run(std::vector<float>& h, size_t batch, size_t tokens, const Attend& attend);
+  const MultiHeadAttention& SelfAttention(const char* where) const;
+
+  BlockConfig config_;
+  const KernelTable* kernels_;
+  std::shared_ptr<ThreadPool> pool_;
+  std::vector<Part> parts_;
+  bool has_weights_ = false;
+};
+
+// N blocks of one config in order, with an optional final norm (a decoder
+// model's last norm), and one KV cache per layer for decoding.
+struct StackConfig {
+  BlockConfig block;
+  size_t num_layers = 0;
+  // Each layer's self-attention key window ([left, right], -1 unbounded),
+  // e.g. Gemma 2's sliding layers; empty = every layer unbounded (or the
+  // call's window).
+  std::vector<std::array<int64_t, 2>> layer_windows;
+  bool final_norm = false;
+};
+
+class TransformerStack {
+ public:
+  explicit TransformerStack(const StackConfig& config);
+  // layers[i]: layer i's sublayer weights; final_norm when config.final_norm.
+  void SetWeights(std::span<const std::vector<SublayerWeights>> layers,
+                  const NormWeights& final_norm = {});
+  std::vector<float> Forward(const Tensor3& x, const BlockOptions& options = {});
+  // One cache per layer.
+  std::vector<KVCache> CreateKVCaches(size_t batch, size_t max_length) const;
+  // n new tokens through every layer, each with its own cache. On any error
+  // every cache keeps the tokens it had.
+  std::vector<float> ForwardIncremental(const Tensor3& x, std::span<KVCache> caches,
+                                        const SelfAttentionOptions& self_attention = {});
+  // The same with the caches held elsewhere (a binding's objects).
+  std::vector<float> ForwardIncremental(const Tensor3& x, std::span<KVCache* const> caches,
+                                        const SelfAttentionOptions& self_attention = {});
+  const StackConfig& config() const { return config_; }
+  TransformerBlock& layer(size_t i) { return layers_[i]; }
+  size_t WeightBytes() const;
+
+ private:
+  // The call's options for layer i (its own window where it has one).
+  SelfAttentionOptions LayerOptions(size_t i, const SelfAttentionOptions& given) const;
+  void FinalNorm(std::vector<float>& h) const;
+  void CheckReady() const;
+
+  StackConfig config_;
+  std::vector<TransformerBlock> layers_;
+  std::shared_ptr<BlockNorm> final_norm_;  // with its weights, once set
+};
+
+}  // namespace simd_attention

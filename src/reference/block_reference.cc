@@ -1,0 +1,135 @@
+#include "reference/block_reference.h"
+
+#include <cmath>
+
+#include "reference/attention_reference.h"
+#include "reference/layers_reference.h"
+
+namespace simd_attention {
+namespace {
+
+using Rows = std::vector<double>;
+
+Rows Norm(const BlockConfig& c, const Rows& x, const NormWeights& w) {
+  const size_t d = c.d_model;
+  Rows out(x.size());
+  const double plus = Traits(c.norm).plus_one ? 1.0 : 0.0;
+  for (size_t r = 0; r < x.size() / d; ++r) {
+    const double* in = &x[r * d];
+    double mean = 0, spread = 0;
+    if (Traits(c.norm).has_beta) {
+      for (size_t i = 0; i < d; ++i) mean += in[i];
+      mean /= double(d);
+    }
+    for (size_t i = 0; i < d; ++i) spread += (in[i] - mean) * (in[i] - mean);
+    const double inv = 1 / std::sqrt(spread / double(d) + c.eps);
+    for (size_t i = 0; i < d; ++i) {
+      out[r * d + i] = (in[i] - mean) * inv * (plus + w.gamma[i]) +
+                       (Traits(c.norm).has_beta ? w.beta[i] : 0.0);
+    }
+  }
+  return out;
+}
+
+// x [rows, k] W [k, n] + b (b empty: zero).
+Rows Linear(const Rows& x, size_t k, std::span<const float> w, std::span<const float> b,
+            size_t n) {
+  const size_t rows = x.size() / k;
+  Rows y(rows * n);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < n; ++j) {
+      double acc = b.empty() ? 0.0 : b[j];
+      for (size_t i = 0; i < k; ++i) acc += x[r * k + i] * w[i * n + j];
+      y[r * n + j] = acc;
+    }
+  }
+  return y;
+}
+
+std::vector<float> Floats(const Rows& x) { return {x.begin(), x.end()}; }
+
+Rows Mixer(const BlockConfig& c, const Sublayer& s, const SublayerWeights& w, const Rows& in,
+           const Tensor3& x, const Tensor3& memory, const BlockOptions& o) {
+  const size_t d = c.d_model, f = c.ffn_dim;
+  switch (s.mixer) {
+    case MixerKind::kSelfAttention:
+    case MixerKind::kCrossAttention: {
+      const bool self = s.mixer == MixerKind::kSelfAttention;
+      MhaConfig m;
+      m.d_model = m.kdim = m.vdim = d;
+      m.num_heads = c.num_heads;
+      m.num_kv_heads = c.num_kv_heads;
+      m.head_dim = m.head_dim_v = c.head_dim;
+      if (self) {
+        m.rope = c.rope;
+        if (m.rope.style != RopeStyle::kNone && m.rope.rotary_dim == 0) {
+          m.rope.rotary_dim = c.head_dim;
+        }
+        m.qk_norm = c.qk_norm;
+      }
+      const size_t hk = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+      const std::vector<float> zq(hk, 0.0f), zkv(kv, 0.0f), zo(d, 0.0f);
+      MhaWeights a = w.attention;
+      if (a.b_q.empty()) a.b_q = zq;
+      if (a.b_k.empty()) a.b_k = zkv;
+      if (a.b_v.empty()) a.b_v = zkv;
+      if (a.b_o.empty()) a.b_o = zo;
+      const std::vector<float> q = Floats(in);
+      const Tensor3 query{q, x.batch, x.tokens, d};
+      MhaOptions mo;
+      if (self) {
+        mo = SelfAttentionMhaOptions(o.self_attention);
+        mo.causal = o.causal;
+        mo.causal_alignment = o.causal_alignment;
+        mo.key_padding_mask = o.key_padding_mask;
+        mo.position_offset = o.position_offset;
+      } else {
+        mo.key_padding_mask = o.memory_key_padding_mask;
+      }
+      const MhaResult r = self ? ReferenceAttention(m, a, query, query, query, mo)
+                               : ReferenceAttention(m, a, query, memory, memory, mo);
+      return {r.output.begin(), r.output.end()};
+    }
+    case MixerKind::kFeedForward: {
+      Rows hidden = Linear(in, d, w.ffn.w1, w.ffn.b1, f);
+      for (double& v : hidden) v = ReferenceActivation(c.activation, v);
+      return Linear(hidden, f, w.ffn.w2, w.ffn.b2, d);
+    }
+    case MixerKind::kGatedFeedForward: {
+      Rows gate = Linear(in, d, w.gated_ffn.w_gate, w.gated_ffn.b_gate, f);
+      const Rows up = Linear(in, d, w.gated_ffn.w_up, w.gated_ffn.b_up, f);
+      for (size_t i = 0; i < gate.size(); ++i) {
+        gate[i] = ReferenceActivation(c.activation, gate[i]) * up[i];
+      }
+      return Linear(gate, f, w.gated_ffn.w_down, w.gated_ffn.b_down, d);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<float> ReferenceBlock(const BlockConfig& c, std::span<const SublayerWeights> weights,
+                                  const Tensor3& x, const Tensor3& memory,
+                                  const BlockOptions& options) {
+  Rows h(x.data.begin(), x.data.end());
+  for (size_t i = 0; i < c.sublayers.size();) {
+    size_t end = i + 1;
+    while (end < c.sublayers.size() && c.sublayers[end].parallel) ++end;
+    Rows sum = h;
+    for (size_t k = i; k < end; ++k) {
+      const Sublayer& s = c.sublayers[k];
+      const bool post = s.norm == NormPlacement::kPost;
+      Rows out = Mixer(c, s, weights[k], post ? h : Norm(c, h, weights[k].norm), x, memory,
+                       options);
+      if (s.norm == NormPlacement::kSandwich) out = Norm(c, out, weights[k].output_norm);
+      for (size_t j = 0; j < sum.size(); ++j) sum[j] += out[j];
+      if (post) sum = Norm(c, sum, weights[k].norm);
+    }
+    h = std::move(sum);
+    i = end;
+  }
+  return Floats(h);
+}
+
+}  // namespace simd_attention
