@@ -162,10 +162,9 @@ bool GemmInBounds(const KernelTable& t) {
   return true;
 }
 
-// int8 weights through RunGemm: the GEMV up to kInt8GemvMaxRows rows, the
-// integer GEMM above (its row tiles and their bottom edge); odd K and an odd
-// k_begin put half-used K pairs at both ends, an odd number of pairs the
-// GEMM's last single step, and K over an int32 chunk its second chunk.
+// int8 weights through RunGemm, the integer GEMM: its row tiles of kRows,
+// two and one rows; odd K and an odd k_begin put half-used K pairs at both
+// ends, and K over an int32 chunk makes a second chunk.
 // Packed int8 panels are a whole number of floats' bytes (kernels/gemm.h:
 // whole K pairs), so a GuardedFloats holds them.
 bool Int8GemmInBounds(const KernelTable& t) {

@@ -1,7 +1,5 @@
-// The integer kernels for int8 weights on every kernel table: the GEMV (at
-// most kInt8GemvMaxRows rows, int8_gemv.h) and the GEMM (more rows,
-// int8_gemm.h), as RunGemm picks them, held to the accuracy contract of
-// int8_gemm.h:
+// The integer GEMM for int8 weights (int8_gemm.h) on every kernel table,
+// held to its accuracy contract:
 //  - the activations' quantization (int8_quantize): each row's step is
 //    max |a| / 32767 and each value within half a step of the activation;
 //  - the product against a float64 product of the quantized operands (the
@@ -10,14 +8,13 @@
 //  - against a float64 product of the float32 activations and the stored
 //    weights: that plus half an activation step times sum_k |w_kj|.
 // Shapes around each table's tile, panel and the int32 chunks: rows from 1
-// to two tiles and one, K within one chunk, over four, and over two groups
-// of the GEMV's held words, odd K and odd k_begin (A's first column in the
-// second row of a K pair), right edges, strided A and C, with and without
-// bias, a row of zeros, and columns of +127 and -128 against rows all at
-// their maximum, where each chunk's int32 sum is the largest a lane holds.
-// A row's result does not depend on how many rows are multiplied with it
-// (the GEMM's rows equal the GEMV's bit for bit), on whether A was quantized
-// ahead (int8_rows), or on the thread count of ParallelGemm.
+// (a decoding step) to two tiles and one, K within one chunk and over four
+// and ten, odd K and odd k_begin (A's first column in the second row of a K
+// pair), right edges, strided A and C, with and without bias, a row of
+// zeros, and columns of +127 and -128 against rows all at their maximum,
+// where each chunk's int32 sum is the largest a lane holds. A row's result
+// does not depend on how many rows are multiplied with it, on whether A was
+// quantized ahead (int8_rows), or on the thread count of ParallelGemm.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,14 +161,14 @@ struct Shape {
 std::vector<Shape> Shapes(const KernelTable& t) {
   const size_t tile = t.gemm_tile_rows;
   const size_t long_k = 4 * kInt8ChunkPairs + 3;
-  const size_t held_k = 2 * (kInt8WordPairs + kInt8ChunkPairs) + 3;
+  const size_t longer_k = 20 * kInt8ChunkPairs + 3;
   std::vector<Shape> shapes;
   for (const size_t m : std::set<size_t>{1, 2, 3, 4, 5, tile - 1, tile, tile + 1, 2 * tile + 1}) {
     for (const size_t k : {size_t{7}, size_t{64}, long_k}) {
       shapes.push_back({m, k, m % 2 == 1 ? size_t{3} : size_t{0}, m % 3, m % 2 * 5, m % 4 != 1});
     }
   }
-  for (const size_t m : {size_t{3}, tile + 1}) shapes.push_back({m, held_k, 1, 0, 0, true});
+  for (const size_t m : {size_t{3}, tile + 1}) shapes.push_back({m, longer_k, 1, 0, 0, true});
   return shapes;
 }
 
@@ -226,8 +223,8 @@ TEST_P(Int8Kernels, ARowComputesTheSameBitsWithAnyRowsQuantizedAheadOrNot) {
     const Int8Problem p = MakeProblem(t, m, k, n, 1, 0, 0, rng);
     std::vector<float> all(m * n), ahead(m * n);
     RunGemm(t, p.Args(all.data(), true));
-    // Each row alone (the GEMV) and in groups of every GEMV size.
-    for (size_t rows = 1; rows <= kInt8GemvMaxRows; ++rows) {
+    // Each row alone (a decoding step) and in groups of up to a tile.
+    for (size_t rows = 1; rows <= tile; ++rows) {
       for (size_t i = 0; i + rows <= m; i += rows) {
         std::vector<float> part(rows * n);
         GemmArgs g = p.Args(part.data(), true);

@@ -15,8 +15,8 @@
 //
 // int8 is also checked against the float64 reference on the quantized
 // weights themselves (q * scale): there only float32 arithmetic is left, and
-// the integer kernels' rounding of each activation to int16 (int8_gemm.h,
-// int8_gemv.h): half a step of max |a_row| / 32767, i.e. at most
+// the integer kernel's rounding of each activation to int16 (int8_gemm.h):
+// half a step of max |a_row| / 32767, i.e. at most
 // 2^-16 of the row's largest, so a product of length K errs by at most
 // 2^-16 max |a_row| sum_k |w_k| more: float32's own worst case for a sum of
 // 256 terms (K 2^-24), and of mixed signs, so typically about

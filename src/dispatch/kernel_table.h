@@ -11,7 +11,6 @@
 #include "kernels/gemm.h"
 #include "kernels/optimizer.h"
 #include "kernels/int8_gemm.h"
-#include "kernels/int8_gemv.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
@@ -32,13 +31,10 @@ struct KernelTable {
   void (*pack_b)(const float* w, size_t k, size_t n, float* packed);
   // Every weight type; int8 weights in integers (kernels/int8_gemm.h).
   void (*gemm)(const GemmArgs& args);
-  // The same product for int8 weights and at most kInt8GemvMaxRows rows, in
-  // integers (kernels/int8_gemv.h); RunGemm picks between the two. Null in
-  // the training module, which holds no int8 weights (training_module.h).
-  void (*int8_gemv)(const GemmArgs& args);
   // A of an int8 product quantized as `gemm` would (kernels/int8_gemm.h:
   // Int8Words words, m row steps), for the tasks of a split product to share
-  // (kernels/int8_activations.h). Null in the training module.
+  // (kernels/int8_activations.h). Null in the training module, which holds
+  // no int8 weights (training_module.h).
   void (*int8_quantize)(const GemmArgs& args, int32_t* words, float* row_scales);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
@@ -82,12 +78,9 @@ struct TrainingKernels {
   unsigned (*adam)(const AdamArgs& args);
 };
 
-// The GEMM for these arguments: int8 weights times a few rows (a decoding
-// step) in integers, everything else on the float micro-kernel.
-inline void RunGemm(const KernelTable& t, const GemmArgs& g) {
-  (HeldType(g.weight_type) == WeightType::kInt8 && g.m <= kInt8GemvMaxRows ? t.int8_gemv
-                                                                           : t.gemm)(g);
-}
+// The GEMM for these arguments: the table's one GEMM takes every weight
+// type and row count (int8 weights in integers, kernels/int8_gemm.h).
+inline void RunGemm(const KernelTable& t, const GemmArgs& g) { t.gemm(g); }
 
 // Floats a packed [k, n] matrix occupies for a table with this panel width.
 inline size_t PackedFloats(const KernelTable& t, size_t k, size_t n) {

@@ -153,7 +153,7 @@ struct Gemm {
   // the narrow bytes, and the one float micro-kernel serves every 16-bit
   // type and row count, each type costing this loop instead of a kernel.
   // Not for one row of A (a decoding step, RowTimes16). int8 weights have
-  // their integer kernels (int8_gemm.h, int8_gemv.h).
+  // their integer kernel (int8_gemm.h).
   template <class W>
   static void WidenSlice(const void* panel, size_t k0, size_t kc, float* wide) {
     WidenN(static_cast<const W*>(panel) + k0 * kPanel, kc * kPanel, wide);

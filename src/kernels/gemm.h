@@ -64,10 +64,8 @@ constexpr size_t kGemmPrefetchLines = 32;
 // Gemm::Step must inline: called out of line, its accumulators live in
 // memory (GCC did that to the lambda it replaced, on highway AVX2).
 #define SA_GEMM_INLINE inline __attribute__((always_inline))
-#define SA_GEMM_INLINE_LAMBDA __attribute__((always_inline))
 #else
 #define SA_GEMM_INLINE inline
-#define SA_GEMM_INLINE_LAMBDA
 #endif
 
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__wasm__)
@@ -108,9 +106,9 @@ inline constexpr Bits16Form kBF16Form{1 << 16, -1, 1.0f};
 
 // int8 panels hold K rounded up to whole pairs of rows (a zero row pads an
 // odd K), and each pair of rows interleaved per column: element (k, c) of a
-// panel is byte (k / 2) * 2 * W + 2 * c + k % 2. The integer kernels
-// (int8_gemm.h, int8_gemv.h) then load a column's two weights of a K pair
-// as the adjacent int16 lanes that a pairwise multiply-add (pmaddwd,
+// panel is byte (k / 2) * 2 * W + 2 * c + k % 2. The integer kernel
+// (int8_gemm.h) then loads a column's two weights of a K pair as the
+// adjacent int16 lanes that a pairwise multiply-add (pmaddwd,
 // i32x4.dot_i16x8_s) takes.
 inline size_t PanelRows(WeightType type, size_t rows) {
   return type == WeightType::kInt8 ? rows + rows % 2 : rows;
@@ -130,8 +128,8 @@ struct Int8Rows {
 // k_begin..k_begin+k of the packed B, so a head's slice of W_O is multiplied
 // without repacking. int8 panels come with packed_scales: one float per
 // column (padded to whole panels, as the bias), applied once per C tile;
-// int8_rows, when given, holds A quantized (for more than kInt8GemvMaxRows
-// rows), which the integer GEMM then reads instead of quantizing A itself.
+// int8_rows, when given, holds A quantized, which the integer GEMM then
+// reads instead of quantizing A itself.
 struct GemmArgs {
   const float* a;
   size_t lda;

@@ -1,7 +1,7 @@
 // The activations of an int8 product quantized once, before ParallelGemm
 // (threading/parallel.h) splits it by columns: every task would otherwise
 // quantize the whole of A for its own columns (S2's 128 x 768 rows 96 times
-// on 8-column panels).
+// on 8-column panels, a decoding step's one row as often).
 #pragma once
 
 #include <cstddef>
@@ -16,10 +16,9 @@ namespace simd_attention {
 
 class Int8Activations {
  public:
-  // `g` as given, with int8_rows set where the table's gemm takes int8
-  // weights times more than kInt8GemvMaxRows rows.
+  // `g` as given, with int8_rows set for int8 weights.
   Int8Activations(const KernelTable& kernels, const GemmArgs& g) : args_(g) {
-    if (HeldType(g.weight_type) != WeightType::kInt8 || g.m <= kInt8GemvMaxRows ||
+    if (HeldType(g.weight_type) != WeightType::kInt8 || g.m == 0 ||
         kernels.int8_quantize == nullptr) {
       return;
     }

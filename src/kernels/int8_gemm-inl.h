@@ -20,9 +20,8 @@ struct Int8Gemm {
   static constexpr size_t kLinePairs = 256;
 
   // A's rows (m rows of k columns from packed row k_begin) quantized into
-  // the layout of Int8Words, each row's step in row_scales: the GEMV's rule
-  // (Int8Step of the row's max |a|; round(a / step) to nearest even), with
-  // vectors.
+  // the layout of Int8Words, each row's step in row_scales (Int8Step of the
+  // row's max |a|; round(a / step) to nearest even).
   [[gnu::noinline]] static void Quantize(const GemmArgs& g, int32_t* words, float* row_scales) {
     const size_t first = g.k_begin % 2, pairs = Int8Pairs(g.k, g.k_begin);
     alignas(64) int16_t line[2 * kLinePairs];
@@ -63,8 +62,10 @@ struct Int8Gemm {
   // One panel's C tile of R rows over `pairs` K pairs (at most
   // kInt8ChunkPairs): the int8 rows at w times the tile's words (kRows per
   // pair, this tile's R first), summed in int32, then
-  // c = sum * (column scale * row scale) + c0 (C itself, the bias with
-  // ld0 = 0, or zeros), as the GEMV's tile does.
+  // c = sum * (column scale * row step) + c0 (C itself, the bias with
+  // ld0 = 0, or zeros). The loop stays rolled: in wasm the tile is bound
+  // by its multiply-adds and adds (unrolled by two it ran no faster), and
+  // unrolled GCC spilled accumulators natively.
   template <size_t R>
   [[gnu::noinline]] static void Tile(const int8_t* w, const int32_t* words, size_t pairs,
                                      const float* row_scale, const float* scales,
@@ -73,23 +74,14 @@ struct Int8Gemm {
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < kVecs; ++v) acc[r][v] = Ops::ZeroI();
     }
-    // Two pairs per iteration, the second at constant offsets: wasm
-    // addresses are a pointer plus a constant, so the loop's pointer adds,
-    // its branch and V8's interrupt check come once per two pairs.
-    const auto step = [&](const int8_t* wp, const int32_t* ap) SA_GEMM_INLINE_LAMBDA {
+    for (const int8_t* end = w + pairs * 2 * kPanel; w != end; w += 2 * kPanel, words += kRows) {
       VP b[kVecs];
-      for (size_t v = 0; v < kVecs; ++v) b[v] = Ops::LoadPairs(wp + v * 2 * kL);
+      for (size_t v = 0; v < kVecs; ++v) b[v] = Ops::LoadPairs(w + v * 2 * kL);
       for (size_t r = 0; r < R; ++r) {
-        const VP a = Ops::SetPair(ap[r]);
+        const VP a = Ops::SetPair(words[r]);
         for (size_t v = 0; v < kVecs; ++v) acc[r][v] = Ops::MulAddPairs(b[v], a, acc[r][v]);
       }
-    };
-    for (const int8_t* end = w + pairs / 2 * 4 * kPanel; w != end;
-         w += 4 * kPanel, words += 2 * kRows) {
-      step(w, words);
-      step(w + 2 * kPanel, words + kRows);
     }
-    if (pairs % 2 != 0) step(w, words);
     for (size_t r = 0; r < R; ++r) {
       for (size_t v = 0; v < kVecs; ++v) {
         const V scale = Ops::Mul(Ops::Load(scales + v * kL), Ops::Set(row_scale[r]));
@@ -99,23 +91,13 @@ struct Int8Gemm {
     }
   }
 
-  // Tile with a run-time row count (1..kRows) for the bottom edge.
-  template <size_t R = kRows>
-  static void TileRows(size_t rows, const int8_t* w, const int32_t* words, size_t pairs,
-                       const float* row_scale, const float* scales, const float* c0, size_t ld0,
-                       float* c, size_t ldc) {
-    if constexpr (R > 1) {
-      if (rows < R) {
-        return TileRows<R - 1>(rows, w, words, pairs, row_scale, scales, c0, ld0, c, ldc);
-      }
-    }
-    Tile<R>(w, words, pairs, row_scale, scales, c0, ld0, c, ldc);
-  }
-
-  // Panel after panel, each walked whole (K sequential, as the GEMV and a
-  // decoding step's float GEMM read B) by every row tile in turn: a panel of
-  // a projection (768 rows: 6 to 24 KiB) stays in L1 for the tiles after
-  // the first, and the tile's C in registers and L1 across its chunks.
+  // Panel after panel, each walked whole (K sequential: a decoding step
+  // reads its weights as one stream, which the hardware prefetchers follow
+  // from DRAM) by every row tile in turn: a panel of a 768-row projection
+  // (6 to 24 KiB) stays in L1 for the tiles after the first, and a tile's C
+  // in L1 across its chunks. Tiles of kRows rows, then the last rows in twos
+  // and ones: a decoding step's one row is a tile of its own, and tiles of
+  // the sizes between would cost more .wasm than they save time.
   static void Multiply(const GemmArgs& g) {
     if (g.m == 0) return;
     const size_t pairs = Int8Pairs(g.k, g.k_begin);
@@ -138,14 +120,16 @@ struct Int8Gemm {
       const size_t cols = std::min(kPanel, g.n - col0);
       const int8_t* panel = b + col0 / kPanel * panel_bytes;
       const float* bias = g.packed_bias != nullptr ? g.packed_bias + col0 : kZeros;
-      for (size_t row0 = 0; row0 < g.m; row0 += kRows) {
-        const size_t rows = std::min(kRows, g.m - row0);
+      for (size_t row0 = 0, rows; row0 < g.m; row0 += rows) {
+        rows = g.m - row0 >= kRows ? kRows : g.m - row0 >= 2 ? 2 : 1;
+        const auto tile = rows == kRows ? &Tile<kRows> : rows == 2 ? &Tile<2> : &Tile<1>;
+        const int32_t* words = q.words + row0 / kRows * kRows * pairs + row0 % kRows;
         float* c = cols == kPanel ? g.c + row0 * g.ldc + col0 : edge;
         const size_t ldc = cols == kPanel ? g.ldc : kPanel;
         for (size_t p0 = 0; p0 < pairs; p0 += kInt8ChunkPairs) {
-          TileRows(rows, panel + p0 * 2 * kPanel, q.words + (row0 * pairs + p0 * kRows),
-                   std::min(kInt8ChunkPairs, pairs - p0), q.scales + row0, g.packed_scales + col0,
-                   p0 == 0 ? bias : c, p0 == 0 ? 0 : ldc, c, ldc);
+          tile(panel + p0 * 2 * kPanel, words + p0 * kRows, std::min(kInt8ChunkPairs, pairs - p0),
+               q.scales + row0, g.packed_scales + col0, p0 == 0 ? bias : c, p0 == 0 ? 0 : ldc, c,
+               ldc);
         }
         if (c == edge) {
           for (size_t r = 0; r < rows; ++r) CopyN(edge + r * kPanel, cols, g.c + (row0 + r) * g.ldc + col0);

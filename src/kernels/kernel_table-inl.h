@@ -2,8 +2,8 @@
 // of the kernels.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after gemm-inl.h, int8_gemm-inl.h, int8_gemv-inl.h,
-// attention-inl.h, attention_backward-inl.h, rope-inl.h, elementwise-inl.h
+// instantiation file, after gemm-inl.h, int8_gemm-inl.h, attention-inl.h,
+// attention_backward-inl.h, rope-inl.h, elementwise-inl.h
 // and optimizer-inl.h.
 
 template <class Ops>
@@ -19,7 +19,6 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.gemm = &Gemm<Ops>::Multiply;
   // The training module holds no int8 weights and refuses config.rope
   // (training_module.h): their kernels are left out of it.
-  t.int8_gemv = kTrainingModule ? nullptr : &Int8Gemv<Ops>::Multiply;
   t.int8_quantize = kTrainingModule ? nullptr : &Int8Gemm<Ops>::Quantize;
   t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
   t.attention = &Attention<Ops>::Run;

@@ -17,7 +17,6 @@
 #include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
 #include "kernels/int8_gemm.h"
-#include "kernels/int8_gemv.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"

@@ -44,11 +44,11 @@ function syncOutput(c, weights, setWeights = (m, a) => m.setWeights(a.weights)) 
 // (1 - n u), u = 2^-24), so the two within 2 gamma_(n+2) (sum_k |z_k w_kj|
 // + |b_j|), n = numHeads * headDimV products, + 2 for the bias and the
 // dequantizing products (w = value * scale, rounded alike in both). The
-// integer kernels (src/kernels/int8_gemm.h, int8_gemv.h) sum exactly in
-// int32 but round each row of z to int16 steps of max |z_k| / 32767, by
-// half a step at most: for the whole row synchronously, per worker for its
-// share of the row (a step no larger), so the two differ by up to one step
-// times sum_k |w_kj| more.
+// integer kernel (src/kernels/int8_gemm.h) sums exactly in int32 but rounds
+// each row of z to int16 steps of max |z_k| / 32767, by half a step at
+// most: for the whole row synchronously, per worker for its share of the
+// row (a step no larger), so the two differ by up to one step times
+// sum_k |w_kj| more.
 // z: [B, H, T, d_v] (returnIntermediates' headOutput); wO: int8
 // { values, scales } [H d_v, d].
 function summedAlikeBound(z, [batch, heads, tokens, dv], wO, bO, d) {
