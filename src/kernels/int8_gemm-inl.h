@@ -46,13 +46,15 @@ struct Int8Gemm {
         const size_t pc = std::min(kLinePairs, pairs - p0);
         const size_t lead = p0 == 0 ? first : 0;
         const size_t end = std::min(2 * pc, g.k + first - 2 * p0);
-        const float* at = a + 2 * p0 - first;
+        const float* at = a + (2 * p0 + lead - first);  // line[lead]'s column
         size_t t = 0;
         for (; t < lead; ++t) line[t] = 0;
         for (; t + kL <= end; t += kL) {
-          Ops::StoreInt16(Ops::RoundToInt(Ops::Mul(Ops::Load(at + t), scale)), line + t);
+          Ops::StoreInt16(Ops::RoundToInt(Ops::Mul(Ops::Load(at + (t - lead)), scale)), line + t);
         }
-        for (; t < end; ++t) line[t] = static_cast<int16_t>(std::nearbyint(at[t] * inverse));
+        for (; t < end; ++t) {
+          line[t] = static_cast<int16_t>(std::nearbyint(at[t - lead] * inverse));
+        }
         for (; t < 2 * pc; ++t) line[t] = 0;
         for (size_t i = 0; i < pc; ++i) std::memcpy(row_words + (p0 + i) * kRows, line + 2 * i, 4);
       }
@@ -132,7 +134,9 @@ struct Int8Gemm {
                ldc);
         }
         if (c == edge) {
-          for (size_t r = 0; r < rows; ++r) CopyN(edge + r * kPanel, cols, g.c + (row0 + r) * g.ldc + col0);
+          for (size_t r = 0; r < rows; ++r) {
+            CopyN(edge + r * kPanel, cols, g.c + (row0 + r) * g.ldc + col0);
+          }
         }
       }
     }

@@ -83,17 +83,19 @@ struct HighwayOps {
   static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
   static VI ZeroI() { return hwy::HWY_NAMESPACE::Zero(DI()); }
   static V ToFloat(VI v) { return hwy::HWY_NAMESPACE::ConvertTo(D(), v); }
-  // The int8 kernels' quantization (int8_gemm.h). x86 converts with
-  // cvtps2dq (nearest even under the default rounding mode); elsewhere the
-  // magic-number addition of Pow2 rounds, its integer in the low bits. On
-  // x86 the addition would let GCC contract the caller's multiply into a
-  // fused multiply-add, which rounds once and may round a tie differently.
+  // The int8 kernel's quantization (int8_gemm.h). WASM (V8 wraps
+  // i32x4.trunc_sat_f32x4_s in fix-ups) and the one-lane targets round by
+  // Pow2's magic-number addition, the integer in the low bits; the others
+  // convert with the ISA's round-to-nearest-even instruction (x86
+  // cvtps2dq): there the addition would let GCC contract the caller's
+  // multiply into a fused multiply-add, which rounds once and may round a
+  // tie differently from std::nearbyint of the product.
   static VI RoundToInt(V x) {
-#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR
-    return hwy::HWY_NAMESPACE::NearestInt(x);
-#else
+#if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SCALAR
     const VI biased = hwy::HWY_NAMESPACE::BitCast(DI(), Add(x, Set(0x1.8p23f)));
     return hwy::HWY_NAMESPACE::Sub(biased, hwy::HWY_NAMESPACE::Set(DI(), 0x4B400000));
+#else
+    return hwy::HWY_NAMESPACE::NearestInt(x);
 #endif
   }
   static void StoreInt16(VI v, int16_t* p) {
@@ -144,7 +146,8 @@ struct HighwayOps {
   // lanes to add them back.
   static VI MulAddPairs(VP w, VP a, VI acc) {
     for (size_t i = 0; i < kLanes; ++i) {
-      acc.raw[i] += int32_t{w.raw[2 * i]} * a.raw[2 * i] + int32_t{w.raw[2 * i + 1]} * a.raw[2 * i + 1];
+      acc.raw[i] +=
+          int32_t{w.raw[2 * i]} * a.raw[2 * i] + int32_t{w.raw[2 * i + 1]} * a.raw[2 * i + 1];
     }
     return acc;
   }
