@@ -183,6 +183,14 @@ void ReadField(const val& js, const char* key, Activation& field);
 void ReadField(const val& js, const char* key, Backend& field);
 void ReadField(const val& js, const char* key, WeightType& field);
 void ReadField(const val& js, const char* key, RopeConfig& field);
+void ReadField(const val& js, const char* key, NormKind& field);
+// config.qkNorm ({kind?, eps?}; undefined: none).
+void ReadField(const val& js, const char* key, QkNormConfig& field);
+// A norm kind's JS name ('layer_norm', 'rms_norm', 'gemma_rms_norm'), which
+// `what` names in the message of an unknown one.
+NormKind ParseNormKind(const std::string& name, std::string_view what);
+// config.qkNorm as the resolved config reports it (undefined when none).
+val QkNormToJs(const QkNormConfig& qk_norm);
 
 // The visitors of a VisitFields(config, visit) list, which names each field
 // of a config or options struct once with its JavaScript key (as gemma.cpp's
@@ -280,11 +288,11 @@ struct JsMatrix {
   }
 };
 
-// One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?}),
-// copied; `weights` views the copies.
+// One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?,
+// qNorm?, kNorm?}), copied; `weights` views the copies.
 struct JsMhaWeights {
   JsMatrix w_q, w_k, w_v, w_o;
-  std::vector<float> b_q, b_k, b_v, b_o;
+  std::vector<float> b_q, b_k, b_v, b_o, q_norm, k_norm;
   MhaWeights weights;
   explicit JsMhaWeights(const val& js);
 };

@@ -32,6 +32,7 @@ void VisitFields(MhaConfig& c, const Visit& visit) {
   visit("headDimV", c.head_dim_v);
   visit("numKvHeads", c.num_kv_heads);
   visit("rope", c.rope);
+  visit("qkNorm", c.qk_norm);
   visit("bias", c.bias);
   visit("backend", c.backend);
   visit("threads", c.threads);
@@ -65,6 +66,7 @@ val MhaBinding::info() const {
     v.set("headDimV", c.head_dim_v);
     v.set("numKvHeads", c.num_kv_heads);
     if (c.rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(c.rope, c.head_dim));
+    if (c.qk_norm.enabled) v.set("qkNorm", QkNormToJs(c.qk_norm));
     v.set("bias", c.bias);
     v.set("backend", std::string(BackendName(c.backend)));
     v.set("threads", c.threads);

@@ -14,6 +14,7 @@
 // other tensor becomes float32 here.
 import { checkObject, describe, float32, integers } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
+import { BLOCK_LAYOUTS, blockWeights, layoutNames } from './block-checkpoint.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { attentionShapes, layerShapes } from './pytorch-layer-state.js';
 import { widen16Bit } from './safetensors.js';
@@ -141,11 +142,16 @@ const LAYOUTS = {
 // minifiers).
 function targetKind(where, target) {
   const has = (m) => target !== null && typeof target === 'object' && typeof target[m] === 'function';
+  if (has('forwardIncremental') && has('createKVCache') && !has('precomputeKeyValue') &&
+      !has('precomputeMemory')) {
+    return 'TransformerBlock';
+  }
   if (has('setWeightsFromPyTorch') && has('precomputeKeyValue')) return 'MultiHeadAttention';
   if (has('setWeightsFromPyTorch') && has('precomputeMemory')) return 'TransformerDecoderLayer';
   if (has('setWeightsFromPyTorch') && has('forward')) return 'TransformerEncoderLayer';
   throw new TypeError(`${where}: target: expected a MultiHeadAttention, ` +
-    `TransformerEncoderLayer or TransformerDecoderLayer, got ${describe(target)}`);
+    `TransformerEncoderLayer, TransformerDecoderLayer or TransformerBlock, got ` +
+    `${describe(target)}`);
 }
 
 /**
@@ -304,6 +310,76 @@ function pickLayout(where, kind, layouts, requested, has) {
   return best;
 }
 
+// One tensor's values: 16-bit bits kept when `keepBits` (a matrix the
+// object holds in their type), else float32; its NaN or infinity named.
+function tensorValues(where, ckpt, name, declared, keepBits) {
+  const { data, dtype } = ckpt.tensor(name);
+  checkFinite(where, name, declared, data, dtype);
+  if (!isBits(data) || keepBits) return data;
+  return widen16Bit(dtype, data);
+}
+
+// loadCheckpoint for a TransformerBlock: its layout's names (the layout
+// given, or the one whose names the checkpoint holds most of).
+function loadBlock(where, target, ckpt, { prefix, requested, allowUnused, under }) {
+  const config = target.config;
+  const layouts = Object.keys(BLOCK_LAYOUTS);
+  const full = (name) => `${prefix}${name}`;
+  let layout = requested;
+  if (layout !== undefined && !(typeof layout === 'string' && layouts.includes(layout))) {
+    throw new TypeError(`${where}: options.layout: expected one of ` +
+      `${layouts.map((n) => `'${n}'`).join(', ')} for a TransformerBlock, got ${describe(layout)}`);
+  }
+  if (layout === undefined) {
+    let found = 0;
+    for (const name of layouts) {
+      let names;
+      try {
+        names = layoutNames(name, config);
+      } catch {
+        continue;  // a layout of another sublayer list
+      }
+      const count = names.filter((n) => under.has(n)).length;
+      if (count > found) [layout, found] = [name, count];
+    }
+  }
+  if (layout === undefined) {
+    throw new RangeError(`${where}: no TransformerBlock layout (${layouts.join(', ')}) knows ` +
+      `the tensors under prefix '${prefix}': ${quoteSome([...under], 5)}`);
+  }
+  const used = new Set();
+  const zeroBiases = [];
+  const { weights } = blockWeights(layout, config, (source) => {
+    if (!under.has(source.name)) {
+      if (source.bias) {
+        zeroBiases.push(full(source.name));
+        return undefined;
+      }
+      throw new RangeError(`${where}: missing '${full(source.name)}' (layout '${layout}' of a ` +
+        'TransformerBlock)');
+    }
+    const declared = ckpt.shape(full(source.name));
+    if (declared !== undefined && !sameShape(declared, source.shape)) {
+      throw new RangeError(`${where}: ${full(source.name)}: expected shape ` +
+        `${shapeString(source.shape)} (this TransformerBlock's), got ${shapeString(declared)}`);
+    }
+    used.add(source.name);
+    const keepBits = source.shape.length === 2 && HELD_AS.get(ckpt.tensor(full(source.name)).dtype) ===
+      config.weights;
+    return tensorValues(where, ckpt, full(source.name), declared, keepBits);
+  });
+  const unused = [...under].filter((n) => !used.has(n)).map(full);
+  if (unused.length > 0 && !allowUnused) {
+    throw new RangeError(`${where}: ${unused.length} tensor${unused.length === 1 ? '' : 's'} ` +
+      `under prefix '${prefix}' not part of a TransformerBlock in layout '${layout}': ` +
+      `${quoteSome(unused, 5)}; set options.prefix to the object's own tensors, ` +
+      'or options.allowUnused: true');
+  }
+  const done = target.setWeights(weights);
+  const result = { layout, tensors: [...used].map(full), unused, zeroBiases: [...new Set(zeroBiases)] };
+  return typeof done?.then === 'function' ? done.then(() => result) : result;
+}
+
 /**
  * Sets `target`'s weights from the tensors of `checkpoint` under
  * options.prefix, in options.layout or the layout their names show.
@@ -318,6 +394,9 @@ export function loadCheckpoint(target, checkpoint, options) {
   const { prefix, layout: requested, allowUnused } = readOptions(where, options);
   const under = new Set(ckpt.names.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length)));
   const has = (name) => under.has(name);
+  if (kind === 'TransformerBlock') {
+    return loadBlock(where, target, ckpt, { prefix, requested, allowUnused, under });
+  }
   const { layout, entries } = pickLayout(where, kind, LAYOUTS[kind], requested, has);
   const full = (name) => `${prefix}${name}`;
   if (layout === undefined) {
@@ -348,6 +427,16 @@ export function loadCheckpoint(target, checkpoint, options) {
       `(layout '${layout}' of a ${kind})`);
   }
   const used = new Set(names.filter(has));
+  // QK-norm's scales, [headDim] each, under the attention's own names.
+  const qkNames = kind === 'MultiHeadAttention' && config.qkNorm !== undefined
+    ? { qNorm: 'q_norm.weight', kNorm: 'k_norm.weight' } : {};
+  for (const name of Object.values(qkNames)) {
+    if (!has(name)) {
+      throw new RangeError(`${where}: missing '${full(name)}' (the scales of this ` +
+        `attention's config.qkNorm, layout '${layout}')`);
+    }
+    used.add(name);
+  }
   const zeroBiases = names.filter((n) => !has(n)).map(full);
   const unused = [...under].filter((n) => !used.has(n)).map(full);
   if (unused.length > 0 && !allowUnused) {
@@ -358,14 +447,8 @@ export function loadCheckpoint(target, checkpoint, options) {
   }
 
   const { weights: held } = config;
-  // One tensor's values: 16-bit bits kept for a matrix the object holds in
-  // their type, else float32.
-  const values = (name, to, declared) => {
-    const { data, dtype } = ckpt.tensor(name);
-    checkFinite(where, name, declared, data, dtype);
-    if (!isBits(data) || (isMatrix(to) && HELD_AS.get(dtype) === held)) return data;
-    return widen16Bit(dtype, data);
-  };
+  const values = (name, to, declared) =>
+    tensorValues(where, ckpt, name, declared, isMatrix(to) && HELD_AS.get(ckpt.tensor(name).dtype) === held);
   const state = {};
   for (const e of wanted) {
     const expected = shapes[e.to];
@@ -402,11 +485,13 @@ export function loadCheckpoint(target, checkpoint, options) {
       { cause: error });
   };
   // C++'s conversion is nn.MultiheadAttention's: as many key/value heads as
-  // query heads, dModel / numHeads wide. Other attentions (grouped K/V
-  // heads, Gemma's wider heads) take the transposes done here, their
-  // lengths checked first.
+  // query heads, dModel / numHeads wide, no QK-norm. Other attentions
+  // (grouped K/V heads, Gemma's wider heads, Qwen3's QK-norm) take the
+  // transposes done here, their lengths checked first.
   const torchShaped = kind !== 'MultiHeadAttention' || (config.numKvHeads === config.numHeads &&
-    config.numHeads * config.headDim === config.dModel);
+    config.numHeads * config.headDim === config.dModel && config.qkNorm === undefined);
+  const qkNorm = Object.fromEntries(Object.entries(qkNames).map(([key, name]) =>
+    [key, tensorValues(where, ckpt, full(name), ckpt.shape(full(name)), false)]));
   if (!torchShaped) {
     for (const e of wanted) {
       const count = shapes[e.to].reduce((n, d) => n * d, 1);
@@ -421,7 +506,7 @@ export function loadCheckpoint(target, checkpoint, options) {
   let done;
   try {
     done = torchShaped ? target.setWeightsFromPyTorch(state)
-      : target.setWeights(attentionWeightsFromPyTorch(target.config, state));
+      : target.setWeights({ ...attentionWeightsFromPyTorch(target.config, state), ...qkNorm });
   } catch (error) {
     throw named(error);
   }

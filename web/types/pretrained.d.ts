@@ -1,5 +1,6 @@
 // fromPretrained: a Hugging Face model's layer or attention from its config.json.
 
+import type { BlockForwardOptions, TransformerBlock } from './blocks.js';
 import type { ForwardOptions, IncrementalForwardOptions, MultiHeadAttention } from './attention.js';
 import type { LoadCheckpointResult } from './checkpoints.js';
 import type {
@@ -7,7 +8,8 @@ import type {
   TransformerEncoderLayer,
 } from './layers.js';
 import type {
-  PooledMultiHeadAttention, PooledTransformerDecoderLayer, PooledTransformerEncoderLayer,
+  PooledMultiHeadAttention, PooledTransformerBlock, PooledTransformerDecoderLayer,
+  PooledTransformerEncoderLayer,
 } from './pool.js';
 import type { CacheTypeName, WeightTypeName } from './tensors.js';
 
@@ -72,9 +74,23 @@ export interface PretrainedDecoderLayer<M = TransformerDecoderLayer> {
   loaded: LoadCheckpointResult;
 }
 
-export type PretrainedModule = PretrainedAttention | PretrainedEncoderLayer | PretrainedDecoderLayer;
+/**
+ * What `fromPretrained` resolves to for a block (Llama, Mistral, Qwen,
+ * Gemma, Phi-3 layers; GPT-J's and GPT-NeoX's parallel ones).
+ */
+export interface PretrainedBlock<M = TransformerBlock> {
+  kind: 'TransformerBlock';
+  module: M;
+  forwardOptions: BlockForwardOptions;
+  /** A causal block's: `forwardOptions` for `forwardIncremental` (no `causal`). */
+  incrementalOptions?: SelfAttentionOptions;
+  loaded: LoadCheckpointResult;
+}
+
+export type PretrainedModule = PretrainedAttention | PretrainedEncoderLayer |
+  PretrainedDecoderLayer | PretrainedBlock;
 
 /** What `pool.fromPretrained` resolves to. */
 export type PooledPretrainedModule = PretrainedAttention<PooledMultiHeadAttention> |
   PretrainedEncoderLayer<PooledTransformerEncoderLayer> |
-  PretrainedDecoderLayer<PooledTransformerDecoderLayer>;
+  PretrainedDecoderLayer<PooledTransformerDecoderLayer> | PretrainedBlock<PooledTransformerBlock>;
