@@ -20,6 +20,7 @@ import createDefault, {
   type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
   type URLLike, type BytesByCacheType, type BytesByWeightType, type HalfBits, type Int8Weights,
   type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
+  type ScoresStageName,
 } from '../../web/index.js';
 import {
   type AdamOptions, type AttentionWeightGradients, type FeedForwardGradients,
@@ -233,15 +234,19 @@ const kvHeads: Tensor = { data: f32(2 * 2 * 5 * 8), shape: [2, 2, 5, 8] };
 const allowed: BroadcastMask<Uint8Array> = { data: mask(2 * 5 * 5), shape: [2, 1, 5, 5] };
 const attentionOptions: AttentionOptions = {
   causal: 'top-left', scale: 0.5, softcap: 30, window: [2, 0], attnMask: f32(25),
-  boolMask: allowed, keyPaddingMask: mask(10), kvLengths: [5, 4], numHeads: 4, numKvHeads: 2,
-  returnAttnWeights: false, returnScores: false, backend,
+  boolMask: allowed, keyPaddingMask: mask(10), kvLengths: [5, 4], queryOffset: [0, 1],
+  numHeads: 4, numKvHeads: 2, returnAttnWeights: false, returnScores: false, backend,
 };
 const attended: AttentionResult = sa.attention(qHeads, kvHeads, kvHeads, attentionOptions);
 const tokens: Tensor = { data: f32(5 * 8), shape: [1, 5, 8] };
 const tokenMajor: AttentionResultFor<true, true> = sa.attention(tokens, tokens, tokens,
   { numHeads: 2, causal: 'bottom-right', returnAttnWeights: true, returnScores: true });
+// ONNX's qk_matmul_output: the scores before the softcap and the masks.
+const stage: ScoresStageName = 'scaled';
+const scaled: AttentionResultFor<false, 'scaled'> = sa.attention(tokens, tokens, tokens,
+  { numHeads: 2, causal: 'top-left', queryOffset: 3, returnScores: stage });
 const attentionOutputs: (Tensor | undefined)[] = [attended.output, attended.attnWeights,
-  attended.scores, tokenMajor.attnWeights, tokenMajor.scores];
+  attended.scores, tokenMajor.attnWeights, tokenMajor.scores, scaled.scores];
 
 // Training: the training build, backward passes and optimizers.
 const trainer: AttentionModule = await createAttentionModule({ training: true });
@@ -503,7 +508,8 @@ void loadCheckpoint(mha, file, { layout: llamaLayout });
 // Blocks as lists of sublayers, and stacks of them.
 const choices: ModuleChoices = sa.choices;
 const choiceLists: (readonly string[])[] = [choices.activation, choices.norm, choices.mixer,
-  choices.normPlacement, choices.weights, choices.cacheType, choices.causal];
+  choices.normPlacement, choices.weights, choices.cacheType, choices.causal,
+  choices.returnScores];
 const mixer: MixerName = 'gated_ffn';
 const placement: NormPlacementName = 'sandwich';
 const normKind: NormKindName = 'rms_norm';

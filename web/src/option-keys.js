@@ -96,6 +96,6 @@ export const OPTION_KEYS = {
   TinyTransformerLayerWeights: [...ATTENTION_WEIGHTS, ...FEED_FORWARD_WEIGHTS],
   AdamOptions: ['lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'decoupledWeightDecay'],
   AttentionOptions: ['causal', 'scale', 'softcap', 'window', 'attnMask', 'boolMask',
-    'keyPaddingMask', 'kvLengths', 'numHeads', 'numKvHeads', 'returnAttnWeights', 'returnScores',
-    'backend'],
+    'keyPaddingMask', 'kvLengths', 'queryOffset', 'numHeads', 'numKvHeads', 'returnAttnWeights',
+    'returnScores', 'backend'],
 };

@@ -9,6 +9,26 @@ import { additiveValues, booleanValues, checkObject, describe, float32, integers
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 
+// options.queryOffset: an integer (every batch item's) or an array of them
+// (one each), given to C++ as an array.
+function readQueryOffset(where, v) {
+  if (v === undefined || Number.isInteger(v)) return v === undefined ? v : [v];
+  if (typeof v === 'number') {
+    throw new TypeError(`${where}: options.queryOffset: expected an integer or an array of ` +
+      `integers, got ${describe(v)}`);
+  }
+  return optionalLengths(where, 'options.queryOffset', v);
+}
+
+// options.returnScores: a boolean, or the stage's name (C++ judges it).
+function readReturnScores(where, v) {
+  if (v !== undefined && typeof v !== 'boolean' && typeof v !== 'string') {
+    throw new TypeError(`${where}: options.returnScores: expected a boolean or 'scaled', ` +
+      `'capped' or 'masked', got ${describe(v)}`);
+  }
+  return v ?? false;
+}
+
 // attention() of one module (wasm instance).
 export function makeScaledDotProductAttention(wasm, defaultBackend) {
   return function attention(q, k, v, options) {
@@ -21,6 +41,7 @@ export function makeScaledDotProductAttention(wasm, defaultBackend) {
     }
     const attnMask = shapedMask(where, 'options.attnMask', o.attnMask, additiveValues);
     const boolMask = shapedMask(where, 'options.boolMask', o.boolMask, booleanValues);
+    const scores = readReturnScores(where, o.returnScores);
     const heads = [['q', q], ['k', k], ['v', v]].map(([name, t]) =>
       tensor(where, name, t, (w, n, d) => float32(w, n, d)));
     const r = unwrap(wasm, where, wasm.attention(...heads, {
@@ -35,12 +56,14 @@ export function makeScaledDotProductAttention(wasm, defaultBackend) {
       boolMaskShape: boolMask.shape,
       keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
       kvLengths: optionalLengths(where, 'options.kvLengths', o.kvLengths),
+      queryOffset: readQueryOffset(where, o.queryOffset),
       numHeads: optionalSize(where, 'options.numHeads', o.numHeads),
       numKvHeads: o.numKvHeads === undefined ? undefined
         : optionalSize(where, 'options.numKvHeads', o.numKvHeads),
       returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
         o.returnAttnWeights, false),
-      returnScores: optionalBoolean(where, 'options.returnScores', o.returnScores, false),
+      returnScores: scores !== false,
+      scoresStage: typeof scores === 'string' ? scores : undefined,
       backend: readBackend(where, o, defaultBackend),
     }));
     const out = {

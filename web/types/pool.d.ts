@@ -22,7 +22,8 @@ import type { BuildName, URLLike } from './module.js';
 import type {
   FromPretrainedOptions, HuggingFaceConfig, PooledPretrainedModule,
 } from './pretrained.js';
-import type { AttentionOptions, AttentionResultFor } from './scaled-dot-product-attention.js';
+import type { AttentionOptions, AttentionResultFor, ScoresStageName }
+  from './scaled-dot-product-attention.js';
 import type { Int8Weights, Tensor } from './tensors.js';
 
 /**
@@ -79,7 +80,7 @@ export interface AttentionPool {
   /** The module's `layerNorm`, run on the next worker in turn. */
   layerNorm(x: Tensor, options: LayerNormOptions): Promise<Tensor>;
   /** The module's `attention`, run whole on the next worker in turn. */
-  attention<A extends boolean = false, S extends boolean = false>(
+  attention<A extends boolean = false, S extends boolean | ScoresStageName = false>(
     q: Tensor, k: Tensor, v: Tensor,
     options?: AttentionOptions & { returnAttnWeights?: A; returnScores?: S },
   ): Promise<AttentionResultFor<A, S>>;
