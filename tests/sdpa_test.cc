@@ -539,6 +539,45 @@ TEST_P(Sdpa, NarrowMasksEqualMasksPaddedToTheKeys) {
   }
 }
 
+// MultiHeadAttention's masks are checked and applied by the same code: a
+// narrow one is the one padded to the keys there too, forward and backward.
+TEST_P(Sdpa, MultiHeadAttentionTakesNarrowMasks) {
+  std::mt19937 rng(16);
+  MhaConfig config;
+  config.d_model = 16;
+  config.num_heads = 2;
+  const size_t batch = 2, tq = 33, tk = 150, keys = 80;
+  const MhaProblem m = RandomProblem(Resolve(config), batch, tq, tk, rng);
+  const std::vector<float> narrow = RandomVector(tq * keys, 1.0f, rng);
+  std::vector<float> padded(tq * tk, -std::numeric_limits<float>::infinity());
+  for (size_t r = 0; r < tq; ++r) {
+    std::copy_n(narrow.begin() + r * keys, keys, padded.begin() + r * tk);
+  }
+  const std::vector<float> d_output = RandomVector(batch * tq * 16, 1.0f, rng);
+  auto run = [&](std::span<const float> mask, size_t mask_keys) {
+    MultiHeadAttention mha(m.config, table());
+    mha.SetWeights(m.weights.View());
+    MhaOptions o;
+    o.attn_mask = mask;
+    o.attn_mask_shape = {tq, mask_keys};
+    o.need_weights = true;
+    o.training = true;
+    MhaResult r = mha.Forward(m.query.View(), m.key.View(), m.value.View(), o);
+    return std::pair{r, mha.Backward({d_output, batch, tq, 16})};
+  };
+  const auto [rn, gn] = run(narrow, keys);
+  const auto [rw, gw] = run(padded, tk);
+  EXPECT_TRUE(AllNear(rn.output, rw.output, 1e-6));
+  EXPECT_TRUE(AllNear(rn.attn_weights, rw.attn_weights, 1e-6));
+  for (size_t i = 0; i < rn.attn_weights.size(); ++i) {
+    if (i % tk >= keys) ASSERT_EQ(rn.attn_weights[i], 0.0f) << i;
+  }
+  EXPECT_TRUE(AllNear(gn.d_query, gw.d_query, 1e-5));
+  EXPECT_TRUE(AllNear(gn.d_key, gw.d_key, 1e-5));
+  EXPECT_TRUE(AllNear(gn.d_value, gw.d_value, 1e-5));
+  EXPECT_TRUE(AllNear(gn.d_w_q, gw.d_w_q, 1e-5));
+}
+
 // The scores before the masks are q . k for every key, whatever hides it:
 // the same bits with masks, causal mask, window and padding as without.
 TEST_P(Sdpa, ScoresBeforeTheMasksIgnoreThem) {
