@@ -66,12 +66,10 @@ val Attention(const val& q_js, const val& k_js, const val& v_js, const val& o) {
     shared.SetOn(options);
     options.layout = rank == 4 ? HeadLayout::kHeadMajor : HeadLayout::kTokenMajor;
     options.causal = ParseCausal(o["causal"].as<std::string>());
-    std::vector<int64_t> query_offset;
-    if (Given(o["queryOffset"])) {
-      for (double x : Integers(n.query_offset, o["queryOffset"], -9007199254740991.0)) {
-        query_offset.push_back(static_cast<int64_t>(x));
-      }
-    }
+    const std::vector<double> offsets =
+        Given(o["queryOffset"]) ? Integers(n.query_offset, o["queryOffset"], -9007199254740991.0)
+                                : std::vector<double>{};
+    const std::vector<int64_t> query_offset(offsets.begin(), offsets.end());
     options.query_offset = query_offset;
     if (Given(o["scoresStage"])) {
       options.scores_stage = ParseScoresStage(o["scoresStage"].as<std::string>());

@@ -126,7 +126,7 @@ AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t bat
   softcap_ = o.softcap ? static_cast<float>(*o.softcap) : 0.0f;
   // A bound of Tq + Tk or more bounds nothing (and would not fit a
   // ptrdiff_t in wasm32), so larger ones are clamped to it; so are query
-  // offsets, past which every key or none is visible.
+  // offsets (in Set), past which every key or none is visible.
   const int64_t reach = static_cast<int64_t>(tq + tk);
   left_ = static_cast<ptrdiff_t>(std::min(o.window[0], reach));
   right_ = static_cast<ptrdiff_t>(std::min(o.window[1], reach));
@@ -139,9 +139,7 @@ AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t bat
       ThrowInvalidArgument({n.query_offset, ": given without ", n.causal, " or ", n.window,
                             ", the frontiers it places"});
     }
-    for (int64_t offset : o.query_offset) {
-      query_offset_.push_back(static_cast<ptrdiff_t>(std::clamp(offset, -reach, reach)));
-    }
+    query_offset_ = o.query_offset;
   }
 }
 
@@ -179,8 +177,11 @@ void AttentionCall::Set(AttentionArgs& a, size_t b, size_t h, size_t q0) const {
   // i' = i (+ Tk - Tq bottom-right): the kernel's causal bound is the
   // window's right edge (0 when causal), its sliding bound the left edge.
   const bool causal = causal_ != CausalAlignment::kNone;
+  const int64_t reach = static_cast<int64_t>(tq_ + tk_);
   const ptrdiff_t diagonal =
-      !query_offset_.empty() ? query_offset_[query_offset_.size() == 1 ? 0 : b]
+      !query_offset_.empty()
+          ? static_cast<ptrdiff_t>(
+                std::clamp(query_offset_[query_offset_.size() == 1 ? 0 : b], -reach, reach))
       : causal_ == CausalAlignment::kBottomRight
           ? static_cast<ptrdiff_t>(tk_) - static_cast<ptrdiff_t>(tq_)
           : 0;

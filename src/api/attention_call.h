@@ -103,8 +103,8 @@ class AttentionCall {
   CausalAlignment causal_;
   ptrdiff_t left_, right_;  // window bounds, clamped to tq + tk; -1 = none
   // The position of query 0 among the keys: one for every batch item, or
-  // one each; clamped to +-(tq + tk). Empty: the causal alignment's.
-  std::vector<ptrdiff_t> query_offset_;
+  // one each (clamped to +-(tq + tk) where used). Empty: the alignment's.
+  std::span<const int64_t> query_offset_;
   ScoresStage scores_stage_;
   size_t masked_from_;  // the masks' keys: Tk, or fewer
   std::span<const float> attn_mask_;

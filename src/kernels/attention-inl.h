@@ -147,8 +147,11 @@ struct Attention {
   }
 
   // S^T[j][i] = cap(scale * q_i . k_j) + masks, for keys [k0, k0 + nk);
-  // with `write`, the stage a.scores asks for is written as it passes.
-  static void Scores(const AttentionArgs& a, Block& b, size_t k0, size_t nk, bool write = false) {
+  // with `write`, the stage a.scores asks for is written as it passes. Not
+  // inlined: a copy in the second pass (Run) would be 4 kB more .wasm per
+  // table, for a call per 64-key block.
+  [[gnu::noinline]] static void Scores(const AttentionArgs& a, Block& b, size_t k0, size_t nk,
+                                       bool write = false) {
     SetKeyBlock(a, b, k0, nk);
     if (b.by_dots) {
       ScoresByDots(a, b, nk);
@@ -215,19 +218,18 @@ struct Attention {
   // are computed here, the one pass that visits it.
   static void WriteProbabilities(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
     const size_t at = b.q0 * a.tk + k0;
-    if (k0 >= b.key_end || k0 + nk <= b.key_begin || AllPadding(a, k0, nk)) {
+    const bool skipped = k0 >= b.key_end || k0 + nk <= b.key_begin || AllPadding(a, k0, nk);
+    if (skipped) {
       if (a.probs != nullptr) {
         for (size_t i = 0; i < b.nq; ++i) FillN(a.probs + at + i * a.tk, nk, 0.0f);
       }
-      if (a.scores_stage != ScoresStage::kMasked) {
-        if (a.scores != nullptr) Scores(a, b, k0, nk, true);
-      } else {
+      if (a.scores == nullptr || a.scores_stage == ScoresStage::kMasked) {
         WriteScores(a, ScoresStage::kMasked, b.q0, b.nq, k0, nk, nullptr, 0);
+        return;
       }
-      return;
     }
     Scores(a, b, k0, nk, true);
-    if (a.probs == nullptr) return;
+    if (skipped || a.probs == nullptr) return;
     float* out = a.probs + at;
     for (size_t j = 0; j < nk; ++j) {
       float* s = b.st + j * b.cols;
