@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createAttentionModule, readSafetensors } from '../../web/index.js';
 import { repoRoot } from '../js/support/golden.mjs';
-import { demoSession, openDemoPage } from './launch.mjs';
+import { DESKTOP, demoSession, openDemoPage } from './launch.mjs';
 
 const session = demoSession();
 const HF = process.env.SA_HF_MODELS_DIR ?? path.resolve(repoRoot, '../shared/hf-models');
@@ -70,7 +70,7 @@ const modelRun = (page) => page.evaluate(async () => {
     source: r.source, prefix: r.prefix, fed: r.fed, ids: r.ids, queries: r.queries, numHeads: r.numHeads,
     kvHeads: r.kvHeads, dModel: r.dModel, tq: r.tq, tk: r.tk, forwardOptions: r.forwardOptions,
     probs: plain(r.probs), scores: plain(r.scores), perHead: plain(r.perHead), output: plain(r.output),
-    hidden: plain(r.hidden), input: plain(r.input),
+    hidden: plain(r.hidden), input: plain(r.input), held: r.held,
   };
 });
 
@@ -191,6 +191,16 @@ test('explorer: a Llama folder opens, layer 0 reads the checkpoint\'s embeddings
   assert.equal(await p.page.locator('#sentence').isVisible(), false);
   await shoot(p.page, 'explorer-model-llama-layer-1280x800');
 
+  // On a phone the card and the maps fit the screen.
+  await p.page.setViewportSize({ width: 390, height: 844 });
+  await p.page.waitForFunction(() => document.querySelector('#head-grid .hm-canvas')?.getBoundingClientRect().right <= 390);
+  const { scroll, client } = await p.page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+  }));
+  assert.ok(scroll <= client, `phone: the page is ${scroll}px wide on a ${client}px screen`);
+  await shoot(p.page, 'explorer-model-llama-layer-390');
+  await p.page.setViewportSize(DESKTOP);
+
   // Deselecting a head removes its heatmap and bars.
   await p.page.uncheck('#model-heads input[data-head="3"]');
   assert.equal(await p.page.locator('#head-grid [data-head="3"]').count(), 0);
@@ -257,6 +267,19 @@ test('explorer: a BERT folder with its tokenizer.json: text in, layer 1 on layer
   const ids = await afterRun(p.page, () => p.page.selectOption('#model-input-kind', 'ids'));
   assert.equal(await p.page.inputValue('#model-input'), tokens.map((t) => VOCAB[t]).join(' '));
   assert.deepEqual(ids.queries, tokens);
+
+  // A model past the size whose layers stay loaded: layer 0 is loaded for
+  // the run and freed; the result is the same.
+  assert.deepEqual(run.held, ['encoder.layer.0.attention', 'encoder.layer.0', 'encoder.layer.1.attention']);
+  await p.page.evaluate(async () => {
+    const { OpenModel } = await import('/web/demo/js/explorer-hf.js');
+    OpenModel.keepLayersBytes = 0;
+  });
+  await afterRun(p.page, () => p.page.setInputFiles('#model-folder', modelFolder('bert', { tokenizer: wordPieceTokenizer() })));
+  const freed = await afterRun(p.page, () => p.page.selectOption('#model-layer', { label: 'encoder.layer.1' }));
+  assert.deepEqual(freed.held, ['encoder.layer.1.attention']);
+  assert.deepEqual(freed.hidden, run.hidden, 'layer 1 reads layer 0\'s output');
+  assert.deepEqual(freed.output, run.output);
   assert.deepEqual(p.problems, []);
   await p.context.close();
 });
@@ -297,6 +320,56 @@ test('explorer: a GPT-2 folder: layer h.1 reads what transformers\' h.1 read', {
   assert.ok(diff < 1e-5, `the hidden states entering h.1 differ from transformers' by ${diff}`);
   assertHeadsSum(run, file.tensor('h.1.attn.c_proj.bias').data, 'gpt2 h.1');
   assertWeights(run, (i, j) => j > i, 'gpt2 h.1 (causal)');
+  assert.deepEqual(p.problems, []);
+  await p.context.close();
+});
+
+/** Every head's share, summed, differs from the output by one bias, the same for every token. */
+function assertHeadsSumUpToBias(run, what) {
+  const { numHeads, tq, dModel, perHead, output } = run;
+  const rest = (i, c) => output[i * dModel + c] - Array.from({ length: numHeads },
+    (_, h) => perHead[(h * tq + i) * dModel + c]).reduce((a, b) => a + b, 0);
+  let worst = 0;
+  for (let i = 1; i < tq; i++) for (let c = 0; c < dModel; c++) worst = Math.max(worst, Math.abs(rest(i, c) - rest(0, c)));
+  assert.ok(worst < 1e-5, `${what}: output - sum of the heads differs between tokens by ${worst}`);
+}
+
+// The first layer each case's model can take text at, what feeds it, and
+// whether its self-attention is causal.
+const FIRST_LAYERS = {
+  bart_encoder: ['encoder.layers.0', 'layers', false],
+  whisper_decoder: ['decoder.layers.0', 'embeddings', true],
+  distilbert_layer: ['transformer.layer.0', 'layers', false],
+  gptj_attention: ['h.0', 'layers', true],
+  llama_attention: ['layers.0', 'layers', true],
+  mistral_window: ['layers.0', 'layers', true],
+  gemma2_attention: ['layers.0', 'layers', true],
+  phi3_attention: ['layers.0', 'layers', true],
+  qwen2_attention: ['layers.0', 'layers', true],
+};
+
+test('explorer: every other shared model opens and its first layer runs', { timeout: TIMEOUT }, async () => {
+  const p = await open();
+  for (const [name, [prefix, fed, causal]] of Object.entries(FIRST_LAYERS)) {
+    const config = JSON.parse(fs.readFileSync(path.join(HF, `${name}_config.json`), 'utf8'));
+    const run = await afterRun(p.page, () => p.page.setInputFiles('#model-folder', modelFolder(name)));
+    assert.deepEqual([run.prefix, run.fed], [prefix, fed], name);
+    assert.equal(run.forwardOptions.causal, causal, `${name}: causal`);
+    // Mistral's and Gemma 2's sliding window of 4 keys hides the older ones.
+    const window = config.sliding_window ?? Infinity;
+    assertWeights(run, (i, j) => (causal && j > i) || i - j >= window, name);
+    assertHeadsSumUpToBias(run, name);
+    await assertMapsDrawn(p.page, run.numHeads, name);
+    if (name === 'whisper_decoder') {
+      // The encoder reads audio: listed, not offered.
+      const options = await p.page.$$eval('#model-layer option', (o) => o.map((x) => [x.textContent, x.disabled]));
+      assert.deepEqual(options, [
+        ['encoder.layers.0 (the whisper encoder reads audio, not text)', true],
+        ['decoder.layers.0 (on the embeddings)', false], ['decoder.layers.1 (on the embeddings)', false]]);
+      assert.match(await p.page.textContent('#model-fed'), /^decoder\.layers\.0's self-attention applied to the checkpoint's embeddings of these tokens, then through its self_attn_layer_norm: not to the hidden states of the model/);
+      await shoot(p.page, 'explorer-model-whisper-decoder-1280x800');
+    }
+  }
   assert.deepEqual(p.problems, []);
   await p.context.close();
 });

@@ -12,6 +12,7 @@ import { MODEL_TYPES, declaredLayers } from './explorer-hf-types.js';
 /** At most this many tokens go in (the heatmaps stay readable). */
 export const MAX_MODEL_TOKENS = 64;
 
+
 /** Why the model cannot be explored as it is, shown to the visitor. */
 export class ModelError extends Error {}
 
@@ -41,6 +42,14 @@ const named = (base, name, side) => base + name.replace('SIDE', side);
 
 /** A model folder (explorer-folder.js's readModelFolder) ready to run in `pool`. */
 export class OpenModel {
+  /**
+   * Up to this size of weights the layers below and the attentions shown
+   * stay loaded in the pool between inputs; a larger model loads each
+   * layer below for its run and frees it, and keeps only the attention
+   * shown, so that its layers never all sit in the workers' memory at once.
+   */
+  static keepLayersBytes = 512 * 2 ** 20;
+
   constructor(folder, { module, pool, Tokenizer }) {
     const { config, file } = folder;
     const type = config.model_type;
@@ -67,7 +76,7 @@ export class OpenModel {
     if (!this.tensors.has(name)) {
       if (!this.file.names.includes(name)) throw new ModelError(`the weights have no '${name}'`);
       const t = this.file.tensor(name);
-      this.tensors.set(name, { data: Float32Array.from(t.data), shape: t.shape });
+      this.tensors.set(name, { data: t.data instanceof Float32Array ? t.data : Float32Array.from(t.data), shape: t.shape });
     }
     return this.tensors.get(name);
   }
@@ -167,7 +176,7 @@ export class OpenModel {
   // What the layer's attention reads: h itself (post-LN layers), or h
   // through the norm the layer puts before its attention. The package's
   // layers apply that norm inside; the page applies it to see the attention
-  // alone (RMSNorm computed here, in float32 steps as transformers does).
+  // alone (RMSNorm computed here, LayerNorm by the module's layerNorm).
   #attentionInput(h, layer, d) {
     const norm = this.spec.preNorm;
     if (!norm) return h;
@@ -186,6 +195,21 @@ export class OpenModel {
       }
     }
     return out;
+  }
+
+  #keeps() {
+    return this.folder.bytes <= OpenModel.keepLayersBytes;
+  }
+
+  // Frees the pool's object for `key`, if it holds one.
+  async #free(key) {
+    const made = this.objects.get(key);
+    this.objects.delete(key);
+    try {
+      await (await made)?.module.dispose();
+    } catch {
+      // A load that failed left nothing to free.
+    }
   }
 
   // The pool's object for `prefix` (a layer, or an attention), made once.
@@ -233,11 +257,13 @@ export class OpenModel {
     const states = this.states.bySide.get(side);
     if (layer.fed === 'embeddings') return states[0];
     const below = this.layers.filter((l) => l.side === side && l.index < layer.index);
+    const keep = this.#keeps();
     for (let k = states.length - 1; k < below.length; k++) {
       const { module, forwardOptions } = await this.#layerObject(below[k]);
       const d = states[0].length / ids.length;
       const out = await module.forward({ data: states[k], shape: [1, ids.length, d] }, forwardOptions);
       states.push(out.data);
+      if (!keep) await this.#free(below[k].prefix);
     }
     return states[below.length];
   }
@@ -245,10 +271,13 @@ export class OpenModel {
   /**
    * Runs `layer`'s attention on `ids` (labels: the tokens' names): the run
    * the explorer draws, with the hidden states, the attention's input and
-   * output for whoever checks them.
+   * output, and the prefixes of the objects it holds in the pool, for
+   * whoever checks them.
    */
   async run(layer, ids, labels) {
     if (layer.fed === null) throw new ModelError(`${layer.prefix}: ${layer.why}`);
+    const attention = `${layer.prefix}.${this.spec.attention}`;
+    if (!this.#keeps()) for (const key of [...this.objects.keys()]) if (key !== attention) await this.#free(key);
     const h = await this.#hiddenState(ids, layer);
     const d = h.length / ids.length;
     const input = this.#attentionInput(h, layer, d);
@@ -262,20 +291,12 @@ export class OpenModel {
       numHeads, kvHeads: numKvHeads ?? numHeads, dModel,
       heads: Array.from({ length: numHeads }, () => ({ name: '', pattern: 'model', built: false, tag: null })),
       probs: r.attnWeights.data, scores: r.scores.data, perHead: r.perHeadOutput.data, output: r.output.data,
-      hidden: h, input,
+      hidden: h, input, held: [...this.objects.keys()],
     };
   }
 
   /** Frees every object the model made in the pool. */
   async dispose() {
-    const made = [...this.objects.values()];
-    this.objects.clear();
-    for (const p of made) {
-      try {
-        await (await p).module.dispose();
-      } catch {
-        // A load that failed left nothing to free.
-      }
-    }
+    for (const key of [...this.objects.keys()]) await this.#free(key);
   }
 }
