@@ -34,14 +34,6 @@ struct JsHeads {
   }
 };
 
-// options.returnScores's stage name (true: 'masked', JS passes its name).
-ScoresStage ParseScoresStage(const std::string& name) {
-  if (const ScoresStageTraits* row = RowNamed(kScoresStages, name)) return row->value;
-  static constexpr ChoiceList kChoices = ChoicesOf(kScoresStages, &ScoresStageTraits::name, true);
-  throw std::invalid_argument(
-      Cat({"options.returnScores: expected a boolean or ", kChoices.view(), ", got '", name, "'"}));
-}
-
 val Attention(const val& q_js, const val& k_js, const val& v_js, const val& o) {
   // Attention on heads projected elsewhere has no backward here: the
   // training module leaves it out (training_module.h).
@@ -66,14 +58,6 @@ val Attention(const val& q_js, const val& k_js, const val& v_js, const val& o) {
     shared.SetOn(options);
     options.layout = rank == 4 ? HeadLayout::kHeadMajor : HeadLayout::kTokenMajor;
     options.causal = ParseCausal(o["causal"].as<std::string>());
-    const std::vector<double> offsets =
-        Given(o["queryOffset"]) ? Integers(n.query_offset, o["queryOffset"], -9007199254740991.0)
-                                : std::vector<double>{};
-    const std::vector<int64_t> query_offset(offsets.begin(), offsets.end());
-    options.query_offset = query_offset;
-    if (Given(o["scoresStage"])) {
-      options.scores_stage = ParseScoresStage(o["scoresStage"].as<std::string>());
-    }
 
     // threads 0: the module's (one thread, or a threaded build's pool).
     ScaledDotProductAttention sdpa({.backend = ParseBackend(o["backend"].as<std::string>()),

@@ -315,6 +315,58 @@ TEST_P(Sdpa, EqualsMultiHeadAttentionPerHead) {
                                     o);
   EXPECT_TRUE(AllNear(r.output, mr.head_output, 1e-6));
   EXPECT_TRUE(AllNear(r.attn_weights, mr.attn_weights, 1e-6));
+
+  // ONNX's corners are the same options there: query offsets per item and
+  // the scores before the masks.
+  const std::vector<int64_t> offsets = {-3, 20};
+  mo.query_offset = o.query_offset = offsets;
+  mo.need_scores = o.need_scores = true;
+  mo.scores_stage = o.scores_stage = ScoresStage::kScaled;
+  const MhaResult mq = mha.Forward(m.query.View(), m.key.View(), m.value.View(), mo);
+  const SdpaResult rq = sdpa.Forward({mr.q, 2, 3, 37, d}, {mr.k, 2, 3, 37, d},
+                                     {mr.v, 2, 3, 37, d}, o);
+  EXPECT_TRUE(AllNear(rq.output, mq.head_output, 1e-6));
+  EXPECT_TRUE(AllNear(rq.attn_weights, mq.attn_weights, 1e-6));
+  EXPECT_TRUE(AllNear(rq.scores, mq.scores, 1e-6));
+}
+
+// MultiHeadAttention's query offsets, forward and backward: at Tk - Tq the
+// bottom-right alignment, at 0 the top-left one, to the bit.
+TEST_P(Sdpa, MultiHeadAttentionQueryOffsetsEqualTheAlignments) {
+  std::mt19937 rng(17);
+  MhaConfig config;
+  config.d_model = 16;
+  config.num_heads = 2;
+  const size_t batch = 2, tq = 40, tk = 100;
+  const MhaProblem m = RandomProblem(Resolve(config), batch, tq, tk, rng);
+  const std::vector<float> d_output = RandomVector(batch * tq * 16, 1.0f, rng);
+  auto run = [&](CausalAlignment alignment, std::span<const int64_t> offset) {
+    MultiHeadAttention mha(m.config, table());
+    mha.SetWeights(m.weights.View());
+    MhaOptions o;
+    o.causal = true;
+    o.causal_alignment = alignment;
+    o.window = {30, 0};
+    o.query_offset = offset;
+    o.training = true;
+    const MhaResult r = mha.Forward(m.query.View(), m.key.View(), m.value.View(), o);
+    return std::pair{r.output, mha.Backward({d_output, batch, tq, 16})};
+  };
+  const std::vector<int64_t> zero = {0}, bottom = {int64_t(tk - tq)};
+  for (const auto& [alignment, offset] :
+       {std::pair{CausalAlignment::kTopLeft, std::span<const int64_t>(zero)},
+        {CausalAlignment::kBottomRight, std::span<const int64_t>(bottom)}}) {
+    // The offset replaces either alignment.
+    const CausalAlignment other = alignment == CausalAlignment::kTopLeft
+                                      ? CausalAlignment::kBottomRight
+                                      : CausalAlignment::kTopLeft;
+    const auto [out, grads] = run(alignment, {});
+    const auto [out_at, grads_at] = run(other, offset);
+    EXPECT_EQ(out, out_at);
+    EXPECT_EQ(grads.d_query, grads_at.d_query);
+    EXPECT_EQ(grads.d_key, grads_at.d_key);
+    EXPECT_EQ(grads.d_w_v, grads_at.d_w_v);
+  }
 }
 
 TEST_P(Sdpa, UnboundedWindowEqualsNone) {

@@ -44,21 +44,18 @@ struct CallOptions {
 // takes, with the causal alignment the entry point resolved.
 template <class Options>
 CallOptions CallOptionsOf(const Options& o, CausalAlignment causal) {
-  CallOptions c{.causal = causal,
-                .window = o.window,
-                .scale = o.scale,
-                .softcap = o.softcap,
-                .attn_mask = o.attn_mask,
-                .attn_mask_shape = o.attn_mask_shape,
-                .bool_mask = o.bool_mask,
-                .bool_mask_shape = o.bool_mask_shape,
-                .key_padding_mask = o.key_padding_mask,
-                .kv_lengths = o.kv_lengths,
-                .query_offset = {},
-                .scores_stage = ScoresStage::kMasked};
-  if constexpr (requires { o.query_offset; }) c.query_offset = o.query_offset;
-  if constexpr (requires { o.scores_stage; }) c.scores_stage = o.scores_stage;
-  return c;
+  return {.causal = causal,
+          .window = o.window,
+          .scale = o.scale,
+          .softcap = o.softcap,
+          .attn_mask = o.attn_mask,
+          .attn_mask_shape = o.attn_mask_shape,
+          .bool_mask = o.bool_mask,
+          .bool_mask_shape = o.bool_mask_shape,
+          .key_padding_mask = o.key_padding_mask,
+          .kv_lengths = o.kv_lengths,
+          .query_offset = o.query_offset,
+          .scores_stage = o.scores_stage};
 }
 
 // The (batch, head) dimensions a mask has, 1 where it broadcasts, and its

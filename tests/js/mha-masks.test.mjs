@@ -138,7 +138,8 @@ test('mask errors name the option, with the types checked in JS and shapes in C+
   expectError(call({ kvLengths: [] }), RangeError,
     'MultiHeadAttention.forward: options.kvLengths: given with no values; omit the option instead');
   expectError(call({ returnScores: 1 }), TypeError,
-    'MultiHeadAttention.forward: options.returnScores: expected a boolean, got 1');
+    "MultiHeadAttention.forward: options.returnScores: expected a boolean or 'scaled', " +
+    "'capped' or 'masked', got 1");
 });
 
 test('the worker pool splits head-axis masks and joins the scores', async () => {

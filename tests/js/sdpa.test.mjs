@@ -4,7 +4,8 @@
 // C++ with the package's names.
 import { expectError } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff } from './support/golden.mjs';
-import { loadBuilds } from './support/modules.mjs';
+import { randomFloats } from './support/layers.mjs';
+import { loadBuilds, withMha } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const cases = goldenCaseNames('attention').map(loadGoldenCase);
@@ -147,6 +148,25 @@ describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
       masked.forEach((s, at) => {
         const j = at % Tk, i = Math.floor(at / Tk) % Tq, b = Math.floor(at / (H * Tq * Tk));
         expect(s).toBe(j <= i && j < masks.kvLengths[b] ? capped[at] : -Infinity);
+      });
+    });
+
+    test('MultiHeadAttention.forward takes them too: attention() on its heads', () => {
+      const config = { dModel: 8, numHeads: 2, backend };
+      const weights = { wQ: randomFloats(64, 1), wK: randomFloats(64, 2), wV: randomFloats(64, 3),
+        wO: randomFloats(64, 4), bQ: randomFloats(8, 5), bK: randomFloats(8, 6),
+        bV: randomFloats(8, 7), bO: randomFloats(8, 8) };
+      const x = { data: randomFloats(2 * 5 * 8, 9), shape: [2, 5, 8] };
+      const memory = { data: randomFloats(2 * 7 * 8, 10), shape: [2, 7, 8] };
+      const corners = { causal: 'top-left', queryOffset: [3, -1], returnAttnWeights: true,
+        returnScores: 'scaled', attnMask: { data: randomFloats(5 * 4, 11), shape: [5, 4] } };
+      withMha(module, config, (mha) => {
+        mha.setWeights(weights);
+        const r = mha.forward(x, memory, memory, { ...corners, returnIntermediates: true });
+        const heads = module.attention(r.q, r.k, r.v, { ...corners, backend });
+        expect(maxAbsDiff(r.headOutput.data, heads.output.data)).toBeLessThan(1e-6);
+        expect(maxAbsDiff(r.attnWeights.data, heads.attnWeights.data)).toBeLessThan(1e-6);
+        expect(maxAbsDiff(r.scores.data, heads.scores.data)).toBeLessThan(1e-6);
       });
     });
   });

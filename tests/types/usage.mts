@@ -125,7 +125,7 @@ const forwardOptions: ForwardOptions = {
   causal: true, keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
   returnPerHeadOutput: true, returnIntermediates: true, window: [4, 0], scale: 0.5, softcap: 30,
   positionOffset: 2, kvLengths: [5], boolMask: { data: mask(25), shape: [1, 1, 5, 5] },
-  returnScores: true,
+  returnScores: true, queryOffset: 0,
 };
 const r: ForwardResult = mha.forward(x, x, x, forwardOptions);
 const topLeft: CausalAlignmentName = 'top-left';
@@ -148,6 +148,7 @@ const incrementalOptions: IncrementalForwardOptions = {
 };
 mha.forwardIncremental(x, cache, incrementalOptions);
 const logits: Tensor = mha.forward(x, x, x, { returnScores: true }).scores;
+const capped: Tensor = mha.forward(x, x, x, { returnScores: 'capped' }).scores;
 
 // Results typed by their options: what was asked for with `true` is there.
 const probabilities: Float32Array = mha.forward(x, x, x, { returnAttnWeights: true })
@@ -157,7 +158,7 @@ const contributions: Tensor = mha.forward(x, kv, undefined, { returnPerHeadOutpu
 const stepped: ForwardResultFor<true, false, true> = mha.forwardIncremental(x, cache,
   { returnAttnWeights: true, returnIntermediates: true });
 const requested: Tensor[] = [stepped.attnWeights, stepped.q, stepped.k, stepped.v,
-  stepped.headOutput, contributions, logits];
+  stepped.headOutput, contributions, logits, capped];
 const cacheFacts: number[] = [cache.batch, cache.maxLength, cache.length];
 const saved: [Tensor, Tensor] = [cache.keys(), cache.values()];
 cache.truncate(cache.length - 1);

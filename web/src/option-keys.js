@@ -51,7 +51,7 @@ export const OPTION_KEYS = {
     'out_proj.bias'],
   ForwardOptions: ['causal', 'keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
     'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
-    'scale', 'softcap', 'positionOffset', 'training'],
+    'scale', 'softcap', 'queryOffset', 'positionOffset', 'training'],
   IncrementalForwardOptions: ['keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
     'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
     'scale', 'softcap'],

@@ -5,29 +5,9 @@
 // the options as the user spelt them.
 import { additiveValues, booleanValues, checkObject, describe, float32, integers,
   optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
-  shapedMask, tensor } from './arguments.js';
+  readQueryOffset, readReturnScores, shapedMask, tensor } from './arguments.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
-
-// options.queryOffset: an integer (every batch item's) or an array of them
-// (one each), given to C++ as an array.
-function readQueryOffset(where, v) {
-  if (v === undefined || Number.isInteger(v)) return v === undefined ? v : [v];
-  if (typeof v === 'number') {
-    throw new TypeError(`${where}: options.queryOffset: expected an integer or an array of ` +
-      `integers, got ${describe(v)}`);
-  }
-  return optionalLengths(where, 'options.queryOffset', v);
-}
-
-// options.returnScores: a boolean, or the stage's name (C++ judges it).
-function readReturnScores(where, v) {
-  if (v !== undefined && typeof v !== 'boolean' && typeof v !== 'string') {
-    throw new TypeError(`${where}: options.returnScores: expected a boolean or 'scaled', ` +
-      `'capped' or 'masked', got ${describe(v)}`);
-  }
-  return v ?? false;
-}
 
 // attention() of one module (wasm instance).
 export function makeScaledDotProductAttention(wasm, defaultBackend) {
@@ -41,7 +21,6 @@ export function makeScaledDotProductAttention(wasm, defaultBackend) {
     }
     const attnMask = shapedMask(where, 'options.attnMask', o.attnMask, additiveValues);
     const boolMask = shapedMask(where, 'options.boolMask', o.boolMask, booleanValues);
-    const scores = readReturnScores(where, o.returnScores);
     const heads = [['q', q], ['k', k], ['v', v]].map(([name, t]) =>
       tensor(where, name, t, (w, n, d) => float32(w, n, d)));
     const r = unwrap(wasm, where, wasm.attention(...heads, {
@@ -62,8 +41,7 @@ export function makeScaledDotProductAttention(wasm, defaultBackend) {
         : optionalSize(where, 'options.numKvHeads', o.numKvHeads),
       returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
         o.returnAttnWeights, false),
-      returnScores: scores !== false,
-      scoresStage: typeof scores === 'string' ? scores : undefined,
+      ...readReturnScores(where, o.returnScores),
       backend: readBackend(where, o, defaultBackend),
     }));
     const out = {
