@@ -174,8 +174,9 @@ double AttentionCall::HeadNs(size_t d) const {
 
 void AttentionCall::Set(AttentionArgs& a, size_t b, size_t h, size_t q0) const {
   // The causal mask and the window bound keys relative to one diagonal,
-  // i' = i (+ Tk - Tq bottom-right): the kernel's causal bound is the
-  // window's right edge (0 when causal), its sliding bound the left edge.
+  // i' = i (+ Tk - Tq bottom-right, or + the item's query offset): the
+  // kernel's causal bound is the window's right edge (0 when causal), its
+  // sliding bound the left edge.
   const bool causal = causal_ != CausalAlignment::kNone;
   const int64_t reach = static_cast<int64_t>(tq_ + tk_);
   const ptrdiff_t diagonal =
