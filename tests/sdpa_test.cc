@@ -676,8 +676,10 @@ TEST_P(Sdpa, ScoresBeforeTheMasksIgnoreThem) {
 TEST_P(Sdpa, HiddenKeyBlocksAreNeverVisited) {
   std::mt19937 rng(15);
   const size_t tq = 40, tk = 256, d = 16;
-  const std::vector<float> q = RandomVector(tq * d, 1.0f, rng), k = RandomVector(tk * d, 1.0f, rng);
-  const std::vector<float> v = RandomVector(tk * d, 1.0f, rng), mask = RandomVector(tq * 100, 1.0f, rng);
+  const std::vector<float> q = RandomVector(tq * d, 1.0f, rng);
+  const std::vector<float> k = RandomVector(tk * d, 1.0f, rng);
+  const std::vector<float> v = RandomVector(tk * d, 1.0f, rng);
+  const std::vector<float> mask = RandomVector(tq * 100, 1.0f, rng);
   std::vector<float> scratch(table().attention_scratch_floats(d, d));
   auto run = [&](const std::vector<float>& values, ptrdiff_t diagonal, bool narrow) {
     std::vector<float> z(tq * d);

@@ -29,10 +29,10 @@ function sliceAxis(data, outer, size, inner, from, to) {
 
 // Whether a mask has a head axis to split: a bare mask of B * H * Tq * Tk
 // values (C++ reads it as [B, H, Tq, Tk]) or a tensor shaped
-// [B or 1, H, Tq, Tk or fewer keys]. Masks that broadcast over the heads, and anything C++
-// will refuse or whose reading throws, go to every worker whole. (Read
-// with plainMember: the workers' synchronous objects meet a read's error
-// in the synchronous API's order.)
+// [B or 1, H, Tq, Tk or fewer keys]. Masks that broadcast over the heads,
+// and anything C++ will refuse or whose reading throws, go to every worker
+// whole. (Read with plainMember: the workers' synchronous objects meet a
+// read's error in the synchronous API's order.)
 export function hasHeadAxis(mask, batch, heads, tq, tk) {
   if (mask === undefined || mask === null || heads === 1) return false;
   if (ArrayBuffer.isView(mask)) {
