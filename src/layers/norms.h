@@ -12,6 +12,8 @@
 #include "dispatch/dispatch.h"
 #include "simd_attention/norm_kind.h"
 #include "simd_attention/thread_pool.h"
+#include "simd_attention/training_only.h"
+#include "simd_attention/transformer_layers.h"
 
 namespace simd_attention {
 
@@ -34,6 +36,10 @@ class BlockNorm {
   // out may alias x; checks x's range first (a std::range_error naming
   // `what`).
   void Forward(const char* what, const float* x, size_t rows, float* out) const;
+  // d_x (not aliasing d_out) given d_out, x the forward's input; the
+  // gradients of gamma (the stored one: Gemma's 1 + gamma has gamma's) and
+  // of beta (LayerNorm's; else empty) into g.
+  void Backward(const float* x, size_t rows, const float* d_out, float* d_x, NormGradients& g);
 
  private:
   NormKind kind_;
@@ -42,6 +48,12 @@ class BlockNorm {
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<float> gamma_, beta_;
+  // The last Backward's gradients and workspace, made by the first one (a
+  // program that never trains makes none: training_only.h).
+  struct Training {
+    std::vector<float> d_gamma, d_beta, dy_xhat;
+  };
+  TrainingOnly<Training> training_;
 };
 
 }  // namespace simd_attention

@@ -6,22 +6,11 @@
 #include "checks/checked_size.h"
 #include "checks/validate.h"
 #include "dispatch/dispatch.h"
-#include "layers/gated_feed_forward.h"
-#include "layers/norms.h"
 #include "layers/residual.h"
+#include "layers/transformer_block_parts.h"
+#include "training/training_build.h"
 
 namespace simd_attention {
-
-struct TransformerBlock::Part {
-  Sublayer sublayer;
-  std::string name;  // "sublayers[1] (gated_ffn)", for messages
-  BlockNorm norm;
-  std::unique_ptr<BlockNorm> output_norm;  // kSandwich
-  std::unique_ptr<MultiHeadAttention> attention;
-  std::unique_ptr<FeedForward> ffn;
-  std::unique_ptr<GatedFeedForward> gated_ffn;
-};
-
 namespace {
 
 BlockConfig Resolve(BlockConfig c) {
@@ -201,12 +190,14 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
   }
   parts_ = std::move(fresh);
   has_weights_ = true;
+  if (kTrainingBuild) record_.reset();  // it belonged to the old weights
 }
 
 template <class Attend>
 void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
-                           const Attend& attend) {
+                           const Attend& attend, Record* record) {
   const size_t d = config_.d_model, rows = batch * tokens;
+  const bool keep = kTrainingBuild && record != nullptr;  // never without training
   std::vector<float> normed(h.size()), out(h.size()), sum;
   for (size_t i = 0; i < parts_.size();) {
     size_t end = i + 1;
@@ -216,25 +207,30 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
     std::vector<float>& target = end - i > 1 ? sum : h;
     for (size_t k = i; k < end; ++k) {
       Part& p = parts_[k];
+      SublayerRecord* r = keep ? &record->sublayers[k] : nullptr;
       const bool post = p.sublayer.norm == NormPlacement::kPost;
       const float* in = h.data();
       if (!post) {
+        if (r != nullptr) r->norm_input = h;
         p.norm.Forward("the input of a sublayer's norm", h.data(), rows, normed.data());
         in = normed.data();
       }
       if (p.attention != nullptr) {
         out = attend(k, Tensor3{{in, rows * d}, batch, tokens, d});
       } else if (p.ffn != nullptr) {
-        p.ffn->Forward(in, rows, out.data());
+        p.ffn->Forward(in, rows, out.data(), r != nullptr ? &r->ffn : nullptr);
       } else {
-        p.gated_ffn->Forward(in, rows, out.data());
+        p.gated_ffn->Forward(in, rows, out.data(), r != nullptr ? &r->ffn : nullptr);
       }
       if (p.output_norm != nullptr) {
+        if (r != nullptr) r->output_norm_input = out;
         p.output_norm->Forward("the output of a sublayer", out.data(), rows, out.data());
       }
       AddResidual(p.name.c_str(), *pool_, *kernels_, target, out);
-      if (post) p.norm.Forward("the residual sum of a sublayer", target.data(), rows,
-                               target.data());
+      if (post) {
+        if (r != nullptr) r->norm_input = target;
+        p.norm.Forward("the residual sum of a sublayer", target.data(), rows, target.data());
+      }
     }
     if (end - i > 1) h.swap(sum);
     i = end;
@@ -261,20 +257,29 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Tensor3& me
     CheckTensor("memory", memory, config_.d_model, config_.names->d_model);
     CheckEqual("memory.batch", memory.batch, x.batch, "x.batch");
   }
+  const bool training = TrainingRequested(options.training);
   MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
   self.causal = options.causal;
   self.causal_alignment = options.causal_alignment;
   self.key_padding_mask = options.key_padding_mask;
   self.position_offset = options.position_offset;
+  self.training = training;
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
+  across.training = training;
+  Record* record = nullptr;
+  if constexpr (kTrainingBuild) {
+    if (record_ != nullptr) record_->ready = false;  // what Backward reads
+    if (training) record = &StartRecord(x.batch, x.tokens);
+  }
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
     MultiHeadAttention& a = *parts_[k].attention;
     return parts_[k].sublayer.mixer == MixerKind::kSelfAttention
                ? a.Forward(in, self).output
                : a.Forward(in, memory, memory, across).output;
-  });
+  }, record);
+  if (record != nullptr) record->ready = true;
   return h;
 }
 
@@ -325,6 +330,7 @@ std::vector<float> TransformerBlock::ForwardIncremental(const Tensor3& x, KVCach
   }
   const MhaOptions self = SelfAttentionMhaOptions(self_attention);
   const size_t before = cache.length();
+  if (kTrainingBuild && record_ != nullptr) record_->ready = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   try {
     Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {

@@ -122,26 +122,22 @@ void FeedForward::SetWeights(const FfnWeights& w) {
   if (kTrainingBuild) training_.reset();
 }
 
-void FeedForward::Forward(const float* x, size_t rows, float* out, bool training) {
+void FeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* record) {
   if (w1_.empty()) throw std::logic_error("FeedForward: forward before SetWeights");
   const size_t hidden = CheckedCount("feed-forward hidden units",
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, w1_, hidden_.data(), ffn_dim_);
-  if (kTrainingBuild) {  // a build without training never makes training_
-    if (training) {
-      if (training_ == nullptr) training_ = MakeTrainingOnly<Training>();
-      training_->input.assign(x, x + rows * d_model_);
-      training_->pre_activation.assign(hidden_.begin(), hidden_.begin() + hidden);
-    } else if (training_ != nullptr) {
-      training_->input.clear();
-      training_->pre_activation.clear();
-    }
+  const bool keep = kTrainingBuild && record != nullptr;  // never in a build without training
+  if (keep) {
+    record->input.assign(x, x + rows * d_model_);
+    record->pre_activation.assign(hidden_.begin(), hidden_.begin() + hidden);
   }
   // The activation at ~0.5 ns an element (GELU's exp), element-wise.
   ParallelElementwise(*pool_, rows * ffn_dim_, 0.5, [&](size_t begin, size_t end) {
     kernels_->activation(activation_, hidden_.data() + begin, end - begin);
   });
+  if (keep) record->hidden.assign(hidden_.begin(), hidden_.begin() + hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, hidden_.data(), rows, w2_, out, d_model_);
 }
 
@@ -255,7 +251,7 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
   Residual("the feed-forward sublayer", config_.norm_first, norm2_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
     std::vector<float> out(in.size());
-    ffn_.Forward(in.data(), rows, out.data(), t);
+    ffn_.Forward(in.data(), rows, out.data(), t ? &ffn_record_ : nullptr);
     return out;
   }, t ? &norm2_input_ : nullptr);
   if (kTrainingBuild) {
@@ -343,7 +339,7 @@ std::vector<float> TransformerDecoderLayer::Run(const Tensor3& x,
   Residual("the feed-forward sublayer", config_.norm_first, norm3_, pool, k, h, rows,
            [&](const std::vector<float>& in) {
     std::vector<float> out(in.size());
-    ffn_.Forward(in.data(), rows, out.data(), training);
+    ffn_.Forward(in.data(), rows, out.data(), training ? &ffn_record_ : nullptr);
     return out;
   }, training ? &norm3_input_ : nullptr);
   if (kTrainingBuild) {

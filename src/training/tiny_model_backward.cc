@@ -47,7 +47,8 @@ void TinyTransformer::Backward() {
     Layer& layer = *layers_[l];
     if (layer.ffn) {
       Sized(t.d_sublayer, rows * d);
-      layer.ffn->Backward(t.dx.data(), rows, t.d_sublayer.data(), layer.ffn_gradients);
+      layer.ffn->Backward(layer.ffn_record, t.dx.data(), rows, t.d_sublayer.data(),
+                         layer.ffn_gradients);
       AddInPlace(*pool_, *kernels_, t.dx, t.d_sublayer);
     }
     layer.attention.Backward({t.dx, rows / t.tokens_per_row, t.tokens_per_row, d},

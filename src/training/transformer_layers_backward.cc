@@ -71,15 +71,17 @@ void CheckDOutput(bool trained, const ArgNames& names, const Tensor3& d_output, 
 
 }  // namespace
 
-void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradients& g) {
-  Training& t = *training_;  // made by the training Forward the layer checked
+void FeedForward::Backward(const FfnRecord& record, const float* d_out, size_t rows,
+                           float* d_x, FfnGradients& g) {
+  if (training_ == nullptr) training_ = MakeTrainingOnly<Training>();
+  Training& t = *training_;
   if (t.w1_t.empty()) {
     t.w1_t = PackTransposed(*kernels_, w1_);
     t.w2_t = PackTransposed(*kernels_, w2_);
   }
   t.has_gradients = false;  // until this one is complete
   const size_t hidden = rows * ffn_dim_;
-  const float* g2 = WeightGradients(*pool_, *kernels_, t.weight_workspace, hidden_.data(), rows,
+  const float* g2 = WeightGradients(*pool_, *kernels_, t.weight_workspace, record.hidden.data(), rows,
                                     ffn_dim_, true, d_out, d_model_);
   PackGradient(*kernels_, g2, ffn_dim_, d_model_, true, t.d_w2, t.d_b2);
   g.d_w2.assign(g2, g2 + ffn_dim_ * d_model_);
@@ -88,11 +90,11 @@ void FeedForward::Backward(const float* d_out, size_t rows, float* d_x, FfnGradi
   ParallelMultiplyPacked(*pool_, *kernels_, d_out, rows, t.w2_t, t.d_hidden.data(), ffn_dim_);
   const TrainingKernels& training = TrainingKernelsFor(*kernels_);
   ParallelElementwise(*pool_, hidden, 1.0, [&](size_t begin, size_t end) {
-    training.activation_backward(activation_, t.pre_activation.data() + begin,
+    training.activation_backward(activation_, record.pre_activation.data() + begin,
                                  t.d_hidden.data() + begin, end - begin,
                                  t.d_hidden.data() + begin);
   });
-  const float* g1 = WeightGradients(*pool_, *kernels_, t.weight_workspace, t.input.data(), rows,
+  const float* g1 = WeightGradients(*pool_, *kernels_, t.weight_workspace, record.input.data(), rows,
                                     d_model_, true, t.d_hidden.data(), ffn_dim_);
   PackGradient(*kernels_, g1, d_model_, ffn_dim_, true, t.d_w1, t.d_b1);
   g.d_w1.assign(g1, g1 + d_model_ * ffn_dim_);
@@ -119,8 +121,6 @@ void FeedForward::WeightsUpdated() {
   if (training_ == nullptr) return;
   training_->w1_t = {};
   training_->w2_t = {};
-  training_->input.clear();
-  training_->pre_activation.clear();
 }
 
 void LayerNorm::Backward(const float* x, size_t rows, const float* d_out, float* d_x,
@@ -171,7 +171,7 @@ void TransformerEncoderLayer::Backward(const Tensor3& d_output, EncoderGradients
                   }},
                  {norm2_, norm2_input_, g.norm2,
                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                    ffn_.Backward(dy.data(), rows, dx.data(), g.ffn);
+                    ffn_.Backward(ffn_record_, dy.data(), rows, dx.data(), g.ffn);
                   }}},
                 g.d_input);
   CheckComputed("the gradients", g.d_input, kGradientTooLarge);
@@ -206,7 +206,7 @@ void TransformerDecoderLayer::Backward(const Tensor3& d_output, DecoderGradients
                   }},
                  {norm3_, norm3_input_, g.norm3,
                   [&](const std::vector<float>& dy, std::vector<float>& dx) {
-                    ffn_.Backward(dy.data(), rows, dx.data(), g.ffn);
+                    ffn_.Backward(ffn_record_, dy.data(), rows, dx.data(), g.ffn);
                   }}},
                 g.d_input);
   CheckComputed("the gradients", g.d_input, kGradientTooLarge);

@@ -105,6 +105,12 @@ struct GatedFfnWeights {
   StoredMatrix stored_w_gate, stored_w_up, stored_w_down;
 };
 
+// A gated FFN's gradients, named like its weights (X @ W layout).
+struct GatedFfnGradients {
+  std::vector<float> d_w_gate, d_w_up, d_w_down;
+  std::vector<float> d_b_gate, d_b_up, d_b_down;
+};
+
 // One sublayer's weights: its norm (beta only for LayerNorm), the norm
 // after its mixer for kSandwich, and the weights of its mixer's kind. A
 // bias left empty is zero (Hugging Face checkpoints omit many).
@@ -116,6 +122,24 @@ struct SublayerWeights {
   GatedFfnWeights gated_ffn;
 };
 
+// One sublayer's gradients, named like SublayerWeights: its norms' (d_beta
+// empty for the RMSNorm kinds; d_gamma that of the stored gamma, which
+// Gemma's kind adds 1 to) and its mixer's, the others left empty. A bias
+// the weights left empty is trained as the zeros it stands for.
+struct SublayerGradients {
+  NormGradients norm;
+  NormGradients output_norm;  // kSandwich
+  MhaGradients attention;     // its d_input (self) or d_query (cross) included
+  FfnGradients ffn;
+  GatedFfnGradients gated_ffn;
+};
+
+struct BlockGradients {
+  std::vector<float> d_input;   // [B, T, d_model]
+  std::vector<float> d_memory;  // [B, S, d_model], of every cross-attention; else empty
+  std::vector<SublayerGradients> sublayers;  // one per sublayer
+};
+
 struct BlockOptions {
   // The self-attentions' (causal and key padding as EncoderOptions').
   bool causal = false;
@@ -125,6 +149,11 @@ struct BlockOptions {
   std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of the memory
   // Rotary positions of the first token (as MhaOptions::position_offset).
   size_t position_offset = 0;
+  // Keep what Backward needs (each sublayer's record: its norms' inputs
+  // and its mixer's), until the next forward, SetWeights or optimizer step.
+  // Float32 weights only; the attentions train without rotary positions and
+  // QK-norm (MhaOptions::training).
+  bool training = false;
 };
 
 class BlockNorm;
@@ -156,6 +185,16 @@ class TransformerBlock {
   std::vector<float> ForwardIncremental(const Tensor3& x, KVCache& cache,
                                         const SelfAttentionOptions& self_attention = {},
                                         const PrecomputedKV* memory = nullptr);
+  // The gradients of the last forward, a training one, given d_output =
+  // dL/d(output) [B, T, d_model]: back through the sublayers in reverse,
+  // each from its record. Throws std::logic_error without one,
+  // std::invalid_argument for another shape or a non-finite value (naming
+  // d_output), std::range_error when the gradients overflow; the record
+  // stays, so Backward may be called again.
+  BlockGradients Backward(const Tensor3& d_output);
+  // The same into `gradients`, reused: its vectors keep their storage.
+  void Backward(const Tensor3& d_output, BlockGradients& gradients);
+
   // The memory's keys and values for the cross-attention sublayer.
   PrecomputedKV PrecomputeMemory(const Tensor3& memory,
                                  std::span<const uint8_t> key_padding_mask = {});
@@ -168,10 +207,20 @@ class TransformerBlock {
 
  private:
   struct Part;
-  // The sublayers over h in place: `attend(i, in, rows)` runs attention
-  // sublayer i on its normed input.
+  struct Record;
+  // The sublayers over h in place: `attend(i, in)` runs attention sublayer
+  // i on its normed input. With a record (a training forward), each
+  // sublayer's into it.
   template <class Attend>
-  void Run(std::vector<float>& h, size_t batch, size_t tokens, const Attend& attend);
+  void Run(std::vector<float>& h, size_t batch, size_t tokens, const Attend& attend,
+           Record* record = nullptr);
+  // A training forward's record, sized for x [batch, tokens]; refuses
+  // weights the optimizers cannot update.
+  Record& StartRecord(size_t batch, size_t tokens);
+  // d = dL/d(mixer output) of sublayer k to dx = dL/d(mixer input); a
+  // cross-attention adds its memory's gradient to g.d_memory.
+  void MixerBackward(size_t k, const std::vector<float>& d, std::vector<float>& dx,
+                     BlockGradients& g);
   const MultiHeadAttention& SelfAttention(const char* where) const;
 
   BlockConfig config_;
@@ -179,6 +228,9 @@ class TransformerBlock {
   std::shared_ptr<ThreadPool> pool_;
   std::vector<Part> parts_;
   bool has_weights_ = false;
+  // The last training forward's record (a program that never trains makes
+  // none: training_only.h).
+  TrainingOnly<Record> record_;
 };
 
 // N blocks of one config in order, with an optional final norm (a decoder

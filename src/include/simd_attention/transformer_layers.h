@@ -64,6 +64,16 @@ struct FfnGradients {
   std::vector<float> d_w1, d_b1, d_w2, d_b2;
 };
 
+// What a training forward of a feed-forward mixer (FeedForward,
+// GatedFeedForward) keeps for its backward, held by its caller (a layer's
+// record of its sublayers), so that the backward reads nothing of the
+// mixer's workspaces.
+struct FfnRecord {
+  std::vector<float> input;           // [rows, d_model]
+  std::vector<float> pre_activation;  // [rows, ffn_dim]; gated: [rows, 2 ffn_dim], gate then up
+  std::vector<float> hidden;          // [rows, ffn_dim]: what W2 (W_down) took
+};
+
 // act(x W1 + b1) W2 + b2 on rows of width d_model.
 class FeedForward {
  public:
@@ -75,12 +85,14 @@ class FeedForward {
   FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
               const KernelTable& kernels);
   void SetWeights(const FfnWeights& w);
-  // training: keeps x and the hidden units before and after the activation
-  // for Backward, until the next Forward.
-  void Forward(const float* x, size_t rows, float* out, bool training = false);
-  // d_x [rows, d_model] and the weights' gradients given d_out, after a
-  // training Forward of `rows` rows (the caller, a layer, checks both).
-  void Backward(const float* d_out, size_t rows, float* d_x, FfnGradients& g);
+  // With a record (a training forward): x and the hidden units before and
+  // after the activation into it, for Backward.
+  void Forward(const float* x, size_t rows, float* out, FfnRecord* record = nullptr);
+  // d_x [rows, d_model] and the weights' gradients given d_out, from the
+  // record of a training Forward of `rows` rows with the current weights
+  // (the caller, a layer, checks both).
+  void Backward(const FfnRecord& record, const float* d_out, size_t rows, float* d_x,
+                FfnGradients& g);
   // Bytes of W1 and W2 as held (biases apart).
   size_t WeightBytes() const { return w1_.WeightBytes() + w2_.WeightBytes(); }
 
@@ -97,13 +109,11 @@ class FeedForward {
   WeightType weights_;
   PackedMatrix w1_, w2_;  // with b1, b2
   std::vector<float> hidden_;             // [rows, ffn_dim]; grows
-  // Training: the input and the hidden units before the activation (after
-  // it: hidden_); W1^T and W2^T packed by the first Backward after the
-  // weights changed; the gradients packed as the weights; workspaces. Held
-  // apart, made by the first training Forward: a program that never trains
-  // carries none of its members' construction, moves or copies.
+  // Training: W1^T and W2^T packed by the first Backward after the weights
+  // changed; the gradients packed as the weights; workspaces. Held apart,
+  // made by the first Backward: a program that never trains carries none
+  // of its members' construction, moves or copies.
   struct Training {
-    std::vector<float> input, pre_activation;
     PackedMatrix w1_t, w2_t;
     std::vector<float> d_w1, d_b1, d_w2, d_b2;
     std::vector<float> d_hidden, weight_workspace;
@@ -229,8 +239,10 @@ class TransformerEncoderLayer {
   MultiHeadAttention attention_;
   FeedForward ffn_;
   LayerNorm norm1_, norm2_;
-  // Training: each sublayer's LayerNorm input and the forward's shape.
+  // Training: each sublayer's LayerNorm input, the FFN's record and the
+  // forward's shape.
   std::vector<float> norm1_input_, norm2_input_;
+  FfnRecord ffn_record_;
   size_t batch_ = 0, tokens_ = 0;
   bool trained_ = false;
 };
@@ -312,6 +324,7 @@ class TransformerDecoderLayer {
   FeedForward ffn_;
   LayerNorm norm1_, norm2_, norm3_;
   std::vector<float> norm1_input_, norm2_input_, norm3_input_;
+  FfnRecord ffn_record_;
   size_t batch_ = 0, tokens_ = 0;
   bool trained_ = false;
 };
