@@ -135,6 +135,75 @@ describe('what the result holds', () => {
   });
 });
 
+describe('a whole model: the stack of its blocks (options.prefix omitted)', () => {
+  test.each(matrix)('llama, %s build, %s backend: the block\'s output through the final norm; ' +
+    'token by token with a cache per layer', async (_, backend, module) => {
+    const name = 'llama_layer';
+    const config = modelConfig(name);
+    const tensors = modelTensors(name);
+    const built = await module.fromPretrained(config, tensors, { backend });
+    track(built.module);
+    expect(built.kind).toBe('TransformerStack');
+    expect(built.module.config).toMatchObject({ numLayers: config.num_hidden_layers,
+      finalNorm: true, norm: 'rms_norm', activation: 'silu' });
+    // Everything but the embeddings (and a head) is the stack's.
+    expect(built.loaded.unused).toEqual(tensors.names.filter((n) => n.startsWith('embed_tokens')));
+    expect(config.num_hidden_layers).toBe(1);
+    const io = blockIo(name);
+    const x = io.tensor('x');
+    const [batch, tokens, width] = x.shape;
+    // The reference: the layer's own output, RMS-normalized by norm.weight.
+    const y = io.tensor('y').data;
+    const gamma = tensors.tensor('norm.weight').data;
+    const expected = new Float64Array(y.length);
+    for (let r = 0; r < batch * tokens; r++) {
+      let s = 0;
+      for (let i = 0; i < width; i++) s += y[r * width + i] ** 2;
+      const inv = 1 / Math.sqrt(s / width + config.rms_norm_eps);
+      for (let i = 0; i < width; i++) expected[r * width + i] = y[r * width + i] * inv * gamma[i];
+    }
+    const out = built.module.forward(x, built.forwardOptions).data;
+    expect(Math.max(...out.map((v, i) => Math.abs(v - expected[i])))).toBeLessThan(1e-4);
+    const caches = built.module.createKVCaches({ batch, maxLength: tokens }).map(track);
+    const stepped = new Float32Array(out.length);
+    for (let t = 0; t < tokens; t++) {
+      const step = { data: x.data.slice(t * width, (t + 1) * width), shape: [1, 1, width] };
+      stepped.set(built.module.forwardIncremental(step, caches, built.incrementalOptions).data,
+        t * width);
+    }
+    expect(Math.max(...stepped.map((v, i) => Math.abs(v - out[i])))).toBeLessThan(1e-5);
+  });
+
+  test('gemma2: every layer its own window (config.layer_types)', async () => {
+    const config = { ...modelConfig('gemma2_attention'), num_hidden_layers: 3,
+      layer_types: ['sliding_attention', 'full_attention', 'sliding_attention'] };
+    const tensors = modelTensors('gemma2_attention');
+    const layer0 = Object.fromEntries(tensors.names.filter((n) => n.startsWith('layers.0.'))
+      .map((n) => [n, tensors.tensor(n)]));
+    const three = { ...Object.fromEntries(tensors.names.map((n) => [n, tensors.tensor(n)])),
+      ...Object.fromEntries([1, 2].flatMap((i) => Object.entries(layer0).map(([n, t]) =>
+        [n.replace('layers.0.', `layers.${i}.`), t]))) };
+    const built = await sa.fromPretrained(config, three);
+    track(built.module);
+    const w = config.sliding_window - 1;
+    expect(built.module.config.layerWindows).toEqual([[w, 0], [-1, -1], [w, 0]]);
+    expect(built.forwardOptions).toEqual({ causal: true,
+      scale: config.query_pre_attn_scalar ** -0.5, softcap: config.attn_logit_softcapping });
+  });
+
+  test('the pool has no stack, and says so', async () => {
+    const pool = await createAttentionPool({ workers: 1 });
+    try {
+      await expectRejected(pool.fromPretrained(modelConfig('llama_layer'),
+        modelTensors('llama_layer')), Error, 'fromPretrained: llama (the whole model): the pool ' +
+        'has no TransformerStack: name a layer (options.prefix) and load the layers one by one, ' +
+        'or use the module\'s fromPretrained');
+    } finally {
+      await pool.dispose();
+    }
+  });
+});
+
 describe('token by token with incrementalOptions', () => {
   // f16 caches: each cached value rounded once (2^-11 relative).
   const f16Tolerance = (name) => 8 * 2 ** -11 *
@@ -581,17 +650,18 @@ describe('errors of the arguments', () => {
   const file = modelTensors('llama_attention');
   const prefix = hfCases.llama_attention.prefix;
 
-  test('no prefix: a whole model is not supported', async () => {
-    for (const options of [undefined, {}, { prefix: '' }]) {
-      await expectRejected(sa.fromPretrained(config, file, options), Error, 'fromPretrained: ' +
-        'llama: options.prefix: a whole model is not supported (no stack object yet): name a ' +
-        "layer ('…layers.N') or an attention ('…layers.N.self_attn')");
-    }
+  test('no prefix: a whole model only for the decoder-only models of blocks', async () => {
     await expectRejected(sa.fromPretrained(modelConfig('bart_encoder'), modelTensors('bart_encoder')),
-      Error, 'fromPretrained: bart: options.prefix: a whole model is not supported (no stack ' +
-      "object yet): name a layer ('…{encoder,decoder}.layers.N'), an attention " +
-      "('…{encoder,decoder}.layers.N.self_attn') or an attention " +
+      Error, 'fromPretrained: bart: options.prefix: a whole model is supported for the ' +
+      'decoder-only models whose layers are blocks (gptj, gpt_neox, llama, mistral, qwen2, ' +
+      "qwen3, gemma, gemma2, phi3), not bart: name a layer ('…{encoder,decoder}.layers.N'), " +
+      "an attention ('…{encoder,decoder}.layers.N.self_attn') or an attention " +
       "('…{encoder,decoder}.layers.N.encoder_attn')");
+    for (const options of [undefined, {}, { prefix: '' }]) {
+      const built = await sa.fromPretrained(config, file, options);
+      track(built.module);
+      expect(built.kind).toBe('TransformerStack');
+    }
   });
 
   test('a prefix that names neither a layer nor an attention', async () => {

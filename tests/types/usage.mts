@@ -43,7 +43,7 @@ import {
   type SafetensorsTensorInfo, type CheckpointBitsTensor, type SafetensorsOptions,
   type FromPretrainedOptions, type HuggingFaceConfig, type PretrainedAttention,
   type PretrainedDecoderLayer, type PretrainedEncoderLayer, type PretrainedModule,
-  type PooledPretrainedModule, type PretrainedBlock,
+  type PooledPretrainedModule, type PretrainedBlock, type PretrainedStack,
 } from '../../web/index.js';
 import {
   type BlockAttentionWeights, type BlockForwardOptions, type BlockNormWeights,
@@ -576,6 +576,9 @@ if (pretrained.kind === 'MultiHeadAttention') {
   void [built.module.forward(x, built.forwardOptions), built.loaded];
 } else if (pretrained.kind === 'TransformerBlock') {
   const built: PretrainedBlock = pretrained;
+  void [built.module.forward(x, built.forwardOptions), built.incrementalOptions, built.loaded];
+} else if (pretrained.kind === 'TransformerStack') {
+  const built: PretrainedStack = pretrained;
   void [built.module.forward(x, built.forwardOptions), built.incrementalOptions, built.loaded];
 } else {
   const built: PretrainedDecoderLayer = pretrained;

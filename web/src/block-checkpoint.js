@@ -126,6 +126,15 @@ export const BLOCK_LAYOUTS = {
   },
 };
 
+// A whole model of a block layout: its layers' list and its final norm,
+// under the model's root.
+export const STACK_LAYOUTS = {
+  llama: { list: 'layers', finalNorm: 'norm' },
+  phi3: { list: 'layers', finalNorm: 'norm' },
+  gptj: { list: 'h', finalNorm: 'ln_f' },
+  gpt_neox: { list: 'layers', finalNorm: 'final_layer_norm' },
+};
+
 /** Every source name of a layout, for picking the one a checkpoint holds. */
 export function layoutNames(layout, config) {
   return BLOCK_LAYOUTS[layout](config).flatMap((sub) => Object.values(sub)

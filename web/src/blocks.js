@@ -121,7 +121,7 @@ const shaped = (t, data, dModel) => ({ data,
 
 // A module without the blocks' glue (the training build) refuses them by
 // name.
-function refuseWithout(wasm, Binding, kind) {
+function refuseWithout(Binding, kind) {
   if (Binding !== undefined) return;
   throw new Error(`${kind}: not in this module's build (the training build, ` +
     `createAttentionModule({ training: true }), has no ${kind}); use the default build`);
@@ -132,7 +132,7 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
   const kind = 'TransformerBlock';
   class TransformerBlock extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
     constructor(config) {
-      refuseWithout(wasm, wasm.BlockBinding, kind);
+      refuseWithout(wasm.BlockBinding, kind);
       const resolved = readBlockConfig(kind, config, defaultBackend,
         OPTION_KEYS.TransformerBlockConfig);
       super(new wasm.BlockBinding(resolved), resolved.eps === undefined ? {} : { eps: resolved.eps });
@@ -186,7 +186,7 @@ export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
   const kind = 'TransformerStack';
   class TransformerStack extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
     constructor(config) {
-      refuseWithout(wasm, wasm.StackBinding, kind);
+      refuseWithout(wasm.StackBinding, kind);
       const resolved = readBlockConfig(kind, config, defaultBackend,
         OPTION_KEYS.TransformerStackConfig);
       const windows = config.layerWindows;

@@ -14,7 +14,7 @@
 // other tensor becomes float32 here.
 import { checkObject, describe, float32, integers } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
-import { BLOCK_LAYOUTS, blockWeights, layoutNames } from './block-checkpoint.js';
+import { BLOCK_LAYOUTS, blockWeights, layoutNames, STACK_LAYOUTS } from './block-checkpoint.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { attentionShapes, layerShapes } from './pytorch-layer-state.js';
 import { widen16Bit } from './safetensors.js';
@@ -146,12 +146,13 @@ function targetKind(where, target) {
       !has('precomputeMemory')) {
     return 'TransformerBlock';
   }
+  if (has('forwardIncremental') && has('createKVCaches')) return 'TransformerStack';
   if (has('setWeightsFromPyTorch') && has('precomputeKeyValue')) return 'MultiHeadAttention';
   if (has('setWeightsFromPyTorch') && has('precomputeMemory')) return 'TransformerDecoderLayer';
   if (has('setWeightsFromPyTorch') && has('forward')) return 'TransformerEncoderLayer';
   throw new TypeError(`${where}: target: expected a MultiHeadAttention, ` +
-    `TransformerEncoderLayer, TransformerDecoderLayer or TransformerBlock, got ` +
-    `${describe(target)}`);
+    `TransformerEncoderLayer, TransformerDecoderLayer, TransformerBlock or TransformerStack, ` +
+    `got ${describe(target)}`);
 }
 
 /**
@@ -319,65 +320,135 @@ function tensorValues(where, ckpt, name, declared, keepBits) {
   return widen16Bit(dtype, data);
 }
 
-// loadCheckpoint for a TransformerBlock: its layout's names (the layout
-// given, or the one whose names the checkpoint holds most of).
-function loadBlock(where, target, ckpt, { prefix, requested, allowUnused, under }) {
-  const config = target.config;
+// The layout of a block of `config` whose tensors are `under` (names after
+// the prefix): the one requested, or the one whose names it holds most of.
+function blockLayout(where, config, requested, under, prefix, kind) {
   const layouts = Object.keys(BLOCK_LAYOUTS);
-  const full = (name) => `${prefix}${name}`;
-  let layout = requested;
-  if (layout !== undefined && !(typeof layout === 'string' && layouts.includes(layout))) {
-    throw new TypeError(`${where}: options.layout: expected one of ` +
-      `${layouts.map((n) => `'${n}'`).join(', ')} for a TransformerBlock, got ${describe(layout)}`);
-  }
-  if (layout === undefined) {
-    let found = 0;
-    for (const name of layouts) {
-      let names;
-      try {
-        names = layoutNames(name, config);
-      } catch {
-        continue;  // a layout of another sublayer list
-      }
-      const count = names.filter((n) => under.has(n)).length;
-      if (count > found) [layout, found] = [name, count];
+  if (requested !== undefined) {
+    if (!(typeof requested === 'string' && layouts.includes(requested))) {
+      throw new TypeError(`${where}: options.layout: expected one of ` +
+        `${layouts.map((n) => `'${n}'`).join(', ')} for a ${kind}, got ${describe(requested)}`);
     }
+    return requested;
+  }
+  let layout;
+  let found = 0;
+  for (const name of layouts) {
+    let names;
+    try {
+      names = layoutNames(name, config);
+    } catch {
+      continue;  // a layout of another sublayer list
+    }
+    const count = names.filter((n) => under.has(n)).length;
+    if (count > found) [layout, found] = [name, count];
   }
   if (layout === undefined) {
-    throw new RangeError(`${where}: no TransformerBlock layout (${layouts.join(', ')}) knows ` +
+    throw new RangeError(`${where}: no ${kind} layout (${layouts.join(', ')}) knows ` +
       `the tensors under prefix '${prefix}': ${quoteSome([...under], 5)}`);
   }
-  const used = new Set();
-  const zeroBiases = [];
-  const { weights } = blockWeights(layout, config, (source) => {
+  return layout;
+}
+
+// A reader of the block tensors under `prefix` for blockWeights: records
+// what it read (used, with the prefix) and the biases it lacks.
+function blockReader(where, ckpt, config, layout, kind, used, zeroBiases) {
+  return (prefix, under) => (source) => {
+    const full = `${prefix}${source.name}`;
     if (!under.has(source.name)) {
       if (source.bias) {
-        zeroBiases.push(full(source.name));
+        zeroBiases.push(full);
         return undefined;
       }
-      throw new RangeError(`${where}: missing '${full(source.name)}' (layout '${layout}' of a ` +
-        'TransformerBlock)');
+      throw new RangeError(`${where}: missing '${full}' (layout '${layout}' of a ${kind})`);
     }
-    const declared = ckpt.shape(full(source.name));
+    const declared = ckpt.shape(full);
     if (declared !== undefined && !sameShape(declared, source.shape)) {
-      throw new RangeError(`${where}: ${full(source.name)}: expected shape ` +
-        `${shapeString(source.shape)} (this TransformerBlock's), got ${shapeString(declared)}`);
+      throw new RangeError(`${where}: ${full}: expected shape ${shapeString(source.shape)} ` +
+        `(this ${kind}'s), got ${shapeString(declared)}`);
     }
-    used.add(source.name);
-    const keepBits = source.shape.length === 2 && HELD_AS.get(ckpt.tensor(full(source.name)).dtype) ===
-      config.weights;
-    return tensorValues(where, ckpt, full(source.name), declared, keepBits);
-  });
-  const unused = [...under].filter((n) => !used.has(n)).map(full);
+    used.add(full);
+    const keepBits = source.shape.length === 2 &&
+      HELD_AS.get(ckpt.tensor(full).dtype) === config.weights;
+    return tensorValues(where, ckpt, full, declared, keepBits);
+  };
+}
+
+// What is left under `prefix` once `used` is taken: an error unless allowed.
+function unusedUnder(where, kind, layout, prefix, names, used, allowUnused) {
+  const unused = names.filter((n) => n.startsWith(prefix) && !used.has(n));
   if (unused.length > 0 && !allowUnused) {
     throw new RangeError(`${where}: ${unused.length} tensor${unused.length === 1 ? '' : 's'} ` +
-      `under prefix '${prefix}' not part of a TransformerBlock in layout '${layout}': ` +
+      `under prefix '${prefix}' not part of a ${kind} in layout '${layout}': ` +
       `${quoteSome(unused, 5)}; set options.prefix to the object's own tensors, ` +
       'or options.allowUnused: true');
   }
-  const done = target.setWeights(weights);
-  const result = { layout, tensors: [...used].map(full), unused, zeroBiases: [...new Set(zeroBiases)] };
-  return typeof done?.then === 'function' ? done.then(() => result) : result;
+  return unused;
+}
+
+// A result, or a promise of it for a pool's object.
+const settled = (done, result) => (typeof done?.then === 'function'
+  ? done.then(() => result) : result);
+
+// loadCheckpoint for a TransformerBlock.
+function loadBlock(where, target, ckpt, { prefix, requested, allowUnused, under }) {
+  const kind = 'TransformerBlock';
+  const { config } = target;
+  const layout = blockLayout(where, config, requested, under, prefix, kind);
+  const used = new Set();
+  const zeroBiases = [];
+  const read = blockReader(where, ckpt, config, layout, kind, used, zeroBiases);
+  const { weights } = blockWeights(layout, config, read(prefix, under));
+  const unused = unusedUnder(where, kind, layout, prefix, ckpt.names, used, allowUnused);
+  return settled(target.setWeights(weights), { layout, tensors: [...used], unused,
+    zeroBiases: [...new Set(zeroBiases)] });
+}
+
+// loadCheckpoint for a TransformerStack: its layers `<root><list>.<i>.` and
+// its final norm `<root><finalNorm>`, the root found from the names (a
+// base model's '' or a causal LM's 'model.', 'transformer.', ...) unless
+// options.prefix gives it.
+function loadStack(where, target, ckpt, { prefix, requested, allowUnused }) {
+  const kind = 'TransformerStack';
+  const { config } = target;
+  const underOf = (p) => new Set(ckpt.names.filter((n) => n.startsWith(p))
+    .map((n) => n.slice(p.length)));
+  // The layout from the first layer's names, under each candidate root.
+  const lists = [...new Set(Object.values(STACK_LAYOUTS).map((s) => s.list))];
+  let root = prefix;
+  let list;
+  for (const name of ckpt.names) {
+    if (!name.startsWith(prefix)) continue;
+    const m = lists.map((l) => name.indexOf(`${l}.0.`)).find((i) => i >= prefix.length);
+    if (m === undefined) continue;
+    root = name.slice(0, m);
+    list = lists.find((l) => name.startsWith(`${root}${l}.0.`));
+    break;
+  }
+  if (list === undefined) {
+    throw new RangeError(`${where}: no layer 0 of a TransformerStack (${lists.map((l) =>
+      `'…${l}.0.'`).join(', ')}) under prefix '${prefix}'`);
+  }
+  const layout = blockLayout(where, config, requested, underOf(`${root}${list}.0.`),
+    `${root}${list}.0.`, kind);
+  const stack = STACK_LAYOUTS[layout];
+  const used = new Set();
+  const zeroBiases = [];
+  const read = blockReader(where, ckpt, config, layout, kind, used, zeroBiases);
+  const layers = [];
+  for (let i = 0; i < config.numLayers; i++) {
+    const at = `${root}${stack.list}.${i}.`;
+    layers.push(blockWeights(layout, config, read(at, underOf(at))).weights);
+  }
+  const finalNorm = {};
+  for (const [key, suffix] of [['gamma', 'weight'], ['beta', 'bias']]) {
+    const name = `${stack.finalNorm}.${suffix}`;
+    const data = read(root, underOf(root))({ name, shape: [config.dModel], bias: key === 'beta' });
+    if (data !== undefined) finalNorm[key] = data;
+  }
+  const unused = unusedUnder(where, kind, layout, root, ckpt.names, used, allowUnused);
+  return settled(target.setWeights({ layers, finalNorm }), { layout, tensors: [...used],
+    unused, zeroBiases: [...new Set(zeroBiases)] });
 }
 
 /**
@@ -397,6 +468,7 @@ export function loadCheckpoint(target, checkpoint, options) {
   if (kind === 'TransformerBlock') {
     return loadBlock(where, target, ckpt, { prefix, requested, allowUnused, under });
   }
+  if (kind === 'TransformerStack') return loadStack(where, target, ckpt, { prefix, requested, allowUnused });
   const { layout, entries } = pickLayout(where, kind, LAYOUTS[kind], requested, has);
   const full = (name) => `${prefix}${name}`;
   if (layout === undefined) {

@@ -19,7 +19,8 @@ import { configReader, needLayer } from './pretrained-fields.js';
  * modules build, and the other parts a prefix may name, with why they are
  * not built.
  * @typedef {{ list: string, sides?: boolean, buffers?: RegExp, layer: Builder,
- *   attentions?: Record<string, Builder>, parts?: Record<string, string> }} Model
+ *   attentions?: Record<string, Builder>, parts?: Record<string, string>,
+ *   stack?: (r: any) => Built }} Model
  * Which layers slide: see readWindow.
  * @typedef {{ layerTypes: boolean,
  *   rule: (r: any) => (layer: number | undefined) => string }} Slides
@@ -29,6 +30,27 @@ const MHA = 'MultiHeadAttention';
 const ENCODER = 'TransformerEncoderLayer';
 const DECODER = 'TransformerDecoderLayer';
 const BLOCK = 'TransformerBlock';
+const STACK = 'TransformerStack';
+
+/**
+ * A whole model of `model`'s blocks (options.prefix omitted): a stack of
+ * config.num_hidden_layers of them (`layers`: the field naming the count),
+ * each layer's window its own, and the model's final norm.
+ */
+function stackOf(model, layers = 'num_hidden_layers') {
+  return (r) => {
+    const count = r.size(layers);
+    const built = Array.from({ length: count }, (_, layer) => model.layer(r, { layer,
+      prefix: `${model.list}.${layer}` }));
+    const windows = built.map((b) => b.forwardOptions.window ?? [-1, -1]);
+    const { window, ...forwardOptions } = built[0].forwardOptions;
+    const sliding = windows.some((w) => w[0] !== -1 || w[1] !== -1);
+    return { kind: STACK, layout: built[0].layout,
+      config: { ...built[0].config, numLayers: count, finalNorm: true,
+        ...(sliding ? { layerWindows: windows } : {}) },
+      forwardOptions };
+  };
+}
 
 // A block's sublayer list: attention then an MLP (`mlp`: 'ffn' or
 // 'gated_ffn'), both normed as `norm` says ('pre', 'sandwich'), the MLP
@@ -359,6 +381,22 @@ const MODELS = new Map(/** @type {[string, Model][]} */ ([
 ]));
 
 
+// The models a whole stack of blocks is built for (options.prefix omitted).
+for (const type of ['llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'phi3', 'gptj']) {
+  const model = MODELS.get(type);
+  model.stack = stackOf(model, type === 'gptj' ? 'n_layer' : 'num_hidden_layers');
+}
+{
+  const neox = MODELS.get('gpt_neox');
+  neox.stack = (r) => {
+    if (!r.flag('use_parallel_residual', true)) {
+      throw r.lacks('a whole model with config.use_parallel_residual: false (its layers are ' +
+        'encoder layers, not blocks): load its layers one by one');
+    }
+    return stackOf(neox)(r);
+  };
+}
+
 // prefix -> { prefix (without a final dot), layer (its number), list (the
 // name before it), side (the one before that), part (after it) }.
 function parsePrefix(prefix) {
@@ -395,8 +433,10 @@ export function pretrainedModule(where, config, prefix) {
   // 'a, b or c'
   const names = `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}`;
   if (prefix === undefined || prefix === '') {
-    throw new Error(`${where}: ${type}: options.prefix: a whole model is not supported (no ` +
-      `stack object yet): name ${names}`);
+    if (model.stack !== undefined) return { ...model.stack(configReader(where, config)), buffers: model.buffers };
+    throw new Error(`${where}: ${type}: options.prefix: a whole model is supported for ` +
+      `the decoder-only models whose layers are blocks (${[...MODELS].filter(([, m]) => m.stack)
+        .map(([t]) => t).join(', ')}), not ${type}: name ${names}`);
   }
   const place = parsePrefix(prefix);
   const r = configReader(where, config);

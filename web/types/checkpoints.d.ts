@@ -1,6 +1,6 @@
 // Checkpoints: safetensors files, PyTorch and Hugging Face weight names, loadCheckpoint.
 
-import type { TransformerBlock } from './blocks.js';
+import type { TransformerBlock, TransformerStack } from './blocks.js';
 import type { MultiHeadAttention } from './attention.js';
 import type { TransformerDecoderLayer, TransformerEncoderLayer } from './layers.js';
 import type { URLLike } from './module.js';
@@ -192,7 +192,7 @@ export type CheckpointTensors = SafetensorsFile<boolean> |
  */
 export function loadCheckpoint(
   target: MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer |
-    TransformerBlock,
+    TransformerBlock | TransformerStack,
   checkpoint: CheckpointTensors, options?: LoadCheckpointOptions,
 ): LoadCheckpointResult;
 /** Into a pool's object: resolves once its weights are set. */
