@@ -29,6 +29,11 @@ class GatedFeedForward {
   // record of a training Forward of `rows` rows with the current weights.
   void Backward(const FfnRecord& record, const float* d_out, size_t rows, float* d_x,
                 GatedFfnGradients& g);
+  // The packed weights and biases with the last Backward's gradients
+  // (trainable.h); W_gate and W_up are one matrix, one parameter named
+  // after both. After an update, the transposes are stale.
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
+  void ParametersUpdated();
   size_t WeightBytes() const { return gate_up_.WeightBytes() + down_.WeightBytes(); }
 
  private:

@@ -40,6 +40,11 @@ class BlockNorm {
   // gradients of gamma (the stored one: Gemma's 1 + gamma has gamma's) and
   // of beta (LayerNorm's; else empty) into g.
   void Backward(const float* x, size_t rows, const float* d_out, float* d_x, NormGradients& g);
+  // gamma (as stored) and beta with the last Backward's gradients, named
+  // `prefix` + "gamma", "beta" (trainable.h); after an update the scales
+  // are recomputed from the stored gamma.
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
+  void ParametersUpdated();
 
  private:
   NormKind kind_;
@@ -47,7 +52,10 @@ class BlockNorm {
   float eps_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
-  std::vector<float> gamma_, beta_;
+  std::vector<float> gamma_, beta_;  // the scales the kernels multiply by; the shift
+  // Gemma's kind's gamma as stored (the scales less 1), what an optimizer
+  // updates (its weight decay pulls it to 0, the scales to 1); else empty.
+  std::vector<float> stored_gamma_;
   // The last Backward's gradients and workspace, made by the first one (a
   // program that never trains makes none: training_only.h).
   struct Training {

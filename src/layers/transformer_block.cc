@@ -357,4 +357,15 @@ size_t TransformerBlock::WeightBytes() const {
   return bytes;
 }
 
+#if !SA_TRAINING
+// A build without training links no backward and no optimizer, so nothing
+// calls these; defined here, they keep the training code's out of the
+// block's vtable (a training build's are in
+// training/transformer_block_backward.cc).
+void TransformerBlock::TrainableParameters(std::vector<Parameter>&, std::string_view) {
+  RefuseTrainingInThisBuild();
+}
+void TransformerBlock::ParametersUpdated() {}
+#endif
+
 }  // namespace simd_attention

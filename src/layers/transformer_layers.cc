@@ -466,4 +466,19 @@ std::vector<float> PositionalEncoding(size_t t, size_t d_model, const ArgNames& 
   return pe;
 }
 
+#if !SA_TRAINING
+// A build without training links no backward and no optimizer, so nothing
+// calls these; defined here, they keep the training code's out of the
+// layers' vtables (a training build's are in
+// training/transformer_layers_backward.cc).
+void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
+  RefuseTrainingInThisBuild();
+}
+void TransformerEncoderLayer::ParametersUpdated() {}
+void TransformerDecoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
+  RefuseTrainingInThisBuild();
+}
+void TransformerDecoderLayer::ParametersUpdated() {}
+#endif
+
 }  // namespace simd_attention

@@ -8,6 +8,7 @@
 // one GEMM each, as the forward's, the fused gate and up matrix included.
 #include <algorithm>
 
+#include "checks/validate.h"
 #include "dispatch/dispatch.h"
 #include "layers/gated_feed_forward.h"
 #include "threading/parallel.h"
@@ -56,6 +57,25 @@ void GatedFeedForward::Backward(const FfnRecord& r, const float* d_out, size_t r
   g.d_b_up.assign(both + d * 2 * f + f, both + (d + 1) * 2 * f);
   ParallelMultiplyPacked(*pool_, k, t.d_gate_up_rows.data(), rows, t.gate_up_t, d_x, d);
   t.has_gradients = true;
+}
+
+void GatedFeedForward::TrainableParameters(std::vector<Parameter>& out,
+                                           std::string_view prefix) {
+  if (training_ == nullptr || !training_->has_gradients) ThrowNoGradients();
+  Training& t = *training_;
+  out.push_back({gate_up_.w.data(), t.d_gate_up.data(), gate_up_.w.size(),
+                 Cat({prefix, "w_gate, ", prefix, "w_up"})});
+  out.push_back({gate_up_.bias.data(), t.d_gate_up_bias.data(), gate_up_.bias.size(),
+                 Cat({prefix, "b_gate, ", prefix, "b_up"})});
+  out.push_back({down_.w.data(), t.d_down.data(), down_.w.size(), Cat({prefix, "w_down"})});
+  out.push_back({down_.bias.data(), t.d_down_bias.data(), down_.bias.size(),
+                 Cat({prefix, "b_down"})});
+}
+
+void GatedFeedForward::ParametersUpdated() {
+  if (training_ == nullptr) return;
+  training_->gate_up_t = {};
+  training_->down_t = {};
 }
 
 }  // namespace simd_attention

@@ -2,6 +2,7 @@
 // rms_norm_backward per row (rows split across the pool), d_gamma and
 // d_beta as column sums of d_y * xhat and d_y (split by columns), so that
 // the result does not depend on the threads.
+#include "checks/validate.h"
 #include "dispatch/dispatch.h"
 #include "layers/norms.h"
 #include "threading/parallel.h"
@@ -33,6 +34,21 @@ void BlockNorm::Backward(const float* x, size_t rows, const float* d_out, float*
     t.d_beta.resize(d_);
     ColumnSums(*pool_, *kernels_, d_out, rows, d_, t.d_beta.data());
     g.d_beta.assign(t.d_beta.begin(), t.d_beta.end());
+  }
+}
+
+void BlockNorm::TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) {
+  if (training_ == nullptr || training_->d_gamma.empty()) ThrowNoGradients();
+  std::vector<float>& gamma = Traits(kind_).plus_one ? stored_gamma_ : gamma_;
+  out.push_back({gamma.data(), training_->d_gamma.data(), d_, Cat({prefix, "gamma"})});
+  if (Traits(kind_).has_beta) {
+    out.push_back({beta_.data(), training_->d_beta.data(), d_, Cat({prefix, "beta"})});
+  }
+}
+
+void BlockNorm::ParametersUpdated() {
+  if (Traits(kind_).plus_one) {
+    for (size_t i = 0; i < d_; ++i) gamma_[i] = stored_gamma_[i] + 1.0f;
   }
 }
 

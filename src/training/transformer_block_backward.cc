@@ -9,6 +9,7 @@
 // term is added to one dh. Element-wise sums through the kernel table,
 // each split so that the result does not depend on the threads.
 #include <stdexcept>
+#include <string>
 
 #include "checks/validate.h"
 #include "dispatch/dispatch.h"
@@ -125,6 +126,31 @@ void TransformerBlock::Backward(const Tensor3& d_output, BlockGradients& g) {
   CheckComputed("the gradients", g.d_input, kGradientTooLarge);
   CheckComputed("the gradients", g.d_memory, kGradientTooLarge);
   r.has_gradients = true;
+}
+
+void TransformerBlock::TrainableParameters(std::vector<Parameter>& out,
+                                           std::string_view prefix) {
+  if (record_ == nullptr || !record_->has_gradients) ThrowNoGradients();
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    Part& p = parts_[k];
+    const std::string at = Cat({prefix, "sublayers[", std::to_string(k), "]."});
+    p.norm.TrainableParameters(out, at + "norm.");
+    if (p.output_norm != nullptr) p.output_norm->TrainableParameters(out, at + "output_norm.");
+    if (p.attention != nullptr) p.attention->TrainableParameters(out, at + "attention.");
+    if (p.ffn != nullptr) p.ffn->TrainableParameters(out, at + "ffn.");
+    if (p.gated_ffn != nullptr) p.gated_ffn->TrainableParameters(out, at + "gated_ffn.");
+  }
+}
+
+void TransformerBlock::ParametersUpdated() {
+  for (Part& p : parts_) {
+    p.norm.ParametersUpdated();
+    if (p.output_norm != nullptr) p.output_norm->ParametersUpdated();
+    if (p.attention != nullptr) p.attention->ParametersUpdated();
+    if (p.ffn != nullptr) p.ffn->WeightsUpdated();
+    if (p.gated_ffn != nullptr) p.gated_ffn->ParametersUpdated();
+  }
+  if (record_ != nullptr) record_->ready = false;
 }
 
 }  // namespace simd_attention

@@ -17,7 +17,6 @@
 
 #include "dispatch/dispatch.h"
 #include "training/gradients.h"
-#include "training/parameters.h"
 #include "simd_attention/transformer_layers.h"
 #include "threading/parallel.h"
 #include "checks/validate.h"
@@ -177,6 +176,20 @@ void TransformerEncoderLayer::Backward(const Tensor3& d_output, EncoderGradients
   CheckComputed("the gradients", g.d_input, kGradientTooLarge);
 }
 
+void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>& out,
+                                                  std::string_view prefix) {
+  attention_.TrainableParameters(out, Cat({prefix, "attention."}));
+  ffn_.TrainableParameters(out, Cat({prefix, "ffn."}));
+  norm1_.TrainableParameters(out, Cat({prefix, "norm1."}));
+  norm2_.TrainableParameters(out, Cat({prefix, "norm2."}));
+}
+
+void TransformerEncoderLayer::ParametersUpdated() {
+  attention_.ParametersUpdated();
+  ffn_.WeightsUpdated();
+  trained_ = false;
+}
+
 DecoderGradients TransformerDecoderLayer::Backward(const Tensor3& d_output) {
   DecoderGradients g;
   Backward(d_output, g);
@@ -211,6 +224,24 @@ void TransformerDecoderLayer::Backward(const Tensor3& d_output, DecoderGradients
                 g.d_input);
   CheckComputed("the gradients", g.d_input, kGradientTooLarge);
   CheckComputed("the gradients", g.d_memory, kGradientTooLarge);
+}
+
+void TransformerDecoderLayer::TrainableParameters(std::vector<Parameter>& out,
+                                                  std::string_view prefix) {
+  const ArgNames& n = *config_.names;
+  self_attention_.TrainableParameters(out, Cat({prefix, n.self_attention, "."}));
+  cross_attention_.TrainableParameters(out, Cat({prefix, n.cross_attention, "."}));
+  ffn_.TrainableParameters(out, Cat({prefix, "ffn."}));
+  norm1_.TrainableParameters(out, Cat({prefix, "norm1."}));
+  norm2_.TrainableParameters(out, Cat({prefix, "norm2."}));
+  norm3_.TrainableParameters(out, Cat({prefix, "norm3."}));
+}
+
+void TransformerDecoderLayer::ParametersUpdated() {
+  self_attention_.ParametersUpdated();
+  cross_attention_.ParametersUpdated();
+  ffn_.WeightsUpdated();
+  trained_ = false;
 }
 
 }  // namespace simd_attention

@@ -18,6 +18,7 @@
 #include "simd_attention/activation.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/norm_kind.h"
+#include "simd_attention/trainable.h"
 #include "simd_attention/traits_table.h"
 #include "simd_attention/transformer_layers.h"
 
@@ -159,7 +160,7 @@ struct BlockOptions {
 class BlockNorm;
 class GatedFeedForward;
 
-class TransformerBlock {
+class TransformerBlock : public Trainable {
  public:
   explicit TransformerBlock(const BlockConfig& config);
   TransformerBlock(const BlockConfig& config, const KernelTable& kernels,
@@ -194,6 +195,15 @@ class TransformerBlock {
   BlockGradients Backward(const Tensor3& d_output);
   // The same into `gradients`, reused: its vectors keep their storage.
   void Backward(const Tensor3& d_output, BlockGradients& gradients);
+  // Trainable: every sublayer's parameters, named as SetWeights names them
+  // ("sublayers[0].norm.gamma", "sublayers[0].attention.w_q",
+  // "sublayers[1].gated_ffn.w_down"; W_gate and W_up one parameter, as they
+  // are packed); Gemma's norms update the stored gamma. After an update the
+  // record and the transposes are stale.
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+  const KernelTable& kernels() const override { return *kernels_; }
+  ThreadPool& pool() const override { return *pool_; }
 
   // The memory's keys and values for the cross-attention sublayer.
   PrecomputedKV PrecomputeMemory(const Tensor3& memory,

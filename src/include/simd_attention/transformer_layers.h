@@ -13,6 +13,7 @@
 #include "simd_attention/activation.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/packed_matrix.h"
+#include "simd_attention/trainable.h"
 #include "simd_attention/weight_type.h"
 
 namespace simd_attention {
@@ -97,8 +98,11 @@ class FeedForward {
   size_t WeightBytes() const { return w1_.WeightBytes() + w2_.WeightBytes(); }
 
  private:
-  friend class Optimizer;
-  friend class TinyTransformer;  // as MultiHeadAttention's
+  // The objects made of these list their parameters (trainable.h).
+  friend class TinyTransformer;
+  friend class TransformerBlock;
+  friend class TransformerEncoderLayer;
+  friend class TransformerDecoderLayer;
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
   void WeightsUpdated();
 
@@ -136,7 +140,6 @@ class LayerNorm {
   void Backward(const float* x, size_t rows, const float* d_out, float* d_x, NormGradients& g);
 
  private:
-  friend class Optimizer;
   friend class TransformerEncoderLayer;
   friend class TransformerDecoderLayer;
   // The layers': their config's eps is judged once, before any part is made.
@@ -208,7 +211,7 @@ struct EncoderGradients {
   NormGradients norm1, norm2;
 };
 
-class TransformerEncoderLayer {
+class TransformerEncoderLayer : public Trainable {
  public:
   explicit TransformerEncoderLayer(const LayerConfig& config);
   TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels);
@@ -227,6 +230,12 @@ class TransformerEncoderLayer {
   EncoderGradients Backward(const Tensor3& d_output);
   // The same into `gradients`, reused: its vectors keep their storage.
   void Backward(const Tensor3& d_output, EncoderGradients& gradients);
+  // Trainable: its parts' parameters, named as SetWeights names them
+  // ("attention.w_q", "ffn.w1", "norm1.gamma").
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+  const KernelTable& kernels() const override { return attention_.kernels(); }
+  ThreadPool& pool() const override { return attention_.pool(); }
 
   // The config with threads and names resolved.
   const LayerConfig& config() const { return config_; }
@@ -234,7 +243,6 @@ class TransformerEncoderLayer {
   size_t WeightBytes() const { return attention_.WeightBytes() + ffn_.WeightBytes(); }
 
  private:
-  friend class Optimizer;
   LayerConfig config_;
   MultiHeadAttention attention_;
   FeedForward ffn_;
@@ -268,7 +276,7 @@ struct DecoderGradients {
   NormGradients norm1, norm2, norm3;
 };
 
-class TransformerDecoderLayer {
+class TransformerDecoderLayer : public Trainable {
  public:
   explicit TransformerDecoderLayer(const LayerConfig& config);
   TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels);
@@ -300,6 +308,11 @@ class TransformerDecoderLayer {
   // As TransformerEncoderLayer::Backward, with the memory's gradient too.
   DecoderGradients Backward(const Tensor3& d_output);
   void Backward(const Tensor3& d_output, DecoderGradients& gradients);
+  // As the encoder's ("self_attention.w_q", "cross_attention.w_q", ...).
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+  const KernelTable& kernels() const override { return self_attention_.kernels(); }
+  ThreadPool& pool() const override { return self_attention_.pool(); }
 
   const LayerConfig& config() const { return config_; }  // as the encoder's
   size_t WeightBytes() const {  // as the encoder's
@@ -309,7 +322,6 @@ class TransformerDecoderLayer {
   MultiHeadAttention& cross_attention() { return cross_attention_; }
 
  private:
-  friend class Optimizer;
   // Forward on the memory itself (a training forward: options.training) or
   // on its precomputed K/V (any other).
   std::vector<float> ForwardOn(const Tensor3& x, const Tensor3* memory, const PrecomputedKV* kv,
