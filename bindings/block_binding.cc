@@ -51,20 +51,13 @@ std::vector<Sublayer> SublayersFromJs(const val& js) {
 // BlockConfig's fields as JS names them.
 template <class Visit>
 void VisitFields(BlockConfig& c, const Visit& visit) {
-  visit("dModel", c.d_model);
-  visit("numHeads", c.num_heads);
-  visit("numKvHeads", c.num_kv_heads);
+  VisitSharedFields(c, visit);
   visit("headDim", c.head_dim);
   visit("ffnDim", c.ffn_dim);
   visit("activation", c.activation);
   visit("norm", c.norm);
   visit("eps", c.eps);
-  visit("rope", c.rope);
   visit("qkNorm", c.qk_norm);
-  visit("backend", c.backend);
-  visit("threads", c.threads);
-  visit("weights", c.weights);
-  visit(kCacheTypeKey, c.cache_type);
 }
 
 BlockConfig BlockConfigFromJs(const val& js) {
@@ -93,16 +86,13 @@ StackConfig StackConfigFromJs(const val& js) {
 }
 
 val BlockInfo(const BlockConfig& c, const KernelTable& kernels) {
-  val v = val::object();
-  v.set("dModel", c.d_model);
-  v.set("numHeads", c.num_heads);
-  v.set("numKvHeads", c.num_kv_heads);
-  v.set("headDim", c.head_dim);
+  val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.threads, c.rope,
+                     c.weights, c.cache_type, kernels}
+              .ToJs();
   v.set("ffnDim", c.ffn_dim);
   v.set("activation", std::string(ActivationName(c.activation)));
   v.set("norm", std::string(Traits(c.norm).name));
   v.set("eps", c.eps);
-  if (c.rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(c.rope, c.head_dim));
   if (c.qk_norm.enabled) v.set("qkNorm", QkNormToJs(c.qk_norm));
   val sublayers = val::array();
   for (const Sublayer& s : c.sublayers) {
@@ -113,12 +103,6 @@ val BlockInfo(const BlockConfig& c, const KernelTable& kernels) {
     sublayers.call<void>("push", entry);
   }
   v.set("sublayers", sublayers);
-  v.set("weights", std::string(WeightTypeName(c.weights)));
-  v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
-  const KernelsInfo k = DescribeKernels(kernels);
-  v.set("backend", std::string(BackendName(k.backend)));
-  v.set("threads", c.threads);
-  v.set("kernels", std::string(k.name));
   return v;
 }
 

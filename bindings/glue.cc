@@ -279,6 +279,22 @@ void ReadField(const val& js, const char* key, RopeConfig& field) {
   if (Given(v)) field = RopeFromJs(v);
 }
 
+val SharedInfo::ToJs() const {
+  val v = val::object();
+  v.set("dModel", d_model);
+  v.set("numHeads", num_heads);
+  v.set("headDim", head_dim);
+  v.set("numKvHeads", num_kv_heads);
+  if (rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(rope, head_dim));
+  v.set("weights", std::string(WeightTypeName(weights)));
+  v.set("cacheType", std::string(WeightTypeName(cache_type)));
+  const KernelsInfo k = DescribeKernels(kernels);
+  v.set("backend", std::string(BackendName(k.backend)));
+  v.set("threads", threads);
+  v.set("kernels", std::string(k.name));
+  return v;
+}
+
 NormKind ParseNormKind(const std::string& name, std::string_view what) {
   if (const NormKindTraits* row = RowNamed(kNormKinds, name)) return row->value;
   static constexpr ChoiceList kChoices = ChoicesOf(kNormKinds, &NormKindTraits::name, true);

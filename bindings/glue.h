@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "simd_attention/activation.h"
+#include "simd_attention/backend.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::bindings {
@@ -206,6 +207,32 @@ class GivenFields {
 
  private:
   const val& js_;
+};
+
+// The fields every config of an object holding attentions shares
+// (MhaConfig, LayerConfig, BlockConfig), named once: each config's
+// VisitFields visits these, then its own.
+template <class Config, class Visit>
+void VisitSharedFields(Config& c, const Visit& visit) {
+  visit("dModel", c.d_model);
+  visit("numHeads", c.num_heads);
+  visit("numKvHeads", c.num_kv_heads);
+  visit("rope", c.rope);
+  visit("backend", c.backend);
+  visit("threads", c.threads);
+  visit("weights", c.weights);
+  visit(kCacheTypeKey, c.cache_type);
+}
+
+// info() of such an object: the shared fields resolved (the heads' width
+// and count as its attentions have them, the backend and kernels of
+// `kernels`), into a new object the caller adds its own fields to.
+struct SharedInfo {
+  size_t d_model, num_heads, num_kv_heads, head_dim, threads;
+  const RopeConfig& rope;
+  WeightType weights, cache_type;
+  const KernelTable& kernels;
+  val ToJs() const;
 };
 
 class FieldsToJs {

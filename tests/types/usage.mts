@@ -46,7 +46,7 @@ import {
   type PooledPretrainedModule, type PretrainedBlock, type PretrainedStack,
 } from '../../web/index.js';
 import {
-  type BlockAttentionWeights, type BlockForwardOptions, type BlockNormWeights,
+  type BlockForwardOptions, type BlockNormWeights,
   type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
   type NormPlacementName, type PooledTransformerBlock, type QkNormConfig,
   type ResolvedActivationName, type ResolvedTransformerBlockConfig,
@@ -523,7 +523,7 @@ void [blockResolved.dModel, blockResolved.numHeads, blockResolved.numKvHeads,
   blockResolved.cacheType, blockResolved.backend, blockResolved.threads, block.kernels,
   block.disposed, resolvedActivation, choiceLists];
 const blockNorm: BlockNormWeights = { gamma: f32(8), beta: undefined };
-const blockAttention: BlockAttentionWeights = { wQ: f32(64), wK: f32(32), wV: f32(32),
+const blockAttention: MultiHeadAttentionWeights = { wQ: f32(64), wK: f32(32), wV: f32(32),
   wO: f32(64), bQ: f32(8), bK: f32(4), bV: f32(4), bO: f32(8), qNorm: f32(4), kNorm: f32(4) };
 const gatedFfn: GatedFeedForwardWeights = { wGate: f32(128), wUp: f32(128), wDown: f32(128),
   bGate: f32(16), bUp: f32(16), bDown: f32(8) };

@@ -90,7 +90,7 @@ function readBlockWeights(where, name, w) {
       return {
         norm: group('norm', OPTION_KEYS.BlockNormWeights) ?? {},
         outputNorm: group('outputNorm', OPTION_KEYS.BlockNormWeights),
-        attention: group('attention', OPTION_KEYS.BlockAttentionWeights),
+        attention: group('attention', OPTION_KEYS.MultiHeadAttentionWeights),
         ffn: group('ffn', OPTION_KEYS.FeedForwardWeights),
         gatedFfn: group('gatedFfn', OPTION_KEYS.GatedFeedForwardWeights),
       };

@@ -75,7 +75,6 @@ export const OPTION_KEYS = {
   TransformerBlockWeights: ['sublayers'],
   BlockNormWeights: LAYER_NORM_WEIGHTS,
   SublayerWeights: ['norm', 'outputNorm', 'attention', 'ffn', 'gatedFfn'],
-  BlockAttentionWeights: [...ATTENTION_WEIGHTS, ...QK_NORM_WEIGHTS],
   GatedFeedForwardWeights: ['wGate', 'wUp', 'wDown', 'bGate', 'bUp', 'bDown'],
   TransformerStackWeights: ['layers', 'finalNorm'],
   BlockForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask', 'positionOffset',

@@ -1,6 +1,8 @@
 // Transformer blocks as lists of sublayers, and stacks of them.
 
-import type { CausalAlignmentName, NormKindName, QkNormConfig, RopeConfig } from './attention.js';
+import type {
+  CausalAlignmentName, MultiHeadAttentionWeights, NormKindName, QkNormConfig, RopeConfig,
+} from './attention.js';
 import type { KVCache, KVCacheOptions } from './caches.js';
 import type {
   ActivationName, FeedForwardWeights, ResolvedActivationName, SelfAttentionOptions,
@@ -88,22 +90,6 @@ export interface BlockNormWeights {
   beta?: Float32Array;
 }
 
-/** An attention sublayer's weights, `X @ W`; an omitted bias is zero. */
-export interface BlockAttentionWeights {
-  wQ: WeightMatrix;
-  wK: WeightMatrix;
-  wV: WeightMatrix;
-  wO: WeightMatrix;
-  bQ?: Float32Array;
-  bK?: Float32Array;
-  bV?: Float32Array;
-  bO?: Float32Array;
-  /** `[headDim]`, with `config.qkNorm`. */
-  qNorm?: Float32Array;
-  /** `[headDim]`, with `config.qkNorm`. */
-  kNorm?: Float32Array;
-}
-
 /** `down(act(x W_gate + b_gate) * (x W_up + b_up)) + b_down`, `X @ W`; omitted biases are zero. */
 export interface GatedFeedForwardWeights {
   /** `[dModel, ffnDim]` */
@@ -122,7 +108,8 @@ export interface SublayerWeights {
   norm: BlockNormWeights;
   /** The norm after the mixer, for `'sandwich'`. */
   outputNorm?: BlockNormWeights;
-  attention?: BlockAttentionWeights;
+  /** As `MultiHeadAttention.setWeights`'s; here an omitted bias is zero. */
+  attention?: MultiHeadAttentionWeights;
   /** Biases optional (zero). */
   ffn?: Partial<FeedForwardWeights> & Pick<FeedForwardWeights, 'w1' | 'w2'>;
   gatedFfn?: GatedFeedForwardWeights;
