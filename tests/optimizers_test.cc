@@ -723,28 +723,33 @@ TEST(OptimizerErrors, BlockParametersNamedAsSetWeightsNamesThem) {
   // An lr past float32 makes every update overflow: the first is named.
   Adam huge({.lr = 3.5e38});
   EXPECT_TRUE(ThrowsWith<std::range_error>([&] { huge.Step(block); },
-                                           {"sublayers[0].norm.gamma: Adam step refused"}));
-  // Every parameter in the sublayers' order, the fused gate and up matrix
-  // named after both.
+                                           {"sublayers[0] (gated_ffn): gated_ffn.w_gate, "
+                                            "sublayers[0] (gated_ffn): gated_ffn.w_up: Adam step "
+                                            "refused"}));
+  // Every parameter in the sublayers' order, each mixer's before its norm's,
+  // named as SetWeights' messages name them; the fused gate and up matrix
+  // after both.
   std::vector<Parameter> parameters;
   block.TrainableParameters(parameters, "block.");
   std::vector<std::string> names;
   for (const Parameter& p : parameters) names.push_back(p.name);
   const std::vector<std::string> expected = {
-      "block.sublayers[0].norm.gamma",
-      "block.sublayers[0].gated_ffn.w_gate, block.sublayers[0].gated_ffn.w_up",
-      "block.sublayers[0].gated_ffn.b_gate, block.sublayers[0].gated_ffn.b_up",
-      "block.sublayers[0].gated_ffn.w_down",
-      "block.sublayers[0].gated_ffn.b_down",
-      "block.sublayers[1].norm.gamma",
-      "block.sublayers[1].attention.w_q",
-      "block.sublayers[1].attention.b_q",
-      "block.sublayers[1].attention.w_k",
-      "block.sublayers[1].attention.b_k",
-      "block.sublayers[1].attention.w_v",
-      "block.sublayers[1].attention.b_v",
-      "block.sublayers[1].attention.w_o",
-      "block.sublayers[1].attention.b_o"};
+      "block.sublayers[0] (gated_ffn): gated_ffn.w_gate, "
+      "block.sublayers[0] (gated_ffn): gated_ffn.w_up",
+      "block.sublayers[0] (gated_ffn): gated_ffn.b_gate, "
+      "block.sublayers[0] (gated_ffn): gated_ffn.b_up",
+      "block.sublayers[0] (gated_ffn): gated_ffn.w_down",
+      "block.sublayers[0] (gated_ffn): gated_ffn.b_down",
+      "block.sublayers[0] (gated_ffn): norm.gamma",
+      "block.sublayers[1] (self_attention): w_q",
+      "block.sublayers[1] (self_attention): b_q",
+      "block.sublayers[1] (self_attention): w_k",
+      "block.sublayers[1] (self_attention): b_k",
+      "block.sublayers[1] (self_attention): w_v",
+      "block.sublayers[1] (self_attention): b_v",
+      "block.sublayers[1] (self_attention): w_o",
+      "block.sublayers[1] (self_attention): b_o",
+      "block.sublayers[1] (self_attention): norm.gamma"};
   EXPECT_EQ(names, expected);
   // The block keeps its gradients: a usable optimizer steps it.
   adam.Step(block);

@@ -17,7 +17,7 @@ namespace simd_attention {
 
 struct TransformerBlock::Part {
   Sublayer sublayer;
-  std::string name;  // "sublayers[1] (gated_ffn)", for messages
+  PartNames names;
   BlockNorm norm;
   std::unique_ptr<BlockNorm> output_norm;  // kSandwich
   std::unique_ptr<MultiHeadAttention> attention;

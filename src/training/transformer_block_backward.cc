@@ -68,9 +68,10 @@ void TransformerBlock::MixerBackward(size_t k, const std::vector<float>& d,
     }
     dx.assign(a.d_query.begin(), a.d_query.end());
     if (g.d_memory.empty()) {
-      g.d_memory.assign(a.d_key.size(), 0.0f);
+      g.d_memory.assign(a.d_key.begin(), a.d_key.end());
+    } else {
+      AddTo(*pool_, *kernels_, g.d_memory, a.d_key);
     }
-    AddTo(*pool_, *kernels_, g.d_memory, a.d_key);
     AddTo(*pool_, *kernels_, g.d_memory, a.d_value);
   } else if (p.ffn != nullptr) {
     p.ffn->Backward(r.sublayers[k].ffn, d.data(), rows, dx.data(), s.ffn);
@@ -131,14 +132,16 @@ void TransformerBlock::Backward(const Tensor3& d_output, BlockGradients& g) {
 void TransformerBlock::TrainableParameters(std::vector<Parameter>& out,
                                            std::string_view prefix) {
   if (record_ == nullptr || !record_->has_gradients) ThrowNoGradients();
-  for (size_t k = 0; k < parts_.size(); ++k) {
-    Part& p = parts_[k];
-    const std::string at = Cat({prefix, "sublayers[", std::to_string(k), "]."});
-    p.norm.TrainableParameters(out, at + "norm.");
-    if (p.output_norm != nullptr) p.output_norm->TrainableParameters(out, at + "output_norm.");
-    if (p.attention != nullptr) p.attention->TrainableParameters(out, at + "attention.");
-    if (p.ffn != nullptr) p.ffn->TrainableParameters(out, at + "ffn.");
-    if (p.gated_ffn != nullptr) p.gated_ffn->TrainableParameters(out, at + "gated_ffn.");
+  for (Part& p : parts_) {
+    const PartNames& n = p.names;
+    const std::string mixer = Cat({prefix, n.mixer});
+    if (p.attention != nullptr) p.attention->TrainableParameters(out, mixer);
+    if (p.ffn != nullptr) p.ffn->TrainableParameters(out, mixer + "ffn.");
+    if (p.gated_ffn != nullptr) p.gated_ffn->TrainableParameters(out, mixer + "gated_ffn.");
+    p.norm.TrainableParameters(out, Cat({prefix, n.norm, "."}));
+    if (p.output_norm != nullptr) {
+      p.output_norm->TrainableParameters(out, Cat({prefix, n.output_norm, "."}));
+    }
   }
 }
 

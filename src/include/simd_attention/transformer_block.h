@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "simd_attention/activation.h"
@@ -195,16 +196,22 @@ class TransformerBlock : public Trainable {
   BlockGradients Backward(const Tensor3& d_output);
   // The same into `gradients`, reused: its vectors keep their storage.
   void Backward(const Tensor3& d_output, BlockGradients& gradients);
-  // Trainable: every sublayer's parameters, named as SetWeights names them
-  // ("sublayers[0].norm.gamma", "sublayers[0].attention.w_q",
-  // "sublayers[1].gated_ffn.w_down"; W_gate and W_up one parameter, as they
-  // are packed); Gemma's norms update the stored gamma. After an update the
-  // record and the transposes are stale.
+  // Trainable: every sublayer's parameters, its mixer's then its norms',
+  // named as SetWeights' messages name them ("sublayers[0] (self_attention):
+  // w_q", "sublayers[1] (gated_ffn): norm.gamma"; W_gate and W_up one
+  // parameter, as they are packed); Gemma's norms update the stored gamma.
+  // After an update the record and the transposes are stale.
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
   void ParametersUpdated() override;
   const KernelTable& kernels() const override { return *kernels_; }
   ThreadPool& pool() const override { return *pool_; }
 
+  // x through the block with the cross-attention sublayers' memory given as
+  // its precomputed keys and values (PrecomputeMemory: once for many
+  // calls); its padding mask applies unless options.memory_key_padding_mask
+  // is given. Not a training forward (options.training is refused).
+  std::vector<float> Forward(const Tensor3& x, const PrecomputedKV& memory,
+                             const BlockOptions& options = {});
   // The memory's keys and values for the cross-attention sublayer.
   PrecomputedKV PrecomputeMemory(const Tensor3& memory,
                                  std::span<const uint8_t> key_padding_mask = {});
@@ -224,6 +231,25 @@ class TransformerBlock : public Trainable {
   template <class Attend>
   void Run(std::vector<float>& h, size_t batch, size_t tokens, const Attend& attend,
            Record* record = nullptr);
+  // How a sublayer names itself in messages and parameter names: a block's
+  // sublayer k as "sublayers[k] (<mixer>)"; the encoder and decoder layers,
+  // instances of the block, give the names they have always had.
+  struct PartNames {
+    std::string name;          // "sublayers[1] (ffn)"; "the feed-forward sublayer"
+    std::string mixer;         // its mixer's weights' prefix: "sublayers[1] (ffn): ", "attention."
+    std::string norm, output_norm;  // its norms': "sublayers[1] (ffn): norm", "norm2"
+    const char* norm_input;    // its norm's input in a range check (pre, sandwich)
+    const char* norm_sum;      // the residual sum a post norm takes
+  };
+  friend class TransformerEncoderLayer;
+  friend class TransformerDecoderLayer;
+  // The layers' form: their names, and every bias required (given, not
+  // zero when empty), as their SetWeights has always asked.
+  TransformerBlock(const BlockConfig& config, const KernelTable& kernels,
+                   std::shared_ptr<ThreadPool> pool, std::vector<PartNames> names,
+                   bool biases_required);
+  // The attention of an attention sublayer.
+  MultiHeadAttention& attention(size_t sublayer) const;
   // A training forward's record, sized for x [batch, tokens]; refuses
   // weights the optimizers cannot update.
   Record& StartRecord(size_t batch, size_t tokens);
@@ -237,6 +263,7 @@ class TransformerBlock : public Trainable {
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<Part> parts_;
+  bool biases_required_ = false;
   bool has_weights_ = false;
   // The last training forward's record (a program that never trains makes
   // none: training_only.h).

@@ -1,6 +1,7 @@
 // The layers around attention: position-wise FFN, LayerNorm, the encoder
 // and decoder layers (torch.nn.TransformerEncoderLayer / DecoderLayer
-// semantics, dropout 0), and sinusoidal positional encoding.
+// semantics, dropout 0; each an instance of TransformerBlock), and
+// sinusoidal positional encoding.
 #pragma once
 
 #include <array>
@@ -101,8 +102,6 @@ class FeedForward {
   // The objects made of these list their parameters (trainable.h).
   friend class TinyTransformer;
   friend class TransformerBlock;
-  friend class TransformerEncoderLayer;
-  friend class TransformerDecoderLayer;
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
   void WeightsUpdated();
 
@@ -135,31 +134,13 @@ class LayerNorm {
   LayerNorm(size_t d_model, float eps, const KernelTable& kernels);
   void SetWeights(const char* name, const NormWeights& w);
   void Forward(const float* x, size_t rows, float* out) const;
-  // d_x (not aliasing d_out) and the gradients of gamma and beta given
-  // d_out, x the forward's input.
-  void Backward(const float* x, size_t rows, const float* d_out, float* d_x, NormGradients& g);
 
  private:
-  friend class TransformerEncoderLayer;
-  friend class TransformerDecoderLayer;
-  // The layers': their config's eps is judged once, before any part is made.
-  struct EpsChecked {};
-  LayerNorm(EpsChecked, size_t d_model, float eps, const KernelTable& kernels,
-            std::shared_ptr<ThreadPool> pool)
-      : d_model_(d_model), eps_(eps), kernels_(&kernels), pool_(std::move(pool)) {}
-  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
-
   size_t d_model_;
   float eps_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<float> gamma_, beta_;
-  // The last Backward's gradients and its workspace, made by the first one
-  // (held apart as FeedForward's).
-  struct Training {
-    std::vector<float> d_gamma, d_beta, dy_xhat;
-  };
-  TrainingOnly<Training> training_;
 };
 
 // LayerNorm over the last dimension of x (rows of x.features floats) on the
@@ -211,6 +192,10 @@ struct EncoderGradients {
   NormGradients norm1, norm2;
 };
 
+class TransformerBlock;
+
+// The block [self-attention, FFN] (transformer_block.h), each sublayer
+// with its LayerNorm after its residual sum (post-LN) or before it (pre-LN).
 class TransformerEncoderLayer : public Trainable {
  public:
   explicit TransformerEncoderLayer(const LayerConfig& config);
@@ -218,6 +203,9 @@ class TransformerEncoderLayer : public Trainable {
   // On the given pool (config.threads is then ignored).
   TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels,
                           std::shared_ptr<ThreadPool> pool);
+  TransformerEncoderLayer(TransformerEncoderLayer&&) noexcept;
+  TransformerEncoderLayer& operator=(TransformerEncoderLayer&&) noexcept;
+  ~TransformerEncoderLayer() override;
   void SetWeights(const MhaWeights& attention, const FfnWeights& ffn,
                   const NormWeights& norm1, const NormWeights& norm2);
   // [B, T, d_model] -> [B, T, d_model].
@@ -234,25 +222,17 @@ class TransformerEncoderLayer : public Trainable {
   // ("attention.w_q", "ffn.w1", "norm1.gamma").
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
   void ParametersUpdated() override;
-  const KernelTable& kernels() const override { return attention_.kernels(); }
-  ThreadPool& pool() const override { return attention_.pool(); }
+  const KernelTable& kernels() const override;
+  ThreadPool& pool() const override;
 
   // The config with threads and names resolved.
   const LayerConfig& config() const { return config_; }
   // Bytes of the weight matrices as held (config.weights), biases apart.
-  size_t WeightBytes() const { return attention_.WeightBytes() + ffn_.WeightBytes(); }
+  size_t WeightBytes() const;
 
  private:
   LayerConfig config_;
-  MultiHeadAttention attention_;
-  FeedForward ffn_;
-  LayerNorm norm1_, norm2_;
-  // Training: each sublayer's LayerNorm input, the FFN's record and the
-  // forward's shape.
-  std::vector<float> norm1_input_, norm2_input_;
-  FfnRecord ffn_record_;
-  size_t batch_ = 0, tokens_ = 0;
-  bool trained_ = false;
+  std::unique_ptr<TransformerBlock> block_;
 };
 
 struct DecoderOptions {
@@ -276,12 +256,17 @@ struct DecoderGradients {
   NormGradients norm1, norm2, norm3;
 };
 
+// The block [self-attention, cross-attention, FFN], LayerNorms as the
+// encoder's.
 class TransformerDecoderLayer : public Trainable {
  public:
   explicit TransformerDecoderLayer(const LayerConfig& config);
   TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels);
   TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels,
                           std::shared_ptr<ThreadPool> pool);
+  TransformerDecoderLayer(TransformerDecoderLayer&&) noexcept;
+  TransformerDecoderLayer& operator=(TransformerDecoderLayer&&) noexcept;
+  ~TransformerDecoderLayer() override;
   void SetWeights(const MhaWeights& self_attention,
                   const MhaWeights& cross_attention, const FfnWeights& ffn,
                   const NormWeights& norm1, const NormWeights& norm2,
@@ -311,34 +296,17 @@ class TransformerDecoderLayer : public Trainable {
   // As the encoder's ("self_attention.w_q", "cross_attention.w_q", ...).
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
   void ParametersUpdated() override;
-  const KernelTable& kernels() const override { return self_attention_.kernels(); }
-  ThreadPool& pool() const override { return self_attention_.pool(); }
+  const KernelTable& kernels() const override;
+  ThreadPool& pool() const override;
 
   const LayerConfig& config() const { return config_; }  // as the encoder's
-  size_t WeightBytes() const {  // as the encoder's
-    return self_attention_.WeightBytes() + cross_attention_.WeightBytes() + ffn_.WeightBytes();
-  }
-  MultiHeadAttention& self_attention() { return self_attention_; }
-  MultiHeadAttention& cross_attention() { return cross_attention_; }
+  size_t WeightBytes() const;                            // as the encoder's
+  MultiHeadAttention& self_attention();
+  MultiHeadAttention& cross_attention();
 
  private:
-  // Forward on the memory itself (a training forward: options.training) or
-  // on its precomputed K/V (any other).
-  std::vector<float> ForwardOn(const Tensor3& x, const Tensor3* memory, const PrecomputedKV* kv,
-                               const DecoderOptions& options);
-  // training: keep each sublayer's LayerNorm input and the FFN's state.
-  template <class SelfAttend, class CrossAttend>
-  std::vector<float> Run(const Tensor3& x, SelfAttend&& self_attend,
-                         CrossAttend&& cross_attend, bool training = false);
-
   LayerConfig config_;
-  MultiHeadAttention self_attention_, cross_attention_;
-  FeedForward ffn_;
-  LayerNorm norm1_, norm2_, norm3_;
-  std::vector<float> norm1_input_, norm2_input_, norm3_input_;
-  FfnRecord ffn_record_;
-  size_t batch_ = 0, tokens_ = 0;
-  bool trained_ = false;
+  std::unique_ptr<TransformerBlock> block_;
 };
 
 // Sinusoidal positional encoding [t, d_model]: PE[p, 2i] = sin(p / 10000^(2i/d)),
