@@ -1,9 +1,10 @@
 // LayerNorm, RMSNorm, FFN activations, the gated product and the residual
 // add over a vector layer `Ops`, and the backward of LayerNorm, RMSNorm,
-// the activations and the gated product. Rows are processed a vector at a time with a scalar tail, so any
-// width works; the scalar tail runs the same formulas through ScalarOps, the
-// one-float vector layer (Ops on a partial vector would need a masked load,
-// which the vector layer deliberately does not have).
+// the activations and the gated product. Rows are processed a vector at a
+// time with a scalar tail, so any width works; the scalar tail runs the same
+// formulas through ScalarOps, the one-float vector layer (Ops on a partial
+// vector would need a masked load, which the vector layer deliberately does
+// not have).
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file, after the Ops layer, ops_scalar-inl.h and exp-inl.h.

@@ -267,8 +267,8 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
 std::vector<float> TransformerBlock::Forward(const Tensor3& x, const BlockOptions& options) {
   for (const Part& p : parts_) {
     if (p.sublayer.mixer == MixerKind::kCrossAttention) {
-      throw std::invalid_argument("memory: the block's " + p.names.name + " attends to a memory, so "
-                                  "forward expects one, got none");
+      throw std::invalid_argument("memory: the block's " + p.names.name +
+                                  " attends to a memory, so forward expects one, got none");
     }
   }
   return Forward(x, Tensor3{}, options);
@@ -379,9 +379,9 @@ std::vector<float> TransformerBlock::ForwardIncremental(const Tensor3& x, KVCach
   CheckTensor("x", x, config_.d_model, config_.names->d_model);
   for (const Part& p : parts_) {
     if (p.sublayer.mixer == MixerKind::kCrossAttention && memory == nullptr) {
-      throw std::invalid_argument("memory: the block's " + p.names.name + " attends to a memory, so "
-                                  "ForwardIncremental expects its precomputed keys and values, "
-                                  "got none");
+      throw std::invalid_argument("memory: the block's " + p.names.name +
+                                  " attends to a memory, so ForwardIncremental expects its "
+                                  "precomputed keys and values, got none");
     }
   }
   if (memory != nullptr) {

@@ -47,8 +47,8 @@ void FeedForward::Backward(const FfnRecord& record, const float* d_out, size_t r
   }
   t.has_gradients = false;  // until this one is complete
   const size_t hidden = rows * ffn_dim_;
-  const float* g2 = WeightGradients(*pool_, *kernels_, t.weight_workspace, record.hidden.data(), rows,
-                                    ffn_dim_, true, d_out, d_model_);
+  const float* g2 = WeightGradients(*pool_, *kernels_, t.weight_workspace, record.hidden.data(),
+                                    rows, ffn_dim_, true, d_out, d_model_);
   PackGradient(*kernels_, g2, ffn_dim_, d_model_, true, t.d_w2, t.d_b2);
   g.d_w2.assign(g2, g2 + ffn_dim_ * d_model_);
   g.d_b2.assign(g2 + ffn_dim_ * d_model_, g2 + (ffn_dim_ + 1) * d_model_);
@@ -60,8 +60,8 @@ void FeedForward::Backward(const FfnRecord& record, const float* d_out, size_t r
                                  t.d_hidden.data() + begin, end - begin,
                                  t.d_hidden.data() + begin);
   });
-  const float* g1 = WeightGradients(*pool_, *kernels_, t.weight_workspace, record.input.data(), rows,
-                                    d_model_, true, t.d_hidden.data(), ffn_dim_);
+  const float* g1 = WeightGradients(*pool_, *kernels_, t.weight_workspace, record.input.data(),
+                                    rows, d_model_, true, t.d_hidden.data(), ffn_dim_);
   PackGradient(*kernels_, g1, d_model_, ffn_dim_, true, t.d_w1, t.d_b1);
   g.d_w1.assign(g1, g1 + d_model_ * ffn_dim_);
   g.d_b1.assign(g1 + d_model_ * ffn_dim_, g1 + (d_model_ + 1) * ffn_dim_);
