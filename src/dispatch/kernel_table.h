@@ -72,6 +72,16 @@ struct TrainingKernels {
   // d_y * xhat (whose column sums are d_gamma) into dy_xhat; no aliasing.
   void (*layer_norm_backward)(const float* x, size_t rows, size_t d, const float* gamma,
                               float eps, const float* d_y, float* d_x, float* dy_xhat);
+  // RMSNorm's the same way (gamma: the scales multiplied by, 1 + stored
+  // for a kind stored that way).
+  void (*rms_norm_backward)(const float* x, size_t rows, size_t d, const float* gamma,
+                            float eps, const float* d_y, float* d_x, float* dy_xhat);
+  // The gated product's backward (Elementwise::GatedActivationBackward):
+  // d_gate_up, laid out as gate_up, given the forward's gate_up before its
+  // activation and d_hidden [rows, n].
+  void (*gated_activation_backward)(Activation act, const float* gate_up,
+                                    const float* d_hidden, size_t rows, size_t n, size_t ld,
+                                    float* d_gate_up);
   // One optimizer step of one parameter, in place, or with check_only
   // which of its results would not be finite (kernels/optimizer.h).
   unsigned (*sgd)(const SgdArgs& args);

@@ -38,6 +38,8 @@ TrainingKernels MakeTrainingKernels() {
   t.attention_backward = &AttentionBackward<Ops>::Run;
   t.activation_backward = &Elementwise<Ops>::ActivationBackward;
   t.layer_norm_backward = &Elementwise<Ops>::LayerNormBackward;
+  t.rms_norm_backward = &Elementwise<Ops>::RmsNormBackward;
+  t.gated_activation_backward = &Elementwise<Ops>::GatedActivationBackward;
   t.sgd = &Optimizers<Ops>::Sgd;
   t.adam = &Optimizers<Ops>::Adam;
   return t;

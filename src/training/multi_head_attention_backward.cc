@@ -19,7 +19,6 @@
 #include "dispatch/dispatch.h"
 #include "dispatch/kernel_table.h"
 #include "training/gradients.h"
-#include "training/parameters.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
@@ -116,7 +115,7 @@ void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out,
   }
 }
 
-void MultiHeadAttention::WeightsUpdated() {
+void MultiHeadAttention::ParametersUpdated() {
   if (backward_ != nullptr) backward_->has_transposed = false;
   ReleaseTraining();
 }

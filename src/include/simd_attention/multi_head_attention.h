@@ -21,6 +21,7 @@
 #include "simd_attention/norm_kind.h"
 #include "simd_attention/packed_matrix.h"
 #include "simd_attention/scores_stage.h"
+#include "simd_attention/trainable.h"
 #include "simd_attention/training_only.h"
 #include "simd_attention/tensor.h"
 #include "simd_attention/weight_type.h"
@@ -32,7 +33,6 @@ class ThreadPool;
 class ComputedScan;
 struct GemmEpilogue;
 struct KernelTable;
-struct Parameter;
 class Optimizer;
 class TinyTransformer;
 
@@ -190,7 +190,7 @@ struct MhaGradients {
   std::vector<float> d_b_q, d_b_k, d_b_v, d_b_o;  // empty when !config.bias
 };
 
-class MultiHeadAttention {
+class MultiHeadAttention : public Trainable {
  public:
   // Throws std::invalid_argument for an invalid config (message names it).
   explicit MultiHeadAttention(const MhaConfig& config);
@@ -242,14 +242,20 @@ class MultiHeadAttention {
   void Backward(const Tensor3& d_output, MhaGradients& gradients);
   // Frees what a training forward kept (as the next forward does).
   void ReleaseTraining();
+  // Trainable: every weight and bias with its last Backward's gradient in
+  // the packed layout, named `prefix` + config.names' name ("w_q"); after
+  // an update, W^T and the training state are stale. (A build without
+  // training refuses: RefuseTrainingInThisBuild.)
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
 
   // The config with defaults resolved (kdim, vdim, head_dim, head_dim_v,
   // threads and names filled in).
   const MhaConfig& config() const { return config_; }
   size_t head_dim() const { return config_.head_dim; }
   size_t head_dim_v() const { return config_.head_dim_v; }
-  const KernelTable& kernels() const { return *kernels_; }
-  ThreadPool& pool() const { return *pool_; }
+  const KernelTable& kernels() const override { return *kernels_; }
+  ThreadPool& pool() const override { return *pool_; }
   // Bytes of W_Q, W_K, W_V and W_O as held (config.weights; int8 with its
   // scales), biases apart.
   size_t WeightBytes() const {
@@ -333,18 +339,8 @@ class MultiHeadAttention {
                        const MhaOptions& options);
   // Refuses options.training in a forward that cannot keep its state.
   [[noreturn]] static void RefuseTraining(const char* forward);
-  // A packed [rows, cols] matrix's transpose, packed: the backward's W^T.
-  // Every weight and bias with its last Backward's gradient, in the packed
-  // layout (for Optimizer::Step), named `prefix` + config.names' name;
-  // throws std::logic_error without one.
-  friend class Optimizer;
-  // A model of these (tiny_model.h) gathers their parameters for its own
-  // step and reads their packed weights back.
+  // A model of these (tiny_model.h) reads their packed weights back.
   friend class TinyTransformer;
-  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
-  // After an optimizer updated the packed weights: W^T and the training
-  // state are stale.
-  void WeightsUpdated();
 
   MhaConfig config_;  // threads resolved (never 0)
   const KernelTable* kernels_;
