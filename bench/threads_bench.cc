@@ -1,8 +1,10 @@
-// Our forward on 1 thread against N threads (default 2), natively, every
-// workload of web/bench-kit/workloads.json: interleaved rounds (1, N, 1, N,
-// ...), medians, the speed-up, and a check that both give the same bits.
+// Our forward on 1 thread against N threads (default 2), or on each count of
+// a list, natively, every workload of web/bench-kit/workloads.json:
+// interleaved rounds (1, N, 1, N, ...), medians, the speed-up of the last
+// count over the first, and a check that every count gives the first's bits.
 //
-//   build/native/bench/threads_bench [--threads N] [--rounds R]
+//   build/native/bench/threads_bench [--threads N | --threads 1,2,4,8] [--rounds R]
+//                                    [--workloads S1,D1]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,43 +21,55 @@
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/thread_pool.h"
 
-namespace simd_attention::bench {
-namespace {
-
-
-}  // namespace
-}  // namespace simd_attention::bench
-
 int main(int argc, char** argv) {
   using namespace simd_attention;
   using namespace simd_attention::bench;
-  size_t threads = 2, rounds = 21;
+  std::vector<size_t> counts = {1, 2};
+  std::string only;
+  size_t rounds = 21;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads")) threads = std::strtoul(argv[i + 1], nullptr, 10);
+    if (!std::strcmp(argv[i], "--threads")) {
+      counts.clear();
+      for (char* p = argv[i + 1]; *p != 0; p += *p == ',') {
+        counts.push_back(std::strtoul(p, &p, 10));
+      }
+      if (counts.size() == 1 && counts[0] != 1) counts.insert(counts.begin(), 1);
+    }
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::strtoul(argv[i + 1], nullptr, 10);
+    if (!std::strcmp(argv[i], "--workloads")) only = std::string(",") + argv[i + 1] + ",";
   }
   std::printf("threads_bench: %s, %zu logical processors; medians of %zu interleaved rounds\n\n",
               CpuName().c_str(), ThreadPool::HardwareThreads(), rounds);
-  std::printf("| workload | 1 thread, ms | %zu threads, ms | speed-up | same bits |\n", threads);
-  std::printf("|---|---:|---:|---:|---|\n");
+  std::printf("| workload |");
+  for (size_t n : counts) std::printf(" %zu thread%s, ms |", n, n == 1 ? "" : "s");
+  std::printf(" speed-up | same bits |\n|---|");
+  for (size_t i = 0; i < counts.size(); ++i) std::printf("---:|");
+  std::printf("---:|---|\n");
   for (const Workload& w : Workloads()) {
+    if (!only.empty() && only.find("," + std::string(w.name) + ",") == std::string::npos) continue;
     const std::vector<float> weights = RandomVector(w.d_model * w.d_model, 0.05f, 4);
-    Runner one(w, {.threads = 1}, weights), many(w, {.threads = threads}, weights);
-    const bool same = one.Run() == many.Run();
+    std::vector<std::unique_ptr<Runner>> runners;
+    for (size_t n : counts) {
+      runners.push_back(std::make_unique<Runner>(w, MhaConfig{.threads = n}, weights));
+    }
+    bool same = true;
+    const auto first = runners[0]->Run();
+    for (auto& r : runners) same = same && r->Run() == first;
     // Repeat short workloads so that one sample is ~1 ms or more.
     const size_t reps = std::max<size_t>(1, size_t(2e6 / WorkloadFlops(w) * 50));
-    std::vector<double> t1, tn;
+    std::vector<std::vector<double>> times(counts.size());
     for (size_t r = 0; r < rounds; ++r) {
-      for (Runner* runner : {&one, &many}) {
+      for (size_t k = 0; k < counts.size(); ++k) {
+        const size_t i = (k + r) % counts.size();  // each count first in turn
         const auto start = std::chrono::steady_clock::now();
-        for (size_t i = 0; i < reps; ++i) runner->Run();
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count() / double(reps);
-        (runner == &one ? t1 : tn).push_back(ms);
+        for (size_t j = 0; j < reps; ++j) runners[i]->Run();
+        times[i].push_back(std::chrono::duration<double, std::milli>(
+                               std::chrono::steady_clock::now() - start).count() / double(reps));
       }
     }
-    const double a = Median(t1), b = Median(tn);
-    std::printf("| %s | %.3f | %.3f | %.2fx | %s |\n", w.name, a, b, a / b, same ? "yes" : "NO");
+    std::printf("| %s |", w.name);
+    for (auto& t : times) std::printf(" %.3f |", Median(t));
+    std::printf(" %.2fx | %s |\n", Median(times.front()) / Median(times.back()),
+                same ? "yes" : "NO");
   }
 }

@@ -222,9 +222,9 @@ int Gemm(size_t m, size_t k, size_t n, size_t rounds) {
   std::vector<float> c(m * n);
   ThreadPool one(1), two(2);
   const size_t panels = (n + kt.panel_width - 1) / kt.panel_width;
-  const size_t tasks = TaskCount(two, 2.0 * double(m) * double(k) * double(n) / 50.0 +
+  const size_t tasks = SplitWork(two, 2.0 * double(m) * double(k) * double(n) / 50.0 +
                                           double(k) * double(panels * kt.panel_width) * 4.0 / 20.0,
-                                 panels);
+                                 panels).tasks;
   size_t next = 0;
   auto args = [&](size_t p0, size_t p1) {
     return GemmArgs{.a = a.data(), .lda = k, .m = m, .k = k,

@@ -47,7 +47,7 @@ struct Norm {
 val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
   val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads == 0 ? c.num_heads : c.num_kv_heads,
                      c.d_model / c.num_heads,
-                     c.threads == 0 ? ThreadPool::HardwareThreads() : c.threads, c.rope,
+                     c.threads == 0 ? ThreadPool::DefaultThreads() : c.threads, c.rope,
                      c.weights, c.cache_type, kernels}
               .ToJs();
   v.set("ffnDim", c.ffn_dim);

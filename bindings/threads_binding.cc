@@ -22,10 +22,13 @@ std::shared_ptr<ThreadPool>& ModulePool() {
 
 // A pool of `threads` (the caller included) with none of its threads
 // started yet: until they are, its loops run on the calling thread (and
-// those started), with the same results.
-val StartThreads(size_t threads) {
+// those started), with the same results. `processors`: the logical
+// processors the page or process reports; no loop runs on more threads,
+// and the pool starts no more (the loader makes as many workers).
+val StartThreads(size_t threads, size_t processors) {
   return Guard([&] {
     if (threads == 0) ThreadPool refused(threads);  // throws the constructor's error
+    SetWasmProcessors(processors);
     ModulePool() = SharedThreadPool(threads, ThreadPool::Start::kLater);
     SetWasmThreads(threads);
     return val(ModulePool()->threads());

@@ -286,7 +286,8 @@ TEST_P(BackwardThreads, BitIdenticalForEveryThreadCountAndRun) {
     MhaGradients reused;
     for (size_t threads : {1, 2, 3}) {
       MultiHeadAttention mha(p->floats.config, table(),
-                             std::make_shared<ThreadPool>(threads, 0.0, 0.0));
+                             std::make_shared<ThreadPool>(threads, 0.0, 0.0,
+                                                          ThreadPool::Start::kNow, threads));
       mha.SetWeights(p->floats.weights.View());
       for (int run = 0; run < 2; ++run) {
         MhaGradients g = RunBackward(mha, *p, variant->self, run == 1 ? &reused : nullptr);

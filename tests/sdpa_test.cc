@@ -738,8 +738,9 @@ TEST_P(Sdpa, BitIdenticalForEveryThreadCount) {
   for (const SdpaOptions& options : {o, onnx}) {
     const SdpaResult one = Run(p, options);
     for (size_t threads : {2, 3, 4}) {
-      ScaledDotProductAttention sdpa({}, table(),
-                                     std::make_shared<ThreadPool>(threads, 0.0, 0.0));
+      ScaledDotProductAttention sdpa(
+          {}, table(),
+          std::make_shared<ThreadPool>(threads, 0.0, 0.0, ThreadPool::Start::kNow, threads));
       const SdpaResult r = sdpa.Forward(p.q.View(), p.k.View(), p.v.View(), options);
       EXPECT_EQ(r.output, one.output) << threads << " threads";
       EXPECT_EQ(r.attn_weights, one.attn_weights) << threads << " threads";

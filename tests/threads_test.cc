@@ -19,6 +19,7 @@
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
 #include "test_util.h"
+#include "threading/parallel.h"
 
 namespace simd_attention {
 namespace {
@@ -28,8 +29,9 @@ using testing::MhaProblem;
 #if SA_HAVE_THREADS
 constexpr size_t kThreadCounts[] = {2, 3, 4, 7};
 
+// Every thread runs, however many processors this machine has.
 std::shared_ptr<ThreadPool> SplittingPool(size_t threads) {
-  return std::make_shared<ThreadPool>(threads, 0.0, 0.0);
+  return std::make_shared<ThreadPool>(threads, 0.0, 0.0, ThreadPool::Start::kNow, threads);
 }
 
 class Threads : public testing::TableTest {};
@@ -204,7 +206,7 @@ TEST_P(Threads, ThreadsStartingLaterChangeNoBit) {
     return mha.Forward(p.query.View(), p.key.View(), p.value.View(), options);
   };
   const MhaResult want = forward(SplittingPool(1));
-  auto pool = std::make_shared<ThreadPool>(4, 0.0, 0.0, ThreadPool::Start::kLater);
+  auto pool = std::make_shared<ThreadPool>(4, 0.0, 0.0, ThreadPool::Start::kLater, 4);
   ExpectSameResult(forward(pool), want, 1);
   for (size_t started = 2; started <= 4; ++started) {
     EXPECT_EQ(pool->StartThread(), started);
@@ -219,7 +221,7 @@ TEST(SharedThreadPool, OnePerCountWhileHeld) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(a->threads(), 3u);
   EXPECT_NE(SharedThreadPool(2), a);
-  EXPECT_EQ(SharedThreadPool(0)->threads(), ThreadPool::HardwareThreads());
+  EXPECT_EQ(SharedThreadPool(0)->threads(), ThreadPool::DefaultThreads());
   MultiHeadAttention mha(MhaConfig{.d_model = 8, .num_heads = 2, .threads = 3});
   EXPECT_EQ(&mha.pool(), a.get());
   EXPECT_EQ(mha.config().threads, 3u);
@@ -227,7 +229,7 @@ TEST(SharedThreadPool, OnePerCountWhileHeld) {
 
 TEST(ThreadPool, RunsEveryIndexOnceOnEveryThreadCount) {
   for (const size_t threads : {1, 2, 3, 8}) {
-    ThreadPool pool(threads);
+    ThreadPool pool(threads, kMinParallelNs, kMinTaskNs, ThreadPool::Start::kNow, threads);
     for (const size_t count : {0, 1, 5, 1000}) {
       std::vector<int> hits(count, 0);
       std::vector<int> by_thread(threads, 0);
@@ -245,7 +247,7 @@ TEST(ThreadPool, RunsEveryIndexOnceOnEveryThreadCount) {
 // until then the loops run on those that run, the caller alone at first. A
 // pool may end with threads not started.
 TEST(ThreadPool, ThreadsStartedLaterTakePartOnceRunning) {
-  ThreadPool pool(3, 0.0, 0.0, ThreadPool::Start::kLater);
+  ThreadPool pool(3, 0.0, 0.0, ThreadPool::Start::kLater, 3);
   EXPECT_EQ(pool.threads(), 3u);
   // Which threads ran the tasks of one loop. With `wait_for_two`, the task
   // given index 0 waits (up to 10 s) until two threads have run tasks, so
@@ -269,9 +271,89 @@ TEST(ThreadPool, ThreadsStartedLaterTakePartOnceRunning) {
   EXPECT_EQ(pool.StartThread(), 2u);
   EXPECT_EQ(threads_used(true), 0b011u);
   for (const size_t started : {1, 2, 3}) {
-    ThreadPool ending(3, 0.0, 0.0, ThreadPool::Start::kLater);
+    ThreadPool ending(3, 0.0, 0.0, ThreadPool::Start::kLater, 3);
     for (size_t t = 1; t < started; ++t) ending.StartThread();
   }
+}
+
+// Which threads ran the tasks of one loop of `count` tasks on at most
+// `threads` threads: a bit per thread index. Every task waits (up to 10 s)
+// until `wait_for` threads have run tasks, so that one thread cannot take
+// them all before the others wake, on a busy machine too.
+unsigned ThreadsUsed(ThreadPool& pool, size_t count, size_t threads, int wait_for) {
+  std::vector<int> hits(count, 0);
+  std::atomic<unsigned> used{0};
+  pool.Run(count, threads, [&](size_t i, size_t thread) {
+    ++hits[i];
+    used |= 1u << thread;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::popcount(used.load()) < wait_for &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
+  });
+  for (int h : hits) EXPECT_EQ(h, 1);
+  return used.load();
+}
+
+// A loop runs on at most the threads its caller asks for, the caller and
+// the workers with the lowest indices, and the pool on at most its
+// processors: a pool of 8 on 3 processors starts 2 workers, and its
+// tasks' thread indices stay below 3.
+TEST(ThreadPool, RunsOnTheThreadsAskedForAndTheProcessorsAtMost) {
+  ThreadPool pool(4, 0.0, 0.0, ThreadPool::Start::kNow, 4);
+  EXPECT_EQ(pool.parallelism(), 4u);
+  EXPECT_EQ(ThreadsUsed(pool, 64, 1, 1), 0b0001u);
+  EXPECT_EQ(ThreadsUsed(pool, 64, 2, 2), 0b0011u);
+  EXPECT_EQ(ThreadsUsed(pool, 64, 3, 3), 0b0111u);
+  EXPECT_EQ(ThreadsUsed(pool, 2, 4, 2), 0b0011u);  // no more threads than tasks
+  EXPECT_EQ(ThreadsUsed(pool, 64, 4, 4), 0b1111u);
+
+  ThreadPool wide(8, 0.0, 0.0, ThreadPool::Start::kLater, 3);
+  EXPECT_EQ(wide.threads(), 8u);
+  EXPECT_EQ(wide.parallelism(), 3u);
+  EXPECT_EQ(wide.StartThread(), 2u);
+  EXPECT_EQ(wide.StartThread(), 3u);
+  EXPECT_EQ(wide.StartThread(), 3u);  // no more: the processors' count runs
+  EXPECT_EQ(ThreadsUsed(wide, 64, 8, 3), 0b111u);
+}
+
+// The default pool size is the physical cores, 1 to kMaxDefaultThreads,
+// and no loop runs on more threads than the processors this process may
+// run on.
+TEST(ThreadPool, DefaultsFollowTheMachine) {
+  const size_t processors = ThreadPool::Processors();
+  EXPECT_GE(processors, 1u);
+  EXPECT_LE(processors, ThreadPool::HardwareThreads());
+  EXPECT_GE(ThreadPool::DefaultThreads(), 1u);
+  EXPECT_LE(ThreadPool::DefaultThreads(), std::min(processors, kMaxDefaultThreads));
+  EXPECT_EQ(ThreadPool(64).parallelism(), processors);
+  EXPECT_EQ(ThreadPool(1).parallelism(), 1u);
+}
+
+// The cost model: one thread below min_parallel_ns; else a thread per half
+// of it, at most the pool's parallelism and the tasks; up to
+// tasks_per_thread tasks per thread of at least min_task_ns each.
+using Tasks = std::pair<size_t, size_t>;  // tasks, threads
+
+TEST(SplitWork, ThreadsFromTheWork) {
+  const ThreadPool pool(16, kMinParallelNs, kMinTaskNs, ThreadPool::Start::kLater, 16);
+  auto split = [&](double ns, size_t max_tasks, size_t per_thread = kTasksPerThread) {
+    const Split s = SplitWork(pool, ns, max_tasks, per_thread);
+    return Tasks(s.tasks, s.threads);
+  };
+  EXPECT_EQ(split(kMinParallelNs - 1, 100), Tasks(1, 1));
+  EXPECT_EQ(split(1e9, 1), Tasks(1, 1));
+  EXPECT_EQ(split(kMinParallelNs, 100), Tasks(3, 2));
+  EXPECT_EQ(split(4 * kMinParallelNs, 100), Tasks(15, 8));
+  EXPECT_EQ(split(1e9, 100), Tasks(64, 16));
+  EXPECT_EQ(split(1e9, 10), Tasks(10, 10));
+  EXPECT_EQ(split(1e9, 24, 24), Tasks(24, 16));
+  const ThreadPool two(8, kMinParallelNs, kMinTaskNs, ThreadPool::Start::kLater, 2);
+  const Split s = SplitWork(two, 1e9, 100);
+  EXPECT_EQ(Tasks(s.tasks, s.threads), Tasks(8, 2));
+  const ThreadPool one(8, kMinParallelNs, kMinTaskNs, ThreadPool::Start::kLater, 1);
+  EXPECT_EQ(SplitWork(one, 1e9, 100).threads, 1u);
 }
 
 INSTANTIATE_ON_EVERY_TABLE(Threads);

@@ -207,9 +207,11 @@ TEST(TinyModel, SameSeedSameStepsSameWeights) {
   const TinyModelWeights trained = Trained(a);
   ExpectSameWeights(Trained(b), trained);
 #if SA_HAVE_THREADS  // a wasm build without threads runs one
-  // Pools that split even the smallest loop.
+  // Pools that split even the smallest loop, every thread running.
   for (size_t threads : {2, 3}) {
-    TinyTransformer c(config, a.kernels(), std::make_shared<ThreadPool>(threads, 0.0, 0.0));
+    TinyTransformer c(config, a.kernels(),
+                      std::make_shared<ThreadPool>(threads, 0.0, 0.0,
+                                                   ThreadPool::Start::kNow, threads));
     EXPECT_EQ(c.config().threads, threads);
     SCOPED_TRACE(std::to_string(threads) + " threads");
     ExpectSameWeights(Trained(c), trained);

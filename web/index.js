@@ -24,7 +24,7 @@ import { fromPretrained } from './src/pretrained.js';
 import { makeScaledDotProductAttention } from './src/scaled-dot-product-attention.js';
 import { makeTinyTransformer } from './src/tiny-model.js';
 import { makeOptimizers } from './src/training.js';
-import { checkWorkerCount, logicalProcessors, threadsUnavailableReason }
+import { checkWorkerCount, defaultThreads, logicalProcessors, threadsUnavailableReason }
   from './src/thread-workers.js';
 import { makeReclaimer } from './src/wasm-object.js';
 
@@ -59,9 +59,9 @@ export async function createAttentionModule(options = {}) {
   const build = pickBuild(where, forceSimd, forceRelaxed,
     { simd: wasmSimdSupported(), relaxedSimd: wasmRelaxedSimdSupported() }, options.backend,
     training);
-  const { threads, threadsUnavailable } = await pickThreads(where, options.threads,
+  const { threads, threadsUnavailable, running } = await pickThreads(where, options.threads,
     build !== 'nosimd', options.backend, training);
-  const { wasm, workers } = await loadBuild(where, build, options.wasmPath, threads);
+  const { wasm, workers } = await loadBuild(where, build, options.wasmPath, running);
   // Ends a threaded build's workers: its pthreads first, so that none is cut
   // off mid-task; those still loading start none.
   const endThreads = () => {
@@ -76,7 +76,7 @@ export async function createAttentionModule(options = {}) {
   let kernels;
   try {
     if (workers !== undefined) {
-      unwrap(wasm, where, wasm.startThreads(threads));
+      unwrap(wasm, where, wasm.startThreads(threads, running));
       // The module is ready now; each worker runs a thread once it has loaded.
       workers.run(() => unwrap(wasm, where, wasm.startThread()));
     }
@@ -130,15 +130,16 @@ export async function createAttentionModule(options = {}) {
   return module;
 }
 
-// How many threads to run, and why a threaded build cannot run here if it
-// cannot: the default is the logical processors, at most 4 (each worker
-// holds its own instance of the module's code, and more than 4 threads were
-// never measured), and one where threads are impossible or a backend only
-// the single-thread builds have was asked for; `threads` given explicitly
-// and impossible rejects (xsimd then fails in the threaded build's C++,
-// naming it; scalar picked the non-SIMD build, which has no threaded one).
-// 0 means every logical processor; more than 4 per logical processor is a
-// RangeError (checkWorkerCount).
+// How many threads to run, how many of them run at once (`running`: at
+// most the logical processors, so that no worker waits for a core another
+// holds; the threads beyond split calls as those do and start no worker),
+// and why a threaded build cannot run here if it cannot: the default is
+// defaultThreads() (the physical cores, at most 16), and one where threads
+// are impossible or a backend only the single-thread builds have was asked
+// for; `threads` given explicitly and impossible rejects (xsimd then fails
+// in the threaded build's C++, naming it; scalar picked the non-SIMD build,
+// which has no threaded one). 0 means the default; more than 4 per logical
+// processor is a RangeError (checkWorkerCount).
 async function pickThreads(where, requested, simd, backend, training) {
   const given = requested !== undefined;
   let threads = given ? optionalSize(where, 'options.threads', requested) : 0;
@@ -148,25 +149,22 @@ async function pickThreads(where, requested, simd, backend, training) {
       throw new Error(`${where}: options.threads: ${requested} threads asked for, but the ` +
         'training build (options.training: true) runs on one thread; omit the option or pass 1');
     }
-    return { threads: 1, threadsUnavailable: given ? undefined
+    return { threads: 1, running: 1, threadsUnavailable: given ? undefined
       : 'the training build (options.training: true) runs on one thread' };
   }
-  if (threads === 0) {
-    threads = await logicalProcessors();
-    if (!given) threads = Math.min(threads, 4);
-  }
-  if (threads === 1) return { threads };
+  if (threads === 0) threads = await defaultThreads();
+  if (threads === 1) return { threads, running: 1 };
   const backendReason = backend === undefined || backend === 'highway' ? undefined
     : `the threaded builds carry only the highway backend, and options.backend is ` +
       `${JSON.stringify(backend)}`;
   const reason = (backend === 'scalar' ? backendReason : undefined) ??
     threadsUnavailableReason(simd) ?? (given ? undefined : backendReason);
-  if (reason === undefined) return { threads };
+  if (reason === undefined) return { threads, running: Math.min(threads, await logicalProcessors()) };
   if (given) {
     throw new Error(`${where}: options.threads: ${threads} threads need a threaded build, ` +
       `which cannot run here: ${reason}`);
   }
-  return { threads: 1, threadsUnavailable: reason };
+  return { threads: 1, running: 1, threadsUnavailable: reason };
 }
 
 // An object and the arrays it holds, frozen.

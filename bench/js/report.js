@@ -383,6 +383,36 @@ export function poolTable({ workers, rows }) {
   return lines.join('\n');
 }
 
+// The threadCounts section's table: a row per workload and count.
+function threadCountsTable(report) {
+  const { counts, runs, pools } = report.threadCounts;
+  const runAt = new Map(runs.map((r) => [r.threads, r]));
+  const oneThread = runs.find((r) => r.native?.ours?.rows);
+  const rows = [];
+  const names = [...new Set(runs.flatMap((r) => r.wasm?.map((x) => x.workload.name) ?? []))];
+  for (const name of names) {
+    for (const n of counts) {
+      const run = runAt.get(n);
+      // Count 1 without its own run: the single-thread sections' numbers.
+      const r = run ? run.wasm?.find((x) => x.workload.name === name)
+        : report.wasm?.find((x) => x.workload.name === name);
+      const suffix = n > 1 ? `, ${n} threads` : '';
+      const nodeResults = run ? run.native?.ortNode?.results : report.native?.ortNode?.results;
+      const node = bestOf(nodeResults?.find((x) => x.workload === name), 'ort-node');
+      const native = n > 1 ? run?.native?.ours?.rows?.find((x) => x.workload === name)?.manyMs
+        : oneThread?.native.ours.rows.find((x) => x.workload === name)?.oneMs;
+      const pool = pools.find((p) => p.workers === n)?.rows?.find((x) => x.workload === name);
+      rows.push([name, String(n), run?.error ?? ms(timedEntry(r, `${DEFAULT_OURS}${suffix}`)?.median),
+        ms(timedEntry(r, `${RELAXED_OURS}${suffix}`)?.median), ms(bestOf(r, 'ort-web')?.median),
+        ms(native), ms(node?.median), ms(pool?.poolMs)]);
+    }
+  }
+  const failed = pools.filter((p) => p.error).map((p) => `pool of ${p.workers}: ${p.error}`);
+  return table(['workload', 'threads', 'ours wasm-simd', 'ours wasm-relaxed',
+    'ort-web (best graph)', 'ours native', 'ort-node (best)', 'pool of as many workers'], rows) +
+    (failed.length ? `\n\n${failed.join('; ')}` : '');
+}
+
 function table(header, rows) {
   const out = [`| ${header.join(' | ')} |`, `|${header.map((h, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
   for (const r of rows) out.push(`| ${r.join(' | ')} |`);
@@ -536,6 +566,16 @@ export function renderMarkdown(report) {
           o ? `${ms(o.oneMs)} / ${ms(o.manyMs)}` : '-', ms(node?.median)];
       })));
     }
+    lines.push('');
+  }
+
+  if (report.threadCounts) {
+    lines.push(`**Every thread count** (\`--threads ${report.threadCounts.counts.join(',')}\`: ` +
+      'the threads runs above, one child process per count, ours and onnxruntime-web interleaved ' +
+      'in each; natively `threads_bench` and onnxruntime-node with `intraOpNumThreads`; the pool ' +
+      'of as many workers, SIMD build, against the synchronous API), median ms');
+    lines.push('');
+    lines.push(threadCountsTable(report));
     lines.push('');
   }
 

@@ -4,6 +4,7 @@
 //   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
 //                        [--workloads S1,S2,...] [--no-native] [--no-l1]
 //                        [--no-pool] [--no-threads] [--no-training] [--no-llama] [--budget SECONDS] [--retries N]
+//                        [--threads 1,2,4,8] [--only-threads]
 //   node bench/js/run.js --render FILE.json [--md FILE]   (tables of an earlier run)
 //
 // Per workload (web/bench-kit/workloads.json) it sets up every
@@ -20,11 +21,14 @@
 // attention variants (variants_bench, sdpa_bench), and the training build's
 // rows (training.js; --no-training skips them), and a decoding step of a
 // 12-layer Llama-shaped stack against onnxruntime-web (decode_llama_stack.js;
-// --no-llama skips it). Last, in a child process
-// (onnxruntime-web's thread count is per process), the same on 2 threads:
-// ours on the threaded builds against one thread, onnxruntime-web and
-// -node with 2 threads, and natively threads_bench (`--threads 2`, what the
-// child runs; --no-threads skips it). Prints
+// --no-llama skips it). Last, in a child process per
+// thread count (onnxruntime-web's is per process), the same on that many
+// threads: ours on the threaded builds against one thread, onnxruntime-web
+// and -node with that many threads, and natively threads_bench (`--threads
+// LIST`, default 2: a child per count, `--threads-run N` what each runs;
+// --no-threads skips them); with a list other than 2, also the worker pool
+// at each count and a table of every count (--only-threads: that alone,
+// without the single-thread sections). Prints
 // Markdown tables and the speed targets met or missed; --json/--md write
 // them.
 import { execFileSync, spawn } from 'node:child_process';
@@ -50,9 +54,18 @@ import { runLlamaStackBench } from './decode_llama_stack.js';
 
 const TOLERANCE = 1e-3;
 
+// A --threads list: positive integers, ascending, each once.
+function counts(k, text) {
+  const list = [...new Set(text.split(',').map(Number))].sort((x, y) => x - y);
+  if (!list.every((n) => Number.isInteger(n) && n >= 1)) {
+    throw new Error(`${k}: expected thread counts such as 1,2,4,8, got ${text}`);
+  }
+  return list;
+}
+
 function parseArgs(argv) {
   const a = { quick: false, native: true, l1: true, pool: true, threadsRun: true, threads: 1,
-    retries: null, training: true, llama: true };
+    threadCounts: [2], onlyThreads: false, retries: null, training: true, llama: true };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const next = () => {
@@ -69,7 +82,9 @@ function parseArgs(argv) {
     else if (k === '--no-threads') a.threadsRun = false;
     else if (k === '--no-training') a.training = false;
     else if (k === '--no-llama') a.llama = false;
-    else if (k === '--threads') a.threads = Number(next());
+    else if (k === '--threads') a.threadCounts = counts(k, next());
+    else if (k === '--threads-run') a.child = a.threads = Number(next());
+    else if (k === '--only-threads') a.onlyThreads = true;
     else if (k === '--budget') a.budget = Number(next());
     else if (k === '--retries') a.retries = Number(next());
     else if (k === '--render') a.render = next();
@@ -154,7 +169,7 @@ async function runWorkload(w, args, variants) {
   }
   candidates.push({ peer: await safeCreate('ort-web MHA op', () => createOrtWeb(data, 'contrib')) });
   candidates.push({ peer: await safeCreate('ort-web plain', () => createOrtWeb(data, 'plain')) });
-  const typed = args.threads === 1 && STORAGE_WORKLOADS.includes(w.name);
+  const typed = args.child === undefined && STORAGE_WORKLOADS.includes(w.name);
   if (typed) {
     // Ours per storage type on the SIMD and relaxed-SIMD builds (highway).
     for (const v of variants.filter((x) => x.backend === 'highway' && x.simd)) {
@@ -175,7 +190,7 @@ async function runWorkload(w, args, variants) {
       candidates.push({ storage, peer: await safeCreate(`ort-web ${GRAPHS[graph]}`, () => createOrtWeb(data, graph)) });
     }
   }
-  if (args.threads === 1) {
+  if (args.child === undefined) {
     candidates.push({ peer: await safeCreate('tfjs-wasm', () => createTfjs(data)) });
     candidates.push({ peer: await safeCreate('plain JS', () => createPlainJs(data)) });
   }
@@ -404,10 +419,12 @@ async function main() {
   args.started = started.getTime();
   const selected = WORKLOADS.filter((w) => (args.workloads ? args.workloads.includes(w.name) : true))
     .filter((w) => args.l1 || w.name !== 'L1');
-  if (args.threads > 1) {
+  if (args.child !== undefined) {
     await threadsRun(args, selected.filter((w) => !w.oursOnly));
     return;
   }
+  // --only-threads: the threads runs alone.
+  const single = !args.onlyThreads;
   const meta = {
     date: started.toISOString(),
     quick: args.quick,
@@ -436,13 +453,13 @@ async function main() {
 
   const variants = await oursVariants();
   const wasm = [];
-  for (const w of selected) {
+  for (const w of single ? selected : []) {
     if (w.oursOnly) wasm.push(await runL1(w, args));
     else wasm.push(await runWorkload(w, args, variants));
   }
 
   let pool = null;
-  if (args.pool) {
+  if (args.pool && single) {
     const names = selected.filter((w) => ['S2', 'S4', 'S4c', 'C1', 'D1'].includes(w.name))
       .map((w) => w.name);
     log('\nthe worker pool of 2 against the synchronous API (pool.js)');
@@ -461,7 +478,7 @@ async function main() {
   }
 
   let native = null;
-  if (args.native) {
+  if (args.native && single) {
     const names = selected.filter((w) => !w.oursOnly).map((w) => w.name);
     const references = {};
     for (const r of wasm) if (r.oursOutput) references[r.workload.name] = r.oursOutput;
@@ -486,10 +503,10 @@ async function main() {
     if (kb.error) log(`  kernels_bench: ${kb.error}`);
     if (ortNode.error) log(`  onnxruntime-node: ${ortNode.error}`);
   }
-  const training = args.training ? await runTrainingBench({ selected, native: args.native,
+  const training = args.training && single ? await runTrainingBench({ selected, native: args.native,
     quick: args.quick, timing: timingOptions(args), retries: args.retries, log }) : null;
   let llamaStack = null;
-  if (args.llama) {
+  if (args.llama && single) {
     try {
       llamaStack = await runLlamaStackBench({ quick: args.quick, log });
     } catch (e) {
@@ -497,11 +514,21 @@ async function main() {
       log(`  ${llamaStack.error}`);
     }
   }
-  const threads = args.threadsRun ? await spawnThreadsRun(args, selected) : null;
+  let threads = null;
+  let threadCounts = null;
+  if (args.threadsRun) {
+    const runs = await spawnThreadsRuns(args, selected);
+    threads = runs.find((r) => r.threads > 1) ?? null;
+    if (args.threadCounts.join() !== '2') {
+      threadCounts = { counts: args.threadCounts, runs,
+        pools: args.pool ? await poolsAtEachCount(args, selected) : [] };
+    }
+  }
   meta.loadAvgEnd = os.loadavg();
   meta.seconds = (Date.now() - started.getTime()) / 1000;
   for (const r of wasm) delete r.oursOutput;
-  const report = { meta, wasm, native, decodePreview, pool, threads, training, llamaStack };
+  const report = { meta, wasm, native, decodePreview, pool, threads, threadCounts, training,
+    llamaStack };
   report.targets = evaluateTargets(report);
   const md = renderMarkdown(report);
   console.log(md);
@@ -510,15 +537,17 @@ async function main() {
   log(`done in ${meta.seconds.toFixed(0)} s`);
 }
 
-// The threads run (this process was started with --threads N and
+// The threads run (this process was started with --threads-run N and
 // SA_BENCH_THREADS=N, so the peers' sessions take N threads): ours on one
-// thread and on N (SIMD and relaxed-SIMD threaded builds, highway),
-// onnxruntime-web on N, interleaved per workload; natively onnxruntime-node
-// on N intra-op threads and threads_bench. Writes --json.
+// thread and on N (SIMD and relaxed-SIMD threaded builds, highway; for N =
+// 1 the single-thread builds), onnxruntime-web on N, interleaved per
+// workload; natively onnxruntime-node on N intra-op threads and
+// threads_bench (N > 1). Writes --json.
 async function threadsRun(args, selected) {
   const n = args.threads;
-  const variants = [{ simd: true, backend: 'highway' }, { simd: true, backend: 'highway', threads: n },
-    { simd: true, relaxed: true, backend: 'highway', threads: n }];
+  const variants = [{ simd: true, backend: 'highway' },
+    { simd: true, relaxed: n === 1, backend: 'highway', threads: n },
+    ...(n > 1 ? [{ simd: true, relaxed: true, backend: 'highway', threads: n }] : [])];
   const wasm = [];
   for (const w of selected) wasm.push(await runWorkload(w, args, variants));
   const references = {};
@@ -527,25 +556,48 @@ async function threadsRun(args, selected) {
   log(`\nnative on ${n} threads: onnxruntime-node, threads_bench`);
   const ortNode = await runOrtNode({ names, references,
     timing: { ...timingOptions(args), budgetMs: args.quick ? 2000 : 8000 }, tolerance: TOLERANCE });
-  const ours = await runThreadsBench({ threads: n, quick: args.quick });
+  const ours = n > 1 ? await runThreadsBench({ threads: n, quick: args.quick }) : null;
   for (const r of wasm) delete r.oursOutput;
   writeFileSync(args.json, JSON.stringify({ threads: n, wasm, native: { ortNode, ours } }));
 }
 
-// Runs the threads run (2 threads) in a child process of this node and its
-// flags; its report, or { error }.
-async function spawnThreadsRun(args, selected) {
+// Runs the threads run at each count of --threads (the single-thread
+// sections have count 1, unless --only-threads) in a child process of this
+// node and its flags; their reports, each { threads, ... } or { threads,
+// error }.
+async function spawnThreadsRuns(args, selected) {
   const names = selected.filter((w) => !w.oursOnly).map((w) => w.name);
-  const out = path.join(os.tmpdir(), `sa-bench-threads-${process.pid}.json`);
-  log('\nthe same on 2 threads (a child process: onnxruntime-web sets its threads per process)');
-  const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--threads', '2', '--json', out,
-    '--workloads', names.join(','), ...(args.quick ? ['--quick'] : [])];
-  const code = await new Promise((resolve) => {
-    spawn(process.execPath, argv, { stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, SA_BENCH_THREADS: '2' } }).on('exit', resolve);
-  });
-  if (code !== 0) return { error: `the threads run exited with ${code}` };
-  return JSON.parse(readFileSync(out, 'utf8'));
+  const runs = [];
+  for (const n of args.threadCounts.filter((c) => c > 1 || args.onlyThreads)) {
+    const out = path.join(os.tmpdir(), `sa-bench-threads-${process.pid}-${n}.json`);
+    log(`\nthe same on ${n} thread${n > 1 ? 's' : ''} (a child process: onnxruntime-web sets ` +
+      'its threads per process)');
+    const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--threads-run', String(n),
+      '--json', out, '--workloads', names.join(','), ...(args.quick ? ['--quick'] : [])];
+    const code = await new Promise((resolve) => {
+      spawn(process.execPath, argv, { stdio: ['ignore', 'inherit', 'inherit'],
+        env: { ...process.env, SA_BENCH_THREADS: String(n) } }).on('exit', resolve);
+    });
+    runs.push(code === 0 ? JSON.parse(readFileSync(out, 'utf8'))
+      : { threads: n, error: `the threads run exited with ${code}` });
+  }
+  return runs;
+}
+
+// The worker pool of each count of --threads against the synchronous API
+// on one thread (pool.js): [{ workers, rows } or { workers, error }].
+async function poolsAtEachCount(args, selected) {
+  const names = selected.filter((w) => !w.oursOnly).map((w) => w.name);
+  const pools = [];
+  for (const workers of args.threadCounts) {
+    log(`\nthe worker pool of ${workers} against the synchronous API (pool.js)`);
+    try {
+      pools.push(await runPoolBench({ workers, quick: args.quick, workloads: names }));
+    } catch (e) {
+      pools.push({ workers, error: e.message });
+    }
+  }
+  return pools;
 }
 
 main().catch((e) => {

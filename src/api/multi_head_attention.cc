@@ -92,7 +92,7 @@ MhaConfig Resolve(MhaConfig c) {
     }
     CheckEps(ConfigName(n.qk_norm_eps), c.qk_norm.eps);
   }
-  if (c.threads == 0) c.threads = ThreadPool::HardwareThreads();
+  if (c.threads == 0) c.threads = ThreadPool::DefaultThreads();
   // The weight matrices must be allocatable before anything pads them.
   for (const char* d : {n.head_dim, n.head_dim_v}) {
     const size_t width = d == n.head_dim ? c.head_dim : c.head_dim_v;
@@ -654,8 +654,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     // Head h's contribution z_h W_O^h: W_O's packed rows of that head, one
     // GEMM of 2 * tq * d_v * d_model FLOPs per (batch, head).
     const double gemm_ns = 2.0 * double(tq) * double(dv) * double(c.d_model) / 50.0;
-    const size_t per_head_tasks = TaskCount(*pool_, gemm_ns * double(heads_total), heads_total);
-    ParallelRanges(*pool_, heads_total, per_head_tasks, [&](size_t begin, size_t end) {
+    const Split split = SplitWork(*pool_, gemm_ns * double(heads_total), heads_total);
+    ParallelRanges(*pool_, heads_total, split, [&](size_t begin, size_t end) {
       for (size_t item = begin; item < end; ++item) {
         const size_t b = item / heads, h = item % heads;
         RunGemm(*kernels_, {.a = z + b * tq * ld_z + h * dv,

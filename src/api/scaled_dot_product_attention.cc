@@ -76,7 +76,7 @@ ScaledDotProductAttention::ScaledDotProductAttention(const SdpaConfig& config,
                                                      std::shared_ptr<ThreadPool> pool)
     : config_(config), kernels_(&kernels), pool_(std::move(pool)) {
   if (config_.names == nullptr) config_.names = &CppArgNames();
-  if (config_.threads == 0) config_.threads = ThreadPool::HardwareThreads();
+  if (config_.threads == 0) config_.threads = ThreadPool::DefaultThreads();
   if (pool_ == nullptr) pool_ = SharedThreadPool(config_.threads);
   config_.threads = pool_->threads();
   config_.backend = kernels.backend;

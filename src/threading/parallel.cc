@@ -26,7 +26,7 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
     RunGemm(kernels, part);
     if (then != nullptr) then->run(then->context, col0, col1);
   };
-  ParallelRanges(pool, units, TaskCount(pool, work_ns, units, units), [&](size_t u0, size_t u1) {
+  ParallelRanges(pool, units, SplitWork(pool, work_ns, units, units), [&](size_t u0, size_t u1) {
     if (!by_unit) {
       columns(u0 * unit, std::min(g.n, u1 * unit));
       return;

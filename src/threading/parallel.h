@@ -18,16 +18,31 @@ namespace simd_attention {
 // threads that start late, few enough that each is still long.
 constexpr size_t kTasksPerThread = 4;
 
-// How many tasks to split `work_ns` of work into: 1 below the pool's
-// min_parallel_ns, else up to tasks_per_thread per thread, each of at least
-// min_task_ns, at most `max_tasks`.
-inline size_t TaskCount(const ThreadPool& pool, double work_ns, size_t max_tasks,
-                        size_t tasks_per_thread = kTasksPerThread) {
-  if (pool.threads() == 1 || work_ns < pool.min_parallel_ns()) return 1;
-  const double by_time_f = pool.min_task_ns() > 0 ? work_ns / pool.min_task_ns() : 1e18;
-  const size_t by_time = by_time_f > 1e18 ? SIZE_MAX : static_cast<size_t>(by_time_f);
-  const size_t per_threads = pool.threads() * std::min(tasks_per_thread, max_tasks);
-  return std::max<size_t>(1, std::min({max_tasks, per_threads, by_time}));
+// How a loop is split: `tasks` tasks on at most `threads` threads.
+struct Split {
+  size_t tasks, threads;
+};
+
+// How to split `work_ns` of work (its estimated time on one thread) into at
+// most `max_tasks` tasks: on one thread below the pool's min_parallel_ns;
+// else on a thread per half of that (waking a worker and its first cache
+// misses cost 5-20 us: S1's projections, ~160 us each by ParallelGemm's
+// estimate, wake 10 threads of 16, its attention none), at most the pool's
+// parallelism(), with up to tasks_per_thread tasks per thread, each of at
+// least min_task_ns.
+inline Split SplitWork(const ThreadPool& pool, double work_ns, size_t max_tasks,
+                       size_t tasks_per_thread = kTasksPerThread) {
+  if (pool.parallelism() == 1 || max_tasks <= 1 || work_ns < pool.min_parallel_ns()) {
+    return {1, 1};
+  }
+  const auto at_most = [](double x) { return x >= 1e18 ? SIZE_MAX : static_cast<size_t>(x); };
+  const double per_thread = pool.min_parallel_ns() / 2;
+  const size_t by_work = per_thread > 0 ? at_most(work_ns / per_thread) : SIZE_MAX;
+  const size_t threads = std::clamp<size_t>(by_work, 2, std::min(pool.parallelism(), max_tasks));
+  const size_t by_time = pool.min_task_ns() > 0 ? at_most(work_ns / pool.min_task_ns()) : SIZE_MAX;
+  const size_t per_threads = threads * std::min(tasks_per_thread, max_tasks);
+  const size_t tasks = std::max<size_t>(1, std::min({max_tasks, per_threads, by_time}));
+  return {tasks, std::min(threads, tasks)};
 }
 
 // Work run on a task's thread right after each `unit` columns of a GEMM it
@@ -61,11 +76,12 @@ void ParallelMultiplyPacked(ThreadPool& pool, const KernelTable& kernels, const 
                             size_t m, const PackedMatrix& b, float* c, size_t ldc,
                             const GemmEpilogue* then = nullptr);
 
-// f(begin, end) over [0, n) in `tasks` contiguous ranges of near-equal size.
+// f(begin, end) over [0, n) in split.tasks contiguous ranges of near-equal
+// size, on at most split.threads threads.
 template <class F>
-void ParallelRanges(ThreadPool& pool, size_t n, size_t tasks, const F& f) {
-  tasks = std::max<size_t>(1, std::min(tasks, n));
-  pool.Run(tasks, [&](size_t t, size_t) { f(n * t / tasks, n * (t + 1) / tasks); });
+void ParallelRanges(ThreadPool& pool, size_t n, Split split, const F& f) {
+  const size_t tasks = std::max<size_t>(1, std::min(split.tasks, n));
+  pool.Run(tasks, split.threads, [&](size_t t, size_t) { f(n * t / tasks, n * (t + 1) / tasks); });
 }
 
 // An element-wise kernel f(begin, end) over n floats at ns_per_element,
@@ -79,8 +95,8 @@ constexpr size_t kElementwiseBlock = 64;
 template <class F>
 void ParallelElementwise(ThreadPool& pool, size_t n, double ns_per_element, const F& f) {
   const size_t blocks = (n + kElementwiseBlock - 1) / kElementwiseBlock;
-  const size_t tasks = TaskCount(pool, ns_per_element * double(n), blocks / 16 + 1);
-  ParallelRanges(pool, blocks, tasks, [&](size_t b0, size_t b1) {
+  ParallelRanges(pool, blocks, SplitWork(pool, ns_per_element * double(n), blocks / 16 + 1),
+                 [&](size_t b0, size_t b1) {
     f(b0 * kElementwiseBlock, std::min(n, b1 * kElementwiseBlock));
   });
 }
@@ -96,9 +112,9 @@ void ParallelAttention(ThreadPool& pool, size_t batch, size_t heads, size_t tq, 
                        const Task& task) {
   const size_t heads_total = batch * heads;
   const size_t query_blocks = (tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
-  const size_t tasks = TaskCount(pool, head_ns * double(heads_total), heads_total * query_blocks);
-  const size_t chunks = std::min(query_blocks, (tasks + heads_total - 1) / heads_total);
-  pool.Run(heads_total * chunks, [&](size_t item, size_t thread) {
+  const Split split = SplitWork(pool, head_ns * double(heads_total), heads_total * query_blocks);
+  const size_t chunks = std::min(query_blocks, (split.tasks + heads_total - 1) / heads_total);
+  pool.Run(heads_total * chunks, split.threads, [&](size_t item, size_t thread) {
     const size_t chunk = chunks - 1 - item / heads_total;
     const size_t q0 = query_blocks * chunk / chunks * kAttentionQueryBlock;
     const size_t q1 = std::min(tq, query_blocks * (chunk + 1) / chunks * kAttentionQueryBlock);

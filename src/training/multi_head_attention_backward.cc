@@ -197,8 +197,9 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
   // heads add into its dK and dV in turn, so the sums never depend on threads.
   const size_t items = batch * kv_heads;
   const double ns = 2.5 * call.HeadNs(dk) * double(group * items);
-  const size_t tasks = TaskCount(*pool_, ns, items);
-  pool_->Run(tasks, [&](size_t task, size_t thread) {
+  const Split split = SplitWork(*pool_, ns, items);
+  const size_t tasks = split.tasks;
+  pool_->Run(tasks, split.threads, [&](size_t task, size_t thread) {
     for (size_t item = items * task / tasks; item < items * (task + 1) / tasks; ++item) {
       const size_t b = item / kv_heads, kvh = item % kv_heads;
       for (size_t h = kvh * group; h < (kvh + 1) * group; ++h) {

@@ -1,9 +1,10 @@
 // The threaded builds: the golden cases and larger calls (which the cost
 // models do split) on 1, 2 and 4 threads, bit-identical to the single-thread
 // build of the same kind; the module in use before its workers run and
-// threadsReady; the thread count rules; module.dispose(); where
-// threads are impossible, the fallback and its reason; the bound on the
-// count; and a Node process that ends on its own, whatever its module type.
+// threadsReady; the default count; the thread count rules;
+// module.dispose(); where threads are impossible, the fallback and its
+// reason; the bound on the count; and a Node process that ends on its own,
+// whatever its module type.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -169,6 +170,32 @@ describe.each(Object.entries(KINDS))('%s, in use before its workers run', (build
 
 test('a module of one thread is ready at once', async () => {
   await expect(modules.simd.one.threadsReady).resolves.toBeUndefined();
+});
+
+// The physical cores of this machine, from each logical processor's
+// (package, core) pair in sysfs (Linux; else every logical processor).
+function physicalCores() {
+  const processors = os.availableParallelism();
+  const cores = new Set();
+  try {
+    for (let cpu = 0; cpu < processors; cpu++) {
+      const dir = `/sys/devices/system/cpu/cpu${cpu}/topology`;
+      cores.add(`${fs.readFileSync(`${dir}/physical_package_id`, 'utf8').trim()}/` +
+        fs.readFileSync(`${dir}/core_id`, 'utf8').trim());
+    }
+  } catch {
+    return processors;
+  }
+  return cores.size;
+}
+
+test('the default thread count is the physical cores, at most 16, and 0 means it', async () => {
+  const expected = Math.min(16, physicalCores());
+  const [byDefault, zero] = await Promise.all([createAttentionModule(),
+    createAttentionModule({ threads: 0 })]);
+  expect([byDefault.threads, zero.threads]).toEqual([expected, expected]);
+  expect(track(new byDefault.MultiHeadAttention({ dModel: 8, numHeads: 2 })).config.threads)
+    .toBe(expected);
 });
 
 test('an object runs on 1 or the module\'s threads', () => {

@@ -63,6 +63,36 @@ export async function logicalProcessors() {
   return 1;
 }
 
+// The most threads defaultThreads() gives: the largest count measured (a
+// 16-core Xeon, where S2 and S4 still ran faster on 16 threads than on 8).
+// The C++ core's kMaxDefaultThreads.
+export const MAX_DEFAULT_THREADS = 16;
+
+// The default thread count: the physical cores (SMT siblings share one
+// core's vector units; Node on Linux tells from sysfs, elsewhere every
+// logical processor counts), at most MAX_DEFAULT_THREADS. A call wakes only
+// the threads its work pays for, so a small one costs no more for them.
+export async function defaultThreads() {
+  const processors = await logicalProcessors();
+  let perCore = 1;
+  if (isNode && process.platform === 'linux') {
+    try {
+      const name = 'node:fs';
+      const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ name);
+      const siblings = fs.readFileSync('/sys/devices/system/cpu/cpu0/topology/thread_siblings_list',
+        'utf8');
+      // e.g. "0-1" or "0,8": the logical processors of cpu0's core
+      perCore = siblings.trim().split(',').reduce((n, range) => {
+        const [a, b = a] = range.split('-').map(Number);
+        return n + b - a + 1;
+      }, 0) || 1;
+    } catch {
+      // no sysfs: every logical processor counts
+    }
+  }
+  return Math.max(1, Math.min(MAX_DEFAULT_THREADS, Math.ceil(processors / perCore)));
+}
+
 // The most threads, or pool workers, a caller may ask for, per logical
 // processor. Each is a worker holding its own copy of the module (a pool's,
 // a whole wasm instance), all started before the first call: a count without

@@ -74,10 +74,11 @@ export interface AttentionModuleOptions {
    * Web Workers, or Node `worker_threads`, started with the module), whose
    * objects split each call over them with results bit-identical to one
    * thread. It needs `SharedArrayBuffer`, and in browsers a cross-origin
-   * isolated page (COOP: same-origin, COEP: require-corp). Default: the
-   * logical processors, at most 4, and 1 where threads are impossible
-   * (`threadsUnavailable` says why). Given explicitly (0 = every logical
-   * processor) and impossible, it rejects with an Error saying why. 1: the
+   * isolated page (COOP: same-origin, COEP: require-corp). Default (and 0):
+   * the physical cores, at most 16, and 1 where threads are impossible
+   * (`threadsUnavailable` says why). Given explicitly and impossible, it
+   * rejects with an Error saying why. Workers beyond the logical processors
+   * are not started: the count splits calls, the processors run them. 1: the
    * single-thread build. At most 4 per logical processor
    * (`navigator.hardwareConcurrency`, Node's `os.availableParallelism()`):
    * more rejects with a RangeError before any worker starts. The threaded

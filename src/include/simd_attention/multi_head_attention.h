@@ -79,8 +79,10 @@ struct MhaConfig {
   bool bias = true;
   Backend backend = Backend::kHighway;
   // Threads a forward runs on, the caller's included: a pool shared by
-  // every object asking for the same count. 0 = every logical processor.
-  // Results are bit-identical for every count.
+  // every object asking for the same count. 0 = ThreadPool::DefaultThreads()
+  // (the physical cores, at most 16). Each loop wakes as many as its work
+  // pays for, at most one per processor. Results are bit-identical for
+  // every count.
   size_t threads = 1;
   // How W_Q, W_K, W_V and W_O are held (kernels/gemm.h widens them as it
   // loads them; the arithmetic stays float32).

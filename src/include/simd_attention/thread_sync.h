@@ -5,14 +5,27 @@
 // formatting links printf and the C library's error strings into the .wasm
 // (about 10 kB of the 200 kB each build may take) for calls that do not fail
 // there (the workers are started with the module, see SetWasmThreads).
+// A clock for spinning (Microseconds): natively steady_clock; in wasm
+// emscripten_get_now, since libc++'s steady_clock reports a failed
+// clock_gettime with std::system_error too. Waiting on a word (WaitWhile,
+// WakeAll): natively the standard library's
+// atomic wait, a futex on Linux; in wasm emscripten's futex, Atomics.wait
+// (a busy wait on a browser's main thread, which cannot block).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 
 #if defined(__EMSCRIPTEN_PTHREADS__)
+#include <emscripten/threading.h>
 #include <pthread.h>
+
+#include <climits>
+#include <cmath>
 
 #include <memory>
 #include <stdexcept>
@@ -55,6 +68,18 @@ class CondVar {
  private:
   pthread_cond_t cond_ = PTHREAD_COND_INITIALIZER;
 };
+
+// A monotonic time in microseconds.
+inline double Microseconds() { return emscripten_get_now() * 1000.0; }
+
+// Sleeps until `word` may no longer hold `old` (returns at once if it does
+// not; callers check again).
+inline void WaitWhile(std::atomic<uint32_t>& word, uint32_t old) {
+  static_assert(sizeof(word) == sizeof(uint32_t));
+  emscripten_futex_wait(&word, old, INFINITY);
+}
+// Wakes every thread in WaitWhile on `word`.
+inline void WakeAll(std::atomic<uint32_t>& word) { emscripten_futex_wake(&word, INT_MAX); }
 
 // Runs f() on a new thread until join().
 class Thread {
@@ -100,6 +125,16 @@ class CondVar {
  private:
   std::condition_variable cond_;
 };
+
+inline double Microseconds() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+inline void WaitWhile(std::atomic<uint32_t>& word, uint32_t old) {
+  word.wait(old, std::memory_order_acquire);
+}
+inline void WakeAll(std::atomic<uint32_t>& word) { word.notify_all(); }
 
 #endif
 

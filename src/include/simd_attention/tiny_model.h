@@ -39,7 +39,7 @@ struct TinyModelConfig {
   Activation activation = Activation::kRelu;  // the FFN's
   uint64_t seed = 0;      // of the initial weights (Reset)
   std::optional<Backend> backend;  // empty: Highway, which every build has
-  size_t threads = 1;     // as MhaConfig::threads; 0 = every logical processor
+  size_t threads = 1;     // as MhaConfig::threads; 0 = ThreadPool::DefaultThreads()
   const ArgNames* names = &CppArgNames();  // for messages, as MhaConfig::names
 };
 

@@ -29,7 +29,7 @@ struct LayerConfig {
   // rounded to +inf; the LayerNorms compute with it as a float.
   double eps = 1e-5;
   Backend backend = Backend::kHighway;
-  size_t threads = 1;  // as MhaConfig::threads; 0 = every logical processor
+  size_t threads = 1;  // as MhaConfig::threads; 0 = ThreadPool::DefaultThreads()
   const ArgNames* names = nullptr;  // as MhaConfig::names
   // The attentions' key/value heads and rotary positions, as MhaConfig's
   // (the decoder's cross-attention takes the kv heads but no rotary
