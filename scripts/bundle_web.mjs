@@ -59,11 +59,11 @@ const sizes = (bytes) => [bytes.length, zlib.gzipSync(bytes, { level: 9 }).lengt
 const rows = [];
 const report = (file, before, after) => rows.push([file, ...sizes(before), ...sizes(after)]);
 
-// The glue: whitespace, syntax and local names. Embind builds its invokers
-// with new Function from argument names it passes in, never from names of
-// the glue's scope, so renaming keeps it working. The glue of a build is an
-// ES module (its top-level names are its own); a threaded build's
-// .worker.js is a classic script, whose top-level names stay.
+// The glue: whitespace, syntax and local names. Embind's invokers are
+// closures (DYNAMIC_EXECUTION=0, bindings/CMakeLists.txt), no code made
+// from names of the glue's scope, so renaming keeps it working. The glue of
+// a build is an ES module (its top-level names are its own); a threaded
+// build's .worker.js is a classic script, whose top-level names stay.
 async function minifyGlue(dist, file) {
   const at = path.join(dist, file);
   const before = fs.readFileSync(at);
