@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "simd_attention/activation.h"
+#include "simd_attention/backend.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::bindings {
@@ -183,6 +184,14 @@ void ReadField(const val& js, const char* key, Activation& field);
 void ReadField(const val& js, const char* key, Backend& field);
 void ReadField(const val& js, const char* key, WeightType& field);
 void ReadField(const val& js, const char* key, RopeConfig& field);
+void ReadField(const val& js, const char* key, NormKind& field);
+// config.qkNorm ({kind?, eps?}; undefined: none).
+void ReadField(const val& js, const char* key, QkNormConfig& field);
+// A norm kind's JS name ('layer_norm', 'rms_norm', 'gemma_rms_norm'), which
+// `what` names in the message of an unknown one.
+NormKind ParseNormKind(const std::string& name, std::string_view what);
+// config.qkNorm as the resolved config reports it (undefined when none).
+val QkNormToJs(const QkNormConfig& qk_norm);
 
 // The visitors of a VisitFields(config, visit) list, which names each field
 // of a config or options struct once with its JavaScript key (as gemma.cpp's
@@ -198,6 +207,32 @@ class GivenFields {
 
  private:
   const val& js_;
+};
+
+// The fields every config of an object holding attentions shares
+// (MhaConfig, LayerConfig, BlockConfig), named once: each config's
+// VisitFields visits these, then its own.
+template <class Config, class Visit>
+void VisitSharedFields(Config& c, const Visit& visit) {
+  visit("dModel", c.d_model);
+  visit("numHeads", c.num_heads);
+  visit("numKvHeads", c.num_kv_heads);
+  visit("rope", c.rope);
+  visit("backend", c.backend);
+  visit("threads", c.threads);
+  visit("weights", c.weights);
+  visit(kCacheTypeKey, c.cache_type);
+}
+
+// info() of such an object: the shared fields resolved (the heads' width
+// and count as its attentions have them, the backend and kernels of
+// `kernels`), into a new object the caller adds its own fields to.
+struct SharedInfo {
+  size_t d_model, num_heads, num_kv_heads, head_dim, threads;
+  const RopeConfig& rope;
+  WeightType weights, cache_type;
+  const KernelTable& kernels;
+  val ToJs() const;
 };
 
 class FieldsToJs {
@@ -280,11 +315,11 @@ struct JsMatrix {
   }
 };
 
-// One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?}),
-// copied; `weights` views the copies.
+// One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?,
+// qNorm?, kNorm?}), copied; `weights` views the copies.
 struct JsMhaWeights {
   JsMatrix w_q, w_k, w_v, w_o;
-  std::vector<float> b_q, b_k, b_v, b_o;
+  std::vector<float> b_q, b_k, b_v, b_o, q_norm, k_norm;
   MhaWeights weights;
   explicit JsMhaWeights(const val& js);
 };

@@ -3,7 +3,7 @@
 //
 //   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
 //                        [--workloads S1,S2,...] [--no-native] [--no-l1]
-//                        [--no-pool] [--no-threads] [--no-training] [--budget SECONDS] [--retries N]
+//                        [--no-pool] [--no-threads] [--no-training] [--no-llama] [--budget SECONDS] [--retries N]
 //   node bench/js/run.js --render FILE.json [--md FILE]   (tables of an earlier run)
 //
 // Per workload (web/bench-kit/workloads.json) it sets up every
@@ -18,7 +18,9 @@
 // worker pool of 2 against our synchronous attention (pool.js) and,
 // natively: kernels_bench (Google Benchmark), onnxruntime-node and the
 // attention variants (variants_bench, sdpa_bench), and the training build's
-// rows (training.js; --no-training skips them). Last, in a child process
+// rows (training.js; --no-training skips them), and a decoding step of a
+// 12-layer Llama-shaped stack against onnxruntime-web (decode_llama_stack.js;
+// --no-llama skips it). Last, in a child process
 // (onnxruntime-web's thread count is per process), the same on 2 threads:
 // ours on the threaded builds against one thread, onnxruntime-web and
 // -node with 2 threads, and natively threads_bench (`--threads 2`, what the
@@ -44,12 +46,13 @@ import { runPoolBench } from './pool.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
 import { runDecodePreview } from './decode_preview.js';
 import { runTrainingBench } from './training.js';
+import { runLlamaStackBench } from './decode_llama_stack.js';
 
 const TOLERANCE = 1e-3;
 
 function parseArgs(argv) {
   const a = { quick: false, native: true, l1: true, pool: true, threadsRun: true, threads: 1,
-    retries: null, training: true };
+    retries: null, training: true, llama: true };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const next = () => {
@@ -65,6 +68,7 @@ function parseArgs(argv) {
     else if (k === '--no-pool') a.pool = false;
     else if (k === '--no-threads') a.threadsRun = false;
     else if (k === '--no-training') a.training = false;
+    else if (k === '--no-llama') a.llama = false;
     else if (k === '--threads') a.threads = Number(next());
     else if (k === '--budget') a.budget = Number(next());
     else if (k === '--retries') a.retries = Number(next());
@@ -484,11 +488,20 @@ async function main() {
   }
   const training = args.training ? await runTrainingBench({ selected, native: args.native,
     quick: args.quick, timing: timingOptions(args), retries: args.retries, log }) : null;
+  let llamaStack = null;
+  if (args.llama) {
+    try {
+      llamaStack = await runLlamaStackBench({ quick: args.quick, log });
+    } catch (e) {
+      llamaStack = { error: String(e.message ?? e).split('\n')[0] };
+      log(`  ${llamaStack.error}`);
+    }
+  }
   const threads = args.threadsRun ? await spawnThreadsRun(args, selected) : null;
   meta.loadAvgEnd = os.loadavg();
   meta.seconds = (Date.now() - started.getTime()) / 1000;
   for (const r of wasm) delete r.oursOutput;
-  const report = { meta, wasm, native, decodePreview, pool, threads, training };
+  const report = { meta, wasm, native, decodePreview, pool, threads, training, llamaStack };
   report.targets = evaluateTargets(report);
   const md = renderMarkdown(report);
   console.log(md);

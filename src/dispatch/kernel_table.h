@@ -51,9 +51,9 @@ struct KernelTable {
   void (*rms_norm)(const float* x, size_t rows, size_t d, size_t ld, const float* gamma,
                    float eps, float* out);
   // A gated FFN's hidden units: out[r] = act(gate) * up, row r's gate at
-  // gate_up + r * ld and its up the n floats after it.
-  void (*gated_activation)(Activation act, const float* gate_up, size_t rows, size_t n,
-                           size_t ld, float* out);
+  // gate_up + r * ld (activated in place) and its up the n floats after it.
+  void (*gated_activation)(Activation act, float* gate_up, size_t rows, size_t n, size_t ld,
+                           float* out);
 };
 
 // The training kernels of the same target: apart from KernelTable, so that

@@ -57,6 +57,18 @@ function scribble(v, value = 7) {
 }
 
 // [label, kind, placement]
+// A synchronous MultiHeadAttention and one of `pool` alike, both given the
+// same random weights (from `seed`).
+async function attentionPair(pool, seed) {
+  const config = { dModel: d, numHeads: 2 };
+  const w = randomLayerWeights(d, f, seed).attention;
+  const sync = track(new module.MultiHeadAttention(config));
+  sync.setWeights(w);
+  const mha = await pool.MultiHeadAttention(config);
+  await mha.setWeights(w);
+  return { config, w, sync, mha };
+}
+
 const decoders = [['MultiHeadAttention', 'MultiHeadAttention', undefined],
   ['a TransformerDecoderLayer split', 'TransformerDecoderLayer', 'split'],
   ['a TransformerDecoderLayer whole', 'TransformerDecoderLayer', 'whole']];
@@ -107,45 +119,31 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
       const pool = pools[workers];
       const mhaConfig = { dModel: d, numHeads: 2 };
       const layerConfig = { dModel: d, numHeads: 2, ffnDim: f };
-      const targets = [['MultiHeadAttention', mhaConfig, undefined],
-        ['TransformerEncoderLayer', layerConfig, 'split'],
-        ['TransformerEncoderLayer', layerConfig, 'whole']];
-      for (const [kind, config, placement] of targets) {
-        const given = kind === 'MultiHeadAttention' ? randomLayerWeights(d, f, 4).attention
-          : randomLayerWeights(d, f, 4);
+      // The last: nn.MultiheadAttention's state_dict.
+      const state = { in_proj_weight: randomFloats(3 * d * d, 5), in_proj_bias: randomFloats(3 * d, 6),
+        'out_proj.weight': randomFloats(d * d, 7), 'out_proj.bias': randomFloats(d, 8) };
+      const targets = [
+        ['MultiHeadAttention', mhaConfig, undefined, 'setWeights', randomLayerWeights(d, f, 4).attention],
+        ['TransformerEncoderLayer', layerConfig, 'split', 'setWeights', randomLayerWeights(d, f, 4)],
+        ['TransformerEncoderLayer', layerConfig, 'whole', 'setWeights', randomLayerWeights(d, f, 4)],
+        ['MultiHeadAttention', mhaConfig, undefined, 'setWeightsFromPyTorch', state]];
+      for (const [kind, config, placement, method, given] of targets) {
         const sync = track(new module[kind](config));
-        sync.setWeights(given);
+        sync[method](given);
         const pooled = await pool[kind](config, placement && { placement });
         const w = structuredClone(given);
-        const set = pooled.setWeights(w);
+        const set = pooled[method](w);
         scribble(w);
         await set;
         expectSame(await pooled.forward(x), sync.forward(x));
         await pooled.dispose();
       }
-      // nn.MultiheadAttention's state_dict, written after the call.
-      const state = { in_proj_weight: randomFloats(3 * d * d, 5), in_proj_bias: randomFloats(3 * d, 6),
-        'out_proj.weight': randomFloats(d * d, 7), 'out_proj.bias': randomFloats(d, 8) };
-      const sync = track(new module.MultiHeadAttention(mhaConfig));
-      sync.setWeightsFromPyTorch(state);
-      const pooled = await pool.MultiHeadAttention(mhaConfig);
-      const copy = structuredClone(state);
-      const set = pooled.setWeightsFromPyTorch(copy);
-      scribble(copy);
-      await set;
-      expectSame(await pooled.forward(x), sync.forward(x));
-      await pooled.dispose();
     });
 
   test('inputs, masks, options and caches\' inputs written after the call do not reach it',
     async () => {
       const pool = pools[workers];
-      const config = { dModel: d, numHeads: 2 };
-      const w = randomLayerWeights(d, f, 9).attention;
-      const sync = track(new module.MultiHeadAttention(config));
-      sync.setWeights(w);
-      const mha = await pool.MultiHeadAttention(config);
-      await mha.setWeights(w);
+      const { w, sync, mha } = await attentionPair(pool, 9);
       // Each call is made, then everything it was given is overwritten
       // (arrays with zeros, options turned, shapes changed) before it runs.
       const given = () => ({ query: structuredClone(x), memory: structuredClone(memory),
@@ -214,12 +212,7 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
       get data() { return this.#data; }
       get shape() { return this.#shape; }
     }
-    const config = { dModel: d, numHeads: 2 };
-    const w = randomLayerWeights(d, f, 16).attention;
-    const sync = track(new module.MultiHeadAttention(config));
-    sync.setWeights(w);
-    const mha = await pool.MultiHeadAttention(config);
-    await mha.setWeights(w);
+    const { w, sync, mha } = await attentionPair(pool, 16);
     const options = Object.create({ causal: true, returnAttnWeights: true });
     expectSame(await mha.forward(new Tensor(x), undefined, undefined, options),
       sync.forward(new Tensor(x), undefined, undefined, options));
@@ -232,12 +225,7 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
   test('functions, symbols and objects of a class: the synchronous TypeError, or ignored as ' +
     'synchronously; the pool stays usable', async () => {
     const pool = pools[workers];
-    const config = { dModel: d, numHeads: 2 };
-    const w = randomLayerWeights(d, f, 18).attention;
-    const sync = track(new module.MultiHeadAttention(config));
-    sync.setWeights(w);
-    const mha = await pool.MultiHeadAttention(config);
-    await mha.setWeights(w);
+    const { config, w, sync, mha } = await attentionPair(pool, 18);
     const fn = () => {};
     const sym = Symbol('s');
     class Options { constructor() { this.causal = fn; } }

@@ -19,11 +19,11 @@ import { randomTensor as tensor, simdModule, startPools } from './support/pools.
 import { maxAbs, outputScale } from './support/scales.mjs';
 
 const module = await simdModule();
+const sizes = [1, 2, 3];
+const pools = startPools(sizes);
 const encoderCases = goldenCaseNames('encoder_layer').map(loadGoldenCase);
 const decoderCases = goldenCaseNames('decoder_layer').map(loadGoldenCase);
 const mhaCases = goldenCaseNames('mha').map(loadGoldenCase);
-const sizes = [1, 2, 3];
-const pools = startPools(sizes);
 
 const SPLIT = { placement: 'split' };
 

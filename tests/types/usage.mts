@@ -43,7 +43,17 @@ import {
   type SafetensorsTensorInfo, type CheckpointBitsTensor, type SafetensorsOptions,
   type FromPretrainedOptions, type HuggingFaceConfig, type PretrainedAttention,
   type PretrainedDecoderLayer, type PretrainedEncoderLayer, type PretrainedModule,
-  type PooledPretrainedModule,
+  type PooledPretrainedModule, type PretrainedBlock, type PretrainedStack,
+} from '../../web/index.js';
+import {
+  type BlockForwardOptions, type BlockNormWeights,
+  type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
+  type NormPlacementName, type PooledTransformerBlock, type QkNormConfig,
+  type ResolvedActivationName, type ResolvedTransformerBlockConfig,
+  type ResolvedTransformerStackConfig, type StackForwardOptions, type SublayerConfig,
+  type SublayerWeights, type TransformerBlock, type TransformerBlockConfig,
+  type TransformerBlockConstructor, type TransformerBlockWeights, type TransformerStack,
+  type TransformerStackConfig, type TransformerStackConstructor, type TransformerStackWeights,
 } from '../../web/index.js';
 
 const f32 = (n: number) => new Float32Array(n);
@@ -76,6 +86,7 @@ const rope: RopeConfig = { style: 'half', base: 10000, rotaryDim: 4 };
 const mhaConfig: MultiHeadAttentionConfig = {
   dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDim: 4, headDimV: 4, numKvHeads: 1, rope,
   bias: true, backend: sa.backend, threads: 1, weights: 'f32', cacheType: 'f16',
+  qkNorm: { eps: 1e-6 },
 };
 const mha: MultiHeadAttention = new MHA(mhaConfig);
 const isMha: boolean = mha instanceof MHA && MHA.prototype === Object.getPrototypeOf(mha);
@@ -83,12 +94,13 @@ const resolved: ResolvedMultiHeadAttentionConfig = mha.config;
 const dims: number[] = [resolved.dModel, resolved.numHeads, resolved.kDim, resolved.vDim,
   resolved.headDim, resolved.headDimV, resolved.numKvHeads];
 const resolvedRope: string | undefined = resolved.rope?.style;
+const resolvedQkNorm: number | undefined = resolved.qkNorm?.eps;
 const mhaFacts: [boolean, string, string, boolean, number, WeightTypeName, CacheTypeName] = [
   resolved.bias, resolved.backend, mha.kernels, mha.disposed, resolved.threads, resolved.weights,
   resolved.cacheType];
 const weights: MultiHeadAttentionWeights = {
   wQ: f32(64), wK: f32(64), wV: f32(64), wO: f32(64), bQ: f32(8), bK: f32(8), bV: f32(8),
-  bO: f32(8),
+  bO: f32(8), qNorm: f32(4), kNorm: f32(4),
 };
 mha.setWeights(weights);
 // Weights already in the storage type: float16/bfloat16 bits, int8 values and scales.
@@ -320,7 +332,7 @@ cache[Symbol.dispose]();
 }
 mha.dispose();
 
-export const used = [build, moduleFacts, threading, threadsRunning, bytes, isMha, dims, resolvedRope, mhaFacts, outputs, kvFacts,
+export const used = [build, moduleFacts, threading, threadsRunning, bytes, isMha, dims, resolvedRope, resolvedQkNorm, mhaFacts, outputs, kvFacts,
   cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested,
   attentionOutputs];
 
@@ -436,7 +448,7 @@ narrow.setWeights({ ...weights, wQ: { values: new Int8Array(64) } });
 // @ts-expect-error: a file read without keep16Bit gives float32 only
 const notBits: Uint16Array = file.tensor('w').data;
 // @ts-expect-error: unknown activation
-void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'swish' });
+void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'mish' });
 // Checkpoints: a layer's state_dict, safetensors files and their mapping.
 const encoderState: PyTorchTransformerEncoderLayerState = {
   'self_attn.in_proj_weight': f32(192), 'self_attn.q_proj_weight': f32(64),
@@ -488,6 +500,67 @@ loadCheckpoint(decoder, file, { layout: 'mpt' });
 const llamaLayout: CheckpointLayout = 'llama';
 void loadCheckpoint(mha, file, { layout: llamaLayout });
 
+// Blocks as lists of sublayers, and stacks of them.
+const choices: ModuleChoices = sa.choices;
+const choiceLists: (readonly string[])[] = [choices.activation, choices.norm, choices.mixer,
+  choices.normPlacement, choices.weights, choices.cacheType, choices.causal];
+const mixer: MixerName = 'gated_ffn';
+const placement: NormPlacementName = 'sandwich';
+const normKind: NormKindName = 'rms_norm';
+const qkNorm: QkNormConfig = { kind: 'rms_norm', eps: 1e-6 };
+const sublayerList: SublayerConfig[] = [{ mixer: 'self_attention', norm: 'pre' },
+  { mixer, norm: placement, parallel: false }];
+const blockConfig: TransformerBlockConfig = { dModel: 8, numHeads: 2, numKvHeads: 1, headDim: 4,
+  ffnDim: 16, activation: 'silu', norm: normKind, eps: 1e-6, rope, qkNorm, sublayers: sublayerList,
+  backend: 'highway', threads: 1, weights: 'f32', cacheType: 'f16' };
+const Block: TransformerBlockConstructor = sa.TransformerBlock;
+const block: TransformerBlock = new Block(blockConfig);
+const blockResolved: ResolvedTransformerBlockConfig = block.config;
+const resolvedActivation: ResolvedActivationName = blockResolved.activation;
+void [blockResolved.dModel, blockResolved.numHeads, blockResolved.numKvHeads,
+  blockResolved.headDim, blockResolved.ffnDim, blockResolved.norm, blockResolved.eps,
+  blockResolved.rope, blockResolved.qkNorm, blockResolved.sublayers, blockResolved.weights,
+  blockResolved.cacheType, blockResolved.backend, blockResolved.threads, block.kernels,
+  block.disposed, resolvedActivation, choiceLists];
+const blockNorm: BlockNormWeights = { gamma: f32(8), beta: undefined };
+const blockAttention: MultiHeadAttentionWeights = { wQ: f32(64), wK: f32(32), wV: f32(32),
+  wO: f32(64), bQ: f32(8), bK: f32(4), bV: f32(4), bO: f32(8), qNorm: f32(4), kNorm: f32(4) };
+const gatedFfn: GatedFeedForwardWeights = { wGate: f32(128), wUp: f32(128), wDown: f32(128),
+  bGate: f32(16), bUp: f32(16), bDown: f32(8) };
+const sublayerWeights: SublayerWeights[] = [{ norm: blockNorm, outputNorm: blockNorm,
+  attention: blockAttention }, { norm: blockNorm, outputNorm: blockNorm, gatedFfn,
+  ffn: { w1: f32(128), w2: f32(128) } }];
+const blockWeights: TransformerBlockWeights = { sublayers: sublayerWeights };
+block.setWeights(blockWeights);
+const blockOptions: BlockForwardOptions = { causal: true, keyPaddingMask: mask(5),
+  memoryKeyPaddingMask: mask(5), positionOffset: 0, window: [3, 0] };
+const blockOut: Tensor = block.forward(x, blockOptions);
+void block.forward(x, x, blockOptions);
+const blockCache: KVCache = block.createKVCache({ batch: 1, maxLength: 8 });
+void [blockOut, block.forwardIncremental(x, blockCache, { window: [3, 0] })];
+block.dispose();
+block[Symbol.dispose]();
+const stackConfig: TransformerStackConfig = { ...blockConfig, numLayers: 2,
+  layerWindows: [[3, 0], [-1, -1]], finalNorm: true };
+const Stack: TransformerStackConstructor = sa.TransformerStack;
+const stack: TransformerStack = new Stack(stackConfig);
+const stackResolved: ResolvedTransformerStackConfig = stack.config;
+void [stackResolved.numLayers, stackResolved.finalNorm, stackResolved.layerWindows,
+  stack.kernels, stack.disposed];
+const stackWeights: TransformerStackWeights = { layers: [blockWeights, blockWeights],
+  finalNorm: blockNorm };
+stack.setWeights(stackWeights);
+const stackOptions: StackForwardOptions = { causal: true, keyPaddingMask: mask(5),
+  positionOffset: 0 };
+const stackCaches: KVCache[] = stack.createKVCaches({ batch: 1, maxLength: 8 });
+void [stack.forward(x, stackOptions), stack.forwardIncremental(x, stackCaches, { window: [3, 0] })];
+stack.dispose();
+stack[Symbol.dispose]();
+// @ts-expect-error: a block's sublayers are required
+void new sa.TransformerBlock({ dModel: 8, numHeads: 2 });
+// @ts-expect-error: an unknown mixer
+void new sa.TransformerBlock({ dModel: 8, numHeads: 2, sublayers: [{ mixer: 'attention' }] });
+
 // A Hugging Face layer or attention from its config.json.
 const hfConfig: HuggingFaceConfig = { model_type: 'llama', hidden_size: 64 };
 const pretrainedOptions: FromPretrainedOptions = { prefix: 'model.layers.3.self_attn',
@@ -501,6 +574,12 @@ if (pretrained.kind === 'MultiHeadAttention') {
 } else if (pretrained.kind === 'TransformerEncoderLayer') {
   const built: PretrainedEncoderLayer = pretrained;
   void [built.module.forward(x, built.forwardOptions), built.loaded];
+} else if (pretrained.kind === 'TransformerBlock') {
+  const built: PretrainedBlock = pretrained;
+  void [built.module.forward(x, built.forwardOptions), built.incrementalOptions, built.loaded];
+} else if (pretrained.kind === 'TransformerStack') {
+  const built: PretrainedStack = pretrained;
+  void [built.module.forward(x, built.forwardOptions), built.incrementalOptions, built.loaded];
 } else {
   const built: PretrainedDecoderLayer = pretrained;
   const step: SelfAttentionOptions | undefined = built.incrementalOptions;
@@ -519,6 +598,17 @@ if (pooledPretrained.kind === 'MultiHeadAttention') {
 } else if (pooledPretrained.kind === 'TransformerDecoderLayer') {
   const layer: PooledTransformerDecoderLayer = pooledPretrained.module;
   void [layer, pooledPretrained.incrementalOptions];
+} else if (pooledPretrained.kind === 'TransformerBlock') {
+  const pooledBlock: PooledTransformerBlock = pooledPretrained.module;
+  const pooledBlockCache: PooledKVCache = await pooledBlock.createKVCache({ batch: 1,
+    maxLength: 8 });
+  await pooledBlock.setWeights(blockWeights);
+  void [await pooledBlock.forward(x, blockOptions), await pooledBlock.forward(x, x),
+    await pooledBlock.forwardIncremental(x, pooledBlockCache), pooledBlock.config,
+    pooledBlock.kernels, pooledBlock.disposed, pooledBlock.placement];
+  await pooledBlock.dispose();
+  await pooledBlock[Symbol.asyncDispose]();
+  void await pool.TransformerBlock(blockConfig);
 } else {
   const layer: PooledTransformerEncoderLayer = pooledPretrained.module;
   void layer;

@@ -78,6 +78,16 @@ export function readRope(where, rope) {
   };
 }
 
+// config.qkNorm: { kind?, eps? } (the kind's name is C++'s to judge).
+export function readQkNorm(where, v) {
+  if (v === undefined) return undefined;
+  checkObject(where, 'config.qkNorm', v, OPTION_KEYS.QkNormConfig);
+  if (v.kind !== undefined && typeof v.kind !== 'string') {
+    throw new TypeError(`${where}: config.qkNorm.kind: expected a string, got ${describe(v.kind)}`);
+  }
+  return { kind: v.kind, eps: optionalNumber(where, 'config.qkNorm.eps', v.eps) };
+}
+
 // The glue's result -> ForwardResult; unbatched shapes for a 2-D query.
 // info: the resolved config (numHeads, numKvHeads, dModel, headDim, headDimV).
 function attentionResult(r, rank, info) {
@@ -119,6 +129,7 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
         headDimV: optionalSize(where, 'config.headDimV', config.headDimV),
         numKvHeads: optionalSize(where, 'config.numKvHeads', config.numKvHeads),
         rope: readRope(where, config.rope),
+        qkNorm: readQkNorm(where, config.qkNorm),
         bias: optionalBoolean(where, 'config.bias', config.bias, true),
         backend,
         threads: readThreads(where, config.threads),
@@ -135,6 +146,11 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
       const { bias } = this[INFO];
       const w = {};
       for (const key of WEIGHT_KEYS) {
+        // QK-norm's scales: C++ says whether the config needs them.
+        if (key === 'qNorm' || key === 'kNorm') {
+          w[key] = float32(where, key, weights[key], true);
+          continue;
+        }
         const isBias = key.startsWith('b');
         if (isBias && bias && weights[key] === undefined) {
           throw new TypeError(`${where}: ${key}: expected a Float32Array (config.bias ` +

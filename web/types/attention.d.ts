@@ -7,6 +7,17 @@ import type {
 } from './tensors.js';
 import type { MultiHeadAttentionGradients } from './training.js';
 
+/** A norm's kind: LayerNorm, RMSNorm, or RMSNorm in Gemma's `x * (1 + weight)` form. */
+export type NormKindName = 'layer_norm' | 'rms_norm' | 'gemma_rms_norm';
+
+/** `MultiHeadAttentionConfig.qkNorm`. */
+export interface QkNormConfig {
+  /** An RMSNorm kind; default `'rms_norm'`. */
+  kind?: 'rms_norm' | 'gemma_rms_norm';
+  /** Default 1e-6. */
+  eps?: number;
+}
+
 export interface MultiHeadAttentionConfig {
   /** Model width d_model (features of the queries and of the output). */
   dModel: number;
@@ -36,6 +47,13 @@ export interface MultiHeadAttentionConfig {
    * none. The training build refuses it (RangeError: no backward yet).
    */
   rope?: RopeConfig;
+  /**
+   * QK-norm (Qwen3, Gemma 3, OLMo 2): each head of the projected queries and
+   * keys RMS-normalized over its headDim features and scaled by
+   * `weights.qNorm` / `weights.kNorm`, after the bias and before `rope`.
+   * Default none. The training build refuses it in a training forward.
+   */
+  qkNorm?: QkNormConfig;
   /** Whether the four projections have biases. Default true. */
   bias?: boolean;
   /** Backend for this object (`'highway'`, `'xsimd'`, `'scalar'`); default the module's `backend`. */
@@ -89,6 +107,7 @@ export interface ResolvedMultiHeadAttentionConfig {
   headDimV: number;
   numKvHeads: number;
   rope?: Required<RopeConfig>;
+  qkNorm?: Required<QkNormConfig>;
   bias: boolean;
   backend: string;
   threads: number;
@@ -122,6 +141,10 @@ export interface MultiHeadAttentionWeights {
   bV?: Float32Array;
   /** `[dModel]` */
   bO?: Float32Array;
+  /** `[headDim]`: QK-norm's scale of each query head; with `config.qkNorm` only. */
+  qNorm?: Float32Array;
+  /** `[headDim]`: QK-norm's scale of each key head; with `config.qkNorm` only. */
+  kNorm?: Float32Array;
 }
 
 /**

@@ -1,6 +1,10 @@
 // createAttentionPool: attention split by heads, layers by heads and FFN units.
 
 import type {
+  BlockForwardOptions, ResolvedTransformerBlockConfig, TransformerBlockConfig,
+  TransformerBlockWeights,
+} from './blocks.js';
+import type {
   ForwardOptions, ForwardResultFor, IncrementalForwardOptions, MultiHeadAttention,
   MultiHeadAttentionConfig, MultiHeadAttentionWeights, PyTorchMultiheadAttentionState,
   ResolvedMultiHeadAttentionConfig,
@@ -68,6 +72,8 @@ export interface AttentionPool {
   /** A TransformerDecoderLayer, placed as TransformerEncoderLayer. */
   TransformerDecoderLayer(config: TransformerLayerConfig, options?: PooledLayerOptions):
     Promise<PooledTransformerDecoderLayer>;
+  /** A TransformerBlock, whole in the worker holding the fewest layers (not split yet). */
+  TransformerBlock(config: TransformerBlockConfig): Promise<PooledTransformerBlock>;
   /** The module's `positionalEncoding`, run on the next worker in turn. */
   positionalEncoding(t: number, dModel: number): Promise<Tensor>;
   /** The module's `layerNorm`, run on the next worker in turn. */
@@ -162,6 +168,23 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
     options?: SelfAttentionOptions): Promise<Tensor>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
   precomputeMemory(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
+}
+
+/** A TransformerBlock of the pool, whole in one worker. */
+export interface PooledTransformerBlock {
+  readonly config: ResolvedTransformerBlockConfig;
+  readonly kernels: string;
+  readonly disposed: boolean;
+  /** Always `'whole'`. */
+  readonly placement: 'whole';
+  setWeights(weights: TransformerBlockWeights): Promise<void>;
+  forward(x: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
+  forward(x: Tensor, memory: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
+  forwardIncremental(x: Tensor, cache: PooledKVCache, options?: SelfAttentionOptions):
+    Promise<Tensor>;
+  createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
