@@ -170,6 +170,23 @@ JsAttentionOptions::JsAttentionOptions(const val& js)
   if (Given(js["softcap"])) softcap = js["softcap"].as<double>();
   need_weights = Given(js["returnAttnWeights"]) && js["returnAttnWeights"].as<bool>();
   need_scores = Given(js["returnScores"]) && js["returnScores"].as<bool>();
+  if (Given(js["queryOffset"])) {
+    const std::vector<double> offsets =
+        Integers(n.query_offset, js["queryOffset"], -9007199254740991.0);
+    query_offset.assign(offsets.begin(), offsets.end());
+  }
+  // options.returnScores's name (JS passes true as returnScores alone).
+  if (Given(js["scoresStage"])) {
+    const std::string name = js["scoresStage"].as<std::string>();
+    const ScoresStageTraits* row = RowNamed(kScoresStages, name);
+    static constexpr ChoiceList kChoices =
+        ChoicesOf(kScoresStages, &ScoresStageTraits::name, true);
+    if (row == nullptr) {
+      ThrowInvalidArgument({"options.returnScores: expected a boolean or ", kChoices.view(),
+                            ", got '", name, "'"});
+    }
+    scores_stage = row->value;
+  }
 }
 
 JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {

@@ -256,9 +256,9 @@ std::vector<size_t> Sizes(const std::string& name, const val& array);
 
 // The options attention() and every forward share, as the user spelt them
 // ({scale, softcap, window, attnMask, attnMaskShape, boolMask,
-// boolMaskShape, keyPaddingMask, kvLengths, returnAttnWeights?,
-// returnScores?}; types checked), copied; SetOn points an options struct at
-// the copies.
+// boolMaskShape, keyPaddingMask, kvLengths, queryOffset?,
+// returnAttnWeights?, returnScores?, scoresStage?}; types checked), copied;
+// SetOn points an options struct at the copies.
 struct JsAttentionOptions {
   std::vector<float> attn_mask;
   std::vector<size_t> attn_mask_shape;
@@ -267,8 +267,10 @@ struct JsAttentionOptions {
   std::vector<uint8_t> key_padding_mask;
   std::vector<size_t> kv_lengths;
   std::array<int64_t, 2> window{-1, -1};
+  std::vector<int64_t> query_offset;
   std::optional<double> scale, softcap;
   bool need_weights = false, need_scores = false;
+  ScoresStage scores_stage = ScoresStage::kMasked;  // scoresStage: the name
   explicit JsAttentionOptions(const val& js);
 
   // MhaOptions, SdpaOptions or a layer's SelfAttentionOptions: the fields
@@ -286,6 +288,8 @@ struct JsAttentionOptions {
     if constexpr (requires { o.key_padding_mask; }) o.key_padding_mask = key_padding_mask;
     if constexpr (requires { o.need_weights; }) o.need_weights = need_weights;
     if constexpr (requires { o.need_scores; }) o.need_scores = need_scores;
+    if constexpr (requires { o.scores_stage; }) o.scores_stage = scores_stage;
+    if constexpr (requires { o.query_offset; }) o.query_offset = query_offset;
   }
 };
 

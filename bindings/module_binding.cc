@@ -13,6 +13,7 @@
 #include "simd_attention/backend.h"
 #include "simd_attention/causal_alignment.h"
 #include "simd_attention/norm_kind.h"
+#include "simd_attention/scores_stage.h"
 #include "simd_attention/transformer_block.h"
 #include "simd_attention/weight_type.h"
 
@@ -67,6 +68,7 @@ val Choices() {
   v.set("weights", NamesOf(kWeightTypes));
   v.set("cacheType", NamesOf(kWeightTypes, &InCaches));
   v.set("causal", NamesOf(kCausalAlignments));
+  v.set("returnScores", NamesOf(kScoresStages));
   return v;
 }
 

@@ -86,11 +86,13 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
   t.bool_mask = Copy(o.bool_mask);
   t.key_padding_mask = Copy(o.key_padding_mask);
   t.kv_lengths = Copy(o.kv_lengths);
+  t.query_offset = Copy(o.query_offset);
   t.options = o;
   t.options.attn_mask = {};
   t.options.bool_mask = {};
   t.options.key_padding_mask = {};
   t.options.kv_lengths = {};
+  t.options.query_offset = {};
 }
 
 void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out,
@@ -148,6 +150,7 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
   options.bool_mask = t.bool_mask;
   options.key_padding_mask = t.key_padding_mask;
   options.kv_lengths = t.kv_lengths;
+  options.query_offset = t.query_offset;
   const Tensor3 query{t.query, t.batch, t.tq, c.d_model};
   const AttentionCall call = Call(query, t.tk, options);
 

@@ -152,8 +152,8 @@ describe('masks of the wrong size or type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { needWeights: true }),
       TypeError, "MultiHeadAttention.forward: options: unknown key 'needWeights' (expected " +
       'causal, keyPaddingMask, kvLengths, attnMask, boolMask, returnAttnWeights, returnScores, ' +
-      'returnPerHeadOutput, returnIntermediates, window, scale, softcap, positionOffset, ' +
-      'training)');
+      'returnPerHeadOutput, returnIntermediates, window, scale, softcap, queryOffset, ' +
+      'positionOffset, training)');
   });
   test('option of the wrong type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { causal: 1 }),

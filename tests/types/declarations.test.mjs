@@ -76,7 +76,7 @@ test('the names C++ accepts (module.choices) and the builds are the .d.ts unions
     for (const [field, union] of [['activation', 'ActivationName'], ['norm', 'NormKindName'],
       ['mixer', 'MixerName'], ['normPlacement', 'NormPlacementName'],
       ['weights', 'WeightTypeName'], ['cacheType', 'CacheTypeName'],
-      ['causal', 'CausalAlignmentName']]) {
+      ['causal', 'CausalAlignmentName'], ['returnScores', 'ScoresStageName']]) {
       assert.deepEqual(sorted(sa.choices[field]), sorted(members(union)), union);
     }
   } finally {

@@ -20,6 +20,7 @@ import createDefault, {
   type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
   type URLLike, type BytesByCacheType, type BytesByWeightType, type HalfBits, type Int8Weights,
   type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
+  type ScoresStageName,
 } from '../../web/index.js';
 import {
   type AdamOptions, type AttentionWeightGradients, type FeedForwardGradients,
@@ -124,7 +125,7 @@ const forwardOptions: ForwardOptions = {
   causal: true, keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
   returnPerHeadOutput: true, returnIntermediates: true, window: [4, 0], scale: 0.5, softcap: 30,
   positionOffset: 2, kvLengths: [5], boolMask: { data: mask(25), shape: [1, 1, 5, 5] },
-  returnScores: true,
+  returnScores: true, queryOffset: 0,
 };
 const r: ForwardResult = mha.forward(x, x, x, forwardOptions);
 const topLeft: CausalAlignmentName = 'top-left';
@@ -147,6 +148,7 @@ const incrementalOptions: IncrementalForwardOptions = {
 };
 mha.forwardIncremental(x, cache, incrementalOptions);
 const logits: Tensor = mha.forward(x, x, x, { returnScores: true }).scores;
+const capped: Tensor = mha.forward(x, x, x, { returnScores: 'capped' }).scores;
 
 // Results typed by their options: what was asked for with `true` is there.
 const probabilities: Float32Array = mha.forward(x, x, x, { returnAttnWeights: true })
@@ -156,7 +158,7 @@ const contributions: Tensor = mha.forward(x, kv, undefined, { returnPerHeadOutpu
 const stepped: ForwardResultFor<true, false, true> = mha.forwardIncremental(x, cache,
   { returnAttnWeights: true, returnIntermediates: true });
 const requested: Tensor[] = [stepped.attnWeights, stepped.q, stepped.k, stepped.v,
-  stepped.headOutput, contributions, logits];
+  stepped.headOutput, contributions, logits, capped];
 const cacheFacts: number[] = [cache.batch, cache.maxLength, cache.length];
 const saved: [Tensor, Tensor] = [cache.keys(), cache.values()];
 cache.truncate(cache.length - 1);
@@ -233,15 +235,19 @@ const kvHeads: Tensor = { data: f32(2 * 2 * 5 * 8), shape: [2, 2, 5, 8] };
 const allowed: BroadcastMask<Uint8Array> = { data: mask(2 * 5 * 5), shape: [2, 1, 5, 5] };
 const attentionOptions: AttentionOptions = {
   causal: 'top-left', scale: 0.5, softcap: 30, window: [2, 0], attnMask: f32(25),
-  boolMask: allowed, keyPaddingMask: mask(10), kvLengths: [5, 4], numHeads: 4, numKvHeads: 2,
-  returnAttnWeights: false, returnScores: false, backend,
+  boolMask: allowed, keyPaddingMask: mask(10), kvLengths: [5, 4], queryOffset: [0, 1],
+  numHeads: 4, numKvHeads: 2, returnAttnWeights: false, returnScores: false, backend,
 };
 const attended: AttentionResult = sa.attention(qHeads, kvHeads, kvHeads, attentionOptions);
 const tokens: Tensor = { data: f32(5 * 8), shape: [1, 5, 8] };
 const tokenMajor: AttentionResultFor<true, true> = sa.attention(tokens, tokens, tokens,
   { numHeads: 2, causal: 'bottom-right', returnAttnWeights: true, returnScores: true });
+// ONNX's qk_matmul_output: the scores before the softcap and the masks.
+const stage: ScoresStageName = 'scaled';
+const scaled: AttentionResultFor<false, 'scaled'> = sa.attention(tokens, tokens, tokens,
+  { numHeads: 2, causal: 'top-left', queryOffset: 3, returnScores: stage });
 const attentionOutputs: (Tensor | undefined)[] = [attended.output, attended.attnWeights,
-  attended.scores, tokenMajor.attnWeights, tokenMajor.scores];
+  attended.scores, tokenMajor.attnWeights, tokenMajor.scores, scaled.scores];
 
 // Training: the training build, backward passes and optimizers.
 const trainer: AttentionModule = await createAttentionModule({ training: true });
@@ -503,7 +509,8 @@ void loadCheckpoint(mha, file, { layout: llamaLayout });
 // Blocks as lists of sublayers, and stacks of them.
 const choices: ModuleChoices = sa.choices;
 const choiceLists: (readonly string[])[] = [choices.activation, choices.norm, choices.mixer,
-  choices.normPlacement, choices.weights, choices.cacheType, choices.causal];
+  choices.normPlacement, choices.weights, choices.cacheType, choices.causal,
+  choices.returnScores];
 const mixer: MixerName = 'gated_ffn';
 const placement: NormPlacementName = 'sandwich';
 const normKind: NormKindName = 'rms_norm';

@@ -2,8 +2,8 @@
 // KVCache, cross-attention over a PrecomputedKeyValue.
 import { additiveValues, booleanValues, checkObject, describe, float32, integers,
   optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
-  readThreads, readStorageType, requiredSize, shapedMask, torchMatrix, weightMatrix, glueMatrix }
-  from './arguments.js';
+  readQueryOffset, readReturnScores, readThreads, readStorageType, requiredSize, shapedMask,
+  torchMatrix, weightMatrix, glueMatrix } from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
@@ -39,9 +39,10 @@ function readAttentionOptions(where, options, allowed) {
   return {
     ...readSharedAttentionOptions(where, o),
     causal: readCausal(where, o.causal),
+    queryOffset: readQueryOffset(where, o.queryOffset),
     returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
       o.returnAttnWeights, false),
-    returnScores: optionalBoolean(where, 'options.returnScores', o.returnScores, false),
+    ...readReturnScores(where, o.returnScores),
     returnPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
       o.returnPerHeadOutput, false),
     returnIntermediates: optionalBoolean(where, 'options.returnIntermediates',

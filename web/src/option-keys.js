@@ -51,7 +51,7 @@ export const OPTION_KEYS = {
     'out_proj.bias'],
   ForwardOptions: ['causal', 'keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
     'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
-    'scale', 'softcap', 'positionOffset', 'training'],
+    'scale', 'softcap', 'queryOffset', 'positionOffset', 'training'],
   IncrementalForwardOptions: ['keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
     'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
     'scale', 'softcap'],
@@ -95,6 +95,6 @@ export const OPTION_KEYS = {
   TinyTransformerLayerWeights: [...ATTENTION_WEIGHTS, ...FEED_FORWARD_WEIGHTS],
   AdamOptions: ['lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'decoupledWeightDecay'],
   AttentionOptions: ['causal', 'scale', 'softcap', 'window', 'attnMask', 'boolMask',
-    'keyPaddingMask', 'kvLengths', 'numHeads', 'numKvHeads', 'returnAttnWeights', 'returnScores',
-    'backend'],
+    'keyPaddingMask', 'kvLengths', 'queryOffset', 'numHeads', 'numKvHeads', 'returnAttnWeights',
+    'returnScores', 'backend'],
 };

@@ -12,7 +12,8 @@ import type {
   TransformerEncoderLayer, TransformerEncoderLayerConstructor,
 } from './layers.js';
 import type { FromPretrainedOptions, HuggingFaceConfig, PretrainedModule } from './pretrained.js';
-import type { AttentionOptions, AttentionResultFor } from './scaled-dot-product-attention.js';
+import type { AttentionOptions, AttentionResultFor, ScoresStageName }
+  from './scaled-dot-product-attention.js';
 import type { CacheTypeName, Int8Weights, Tensor, WeightTypeName } from './tensors.js';
 import type { TinyTransformer, TinyTransformerConstructor } from './tiny-model.js';
 import type { AdamOptions, OptimizerConstructor, SGDOptions } from './training.js';
@@ -35,6 +36,8 @@ export interface ModuleChoices {
   readonly weights: readonly WeightTypeName[];
   readonly cacheType: readonly CacheTypeName[];
   readonly causal: readonly CausalAlignmentName[];
+  /** The stages `attention()`'s `returnScores` names. */
+  readonly returnScores: readonly ScoresStageName[];
 }
 
 /** Names of the SIMD backends a build can contain. */
@@ -265,7 +268,7 @@ export interface AttentionModule {
    * {@link AttentionOptions} and the README's "Attention on projected heads".
    * Not in the training build, where it has no backward (an Error).
    */
-  attention<A extends boolean = false, S extends boolean = false>(
+  attention<A extends boolean = false, S extends boolean | ScoresStageName = false>(
     q: Tensor, k: Tensor, v: Tensor,
     options?: AttentionOptions & { returnAttnWeights?: A; returnScores?: S },
   ): AttentionResultFor<A, S>;

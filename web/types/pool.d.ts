@@ -22,7 +22,8 @@ import type { BuildName, URLLike } from './module.js';
 import type {
   FromPretrainedOptions, HuggingFaceConfig, PooledPretrainedModule,
 } from './pretrained.js';
-import type { AttentionOptions, AttentionResultFor } from './scaled-dot-product-attention.js';
+import type { AttentionOptions, AttentionResultFor, ScoresStageName }
+  from './scaled-dot-product-attention.js';
 import type { Int8Weights, Tensor } from './tensors.js';
 
 /**
@@ -79,7 +80,7 @@ export interface AttentionPool {
   /** The module's `layerNorm`, run on the next worker in turn. */
   layerNorm(x: Tensor, options: LayerNormOptions): Promise<Tensor>;
   /** The module's `attention`, run whole on the next worker in turn. */
-  attention<A extends boolean = false, S extends boolean = false>(
+  attention<A extends boolean = false, S extends boolean | ScoresStageName = false>(
     q: Tensor, k: Tensor, v: Tensor,
     options?: AttentionOptions & { returnAttnWeights?: A; returnScores?: S },
   ): Promise<AttentionResultFor<A, S>>;
@@ -111,16 +112,16 @@ export interface PooledMultiHeadAttention {
    * then transposed and split by heads.
    */
   setWeightsFromPyTorch(state: PyTorchMultiheadAttentionState): Promise<void>;
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(query: Tensor,
     precomputed: PooledPrecomputedKeyValue, value?: undefined,
     options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   // The tensor overload last, as in MultiHeadAttention.
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(query: Tensor,
     key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
-  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(x: Tensor,
+  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(x: Tensor,
     cache: PooledKVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;

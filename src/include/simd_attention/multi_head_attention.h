@@ -20,6 +20,7 @@
 #include "simd_attention/kv_cache.h"
 #include "simd_attention/norm_kind.h"
 #include "simd_attention/packed_matrix.h"
+#include "simd_attention/scores_stage.h"
 #include "simd_attention/training_only.h"
 #include "simd_attention/tensor.h"
 #include "simd_attention/weight_type.h"
@@ -129,7 +130,8 @@ struct MhaOptions {
   std::span<const uint8_t> bool_mask;
   std::vector<size_t> bool_mask_shape;
   bool need_weights = false;          // fill MhaResult::attn_weights
-  bool need_scores = false;           // fill MhaResult::scores
+  bool need_scores = false;           // fill MhaResult::scores, at scores_stage
+  ScoresStage scores_stage = ScoresStage::kMasked;
   bool need_per_head_output = false;  // fill MhaResult::per_head_output
   // Fill MhaResult::q, k, v and head_output: the intermediate per-head
   // tensors, for inspecting and teaching (copies; the fast path never
@@ -139,6 +141,10 @@ struct MhaOptions {
   // causal, else i): key j is visible iff i' - left <= j <= i' + right; -1 =
   // unbounded. Key blocks outside are never computed.
   std::array<int64_t, 2> window{-1, -1};
+  // Query i at key position i' = query_offset + i for the causal mask and
+  // the window, in place of the alignment's (one value, or one per batch
+  // item; see SdpaOptions::query_offset).
+  std::span<const int64_t> query_offset;
   std::optional<double> scale;    // default 1 / sqrt(head_dim)
   std::optional<double> softcap;  // c > 0: scores -> c * tanh(scores / c)
   // Rotary positions of the first query (and, in self-attention, key):
@@ -159,8 +165,8 @@ struct MhaResult {
   size_t batch = 0, tq = 0, tk = 0;
   std::vector<float> output;           // [B, Tq, d_model]
   std::vector<float> attn_weights;     // [B, H, Tq, Tk], if requested
-  // [B, H, Tq, Tk], if requested: the scaled, capped and masked scores the
-  // softmax takes (-inf where masked).
+  // [B, H, Tq, Tk], if requested, at options.scores_stage: by default the
+  // scaled, capped and masked scores the softmax takes (-inf where masked).
   std::vector<float> scores;
   std::vector<float> q;                // [B, H, Tq, d_k], if intermediates
   std::vector<float> k;                // [B, H_kv, Tk, d_k]
@@ -320,6 +326,7 @@ class MultiHeadAttention {
     std::vector<float> attn_mask;
     std::vector<uint8_t> bool_mask, key_padding_mask;
     std::vector<size_t> kv_lengths;
+    std::vector<int64_t> query_offset;
   };
   // Keeps the inputs and masks of a training forward (before it runs).
   void SaveForBackward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
