@@ -37,8 +37,8 @@ void GatedFeedForward::Backward(const FfnRecord& r, const float* d_out, size_t r
   Sized(t.d_gate_up_rows, rows * 2 * f);
   const TrainingKernels& training = TrainingKernelsFor(k);
   // Rows are independent; ~1 ns an element (the activation twice).
-  const size_t tasks = TaskCount(*pool_, 1.0 * double(rows * f), rows);
-  ParallelRanges(*pool_, rows, tasks, [&](size_t begin, size_t end) {
+  const Split split = SplitWork(*pool_, 1.0 * double(rows * f), rows);
+  ParallelRanges(*pool_, rows, split, [&](size_t begin, size_t end) {
     training.gated_activation_backward(activation_, r.pre_activation.data() + begin * 2 * f,
                                        t.d_hidden.data() + begin * f, end - begin, f, 2 * f,
                                        t.d_gate_up_rows.data() + begin * 2 * f);

@@ -19,8 +19,8 @@ void BlockNorm::Backward(const float* x, size_t rows, const float* d_out, float*
   const TrainingKernels& training = TrainingKernelsFor(*kernels_);
   const bool shift = Traits(kind_).has_beta;
   // Rows are independent; ~1.5 ns an element over the three passes.
-  const size_t tasks = TaskCount(*pool_, 1.5 * double(n), rows);
-  ParallelRanges(*pool_, rows, tasks, [&](size_t begin, size_t end) {
+  const Split split = SplitWork(*pool_, 1.5 * double(n), rows);
+  ParallelRanges(*pool_, rows, split, [&](size_t begin, size_t end) {
     const size_t at = begin * d_;
     (shift ? training.layer_norm_backward : training.rms_norm_backward)(
         x + at, end - begin, d_, gamma_.data(), eps_, d_out + at, d_x + at, t.dy_xhat.data() + at);
