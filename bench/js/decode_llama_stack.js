@@ -37,7 +37,16 @@ export const LLAMA_STACK = {
   ropeBase: 10000, cacheLength: 512, promptLength: 256,
 };
 const TOLERANCE = 1e-3;
-const ORT_NAME = 'ort-web GroupQueryAttention graph, f32 weights';
+// onnxruntime-web's graphs (onnx_llama.js): float32 MatMuls, and int8
+// weights as ours through MatMulInteger (its activations quantized too).
+const INT8 = { weights: 'int8', label: 'int8' };
+const ORT_GRAPHS = [
+  { name: 'ort-web GroupQueryAttention graph, f32 weights', type: { label: 'f32' } },
+  { form: 'integer', name: 'ort-web GroupQueryAttention graph, int8 MatMulInteger', type: INT8 },
+];
+// onnxruntime's int8 products also quantize their activations: 5 units of
+// rounding each instead of 1 (storage.js, PRODUCTS.ortInt8).
+const ORT_INT8_UNITS = 5;
 // Ours fed token by token against its own causal forward: the same kernels
 // summing in another order (rows of one GEMM against one row at a time).
 const TOKEN_BY_TOKEN_TOLERANCE = 1e-4;
@@ -129,12 +138,14 @@ function toHeads(t, c) {
   return out;
 }
 
-// onnxruntime-web on the same stack: run() is the step of `next` over past
-// key/values of the prompt (ours', as they start equal), the output alone
-// fetched. step(x, past) decodes on given past tensors, for the check.
-async function createOrtStack(c, weights, x, caches) {
+// onnxruntime-web on the same stack (graph: an entry of ORT_GRAPHS): run()
+// is the step of `next` over past key/values of the prompt (ours' in
+// float32, as they start equal), the output alone fetched. step(x, past)
+// decodes on given past tensors, for the check.
+async function createOrtStack(c, weights, x, caches, graph) {
   const ort = await loadOrt();
-  const session = await ort.InferenceSession.create(llamaStackModel({ ...c, maxPositions: c.cacheLength }, weights), {
+  const model = llamaStackModel({ ...c, maxPositions: c.cacheLength }, weights, { form: graph.form });
+  const session = await ort.InferenceSession.create(model, {
     executionProviders: ['wasm'], graphOptimizationLevel: 'all', intraOpNumThreads: PEER_THREADS,
     interOpNumThreads: 1, executionMode: 'sequential',
   });
@@ -153,8 +164,8 @@ async function createOrtStack(c, weights, x, caches) {
   });
   const stepFeeds = feeds(tokens(x, c, P, P + 1), past, P);
   return {
-    name: ORT_NAME,
-    type: LLAMA_TYPES[0],
+    name: graph.name,
+    type: graph.type,
     bytes: null,
     past,
     async run() {
@@ -245,43 +256,51 @@ export async function runLlamaStackBench({ quick = false, budget = null, builds 
       else rows.push(await createOursStack(c, weights, x, build, type));
     }
   }
-  let ort = null;
-  let ortError = null;
-  try {
-    ort = await createOrtStack(c, weights, x, reference.caches);
-    result.checks.ortDecoding = await checkOrtDecoding(c, x, reference, ort);
-    log(`  onnxruntime-web decoding ${CHECK_STEPS} tokens on its own presents vs ours: max |diff| ` +
-      `${result.checks.ortDecoding.toExponential(1)}`);
-    rows.push(ort);
-  } catch (e) {
-    ortError = String(e.message ?? e).split('\n')[0];
-    log(`  ${ORT_NAME}: ${ortError}`);
-    for (const cache of reference.caches) cache.truncate(c.promptLength);
-    await ort?.dispose();
+  // onnxruntime's float32 graph decodes a few tokens beside ours first.
+  const ortErrors = [];
+  for (const graph of ORT_GRAPHS.filter((g) => wanted(g.type))) {
+    let ort = null;
+    try {
+      ort = await createOrtStack(c, weights, x, reference.caches, graph);
+      if (!graph.type.weights) {
+        result.checks.ortDecoding = await checkOrtDecoding(c, x, reference, ort);
+        log(`  onnxruntime-web decoding ${CHECK_STEPS} tokens on its own presents vs ours: max |diff| ` +
+          `${result.checks.ortDecoding.toExponential(1)}`);
+        if (!(result.checks.ortDecoding <= TOLERANCE)) {
+          ort.error = `decoding differs from ours by ${result.checks.ortDecoding}; not timed`;
+        }
+      }
+      rows.push(ort);
+    } catch (e) {
+      ortErrors.push({ name: graph.name, ours: false, weights: graph.type.label, error: String(e.message ?? e).split('\n')[0] });
+      log(`  ${graph.name}: ${ortErrors.at(-1).error}`);
+      for (const cache of reference.caches) cache.truncate(c.promptLength);
+      await ort?.dispose();
+    }
   }
 
   const timed = [];
   for (const r of rows) {
-    const e = { name: r.name, ours: r !== ort, build: r.build, weights: r.type.label, bytes: r.bytes };
+    const ours = !!r.stack;
+    const e = { name: r.name, ours, build: r.build, weights: r.type.label, bytes: r.bytes };
     const out = await r.run();
     if (!r.type.weights) {
       e.maxAbsDiff = maxAbsDiff(out, want);
       if (!(e.maxAbsDiff <= TOLERANCE)) e.error = `output differs from ours in float32 by ${e.maxAbsDiff}; not timed`;
     } else {
-      Object.assign(e, checkStored(r.name, r.type.weights, PRODUCTS_PER_LAYER * c.numLayers, out, want));
+      const units = ours ? 1 : ORT_INT8_UNITS;
+      Object.assign(e, checkStored(r.name, r.type.weights, units * PRODUCTS_PER_LAYER * c.numLayers, out, want));
     }
-    if (r === ort && !(result.checks.ortDecoding <= TOLERANCE)) {
-      e.error = `decoding differs from ours by ${result.checks.ortDecoding}; not timed`;
-    }
+    e.error ??= r.error;
     log(`  ${e.name.padEnd(48)} ${e.error ?? `max |diff| ${e.maxAbsDiff.toExponential(1)}`}`);
     result.entries.push(e);
     if (!e.error) timed.push(r);
   }
-  if (ortError) result.entries.push({ name: ORT_NAME, ours: false, error: ortError });
+  result.entries.push(...ortErrors);
 
   const run = timed.length === 0 ? { samples: new Map() } : await interleave(timed, {
     warmupMs: 0, warmupCalls: 2, slotMs: 0, budgetMs: (budget ?? (quick ? 10 : 40)) * 1000,
-    minRounds: quick ? 3 : 7, maxRounds: quick ? 5 : 30, maxCallsPerSlot: 1,
+    minRounds: quick ? 3 : 7, maxRounds: quick ? 5 : 100, maxCallsPerSlot: 1,
   }, { log: (m) => log(`  ${m}`) });
   for (const e of result.entries) {
     if (!run.samples.has(e.name)) continue;

@@ -10,7 +10,15 @@
 //
 // and a last SimplifiedLayerNormalization. The weights are the ones our
 // TransformerStack.setWeights takes (X @ W, no biases), so both compute the
-// same function.
+// same function. With `form: 'integer'` the weights are int8, quantized as
+// our package quantizes them (int8.js), and every MatMul is
+// DynamicQuantizeLinear (the activation to uint8, one scale and zero point
+// per tensor, shared by the MatMuls that read it) -> MatMulInteger -> Cast
+// -> Mul by the activation scale times the column scales, as onnxruntime's
+// quantize_dynamic writes transformers.js's q8 models (its optimizer fuses
+// them into DynamicQuantizeMatMul). Its MatMulNBits with 8 bits
+// (onnxruntime-genai's int8) ran this stack some 8x slower than the float32
+// graph in wasm, so it is not among them.
 //
 // Inputs: "x" [1, T, d]; per layer l "past_key_l", "past_value_l" [1, Hkv,
 // P, dh] (BNSH, keys after RoPE, as GroupQueryAttention returns them);
@@ -18,13 +26,26 @@
 // int32, P + T). Outputs: "output" [1, T, d] and "present_key_l",
 // "present_value_l" [1, Hkv, P + T, dh].
 import { FLOAT, GraphBuilder, INT32 } from './onnx.js';
+import { quantizeInt8 } from './int8.js';
+
+// x [.., K] @ w [K, N] in the 'integer' form; quantized: a Map of the
+// activations already quantized.
+function matMulInteger(g, quantized, x, name, w, k, n) {
+  if (!quantized.has(x)) quantized.set(x, g.op('DynamicQuantizeLinear', [x], {}, { outputs: 3 }));
+  const [xq, xScale, xZero] = quantized.get(x);
+  const { values, scales } = quantizeInt8(w, k, n);
+  const product = g.op('MatMulInteger', [xq, g.int8Init(name, [k, n], values),
+    xZero, g.int8Init(`${name}_zero`, [n], new Int8Array(n))]);
+  const scale = g.op('Mul', [xScale, g.floatInit(`${name}_scale`, [n], scales)]);
+  return g.op('Mul', [g.op('Cast', [product], { to: { i: FLOAT } }), scale]);
+}
 
 /**
  * cfg: { dModel, numHeads, numKvHeads, headDim, ffnDim, numLayers, eps,
  * ropeBase, maxPositions }; weights: { layers: [{ sublayers: [{ norm,
  * attention }, { norm, gatedFfn }] }], finalNorm }.
  */
-export function llamaStackModel(cfg, weights) {
+export function llamaStackModel(cfg, weights, { form } = {}) {
   const { dModel: d, numHeads: H, numKvHeads: Hkv, headDim: dh, ffnDim: f, numLayers, eps } = cfg;
   if (numLayers !== weights.layers.length) {
     throw new Error(`llamaStackModel: numLayers ${numLayers}, but weights for ${weights.layers.length} layers`);
@@ -32,7 +53,10 @@ export function llamaStackModel(cfg, weights) {
   const g = new GraphBuilder();
   const rmsNorm = (x, name, gamma) => g.op('SimplifiedLayerNormalization',
     [x, g.floatInit(name, [d], gamma)], { axis: { i: -1 }, epsilon: { f: eps } });
-  const matmul = (x, name, w, k, n) => g.op('MatMul', [x, g.floatInit(name, [k, n], w)]);
+  const quantized = new Map();
+  const matmul = {
+    integer: (x, name, w, k, n) => matMulInteger(g, quantized, x, name, w, k, n),
+  }[form] ?? ((x, name, w, k, n) => g.op('MatMul', [x, g.floatInit(name, [k, n], w)]));
 
   // The rotary caches: cos and sin of position p times base^(-2i/dh), i < dh/2.
   const half = dh / 2;
