@@ -86,9 +86,9 @@ test('the tarball stays within its size budget', () => {
 // 11; what a server or CDN sends): the browser entry of the exports map
 // (one file), and the build Chromium picks on a page that is not
 // cross-origin isolated, the single-thread relaxed-SIMD build's glue and
-// .wasm. Measured 106,876 bytes: the entry 23,139 (82,712 raw; the pool and
-// fromPretrained load on demand, from their own files), the glue 8,710
-// (26,935 raw, minified), the .wasm 75,027 (212,751 raw, highway only); the
+// .wasm. Measured 108,056 bytes: the entry 23,318 (83,110 raw; the pool and
+// fromPretrained load on demand, from their own files), the glue about
+// 8,700 (minified), the .wasm about 76,000 (213,992 raw, highway only); the
 // goal is 80 kB (web/src/README.md, Sizes, says where the rest goes). The
 // budget is that plus about 1 kB.
 const BROWSER_PAGE_FILES = ['dist/simd_attention_relaxed.js', 'dist/simd_attention_relaxed.wasm'];
@@ -110,7 +110,7 @@ test("a page's default download stays within its brotli budget", () => {
     total += brotli;
   }
   console.log(`default page: ${total} bytes brotli`);
-  expect(total).toBeLessThanOrEqual(107900);
+  expect(total).toBeLessThanOrEqual(109100);
 });
 
 // The bundles ship as esbuild makes them of the modules now, not of an
@@ -227,12 +227,13 @@ console.log(JSON.stringify(report));
 // loads by default, is the smallest inference build: highway alone; xsimd
 // is the SIMD build's.
 const WASM_BUDGETS = {
-  'dist/simd_attention_simd.wasm': 241000, // 238,181
-  'dist/simd_attention_relaxed.wasm': 215000, // 212,751
-  'dist/simd_attention_nosimd.wasm': 231000, // 228,414
-  'dist/simd_attention_simd_threads.wasm': 234000, // 231,435
-  'dist/simd_attention_relaxed_threads.wasm': 234000, // 231,132
-  'dist/simd_attention_training.wasm': 219000, // 216,520
+  'dist/simd_attention_simd.wasm': 244000, // 241,638
+  'dist/simd_attention_relaxed.wasm': 216000, // 213,992
+  'dist/simd_attention_nosimd.wasm': 235000, // 232,068
+  'dist/simd_attention_simd_threads.wasm': 236000, // 233,443
+  'dist/simd_attention_relaxed_threads.wasm': 236000, // 233,125
+  // The layers run as blocks, whose backward it now holds.
+  'dist/simd_attention_training.wasm': 234000, // 231,367
 };
 test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
