@@ -170,6 +170,23 @@ JsAttentionOptions::JsAttentionOptions(const val& js)
   if (Given(js["softcap"])) softcap = js["softcap"].as<double>();
   need_weights = Given(js["returnAttnWeights"]) && js["returnAttnWeights"].as<bool>();
   need_scores = Given(js["returnScores"]) && js["returnScores"].as<bool>();
+  if (Given(js["queryOffset"])) {
+    const std::vector<double> offsets =
+        Integers(n.query_offset, js["queryOffset"], -9007199254740991.0);
+    query_offset.assign(offsets.begin(), offsets.end());
+  }
+  // options.returnScores's name (JS passes true as returnScores alone).
+  if (Given(js["scoresStage"])) {
+    const std::string name = js["scoresStage"].as<std::string>();
+    const ScoresStageTraits* row = RowNamed(kScoresStages, name);
+    static constexpr ChoiceList kChoices =
+        ChoicesOf(kScoresStages, &ScoresStageTraits::name, true);
+    if (row == nullptr) {
+      ThrowInvalidArgument({"options.returnScores: expected a boolean or ", kChoices.view(),
+                            ", got '", name, "'"});
+    }
+    scores_stage = row->value;
+  }
 }
 
 JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {
@@ -197,8 +214,9 @@ JsMhaWeights::JsMhaWeights(const val& js)
     : w_q(js["wQ"]), w_k(js["wK"]), w_v(js["wV"]), w_o(js["wO"]),
       b_q(CopyFloatsIfGiven(js, "bQ")), b_k(CopyFloatsIfGiven(js, "bK")),
       b_v(CopyFloatsIfGiven(js, "bV")), b_o(CopyFloatsIfGiven(js, "bO")),
+      q_norm(CopyFloatsIfGiven(js, "qNorm")), k_norm(CopyFloatsIfGiven(js, "kNorm")),
       weights{w_q.floats, w_k.floats, w_v.floats, w_o.floats, b_q, b_k, b_v, b_o,
-              w_q.stored(), w_k.stored(), w_v.stored(), w_o.stored()} {}
+              w_q.stored(), w_k.stored(), w_v.stored(), w_o.stored(), q_norm, k_norm} {}
 
 namespace {
 
@@ -276,6 +294,51 @@ void ReadField(const val& js, const char* key, WeightType& field) {
 void ReadField(const val& js, const char* key, RopeConfig& field) {
   const val v = js[key];
   if (Given(v)) field = RopeFromJs(v);
+}
+
+val SharedInfo::ToJs() const {
+  val v = val::object();
+  v.set("dModel", d_model);
+  v.set("numHeads", num_heads);
+  v.set("headDim", head_dim);
+  v.set("numKvHeads", num_kv_heads);
+  if (rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(rope, head_dim));
+  v.set("weights", std::string(WeightTypeName(weights)));
+  v.set("cacheType", std::string(WeightTypeName(cache_type)));
+  const KernelsInfo k = DescribeKernels(kernels);
+  v.set("backend", std::string(BackendName(k.backend)));
+  v.set("threads", threads);
+  v.set("kernels", std::string(k.name));
+  return v;
+}
+
+NormKind ParseNormKind(const std::string& name, std::string_view what) {
+  if (const NormKindTraits* row = RowNamed(kNormKinds, name)) return row->value;
+  static constexpr ChoiceList kChoices = ChoicesOf(kNormKinds, &NormKindTraits::name, true);
+  throw std::invalid_argument(Cat({what, ": expected ", kChoices.view(), ", got '", name, "'"}));
+}
+
+void ReadField(const val& js, const char* key, NormKind& field) {
+  const val v = js[key];
+  if (Given(v)) field = ParseNormKind(v.as<std::string>(), Cat({"config.", key}));
+}
+
+void ReadField(const val& js, const char* key, QkNormConfig& field) {
+  const val v = js[key];
+  if (!Given(v)) return;
+  field.enabled = true;
+  const ArgNames& n = JsArgNames();
+  if (Given(v["kind"])) field.kind = ParseNormKind(v["kind"].as<std::string>(),
+                                                   Cat({"config.", n.qk_norm_kind}));
+  ReadField(v, "eps", field.eps);
+}
+
+val QkNormToJs(const QkNormConfig& qk_norm) {
+  if (!qk_norm.enabled) return val::undefined();
+  val v = val::object();
+  v.set("kind", std::string(Traits(qk_norm.kind).name));
+  v.set("eps", qk_norm.eps);
+  return v;
 }
 
 Activation ParseActivation(const std::string& name) {

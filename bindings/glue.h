@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "simd_attention/activation.h"
+#include "simd_attention/backend.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::bindings {
@@ -183,6 +184,14 @@ void ReadField(const val& js, const char* key, Activation& field);
 void ReadField(const val& js, const char* key, Backend& field);
 void ReadField(const val& js, const char* key, WeightType& field);
 void ReadField(const val& js, const char* key, RopeConfig& field);
+void ReadField(const val& js, const char* key, NormKind& field);
+// config.qkNorm ({kind?, eps?}; undefined: none).
+void ReadField(const val& js, const char* key, QkNormConfig& field);
+// A norm kind's JS name ('layer_norm', 'rms_norm', 'gemma_rms_norm'), which
+// `what` names in the message of an unknown one.
+NormKind ParseNormKind(const std::string& name, std::string_view what);
+// config.qkNorm as the resolved config reports it (undefined when none).
+val QkNormToJs(const QkNormConfig& qk_norm);
 
 // The visitors of a VisitFields(config, visit) list, which names each field
 // of a config or options struct once with its JavaScript key (as gemma.cpp's
@@ -198,6 +207,32 @@ class GivenFields {
 
  private:
   const val& js_;
+};
+
+// The fields every config of an object holding attentions shares
+// (MhaConfig, LayerConfig, BlockConfig), named once: each config's
+// VisitFields visits these, then its own.
+template <class Config, class Visit>
+void VisitSharedFields(Config& c, const Visit& visit) {
+  visit("dModel", c.d_model);
+  visit("numHeads", c.num_heads);
+  visit("numKvHeads", c.num_kv_heads);
+  visit("rope", c.rope);
+  visit("backend", c.backend);
+  visit("threads", c.threads);
+  visit("weights", c.weights);
+  visit(kCacheTypeKey, c.cache_type);
+}
+
+// info() of such an object: the shared fields resolved (the heads' width
+// and count as its attentions have them, the backend and kernels of
+// `kernels`), into a new object the caller adds its own fields to.
+struct SharedInfo {
+  size_t d_model, num_heads, num_kv_heads, head_dim, threads;
+  const RopeConfig& rope;
+  WeightType weights, cache_type;
+  const KernelTable& kernels;
+  val ToJs() const;
 };
 
 class FieldsToJs {
@@ -221,9 +256,9 @@ std::vector<size_t> Sizes(const std::string& name, const val& array);
 
 // The options attention() and every forward share, as the user spelt them
 // ({scale, softcap, window, attnMask, attnMaskShape, boolMask,
-// boolMaskShape, keyPaddingMask, kvLengths, returnAttnWeights?,
-// returnScores?}; types checked), copied; SetOn points an options struct at
-// the copies.
+// boolMaskShape, keyPaddingMask, kvLengths, queryOffset?,
+// returnAttnWeights?, returnScores?, scoresStage?}; types checked), copied;
+// SetOn points an options struct at the copies.
 struct JsAttentionOptions {
   std::vector<float> attn_mask;
   std::vector<size_t> attn_mask_shape;
@@ -232,8 +267,10 @@ struct JsAttentionOptions {
   std::vector<uint8_t> key_padding_mask;
   std::vector<size_t> kv_lengths;
   std::array<int64_t, 2> window{-1, -1};
+  std::vector<int64_t> query_offset;
   std::optional<double> scale, softcap;
   bool need_weights = false, need_scores = false;
+  ScoresStage scores_stage = ScoresStage::kMasked;  // scoresStage: the name
   explicit JsAttentionOptions(const val& js);
 
   // MhaOptions, SdpaOptions or a layer's SelfAttentionOptions: the fields
@@ -251,6 +288,8 @@ struct JsAttentionOptions {
     if constexpr (requires { o.key_padding_mask; }) o.key_padding_mask = key_padding_mask;
     if constexpr (requires { o.need_weights; }) o.need_weights = need_weights;
     if constexpr (requires { o.need_scores; }) o.need_scores = need_scores;
+    if constexpr (requires { o.scores_stage; }) o.scores_stage = scores_stage;
+    if constexpr (requires { o.query_offset; }) o.query_offset = query_offset;
   }
 };
 
@@ -280,11 +319,11 @@ struct JsMatrix {
   }
 };
 
-// One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?}),
-// copied; `weights` views the copies.
+// One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?,
+// qNorm?, kNorm?}), copied; `weights` views the copies.
 struct JsMhaWeights {
   JsMatrix w_q, w_k, w_v, w_o;
-  std::vector<float> b_q, b_k, b_v, b_o;
+  std::vector<float> b_q, b_k, b_v, b_o, q_norm, k_norm;
   MhaWeights weights;
   explicit JsMhaWeights(const val& js);
 };

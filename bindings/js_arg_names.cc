@@ -50,6 +50,7 @@ const ArgNames& JsArgNames() {
       .bool_mask = "options.boolMask",
       .bool_mask_shape = "options.boolMask.shape",
       .kv_lengths = "options.kvLengths",
+      .query_offset = "options.queryOffset",
       .d_output = "dOutput",
       .weight_decay = "weightDecay",
       .vocab = "vocab",

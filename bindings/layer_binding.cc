@@ -23,18 +23,11 @@ namespace {
 // LayerConfig's fields as JS names them (config of the layers).
 template <class Visit>
 void VisitFields(LayerConfig& c, const Visit& visit) {
-  visit("dModel", c.d_model);
-  visit("numHeads", c.num_heads);
+  VisitSharedFields(c, visit);
   visit("ffnDim", c.ffn_dim);
   visit("normFirst", c.norm_first);
   visit("activation", c.activation);
   visit("eps", c.eps);
-  visit("backend", c.backend);
-  visit("threads", c.threads);
-  visit("numKvHeads", c.num_kv_heads);
-  visit("rope", c.rope);
-  visit("weights", c.weights);
-  visit(kCacheTypeKey, c.cache_type);
 }
 
 // The keys JS gave; the others keep LayerConfig's defaults.
@@ -52,22 +45,15 @@ struct Norm {
 };
 
 val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
-  val v = val::object();
-  v.set("dModel", c.d_model);
-  v.set("numHeads", c.num_heads);
-  v.set("headDim", c.d_model / c.num_heads);
-  v.set("numKvHeads", c.num_kv_heads == 0 ? c.num_heads : c.num_kv_heads);
-  if (c.rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(c.rope, c.d_model / c.num_heads));
+  val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads == 0 ? c.num_heads : c.num_kv_heads,
+                     c.d_model / c.num_heads,
+                     c.threads == 0 ? ThreadPool::DefaultThreads() : c.threads, c.rope,
+                     c.weights, c.cache_type, kernels}
+              .ToJs();
   v.set("ffnDim", c.ffn_dim);
   v.set("normFirst", c.norm_first);
   v.set("activation", std::string(ActivationName(c.activation)));
   v.set("eps", c.eps);
-  v.set("weights", std::string(WeightTypeName(c.weights)));
-  v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
-  const KernelsInfo k = DescribeKernels(kernels);
-  v.set("backend", std::string(BackendName(k.backend)));
-  v.set("threads", c.threads == 0 ? ThreadPool::DefaultThreads() : c.threads);
-  v.set("kernels", std::string(k.name));
   return v;
 }
 

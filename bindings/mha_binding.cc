@@ -24,19 +24,13 @@ namespace {
 // MhaConfig's fields as JS names them (config of MultiHeadAttention).
 template <class Visit>
 void VisitFields(MhaConfig& c, const Visit& visit) {
-  visit("dModel", c.d_model);
-  visit("numHeads", c.num_heads);
+  VisitSharedFields(c, visit);
   visit("kDim", c.kdim);
   visit("vDim", c.vdim);
   visit("headDim", c.head_dim);
   visit("headDimV", c.head_dim_v);
-  visit("numKvHeads", c.num_kv_heads);
-  visit("rope", c.rope);
+  visit("qkNorm", c.qk_norm);
   visit("bias", c.bias);
-  visit("backend", c.backend);
-  visit("threads", c.threads);
-  visit("weights", c.weights);
-  visit(kCacheTypeKey, c.cache_type);
 }
 
 // The keys JS gave; the others keep MhaConfig's defaults.
@@ -56,21 +50,14 @@ MhaBinding::MhaBinding(const val& config)
 val MhaBinding::info() const {
   return Guard([&] {
     const MhaConfig& c = Checked().config();
-    val v = val::object();
-    v.set("dModel", c.d_model);
-    v.set("numHeads", c.num_heads);
+    val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.threads, c.rope,
+                       c.weights, c.cache_type, Checked().kernels()}
+                .ToJs();
     v.set("kDim", c.kdim);
     v.set("vDim", c.vdim);
-    v.set("headDim", Checked().head_dim());
     v.set("headDimV", c.head_dim_v);
-    v.set("numKvHeads", c.num_kv_heads);
-    if (c.rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(c.rope, c.head_dim));
+    if (c.qk_norm.enabled) v.set("qkNorm", QkNormToJs(c.qk_norm));
     v.set("bias", c.bias);
-    v.set("backend", std::string(BackendName(c.backend)));
-    v.set("threads", c.threads);
-    v.set("weights", std::string(WeightTypeName(c.weights)));
-    v.set("cacheType", std::string(WeightTypeName(c.cache_type)));
-    v.set("kernels", std::string(DescribeKernels(Checked().kernels()).name));
     return v;
   });
 }

@@ -9,7 +9,13 @@
 #include "allocation_counter.h"
 #include "glue.h"
 #include "held_bytes.h"
+#include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
+#include "simd_attention/causal_alignment.h"
+#include "simd_attention/norm_kind.h"
+#include "simd_attention/scores_stage.h"
+#include "simd_attention/transformer_block.h"
+#include "simd_attention/weight_type.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -33,6 +39,37 @@ val KernelInfo(const std::string& backend) {
     v.set("lanes", t.lanes);
     return v;
   });
+}
+
+// The names of one traits table's rows (and their aliases), in its order.
+template <class Row, size_t N>
+val NamesOf(const Row (&rows)[N], bool (*keep)(const Row&) = &EveryRow<Row>) {
+  val names = val::array();
+  for (const Row& row : rows) {
+    if (!keep(row)) continue;
+    names.call<void>("push", std::string(row.name));
+    if constexpr (requires { row.alias; }) {
+      if (row.alias != nullptr) names.call<void>("push", std::string(row.alias));
+    }
+  }
+  return names;
+}
+
+bool InCaches(const WeightTypeTraits& row) { return row.in_caches; }
+
+// Every name a config field takes, from the C++ tables that judge them: the
+// package's one list of each (module.choices).
+val Choices() {
+  val v = val::object();
+  v.set("activation", NamesOf(kActivations));
+  v.set("norm", NamesOf(kNormKinds));
+  v.set("mixer", NamesOf(kMixerKinds));
+  v.set("normPlacement", NamesOf(kNormPlacements));
+  v.set("weights", NamesOf(kWeightTypes));
+  v.set("cacheType", NamesOf(kWeightTypes, &InCaches));
+  v.set("causal", NamesOf(kCausalAlignments));
+  v.set("returnScores", NamesOf(kScoresStages));
+  return v;
 }
 
 val MemoryStats() {
@@ -64,6 +101,7 @@ EMSCRIPTEN_BINDINGS(simd_attention_module) {
   emscripten::function("backends", &Backends);
   emscripten::function("kernelInfo", &KernelInfo);
   emscripten::function("memoryStats", &MemoryStats);
+  emscripten::function("choices", &Choices);
   emscripten::function("build", &Build);
 }
 

@@ -22,3 +22,7 @@ target_link_options(sa_js_module PRIVATE
   "-sPTHREAD_POOL_SIZE=Module.startWorkers(PThread)"
   -sPTHREAD_POOL_SIZE_STRICT=2)
 target_sources(sa_js_module PRIVATE threads_binding.cc wasm_eh_threads.cc)
+# A wasm object, not LLVM bitcode: the landing pads that use its
+# __wasm_lpad_context are made after link-time optimization, which would
+# otherwise drop it as unused.
+set_source_files_properties(wasm_eh_threads.cc PROPERTIES COMPILE_OPTIONS -fno-lto)

@@ -9,6 +9,3 @@
 # top CMakeLists.txt; the pool-only sources, bindings/CMakeLists.txt).
 set_target_properties(sa_js_module PROPERTIES OUTPUT_NAME simd_attention_training)
 target_sources(sa_js_module PRIVATE training_binding.cc tiny_model_binding.cc)
-# The glue, the bookkeeping and the system libraries optimized together
-# (SA_SIZE_FLAGS in the top CMakeLists.txt).
-target_link_options(sa_js_module PRIVATE -flto)

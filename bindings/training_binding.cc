@@ -168,7 +168,7 @@ class OptimizerBinding : public Owned<Optimizer> {
     return Guard([&] {
       Optimizer& o = Checked();
       auto& object = target.Checked();
-      if (fresh) o.Forget(&object);
+      if (fresh) o.Forget(object);
       o.Step(object);
     });
   }

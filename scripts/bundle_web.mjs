@@ -22,11 +22,12 @@
 // entry imports from such a module becomes an async function that imports
 // its file and calls the name there, so that name must be an async function
 // in the source too (makeBundles checks). Such a file takes the modules it
-// shares with the entry from the entry itself, which exports them for it
-// (ENTRY_MODULES): one instance of each, whose state (the registries of the
-// module's objects, which the pool checks its arguments against) is the
-// page's. esbuild's own code splitting would put those shared modules in a
-// third file that the entry imports before it runs.
+// shares with the entry from the entry itself, which exports the names it
+// imports of them for it (ENTRY_MODULES): one instance of each, whose state
+// (the registries of the module's objects, which the pool checks its
+// arguments against) is the page's. esbuild's own code splitting would put
+// those shared modules in a third file that the entry imports before it
+// runs.
 //
 // The modules themselves import one another statically: bundlers and Node
 // take them (web/package.json's "module" and "import" conditions), and a
@@ -59,11 +60,11 @@ const sizes = (bytes) => [bytes.length, zlib.gzipSync(bytes, { level: 9 }).lengt
 const rows = [];
 const report = (file, before, after) => rows.push([file, ...sizes(before), ...sizes(after)]);
 
-// The glue: whitespace, syntax and local names. Embind builds its invokers
-// with new Function from argument names it passes in, never from names of
-// the glue's scope, so renaming keeps it working. The glue of a build is an
-// ES module (its top-level names are its own); a threaded build's
-// .worker.js is a classic script, whose top-level names stay.
+// The glue: whitespace, syntax and local names. Embind's invokers are
+// closures (DYNAMIC_EXECUTION=0, bindings/CMakeLists.txt), no code made
+// from names of the glue's scope, so renaming keeps it working. The glue of
+// a build is an ES module (its top-level names are its own); a threaded
+// build's .worker.js is a classic script, whose top-level names stay.
 async function minifyGlue(dist, file) {
   const at = path.join(dist, file);
   const before = fs.readFileSync(at);
@@ -131,29 +132,56 @@ function onDemand(self) {
   };
 }
 
-// In a file loaded on demand: the modules of the entry (`entryModules`),
-// taken from the entry's ENTRY_MODULES; `used` collects them.
-function fromEntry(entryModules, used) {
+// The modules of the entry (`entryModules`) a file loaded on demand imports
+// (`module`, a key of ON_DEMAND): resolves to Map { module => Set of the
+// names it imports }, from the file bundled with those modules left as
+// imports. A namespace or default import takes every name.
+async function namesFromEntry(module, entryModules) {
+  const result = await esbuild.build({ ...common, minify: false, metafile: false,
+    entryPoints: [module],
+    plugins: [onDemand(module), {
+      name: 'entry-external',
+      setup(build) {
+        build.onResolve({ filter: /\.js$/ }, (a) => {
+          if (a.kind === 'entry-point' || a.namespace !== 'file') return undefined;
+          const imported = moduleOf(path.resolve(a.resolveDir, a.path));
+          return entryModules.has(imported) ? { path: imported, external: true } : undefined;
+        });
+      },
+    }] });
+  const names = new Map();
+  for (const [, clause, from] of result.outputFiles[0].text.matchAll(/^import\s+(.*?)\s+from\s+"([^"]+)";$/gm)) {
+    if (!entryModules.has(from)) continue;
+    if (!names.has(from)) names.set(from, new Set());
+    const braces = /^\{([^}]*)\}$/.exec(clause.trim());
+    const imported = braces ? braces[1].split(',').map((n) => n.trim().split(/\s+as\s+/)[0])
+      : (await namesOf(from)).map(([name]) => name);
+    for (const name of imported.filter(Boolean)) names.get(from).add(name);
+  }
+  return names;
+}
+
+// In a file loaded on demand: the modules of the entry, as `used` (Map {
+// module => names}, namesFromEntry) says, taken from the entry's
+// ENTRY_MODULES, which holds those names alone.
+function fromEntry(used) {
   return {
     name: 'from-entry',
     setup(build) {
       build.onResolve({ filter: /\.js$/ }, (a) => {
         if (a.kind === 'entry-point' || a.namespace !== 'file') return undefined;
         const module = moduleOf(path.resolve(a.resolveDir, a.path));
-        if (!entryModules.has(module)) return undefined;
-        used.add(module);
+        if (!used.has(module)) return undefined;
         return { path: module, namespace: 'from-entry' };
       });
       build.onResolve({ filter: new RegExp(`^\\./${ENTRY.replace('.', '\\.')}$`) },
         (a) => ({ path: a.path, external: true }));
-      build.onLoad({ filter: /.*/, namespace: 'from-entry' }, async ({ path: module }) => {
-        const names = (await namesOf(module)).map(([name]) => name);
-        return {
-          resolveDir: WEB,
-          contents: `import { ${ENTRY_MODULES} } from './${ENTRY}';\n` +
-            `export const { ${names.join(', ')} } = ${ENTRY_MODULES}[${JSON.stringify(module)}];\n`,
-        };
-      });
+      build.onLoad({ filter: /.*/, namespace: 'from-entry' }, ({ path: module }) => ({
+        resolveDir: WEB,
+        contents: `import { ${ENTRY_MODULES} } from './${ENTRY}';\n` +
+          `export const { ${[...used.get(module)].join(', ')} } = ` +
+          `${ENTRY_MODULES}[${JSON.stringify(module)}];\n`,
+      }));
     },
   };
 }
@@ -178,24 +206,33 @@ export async function makeBundles() {
       }
     }
   }
-  // The entry's modules, then the files loaded on demand, which say which of
-  // them they take from it.
+  // The entry's modules, the names of them that the files loaded on demand
+  // import, those files, then the entry, which hands over those names alone
+  // (whole namespaces would keep every export of those modules in it).
   const entryModules = new Set(inputsOf(await esbuild.build({ ...common,
     entryPoints: [{ in: 'index.js', out: 'index.min' }], plugins: [onDemand()] })));
-  const used = new Set();
+  const used = new Map();
+  for (const module of Object.keys(ON_DEMAND)) {
+    for (const [from, names] of await namesFromEntry(module, entryModules)) {
+      used.set(from, new Set([...(used.get(from) ?? []), ...names]));
+    }
+  }
   for (const [module, file] of Object.entries(ON_DEMAND)) {
     add(file, await esbuild.build({ ...common,
       entryPoints: [{ in: module, out: file.replace(/\.js$/, '') }],
-      plugins: [onDemand(module), fromEntry(entryModules, used)] }));
+      plugins: [onDemand(module), fromEntry(used)] }));
   }
-  const shared = [...used].sort();
+  const shared = [...used.keys()].sort();
+  const namesOfShared = (m, i) => [...used.get(m)].sort().map((name, j) => [name, `m${i}_${j}`]);
   add(ENTRY, await esbuild.build({ ...common,
     stdin: {
       resolveDir: WEB,
       sourcefile: 'index.min.js (entry)',
       contents: "export * from './index.js';\nexport { default } from './index.js';\n" +
-        shared.map((m, i) => `import * as m${i} from './${m}';\n`).join('') +
-        `export const ${ENTRY_MODULES} = { ${shared.map((m, i) => `${JSON.stringify(m)}: m${i}`).join(', ')} };\n`,
+        shared.map((m, i) => `import { ${namesOfShared(m, i).map(([name, local]) =>
+          `${name} as ${local}`).join(', ')} } from './${m}';\n`).join('') +
+        `export const ${ENTRY_MODULES} = {\n${shared.map((m, i) => `  ${JSON.stringify(m)}: { ` +
+          `${namesOfShared(m, i).map(([name, local]) => `${name}: ${local}`).join(', ')} },\n`).join('')}};\n`,
     },
     outfile: path.join(WEB, 'dist', ENTRY),
     outdir: undefined,

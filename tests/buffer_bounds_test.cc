@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "dispatch/dispatch.h"
@@ -161,15 +162,16 @@ bool GemmInBounds(const KernelTable& t) {
   return true;
 }
 
-// int8 weights through RunGemm: the integer kernel up to kInt8GemvMaxRows
-// rows, the widening one above; odd K and an odd k_begin put half-used K
-// pairs at both ends. Packed int8 panels are a whole number of floats'
-// bytes (kernels/gemm.h: whole K pairs), so a GuardedFloats holds them.
+// int8 weights through RunGemm, the integer GEMM: its row tiles of kRows,
+// two and one rows; odd K and an odd k_begin put half-used K pairs at both
+// ends, and K over an int32 chunk makes a second chunk.
+// Packed int8 panels are a whole number of floats' bytes (kernels/gemm.h:
+// whole K pairs), so a GuardedFloats holds them.
 bool Int8GemmInBounds(const KernelTable& t) {
   std::mt19937 rng(5);
-  const size_t panel = t.panel_width;
-  for (size_t m = 1; m <= kInt8GemvMaxRows + 1; ++m) {
-    for (size_t rows : {size_t{1}, size_t{3}, size_t{18}}) {
+  const size_t panel = t.panel_width, tile = t.gemm_tile_rows;
+  for (size_t m : std::set<size_t>{1, 2, 3, 4, 5, tile, tile + 1, 2 * tile + 1}) {
+    for (size_t rows : {size_t{1}, size_t{3}, size_t{18}, 2 * kInt8ChunkPairs + 3}) {
       for (size_t k_begin : {size_t{0}, size_t{1}}) {
         for (size_t n : {size_t{1}, panel + 1}) {
           if (k_begin >= rows) continue;

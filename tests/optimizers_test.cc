@@ -3,8 +3,10 @@
 // MultiHeadAttention (padded heads, bias) equal to SetWeights of the weights
 // the rule gives from the gradients its Backward returned; training loops
 // whose loss falls (an attention fitted to another's outputs, an encoder and
-// a decoder layer); errors, and steps refused before they would make a value
-// or a moment non-finite.
+// a decoder layer, a Llama-like block); Step on blocks (every norm kind, the
+// gated FFN's fused matrix, Gemma's stored gamma) equal to SetWeights of
+// the rule's weights; errors, and steps refused before they would make a
+// value or a moment non-finite.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +19,12 @@
 #include "dispatch/dispatch.h"
 #include "gradient_util.h"
 #include "random_mha.h"
+#include "simd_attention/multi_head_attention.h"
 #include "simd_attention/optimizers.h"
+#include "simd_attention/thread_pool.h"
+#include "simd_attention/tiny_model.h"
+#include "simd_attention/transformer_block.h"
+#include "simd_attention/transformer_layers.h"
 #include "test_util.h"
 
 namespace simd_attention::testing {
@@ -493,6 +500,263 @@ TEST(OptimizerErrors, NameTheParameterAsSetWeightsDoes) {
   model.Backward();
   EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adam.Step(model); },
                                            {std::string("weights.embedding: Adam") + kTail}));
+}
+
+// ---------------------------------------------------------------------------
+// Step(TransformerBlock): every parameter it lists is updated as the rule
+// says, in the layout SetWeights takes: after an SGD step (weight decay
+// included, which decays Gemma's stored gamma, not its 1 + gamma) the block
+// computes what a fresh block given the rule's weights computes.
+
+// A block's weights, owned, every bias given; the rule's update of each
+// from its gradient.
+struct OwnedBlock {
+  struct Sublayer {
+    std::vector<float> gamma, beta, out_gamma, out_beta;
+    OwnedWeights attention;
+    std::vector<float> w1, b1, w2, b2;
+    std::vector<float> w_gate, b_gate, w_up, b_up, w_down, b_down;
+  };
+  std::vector<Sublayer> sublayers;
+
+  std::vector<SublayerWeights> Views() const {
+    std::vector<SublayerWeights> v;
+    for (const Sublayer& w : sublayers) {
+      SublayerWeights s;
+      s.norm = {w.gamma, w.beta};
+      s.output_norm = {w.out_gamma, w.out_beta};
+      s.attention = w.attention.View();
+      s.ffn = {w.w1, w.b1, w.w2, w.b2};
+      s.gated_ffn = {w.w_gate, w.w_up, w.w_down, w.b_gate, w.b_up, w.b_down, {}, {}, {}};
+      v.push_back(s);
+    }
+    return v;
+  }
+
+  // w - lr (g + weight_decay w), in double, for every weight with its
+  // gradient (the attentions' from the MhaGradients of the same names).
+  void SgdStep(const BlockGradients& g, double lr, double weight_decay) {
+    const auto step = [&](std::vector<float>& w, const std::vector<float>& d) {
+      ASSERT_EQ(w.size(), d.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        w[i] = float(double(w[i]) - lr * (double(d[i]) + weight_decay * double(w[i])));
+      }
+    };
+    for (size_t k = 0; k < sublayers.size(); ++k) {
+      Sublayer& w = sublayers[k];
+      const SublayerGradients& d = g.sublayers[k];
+      step(w.gamma, d.norm.d_gamma);
+      step(w.beta, d.norm.d_beta);
+      step(w.out_gamma, d.output_norm.d_gamma);
+      step(w.out_beta, d.output_norm.d_beta);
+      if (!w.attention.w_q.empty()) {
+        OwnedWeights& a = w.attention;
+        for (int i = 0; i < 8; ++i) {
+          std::vector<float>* v[8] = {&a.w_q, &a.w_k, &a.w_v, &a.w_o,
+                                      &a.b_q, &a.b_k, &a.b_v, &a.b_o};
+          step(*v[i], *GradientOf(d.attention, i));
+        }
+      }
+      step(w.w1, d.ffn.d_w1);
+      step(w.b1, d.ffn.d_b1);
+      step(w.w2, d.ffn.d_w2);
+      step(w.b2, d.ffn.d_b2);
+      step(w.w_gate, d.gated_ffn.d_w_gate);
+      step(w.b_gate, d.gated_ffn.d_b_gate);
+      step(w.w_up, d.gated_ffn.d_w_up);
+      step(w.b_up, d.gated_ffn.d_b_up);
+      step(w.w_down, d.gated_ffn.d_w_down);
+      step(w.b_down, d.gated_ffn.d_b_down);
+    }
+  }
+};
+
+OwnedBlock RandomBlock(const BlockConfig& c, std::mt19937& rng) {
+  OwnedBlock out;
+  const size_t d = c.d_model, f = c.ffn_dim;
+  const bool beta = Traits(c.norm).has_beta;
+  const float centre = Traits(c.norm).plus_one ? 0.0f : 1.0f;
+  const auto around = [&](size_t n) {
+    std::vector<float> v = RandomVector(n, 0.3f, rng);
+    for (float& x : v) x += centre;
+    return v;
+  };
+  const auto init = [&](size_t n, size_t fan_in) {
+    return RandomVector(n, 1.0f / std::sqrt(float(fan_in)), rng);
+  };
+  MhaConfig m;
+  m.d_model = d;
+  m.num_heads = c.num_heads;
+  m.num_kv_heads = c.num_kv_heads;
+  const MhaConfig attention = MultiHeadAttention(m).config();
+  for (const Sublayer& s : c.sublayers) {
+    OwnedBlock::Sublayer w;
+    w.gamma = around(d);
+    if (beta) w.beta = RandomVector(d, 0.3f, rng);
+    if (s.norm == NormPlacement::kSandwich) {
+      w.out_gamma = around(d);
+      if (beta) w.out_beta = RandomVector(d, 0.3f, rng);
+    }
+    if (Traits(s.mixer).attention) w.attention = RandomWeights(attention, rng);
+    if (s.mixer == MixerKind::kFeedForward) {
+      w.w1 = init(d * f, d);
+      w.b1 = init(f, d);
+      w.w2 = init(f * d, f);
+      w.b2 = init(d, f);
+    }
+    if (s.mixer == MixerKind::kGatedFeedForward) {
+      w.w_gate = init(d * f, d);
+      w.b_gate = init(f, d);
+      w.w_up = init(d * f, d);
+      w.b_up = init(f, d);
+      w.w_down = init(f * d, f);
+      w.b_down = init(d, f);
+    }
+    out.sublayers.push_back(std::move(w));
+  }
+  return out;
+}
+
+BlockConfig SmallBlock(NormKind norm, Activation act, std::vector<Sublayer> sublayers) {
+  BlockConfig c;
+  c.d_model = 20;  // heads of 5: padded on every SIMD table
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.ffn_dim = 12;
+  c.norm = norm;
+  c.activation = act;
+  c.sublayers = std::move(sublayers);
+  return c;
+}
+
+class BlockStep : public TableTest {};
+
+TEST_P(BlockStep, SgdUpdatesEveryParameterAsTheRuleSays) {
+  using M = MixerKind;
+  using P = NormPlacement;
+  const BlockConfig configs[] = {
+      SmallBlock(NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
+                 {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}}),
+      SmallBlock(NormKind::kLayerNorm, Activation::kSilu,
+                 {{M::kSelfAttention, P::kPre},
+                  {M::kGatedFeedForward, P::kPre, true},
+                  {M::kCrossAttention, P::kPost},
+                  {M::kFeedForward, P::kPre}}),
+  };
+  for (const BlockConfig& config : configs) {
+    SCOPED_TRACE(Traits(config.norm).name);
+    std::mt19937 rng(12);
+    OwnedBlock w = RandomBlock(config, rng);
+    const OwnedTensor x = RandomTensor(2, 5, 20, rng), memory = RandomTensor(2, 3, 20, rng);
+    const std::vector<float> d_output = RandomVector(x.data.size(), 1.0f, rng);
+    TransformerBlock block(config, table(), SharedThreadPool(1));
+    block.SetWeights(w.Views());
+    BlockOptions o;
+    o.causal = true;
+    o.training = true;
+    block.Forward(x.View(), memory.View(), o);
+    const BlockGradients g = block.Backward({d_output, x.batch, x.tokens, x.features});
+    const double lr = 0.05, weight_decay = 0.2;
+    Sgd({.lr = lr, .weight_decay = weight_decay}).Step(block);
+    w.SgdStep(g, lr, weight_decay);
+    TransformerBlock fresh(config, table(), SharedThreadPool(1));
+    fresh.SetWeights(w.Views());
+    o.training = false;
+    const std::vector<float> want = fresh.Forward(x.View(), memory.View(), o);
+    EXPECT_TRUE(AllNear(block.Forward(x.View(), memory.View(), o), want,
+                        ScaledTolerance(want, 2e-5)));
+    // The record went with the old weights; the gradients stay for another
+    // step, as every object's.
+    EXPECT_TRUE(ThrowsWith<std::logic_error>(
+        [&] { block.Backward({d_output, x.batch, x.tokens, x.features}); },
+        {"expected the last forward to be a training one"}));
+  }
+}
+
+INSTANTIATE_ON_EVERY_TABLE(BlockStep);
+
+TEST(TrainingLoop, LlamaBlockLossFalls) {
+  using M = MixerKind;
+  using P = NormPlacement;
+  std::mt19937 rng(31);
+  const BlockConfig config =
+      SmallBlock(NormKind::kRmsNorm, Activation::kSilu,
+                 {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}});
+  const OwnedBlock w = RandomBlock(config, rng);
+  const OwnedTensor x = RandomTensor(2, 8, 20, rng), target = RandomTensor(2, 8, 20, rng);
+  TransformerBlock block(config);
+  block.SetWeights(w.Views());
+  Adam adam({.lr = 0.01});
+  BlockOptions o;
+  o.causal = true;
+  o.training = true;
+  std::vector<float> d_output;
+  double first = 0, last = 0;
+  for (int step = 0; step < 60; ++step) {
+    last = MseGradient(block.Forward(x.View(), o), target.data, d_output);
+    if (step == 0) first = last;
+    block.Backward({d_output, x.batch, x.tokens, x.features});
+    adam.Step(block);
+  }
+  RecordProperty("block_loss", std::to_string(first) + " -> " + std::to_string(last));
+  EXPECT_LT(last, 0.5 * first) << "block loss " << first << " -> " << last;
+}
+
+TEST(OptimizerErrors, BlockParametersNamedAsSetWeightsNamesThem) {
+  using M = MixerKind;
+  using P = NormPlacement;
+  std::mt19937 rng(8);
+  BlockConfig config = SmallBlock(NormKind::kRmsNorm, Activation::kSilu,
+                                  {{M::kGatedFeedForward, P::kPre}, {M::kSelfAttention, P::kPre}});
+  OwnedBlock w = RandomBlock(config, rng);
+  const OwnedTensor x = RandomTensor(1, 3, 20, rng);
+  const std::vector<float> d(x.data.size(), 0.5f);
+  TransformerBlock block(config);
+  block.SetWeights(w.Views());
+  Adam adam({.lr = 0.01});
+  EXPECT_TRUE(ThrowsWith<std::logic_error>(
+      [&] { adam.Step(block); }, {"expected a backward since the weights last changed"}));
+  BlockOptions o;
+  o.training = true;
+  block.Forward(x.View(), o);
+  block.Backward({d, 1, 3, 20});
+  // An lr past float32 makes every update overflow: the first is named.
+  Adam huge({.lr = 3.5e38});
+  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { huge.Step(block); },
+                                           {"sublayers[0] (gated_ffn): gated_ffn.w_gate, "
+                                            "sublayers[0] (gated_ffn): gated_ffn.w_up: Adam step "
+                                            "refused"}));
+  // Every parameter in the sublayers' order, each mixer's before its norm's,
+  // named as SetWeights' messages name them; the fused gate and up matrix
+  // after both.
+  std::vector<Parameter> parameters;
+  block.TrainableParameters(parameters, "block.");
+  std::vector<std::string> names;
+  for (const Parameter& p : parameters) names.push_back(p.name);
+  const std::vector<std::string> expected = {
+      "block.sublayers[0] (gated_ffn): gated_ffn.w_gate, "
+      "block.sublayers[0] (gated_ffn): gated_ffn.w_up",
+      "block.sublayers[0] (gated_ffn): gated_ffn.b_gate, "
+      "block.sublayers[0] (gated_ffn): gated_ffn.b_up",
+      "block.sublayers[0] (gated_ffn): gated_ffn.w_down",
+      "block.sublayers[0] (gated_ffn): gated_ffn.b_down",
+      "block.sublayers[0] (gated_ffn): norm.gamma",
+      "block.sublayers[1] (self_attention): w_q",
+      "block.sublayers[1] (self_attention): b_q",
+      "block.sublayers[1] (self_attention): w_k",
+      "block.sublayers[1] (self_attention): b_k",
+      "block.sublayers[1] (self_attention): w_v",
+      "block.sublayers[1] (self_attention): b_v",
+      "block.sublayers[1] (self_attention): w_o",
+      "block.sublayers[1] (self_attention): b_o",
+      "block.sublayers[1] (self_attention): norm.gamma"};
+  EXPECT_EQ(names, expected);
+  // The block keeps its gradients: a usable optimizer steps it.
+  adam.Step(block);
+  // New weights drop them.
+  block.SetWeights(w.Views());
+  EXPECT_TRUE(ThrowsWith<std::logic_error>(
+      [&] { adam.Step(block); }, {"expected a backward since the weights last changed"}));
 }
 
 }  // namespace

@@ -15,14 +15,14 @@
 //
 // int8 is also checked against the float64 reference on the quantized
 // weights themselves (q * scale): there only float32 arithmetic is left, and
-// for GEMMs of at most 4 rows (decoding; int8_gemv.h) the rounding of each
-// activation to int16: half a step of max |a_row| / 32767, i.e. at most
+// the integer kernel's rounding of each activation to int16 (int8_gemm.h):
+// half a step of max |a_row| / 32767, i.e. at most
 // 2^-16 of the row's largest, so a product of length K errs by at most
 // 2^-16 max |a_row| sum_k |w_k| more: float32's own worst case for a sum of
 // 256 terms (K 2^-24), and of mixed signs, so typically about
 // 2^-16 max |a_row| |w| sqrt(K / 3). The golden cases' float32 tolerances
-// (1e-5 to 2e-3 absolute) hold with it; tests/gemm_weight_types_test.cc
-// asserts the kernel's worst-case bound.
+// (1e-5 to 2e-3 absolute) hold with it; tests/int8_gemm_test.cc asserts
+// the kernels' worst-case bound.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -10,6 +10,7 @@ export * from './types/tensors.js';
 export * from './types/attention.js';
 export * from './types/caches.js';
 export * from './types/layers.js';
+export * from './types/blocks.js';
 export * from './types/scaled-dot-product-attention.js';
 export * from './types/pool.js';
 export * from './types/checkpoints.js';

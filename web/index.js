@@ -10,6 +10,7 @@
 
 import { checkObject, describe, optionalBoolean, optionalSize } from './src/arguments.js';
 import { makeMultiHeadAttention } from './src/attention.js';
+import { makeTransformerBlock, makeTransformerStack } from './src/blocks.js';
 import { makeKeyValueClasses } from './src/caches.js';
 import { unwrap } from './src/errors.js';
 import { exceptionsSupported, wasmRelaxedSimdSupported, wasmSimdSupported }
@@ -97,9 +98,13 @@ export async function createAttentionModule(options = {}) {
     simd: build !== 'nosimd',
     backends,
     kernels,
+    // Every name each config field takes, as C++ judges them.
+    choices: deepFreeze(wasm.choices()),
     MultiHeadAttention: makeMultiHeadAttention(wasm, reclaimer, backend, kv),
     TransformerEncoderLayer: makeEncoderLayer(wasm, reclaimer, backend),
     TransformerDecoderLayer: makeDecoderLayer(wasm, reclaimer, backend, kv),
+    TransformerBlock: makeTransformerBlock(wasm, reclaimer, backend, kv),
+    TransformerStack: makeTransformerStack(wasm, reclaimer, backend, kv),
     ...makeModuleFunctions(wasm, backend),
     attention: makeScaledDotProductAttention(wasm, backend),
     ...makeOptimizers(wasm, reclaimer),
@@ -160,6 +165,12 @@ async function pickThreads(where, requested, simd, backend, training) {
       `which cannot run here: ${reason}`);
   }
   return { threads: 1, running: 1, threadsUnavailable: reason };
+}
+
+// An object and the arrays it holds, frozen.
+function deepFreeze(o) {
+  for (const v of Object.values(o)) Object.freeze(v);
+  return Object.freeze(o);
 }
 
 export default createAttentionModule;

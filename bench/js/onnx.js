@@ -87,9 +87,10 @@ class Writer {
   }
 }
 
-const FLOAT = 1;
+export const FLOAT = 1;
 const UINT8 = 2;
 const INT8 = 3;
+export const INT32 = 6;
 const INT64 = 7;
 const FLOAT16 = 10;
 
@@ -101,14 +102,15 @@ function tensorProto(w, name, dims, dataType, raw) {
   w.lenDelim(9, raw);
 }
 
-// ValueInfoProto: name=1, type=2 { tensor_type=1 { elem_type=1, shape=2 { dim=1 { dim_value=1 } } } }
-function valueInfo(w, name, dims) {
+// ValueInfoProto: name=1, type=2 { tensor_type=1 { elem_type=1, shape=2 { dim=1 { dim_value=1 |
+// dim_param=2 } } } }; a string dim is a named (symbolic) one.
+function valueInfo(w, name, dims, elemType) {
   w.string(1, name);
   w.message(2, (t) =>
     t.message(1, (tt) => {
-      tt.int(1, FLOAT);
+      tt.int(1, elemType);
       tt.message(2, (s) => {
-        for (const d of dims) s.message(1, (dim) => dim.int(1, d));
+        for (const d of dims) s.message(1, (dim) => (typeof d === 'string' ? dim.string(2, d) : dim.int(1, d)));
       });
     }),
   );
@@ -129,7 +131,7 @@ function attribute(w, name, value) {
   }
 }
 
-class GraphBuilder {
+export class GraphBuilder {
   constructor() {
     this.nodes = [];
     this.inits = [];
@@ -137,12 +139,12 @@ class GraphBuilder {
     this.outputs = [];
     this.counter = 0;
   }
-  input(name, dims) {
-    this.inputs.push([name, dims]);
+  input(name, dims, elemType = FLOAT) {
+    this.inputs.push([name, dims, elemType]);
     return name;
   }
-  output(name, dims) {
-    this.outputs.push([name, dims]);
+  output(name, dims, elemType = FLOAT) {
+    this.outputs.push([name, dims, elemType]);
   }
   floatInit(name, dims, data) {
     const copy = Float32Array.from(data);
@@ -198,8 +200,8 @@ class GraphBuilder {
       for (const [name, dims, type, raw] of this.inits) {
         g.message(5, (t) => tensorProto(t, name, dims, type, raw));
       }
-      for (const [name, dims] of this.inputs) g.message(11, (v) => valueInfo(v, name, dims));
-      for (const [name, dims] of this.outputs) g.message(12, (v) => valueInfo(v, name, dims));
+      for (const [name, dims, type] of this.inputs) g.message(11, (v) => valueInfo(v, name, dims, type));
+      for (const [name, dims, type] of this.outputs) g.message(12, (v) => valueInfo(v, name, dims, type));
     });
     return m.finish();
   }

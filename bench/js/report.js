@@ -670,6 +670,10 @@ export function renderMarkdown(report) {
   }
 
   if (report.training) lines.push(trainingSection(report.training), '');
+  if (report.llamaStack) {
+    lines.push(report.llamaStack.entries ? llamaStackSection(report.llamaStack)
+      : `**A Llama-shaped decoding step**: failed: ${report.llamaStack.error}`, '');
+  }
 
   lines.push('**Speed targets**');
   lines.push('');
@@ -807,4 +811,36 @@ function trainingSection(tr) {
     lines.push('');
   }
   return lines.join('\n').trimEnd();
+}
+
+// The 12-layer Llama-shaped decoding step (decode_llama_stack.js).
+export function llamaStackSection(r, cpuModel) {
+  const c = r.config;
+  const lines = [`**A ${c.numLayers}-layer Llama-shaped decoding step** (\`bench/js/decode_llama_stack.js\`: ` +
+    `RMSNorm, grouped-query attention with RoPE, SwiGLU; d_model ${c.dModel}, ${c.numHeads} heads, ` +
+    `${c.numKvHeads} KV heads of ${c.headDim}, FFN ${c.ffnDim}; ${c.promptLength} tokens cached of ${c.cacheLength}, ` +
+    'one new token; ours `TransformerStack.forwardIncremental`, one call for every layer, against onnxruntime-web ' +
+    'on the same stack as one graph with its `GroupQueryAttention` op; interleaved, median ms per step' +
+    `${cpuModel ? `; ${cpuModel}` : ''}; load average ${r.loadAvg.map((l) => l[0].toFixed(1)).join(' -> ')})`, ''];
+  if (r.error) lines.push(`Check failed: ${r.error}.`, '');
+  // The faster of onnxruntime's graphs of a type.
+  const ort = (weights) => r.entries.filter((e) => !e.ours && e.weights === weights && e.median !== undefined)
+    .sort((a, b) => a.median - b.median)[0];
+  const [ortF32, ortInt8] = [ort('f32'), ort('int8')];
+  const against = (peer, e) => (peer ? `${(peer.median / e.median).toFixed(2)}x` : '');
+  lines.push(table(['implementation', 'ms per step', 'p25-p75', 'ms per layer', 'weight MB', 'ort-web f32 / this',
+    'ort-web int8 / this', 'CPU / wall', 'max abs diff'], r.entries.map((e) => (e.median === undefined
+    ? [e.name, e.error ?? 'not timed', '', '', '', '', '', '', '']
+    : [e.name, ms(e.median), `${ms(e.p25)}-${ms(e.p75)}`, ms(e.median / c.numLayers),
+      e.bytes ? (e.bytes / 1e6).toFixed(0) : '', against(ortF32, e), against(ortInt8, e),
+      (e.cpuMedian / e.median).toFixed(2), e.maxAbsDiff.toExponential(1)]))));
+  lines.push('');
+  lines.push(`Checked first: ours fed the ${c.promptLength}-token prompt token by token equals its causal forward ` +
+    `(max abs diff ${r.checks.tokenByToken?.toExponential(1)}); onnxruntime-web's float32 graph, given ours' caches ` +
+    `and decoding on its own presents, equals ours step by step (${r.checks.ortDecoding?.toExponential(1) ?? 'not run'}); ` +
+    'max abs diff: each row\'s step against ours in float32, float32 rows within 1e-3, f16 and int8 weights within ' +
+    'their bound over 5 chained products a layer (onnxruntime\'s int8, which also quantizes its activations, 5 times ' +
+    'that). "ort-web ... / this": how many times faster this row is than the faster of onnxruntime-web\'s graphs of ' +
+    'that type.');
+  return lines.join('\n');
 }

@@ -3,7 +3,7 @@
 //
 //   node bench/js/run.js [--quick] [--json FILE] [--md FILE]
 //                        [--workloads S1,S2,...] [--no-native] [--no-l1]
-//                        [--no-pool] [--no-threads] [--no-training] [--budget SECONDS] [--retries N]
+//                        [--no-pool] [--no-threads] [--no-training] [--no-llama] [--budget SECONDS] [--retries N]
 //                        [--threads 1,2,4,8] [--only-threads]
 //   node bench/js/run.js --render FILE.json [--md FILE]   (tables of an earlier run)
 //
@@ -19,7 +19,9 @@
 // worker pool of 2 against our synchronous attention (pool.js) and,
 // natively: kernels_bench (Google Benchmark), onnxruntime-node and the
 // attention variants (variants_bench, sdpa_bench), and the training build's
-// rows (training.js; --no-training skips them). Last, in a child process per
+// rows (training.js; --no-training skips them), and a decoding step of a
+// 12-layer Llama-shaped stack against onnxruntime-web (decode_llama_stack.js;
+// --no-llama skips it). Last, in a child process per
 // thread count (onnxruntime-web's is per process), the same on that many
 // threads: ours on the threaded builds against one thread, onnxruntime-web
 // and -node with that many threads, and natively threads_bench (`--threads
@@ -48,6 +50,7 @@ import { runPoolBench } from './pool.js';
 import { renderMarkdown, evaluateTargets } from './report.js';
 import { runDecodePreview } from './decode_preview.js';
 import { runTrainingBench } from './training.js';
+import { runLlamaStackBench } from './decode_llama_stack.js';
 
 const TOLERANCE = 1e-3;
 
@@ -62,7 +65,7 @@ function counts(k, text) {
 
 function parseArgs(argv) {
   const a = { quick: false, native: true, l1: true, pool: true, threadsRun: true, threads: 1,
-    threadCounts: [2], onlyThreads: false, retries: null, training: true };
+    threadCounts: [2], onlyThreads: false, retries: null, training: true, llama: true };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const next = () => {
@@ -78,6 +81,7 @@ function parseArgs(argv) {
     else if (k === '--no-pool') a.pool = false;
     else if (k === '--no-threads') a.threadsRun = false;
     else if (k === '--no-training') a.training = false;
+    else if (k === '--no-llama') a.llama = false;
     else if (k === '--threads') a.threadCounts = counts(k, next());
     else if (k === '--threads-run') a.child = a.threads = Number(next());
     else if (k === '--only-threads') a.onlyThreads = true;
@@ -501,6 +505,15 @@ async function main() {
   }
   const training = args.training && single ? await runTrainingBench({ selected, native: args.native,
     quick: args.quick, timing: timingOptions(args), retries: args.retries, log }) : null;
+  let llamaStack = null;
+  if (args.llama && single) {
+    try {
+      llamaStack = await runLlamaStackBench({ quick: args.quick, log });
+    } catch (e) {
+      llamaStack = { error: String(e.message ?? e).split('\n')[0] };
+      log(`  ${llamaStack.error}`);
+    }
+  }
   let threads = null;
   let threadCounts = null;
   if (args.threadsRun) {
@@ -514,7 +527,8 @@ async function main() {
   meta.loadAvgEnd = os.loadavg();
   meta.seconds = (Date.now() - started.getTime()) / 1000;
   for (const r of wasm) delete r.oursOutput;
-  const report = { meta, wasm, native, decodePreview, pool, threads, threadCounts, training };
+  const report = { meta, wasm, native, decodePreview, pool, threads, threadCounts, training,
+    llamaStack };
   report.targets = evaluateTargets(report);
   const md = renderMarkdown(report);
   console.log(md);

@@ -50,6 +50,7 @@ const ArgNames& CppArgNames() {
       .bool_mask = "bool_mask",
       .bool_mask_shape = "bool_mask_shape",
       .kv_lengths = "kv_lengths",
+      .query_offset = "query_offset",
       .d_output = "d_output",
       .weight_decay = "weight_decay",
       .vocab = "vocab",

@@ -24,33 +24,35 @@ bool FloatHolds(double x) {
 MaskDims InferMaskDims(const char* name, size_t given, size_t batch, size_t heads, size_t tq,
                        size_t tk) {
   const Product shared = ProductOf({tq, tk}), per_head = ProductOf({batch, heads, tq, tk});
-  if (!shared.overflow && given == shared.value) return {};
-  if (!per_head.overflow && given == per_head.value) return {batch, heads};
+  if (!shared.overflow && given == shared.value) return {1, 1, tk};
+  if (!per_head.overflow && given == per_head.value) return {batch, heads, tk};
   ThrowInvalidArgument({name, ": expected ", ProductString(shared), " values for ",
                         ShapeString({tq, tk}), " or ", ProductString(per_head), " for ",
                         ShapeString({batch, heads, tq, tk}), ", got ", Str(given)});
 }
 
-// A mask given with a shape: [Tq, Tk] or [B or 1, H or 1, Tq, Tk], and as
-// many values.
+// A mask given with a shape: [Tq, Tk] or [B or 1, H or 1, Tq, Tk], Tk or
+// fewer keys (ONNX pads a narrower mask with -inf), and as many values.
 MaskDims CheckMaskShape(const char* name, const char* shape_name, size_t given,
                         std::span<const size_t> shape, size_t batch, size_t heads, size_t tq,
                         size_t tk) {
-  MaskDims dims;
-  const bool ok2 = shape.size() == 2 && shape[0] == tq && shape[1] == tk;
+  const size_t keys = shape.empty() ? 0 : shape.back();
+  const bool keys_ok = keys >= 1 && keys <= tk;
+  const bool ok2 = shape.size() == 2 && shape[0] == tq && keys_ok;
   const bool ok4 = shape.size() == 4 && (shape[0] == batch || shape[0] == 1) &&
-                   (shape[1] == heads || shape[1] == 1) && shape[2] == tq && shape[3] == tk;
-  if (ok4) dims = {shape[0], shape[1]};
+                   (shape[1] == heads || shape[1] == 1) && shape[2] == tq && keys_ok;
   if (!ok2 && !ok4) {
     std::string got = "[";
     for (size_t i = 0; i < shape.size(); ++i) got += (i ? ", " : "") + Str(shape[i]);
     ThrowInvalidArgument({shape_name, ": expected a shape that broadcasts to [B, H, Tq, Tk] = ",
                           ShapeString({batch, heads, tq, tk}), ": [Tq, Tk] = ",
                           ShapeString({tq, tk}), ", [B or 1, H or 1, Tq, Tk] = [", Str(batch),
-                          " or 1, ", Str(heads), " or 1, ", Str(tq), ", ", Str(tk), "]; got ",
+                          " or 1, ", Str(heads), " or 1, ", Str(tq), ", ", Str(tk),
+                          "], the last dimension from 1 to Tk (the keys past it masked); got ",
                           got, "]"});
   }
-  CheckLength(name, given, {dims.batch, dims.heads, tq, tk});
+  const MaskDims dims = ok4 ? MaskDims{shape[0], shape[1], keys} : MaskDims{1, 1, keys};
+  CheckLength(name, given, {dims.batch, dims.heads, tq, keys});
   return dims;
 }
 
@@ -65,7 +67,8 @@ MaskDims MaskDimsOf(const char* name, const char* shape_name, size_t given,
 
 AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t batch,
                              size_t heads, size_t tq, size_t tk, size_t head_dim)
-    : tq_(tq), tk_(tk), head_dim_(head_dim), causal_(o.causal) {
+    : tq_(tq), tk_(tk), head_dim_(head_dim), causal_(o.causal), scores_stage_(o.scores_stage),
+      masked_from_(tk) {
   if (o.scale && !FloatHolds(*o.scale)) {
     ThrowInvalidArgument(
         {n.scale, ": expected a finite number float32 holds, got ", NumberString(*o.scale)});
@@ -86,6 +89,7 @@ AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t bat
                            o.attn_mask_shape, batch, heads, tq, tk);
     CheckMask(n.attn_mask, o.attn_mask);
     attn_mask_ = o.attn_mask;
+    masked_from_ = attn_dims_.keys;
   } else if (!o.attn_mask_shape.empty()) {
     ThrowInvalidArgument({n.attn_mask_shape, ": given without ", n.attn_mask});
   }
@@ -93,6 +97,7 @@ AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t bat
     bool_dims_ = MaskDimsOf(n.bool_mask, n.bool_mask_shape, o.bool_mask.size(),
                            o.bool_mask_shape, batch, heads, tq, tk);
     bool_mask_ = o.bool_mask;
+    masked_from_ = std::min(masked_from_, bool_dims_.keys);
   } else if (!o.bool_mask_shape.empty()) {
     ThrowInvalidArgument({n.bool_mask_shape, ": given without ", n.bool_mask});
   }
@@ -120,10 +125,22 @@ AttentionCall::AttentionCall(const ArgNames& n, const CallOptions& o, size_t bat
   scale_ = static_cast<float>(o.scale ? *o.scale : 1.0 / std::sqrt(double(head_dim)));
   softcap_ = o.softcap ? static_cast<float>(*o.softcap) : 0.0f;
   // A bound of Tq + Tk or more bounds nothing (and would not fit a
-  // ptrdiff_t in wasm32), so larger ones are clamped to it.
+  // ptrdiff_t in wasm32), so larger ones are clamped to it; so are query
+  // offsets (in Set), past which every key or none is visible.
   const int64_t reach = static_cast<int64_t>(tq + tk);
   left_ = static_cast<ptrdiff_t>(std::min(o.window[0], reach));
   right_ = static_cast<ptrdiff_t>(std::min(o.window[1], reach));
+  if (!o.query_offset.empty()) {
+    if (o.query_offset.size() != 1 && o.query_offset.size() != batch) {
+      ThrowInvalidArgument({n.query_offset, ": expected 1 value (every batch item's) or B = ",
+                            Str(batch), " (one each), got ", Str(o.query_offset.size())});
+    }
+    if (o.causal == CausalAlignment::kNone && left_ < 0 && right_ < 0) {
+      ThrowInvalidArgument({n.query_offset, ": given without ", n.causal, " or ", n.window,
+                            ", the frontiers it places"});
+    }
+    query_offset_ = o.query_offset;
+  }
 }
 
 // Scores scale * q . k of rows with |q_i| <= max_q and |k_i| <= max_k are at
@@ -160,12 +177,18 @@ double AttentionCall::HeadNs(size_t d) const {
 
 void AttentionCall::Set(AttentionArgs& a, size_t b, size_t h, size_t q0) const {
   // The causal mask and the window bound keys relative to one diagonal,
-  // i' = i (+ Tk - Tq bottom-right): the kernel's causal bound is the
-  // window's right edge (0 when causal), its sliding bound the left edge.
+  // i' = i (+ Tk - Tq bottom-right, or + the item's query offset): the
+  // kernel's causal bound is the window's right edge (0 when causal), its
+  // sliding bound the left edge.
   const bool causal = causal_ != CausalAlignment::kNone;
-  const ptrdiff_t diagonal = causal_ == CausalAlignment::kBottomRight
-                                 ? static_cast<ptrdiff_t>(tk_) - static_cast<ptrdiff_t>(tq_)
-                                 : 0;
+  const int64_t reach = static_cast<int64_t>(tq_ + tk_);
+  const ptrdiff_t diagonal =
+      !query_offset_.empty()
+          ? static_cast<ptrdiff_t>(
+                std::clamp(query_offset_[query_offset_.size() == 1 ? 0 : b], -reach, reach))
+      : causal_ == CausalAlignment::kBottomRight
+          ? static_cast<ptrdiff_t>(tk_) - static_cast<ptrdiff_t>(tq_)
+          : 0;
   a.scale = scale_;
   a.softcap = softcap_;
   a.causal = causal || right_ >= 0;
@@ -174,15 +197,16 @@ void AttentionCall::Set(AttentionArgs& a, size_t b, size_t h, size_t q0) const {
   a.sliding = left_ >= 0;
   a.window_left = left_;
   a.key_valid = key_padding_.empty() ? nullptr : key_padding_.data() + b * tk_;
-  const size_t rows_before = q0 * tk_;
+  a.masked_from = masked_from_;
   if (!attn_mask_.empty()) {
-    a.additive_mask = attn_mask_.data() + attn_dims_.Offset(b, h, tq_, tk_) + rows_before;
-    a.mask_ld = tk_;
+    a.additive_mask = attn_mask_.data() + attn_dims_.Offset(b, h, tq_) + q0 * attn_dims_.keys;
+    a.mask_ld = attn_dims_.keys;
   }
   if (!bool_mask_.empty()) {
-    a.boolean_mask = bool_mask_.data() + bool_dims_.Offset(b, h, tq_, tk_) + rows_before;
-    a.boolean_mask_ld = tk_;
+    a.boolean_mask = bool_mask_.data() + bool_dims_.Offset(b, h, tq_) + q0 * bool_dims_.keys;
+    a.boolean_mask_ld = bool_dims_.keys;
   }
+  a.scores_stage = scores_stage_;
 }
 
 }  // namespace simd_attention

@@ -14,6 +14,7 @@
 #include "kernels/attention.h"
 #include "simd_attention/arg_names.h"
 #include "simd_attention/causal_alignment.h"
+#include "simd_attention/scores_stage.h"
 
 namespace simd_attention {
 
@@ -35,6 +36,8 @@ struct CallOptions {
   std::span<const size_t> bool_mask_shape;
   std::span<const uint8_t> key_padding_mask;
   std::span<const size_t> kv_lengths;
+  std::span<const int64_t> query_offset;
+  ScoresStage scores_stage = ScoresStage::kMasked;
 };
 
 // The fields of MhaOptions or SdpaOptions (the same names) that AttentionCall
@@ -50,15 +53,18 @@ CallOptions CallOptionsOf(const Options& o, CausalAlignment causal) {
           .bool_mask = o.bool_mask,
           .bool_mask_shape = o.bool_mask_shape,
           .key_padding_mask = o.key_padding_mask,
-          .kv_lengths = o.kv_lengths};
+          .kv_lengths = o.kv_lengths,
+          .query_offset = o.query_offset,
+          .scores_stage = o.scores_stage};
 }
 
-// The (batch, head) dimensions a mask has, 1 where it broadcasts.
+// The (batch, head) dimensions a mask has, 1 where it broadcasts, and its
+// keys (Tk, or fewer: the keys past them are masked).
 struct MaskDims {
-  size_t batch = 1, heads = 1;
-  // Offset of (b, h)'s [Tq, Tk] slice.
-  size_t Offset(size_t b, size_t h, size_t tq, size_t tk) const {
-    return ((batch > 1 ? b : 0) * heads + (heads > 1 ? h : 0)) * tq * tk;
+  size_t batch = 1, heads = 1, keys = 0;
+  // Offset of (b, h)'s [Tq, keys] slice.
+  size_t Offset(size_t b, size_t h, size_t tq) const {
+    return ((batch > 1 ? b : 0) * heads + (heads > 1 ? h : 0)) * tq * keys;
   }
 };
 
@@ -66,8 +72,10 @@ class AttentionCall {
  public:
   // Throws std::invalid_argument, naming the option, for a scale or softcap
   // float32 cannot hold, a window bound below -1, a mask whose shape does not
-  // broadcast to [batch, heads, tq, tk] or whose length does not match it, a
-  // non-finite additive mask value or a valid length above tk.
+  // broadcast to [batch, heads, tq, tk] (its last dimension may be shorter)
+  // or whose length does not match it, a non-finite additive mask value, a
+  // valid length above tk, or query offsets neither 1 nor batch many, or
+  // given with neither the causal mask nor a window to place.
   AttentionCall(const ArgNames& names, const CallOptions& options, size_t batch, size_t heads,
                 size_t tq, size_t tk, size_t head_dim);
   AttentionCall(const AttentionCall&) = delete;  // key_padding_ may view key_valid_
@@ -92,6 +100,11 @@ class AttentionCall {
   float softcap_;
   CausalAlignment causal_;
   ptrdiff_t left_, right_;  // window bounds, clamped to tq + tk; -1 = none
+  // The position of query 0 among the keys: one for every batch item, or
+  // one each (clamped to +-(tq + tk) where used). Empty: the alignment's.
+  std::span<const int64_t> query_offset_;
+  ScoresStage scores_stage_;
+  size_t masked_from_;  // the masks' keys: Tk, or fewer
   std::span<const float> attn_mask_;
   MaskDims attn_dims_;
   std::span<const uint8_t> bool_mask_;

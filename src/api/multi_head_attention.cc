@@ -680,3 +680,18 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
 }
 
 }  // namespace simd_attention
+
+#if !SA_TRAINING
+namespace simd_attention {
+
+// A build without training (training_build.h) links no backward and no
+// optimizer, so nothing calls these; defined here, they keep the training
+// code's out of its vtable (a training build's are in
+// training/multi_head_attention_backward.cc).
+void MultiHeadAttention::TrainableParameters(std::vector<Parameter>&, std::string_view) {
+  RefuseTrainingInThisBuild();
+}
+void MultiHeadAttention::ParametersUpdated() {}
+
+}  // namespace simd_attention
+#endif

@@ -11,10 +11,10 @@ namespace simd_attention {
 #if defined(__EMSCRIPTEN_PTHREADS__)
 #define SA_NOT_COMPILED \
   " is not compiled into this build (the threaded wasm builds carry only the highway backend)"
-#elif defined(__EMSCRIPTEN__) && defined(__wasm_simd128__)
-#define SA_NOT_COMPILED                                                               \
-  " is not compiled into this build (the SIMD wasm builds carry the highway and xsimd " \
-  "backends; the non-SIMD build has scalar)"
+#elif defined(__EMSCRIPTEN__)
+#define SA_NOT_COMPILED                                                                 \
+  " is not compiled into this build (every wasm build carries the highway backend; only " \
+  "the SIMD build has xsimd, only the non-SIMD build has scalar)"
 #else
 #define SA_NOT_COMPILED " is not compiled into this build"
 #endif

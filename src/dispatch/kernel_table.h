@@ -10,7 +10,7 @@
 #include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
 #include "kernels/optimizer.h"
-#include "kernels/int8_gemv.h"
+#include "kernels/int8_gemm.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
@@ -29,11 +29,13 @@ struct KernelTable {
   size_t gemm_k_block;
   // Packs w [k, n] (row-major) into panels; `packed` holds PackedFloats(k, n).
   void (*pack_b)(const float* w, size_t k, size_t n, float* packed);
+  // Every weight type; int8 weights in integers (kernels/int8_gemm.h).
   void (*gemm)(const GemmArgs& args);
-  // The same product for int8 weights and at most kInt8GemvMaxRows rows, in
-  // integers (kernels/int8_gemv.h); RunGemm picks between the two. Null in
-  // the training module, which holds no int8 weights (training_module.h).
-  void (*int8_gemv)(const GemmArgs& args);
+  // A of an int8 product quantized as `gemm` would (kernels/int8_gemm.h:
+  // Int8Words words, m row steps), for the tasks of a split product to share
+  // (kernels/int8_activations.h). Null in the training module, which holds
+  // no int8 weights (training_module.h).
+  void (*int8_quantize)(const GemmArgs& args, int32_t* words, float* row_scales);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
   // Rotary position embedding of Q or K rows, in place. Null in the
@@ -51,9 +53,9 @@ struct KernelTable {
   void (*rms_norm)(const float* x, size_t rows, size_t d, size_t ld, const float* gamma,
                    float eps, float* out);
   // A gated FFN's hidden units: out[r] = act(gate) * up, row r's gate at
-  // gate_up + r * ld and its up the n floats after it.
-  void (*gated_activation)(Activation act, const float* gate_up, size_t rows, size_t n,
-                           size_t ld, float* out);
+  // gate_up + r * ld (activated in place) and its up the n floats after it.
+  void (*gated_activation)(Activation act, float* gate_up, size_t rows, size_t n, size_t ld,
+                           float* out);
 };
 
 // The training kernels of the same target: apart from KernelTable, so that
@@ -70,18 +72,25 @@ struct TrainingKernels {
   // d_y * xhat (whose column sums are d_gamma) into dy_xhat; no aliasing.
   void (*layer_norm_backward)(const float* x, size_t rows, size_t d, const float* gamma,
                               float eps, const float* d_y, float* d_x, float* dy_xhat);
+  // RMSNorm's the same way (gamma: the scales multiplied by, 1 + stored
+  // for a kind stored that way).
+  void (*rms_norm_backward)(const float* x, size_t rows, size_t d, const float* gamma,
+                            float eps, const float* d_y, float* d_x, float* dy_xhat);
+  // The gated product's backward (Elementwise::GatedActivationBackward):
+  // d_gate_up, laid out as gate_up, given the forward's gate_up before its
+  // activation and d_hidden [rows, n].
+  void (*gated_activation_backward)(Activation act, const float* gate_up,
+                                    const float* d_hidden, size_t rows, size_t n, size_t ld,
+                                    float* d_gate_up);
   // One optimizer step of one parameter, in place, or with check_only
   // which of its results would not be finite (kernels/optimizer.h).
   unsigned (*sgd)(const SgdArgs& args);
   unsigned (*adam)(const AdamArgs& args);
 };
 
-// The GEMM for these arguments: int8 weights times a few rows (a decoding
-// step) in integers, everything else on the float micro-kernel.
-inline void RunGemm(const KernelTable& t, const GemmArgs& g) {
-  (HeldType(g.weight_type) == WeightType::kInt8 && g.m <= kInt8GemvMaxRows ? t.int8_gemv
-                                                                           : t.gemm)(g);
-}
+// The GEMM for these arguments: the table's one GEMM takes every weight
+// type and row count (int8 weights in integers, kernels/int8_gemm.h).
+inline void RunGemm(const KernelTable& t, const GemmArgs& g) { t.gemm(g); }
 
 // Floats a packed [k, n] matrix occupies for a table with this panel width.
 inline size_t PackedFloats(const KernelTable& t, size_t k, size_t n) {

@@ -146,16 +146,23 @@ struct Attention {
     }
   }
 
-  // S^T[j][i] = cap(scale * q_i . k_j) + masks, for keys [k0, k0 + nk).
-  static void Scores(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
+  // S^T[j][i] = cap(scale * q_i . k_j) + masks, for keys [k0, k0 + nk);
+  // with `write`, the stage a.scores asks for is written as it passes. Not
+  // inlined: a copy in the second pass (Run) would be 4 kB more .wasm per
+  // table, for a call per 64-key block.
+  [[gnu::noinline]] static void Scores(const AttentionArgs& a, Block& b, size_t k0, size_t nk,
+                                       bool write = false) {
     SetKeyBlock(a, b, k0, nk);
     if (b.by_dots) {
       ScoresByDots(a, b, nk);
     } else {
       G::Multiply({b.kb, b.ldkb, nk, a.dk, b.qt, a.dk, 0, b.cols, nullptr, b.st, b.cols});
     }
+    if (write) WriteScores(a, ScoresStage::kScaled, b.q0, b.nq, k0, nk, b.st, b.cols);
     if (a.softcap > 0.0f) SoftCap(b, a.softcap, nk);
+    if (write) WriteScores(a, ScoresStage::kCapped, b.q0, b.nq, k0, nk, b.st, b.cols);
     MaskScores(a, b.q0, b.nq, k0, nk, b.st, b.cols);
+    if (write) WriteScores(a, ScoresStage::kMasked, b.q0, b.nq, k0, nk, b.st, b.cols);
   }
 
   // Folds one key block into m, l and O.
@@ -206,19 +213,23 @@ struct Attention {
   static float InverseSum(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
 
   // Second pass: probabilities and scores of keys [k0, k0 + nk) for the
-  // block's rows, as requested.
+  // block's rows, as requested. A block the first pass skipped has zero
+  // probabilities and masked scores of -inf; its scores before the masks
+  // are computed here, the one pass that visits it.
   static void WriteProbabilities(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
     const size_t at = b.q0 * a.tk + k0;
-    if (k0 >= b.key_end || k0 + nk <= b.key_begin || AllPadding(a, k0, nk)) {
+    const bool skipped = k0 >= b.key_end || k0 + nk <= b.key_begin || AllPadding(a, k0, nk);
+    if (skipped) {
       if (a.probs != nullptr) {
         for (size_t i = 0; i < b.nq; ++i) FillN(a.probs + at + i * a.tk, nk, 0.0f);
       }
-      if (a.scores != nullptr) WriteScores(a, b.q0, b.nq, k0, nk, nullptr, 0);
-      return;
+      if (a.scores == nullptr || a.scores_stage == ScoresStage::kMasked) {
+        WriteScores(a, ScoresStage::kMasked, b.q0, b.nq, k0, nk, nullptr, 0);
+        return;
+      }
     }
-    Scores(a, b, k0, nk);
-    if (a.scores != nullptr) WriteScores(a, b.q0, b.nq, k0, nk, b.st, b.cols);
-    if (a.probs == nullptr) return;
+    Scores(a, b, k0, nk, true);
+    if (skipped || a.probs == nullptr) return;
     float* out = a.probs + at;
     for (size_t j = 0; j < nk; ++j) {
       float* s = b.st + j * b.cols;

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
+#include "simd_attention/scores_stage.h"
 #include "simd_attention/weight_type.h"
 
 namespace simd_attention {
@@ -46,8 +48,10 @@ struct AttentionArgs {
   float scale;
   // Causal: key j visible to query i iff j <= i + causal_diagonal; tk - tq
   // aligns the last query with the last key (bottom-right, as when decoding
-  // with a cache). A block of queries starting at row q0 of a larger tq
-  // passes tk - tq + q0, and computes exactly what the whole call would.
+  // with a cache), and any other value puts query i at key position
+  // causal_diagonal + i (negative: the first queries see no key). A block
+  // of queries starting at row q0 of a larger tq passes the diagonal + q0,
+  // and computes exactly what the whole call would.
   bool causal;
   ptrdiff_t causal_diagonal;
   // With causal, keys up to window_right past the diagonal stay visible:
@@ -62,17 +66,26 @@ struct AttentionArgs {
   // before the masks; 0 = no cap.
   float softcap;
   const uint8_t* key_valid;    // [tk], 1 = real token; nullptr = all real
-  const float* additive_mask;  // [tq, tk] with row stride mask_ld; or nullptr
+  // [tq, masked_from] with row stride mask_ld; or nullptr.
+  const float* additive_mask;
   size_t mask_ld;
-  // [tq, tk] with row stride boolean_mask_ld, 1 = may attend; or nullptr.
+  // [tq, masked_from] with row stride boolean_mask_ld, 1 = may attend; or
+  // nullptr.
   const uint8_t* boolean_mask;
   size_t boolean_mask_ld;
+  // Keys j >= masked_from are hidden from every query: the masks cover the
+  // first masked_from keys only (ONNX pads a narrower mask with -inf), and
+  // the blocks past them are never visited.
+  size_t masked_from = std::numeric_limits<size_t>::max();
   float* z;  // [tq, dv] with row stride ldz
   size_t ldz;
   float* probs;  // [tq, tk] row-major; nullptr = not requested
-  // [tq, tk] row-major: the scores after scale, cap and masks (-inf where
-  // hidden), what the softmax takes; nullptr = not requested.
+  // [tq, tk] row-major: the scores at scores_stage (kMasked: after scale,
+  // cap and masks, -inf where hidden, what the softmax takes; the earlier
+  // stages for every key, the hidden ones computed too); nullptr = not
+  // requested.
   float* scores;
+  ScoresStage scores_stage = ScoresStage::kMasked;
   // [tq][2]: each query's softmax statistics, the largest score m and the
   // sum l of exp(score - m), from which the backward (attention_backward.h)
   // turns scores back into probabilities (l = 0: a query that sees no key).
@@ -100,10 +113,10 @@ bool AllPadding(const AttentionArgs& a, size_t k0, size_t nk);
 // Adds the additive mask and sets every hidden score of the tile to -inf.
 void MaskScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk, float* st,
                 size_t cols);
-// The tile's scores into a.scores; st == nullptr: all -inf (a block no query
-// sees).
-void WriteScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk,
-                 const float* st, size_t cols);
+// The tile's scores into a.scores if they are at the stage requested (and
+// scores are); st == nullptr: all -inf (a block no query sees).
+void WriteScores(const AttentionArgs& a, ScoresStage stage, size_t q0, size_t nq, size_t k0,
+                 size_t nk, const float* st, size_t cols);
 // After a pass over the query block [q0, q0 + nq) with its probabilities
 // times `scale`: the scale its next pass needs, or 0 for none. An unscaled
 // block whose output is finite needs none (z = O / l is finite exactly when

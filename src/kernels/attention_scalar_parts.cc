@@ -24,6 +24,8 @@ void VisibleKeys(const AttentionArgs& a, size_t q0, size_t nq, size_t& begin, si
   end = a.causal ? static_cast<size_t>(std::clamp<ptrdiff_t>(
                        diagonal + static_cast<ptrdiff_t>(nq) + a.window_right, 0, tk))
                  : a.tk;
+  end = std::min(end, a.masked_from);
+  begin = std::min(begin, end);
 }
 
 void PackScaledQueries(const AttentionArgs& a, size_t q0, size_t nq, size_t cols, size_t panel,
@@ -61,15 +63,18 @@ void MaskScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t 
       if (a.key_valid[k0 + j] == 0) std::fill_n(st + j * cols, cols, kNegInf);
     }
   }
+  // Keys past the masks are hidden (the second pass's blocks run past them).
+  const size_t masked = std::clamp(a.masked_from, k0, k0 + nk) - k0;
+  for (size_t j = masked; j < nk; ++j) std::fill_n(st + j * cols, cols, kNegInf);
   if (a.additive_mask != nullptr) {
-    for (size_t j = 0; j < nk; ++j) {
+    for (size_t j = 0; j < masked; ++j) {
       for (size_t i = 0; i < nq; ++i) {
         st[j * cols + i] += a.additive_mask[(q0 + i) * a.mask_ld + k0 + j];
       }
     }
   }
   if (a.boolean_mask != nullptr) {
-    for (size_t j = 0; j < nk; ++j) {
+    for (size_t j = 0; j < masked; ++j) {
       for (size_t i = 0; i < nq; ++i) {
         if (a.boolean_mask[(q0 + i) * a.boolean_mask_ld + k0 + j] == 0) st[j * cols + i] = kNegInf;
       }
@@ -101,8 +106,9 @@ void MaskScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t 
   }
 }
 
-void WriteScores(const AttentionArgs& a, size_t q0, size_t nq, size_t k0, size_t nk,
-                 const float* st, size_t cols) {
+void WriteScores(const AttentionArgs& a, ScoresStage stage, size_t q0, size_t nq, size_t k0,
+                 size_t nk, const float* st, size_t cols) {
+  if (a.scores == nullptr || stage != a.scores_stage) return;
   float* out = a.scores + q0 * a.tk + k0;
   for (size_t i = 0; i < nq; ++i) {
     for (size_t j = 0; j < nk; ++j) {

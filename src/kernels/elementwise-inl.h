@@ -1,9 +1,10 @@
 // LayerNorm, RMSNorm, FFN activations, the gated product and the residual
-// add over a vector layer `Ops`, and the backward of LayerNorm and of the
-// activations. Rows are processed a vector at a time with a scalar tail, so any
-// width works; the scalar tail runs the same formulas through ScalarOps, the
-// one-float vector layer (Ops on a partial vector would need a masked load,
-// which the vector layer deliberately does not have).
+// add over a vector layer `Ops`, and the backward of LayerNorm, RMSNorm,
+// the activations and the gated product. Rows are processed a vector at a
+// time with a scalar tail, so any width works; the scalar tail runs the same
+// formulas through ScalarOps, the one-float vector layer (Ops on a partial
+// vector would need a masked load, which the vector layer deliberately does
+// not have).
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file, after the Ops layer, ops_scalar-inl.h and exp-inl.h.
@@ -100,9 +101,11 @@ struct Elementwise {
     return d;
   }
 
-  // d_x = d_y * act'(x) over n elements.
-  static void ActivationBackward(Activation act, const float* x, const float* d_y, size_t n,
-                                 float* d_x) {
+  // d_x = d_y * act'(x) over n elements. Never inlined: the gated
+  // product's backward calls it too, and a copy of its four derivatives
+  // there was 3.6 kB of .wasm per table.
+  [[gnu::noinline]] static void ActivationBackward(Activation act, const float* x,
+                                                   const float* d_y, size_t n, float* d_x) {
     size_t i = 0;
     for (; i + kL <= n; i += kL) {
       Ops::Store(ActivationGradient<V, Ops>(act, Ops::Load(x + i), Ops::Load(d_y + i)), d_x + i);
@@ -120,20 +123,40 @@ struct Elementwise {
 
   // A gated FFN's hidden units, `rows` rows of n: out = act(gate) * up, where
   // row r's gate is gate_up + r * ld and its up the n floats after it (one
-  // GEMM wrote both halves); out (row stride n) may alias gate_up's rows
-  // when ld == n... it never does here: out is its own buffer.
-  static void GatedActivation(Activation act, const float* gate_up, size_t rows, size_t n,
-                              size_t ld, float* out) {
+  // GEMM wrote both halves); out, row stride n, aliases neither. The gate is
+  // activated in place by ApplyActivation (one copy of each activation's
+  // code: a fused loop inlined them all again, 2.5 kB of .wasm per table),
+  // then multiplied while it is still in L1.
+  static void GatedActivation(Activation act, float* gate_up, size_t rows, size_t n, size_t ld,
+                              float* out) {
     for (size_t r = 0; r < rows; ++r) {
-      const float* gate = gate_up + r * ld;
-      const float* up = gate + n;
-      float* o = out + r * n;
-      size_t i = 0;
-      for (; i + kL <= n; i += kL) {
-        Ops::Store(Ops::Mul(Activate<V, Ops>(act, Ops::Load(gate + i)), Ops::Load(up + i)), o + i);
-      }
-      for (; i < n; ++i) o[i] = Activate<float, ScalarOps>(act, gate[i]) * up[i];
+      float* gate = gate_up + r * ld;
+      ApplyActivation(act, gate, n);
+      Mul(gate, gate + n, n, out + r * n);
     }
+  }
+
+  // out = x * y (out may alias either).
+  static void Mul(const float* x, const float* y, size_t n, float* out) {
+    size_t i = 0;
+    for (; i + kL <= n; i += kL) {
+      Ops::Store(Ops::Mul(Ops::Load(x + i), Ops::Load(y + i)), out + i);
+    }
+    for (; i < n; ++i) out[i] = x[i] * y[i];
+  }
+
+  // 1 / sqrt(mean(x^2) + eps) of a row, the mean square accumulated in
+  // float32; RMSNorm's forward and backward compute it alike.
+  static float InverseRms(const float* in, size_t d, float eps) {
+    V acc = Ops::Zero();
+    size_t i = 0;
+    for (; i + kL <= d; i += kL) {
+      const V v = Ops::Load(in + i);
+      acc = Ops::MulAdd(v, v, acc);
+    }
+    float squares = Ops::ReduceSum(acc);
+    for (; i < d; ++i) squares += in[i] * in[i];
+    return 1.0f / std::sqrt(squares / float(d) + eps);
   }
 
   // RMSNorm of each of `rows` rows of width d (row r at x + r * ld, written at
@@ -144,17 +167,10 @@ struct Elementwise {
     for (size_t r = 0; r < rows; ++r) {
       const float* in = x + r * ld;
       float* o = out + r * ld;
-      V acc = Ops::Zero();
+      const float inv = InverseRms(in, d, eps);
+      const V vinv = Ops::Set(inv);
       size_t i = 0;
       for (; i + kL <= d; i += kL) {
-        const V v = Ops::Load(in + i);
-        acc = Ops::MulAdd(v, v, acc);
-      }
-      float squares = Ops::ReduceSum(acc);
-      for (; i < d; ++i) squares += in[i] * in[i];
-      const float inv = 1.0f / std::sqrt(squares / float(d) + eps);
-      const V vinv = Ops::Set(inv);
-      for (i = 0; i + kL <= d; i += kL) {
         Ops::Store(Ops::Mul(Ops::Mul(Ops::Load(in + i), vinv), Ops::Load(gamma + i)), o + i);
       }
       for (; i < d; ++i) o[i] = in[i] * inv * gamma[i];
@@ -264,6 +280,69 @@ struct Elementwise {
       for (; i < d; ++i) {
         dx[i] = (dy[i] * gamma[i] - sg / float(d) - dx[i] * (sgx / float(d))) * inv;
       }
+    }
+  }
+  // The backward of RMSNorm for each of `rows` rows of x (the forward's
+  // input, rows of d; its 1 / rms recomputed as the forward computed it),
+  // given d_y: with xhat = x / rms and g = d_y * gamma,
+  //   d_x = (g - xhat * mean(g * xhat)) / rms
+  // (LayerNorm's without the mean terms), and d_y * xhat into dy_xhat,
+  // whose column sums are d_gamma; no aliasing.
+  static void RmsNormBackward(const float* x, size_t rows, size_t d, const float* gamma,
+                              float eps, const float* d_y, float* d_x, float* dy_xhat) {
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = x + r * d;
+      const float* dy = d_y + r * d;
+      float* dx = d_x + r * d;
+      float* dyx = dy_xhat + r * d;
+      const float inv = InverseRms(in, d, eps);
+      const V vinv = Ops::Set(inv);
+      // xhat into dx for now; the sum of g * xhat.
+      V sum_gx = Ops::Zero();
+      size_t i = 0;
+      for (; i + kL <= d; i += kL) {
+        const V xhat = Ops::Mul(Ops::Load(in + i), vinv);
+        const V g = Ops::Mul(Ops::Load(dy + i), Ops::Load(gamma + i));
+        Ops::Store(xhat, dx + i);
+        Ops::Store(Ops::Mul(Ops::Load(dy + i), xhat), dyx + i);
+        sum_gx = Ops::MulAdd(g, xhat, sum_gx);
+      }
+      float sgx = Ops::ReduceSum(sum_gx);
+      for (; i < d; ++i) {
+        const float xhat = in[i] * inv;
+        dx[i] = xhat;
+        dyx[i] = dy[i] * xhat;
+        sgx += dy[i] * gamma[i] * xhat;
+      }
+      const V mean_gx = Ops::Set(sgx / float(d));
+      for (i = 0; i + kL <= d; i += kL) {
+        const V g = Ops::Mul(Ops::Load(dy + i), Ops::Load(gamma + i));
+        const V centred = Ops::Sub(g, Ops::Mul(Ops::Load(dx + i), mean_gx));
+        Ops::Store(Ops::Mul(centred, vinv), dx + i);
+      }
+      for (; i < d; ++i) dx[i] = (dy[i] * gamma[i] - dx[i] * (sgx / float(d))) * inv;
+    }
+  }
+
+  // The backward of GatedActivation for each of `rows` rows: gate g at
+  // gate_up + r * ld and up u the n floats after it, as the GEMM wrote them
+  // (before the activation), d_hidden row r at d_hidden + r * n:
+  //   d_gate = d_hidden * u * act'(g),  d_up = d_hidden * act(g),
+  // into d_gate_up laid out as gate_up; no aliasing. Built from the
+  // activation's forward and backward, one copy of each.
+  static void GatedActivationBackward(Activation act, const float* gate_up,
+                                      const float* d_hidden, size_t rows, size_t n, size_t ld,
+                                      float* d_gate_up) {
+    for (size_t r = 0; r < rows; ++r) {
+      const float* gate = gate_up + r * ld;
+      const float* dh = d_hidden + r * n;
+      float* d_gate = d_gate_up + r * ld;
+      float* d_up = d_gate + n;
+      Mul(dh, gate + n, n, d_gate);
+      ActivationBackward(act, gate, d_gate, n, d_gate);
+      std::copy_n(gate, n, d_up);
+      ApplyActivation(act, d_up, n);
+      Mul(d_up, dh, n, d_up);
     }
   }
 };

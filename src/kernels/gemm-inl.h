@@ -6,6 +6,9 @@
 // instantiation file, after the Ops layer and copy-inl.h.
 
 template <class Ops>
+struct Int8Gemm;  // int8_gemm-inl.h: int8 weights multiply in integers
+
+template <class Ops>
 struct Gemm {
   using V = typename Ops::V;
   static constexpr size_t kL = Ops::kLanes;
@@ -145,32 +148,15 @@ struct Gemm {
   // The m rows are split into tiles of near-equal height (10 rows on
   // AVX-512: 5 + 5, not 8 + 2) unless that leaves tiles under 4 rows, which
   // would need split-K chains (see Chains): then kRows and one short tile.
-  // Rows k0..k0+kc of a panel of narrow weights widened into the float
-  // slice `wide`, int8 ones times their column scales (one rounding, as a
-  // float weight has). A separate pass, once per panel slice: memory and L2
-  // see the narrow bytes, and the one float micro-kernel serves every weight
+  // Rows k0..k0+kc of a panel of 16-bit floats widened into the float
+  // slice `wide`. A separate pass, once per panel slice: memory and L2 see
+  // the narrow bytes, and the one float micro-kernel serves every 16-bit
   // type and row count, each type costing this loop instead of a kernel.
-  // Not for one row of A (a decoding step, RowTimes16). int8 with few rows
-  // has its integer kernel (int8_gemv.h). int8 panels interleave K pairs
-  // (gemm.h): the pairwise multiply-add by the pair (1, 0) or (0, 1) picks
-  // one row's weights.
+  // Not for one row of A (a decoding step, RowTimes16). int8 weights have
+  // their integer kernel (int8_gemm.h).
   template <class W>
-  static void WidenSlice(const void* panel, size_t k0, size_t kc, const float* scales,
-                         float* wide) {
-    if constexpr (std::is_same_v<W, int8_t>) {
-      const int8_t* narrow = static_cast<const int8_t*>(panel);
-      for (size_t kk = 0; kk < kc; ++kk) {
-        const size_t row = k0 + kk;
-        const int8_t* pair = narrow + (row - row % 2) * kPanel;
-        const int32_t pick = row % 2 == 0 ? 1 : 1 << 16;
-        for (size_t v = 0; v < kVecs; ++v) {
-          const V w = Ops::ToFloat(Ops::MulAddPairs(pair + v * 2 * kL, pick, Ops::ZeroI()));
-          Ops::Store(Ops::Mul(w, Ops::Load(scales + v * kL)), wide + kk * kPanel + v * kL);
-        }
-      }
-    } else {
-      WidenN(static_cast<const W*>(panel) + k0 * kPanel, kc * kPanel, wide);
-    }
+  static void WidenSlice(const void* panel, size_t k0, size_t kc, float* wide) {
+    WidenN(static_cast<const W*>(panel) + k0 * kPanel, kc * kPanel, wide);
   }
 
   // n 16-bit floats (n a multiple of kL) widened into `wide`. Out of line,
@@ -211,6 +197,7 @@ struct Gemm {
   static void Multiply(const GemmArgs& g) {
     if (g.m == 0) return;
     const WeightType type = HeldType(g.weight_type);
+    if (type == WeightType::kInt8) return Int8Gemm<Ops>::Multiply(g);
     const size_t bytes = WeightBytes(type);
     const char* packed_b = static_cast<const char*>(g.packed_b);
     alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
@@ -224,8 +211,7 @@ struct Gemm {
     // walks each panel whole, so a matrix is read as one sequential stream,
     // not as a stream per panel jumping to the next K block (a decoding
     // step streams its weights from DRAM once a model outgrows the L3).
-    // int8 widens its slices into `wide`, which holds one K block.
-    const size_t k_block = g.m == 1 && type != WeightType::kInt8 ? g.k : kPanelRows;
+    const size_t k_block = g.m == 1 ? g.k : kPanelRows;
     for (size_t k0 = 0; k0 < g.k; k0 += k_block) {
       const size_t kc = std::min(k_block, g.k - k0);
       const bool accumulate = k0 != 0;
@@ -242,17 +228,15 @@ struct Gemm {
             break;
           case WeightType::kF16:
             if (one_row_16) break;
-            WidenSlice<F16Bits>(panel_start, g.k_begin + k0, kc, nullptr, wide);
+            WidenSlice<F16Bits>(panel_start, g.k_begin + k0, kc, wide);
             panel = wide;
             break;
           case WeightType::kBF16:
             if (one_row_16) break;
-            WidenSlice<BF16Bits>(panel_start, g.k_begin + k0, kc, nullptr, wide);
+            WidenSlice<BF16Bits>(panel_start, g.k_begin + k0, kc, wide);
             panel = wide;
             break;
-          case WeightType::kInt8:
-            WidenSlice<int8_t>(panel_start, g.k_begin + k0, kc, g.packed_scales + col0, wide);
-            panel = wide;
+          case WeightType::kInt8:  // Int8Gemm, above
             break;
         }
         // Next: this K block of the next panel, else the next K block of

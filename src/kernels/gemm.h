@@ -107,20 +107,29 @@ inline constexpr Bits16Form kBF16Form{1 << 16, -1, 1.0f};
 // int8 panels hold K rounded up to whole pairs of rows (a zero row pads an
 // odd K), and each pair of rows interleaved per column: element (k, c) of a
 // panel is byte (k / 2) * 2 * W + 2 * c + k % 2. The integer kernel
-// (int8_gemv.h) then loads a column's two weights of a K pair as the
+// (int8_gemm.h) then loads a column's two weights of a K pair as the
 // adjacent int16 lanes that a pairwise multiply-add (pmaddwd,
-// i32x4.dot_i16x8_s) takes; the widening path picks either row of a pair
-// with the same operation.
+// i32x4.dot_i16x8_s) takes.
 inline size_t PanelRows(WeightType type, size_t rows) {
   return type == WeightType::kInt8 ? rows + rows % 2 : rows;
 }
+
+// The activations of an int8 product quantized ahead of the kernel (for
+// every task of a split product, int8_activations.h), in the layout of
+// Int8Words (int8_gemm.h), and each row's step.
+struct Int8Rows {
+  const int32_t* words;
+  const float* scales;
+};
 
 // C[m, n] = A[m, k] * B[k, n] (+ bias), B given as packed panels (see
 // kernels/gemm.h) of weight_type elements, each panel PanelRows(weight_type,
 // packed_rows) rows high. `k_begin` selects rows
 // k_begin..k_begin+k of the packed B, so a head's slice of W_O is multiplied
 // without repacking. int8 panels come with packed_scales: one float per
-// column (padded to whole panels, as the bias), applied once per C tile.
+// column (padded to whole panels, as the bias), applied once per C tile;
+// int8_rows, when given, holds A quantized, which the integer GEMM then
+// reads instead of quantizing A itself.
 struct GemmArgs {
   const float* a;
   size_t lda;
@@ -135,6 +144,7 @@ struct GemmArgs {
   size_t ldc;
   WeightType weight_type = WeightType::kF32;
   const float* packed_scales = nullptr;
+  const Int8Rows* int8_rows = nullptr;
 };
 
 }  // namespace simd_attention

@@ -2,8 +2,9 @@
 // of the kernels.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after gemm-inl.h, int8_gemv-inl.h, attention-inl.h,
-// attention_backward-inl.h, rope-inl.h, elementwise-inl.h and optimizer-inl.h.
+// instantiation file, after gemm-inl.h, int8_gemm-inl.h, attention-inl.h,
+// attention_backward-inl.h, rope-inl.h, elementwise-inl.h
+// and optimizer-inl.h.
 
 template <class Ops>
 KernelTable MakeKernelTable(const char* name, Backend backend) {
@@ -18,7 +19,7 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.gemm = &Gemm<Ops>::Multiply;
   // The training module holds no int8 weights and refuses config.rope
   // (training_module.h): their kernels are left out of it.
-  t.int8_gemv = kTrainingModule ? nullptr : &Int8Gemv<Ops>::Multiply;
+  t.int8_quantize = kTrainingModule ? nullptr : &Int8Gemm<Ops>::Quantize;
   t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
   t.attention = &Attention<Ops>::Run;
   t.rope = kTrainingModule ? nullptr : &Rope<Ops>::Rotate;
@@ -37,6 +38,8 @@ TrainingKernels MakeTrainingKernels() {
   t.attention_backward = &AttentionBackward<Ops>::Run;
   t.activation_backward = &Elementwise<Ops>::ActivationBackward;
   t.layer_norm_backward = &Elementwise<Ops>::LayerNormBackward;
+  t.rms_norm_backward = &Elementwise<Ops>::RmsNormBackward;
+  t.gated_activation_backward = &Elementwise<Ops>::GatedActivationBackward;
   t.sgd = &Optimizers<Ops>::Sgd;
   t.adam = &Optimizers<Ops>::Adam;
   return t;

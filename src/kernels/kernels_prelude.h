@@ -9,13 +9,14 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "dispatch/kernel_table.h"
 #include "kernels/attention.h"
 #include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
-#include "kernels/int8_gemv.h"
+#include "kernels/int8_gemm.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"

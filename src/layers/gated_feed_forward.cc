@@ -65,9 +65,10 @@ void GatedFeedForward::SetWeights(const GatedFfnWeights& w) {
   PackedMatrix gate_up = PackWeights(*kernels_, both, scales, bias, d, 2 * f, weights_);
   down_ = PackWeights(*kernels_, down.values, down.scales, b_down, f, d, weights_);
   gate_up_ = std::move(gate_up);
+  training_.reset();  // transposes and gradients of the old weights
 }
 
-void GatedFeedForward::Forward(const float* x, size_t rows, float* out) {
+void GatedFeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* record) {
   if (down_.empty()) throw std::logic_error("GatedFeedForward: forward before SetWeights");
   const size_t f = ffn_dim_;
   const size_t both = CheckedCount("gated feed-forward hidden units",
@@ -75,11 +76,16 @@ void GatedFeedForward::Forward(const float* x, size_t rows, float* out) {
   if (gate_up_out_.size() < both) gate_up_out_.resize(both);
   if (hidden_.size() < both / 2) hidden_.resize(both / 2);
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, gate_up_, gate_up_out_.data(), 2 * f);
+  if (record != nullptr) {
+    record->input.assign(x, x + rows * d_model_);
+    record->pre_activation.assign(gate_up_out_.begin(), gate_up_out_.begin() + both);
+  }
   // The gate's activation and the product, ~0.5 ns an element, by rows.
   ParallelRanges(*pool_, rows, SplitWork(*pool_, 0.5 * double(rows * f), rows), [&](size_t begin, size_t end) {
     kernels_->gated_activation(activation_, gate_up_out_.data() + begin * 2 * f, end - begin, f,
                                2 * f, hidden_.data() + begin * f);
   });
+  if (record != nullptr) record->hidden.assign(hidden_.begin(), hidden_.begin() + both / 2);
   ParallelMultiplyPacked(*pool_, *kernels_, hidden_.data(), rows, down_, out, d_model_);
 }
 

@@ -39,6 +39,9 @@ void BlockNorm::SetWeights(std::string_view name, std::span<const float> gamma,
   }
   gamma_ = std::move(scales);
   beta_ = std::move(shift);
+  stored_gamma_.clear();
+  if (Traits(kind_).plus_one) stored_gamma_.assign(gamma.begin(), gamma.end());
+  training_.reset();  // the gradients belonged to the old weights
 }
 
 void BlockNorm::Forward(const char* what, const float* x, size_t rows, float* out) const {

@@ -6,22 +6,11 @@
 #include "checks/checked_size.h"
 #include "checks/validate.h"
 #include "dispatch/dispatch.h"
-#include "layers/gated_feed_forward.h"
-#include "layers/norms.h"
 #include "layers/residual.h"
+#include "layers/transformer_block_parts.h"
+#include "training/training_build.h"
 
 namespace simd_attention {
-
-struct TransformerBlock::Part {
-  Sublayer sublayer;
-  std::string name;  // "sublayers[1] (gated_ffn)", for messages
-  BlockNorm norm;
-  std::unique_ptr<BlockNorm> output_norm;  // kSandwich
-  std::unique_ptr<MultiHeadAttention> attention;
-  std::unique_ptr<FeedForward> ffn;
-  std::unique_ptr<GatedFeedForward> gated_ffn;
-};
-
 namespace {
 
 BlockConfig Resolve(BlockConfig c) {
@@ -75,19 +64,28 @@ MhaConfig AttentionConfig(const BlockConfig& c, MixerKind mixer) {
   return m;
 }
 
-// Runs f, prefixing the message of what it throws with `part` (keeping the
-// exception's type, which says what kind of error it is).
+// Runs f, prefixing the message of an invalid argument with `prefix`.
+// (What the caller gave is a std::invalid_argument; a size too large to
+// allocate names its own computation.) Without a prefix, f's own.
 template <class F>
-void InPart(const std::string& part, F&& f) {
+void Prefixed(const std::string& prefix, F&& f) {
+  if (prefix.empty()) return f();
   try {
     f();
-  } catch (const SizeLimitError& e) {
-    throw SizeLimitError(part + ": " + e.what());
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(part + ": " + e.what());
-  } catch (const std::range_error& e) {
-    throw std::range_error(part + ": " + e.what());
+    throw std::invalid_argument(prefix + e.what());
   }
+}
+
+// The self-attentions' options of a forward.
+MhaOptions SelfOptions(const BlockOptions& o, bool training) {
+  MhaOptions self = SelfAttentionMhaOptions(o.self_attention);
+  self.causal = o.causal;
+  self.causal_alignment = o.causal_alignment;
+  self.key_padding_mask = o.key_padding_mask;
+  self.position_offset = o.position_offset;
+  self.training = training;
+  return self;
 }
 
 std::vector<float> ZerosIfEmpty(std::span<const float> b, size_t n) {
@@ -101,12 +99,22 @@ TransformerBlock::TransformerBlock(const BlockConfig& config)
 
 TransformerBlock::TransformerBlock(const BlockConfig& config, const KernelTable& kernels,
                                    std::shared_ptr<ThreadPool> pool)
-    : config_(Resolve(config)), kernels_(&kernels) {
+    : TransformerBlock(config, kernels, std::move(pool), {}, false) {}
+
+TransformerBlock::TransformerBlock(const BlockConfig& config, const KernelTable& kernels,
+                                   std::shared_ptr<ThreadPool> pool,
+                                   std::vector<PartNames> names, bool biases_required)
+    : config_(Resolve(config)), kernels_(&kernels), biases_required_(biases_required) {
   pool_ = pool != nullptr ? std::move(pool) : SharedThreadPool(config_.threads);
   for (size_t i = 0; i < config_.sublayers.size(); ++i) {
     const Sublayer& s = config_.sublayers[i];
-    Part part{s,
-              "sublayers[" + std::to_string(i) + "] (" + Traits(s.mixer).name + ")",
+    if (names.size() <= i) {  // a block's own
+      const std::string name =
+          Cat({"sublayers[", std::to_string(i), "] (", Traits(s.mixer).name, ")"});
+      names.push_back({name, name + ": ", name + ": norm", name + ": output_norm",
+                       "the input of a sublayer's norm", "the residual sum of a sublayer"});
+    }
+    Part part{s, std::move(names[i]),
               BlockNorm(config_.norm, config_.d_model, float(config_.eps), kernels, pool_),
               nullptr, nullptr, nullptr, nullptr};
     if (Traits(s.norm).output_norm) {
@@ -158,25 +166,24 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
   for (size_t i = 0; i < parts_.size(); ++i) {
     const Part& old = parts_[i];
     const SublayerWeights& w = weights[i];
-    Part part{old.sublayer, old.name,
+    Part part{old.sublayer, old.names,
               BlockNorm(config_.norm, d, float(config_.eps), *kernels_, pool_),
               nullptr, nullptr, nullptr, nullptr};
-    InPart(old.name, [&] {
-      part.norm.SetWeights("norm", w.norm.gamma, w.norm.beta);
-      if (old.output_norm != nullptr) {
-        part.output_norm =
-            std::make_unique<BlockNorm>(config_.norm, d, float(config_.eps), *kernels_, pool_);
-        part.output_norm->SetWeights("output_norm", w.output_norm.gamma, w.output_norm.beta);
-      }
+    const PartNames& n = old.names;
+    // Biases left empty are zero, unless the layers' form requires them.
+    const auto bias = [&](std::span<const float> b, size_t size) {
+      return biases_required_ ? std::vector<float>(b.begin(), b.end()) : ZerosIfEmpty(b, size);
+    };
+    Prefixed(n.mixer, [&] {
       if (old.attention != nullptr) {
         part.attention = std::make_unique<MultiHeadAttention>(old.attention->config(), *kernels_,
                                                               pool_);
         const MhaConfig& c = old.attention->config();
         const size_t hk = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
-        const std::vector<float> b_q = ZerosIfEmpty(w.attention.b_q, hk);
-        const std::vector<float> b_k = ZerosIfEmpty(w.attention.b_k, kv);
-        const std::vector<float> b_v = ZerosIfEmpty(w.attention.b_v, kv);
-        const std::vector<float> b_o = ZerosIfEmpty(w.attention.b_o, d);
+        const std::vector<float> b_q = bias(w.attention.b_q, hk);
+        const std::vector<float> b_k = bias(w.attention.b_k, kv);
+        const std::vector<float> b_v = bias(w.attention.b_v, kv);
+        const std::vector<float> b_o = bias(w.attention.b_o, d);
         MhaWeights a = w.attention;
         a.b_q = b_q;
         a.b_k = b_k;
@@ -187,8 +194,8 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
       if (old.ffn != nullptr) {
         part.ffn = std::make_unique<FeedForward>(d, config_.ffn_dim, config_.activation,
                                                  *kernels_, pool_, config_.weights);
-        const std::vector<float> b1 = ZerosIfEmpty(w.ffn.b1, config_.ffn_dim);
-        const std::vector<float> b2 = ZerosIfEmpty(w.ffn.b2, d);
+        const std::vector<float> b1 = bias(w.ffn.b1, config_.ffn_dim);
+        const std::vector<float> b2 = bias(w.ffn.b2, d);
         FfnWeights f = w.ffn;
         f.b1 = b1;
         f.b2 = b2;
@@ -200,16 +207,24 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
         part.gated_ffn->SetWeights(w.gated_ffn);
       }
     });
+    part.norm.SetWeights(n.norm, w.norm.gamma, w.norm.beta);
+    if (old.output_norm != nullptr) {
+      part.output_norm =
+          std::make_unique<BlockNorm>(config_.norm, d, float(config_.eps), *kernels_, pool_);
+      part.output_norm->SetWeights(n.output_norm, w.output_norm.gamma, w.output_norm.beta);
+    }
     fresh.push_back(std::move(part));
   }
   parts_ = std::move(fresh);
   has_weights_ = true;
+  if (kTrainingBuild) record_.reset();  // it belonged to the old weights
 }
 
 template <class Attend>
 void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
-                           const Attend& attend) {
+                           const Attend& attend, Record* record) {
   const size_t d = config_.d_model, rows = batch * tokens;
+  const bool keep = kTrainingBuild && record != nullptr;  // never without training
   std::vector<float> normed(h.size()), out(h.size()), sum;
   for (size_t i = 0; i < parts_.size();) {
     size_t end = i + 1;
@@ -219,25 +234,30 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
     std::vector<float>& target = end - i > 1 ? sum : h;
     for (size_t k = i; k < end; ++k) {
       Part& p = parts_[k];
+      SublayerRecord* r = keep ? &record->sublayers[k] : nullptr;
       const bool post = p.sublayer.norm == NormPlacement::kPost;
       const float* in = h.data();
       if (!post) {
-        p.norm.Forward("the input of a sublayer's norm", h.data(), rows, normed.data());
+        if (r != nullptr) r->norm_input = h;
+        p.norm.Forward(p.names.norm_input, h.data(), rows, normed.data());
         in = normed.data();
       }
       if (p.attention != nullptr) {
         out = attend(k, Tensor3{{in, rows * d}, batch, tokens, d});
       } else if (p.ffn != nullptr) {
-        p.ffn->Forward(in, rows, out.data());
+        p.ffn->Forward(in, rows, out.data(), r != nullptr ? &r->ffn : nullptr);
       } else {
-        p.gated_ffn->Forward(in, rows, out.data());
+        p.gated_ffn->Forward(in, rows, out.data(), r != nullptr ? &r->ffn : nullptr);
       }
       if (p.output_norm != nullptr) {
+        if (r != nullptr) r->output_norm_input = out;
         p.output_norm->Forward("the output of a sublayer", out.data(), rows, out.data());
       }
-      AddResidual(p.name.c_str(), *pool_, *kernels_, target, out);
-      if (post) p.norm.Forward("the residual sum of a sublayer", target.data(), rows,
-                               target.data());
+      AddResidual(p.names.name.c_str(), *pool_, *kernels_, target, out);
+      if (post) {
+        if (r != nullptr) r->norm_input = target;
+        p.norm.Forward(p.names.norm_sum, target.data(), rows, target.data());
+      }
     }
     if (end - i > 1) h.swap(sum);
     i = end;
@@ -247,8 +267,8 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
 std::vector<float> TransformerBlock::Forward(const Tensor3& x, const BlockOptions& options) {
   for (const Part& p : parts_) {
     if (p.sublayer.mixer == MixerKind::kCrossAttention) {
-      throw std::invalid_argument("memory: the block's " + p.name + " attends to a memory, so "
-                                  "forward expects one, got none");
+      throw std::invalid_argument("memory: the block's " + p.names.name +
+                                  " attends to a memory, so forward expects one, got none");
     }
   }
   return Forward(x, Tensor3{}, options);
@@ -264,21 +284,58 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Tensor3& me
     CheckTensor("memory", memory, config_.d_model, config_.names->d_model);
     CheckEqual("memory.batch", memory.batch, x.batch, "x.batch");
   }
-  MhaOptions self = SelfAttentionMhaOptions(options.self_attention);
-  self.causal = options.causal;
-  self.causal_alignment = options.causal_alignment;
-  self.key_padding_mask = options.key_padding_mask;
-  self.position_offset = options.position_offset;
+  const bool training = TrainingRequested(options.training);
+  const MhaOptions self = SelfOptions(options, training);
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
+  across.training = training;
+  Record* record = nullptr;
+  if constexpr (kTrainingBuild) {
+    if (record_ != nullptr) record_->ready = false;  // what Backward reads
+    if (training) record = &StartRecord(x.batch, x.tokens);
+  }
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
     MultiHeadAttention& a = *parts_[k].attention;
     return parts_[k].sublayer.mixer == MixerKind::kSelfAttention
                ? a.Forward(in, self).output
                : a.Forward(in, memory, memory, across).output;
+  }, record);
+  if (record != nullptr) record->ready = true;
+  return h;
+}
+
+std::vector<float> TransformerBlock::Forward(const Tensor3& x, const PrecomputedKV& memory,
+                                             const BlockOptions& options) {
+  if (TrainingRequested(options.training)) {
+    throw std::invalid_argument(
+        "options.training: a precomputed memory keeps no memory to differentiate, expected "
+        "false, got true (train through Forward(x, memory))");
+  }
+  if (!has_weights_) throw std::logic_error("TransformerBlock: forward before SetWeights");
+  const ArgNames& n = *config_.names;
+  CheckTensor("x", x, config_.d_model, n.d_model);
+  CheckEqual("x.batch", x.batch, memory.batch(), "batch of the precomputed memory");
+  if (!options.memory_key_padding_mask.empty()) {
+    CheckLength(n.memory_key_padding_mask, options.memory_key_padding_mask.size(),
+                {memory.batch(), memory.tokens()});
+  }
+  const MhaOptions self = SelfOptions(options, false);
+  MhaOptions across;
+  across.key_padding_mask = options.memory_key_padding_mask;
+  if (kTrainingBuild && record_ != nullptr) record_->ready = false;
+  std::vector<float> h(x.data.begin(), x.data.end());
+  Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
+    MultiHeadAttention& a = *parts_[k].attention;
+    return parts_[k].sublayer.mixer == MixerKind::kSelfAttention
+               ? a.Forward(in, self).output
+               : a.Forward(in, memory, across).output;
   });
   return h;
+}
+
+MultiHeadAttention& TransformerBlock::attention(size_t sublayer) const {
+  return *parts_[sublayer].attention;
 }
 
 const MultiHeadAttention& TransformerBlock::SelfAttention(const char* where) const {
@@ -305,6 +362,7 @@ KVCache TransformerBlock::CreateKVCache(size_t batch, size_t max_length) const {
 
 PrecomputedKV TransformerBlock::PrecomputeMemory(const Tensor3& memory,
                                                  std::span<const uint8_t> key_padding_mask) {
+  CheckTensor("memory", memory, config_.d_model, config_.names->d_model);
   for (Part& p : parts_) {
     if (p.sublayer.mixer == MixerKind::kCrossAttention) {
       return p.attention->PrecomputeKeyValue(memory, key_padding_mask);
@@ -321,13 +379,17 @@ std::vector<float> TransformerBlock::ForwardIncremental(const Tensor3& x, KVCach
   CheckTensor("x", x, config_.d_model, config_.names->d_model);
   for (const Part& p : parts_) {
     if (p.sublayer.mixer == MixerKind::kCrossAttention && memory == nullptr) {
-      throw std::invalid_argument("memory: the block's " + p.name + " attends to a memory, so "
-                                  "ForwardIncremental expects its precomputed keys and values, "
-                                  "got none");
+      throw std::invalid_argument("memory: the block's " + p.names.name +
+                                  " attends to a memory, so ForwardIncremental expects its "
+                                  "precomputed keys and values, got none");
     }
+  }
+  if (memory != nullptr) {
+    CheckEqual("x.batch", x.batch, memory->batch(), "batch of the precomputed memory");
   }
   const MhaOptions self = SelfAttentionMhaOptions(self_attention);
   const size_t before = cache.length();
+  if (kTrainingBuild && record_ != nullptr) record_->ready = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   try {
     Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
@@ -353,5 +415,16 @@ size_t TransformerBlock::WeightBytes() const {
   }
   return bytes;
 }
+
+#if !SA_TRAINING
+// A build without training links no backward and no optimizer, so nothing
+// calls these; defined here, they keep the training code's out of the
+// block's vtable (a training build's are in
+// training/transformer_block_backward.cc).
+void TransformerBlock::TrainableParameters(std::vector<Parameter>&, std::string_view) {
+  RefuseTrainingInThisBuild();
+}
+void TransformerBlock::ParametersUpdated() {}
+#endif
 
 }  // namespace simd_attention

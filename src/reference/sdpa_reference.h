@@ -8,9 +8,13 @@
 namespace simd_attention {
 
 // Index of (b, h, i, j) in a mask of `shape` ([Tq, Tk] or [B or 1, H or 1,
-// Tq, Tk]; empty = [Tq, Tk]) broadcast to [B, H, Tq, Tk].
+// Tq, Tk]; empty = [Tq, Tk]) broadcast to [B, H, Tq, Tk]; its last
+// dimension may be less than Tk, and then key j must be below it (the keys
+// past it are masked).
 size_t ReferenceMaskIndex(const std::vector<size_t>& shape, size_t b, size_t h, size_t i,
                           size_t j, size_t tq, size_t tk);
+// The keys a mask of `shape` covers: its last dimension, or tk.
+size_t ReferenceMaskKeys(const std::vector<size_t>& shape, size_t tk);
 
 // Inputs must be valid (ScaledDotProductAttention::Forward would accept
 // them): the reference checks nothing. Fills every output of SdpaResult.

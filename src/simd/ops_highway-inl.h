@@ -19,11 +19,18 @@
 //   Widen(bits, form)      the same from kLanes 16-bit floats of either
 //                          kind, the kind given as data (gemm.h)
 //   VI ZeroI ToFloat       vector of kLanes int32; zero; converted to float
-//   MulAddPairs(w, pair, acc)
-//                          acc + w[2i] * lo + w[2i+1] * hi in int32 lane i:
-//                          2 * kLanes int8 at w widened to int16, times the
-//                          two int16 of `pair` (lo in its low half); x86
-//                          pmaddwd, wasm i32x4.dot_i16x8_s
+//   RoundToInt(x)          x rounded to the nearest integer, ties to even
+//                          (as std::nearbyint), for |x| < 2^22
+//   StoreInt16(v, p)       kLanes int32 of v, each within int16, as int16
+//                          at p
+//   VP                     kLanes pairs of int16 (one scalar layer pair)
+//   LoadPairs(w)           2 * kLanes int8 at w sign-extended to int16:
+//                          pair i is (w[2i], w[2i+1])
+//   SetPair(pair)          the two int16 of `pair` (lo in its low half) in
+//                          every pair
+//   MulAddPairs(w, a, acc) acc + w.lo * a.lo + w.hi * a.hi in int32 lane i
+//                          from pair i: x86 pmaddwd (AVX3_DL vpdpwssd), wasm
+//                          i32x4.dot_i16x8_s
 //   SwapPairs              lanes (0 1)(2 3)... exchanged; only where
 //                          kLanes >= 2 (the scalar layers have no pairs)
 // ops_xsimd-inl.h and ops_scalar-inl.h provide the same for xsimd and plain
@@ -76,24 +83,83 @@ struct HighwayOps {
   static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
   static VI ZeroI() { return hwy::HWY_NAMESPACE::Zero(DI()); }
   static V ToFloat(VI v) { return hwy::HWY_NAMESPACE::ConvertTo(D(), v); }
+  // The int8 kernel's quantization (int8_gemm.h). WASM (V8 wraps
+  // i32x4.trunc_sat_f32x4_s in fix-ups) and the one-lane targets round by
+  // Pow2's magic-number addition, the integer in the low bits; the others
+  // convert with the ISA's round-to-nearest-even instruction (x86
+  // cvtps2dq): there the addition would let GCC contract the caller's
+  // multiply into a fused multiply-add, which rounds once and may round a
+  // tie differently from std::nearbyint of the product.
+  static VI RoundToInt(V x) {
+#if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SCALAR
+    const VI biased = hwy::HWY_NAMESPACE::BitCast(DI(), Add(x, Set(0x1.8p23f)));
+    return hwy::HWY_NAMESPACE::Sub(biased, hwy::HWY_NAMESPACE::Set(DI(), 0x4B400000));
+#else
+    return hwy::HWY_NAMESPACE::NearestInt(x);
+#endif
+  }
+  static void StoreInt16(VI v, int16_t* p) {
+    const hwy::HWY_NAMESPACE::Rebind<int16_t, DI> d16;
+    hwy::HWY_NAMESPACE::StoreU(hwy::HWY_NAMESPACE::DemoteTo(d16, v), d16, p);
+  }
 #if HWY_TARGET == HWY_SCALAR
   // One lane holds no pair of int16.
-  static VI MulAddPairs(const int8_t* w, int32_t pair, VI acc) {
-    const int32_t lo = static_cast<int16_t>(pair & 0xffff), hi = static_cast<int16_t>(pair >> 16);
-    return hwy::HWY_NAMESPACE::Add(acc, hwy::HWY_NAMESPACE::Set(DI(), w[0] * lo + w[1] * hi));
+  struct VP {
+    int32_t lo, hi;
+  };
+  static VP LoadPairs(const int8_t* w) { return {w[0], w[1]}; }
+  static VP SetPair(int32_t pair) {
+    return {static_cast<int16_t>(pair & 0xffff), static_cast<int16_t>(pair >> 16)};
+  }
+  static VI MulAddPairs(VP w, VP a, VI acc) {
+    return hwy::HWY_NAMESPACE::Add(acc, hwy::HWY_NAMESPACE::Set(DI(), w.lo * a.lo + w.hi * a.hi));
+  }
+#else
+  using DP = hwy::HWY_NAMESPACE::Repartition<int16_t, DI>;
+  using VP = hwy::HWY_NAMESPACE::Vec<DP>;
+#if HWY_TARGET == HWY_WASM
+  // One v128.load8x8_s (pmovsxbw from memory in V8): Highway's LoadU and
+  // PromoteTo stay two instructions, a 64-bit load and a sign extension.
+  static VP LoadPairs(const int8_t* w) { return VP{wasm_i16x8_load8x8(w)}; }
+#else
+  static VP LoadPairs(const int8_t* w) {
+    const hwy::HWY_NAMESPACE::Rebind<int8_t, DP> d8;
+    return hwy::HWY_NAMESPACE::PromoteTo(DP(), hwy::HWY_NAMESPACE::LoadU(d8, w));
+  }
+#endif
+  static VP SetPair(int32_t pair) {
+    return hwy::HWY_NAMESPACE::BitCast(DP(), hwy::HWY_NAMESPACE::Set(DI(), pair));
+  }
+#if HWY_TARGET == HWY_AVX3_DL
+  // AVX512-VNNI's vpdpwssd: pmaddwd and the add in one instruction.
+  // Highway 1.0.3 has no op for it, and its AVX3_DL target attributes name
+  // avxvnni, not avx512vnni, which the intrinsic needs; the CPUs it runs on
+  // have AVX512-VNNI (Highway's run-time check for AVX3_DL).
+  static VI MulAddPairs(VP w, VP a, VI acc) {
+    __m512i sum = acc.raw;
+    asm("vpdpwssd %2, %1, %0" : "+v"(sum) : "v"(w.raw), "v"(a.raw));
+    return VI{sum};
+  }
+#elif HWY_TARGET == HWY_EMU128
+  // Each lane's two products added to it at once: EMU128's
+  // ReorderWidenMulAccumulate sums odd lanes apart, one more pass over the
+  // lanes to add them back.
+  static VI MulAddPairs(VP w, VP a, VI acc) {
+    for (size_t i = 0; i < kLanes; ++i) {
+      acc.raw[i] +=
+          int32_t{w.raw[2 * i]} * a.raw[2 * i] + int32_t{w.raw[2 * i + 1]} * a.raw[2 * i + 1];
+    }
+    return acc;
   }
 #else
   // ReorderWidenMulAccumulate is pmaddwd / i32x4.dot_i16x8_s plus an add on
-  // x86 and WASM (odd_sums stays zero); EMU128 sums odd lanes apart.
-  static VI MulAddPairs(const int8_t* w, int32_t pair, VI acc) {
-    const hwy::HWY_NAMESPACE::Repartition<int16_t, DI> d16;
-    const hwy::HWY_NAMESPACE::Rebind<int8_t, decltype(d16)> d8;
+  // x86 and WASM (odd_sums stays zero).
+  static VI MulAddPairs(VP w, VP a, VI acc) {
     VI odd_sums = ZeroI();
-    const VI sums = hwy::HWY_NAMESPACE::ReorderWidenMulAccumulate(
-        DI(), hwy::HWY_NAMESPACE::PromoteTo(d16, hwy::HWY_NAMESPACE::LoadU(d8, w)),
-        hwy::HWY_NAMESPACE::BitCast(d16, hwy::HWY_NAMESPACE::Set(DI(), pair)), acc, odd_sums);
+    const VI sums = hwy::HWY_NAMESPACE::ReorderWidenMulAccumulate(DI(), w, a, acc, odd_sums);
     return hwy::HWY_NAMESPACE::RearrangeToOddPlusEven(sums, odd_sums);
   }
+#endif
 #endif
   static V Add(V a, V b) { return hwy::HWY_NAMESPACE::Add(a, b); }
   static V Sub(V a, V b) { return hwy::HWY_NAMESPACE::Sub(a, b); }

@@ -31,10 +31,16 @@ struct ScalarOps {
   using VI = int32_t;
   static VI ZeroI() { return 0; }
   static V ToFloat(VI v) { return static_cast<float>(v); }
-  static VI MulAddPairs(const int8_t* w, int32_t pair, VI acc) {
-    const int32_t lo = static_cast<int16_t>(pair & 0xffff), hi = static_cast<int16_t>(pair >> 16);
-    return acc + w[0] * lo + w[1] * hi;
+  static VI RoundToInt(V x) { return static_cast<VI>(std::nearbyint(x)); }
+  static void StoreInt16(VI v, int16_t* p) { *p = static_cast<int16_t>(v); }
+  struct VP {
+    int32_t lo, hi;
+  };
+  static VP LoadPairs(const int8_t* w) { return {w[0], w[1]}; }
+  static VP SetPair(int32_t pair) {
+    return {static_cast<int16_t>(pair & 0xffff), static_cast<int16_t>(pair >> 16)};
   }
+  static VI MulAddPairs(VP w, VP a, VI acc) { return acc + w.lo * a.lo + w.hi * a.hi; }
   static V Add(V a, V b) { return a + b; }
   static V Sub(V a, V b) { return a - b; }
   static V Mul(V a, V b) { return a * b; }

@@ -27,22 +27,57 @@ struct XsimdOps {
   using VI = xsimd::batch<int32_t, Arch>;
   static VI ZeroI() { return VI(0); }
   static V ToFloat(VI v) { return xsimd::batch_cast<float>(v); }
-  // xsimd 13 has no pairwise int16 multiply-add: the ISA's own, on the
-  // batch's register (one ISA per compilation, see backends/xsimd.cc).
-  static VI MulAddPairs(const int8_t* w, int32_t pair, VI acc) {
+  // xsimd 13 has no pairwise int16 multiply-add, float-to-int rounding to
+  // nearest or int32-to-int16 narrowing: the ISA's own, on the batch's
+  // register (one ISA per compilation, see backends/xsimd.cc).
 #if defined(__wasm_simd128__)
-    return acc + VI(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(w), wasm_i32x4_splat(pair)));
-#elif defined(__AVX512BW__)
-    const __m512i w16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-    return acc + VI(_mm512_madd_epi16(w16, _mm512_set1_epi32(pair)));
-#elif defined(__AVX2__)
-    const __m256i w16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
-    return acc + VI(_mm256_madd_epi16(w16, _mm256_set1_epi32(pair)));
-#else
-    const __m128i w16 = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w)));
-    return acc + VI(_mm_madd_epi16(w16, _mm_set1_epi32(pair)));
-#endif
+  using VP = v128_t;
+  static VP LoadPairs(const int8_t* w) { return wasm_i16x8_load8x8(w); }
+  static VP SetPair(int32_t pair) { return wasm_i32x4_splat(pair); }
+  static VI MulAddPairs(VP w, VP a, VI acc) { return acc + VI(wasm_i32x4_dot_i16x8(w, a)); }
+  // The magic-number rounding of ops_highway-inl.h.
+  static VI RoundToInt(V x) {
+    return xsimd::bitwise_cast<int32_t>(x + V(0x1.8p23f)) - VI(0x4B400000);
   }
+  static void StoreInt16(VI v, int16_t* p) {
+    wasm_v128_store64_lane(p, wasm_i16x8_narrow_i32x4(v128_t(v), v128_t(v)), 0);
+  }
+#elif defined(__AVX512BW__)
+  using VP = __m512i;
+  static VP LoadPairs(const int8_t* w) {
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+  }
+  static VP SetPair(int32_t pair) { return _mm512_set1_epi32(pair); }
+  static VI MulAddPairs(VP w, VP a, VI acc) { return acc + VI(_mm512_madd_epi16(w, a)); }
+  static VI RoundToInt(V x) { return VI(_mm512_cvtps_epi32(x)); }
+  static void StoreInt16(VI v, int16_t* p) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtsepi32_epi16(v));
+  }
+#elif defined(__AVX2__)
+  using VP = __m256i;
+  static VP LoadPairs(const int8_t* w) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+  }
+  static VP SetPair(int32_t pair) { return _mm256_set1_epi32(pair); }
+  static VI MulAddPairs(VP w, VP a, VI acc) { return acc + VI(_mm256_madd_epi16(w, a)); }
+  static VI RoundToInt(V x) { return VI(_mm256_cvtps_epi32(x)); }
+  static void StoreInt16(VI v, int16_t* p) {
+    const __m256i r = v;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+  }
+#else
+  using VP = __m128i;
+  static VP LoadPairs(const int8_t* w) {
+    return _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w)));
+  }
+  static VP SetPair(int32_t pair) { return _mm_set1_epi32(pair); }
+  static VI MulAddPairs(VP w, VP a, VI acc) { return acc + VI(_mm_madd_epi16(w, a)); }
+  static VI RoundToInt(V x) { return VI(_mm_cvtps_epi32(x)); }
+  static void StoreInt16(VI v, int16_t* p) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packs_epi32(v, v));
+  }
+#endif
   static V Add(V a, V b) { return a + b; }
   static V Sub(V a, V b) { return a - b; }
   static V Mul(V a, V b) { return a * b; }

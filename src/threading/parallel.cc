@@ -1,9 +1,13 @@
 #include "threading/parallel.h"
 
+#include "kernels/int8_activations.h"
+
 namespace simd_attention {
 
-void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g,
+void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& given,
                   const GemmEpilogue* then) {
+  const Int8Activations quantized(kernels, given);
+  const GemmArgs& g = quantized.args();
   const bool by_unit = then != nullptr && then->unit != 0;
   const size_t unit = by_unit ? then->unit : kernels.panel_width;
   const size_t units = (g.n + unit - 1) / unit;

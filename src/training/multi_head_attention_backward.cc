@@ -19,7 +19,6 @@
 #include "dispatch/dispatch.h"
 #include "dispatch/kernel_table.h"
 #include "training/gradients.h"
-#include "training/parameters.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
@@ -86,11 +85,13 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
   t.bool_mask = Copy(o.bool_mask);
   t.key_padding_mask = Copy(o.key_padding_mask);
   t.kv_lengths = Copy(o.kv_lengths);
+  t.query_offset = Copy(o.query_offset);
   t.options = o;
   t.options.attn_mask = {};
   t.options.bool_mask = {};
   t.options.key_padding_mask = {};
   t.options.kv_lengths = {};
+  t.options.query_offset = {};
 }
 
 void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out,
@@ -114,7 +115,7 @@ void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out,
   }
 }
 
-void MultiHeadAttention::WeightsUpdated() {
+void MultiHeadAttention::ParametersUpdated() {
   if (backward_ != nullptr) backward_->has_transposed = false;
   ReleaseTraining();
 }
@@ -148,6 +149,7 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
   options.bool_mask = t.bool_mask;
   options.key_padding_mask = t.key_padding_mask;
   options.kv_lengths = t.kv_lengths;
+  options.query_offset = t.query_offset;
   const Tensor3 query{t.query, t.batch, t.tq, c.d_model};
   const AttentionCall call = Call(query, t.tk, options);
 

@@ -9,7 +9,6 @@
 #include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
 #include "kernels/optimizer.h"
-#include "training/parameters.h"
 #include "threading/parallel.h"
 #include "checks/validate.h"
 
@@ -41,53 +40,18 @@ double Power(double b, size_t n) {
 }  // namespace
 
 // Each parameter is named as the object's SetWeights names it.
-void Optimizer::Step(MultiHeadAttention& attention) {
+void Optimizer::Step(Trainable& object) {
   std::vector<Parameter> parameters;
-  attention.TrainableParameters(parameters, "");
-  Run(&attention, attention.kernels(), attention.pool(), parameters);
-  attention.WeightsUpdated();
+  object.TrainableParameters(parameters, "");
+  Run(&object, object.kernels(), object.pool(), parameters);
+  object.ParametersUpdated();
 }
 
-void Optimizer::Step(TransformerEncoderLayer& layer) {
-  std::vector<Parameter> parameters;
-  layer.attention_.TrainableParameters(parameters, "attention.");
-  layer.ffn_.TrainableParameters(parameters, "ffn.");
-  layer.norm1_.TrainableParameters(parameters, "norm1.");
-  layer.norm2_.TrainableParameters(parameters, "norm2.");
-  Run(&layer, layer.attention_.kernels(), layer.attention_.pool(), parameters);
-  layer.attention_.WeightsUpdated();
-  layer.ffn_.WeightsUpdated();
-  layer.trained_ = false;
+void Optimizer::Forget(const Trainable& object) {
+  std::erase_if(states_, [&](const auto& s) { return s.first == &object; });
 }
 
-void Optimizer::Step(TransformerDecoderLayer& layer) {
-  std::vector<Parameter> parameters;
-  const ArgNames& n = *layer.config_.names;
-  layer.self_attention_.TrainableParameters(parameters, Cat({n.self_attention, "."}));
-  layer.cross_attention_.TrainableParameters(parameters, Cat({n.cross_attention, "."}));
-  layer.ffn_.TrainableParameters(parameters, "ffn.");
-  layer.norm1_.TrainableParameters(parameters, "norm1.");
-  layer.norm2_.TrainableParameters(parameters, "norm2.");
-  layer.norm3_.TrainableParameters(parameters, "norm3.");
-  Run(&layer, layer.self_attention_.kernels(), layer.self_attention_.pool(), parameters);
-  layer.self_attention_.WeightsUpdated();
-  layer.cross_attention_.WeightsUpdated();
-  layer.ffn_.WeightsUpdated();
-  layer.trained_ = false;
-}
-
-void Optimizer::Step(TinyTransformer& model) {
-  std::vector<Parameter> parameters;
-  model.TrainableParameters(parameters);
-  Run(&model, model.kernels(), *model.pool_, parameters);
-  model.WeightsUpdated();
-}
-
-void Optimizer::Forget(const void* object) {
-  std::erase_if(states_, [&](const auto& s) { return s.first == object; });
-}
-
-void Optimizer::Run(const void* object, const KernelTable& k, ThreadPool& pool,
+void Optimizer::Run(const Trainable* object, const KernelTable& k, ThreadPool& pool,
                     const std::vector<Parameter>& parameters) {
   auto it = std::find_if(states_.begin(), states_.end(),
                          [&](const auto& s) { return s.first == object; });

@@ -320,7 +320,7 @@ TinyModelResult TinyTransformer::Forward(std::span<const int32_t> tokens,
     if (options.need_weights) result.attn_weights.push_back(std::move(r.attn_weights));
     if (layer->ffn) {
       ffn_out.resize(x.size());
-      layer->ffn->Forward(x.data(), rows, ffn_out.data(), training);
+      layer->ffn->Forward(x.data(), rows, ffn_out.data(), training ? &layer->ffn_record : nullptr);
       AddResidual("the feed-forward sublayer", *pool_, *kernels_, x, ffn_out);
     }
   }

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "training/gradients.h"
-#include "training/parameters.h"
 #include "simd_attention/tiny_model.h"
 #include "threading/parallel.h"
 #include "training/tiny_model_parts.h"
@@ -47,7 +46,8 @@ void TinyTransformer::Backward() {
     Layer& layer = *layers_[l];
     if (layer.ffn) {
       Sized(t.d_sublayer, rows * d);
-      layer.ffn->Backward(t.dx.data(), rows, t.d_sublayer.data(), layer.ffn_gradients);
+      layer.ffn->Backward(layer.ffn_record, t.dx.data(), rows, t.d_sublayer.data(),
+                         layer.ffn_gradients);
       AddInPlace(*pool_, *kernels_, t.dx, t.d_sublayer);
     }
     layer.attention.Backward({t.dx, rows / t.tokens_per_row, t.tokens_per_row, d},
@@ -82,27 +82,29 @@ TinyModelWeights TinyTransformer::Gradients() const {
   return g;
 }
 
-void TinyTransformer::TrainableParameters(std::vector<Parameter>& out) {
+void TinyTransformer::TrainableParameters(std::vector<Parameter>& out,
+                                          std::string_view prefix) {
   if (training_ == nullptr || !training_->has_gradients) {
     ThrowNoGradients();
   }
   Training& t = *training_;
   // Named as SetWeights names them.
-  out.push_back({embedding_.data(), t.d_embedding.data(), embedding_.size(), "weights.embedding"});
+  out.push_back({embedding_.data(), t.d_embedding.data(), embedding_.size(),
+                 Cat({prefix, "weights.embedding"})});
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const std::string prefix = Cat({"weights.layers[", std::to_string(l), "]."});
-    layers_[l]->attention.TrainableParameters(out, prefix);
-    if (layers_[l]->ffn) layers_[l]->ffn->TrainableParameters(out, prefix);
+    const std::string layer = Cat({prefix, "weights.layers[", std::to_string(l), "]."});
+    layers_[l]->attention.TrainableParameters(out, layer);
+    if (layers_[l]->ffn) layers_[l]->ffn->TrainableParameters(out, layer);
   }
   out.push_back({unembedding_.w.data(), t.d_unembedding.data(), unembedding_.w.size(),
-                 "weights.unembedding"});
+                 Cat({prefix, "weights.unembedding"})});
   out.push_back({unembedding_.bias.data(), t.d_unembedding_bias.data(), unembedding_.bias.size(),
-                 Cat({"weights.", config_.names->unembedding_bias})});
+                 Cat({prefix, "weights.", config_.names->unembedding_bias})});
 }
 
-void TinyTransformer::WeightsUpdated() {
+void TinyTransformer::ParametersUpdated() {
   for (const std::unique_ptr<Layer>& layer : layers_) {
-    layer->attention.WeightsUpdated();
+    layer->attention.ParametersUpdated();
     if (layer->ffn) layer->ffn->WeightsUpdated();
   }
   training_->unembedding_t = {};

@@ -16,6 +16,7 @@ struct TinyTransformer::Layer {
   Layer(const TinyModelConfig& c, const KernelTable& k, std::shared_ptr<ThreadPool> pool);
   MultiHeadAttention attention;
   std::optional<FeedForward> ffn;
+  FfnRecord ffn_record;  // the FFN's, by a training forward
   // The last Backward's gradients, kept for Gradients() (and reused: a
   // training loop allocates nothing per step).
   MhaGradients attention_gradients;

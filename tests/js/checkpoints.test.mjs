@@ -523,8 +523,8 @@ describe('loadCheckpoint: missing, extra and mis-shaped tensors by name', () => 
       `${args.config.dModel ** 2} values for shape [${args.config.dModel}, ${args.config.dModel}] ` +
       `(PyTorch layout), got ${args.config.dModel ** 2 - 1}`);
     expect(() => loadCheckpoint({}, flat)).toThrow(new TypeError('loadCheckpoint: target: ' +
-      'expected a MultiHeadAttention, TransformerEncoderLayer or TransformerDecoderLayer, got ' +
-      'an object (Object)'));
+      'expected a MultiHeadAttention, TransformerEncoderLayer, TransformerDecoderLayer, ' +
+      'TransformerBlock or TransformerStack, got an object (Object)'));
     expect(() => loadCheckpoint(mha, flat, { prefix: 'attn.', layout: 'mpt' })).toThrow(
       new TypeError("loadCheckpoint: options.layout: expected one of 'pytorch', 'separate', " +
         "'bert', 'fused', 'gpt2', 'llama', 'phi3', 'distilbert', 'vit', 'gpt_neox' for a " +

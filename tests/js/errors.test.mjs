@@ -152,8 +152,8 @@ describe('masks of the wrong size or type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { needWeights: true }),
       TypeError, "MultiHeadAttention.forward: options: unknown key 'needWeights' (expected " +
       'causal, keyPaddingMask, kvLengths, attnMask, boolMask, returnAttnWeights, returnScores, ' +
-      'returnPerHeadOutput, returnIntermediates, window, scale, softcap, positionOffset, ' +
-      'training)');
+      'returnPerHeadOutput, returnIntermediates, window, scale, softcap, queryOffset, ' +
+      'positionOffset, training)');
   });
   test('option of the wrong type', () => {
     expectError(() => ready().forward(x(1, 5), undefined, undefined, { causal: 1 }),
@@ -198,7 +198,7 @@ describe('weights of the wrong size', () => {
   test('unknown weight name', () => {
     expectError(() => mha().setWeights({ ...weights(), wq: ones(64) }), TypeError,
       "MultiHeadAttention.setWeights: weights: unknown key 'wq' (expected wQ, wK, wV, wO, " +
-      'bQ, bK, bV, bO)');
+      'bQ, bK, bV, bO, qNorm, kNorm)');
   });
   test('a failed setWeights keeps the previous weights', () => {
     const m = ready();
@@ -344,7 +344,8 @@ describe('config and backend', () => {
   test('unknown config key', () => {
     expectError(() => new module.MultiHeadAttention({ dModel: 8, numHeads: 2, heads: 2 }),
       TypeError, "MultiHeadAttention: config: unknown key 'heads' (expected dModel, numHeads, " +
-      'kDim, vDim, headDim, headDimV, numKvHeads, rope, bias, backend, threads, weights, cacheType)');
+      'kDim, vDim, headDim, headDimV, numKvHeads, rope, qkNorm, bias, backend, threads, weights, ' +
+      'cacheType)');
   });
   test('module options of the wrong type', async () => {
     await expect(createAttentionModule({ simd: 'yes' })).rejects.toThrow(new TypeError(

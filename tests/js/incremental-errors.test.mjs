@@ -299,9 +299,9 @@ describe('layers', () => {
 
   test('configs', () => {
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
-      activation: 'swish' }), RangeError,
-    "TransformerEncoderLayer: config.activation: expected 'relu', 'gelu' (or 'gelu_erf') or " +
-      "'gelu_tanh', got \"swish\"");
+      activation: 'mish' }), RangeError,
+    "TransformerEncoderLayer: config.activation: expected 'relu', 'gelu' (or 'gelu_erf'), " +
+      "'gelu_tanh' or 'silu' (or 'swish'), got 'mish'");
     expectError(() => new module.TransformerDecoderLayer({ dModel: 8, numHeads: 3, ffnDim: 8 }),
       RangeError, 'TransformerDecoderLayer: config.dModel: must be divisible by numHeads (3), got 8');
     expectError(() => new module.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 0 }),

@@ -134,14 +134,33 @@ test('backend option sets the default backend of new objects', async () => {
     (mha) => expect(mha.kernels).toMatch(/^highway:/));
 });
 
-test('the scalar backend with a SIMD build asked for is refused, naming the builds', async () => {
+// Of the single-thread builds, the non-SIMD one alone has scalar and the
+// SIMD one alone xsimd (the relaxed-SIMD build, which an engine with relaxed
+// SIMD loads by default, leaves it out for size).
+const NOT_COMPILED = 'is not compiled into this build (every wasm build carries the highway ' +
+  'backend; only the SIMD build has xsimd, only the non-SIMD build has scalar)';
+
+test('the xsimd backend loads the SIMD build', async () => {
+  const m = await createAttentionModule({ backend: 'xsimd' });
+  expect([m.build, m.backend, m.backends]).toEqual(['simd', 'xsimd', ['highway', 'xsimd']]);
+  withMha(m, { dModel: 8, numHeads: 2 }, (mha) => expect(mha.kernels).toBe('xsimd:wasm'));
+  expect((await createAttentionModule({ backend: 'xsimd', simd: true })).build).toBe('simd');
+  const relaxed = await createAttentionModule({ relaxedSimd: true, threads: 1 });
+  expect([relaxed.build, relaxed.backends]).toEqual(['relaxed-simd', ['highway']]);
+  expect(() => new relaxed.MultiHeadAttention({ dModel: 8, numHeads: 2, backend: 'xsimd' }))
+    .toThrow(new RangeError(`MultiHeadAttention: backend 'xsimd' ${NOT_COMPILED}`));
+});
+
+test('a backend the build asked for lacks is refused, naming the builds', async () => {
   await expectRejects(createAttentionModule({ backend: 'scalar', simd: true, relaxedSimd: false }),
-    RangeError, "createAttentionModule: backend 'scalar' is not compiled into this build (the " +
-    'SIMD wasm builds carry the highway and xsimd backends; the non-SIMD build has scalar)');
+    RangeError, `createAttentionModule: backend 'scalar' ${NOT_COMPILED}`);
+  await expectRejects(createAttentionModule({ backend: 'xsimd', relaxedSimd: true }),
+    RangeError, `createAttentionModule: backend 'xsimd' ${NOT_COMPILED}`);
+  await expectRejects(createAttentionModule({ backend: 'xsimd', simd: false }),
+    RangeError, `createAttentionModule: backend 'xsimd' ${NOT_COMPILED}`);
   const m = await createAttentionModule({ backend: 'xsimd' });
   expect(() => new m.MultiHeadAttention({ dModel: 8, numHeads: 2, backend: 'scalar' })).toThrow(
-    new RangeError("MultiHeadAttention: backend 'scalar' is not compiled into this build (the " +
-      'SIMD wasm builds carry the highway and xsimd backends; the non-SIMD build has scalar)'));
+    new RangeError(`MultiHeadAttention: backend 'scalar' ${NOT_COMPILED}`));
 });
 
 test('modules are independent instances', async () => {

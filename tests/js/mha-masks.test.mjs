@@ -131,13 +131,15 @@ test('mask errors name the option, with the types checked in JS and shapes in C+
   expectError(call({ boolMask: { data: new Uint8Array(3 * TQ * TK), shape: [1, 3, TQ, TK] } }),
     RangeError, 'MultiHeadAttention.forward: options.boolMask.shape: expected a shape that ' +
     'broadcasts to [B, H, Tq, Tk] = [2, 4, 5, 11]: [Tq, Tk] = [5, 11], [B or 1, H or 1, Tq, Tk] ' +
-    '= [2 or 1, 4 or 1, 5, 11]; got [1, 3, 5, 11]');
+    '= [2 or 1, 4 or 1, 5, 11], the last dimension from 1 to Tk (the keys past it masked); ' +
+    'got [1, 3, 5, 11]');
   expectError(call({ kvLengths: [3, 12] }), RangeError,
     'MultiHeadAttention.forward: options.kvLengths[1]: expected at most Tk (11), got 12');
   expectError(call({ kvLengths: [] }), RangeError,
     'MultiHeadAttention.forward: options.kvLengths: given with no values; omit the option instead');
   expectError(call({ returnScores: 1 }), TypeError,
-    'MultiHeadAttention.forward: options.returnScores: expected a boolean, got 1');
+    "MultiHeadAttention.forward: options.returnScores: expected a boolean or 'scaled', " +
+    "'capped' or 'masked', got 1");
 });
 
 test('the worker pool splits head-axis masks and joins the scores', async () => {

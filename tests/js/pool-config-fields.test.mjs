@@ -26,7 +26,8 @@ const otherBackend = module.backends.find((b) => b !== module.backend) ?? module
 // it has one here, and is then checked by the others.
 const VALUES = {
   dModel: 24, numHeads: 2, kDim: 10, vDim: 12, headDim: 8, headDimV: 6, numKvHeads: 2,
-  rope: { style: 'interleaved', base: 500, rotaryDim: 2 }, bias: false, backend: otherBackend,
+  rope: { style: 'interleaved', base: 500, rotaryDim: 2 }, qkNorm: { kind: 'gemma_rms_norm', eps: 1e-3 },
+  bias: false, backend: otherBackend,
   threads: 1, weights: 'f16', cacheType: 'bf16', ffnDim: 20, normFirst: true,
   activation: 'gelu_tanh', eps: 1e-2,
 };
@@ -50,7 +51,8 @@ function mhaWeights(c, seed) {
   const r = (n, scale = 0.3) => randomFloats(n, seed++ * 7919, scale);
   const [q, kv, v, o] = [c.numHeads * c.headDim, c.numKvHeads * c.headDim,
     c.numKvHeads * c.headDimV, c.numHeads * c.headDimV];
-  const w = { wQ: r(c.dModel * q), wK: r(c.kDim * kv), wV: r(c.vDim * v), wO: r(o * c.dModel) };
+  const w = { wQ: r(c.dModel * q), wK: r(c.kDim * kv), wV: r(c.vDim * v), wO: r(o * c.dModel),
+    ...(c.qkNorm ? { qNorm: r(c.headDim), kNorm: r(c.headDim) } : {}) };
   return c.bias ? { ...w, bQ: r(q, 0.1), bK: r(kv, 0.1), bV: r(v, 0.1), bO: r(c.dModel, 0.1) }
     : w;
 }

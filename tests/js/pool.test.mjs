@@ -101,11 +101,17 @@ describe.each(sizes)('pool of %i workers', (workers) => {
       const x = { data: random(B * T * config.dModel, 3), shape: [B, T, config.dModel] };
       const options = { attnMask: random(B * config.numHeads * T * T, 5), returnAttnWeights: true,
         returnIntermediates: true };
+      // A per-head mask narrower than the keys, query offsets, the scores
+      // before the masks.
+      const narrow = { attnMask: { data: random(B * config.numHeads * T * 2, 6),
+        shape: [B, config.numHeads, T, 2] }, causal: true, queryOffset: [1, -1],
+      returnScores: 'scaled' };
       const sync = track(new module.MultiHeadAttention(config));
       sync.setWeights(w);
       const mha = await pools[workers].MultiHeadAttention(config);
       await mha.setWeights(w);
       expectClose(await mha.forward(x, x, x, options), sync.forward(x, x, x, options));
+      expectClose(await mha.forward(x, x, x, narrow), sync.forward(x, x, x, narrow));
       await mha.dispose();
     }
   });

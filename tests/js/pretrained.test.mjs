@@ -1,33 +1,23 @@
 // sa.fromPretrained(config, file, { prefix }) on the Hugging Face reference
-// blocks of ../shared/hf-models (read at run time): every case whose parts
-// the objects have, on every build and backend, against the block's own
-// output (real query rows only where it has padding); the refused ones with
-// their messages; token-by-token decoding with the returned options; model
-// types without a case of their own (RoBERTa, Gemma, ViT, GPT-NeoX) from
-// the cases' weights under their names; transformers 4 config forms; the
-// errors of configs, prefixes and options; and pool.fromPretrained.
+// blocks of ../shared/hf-models (read at run time): every case, on every
+// build and backend, against the block's own output (real query rows only
+// where it has padding); token-by-token decoding with the returned options;
+// model types and layers without a case of their own (RoBERTa, Gemma, ViT,
+// GPT-NeoX, Phi-3's and GPT-J's layers) from the cases' weights under their
+// names; transformers 4 config forms; what the objects lack, refused by
+// name; the errors of configs, prefixes and options; and
+// pool.fromPretrained.
 import { rejection } from './support/errors.mjs';
 import { transpose } from './support/golden.mjs';
 import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors, paddingOptions }
   from './support/hf-models.mjs';
+import { feedForward } from './support/layers.mjs';
 import { fromPretrainedPooled } from '../../web/src/pretrained.js';
 import { createAttentionPool, loadBuilds, loadCheckpoint, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const sa = builds.simd;
 
-// The cases whose blocks have a part the objects lack, with the message.
-const REFUSED = {
-  qwen3_attention: (c) => `fromPretrained: qwen3: the attention '${c.prefix}' is not supported ` +
-    'by this package: it has QK-norm (self_attn.q_norm, self_attn.k_norm: an RMSNorm over ' +
-    'each head of q and of k before RoPE, config.rms_norm_eps), which the package\'s ' +
-    'MultiHeadAttention lacks',
-  llama_layer: (c) => `fromPretrained: llama: a whole layer ('${c.prefix}') is not supported ` +
-    'by this package: it has RMSNorm (input_layernorm, post_attention_layernorm; ' +
-    'config.rms_norm_eps) and a gated MLP down(act(gate(x)) * up(x)) (mlp.gate_proj, ' +
-    'mlp.up_proj, mlp.down_proj; config.hidden_act), which the package\'s layers lack; its ' +
-    `attention loads with prefix '${c.prefix}.self_attn'`,
-};
 // `promise` rejects with exactly `Class` (not a subclass) and `message`.
 async function expectRejected(promise, Class, message) {
   const error = await rejection(promise);
@@ -36,7 +26,7 @@ async function expectRejected(promise, Class, message) {
   expect(error.message).toBe(message);
 }
 
-const supported = Object.keys(hfCases).filter((name) => !Object.hasOwn(REFUSED, name));
+const supported = Object.keys(hfCases);
 const TOLERANCE = 1e-5;
 
 // The module's forward of the block's input with the returned options (a
@@ -79,8 +69,10 @@ function expectDescribedBy(c, built) {
 }
 
 test('the shared folder has the cases this file expects', () => {
-  for (const name of Object.keys(REFUSED)) expect(Object.keys(hfCases)).toContain(name);
-  expect(supported.length).toBeGreaterThanOrEqual(11);
+  for (const name of ['llama_layer', 'qwen3_attention', 'phi3_attention', 'gptj_attention']) {
+    expect(supported).toContain(name);
+  }
+  expect(supported.length).toBeGreaterThanOrEqual(13);
 });
 
 const matrix = Object.entries(builds).flatMap(([build, module]) =>
@@ -97,12 +89,14 @@ describe.each(matrix)('%s build, %s backend', (_, backend, module) => {
   });
 });
 
-test.each(Object.keys(REFUSED))('%s is refused, naming the model type, the part and the field',
-  async (name) => {
-    const before = sa.memoryStats();
-    await expectRejected(load(sa, name), Error, REFUSED[name](hfCases[name]));
-    expect(sa.memoryStats().weightBytes).toEqual(before.weightBytes);
-  });
+test('a refused config leaves no weights behind', async () => {
+  const before = sa.memoryStats();
+  await expectRejected(load(sa, 'llama_layer', { ...modelConfig('llama_layer'),
+    rope_parameters: { rope_type: 'llama3', factor: 8, rope_theta: 500000 } }), Error,
+  'fromPretrained: llama: RoPE scaling "llama3" (config.rope_parameters.rope_type) is not ' +
+    "supported by this package: its RoPE is unscaled ('default')");
+  expect(sa.memoryStats().weightBytes).toEqual(before.weightBytes);
+});
 
 describe('what the result holds', () => {
   test('kind, loaded tensors, zero biases; forwardOptions of a decoder-only attention', async () => {
@@ -138,6 +132,75 @@ describe('what the result holds', () => {
     const built = await load(sa, 'gemma2_attention', config);
     expect(built.forwardOptions).toEqual({ causal: true, window: [config.sliding_window - 1, 0],
       scale: config.query_pre_attn_scalar ** -0.5, softcap: config.attn_logit_softcapping });
+  });
+});
+
+describe('a whole model: the stack of its blocks (options.prefix omitted)', () => {
+  test.each(matrix)('llama, %s build, %s backend: the block\'s output through the final norm; ' +
+    'token by token with a cache per layer', async (_, backend, module) => {
+    const name = 'llama_layer';
+    const config = modelConfig(name);
+    const tensors = modelTensors(name);
+    const built = await module.fromPretrained(config, tensors, { backend });
+    track(built.module);
+    expect(built.kind).toBe('TransformerStack');
+    expect(built.module.config).toMatchObject({ numLayers: config.num_hidden_layers,
+      finalNorm: true, norm: 'rms_norm', activation: 'silu' });
+    // Everything but the embeddings (and a head) is the stack's.
+    expect(built.loaded.unused).toEqual(tensors.names.filter((n) => n.startsWith('embed_tokens')));
+    expect(config.num_hidden_layers).toBe(1);
+    const io = blockIo(name);
+    const x = io.tensor('x');
+    const [batch, tokens, width] = x.shape;
+    // The reference: the layer's own output, RMS-normalized by norm.weight.
+    const y = io.tensor('y').data;
+    const gamma = tensors.tensor('norm.weight').data;
+    const expected = new Float64Array(y.length);
+    for (let r = 0; r < batch * tokens; r++) {
+      let s = 0;
+      for (let i = 0; i < width; i++) s += y[r * width + i] ** 2;
+      const inv = 1 / Math.sqrt(s / width + config.rms_norm_eps);
+      for (let i = 0; i < width; i++) expected[r * width + i] = y[r * width + i] * inv * gamma[i];
+    }
+    const out = built.module.forward(x, built.forwardOptions).data;
+    expect(Math.max(...out.map((v, i) => Math.abs(v - expected[i])))).toBeLessThan(1e-4);
+    const caches = built.module.createKVCaches({ batch, maxLength: tokens }).map(track);
+    const stepped = new Float32Array(out.length);
+    for (let t = 0; t < tokens; t++) {
+      const step = { data: x.data.slice(t * width, (t + 1) * width), shape: [1, 1, width] };
+      stepped.set(built.module.forwardIncremental(step, caches, built.incrementalOptions).data,
+        t * width);
+    }
+    expect(Math.max(...stepped.map((v, i) => Math.abs(v - out[i])))).toBeLessThan(1e-5);
+  });
+
+  test('gemma2: every layer its own window (config.layer_types)', async () => {
+    const config = { ...modelConfig('gemma2_attention'), num_hidden_layers: 3,
+      layer_types: ['sliding_attention', 'full_attention', 'sliding_attention'] };
+    const tensors = modelTensors('gemma2_attention');
+    const layer0 = Object.fromEntries(tensors.names.filter((n) => n.startsWith('layers.0.'))
+      .map((n) => [n, tensors.tensor(n)]));
+    const three = { ...Object.fromEntries(tensors.names.map((n) => [n, tensors.tensor(n)])),
+      ...Object.fromEntries([1, 2].flatMap((i) => Object.entries(layer0).map(([n, t]) =>
+        [n.replace('layers.0.', `layers.${i}.`), t]))) };
+    const built = await sa.fromPretrained(config, three);
+    track(built.module);
+    const w = config.sliding_window - 1;
+    expect(built.module.config.layerWindows).toEqual([[w, 0], [-1, -1], [w, 0]]);
+    expect(built.forwardOptions).toEqual({ causal: true,
+      scale: config.query_pre_attn_scalar ** -0.5, softcap: config.attn_logit_softcapping });
+  });
+
+  test('the pool has no stack, and says so', async () => {
+    const pool = await createAttentionPool({ workers: 1 });
+    try {
+      await expectRejected(pool.fromPretrained(modelConfig('llama_layer'),
+        modelTensors('llama_layer')), Error, 'fromPretrained: llama (the whole model): the pool ' +
+        'has no TransformerStack: name a layer (options.prefix) and load the layers one by one, ' +
+        'or use the module\'s fromPretrained');
+    } finally {
+      await pool.dispose();
+    }
   });
 });
 
@@ -215,9 +278,12 @@ describe('pool.fromPretrained, 2 workers', () => {
   });
 
   test('a refused part and a config the file contradicts: the synchronous messages', async () => {
-    await expectRejected(pool.fromPretrained(modelConfig('qwen3_attention'),
-      modelTensors('qwen3_attention'), { prefix: hfCases.qwen3_attention.prefix }), Error,
-    REFUSED.qwen3_attention(hfCases.qwen3_attention));
+    const yarn = { ...modelConfig('qwen3_attention'), rope_parameters: { rope_type: 'yarn',
+      factor: 4, rope_theta: 1e6 } };
+    const refused = await rejection(sa.fromPretrained(yarn, modelTensors('qwen3_attention'),
+      { prefix: hfCases.qwen3_attention.prefix }));
+    await expectRejected(pool.fromPretrained(yarn, modelTensors('qwen3_attention'),
+      { prefix: hfCases.qwen3_attention.prefix }), Error, refused.message);
     const config = modelConfig('llama_attention');
     const { prefix } = hfCases.llama_attention;
     const contradicted = { ...config, num_key_value_heads: config.num_attention_heads };
@@ -258,6 +324,47 @@ describe('the cases\' weights under other model types\' names', () => {
     expect(maxRealRowDiff('llama_attention', await forwardBlock('llama_attention', built)))
       .toBeLessThan(TOLERANCE);
   });
+
+  // The Llama block's tensors, edited: { name: { data, shape } }.
+  const llamaLayer = modelTensors('llama_layer');
+  const layerPrefix = hfCases.llama_layer.prefix;
+  const llamaNamed = (edit) => Object.fromEntries(llamaLayer.names.map((n) => [n,
+    edit(n.slice(layerPrefix.length + 1), llamaLayer.tensor(n)) ?? llamaLayer.tensor(n)]));
+  const stacked = (...parts) => ({ data: Float32Array.from(parts.flatMap((p) => [...p.data])),
+    shape: [parts.reduce((n, p) => n + p.shape[0], 0), parts[0].shape[1]] });
+  const llamaPart = (n) => llamaLayer.tensor(`${layerPrefix}.${n}`);
+
+  test('gemma: the Llama block with its norms stored as weight - 1', async () => {
+    const tensors = llamaNamed((n, t) => (/layernorm\.weight$/.test(n)
+      ? { data: t.data.map((v) => v - 1), shape: t.shape } : undefined));
+    const built = await load(sa, 'llama_layer', { ...modelConfig('llama_layer'),
+      model_type: 'gemma' }, {});
+    const gemma = await sa.fromPretrained({ ...modelConfig('llama_layer'), model_type: 'gemma' },
+      tensors, { prefix: layerPrefix });
+    track(gemma.module);
+    expect(gemma.module.config.norm).toBe('gemma_rms_norm');
+    expect(maxRealRowDiff('llama_layer', await forwardBlock('llama_layer', gemma)))
+      .toBeLessThan(TOLERANCE);
+    // The same tensors read as Llama's: every norm off by one, another output.
+    expect(maxRealRowDiff('llama_layer', await forwardBlock('llama_layer', built)))
+      .toBeGreaterThan(1e-2);
+  });
+
+  test('phi3: the Llama block with q, k, v in one qkv_proj and gate, up in gate_up_proj',
+    async () => {
+      const fused = Object.fromEntries(Object.entries(llamaNamed(() => undefined)).filter(([n]) =>
+        !/(q_proj|k_proj|v_proj|gate_proj|up_proj)\.weight$/.test(n)));
+      fused[`${layerPrefix}.self_attn.qkv_proj.weight`] = stacked(llamaPart('self_attn.q_proj.weight'),
+        llamaPart('self_attn.k_proj.weight'), llamaPart('self_attn.v_proj.weight'));
+      fused[`${layerPrefix}.mlp.gate_up_proj.weight`] = stacked(llamaPart('mlp.gate_proj.weight'),
+        llamaPart('mlp.up_proj.weight'));
+      const phi3 = await sa.fromPretrained({ ...modelConfig('llama_layer'), model_type: 'phi3' },
+        fused, { prefix: layerPrefix });
+      track(phi3.module);
+      expect([phi3.kind, phi3.loaded.layout]).toEqual(['TransformerBlock', 'phi3']);
+      expect(maxRealRowDiff('llama_layer', await forwardBlock('llama_layer', phi3)))
+        .toBeLessThan(TOLERANCE);
+    });
 
   // GPT-2's block h.1 as nn.Linear weights [out, in]: { name: { data, shape } }.
   const gpt2 = modelTensors('gpt2');
@@ -382,12 +489,29 @@ describe('the cases\' weights under other model types\' names', () => {
     expect(built.module.config.rope).toBeUndefined();
   });
 
-  test('gpt_neox\'s parallel layer (use_parallel_residual, its default) is refused', async () => {
-    await expectRejected(sa.fromPretrained(neox({}), neoxTensors, { prefix: 'gpt_neox.layers.1' }),
-      Error, "fromPretrained: gpt_neox: a whole layer ('gpt_neox.layers.1') with " +
-      'config.use_parallel_residual: true is not supported by this package: its attention ' +
-      'and MLP run side by side, x + attention(ln1(x)) + mlp(ln2(x)); its attention loads ' +
-      "with prefix 'gpt_neox.layers.1.attention'");
+  test('gpt_neox\'s parallel layer (use_parallel_residual, its default): ' +
+    'x + attention(ln1(x)) + mlp(ln2(x))', async () => {
+    const layer = await sa.fromPretrained(neox({}), neoxTensors, { prefix: 'gpt_neox.layers.1' });
+    track(layer.module);
+    expect([layer.kind, layer.loaded.layout]).toEqual(['TransformerBlock', 'gpt_neox']);
+    expect(layer.module.config.sublayers.map((s) => s.parallel)).toEqual([false, true]);
+    const attention = await sa.fromPretrained(neox({}), neoxTensors,
+      { prefix: 'gpt_neox.layers.1.attention' });
+    track(attention.module);
+    const x = blockIo('gpt2').tensor('x');
+    const [, tokens] = x.shape;
+    const norm = (n) => sa.layerNorm(x, { gamma: at(`${n}.weight`).data, beta: at(`${n}.bias`).data,
+      eps: gpt2Config.layer_norm_epsilon }).data;
+    const ln1 = { data: norm('ln_1'), shape: x.shape };
+    const attended = attention.module.forward(ln1, ln1, ln1, { causal: true }).output.data;
+    // GPT-2's Conv1D weights are [in, out]: the X @ W layout the FFN takes.
+    const mlp = feedForward(norm('ln_2'), tokens * x.shape[0], e, hfCases.gpt2.ffnDim,
+      { w1: at('mlp.c_fc.weight').data, b1: at('mlp.c_fc.bias').data,
+        w2: at('mlp.c_proj.weight').data, b2: at('mlp.c_proj.bias').data },
+      hfCases.gpt2.activation);
+    const expected = x.data.map((v, i) => v + attended[i] + mlp[i]);
+    const y = layer.module.forward(x, layer.forwardOptions).data;
+    expect(Math.max(...y.map((v, i) => Math.abs(v - expected[i])))).toBeLessThan(TOLERANCE);
   });
 
   test('GPT-2\'s and Llama\'s buffers beside the weights are left out', async () => {
@@ -499,22 +623,6 @@ describe('refusals: what the objects lack, named', () => {
       { prefix: attention }), Error, message);
   });
 
-  test.each([
-    ['gemma', 'llama_layer', 'layers.0', 'it has RMSNorm in Gemma\'s x * (1 + weight) form ' +
-      '(config.rms_norm_eps) and a gated MLP down(act(gate(x)) * up(x)) (mlp.gate_proj, ' +
-      'mlp.up_proj, mlp.down_proj; config.hidden_act), which the package\'s layers lack; its ' +
-      'attention loads with prefix \'layers.0.self_attn\''],
-    ['phi3', 'phi3_attention', 'layers.0', 'it has RMSNorm (input_layernorm, ' +
-      'post_attention_layernorm; config.rms_norm_eps) and a gated MLP down(act(gate(x)) * ' +
-      'up(x)) (mlp.gate_up_proj, mlp.down_proj; config.hidden_act), which the package\'s ' +
-      'layers lack; its attention loads with prefix \'layers.0.self_attn\''],
-    ['gptj', 'gptj_attention', 'h.0', 'its attention and MLP run side by side from one ' +
-      'LayerNorm (ln_1); its attention loads with prefix \'h.0.attn\''],
-  ])('a whole %s layer', async (type, name, prefix, detail) => {
-    await expectRejected(sa.fromPretrained({ ...modelConfig(name), model_type: type },
-      modelTensors(name), { prefix }), Error, `fromPretrained: ${type}: a whole layer ` +
-      `('${prefix}') is not supported by this package: ${detail}`);
-  });
 
   test('BERT\'s attention module adds a residual and a LayerNorm', async () => {
     await expectRejected(sa.fromPretrained(modelConfig('bert'), modelTensors('bert'),
@@ -530,10 +638,10 @@ describe('refusals: what the objects lack, named', () => {
     await expectRejected(sa.fromPretrained({ ...bert, position_embedding_type: 'relative_key' },
       modelTensors('bert'), { prefix }), Error, 'fromPretrained: bert: relative position ' +
       'scores (config.position_embedding_type "relative_key") is not supported by this package');
-    await expectRejected(sa.fromPretrained({ ...bert, hidden_act: 'silu' }, modelTensors('bert'),
-      { prefix }), Error, 'fromPretrained: bert: config.hidden_act: the activation "silu" is ' +
+    await expectRejected(sa.fromPretrained({ ...bert, hidden_act: 'mish' }, modelTensors('bert'),
+      { prefix }), Error, 'fromPretrained: bert: config.hidden_act: the activation "mish" is ' +
       'not supported by this package\'s layers (gelu, gelu_python, relu, gelu_new, ' +
-      'gelu_pytorch_tanh, gelu_fast)');
+      'gelu_pytorch_tanh, gelu_fast, silu, swish)');
   });
 });
 
@@ -542,17 +650,18 @@ describe('errors of the arguments', () => {
   const file = modelTensors('llama_attention');
   const prefix = hfCases.llama_attention.prefix;
 
-  test('no prefix: a whole model is not supported', async () => {
-    for (const options of [undefined, {}, { prefix: '' }]) {
-      await expectRejected(sa.fromPretrained(config, file, options), Error, 'fromPretrained: ' +
-        'llama: options.prefix: a whole model is not supported (no stack object yet): name a ' +
-        "layer ('…layers.N') or an attention ('…layers.N.self_attn')");
-    }
+  test('no prefix: a whole model only for the decoder-only models of blocks', async () => {
     await expectRejected(sa.fromPretrained(modelConfig('bart_encoder'), modelTensors('bart_encoder')),
-      Error, 'fromPretrained: bart: options.prefix: a whole model is not supported (no stack ' +
-      "object yet): name a layer ('…{encoder,decoder}.layers.N'), an attention " +
-      "('…{encoder,decoder}.layers.N.self_attn') or an attention " +
+      Error, 'fromPretrained: bart: options.prefix: a whole model is supported for the ' +
+      'decoder-only models whose layers are blocks (gptj, gpt_neox, llama, mistral, qwen2, ' +
+      "qwen3, gemma, gemma2, phi3), not bart: name a layer ('…{encoder,decoder}.layers.N'), " +
+      "an attention ('…{encoder,decoder}.layers.N.self_attn') or an attention " +
       "('…{encoder,decoder}.layers.N.encoder_attn')");
+    for (const options of [undefined, {}, { prefix: '' }]) {
+      const built = await sa.fromPretrained(config, file, options);
+      track(built.module);
+      expect(built.kind).toBe('TransformerStack');
+    }
   });
 
   test('a prefix that names neither a layer nor an attention', async () => {

@@ -4,7 +4,8 @@
 // C++ with the package's names.
 import { expectError } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff } from './support/golden.mjs';
-import { loadBuilds } from './support/modules.mjs';
+import { randomFloats } from './support/layers.mjs';
+import { loadBuilds, withMha } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const cases = goldenCaseNames('attention').map(loadGoldenCase);
@@ -74,6 +75,101 @@ describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
     });
     expectNear(c, 'output', r.output, tokenMajor(c.tensors.output));
   });
+
+  // ONNX Attention's corners (query offsets, narrow masks, the scores before
+  // the masks) against what they stand for.
+  describe('ONNX corners', () => {
+    const c = cases.find((x) => x.name === 'attn_basic');
+    const { q, k, v } = attentionArguments(c);
+    const [B, H, Tq, d] = q.shape;
+    const Tk = k.shape[2];
+    const run = (options) => module.attention(q, k, v, { ...options, backend });
+    // Batch item b's part of a [B, ...] result.
+    const item = (t, b) => t.data.subarray(b * (t.data.length / B), (b + 1) * (t.data.length / B));
+
+    test('queryOffset: query i sits at key position queryOffset + i', () => {
+      expect(run({ causal: 'top-left', queryOffset: 0 }).output.data)
+        .toEqual(run({ causal: 'top-left' }).output.data);
+      expect(run({ causal: 'top-left', queryOffset: Tk - Tq, window: [2, 0] }).output.data)
+        .toEqual(run({ causal: 'bottom-right', window: [2, 0] }).output.data);
+      // One per batch item: each as with its own alone; item 0's first two
+      // queries sit before every key.
+      const each = run({ causal: 'bottom-right', queryOffset: [-2, 5], returnAttnWeights: true });
+      [-2, 5].forEach((offset, b) => {
+        const alone = run({ causal: 'bottom-right', queryOffset: offset });
+        expect(item(each.output, b)).toEqual(item(alone.output, b));
+      });
+      expect(each.output.data.subarray(0, 2 * d).every((x) => x === 0)).toBe(true);
+      // ONNX with nonpad_kv_seqlen: query i of item b sees keys
+      // j <= kvLengths[b] - Tq + i (and j < kvLengths[b]).
+      const kvLengths = [Tk, 7];
+      const w = run({ causal: 'top-left', kvLengths, queryOffset: kvLengths.map((n) => n - Tq),
+        returnAttnWeights: true }).attnWeights.data;
+      w.forEach((x, at) => {
+        const j = at % Tk, i = Math.floor(at / Tk) % Tq, b = Math.floor(at / (H * Tq * Tk));
+        expect({ at, visible: x > 0 })
+          .toEqual({ at, visible: j < kvLengths[b] && j <= kvLengths[b] - Tq + i });
+      });
+    });
+
+    test('a mask narrower than the keys masks the keys past it', () => {
+      const keys = 5;
+      const narrow = Float32Array.from({ length: Tq * keys }, (_, i) => (i % 4) / 4);
+      const padded = Float32Array.from({ length: Tq * Tk },
+        (_, i) => (i % Tk < keys ? narrow[Math.floor(i / Tk) * keys + (i % Tk)] : -Infinity));
+      const a = run({ attnMask: { data: narrow, shape: [Tq, keys] }, returnAttnWeights: true });
+      const b = run({ attnMask: { data: padded, shape: [Tq, Tk] } });
+      expect(maxAbsDiff(a.output.data, b.output.data)).toBeLessThan(1e-6);
+      a.attnWeights.data.forEach((x, at) => expect(x > 0).toBe(at % Tk < keys));
+      const allowed = new Uint8Array(B * Tq * keys).fill(1);
+      const booleanNarrow = run({ boolMask: { data: allowed, shape: [B, 1, Tq, keys] } });
+      expect(maxAbsDiff(booleanNarrow.output.data,
+        run({ attnMask: { data: padded.map((x) => (x === -Infinity ? x : 0)), shape: [Tq, Tk] } })
+          .output.data)).toBeLessThan(1e-6);
+    });
+
+    test("returnScores 'scaled' and 'capped': every key's score before the masks", () => {
+      const masks = { causal: 'top-left', kvLengths: [Tk, 3], softcap: 2, scale: 0.3 };
+      const scaled = run({ ...masks, returnScores: 'scaled' }).scores;
+      expect(scaled.shape).toEqual([B, H, Tq, Tk]);
+      expect(scaled.data).toEqual(run({ scale: 0.3, returnScores: 'scaled' }).scores.data);
+      scaled.data.forEach((s, at) => {
+        // Query (b, h, i) = row `row` of q; key j of the same (b, h).
+        const j = at % Tk, row = Math.floor(at / Tk), keys = Math.floor(row / Tq) * Tk * d;
+        let dot = 0;
+        for (let e = 0; e < d; e++) dot += q.data[row * d + e] * k.data[keys + j * d + e];
+        expect(Math.abs(s - 0.3 * dot)).toBeLessThan(1e-5);
+      });
+      const capped = run({ ...masks, returnScores: 'capped' }).scores.data;
+      capped.forEach((s, at) => expect(Math.abs(s - 2 * Math.tanh(scaled.data[at] / 2)))
+        .toBeLessThan(1e-6));
+      const masked = run({ ...masks, returnScores: 'masked' }).scores.data;
+      expect(masked).toEqual(run({ ...masks, returnScores: true }).scores.data);
+      masked.forEach((s, at) => {
+        const j = at % Tk, i = Math.floor(at / Tk) % Tq, b = Math.floor(at / (H * Tq * Tk));
+        expect(s).toBe(j <= i && j < masks.kvLengths[b] ? capped[at] : -Infinity);
+      });
+    });
+
+    test('MultiHeadAttention.forward takes them too: attention() on its heads', () => {
+      const config = { dModel: 8, numHeads: 2, backend };
+      const weights = { wQ: randomFloats(64, 1), wK: randomFloats(64, 2), wV: randomFloats(64, 3),
+        wO: randomFloats(64, 4), bQ: randomFloats(8, 5), bK: randomFloats(8, 6),
+        bV: randomFloats(8, 7), bO: randomFloats(8, 8) };
+      const x = { data: randomFloats(2 * 5 * 8, 9), shape: [2, 5, 8] };
+      const memory = { data: randomFloats(2 * 7 * 8, 10), shape: [2, 7, 8] };
+      const corners = { causal: 'top-left', queryOffset: [3, -1], returnAttnWeights: true,
+        returnScores: 'scaled', attnMask: { data: randomFloats(5 * 4, 11), shape: [5, 4] } };
+      withMha(module, config, (mha) => {
+        mha.setWeights(weights);
+        const r = mha.forward(x, memory, memory, { ...corners, returnIntermediates: true });
+        const heads = module.attention(r.q, r.k, r.v, { ...corners, backend });
+        expect(maxAbsDiff(r.headOutput.data, heads.output.data)).toBeLessThan(1e-6);
+        expect(maxAbsDiff(r.attnWeights.data, heads.attnWeights.data)).toBeLessThan(1e-6);
+        expect(maxAbsDiff(r.scores.data, heads.scores.data)).toBeLessThan(1e-6);
+      });
+    });
+  });
 });
 
 describe('options', () => {
@@ -130,8 +226,8 @@ describe('errors', () => {
     expectError(() => sa.attention(q, k, k,
       { attnMask: { data: new Float32Array(2 * 6 * 5 * 7), shape: [2, 6, 7, 5] } }), RangeError,
     'attention: options.attnMask.shape: expected a shape that broadcasts to [B, H, Tq, Tk] = ' +
-      '[2, 6, 5, 7]: [Tq, Tk] = [5, 7], [B or 1, H or 1, Tq, Tk] = [2 or 1, 6 or 1, 5, 7]; ' +
-      'got [2, 6, 7, 5]');
+      '[2, 6, 5, 7]: [Tq, Tk] = [5, 7], [B or 1, H or 1, Tq, Tk] = [2 or 1, 6 or 1, 5, 7], ' +
+      'the last dimension from 1 to Tk (the keys past it masked); got [2, 6, 7, 5]');
     expectError(() => sa.attention(q, k, k, { causal: 'upper' }), RangeError,
       "attention: options.causal: expected 'none', 'top-left' or 'bottom-right', got 'upper'");
     expectError(() => sa.attention(t([1, 5, 48]), t([1, 7, 48]), t([1, 7, 48]), { numHeads: 5 }),
@@ -140,6 +236,20 @@ describe('errors', () => {
       'attention: k.shape: expected 4 dimensions as q has, got 3');
     expectError(() => sa.attention(q, k, k, { kvLengths: [7, 8] }), RangeError,
       'attention: options.kvLengths[1]: expected at most Tk (7), got 8');
+    expectError(() => sa.attention(q, k, k,
+      { attnMask: { data: new Float32Array(5 * 8), shape: [5, 8] } }), RangeError,
+    'attention: options.attnMask.shape: expected a shape that broadcasts to [B, H, Tq, Tk] = ' +
+      '[2, 6, 5, 7]: [Tq, Tk] = [5, 7], [B or 1, H or 1, Tq, Tk] = [2 or 1, 6 or 1, 5, 7], ' +
+      'the last dimension from 1 to Tk (the keys past it masked); got [5, 8]');
+    expectError(() => sa.attention(q, k, k, { causal: 'top-left', queryOffset: [1, 2, 3] }),
+      RangeError, "attention: options.queryOffset: expected 1 value (every batch item's) or " +
+      'B = 2 (one each), got 3');
+    expectError(() => sa.attention(q, k, k, { queryOffset: 4 }), RangeError,
+      'attention: options.queryOffset: given without options.causal or options.window, the ' +
+      'frontiers it places');
+    expectError(() => sa.attention(q, k, k, { returnScores: 'raw' }), RangeError,
+      "attention: options.returnScores: expected a boolean or 'scaled', 'capped' or 'masked', " +
+      "got 'raw'");
   });
 
   test('types, judged in JS', () => {
@@ -152,8 +262,15 @@ describe('errors', () => {
       'got Float32Array(35)');
     expectError(() => sa.attention(q, k, k, { sofcap: 3 }), TypeError,
       "attention: options: unknown key 'sofcap' (expected causal, scale, softcap, window, " +
-      'attnMask, boolMask, keyPaddingMask, kvLengths, numHeads, numKvHeads, ' +
+      'attnMask, boolMask, keyPaddingMask, kvLengths, queryOffset, numHeads, numKvHeads, ' +
       'returnAttnWeights, returnScores, backend)');
+    expectError(() => sa.attention(q, k, k, { causal: 'top-left', queryOffset: 1.5 }), TypeError,
+      'attention: options.queryOffset: expected an integer or an array of integers, got 1.5');
+    expectError(() => sa.attention(q, k, k, { causal: 'top-left', queryOffset: [] }), RangeError,
+      'attention: options.queryOffset: given with no values; omit the option instead');
+    expectError(() => sa.attention(q, k, k, { returnScores: 1 }), TypeError,
+      "attention: options.returnScores: expected a boolean or 'scaled', 'capped' or 'masked', " +
+      'got 1');
     expectError(() => sa.attention(q, { data: [1, 2], shape: [1] }, k), TypeError,
       'attention: k.data: expected a Float32Array, got [1, 2]');
     expectError(() => sa.attention(q, k, k, { boolMask: new Uint8Array(0) }), RangeError,

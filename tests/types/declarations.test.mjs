@@ -2,8 +2,8 @@
 // - the keys the JS accepts in each options, config or weights object
 //   (web/src/option-keys.js) are those of the interface of the same name,
 //   so a key renamed on one side only fails here;
-// - the value lists the JS checks are the .d.ts unions (ActivationName,
-//   BuildName);
+// - the names C++ accepts for each config field (module.choices) and the
+//   builds are the .d.ts unions (ActivationName, NormKindName, ...);
 // - usage.mts names every exported declaration and every member of every
 //   exported interface (each overload and constructor too), so that
 //   `tsc -p tests/types` checks a use of all of them;
@@ -17,7 +17,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { ACTIVATIONS } from '../../web/src/layers.js';
+import { createAttentionModule } from '../../web/index.js';
 import { BUILDS } from '../../web/src/loader.js';
 import { OPTION_KEYS } from '../../web/src/option-keys.js';
 
@@ -69,9 +69,19 @@ test('every options, config and weights interface has its keys in option-keys.js
   assert.deepEqual(sorted(Object.keys(OPTION_KEYS)), sorted(inputs));
 });
 
-test('the values the JS accepts are those of the .d.ts unions', () => {
+test('the names C++ accepts (module.choices) and the builds are the .d.ts unions', async () => {
   const members = (name) => exportedType(name).types.map((t) => t.value);
-  assert.deepEqual(sorted(ACTIVATIONS), sorted(members('ActivationName')));
+  const sa = await createAttentionModule({ threads: 1 });
+  try {
+    for (const [field, union] of [['activation', 'ActivationName'], ['norm', 'NormKindName'],
+      ['mixer', 'MixerName'], ['normPlacement', 'NormPlacementName'],
+      ['weights', 'WeightTypeName'], ['cacheType', 'CacheTypeName'],
+      ['causal', 'CausalAlignmentName'], ['returnScores', 'ScoresStageName']]) {
+      assert.deepEqual(sorted(sa.choices[field]), sorted(members(union)), union);
+    }
+  } finally {
+    sa.dispose();
+  }
   assert.deepEqual(sorted(Object.keys(BUILDS)), sorted(members('BuildName')));
 });
 

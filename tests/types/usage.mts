@@ -20,6 +20,7 @@ import createDefault, {
   type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
   type URLLike, type BytesByCacheType, type BytesByWeightType, type HalfBits, type Int8Weights,
   type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
+  type ScoresStageName,
 } from '../../web/index.js';
 import {
   type AdamOptions, type AttentionWeightGradients, type FeedForwardGradients,
@@ -43,7 +44,17 @@ import {
   type SafetensorsTensorInfo, type CheckpointBitsTensor, type SafetensorsOptions,
   type FromPretrainedOptions, type HuggingFaceConfig, type PretrainedAttention,
   type PretrainedDecoderLayer, type PretrainedEncoderLayer, type PretrainedModule,
-  type PooledPretrainedModule,
+  type PooledPretrainedModule, type PretrainedBlock, type PretrainedStack,
+} from '../../web/index.js';
+import {
+  type BlockForwardOptions, type BlockNormWeights,
+  type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
+  type NormPlacementName, type PooledTransformerBlock, type QkNormConfig,
+  type ResolvedActivationName, type ResolvedTransformerBlockConfig,
+  type ResolvedTransformerStackConfig, type StackForwardOptions, type SublayerConfig,
+  type SublayerWeights, type TransformerBlock, type TransformerBlockConfig,
+  type TransformerBlockConstructor, type TransformerBlockWeights, type TransformerStack,
+  type TransformerStackConfig, type TransformerStackConstructor, type TransformerStackWeights,
 } from '../../web/index.js';
 
 const f32 = (n: number) => new Float32Array(n);
@@ -76,6 +87,7 @@ const rope: RopeConfig = { style: 'half', base: 10000, rotaryDim: 4 };
 const mhaConfig: MultiHeadAttentionConfig = {
   dModel: 8, numHeads: 2, kDim: 8, vDim: 8, headDim: 4, headDimV: 4, numKvHeads: 1, rope,
   bias: true, backend: sa.backend, threads: 1, weights: 'f32', cacheType: 'f16',
+  qkNorm: { eps: 1e-6 },
 };
 const mha: MultiHeadAttention = new MHA(mhaConfig);
 const isMha: boolean = mha instanceof MHA && MHA.prototype === Object.getPrototypeOf(mha);
@@ -83,12 +95,13 @@ const resolved: ResolvedMultiHeadAttentionConfig = mha.config;
 const dims: number[] = [resolved.dModel, resolved.numHeads, resolved.kDim, resolved.vDim,
   resolved.headDim, resolved.headDimV, resolved.numKvHeads];
 const resolvedRope: string | undefined = resolved.rope?.style;
+const resolvedQkNorm: number | undefined = resolved.qkNorm?.eps;
 const mhaFacts: [boolean, string, string, boolean, number, WeightTypeName, CacheTypeName] = [
   resolved.bias, resolved.backend, mha.kernels, mha.disposed, resolved.threads, resolved.weights,
   resolved.cacheType];
 const weights: MultiHeadAttentionWeights = {
   wQ: f32(64), wK: f32(64), wV: f32(64), wO: f32(64), bQ: f32(8), bK: f32(8), bV: f32(8),
-  bO: f32(8),
+  bO: f32(8), qNorm: f32(4), kNorm: f32(4),
 };
 mha.setWeights(weights);
 // Weights already in the storage type: float16/bfloat16 bits, int8 values and scales.
@@ -112,7 +125,7 @@ const forwardOptions: ForwardOptions = {
   causal: true, keyPaddingMask: mask(5), attnMask: f32(25), returnAttnWeights: true,
   returnPerHeadOutput: true, returnIntermediates: true, window: [4, 0], scale: 0.5, softcap: 30,
   positionOffset: 2, kvLengths: [5], boolMask: { data: mask(25), shape: [1, 1, 5, 5] },
-  returnScores: true,
+  returnScores: true, queryOffset: 0,
 };
 const r: ForwardResult = mha.forward(x, x, x, forwardOptions);
 const topLeft: CausalAlignmentName = 'top-left';
@@ -135,6 +148,7 @@ const incrementalOptions: IncrementalForwardOptions = {
 };
 mha.forwardIncremental(x, cache, incrementalOptions);
 const logits: Tensor = mha.forward(x, x, x, { returnScores: true }).scores;
+const capped: Tensor = mha.forward(x, x, x, { returnScores: 'capped' }).scores;
 
 // Results typed by their options: what was asked for with `true` is there.
 const probabilities: Float32Array = mha.forward(x, x, x, { returnAttnWeights: true })
@@ -144,7 +158,7 @@ const contributions: Tensor = mha.forward(x, kv, undefined, { returnPerHeadOutpu
 const stepped: ForwardResultFor<true, false, true> = mha.forwardIncremental(x, cache,
   { returnAttnWeights: true, returnIntermediates: true });
 const requested: Tensor[] = [stepped.attnWeights, stepped.q, stepped.k, stepped.v,
-  stepped.headOutput, contributions, logits];
+  stepped.headOutput, contributions, logits, capped];
 const cacheFacts: number[] = [cache.batch, cache.maxLength, cache.length];
 const saved: [Tensor, Tensor] = [cache.keys(), cache.values()];
 cache.truncate(cache.length - 1);
@@ -221,15 +235,19 @@ const kvHeads: Tensor = { data: f32(2 * 2 * 5 * 8), shape: [2, 2, 5, 8] };
 const allowed: BroadcastMask<Uint8Array> = { data: mask(2 * 5 * 5), shape: [2, 1, 5, 5] };
 const attentionOptions: AttentionOptions = {
   causal: 'top-left', scale: 0.5, softcap: 30, window: [2, 0], attnMask: f32(25),
-  boolMask: allowed, keyPaddingMask: mask(10), kvLengths: [5, 4], numHeads: 4, numKvHeads: 2,
-  returnAttnWeights: false, returnScores: false, backend,
+  boolMask: allowed, keyPaddingMask: mask(10), kvLengths: [5, 4], queryOffset: [0, 1],
+  numHeads: 4, numKvHeads: 2, returnAttnWeights: false, returnScores: false, backend,
 };
 const attended: AttentionResult = sa.attention(qHeads, kvHeads, kvHeads, attentionOptions);
 const tokens: Tensor = { data: f32(5 * 8), shape: [1, 5, 8] };
 const tokenMajor: AttentionResultFor<true, true> = sa.attention(tokens, tokens, tokens,
   { numHeads: 2, causal: 'bottom-right', returnAttnWeights: true, returnScores: true });
+// ONNX's qk_matmul_output: the scores before the softcap and the masks.
+const stage: ScoresStageName = 'scaled';
+const scaled: AttentionResultFor<false, 'scaled'> = sa.attention(tokens, tokens, tokens,
+  { numHeads: 2, causal: 'top-left', queryOffset: 3, returnScores: stage });
 const attentionOutputs: (Tensor | undefined)[] = [attended.output, attended.attnWeights,
-  attended.scores, tokenMajor.attnWeights, tokenMajor.scores];
+  attended.scores, tokenMajor.attnWeights, tokenMajor.scores, scaled.scores];
 
 // Training: the training build, backward passes and optimizers.
 const trainer: AttentionModule = await createAttentionModule({ training: true });
@@ -320,7 +338,7 @@ cache[Symbol.dispose]();
 }
 mha.dispose();
 
-export const used = [build, moduleFacts, threading, threadsRunning, bytes, isMha, dims, resolvedRope, mhaFacts, outputs, kvFacts,
+export const used = [build, moduleFacts, threading, threadsRunning, bytes, isMha, dims, resolvedRope, resolvedQkNorm, mhaFacts, outputs, kvFacts,
   cacheFacts, cacheDisposed, isEncoder, isDecoder, step, normed, probabilities, requested,
   attentionOutputs];
 
@@ -436,7 +454,7 @@ narrow.setWeights({ ...weights, wQ: { values: new Int8Array(64) } });
 // @ts-expect-error: a file read without keep16Bit gives float32 only
 const notBits: Uint16Array = file.tensor('w').data;
 // @ts-expect-error: unknown activation
-void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'swish' });
+void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, activation: 'mish' });
 // Checkpoints: a layer's state_dict, safetensors files and their mapping.
 const encoderState: PyTorchTransformerEncoderLayerState = {
   'self_attn.in_proj_weight': f32(192), 'self_attn.q_proj_weight': f32(64),
@@ -488,6 +506,68 @@ loadCheckpoint(decoder, file, { layout: 'mpt' });
 const llamaLayout: CheckpointLayout = 'llama';
 void loadCheckpoint(mha, file, { layout: llamaLayout });
 
+// Blocks as lists of sublayers, and stacks of them.
+const choices: ModuleChoices = sa.choices;
+const choiceLists: (readonly string[])[] = [choices.activation, choices.norm, choices.mixer,
+  choices.normPlacement, choices.weights, choices.cacheType, choices.causal,
+  choices.returnScores];
+const mixer: MixerName = 'gated_ffn';
+const placement: NormPlacementName = 'sandwich';
+const normKind: NormKindName = 'rms_norm';
+const qkNorm: QkNormConfig = { kind: 'rms_norm', eps: 1e-6 };
+const sublayerList: SublayerConfig[] = [{ mixer: 'self_attention', norm: 'pre' },
+  { mixer, norm: placement, parallel: false }];
+const blockConfig: TransformerBlockConfig = { dModel: 8, numHeads: 2, numKvHeads: 1, headDim: 4,
+  ffnDim: 16, activation: 'silu', norm: normKind, eps: 1e-6, rope, qkNorm, sublayers: sublayerList,
+  backend: 'highway', threads: 1, weights: 'f32', cacheType: 'f16' };
+const Block: TransformerBlockConstructor = sa.TransformerBlock;
+const block: TransformerBlock = new Block(blockConfig);
+const blockResolved: ResolvedTransformerBlockConfig = block.config;
+const resolvedActivation: ResolvedActivationName = blockResolved.activation;
+void [blockResolved.dModel, blockResolved.numHeads, blockResolved.numKvHeads,
+  blockResolved.headDim, blockResolved.ffnDim, blockResolved.norm, blockResolved.eps,
+  blockResolved.rope, blockResolved.qkNorm, blockResolved.sublayers, blockResolved.weights,
+  blockResolved.cacheType, blockResolved.backend, blockResolved.threads, block.kernels,
+  block.disposed, resolvedActivation, choiceLists];
+const blockNorm: BlockNormWeights = { gamma: f32(8), beta: undefined };
+const blockAttention: MultiHeadAttentionWeights = { wQ: f32(64), wK: f32(32), wV: f32(32),
+  wO: f32(64), bQ: f32(8), bK: f32(4), bV: f32(4), bO: f32(8), qNorm: f32(4), kNorm: f32(4) };
+const gatedFfn: GatedFeedForwardWeights = { wGate: f32(128), wUp: f32(128), wDown: f32(128),
+  bGate: f32(16), bUp: f32(16), bDown: f32(8) };
+const sublayerWeights: SublayerWeights[] = [{ norm: blockNorm, outputNorm: blockNorm,
+  attention: blockAttention }, { norm: blockNorm, outputNorm: blockNorm, gatedFfn,
+  ffn: { w1: f32(128), w2: f32(128) } }];
+const blockWeights: TransformerBlockWeights = { sublayers: sublayerWeights };
+block.setWeights(blockWeights);
+const blockOptions: BlockForwardOptions = { causal: true, keyPaddingMask: mask(5),
+  memoryKeyPaddingMask: mask(5), positionOffset: 0, window: [3, 0] };
+const blockOut: Tensor = block.forward(x, blockOptions);
+void block.forward(x, x, blockOptions);
+const blockCache: KVCache = block.createKVCache({ batch: 1, maxLength: 8 });
+void [blockOut, block.forwardIncremental(x, blockCache, { window: [3, 0] })];
+block.dispose();
+block[Symbol.dispose]();
+const stackConfig: TransformerStackConfig = { ...blockConfig, numLayers: 2,
+  layerWindows: [[3, 0], [-1, -1]], finalNorm: true };
+const Stack: TransformerStackConstructor = sa.TransformerStack;
+const stack: TransformerStack = new Stack(stackConfig);
+const stackResolved: ResolvedTransformerStackConfig = stack.config;
+void [stackResolved.numLayers, stackResolved.finalNorm, stackResolved.layerWindows,
+  stack.kernels, stack.disposed];
+const stackWeights: TransformerStackWeights = { layers: [blockWeights, blockWeights],
+  finalNorm: blockNorm };
+stack.setWeights(stackWeights);
+const stackOptions: StackForwardOptions = { causal: true, keyPaddingMask: mask(5),
+  positionOffset: 0 };
+const stackCaches: KVCache[] = stack.createKVCaches({ batch: 1, maxLength: 8 });
+void [stack.forward(x, stackOptions), stack.forwardIncremental(x, stackCaches, { window: [3, 0] })];
+stack.dispose();
+stack[Symbol.dispose]();
+// @ts-expect-error: a block's sublayers are required
+void new sa.TransformerBlock({ dModel: 8, numHeads: 2 });
+// @ts-expect-error: an unknown mixer
+void new sa.TransformerBlock({ dModel: 8, numHeads: 2, sublayers: [{ mixer: 'attention' }] });
+
 // A Hugging Face layer or attention from its config.json.
 const hfConfig: HuggingFaceConfig = { model_type: 'llama', hidden_size: 64 };
 const pretrainedOptions: FromPretrainedOptions = { prefix: 'model.layers.3.self_attn',
@@ -501,6 +581,12 @@ if (pretrained.kind === 'MultiHeadAttention') {
 } else if (pretrained.kind === 'TransformerEncoderLayer') {
   const built: PretrainedEncoderLayer = pretrained;
   void [built.module.forward(x, built.forwardOptions), built.loaded];
+} else if (pretrained.kind === 'TransformerBlock') {
+  const built: PretrainedBlock = pretrained;
+  void [built.module.forward(x, built.forwardOptions), built.incrementalOptions, built.loaded];
+} else if (pretrained.kind === 'TransformerStack') {
+  const built: PretrainedStack = pretrained;
+  void [built.module.forward(x, built.forwardOptions), built.incrementalOptions, built.loaded];
 } else {
   const built: PretrainedDecoderLayer = pretrained;
   const step: SelfAttentionOptions | undefined = built.incrementalOptions;
@@ -519,6 +605,17 @@ if (pooledPretrained.kind === 'MultiHeadAttention') {
 } else if (pooledPretrained.kind === 'TransformerDecoderLayer') {
   const layer: PooledTransformerDecoderLayer = pooledPretrained.module;
   void [layer, pooledPretrained.incrementalOptions];
+} else if (pooledPretrained.kind === 'TransformerBlock') {
+  const pooledBlock: PooledTransformerBlock = pooledPretrained.module;
+  const pooledBlockCache: PooledKVCache = await pooledBlock.createKVCache({ batch: 1,
+    maxLength: 8 });
+  await pooledBlock.setWeights(blockWeights);
+  void [await pooledBlock.forward(x, blockOptions), await pooledBlock.forward(x, x),
+    await pooledBlock.forwardIncremental(x, pooledBlockCache), pooledBlock.config,
+    pooledBlock.kernels, pooledBlock.disposed, pooledBlock.placement];
+  await pooledBlock.dispose();
+  await pooledBlock[Symbol.asyncDispose]();
+  void await pool.TransformerBlock(blockConfig);
 } else {
   const layer: PooledTransformerEncoderLayer = pooledPretrained.module;
   void layer;

@@ -12,6 +12,12 @@
 // checked after (see openServed), so that no symlink, swapped in before or
 // during a request, leads anywhere else, and only regular files are sent.
 //
+// Beside web/, the server sends the few files of the repository's
+// node_modules that a page imports (VENDOR_FILES, at their path under the
+// repository, where the page's import map looks): the tokenizer library the
+// explorer reads a model's tokenizer.json with. Nothing else of
+// node_modules is reachable.
+//
 // Every response carries Cross-Origin-Opener-Policy: same-origin and
 // Cross-Origin-Embedder-Policy: require-corp (cross-origin isolation, which a
 // threaded wasm build will need for SharedArrayBuffer), unless the server is
@@ -27,6 +33,11 @@ import { pipeline } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const NODE_MODULES = path.resolve(WEB, '..', 'node_modules');
+
+/** The files of the repository's node_modules the pages import, served at /node_modules/<file>. */
+export const VENDOR_FILES = ['@huggingface/tokenizers/dist/tokenizers.min.mjs'];
+const VENDOR_PREFIX = '/node_modules/';
 
 /** Where the demos live; `/` redirects here. */
 export const DEMO_PATH = '/web/demo/';
@@ -188,7 +199,10 @@ async function handle(req, res, root, base, log) {
     send(res, base, 302, `see ${DEMO_PATH}\n`, { Location: DEMO_PATH });
     return 302;
   }
-  const found = await resolveRequestPath(url.pathname, root);
+  const vendor = url.pathname.startsWith(VENDOR_PREFIX) ? url.pathname.slice(VENDOR_PREFIX.length) : null;
+  const found = vendor !== null
+    ? (VENDOR_FILES.includes(vendor) ? await openServed(NODE_MODULES, vendor) : null)
+    : await resolveRequestPath(url.pathname, root);
   if (found === null) {
     send(res, base, 404, 'not found\n');
     return 404;

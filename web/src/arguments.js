@@ -248,3 +248,25 @@ export function optionalNumber(where, name, v) {
   }
   return v;
 }
+
+// options.queryOffset: an integer (every batch item's) or an array of them
+// (one each), given to C++ as an array.
+export function readQueryOffset(where, v) {
+  if (v === undefined || Number.isInteger(v)) return v === undefined ? v : [v];
+  if (typeof v === 'number') {
+    throw new TypeError(`${where}: options.queryOffset: expected an integer or an array of ` +
+      `integers, got ${describe(v)}`);
+  }
+  return optionalLengths(where, 'options.queryOffset', v);
+}
+
+// options.returnScores: a boolean or a stage's name (C++ judges it), as
+// the glue takes it: { returnScores: boolean, scoresStage?: name }.
+export function readReturnScores(where, v) {
+  if (v !== undefined && typeof v !== 'boolean' && typeof v !== 'string') {
+    throw new TypeError(`${where}: options.returnScores: expected a boolean or 'scaled', ` +
+      `'capped' or 'masked', got ${describe(v)}`);
+  }
+  return { returnScores: v !== undefined && v !== false,
+    scoresStage: typeof v === 'string' ? v : undefined };
+}

@@ -2,8 +2,8 @@
 // KVCache, cross-attention over a PrecomputedKeyValue.
 import { additiveValues, booleanValues, checkObject, describe, float32, integers,
   optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
-  readThreads, readStorageType, requiredSize, shapedMask, torchMatrix, weightMatrix, glueMatrix }
-  from './arguments.js';
+  readQueryOffset, readReturnScores, readThreads, readStorageType, requiredSize, shapedMask,
+  torchMatrix, weightMatrix, glueMatrix } from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
@@ -39,9 +39,10 @@ function readAttentionOptions(where, options, allowed) {
   return {
     ...readSharedAttentionOptions(where, o),
     causal: readCausal(where, o.causal),
+    queryOffset: readQueryOffset(where, o.queryOffset),
     returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
       o.returnAttnWeights, false),
-    returnScores: optionalBoolean(where, 'options.returnScores', o.returnScores, false),
+    ...readReturnScores(where, o.returnScores),
     returnPerHeadOutput: optionalBoolean(where, 'options.returnPerHeadOutput',
       o.returnPerHeadOutput, false),
     returnIntermediates: optionalBoolean(where, 'options.returnIntermediates',
@@ -76,6 +77,16 @@ export function readRope(where, rope) {
     base: optionalNumber(where, 'config.rope.base', rope.base) ?? 10000,
     rotaryDim: optionalSize(where, 'config.rope.rotaryDim', rope.rotaryDim),
   };
+}
+
+// config.qkNorm: { kind?, eps? } (the kind's name is C++'s to judge).
+export function readQkNorm(where, v) {
+  if (v === undefined) return undefined;
+  checkObject(where, 'config.qkNorm', v, OPTION_KEYS.QkNormConfig);
+  if (v.kind !== undefined && typeof v.kind !== 'string') {
+    throw new TypeError(`${where}: config.qkNorm.kind: expected a string, got ${describe(v.kind)}`);
+  }
+  return { kind: v.kind, eps: optionalNumber(where, 'config.qkNorm.eps', v.eps) };
 }
 
 // The glue's result -> ForwardResult; unbatched shapes for a 2-D query.
@@ -119,6 +130,7 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
         headDimV: optionalSize(where, 'config.headDimV', config.headDimV),
         numKvHeads: optionalSize(where, 'config.numKvHeads', config.numKvHeads),
         rope: readRope(where, config.rope),
+        qkNorm: readQkNorm(where, config.qkNorm),
         bias: optionalBoolean(where, 'config.bias', config.bias, true),
         backend,
         threads: readThreads(where, config.threads),
@@ -135,6 +147,11 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
       const { bias } = this[INFO];
       const w = {};
       for (const key of WEIGHT_KEYS) {
+        // QK-norm's scales: C++ says whether the config needs them.
+        if (key === 'qNorm' || key === 'kNorm') {
+          w[key] = float32(where, key, weights[key], true);
+          continue;
+        }
         const isBias = key.startsWith('b');
         if (isBias && bias && weights[key] === undefined) {
           throw new TypeError(`${where}: ${key}: expected a Float32Array (config.bias ` +

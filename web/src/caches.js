@@ -176,6 +176,11 @@ export function makeKeyValueClasses(wasm, reclaimer) {
       const { raw, info } = createFilled(wasm, where, wasm.KVCacheBinding, fill);
       return new KVCache(INTERNAL, raw, info, keyWidth, valueWidth);
     },
+    // A cache over `raw`, a KVCacheBinding already filled (a stack's, one
+    // call filling every layer's).
+    adoptCache(where, raw, keyWidth, valueWidth) {
+      return new KVCache(INTERNAL, raw, unwrap(wasm, where, raw.info()), keyWidth, valueWidth);
+    },
     // The keys and values of `memory` ({ keyPaddingMask } in `options`),
     // projected by fill(rawPrecomputed, memory, mask).
     precompute(where, memory, options, fill) {

@@ -14,6 +14,7 @@
 // other tensor becomes float32 here.
 import { checkObject, describe, float32, integers } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
+import { BLOCK_LAYOUTS, blockWeights, layoutNames, STACK_LAYOUTS } from './block-checkpoint.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
 import { attentionShapes, layerShapes } from './pytorch-layer-state.js';
 import { widen16Bit } from './safetensors.js';
@@ -141,11 +142,17 @@ const LAYOUTS = {
 // minifiers).
 function targetKind(where, target) {
   const has = (m) => target !== null && typeof target === 'object' && typeof target[m] === 'function';
+  if (has('forwardIncremental') && has('createKVCache') && !has('precomputeKeyValue') &&
+      !has('precomputeMemory')) {
+    return 'TransformerBlock';
+  }
+  if (has('forwardIncremental') && has('createKVCaches')) return 'TransformerStack';
   if (has('setWeightsFromPyTorch') && has('precomputeKeyValue')) return 'MultiHeadAttention';
   if (has('setWeightsFromPyTorch') && has('precomputeMemory')) return 'TransformerDecoderLayer';
   if (has('setWeightsFromPyTorch') && has('forward')) return 'TransformerEncoderLayer';
   throw new TypeError(`${where}: target: expected a MultiHeadAttention, ` +
-    `TransformerEncoderLayer or TransformerDecoderLayer, got ${describe(target)}`);
+    `TransformerEncoderLayer, TransformerDecoderLayer, TransformerBlock or TransformerStack, ` +
+    `got ${describe(target)}`);
 }
 
 /**
@@ -304,6 +311,146 @@ function pickLayout(where, kind, layouts, requested, has) {
   return best;
 }
 
+// One tensor's values: 16-bit bits kept when `keepBits` (a matrix the
+// object holds in their type), else float32; its NaN or infinity named.
+function tensorValues(where, ckpt, name, declared, keepBits) {
+  const { data, dtype } = ckpt.tensor(name);
+  checkFinite(where, name, declared, data, dtype);
+  if (!isBits(data) || keepBits) return data;
+  return widen16Bit(dtype, data);
+}
+
+// The layout of a block of `config` whose tensors are `under` (names after
+// the prefix): the one requested, or the one whose names it holds most of.
+function blockLayout(where, config, requested, under, prefix, kind) {
+  const layouts = Object.keys(BLOCK_LAYOUTS);
+  if (requested !== undefined) {
+    if (!(typeof requested === 'string' && layouts.includes(requested))) {
+      throw new TypeError(`${where}: options.layout: expected one of ` +
+        `${layouts.map((n) => `'${n}'`).join(', ')} for a ${kind}, got ${describe(requested)}`);
+    }
+    return requested;
+  }
+  let layout;
+  let found = 0;
+  for (const name of layouts) {
+    let names;
+    try {
+      names = layoutNames(name, config);
+    } catch {
+      continue;  // a layout of another sublayer list
+    }
+    const count = names.filter((n) => under.has(n)).length;
+    if (count > found) [layout, found] = [name, count];
+  }
+  if (layout === undefined) {
+    throw new RangeError(`${where}: no ${kind} layout (${layouts.join(', ')}) knows ` +
+      `the tensors under prefix '${prefix}': ${quoteSome([...under], 5)}`);
+  }
+  return layout;
+}
+
+// A reader of the block tensors under `prefix` for blockWeights: records
+// what it read (used, with the prefix) and the biases it lacks.
+function blockReader(where, ckpt, config, layout, kind, used, zeroBiases) {
+  return (prefix, under) => (source) => {
+    const full = `${prefix}${source.name}`;
+    if (!under.has(source.name)) {
+      if (source.bias) {
+        zeroBiases.push(full);
+        return undefined;
+      }
+      throw new RangeError(`${where}: missing '${full}' (layout '${layout}' of a ${kind})`);
+    }
+    const declared = ckpt.shape(full);
+    if (declared !== undefined && !sameShape(declared, source.shape)) {
+      throw new RangeError(`${where}: ${full}: expected shape ${shapeString(source.shape)} ` +
+        `(this ${kind}'s), got ${shapeString(declared)}`);
+    }
+    used.add(full);
+    const keepBits = source.shape.length === 2 &&
+      HELD_AS.get(ckpt.tensor(full).dtype) === config.weights;
+    return tensorValues(where, ckpt, full, declared, keepBits);
+  };
+}
+
+// What is left under `prefix` once `used` is taken: an error unless allowed.
+function unusedUnder(where, kind, layout, prefix, names, used, allowUnused) {
+  const unused = names.filter((n) => n.startsWith(prefix) && !used.has(n));
+  if (unused.length > 0 && !allowUnused) {
+    throw new RangeError(`${where}: ${unused.length} tensor${unused.length === 1 ? '' : 's'} ` +
+      `under prefix '${prefix}' not part of a ${kind} in layout '${layout}': ` +
+      `${quoteSome(unused, 5)}; set options.prefix to the object's own tensors, ` +
+      'or options.allowUnused: true');
+  }
+  return unused;
+}
+
+// A result, or a promise of it for a pool's object.
+const settled = (done, result) => (typeof done?.then === 'function'
+  ? done.then(() => result) : result);
+
+// loadCheckpoint for a TransformerBlock.
+function loadBlock(where, target, ckpt, { prefix, requested, allowUnused, under }) {
+  const kind = 'TransformerBlock';
+  const { config } = target;
+  const layout = blockLayout(where, config, requested, under, prefix, kind);
+  const used = new Set();
+  const zeroBiases = [];
+  const read = blockReader(where, ckpt, config, layout, kind, used, zeroBiases);
+  const { weights } = blockWeights(layout, config, read(prefix, under));
+  const unused = unusedUnder(where, kind, layout, prefix, ckpt.names, used, allowUnused);
+  return settled(target.setWeights(weights), { layout, tensors: [...used], unused,
+    zeroBiases: [...new Set(zeroBiases)] });
+}
+
+// loadCheckpoint for a TransformerStack: its layers `<root><list>.<i>.` and
+// its final norm `<root><finalNorm>`, the root found from the names (a
+// base model's '' or a causal LM's 'model.', 'transformer.', ...) unless
+// options.prefix gives it.
+function loadStack(where, target, ckpt, { prefix, requested, allowUnused }) {
+  const kind = 'TransformerStack';
+  const { config } = target;
+  const underOf = (p) => new Set(ckpt.names.filter((n) => n.startsWith(p))
+    .map((n) => n.slice(p.length)));
+  // The layout from the first layer's names, under each candidate root.
+  const lists = [...new Set(Object.values(STACK_LAYOUTS).map((s) => s.list))];
+  let root = prefix;
+  let list;
+  for (const name of ckpt.names) {
+    if (!name.startsWith(prefix)) continue;
+    const m = lists.map((l) => name.indexOf(`${l}.0.`)).find((i) => i >= prefix.length);
+    if (m === undefined) continue;
+    root = name.slice(0, m);
+    list = lists.find((l) => name.startsWith(`${root}${l}.0.`));
+    break;
+  }
+  if (list === undefined) {
+    throw new RangeError(`${where}: no layer 0 of a TransformerStack (${lists.map((l) =>
+      `'…${l}.0.'`).join(', ')}) under prefix '${prefix}'`);
+  }
+  const layout = blockLayout(where, config, requested, underOf(`${root}${list}.0.`),
+    `${root}${list}.0.`, kind);
+  const stack = STACK_LAYOUTS[layout];
+  const used = new Set();
+  const zeroBiases = [];
+  const read = blockReader(where, ckpt, config, layout, kind, used, zeroBiases);
+  const layers = [];
+  for (let i = 0; i < config.numLayers; i++) {
+    const at = `${root}${stack.list}.${i}.`;
+    layers.push(blockWeights(layout, config, read(at, underOf(at))).weights);
+  }
+  const finalNorm = {};
+  for (const [key, suffix] of [['gamma', 'weight'], ['beta', 'bias']]) {
+    const name = `${stack.finalNorm}.${suffix}`;
+    const data = read(root, underOf(root))({ name, shape: [config.dModel], bias: key === 'beta' });
+    if (data !== undefined) finalNorm[key] = data;
+  }
+  const unused = unusedUnder(where, kind, layout, root, ckpt.names, used, allowUnused);
+  return settled(target.setWeights({ layers, finalNorm }), { layout, tensors: [...used],
+    unused, zeroBiases: [...new Set(zeroBiases)] });
+}
+
 /**
  * Sets `target`'s weights from the tensors of `checkpoint` under
  * options.prefix, in options.layout or the layout their names show.
@@ -318,6 +465,10 @@ export function loadCheckpoint(target, checkpoint, options) {
   const { prefix, layout: requested, allowUnused } = readOptions(where, options);
   const under = new Set(ckpt.names.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length)));
   const has = (name) => under.has(name);
+  if (kind === 'TransformerBlock') {
+    return loadBlock(where, target, ckpt, { prefix, requested, allowUnused, under });
+  }
+  if (kind === 'TransformerStack') return loadStack(where, target, ckpt, { prefix, requested, allowUnused });
   const { layout, entries } = pickLayout(where, kind, LAYOUTS[kind], requested, has);
   const full = (name) => `${prefix}${name}`;
   if (layout === undefined) {
@@ -348,6 +499,16 @@ export function loadCheckpoint(target, checkpoint, options) {
       `(layout '${layout}' of a ${kind})`);
   }
   const used = new Set(names.filter(has));
+  // QK-norm's scales, [headDim] each, under the attention's own names.
+  const qkNames = kind === 'MultiHeadAttention' && config.qkNorm !== undefined
+    ? { qNorm: 'q_norm.weight', kNorm: 'k_norm.weight' } : {};
+  for (const name of Object.values(qkNames)) {
+    if (!has(name)) {
+      throw new RangeError(`${where}: missing '${full(name)}' (the scales of this ` +
+        `attention's config.qkNorm, layout '${layout}')`);
+    }
+    used.add(name);
+  }
   const zeroBiases = names.filter((n) => !has(n)).map(full);
   const unused = [...under].filter((n) => !used.has(n)).map(full);
   if (unused.length > 0 && !allowUnused) {
@@ -358,14 +519,8 @@ export function loadCheckpoint(target, checkpoint, options) {
   }
 
   const { weights: held } = config;
-  // One tensor's values: 16-bit bits kept for a matrix the object holds in
-  // their type, else float32.
-  const values = (name, to, declared) => {
-    const { data, dtype } = ckpt.tensor(name);
-    checkFinite(where, name, declared, data, dtype);
-    if (!isBits(data) || (isMatrix(to) && HELD_AS.get(dtype) === held)) return data;
-    return widen16Bit(dtype, data);
-  };
+  const values = (name, to, declared) =>
+    tensorValues(where, ckpt, name, declared, isMatrix(to) && HELD_AS.get(ckpt.tensor(name).dtype) === held);
   const state = {};
   for (const e of wanted) {
     const expected = shapes[e.to];
@@ -402,11 +557,13 @@ export function loadCheckpoint(target, checkpoint, options) {
       { cause: error });
   };
   // C++'s conversion is nn.MultiheadAttention's: as many key/value heads as
-  // query heads, dModel / numHeads wide. Other attentions (grouped K/V
-  // heads, Gemma's wider heads) take the transposes done here, their
-  // lengths checked first.
+  // query heads, dModel / numHeads wide, no QK-norm. Other attentions
+  // (grouped K/V heads, Gemma's wider heads, Qwen3's QK-norm) take the
+  // transposes done here, their lengths checked first.
   const torchShaped = kind !== 'MultiHeadAttention' || (config.numKvHeads === config.numHeads &&
-    config.numHeads * config.headDim === config.dModel);
+    config.numHeads * config.headDim === config.dModel && config.qkNorm === undefined);
+  const qkNorm = Object.fromEntries(Object.entries(qkNames).map(([key, name]) =>
+    [key, tensorValues(where, ckpt, full(name), ckpt.shape(full(name)), false)]));
   if (!torchShaped) {
     for (const e of wanted) {
       const count = shapes[e.to].reduce((n, d) => n * d, 1);
@@ -421,7 +578,7 @@ export function loadCheckpoint(target, checkpoint, options) {
   let done;
   try {
     done = torchShaped ? target.setWeightsFromPyTorch(state)
-      : target.setWeights(attentionWeightsFromPyTorch(target.config, state));
+      : target.setWeights({ ...attentionWeightsFromPyTorch(target.config, state), ...qkNorm });
   } catch (error) {
     throw named(error);
   }

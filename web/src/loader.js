@@ -216,9 +216,11 @@ async function startBuild(factory, compiling, hooks) {
 
 // Which build to load: the fastest the engine runs, unless forced. `engine`:
 // { simd, relaxedSimd }, what the feature probes found. The scalar backend
-// is the non-SIMD build's alone (the SIMD builds leave it out for size), so
-// `backend` 'scalar' without a build asked for picks that build; with one,
-// the SIMD build refuses it in C++, naming its backends.
+// is the non-SIMD build's alone and xsimd the SIMD build's (the others
+// leave them out for size), so `backend` 'scalar' without a build asked for
+// picks the non-SIMD build, and 'xsimd' without relaxed SIMD asked for the
+// SIMD build; a build asked for that lacks the backend refuses it in C++,
+// naming the builds' backends.
 export function pickBuild(where, forceSimd, forceRelaxed, engine, backend, training) {
   if (training) return pickTrainingBuild(where, forceSimd, forceRelaxed, engine);
   if (forceSimd === false && forceRelaxed === true) {
@@ -241,6 +243,7 @@ export function pickBuild(where, forceSimd, forceRelaxed, engine, backend, train
     return 'nosimd';
   }
   if (!(forceSimd ?? hasSimd)) return 'nosimd';
+  if (backend === 'xsimd' && forceRelaxed === undefined) return 'simd';
   return (forceRelaxed ?? hasRelaxed) ? 'relaxed-simd' : 'simd';
 }
 

@@ -9,6 +9,11 @@ const FEED_FORWARD_WEIGHTS = ['w1', 'b1', 'w2', 'b2'];
 const LAYER_NORM_WEIGHTS = ['gamma', 'beta'];
 // The weights that are matrices: they may come in config.weights' type.
 export const WEIGHT_MATRICES = ['wQ', 'wK', 'wV', 'wO', 'w1', 'w2'];
+// QK-norm's scales, [headDim] each (config.qkNorm).
+const QK_NORM_WEIGHTS = ['qNorm', 'kNorm'];
+// What every block config names (TransformerBlock, TransformerStack).
+const BLOCK_CONFIG = ['dModel', 'numHeads', 'numKvHeads', 'headDim', 'ffnDim', 'activation',
+  'norm', 'eps', 'rope', 'qkNorm', 'sublayers', 'backend', 'threads', 'weights', 'cacheType'];
 // A layer's self-attention options besides causal and key padding.
 const SELF_ATTENTION_OPTIONS = ['window', 'scale', 'softcap', 'attnMask', 'boolMask',
   'kvLengths'];
@@ -36,16 +41,17 @@ export const DECODER_WEIGHT_GROUPS = {
 export const OPTION_KEYS = {
   AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath', 'training'],
   MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDim', 'headDimV',
-    'numKvHeads', 'rope', 'bias', 'backend', 'threads', 'weights', 'cacheType'],
+    'numKvHeads', 'rope', 'qkNorm', 'bias', 'backend', 'threads', 'weights', 'cacheType'],
   RopeConfig: ['style', 'base', 'rotaryDim'],
-  MultiHeadAttentionWeights: ATTENTION_WEIGHTS,
+  QkNormConfig: ['kind', 'eps'],
+  MultiHeadAttentionWeights: [...ATTENTION_WEIGHTS, ...QK_NORM_WEIGHTS],
   Int8Weights: ['values', 'scales'],
   PyTorchMultiheadAttentionState: ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
     'v_proj_weight', 'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias',
     'out_proj.bias'],
   ForwardOptions: ['causal', 'keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
     'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
-    'scale', 'softcap', 'positionOffset', 'training'],
+    'scale', 'softcap', 'queryOffset', 'positionOffset', 'training'],
   IncrementalForwardOptions: ['keyPaddingMask', 'kvLengths', 'attnMask', 'boolMask',
     'returnAttnWeights', 'returnScores', 'returnPerHeadOutput', 'returnIntermediates', 'window',
     'scale', 'softcap'],
@@ -63,6 +69,17 @@ export const OPTION_KEYS = {
   DecoderForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask',
     ...SELF_ATTENTION_OPTIONS, 'training'],
   SelfAttentionOptions: SELF_ATTENTION_OPTIONS,
+  TransformerBlockConfig: BLOCK_CONFIG,
+  SublayerConfig: ['mixer', 'norm', 'parallel'],
+  TransformerStackConfig: [...BLOCK_CONFIG, 'numLayers', 'layerWindows', 'finalNorm'],
+  TransformerBlockWeights: ['sublayers'],
+  BlockNormWeights: LAYER_NORM_WEIGHTS,
+  SublayerWeights: ['norm', 'outputNorm', 'attention', 'ffn', 'gatedFfn'],
+  GatedFeedForwardWeights: ['wGate', 'wUp', 'wDown', 'bGate', 'bUp', 'bDown'],
+  TransformerStackWeights: ['layers', 'finalNorm'],
+  BlockForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask', 'positionOffset',
+    ...SELF_ATTENTION_OPTIONS],
+  StackForwardOptions: ['causal', 'keyPaddingMask', 'positionOffset', ...SELF_ATTENTION_OPTIONS],
   PyTorchTransformerEncoderLayerState: torchLayerState(['self_attn'], ['norm1', 'norm2']),
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
     ['norm1', 'norm2', 'norm3']),
@@ -78,6 +95,6 @@ export const OPTION_KEYS = {
   TinyTransformerLayerWeights: [...ATTENTION_WEIGHTS, ...FEED_FORWARD_WEIGHTS],
   AdamOptions: ['lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'decoupledWeightDecay'],
   AttentionOptions: ['causal', 'scale', 'softcap', 'window', 'attnMask', 'boolMask',
-    'keyPaddingMask', 'kvLengths', 'numHeads', 'numKvHeads', 'returnAttnWeights', 'returnScores',
-    'backend'],
+    'keyPaddingMask', 'kvLengths', 'queryOffset', 'numHeads', 'numKvHeads', 'returnAttnWeights',
+    'returnScores', 'backend'],
 };

@@ -460,6 +460,9 @@ export const ARGUMENTS = {
     weights: layerWeights(DECODER_WEIGHT_GROUPS),
     state: record(OPTION_KEYS.PyTorchTransformerDecoderLayerState),
   },
+  TransformerBlock: { weights: whole },
+  blockConfig: whole,
+  blockOptions: options(OPTION_KEYS.BlockForwardOptions),
   forwardOptions: options(OPTION_KEYS.ForwardOptions),
   // (The synchronous method reads its options as forward does.)
   incrementalOptions: options(OPTION_KEYS.IncrementalForwardOptions,

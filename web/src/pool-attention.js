@@ -77,7 +77,7 @@ class MultiHeadAttention extends ConfiguredObject {
         try {
           checkObject(where, 'weights', weights, OPTION_KEYS.MultiHeadAttentionWeights);
           for (const key of OPTION_KEYS.MultiHeadAttentionWeights) {
-            w[key] = key.startsWith('w') ? weightMatrix(where, key, weights[key])
+            w[key] = /^w[A-Z]/.test(key) ? weightMatrix(where, key, weights[key])
               : float32(where, key, weights[key], true);
           }
         } catch (e) {
@@ -92,6 +92,9 @@ class MultiHeadAttention extends ConfiguredObject {
           Object.assign(shapes, { bQ: [1, c.numHeads * c.headDim],
             bK: [1, c.numKvHeads * c.headDim], bV: [1, c.numKvHeads * c.headDimV],
             bO: [1, c.dModel] });
+        }
+        if (c.qkNorm !== undefined) {
+          Object.assign(shapes, { qNorm: [1, c.headDim], kNorm: [1, c.headDim] });
         }
         const fitting = (key) => (shapes[key] === undefined ? w[key] === undefined
           : w[key] !== undefined && fits(w[key], shapes[key], c.weights));
@@ -145,6 +148,8 @@ class MultiHeadAttention extends ConfiguredObject {
         bV: w.bV.slice(k0 * dv, k1 * dv), bO: new Float32Array(c.dModel),
       });
     }
+    // QK-norm's scales are every head's: each shard gets them whole.
+    if (c.qkNorm !== undefined) Object.assign(out, { qNorm: w.qNorm.slice(), kNorm: w.kNorm.slice() });
     return out;
   }
 

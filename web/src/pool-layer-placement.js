@@ -57,6 +57,18 @@ function readPlacement(where, options) {
   return placement;
 }
 
+// A TransformerBlock of the pool of `context`, whole in one worker; worker 0
+// checks its config first, as the synchronous block.
+export async function createBlock(context, givenConfig) {
+  const kind = 'TransformerBlock';
+  const taken = copyArguments([givenConfig], [ARGUMENTS.blockConfig]);
+  context.workers.check(kind);
+  const [config] = taken();
+  checkObject(kind, 'config', config, OPTION_KEYS.TransformerBlockConfig);
+  await context.workers.all([0], () => ({ op: 'check', kind, config }));
+  return createWholeLayer(context, kind, config);
+}
+
 // A TransformerEncoderLayer or TransformerDecoderLayer (`kind`) of the pool
 // of `context`, placed as `givenPlacement` ({ placement }) says.
 export async function createLayer(context, kind, givenConfig, givenPlacement) {

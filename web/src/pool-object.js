@@ -17,6 +17,7 @@ const PUBLIC_METHODS = {
   TransformerEncoderLayer: ['setWeights', 'setWeightsFromPyTorch', 'forward', 'dispose'],
   TransformerDecoderLayer: ['setWeights', 'setWeightsFromPyTorch', 'forward', 'forwardIncremental',
     'createKVCache', 'precomputeMemory', 'dispose'],
+  TransformerBlock: ['setWeights', 'forward', 'forwardIncremental', 'createKVCache', 'dispose'],
   KVCache: ['append', 'keys', 'values', 'truncate', 'reset', 'dispose'],
   PrecomputedKeyValue: ['dispose'],
 };

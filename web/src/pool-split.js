@@ -29,10 +29,10 @@ function sliceAxis(data, outer, size, inner, from, to) {
 
 // Whether a mask has a head axis to split: a bare mask of B * H * Tq * Tk
 // values (C++ reads it as [B, H, Tq, Tk]) or a tensor shaped
-// [B or 1, H, Tq, Tk]. Masks that broadcast over the heads, and anything C++
-// will refuse or whose reading throws, go to every worker whole. (Read
-// with plainMember: the workers' synchronous objects meet a read's error
-// in the synchronous API's order.)
+// [B or 1, H, Tq, Tk or fewer keys]. Masks that broadcast over the heads,
+// and anything C++ will refuse or whose reading throws, go to every worker
+// whole. (Read with plainMember: the workers' synchronous objects meet a
+// read's error in the synchronous API's order.)
 export function hasHeadAxis(mask, batch, heads, tq, tk) {
   if (mask === undefined || mask === null || heads === 1) return false;
   if (ArrayBuffer.isView(mask)) {
@@ -43,15 +43,15 @@ export function hasHeadAxis(mask, batch, heads, tq, tk) {
   const dims = Array.isArray(shape) && shape.length === 4
     ? [0, 1, 2, 3].map((i) => plainMember(shape, i)) : [];
   return dims.length === 4 && (dims[0] === batch || dims[0] === 1) && dims[1] === heads &&
-    dims[2] === tq && dims[3] === tk && ArrayBuffer.isView(data) && 'length' in data &&
-    data.length === dims[0] * heads * tq * tk;
+    dims[2] === tq && dims[3] >= 1 && dims[3] <= tk && ArrayBuffer.isView(data) &&
+    'length' in data && data.length === dims[0] * heads * tq * dims[3];
 }
 
 // The mask's part for heads [from, to).
 export function headSlice(mask, batch, heads, tq, tk, from, to) {
   if (!hasHeadAxis(mask, batch, heads, tq, tk)) return mask;
   if (ArrayBuffer.isView(mask)) return sliceAxis(mask, batch, heads, tq * tk, from, to);
-  const outer = mask.shape[0];
-  return { data: sliceAxis(mask.data, outer, heads, tq * tk, from, to),
-    shape: [outer, to - from, tq, tk] };
+  const [outer, , , keys] = mask.shape;
+  return { data: sliceAxis(mask.data, outer, heads, tq * keys, from, to),
+    shape: [outer, to - from, tq, keys] };
 }

@@ -24,6 +24,8 @@ class Layer extends ConfiguredObject {
 
   get placement() { return 'whole'; }
 
+  get kind() { return this.#kind; }
+
   // Runs `method` in the layer's worker as the next call on the layer,
   // on its arguments `given` copied now by `schemas`. prepare(where,
   // copies) checks what is cheap on this side and returns { args, made?,
@@ -60,18 +62,21 @@ class Layer extends ConfiguredObject {
       });
   }
 
+  released() { this.context.layersHeld[this.shards[0].worker] -= 1; }
+}
+
+// The encoder and decoder layers, which take a torch state_dict too.
+class TorchLayer extends Layer {
   setWeightsFromPyTorch(state) {
-    return this.invoke('setWeightsFromPyTorch', false, [state], [ARGUMENTS[this.#kind].state],
-      (where, [s]) => {
+    return this.invoke('setWeightsFromPyTorch', false, [state],
+      [ARGUMENTS[this.kind].state], (where, [s]) => {
         checkObject(where, 'state', s);
         return { args: [s] };
       });
   }
-
-  released() { this.context.layersHeld[this.shards[0].worker] -= 1; }
 }
 
-class TransformerEncoderLayer extends Layer {
+class TransformerEncoderLayer extends TorchLayer {
   forward(x, options) {
     return this.invoke('forward', true, [x, options], [tensor, ARGUMENTS.encoderOptions],
       (where, args) => {
@@ -81,7 +86,7 @@ class TransformerEncoderLayer extends Layer {
   }
 }
 
-class TransformerDecoderLayer extends Layer {
+class TransformerDecoderLayer extends TorchLayer {
   forward(x, memory, options) {
     return this.invoke('forward', true, [x, memory, options],
       [tensor, tensor, ARGUMENTS.decoderOptions], (where, [x, memory, options]) => {
@@ -129,8 +134,42 @@ class TransformerDecoderLayer extends Layer {
   }
 }
 
+// A block (a layer as a list of sublayers) whole in one worker.
+class TransformerBlock extends Layer {
+  // forward(x, options) or, for a block with cross-attention, forward(x,
+  // memory, options): as the synchronous block tells them apart.
+  forward(x, memoryOrOptions, options) {
+    const memory = options !== undefined || ArrayBuffer.isView(memoryOrOptions?.data);
+    const [given, schemas] = memory
+      ? [[x, memoryOrOptions, options], [tensor, tensor, ARGUMENTS.blockOptions]]
+      : [[x, memoryOrOptions], [tensor, ARGUMENTS.blockOptions]];
+    return this.invoke('forward', true, given, schemas, (where, args) => {
+      readTensor(where, 'x', args[0]);
+      return { args };
+    });
+  }
+
+  forwardIncremental(x, cache, options) {
+    return this.invoke('forwardIncremental', true, [x, cache, options],
+      [tensor, whole, ARGUMENTS.selfAttentionOptions], (where, [x, cache, options]) => {
+        const { tokens } = readTensor(where, 'x', x);
+        const ref = poolObject(where, 'cache', cache, KVCache, this);
+        return { args: [x, ref, options], around: (job) => cache.step(job, (n) => n + tokens) };
+      });
+  }
+
+  createKVCache(options) {
+    return this.invoke('createKVCache', false, [options], [ARGUMENTS.cacheOptions],
+      (where, args) => {
+        const { batch, maxLength } = readCacheOptions(where, args[0]);
+        return { args, made: new KVCache(this.context, this.shards, batch, maxLength) };
+      });
+  }
+}
+
 checkReceivers(TransformerEncoderLayer, 'TransformerEncoderLayer');
 checkReceivers(TransformerDecoderLayer, 'TransformerDecoderLayer');
+checkReceivers(TransformerBlock, 'TransformerBlock');
 
 // A layer of `kind` whole in the worker of the pool of `context` holding the
 // fewest layers; config: as given, checked by worker 0 already.
@@ -140,7 +179,6 @@ export async function createWholeLayer(context, kind, config) {
   const ref = context.newRef();
   const [made] = await workers.all([worker], () => ({ op: 'new', ref, kind, config }));
   layersHeld[worker] += 1;
-  const Class = kind === 'TransformerEncoderLayer' ? TransformerEncoderLayer
-    : TransformerDecoderLayer;
+  const Class = { TransformerEncoderLayer, TransformerDecoderLayer, TransformerBlock }[kind];
   return new Class(context, ref, kind, worker, made);
 }

@@ -118,13 +118,14 @@ function transferables(value) {
 // Zeros of the sizes of an attention's or a layer's weights (config: its
 // resolved one).
 function zeroWeights(kind, { dModel: d, numHeads, numKvHeads, headDim, headDimV, kDim, vDim,
-  bias, ffnDim: f }) {
+  bias, qkNorm, ffnDim: f }) {
   const zeros = (n) => new Float32Array(n);
   if (kind === 'MultiHeadAttention') {
     const [q, k, v] = [numHeads * headDim, numKvHeads * headDim, numKvHeads * headDimV];
     return { wQ: zeros(d * q), wK: zeros(kDim * k), wV: zeros(vDim * v),
       wO: zeros(numHeads * headDimV * d),
-      ...(bias ? { bQ: zeros(q), bK: zeros(k), bV: zeros(v), bO: zeros(d) } : {}) };
+      ...(bias ? { bQ: zeros(q), bK: zeros(k), bV: zeros(v), bO: zeros(d) } : {}),
+      ...(qkNorm ? { qNorm: zeros(headDim), kNorm: zeros(headDim) } : {}) };
   }
   const kv = numKvHeads * headDim;
   const attention = () => ({ wQ: zeros(d * d), wK: zeros(d * kv), wV: zeros(d * kv),

@@ -31,7 +31,7 @@ import { compileForWorkers } from './loader.js';
 import { ARGUMENTS, tensor } from './pool-arguments.js';
 import { createMultiHeadAttention } from './pool-attention.js';
 import { PoolContext } from './pool-context.js';
-import { createLayer } from './pool-layer-placement.js';
+import { createBlock, createLayer } from './pool-layer-placement.js';
 import { asyncDisposeSymbol } from './pool-object.js';
 import { isNode, Workers } from './pool-workers.js';
 import { fromPretrainedPooled } from './pretrained.js';
@@ -119,6 +119,8 @@ function makePool(workers, summary) {
       createLayer(context, 'TransformerEncoderLayer', config, options),
     TransformerDecoderLayer: (config, options) =>
       createLayer(context, 'TransformerDecoderLayer', config, options),
+    // Blocks run whole in one worker (not split yet).
+    TransformerBlock: (config) => createBlock(context, config),
     positionalEncoding: context.moduleFunction('positionalEncoding', []),
     layerNorm: context.moduleFunction('layerNorm', [tensor, ARGUMENTS.layerNormOptions]),
     attention: context.moduleFunction('attention',

@@ -1,12 +1,12 @@
 // A Hugging Face config.json and a prefix -> what fromPretrained builds:
-// which object (MultiHeadAttention, TransformerEncoderLayer or
-// TransformerDecoderLayer), its config, the loadCheckpoint layout its
-// tensors are named in, and the forward options the model runs it with
-// (causal for decoder-only models, their window, scale and soft-cap). One
-// entry per model_type says where its layers and attentions are and how its
-// fields read. A part the objects lack (RMSNorm, gated MLPs, QK-norm,
-// attention and MLP side by side) is an Error naming the model type, the
-// part and the field, never an object that computes something else.
+// which object (MultiHeadAttention, TransformerEncoderLayer,
+// TransformerDecoderLayer or TransformerBlock), its config, the
+// loadCheckpoint layout its tensors are named in, and the forward options
+// the model runs it with (causal for decoder-only models, their window,
+// scale and soft-cap). One entry per model_type says where its layers and
+// attentions are and how its fields read. A part the objects lack is an
+// Error naming the model type, the part and the field, never an object that
+// computes something else.
 import { describe } from './arguments.js';
 import { configReader, needLayer } from './pretrained-fields.js';
 
@@ -19,7 +19,8 @@ import { configReader, needLayer } from './pretrained-fields.js';
  * modules build, and the other parts a prefix may name, with why they are
  * not built.
  * @typedef {{ list: string, sides?: boolean, buffers?: RegExp, layer: Builder,
- *   attentions?: Record<string, Builder>, parts?: Record<string, string> }} Model
+ *   attentions?: Record<string, Builder>, parts?: Record<string, string>,
+ *   stack?: (r: any) => Built }} Model
  * Which layers slide: see readWindow.
  * @typedef {{ layerTypes: boolean,
  *   rule: (r: any) => (layer: number | undefined) => string }} Slides
@@ -28,6 +29,34 @@ import { configReader, needLayer } from './pretrained-fields.js';
 const MHA = 'MultiHeadAttention';
 const ENCODER = 'TransformerEncoderLayer';
 const DECODER = 'TransformerDecoderLayer';
+const BLOCK = 'TransformerBlock';
+const STACK = 'TransformerStack';
+
+/**
+ * A whole model of `model`'s blocks (options.prefix omitted): a stack of
+ * config.num_hidden_layers of them (`layers`: the field naming the count),
+ * each layer's window its own, and the model's final norm.
+ */
+function stackOf(model, layers = 'num_hidden_layers') {
+  return (r) => {
+    const count = r.size(layers);
+    const built = Array.from({ length: count }, (_, layer) => model.layer(r, { layer,
+      prefix: `${model.list}.${layer}` }));
+    const windows = built.map((b) => b.forwardOptions.window ?? [-1, -1]);
+    const { window, ...forwardOptions } = built[0].forwardOptions;
+    const sliding = windows.some((w) => w[0] !== -1 || w[1] !== -1);
+    return { kind: STACK, layout: built[0].layout,
+      config: { ...built[0].config, numLayers: count, finalNorm: true,
+        ...(sliding ? { layerWindows: windows } : {}) },
+      forwardOptions };
+  };
+}
+
+// A block's sublayer list: attention then an MLP (`mlp`: 'ffn' or
+// 'gated_ffn'), both normed as `norm` says ('pre', 'sandwich'), the MLP
+// beside the attention when `parallel`.
+const sublayers = (mlp, { norm = 'pre', parallel = false } = {}) => [
+  { mixer: 'self_attention', norm }, { mixer: mlp, norm, ...(parallel ? { parallel } : {}) }];
 
 /**
  * The forward options: causal always said; the rest only where the model
@@ -181,25 +210,32 @@ const VIT = {
 // Rotary decoder-only models
 // ---------------------------------------------------------------------------
 
+// GPT-J rotates the first rotary_dim features of each head, pairs (2i,
+// 2i+1), base 10000 (fixed in transformers).
+function gptjRope(r) {
+  const headDim = r.quotient('n_embd', 'n_head');
+  const rotaryDim = r.size('rotary_dim', headDim);
+  return { style: 'interleaved', base: 10000, ...(rotaryDim === headDim ? {} : { rotaryDim }) };
+}
+
 const GPTJ = {
   list: 'h',
   buffers: MASK_BUFFERS,
-  layer: (r, place) => {
-    throw r.lacks(`a whole layer ('${place.prefix}')`, 'its attention and MLP run side by ' +
-      `side from one LayerNorm (ln_1); its attention loads with prefix '${place.prefix}.attn'`);
+  // Attention and MLP side by side from one LayerNorm (ln_1).
+  layer: (r) => {
+    const dModel = r.size('n_embd');
+    return { kind: BLOCK, layout: 'gptj',
+      config: { dModel, numHeads: r.size('n_head'), ffnDim: r.size('n_inner', 4 * dModel),
+        activation: r.activation('activation_function', 'gelu_new'), norm: 'layer_norm',
+        eps: r.positive('layer_norm_epsilon', 1e-5), rope: gptjRope(r),
+        sublayers: sublayers('ffn', { parallel: true }) },
+      forwardOptions: forward(true) };
   },
   attentions: {
-    // GPT-J rotates the first rotary_dim features of each head, pairs
-    // (2i, 2i+1), base 10000 (fixed in transformers).
-    attn: (r) => {
-      const headDim = r.quotient('n_embd', 'n_head');
-      const rotaryDim = r.size('rotary_dim', headDim);
-      return { kind: MHA, layout: 'separate',
-        config: { dModel: r.size('n_embd'), numHeads: r.size('n_head'), bias: false,
-          rope: { style: 'interleaved', base: 10000,
-            ...(rotaryDim === headDim ? {} : { rotaryDim }) } },
-        forwardOptions: forward(true) };
-    },
+    attn: (r) => ({ kind: MHA, layout: 'separate',
+      config: { dModel: r.size('n_embd'), numHeads: r.size('n_head'), bias: false,
+        rope: gptjRope(r) },
+      forwardOptions: forward(true) }),
   },
 };
 
@@ -210,11 +246,15 @@ const neoxRope = (r) => r.rope(r.quotient('hidden_size', 'num_attention_heads'),
 const GPT_NEOX = {
   list: 'layers',
   buffers: /(^|\.)(attention\.(bias|masked_bias)|rotary_emb\.inv_freq)$/,
-  layer: (r, place) => {
+  layer: (r) => {
+    // x + attention(ln1(x)) + mlp(ln2(x)): a block whose MLP runs beside.
     if (r.flag('use_parallel_residual', true)) {
-      throw r.lacks(`a whole layer ('${place.prefix}') with config.use_parallel_residual: ` +
-        'true', 'its attention and MLP run side by side, x + attention(ln1(x)) + mlp(ln2(x)); ' +
-        `its attention loads with prefix '${place.prefix}.attention'`);
+      return { kind: BLOCK, layout: 'gpt_neox',
+        config: { dModel: r.size('hidden_size'), numHeads: r.size('num_attention_heads'),
+          ffnDim: r.size('intermediate_size'), activation: r.activation('hidden_act', 'gelu'),
+          norm: 'layer_norm', eps: r.positive('layer_norm_eps', 1e-5), rope: neoxRope(r),
+          sublayers: sublayers('ffn', { parallel: true }) },
+        forwardOptions: forward(true) };
     }
     return {
       kind: ENCODER, layout: 'gpt_neox',
@@ -258,53 +298,57 @@ const EVEN_SLIDE = { layerTypes: true,
 
 /**
  * A Llama-style model: layers.N.self_attn (q_proj, k_proj, v_proj, o_proj
- * or Phi-3's qkv_proj) with grouped K/V heads and RoPE (rotate_half); its
- * layer (RMSNorm, a gated MLP) is refused, naming `layerParts`, and its
- * attention too where it has `attentionLacks`.
- * @param {{ layerParts: string, layout?: string, bias?: (r: any) => boolean,
- *   slides?: Slides, scores?: (r: any, headDim: number) => object,
- *   attentionLacks?: string }} model
+ * or Phi-3's qkv_proj) with grouped K/V heads and RoPE (rotate_half), and
+ * layers.N a block of RMSNorm (`norm`), that attention and a gated MLP;
+ * Gemma 2 norms before and after both (`sandwich`), Qwen3 normalizes each
+ * head of q and k (`qkNorm`).
+ * @param {{ layout?: string, bias?: (r: any) => boolean, slides?: Slides,
+ *   scores?: (r: any, headDim: number) => object, norm?: string, sandwich?: boolean,
+ *   qkNorm?: boolean, activation?: string }} model
  * @returns {Model}
  */
-function llamaLike({ layerParts, layout = 'llama', bias = (r) => r.flag('attention_bias', false),
-  slides = NONE_SLIDE, scores = () => ({}), attentionLacks }) {
+function llamaLike({ layout = 'llama', bias = (r) => r.flag('attention_bias', false),
+  slides = NONE_SLIDE, scores = () => ({}), norm = 'rms_norm', sandwich = false,
+  qkNorm = false, activation = 'hidden_act' }) {
+  // The attention's config and forward options of layer `place.layer`.
+  const attention = (r, place) => {
+    if (r.flag('use_bidirectional_attention', false)) {
+      throw r.lacks('bidirectional attention (config.use_bidirectional_attention: true)');
+    }
+    const numHeads = r.size('num_attention_heads');
+    const headDim = r.size('head_dim', () => r.quotient('hidden_size', 'num_attention_heads'));
+    const eps = r.positive('rms_norm_eps', 1e-6);
+    return {
+      config: { dModel: r.size('hidden_size'), numHeads,
+        numKvHeads: r.size('num_key_value_heads', numHeads), headDim, rope: r.rope(headDim),
+        ...(qkNorm ? { qkNorm: { kind: norm, eps } } : {}) },
+      forwardOptions: forward(true, { window: r.window(place.layer, slides),
+        ...scores(r, headDim) }),
+    };
+  };
   return {
     list: 'layers',
     buffers: ROTARY_BUFFERS,
     layer: (r, place) => {
-      const mlp = `a gated MLP down(act(gate(x)) * up(x)) (${layout === 'phi3'
-        ? 'mlp.gate_up_proj' : 'mlp.gate_proj, mlp.up_proj'}, mlp.down_proj; ` +
-        `config.${r.given('hidden_activation') ? 'hidden_activation' : 'hidden_act'})`;
-      throw r.lacks(`a whole layer ('${place.prefix}')`, `it has ${layerParts} and ${mlp}, ` +
-        'which the package\'s layers lack' + (attentionLacks === undefined
-        ? `; its attention loads with prefix '${place.prefix}.self_attn'` : ''));
+      const a = attention(r, place);
+      return { kind: BLOCK, layout: layout === 'phi3' ? 'phi3' : 'llama',
+        config: { ...a.config, ffnDim: r.size('intermediate_size'),
+          // Gemma names its activation hidden_activation (hidden_act is legacy).
+          activation: r.activation(r.given(activation) ? activation : 'hidden_act', 'silu'),
+          norm, eps: r.positive('rms_norm_eps', 1e-6),
+          sublayers: sublayers('gated_ffn', { norm: sandwich ? 'sandwich' : 'pre' }) },
+        forwardOptions: a.forwardOptions };
     },
     attentions: {
       self_attn: (r, place) => {
-        if (attentionLacks !== undefined) {
-          throw r.lacks(`the attention '${place.prefix}'`, `it has ${attentionLacks}, which ` +
-            'the package\'s MultiHeadAttention lacks');
-        }
-        if (r.flag('use_bidirectional_attention', false)) {
-          throw r.lacks('bidirectional attention (config.use_bidirectional_attention: true)');
-        }
-        const numHeads = r.size('num_attention_heads');
-        const headDim = r.size('head_dim', () => r.quotient('hidden_size', 'num_attention_heads'));
-        return {
-          kind: MHA, layout,
-          config: { dModel: r.size('hidden_size'), numHeads,
-            numKvHeads: r.size('num_key_value_heads', numHeads), headDim, bias: bias(r),
-            rope: r.rope(headDim) },
-          forwardOptions: forward(true, { window: r.window(place.layer, slides),
-            ...scores(r, headDim) }),
-        };
+        const a = attention(r, place);
+        return { kind: MHA, layout, config: { ...a.config, bias: bias(r) },
+          forwardOptions: a.forwardOptions };
       },
     },
   };
 }
 
-const RMS_NORM = 'RMSNorm (input_layernorm, post_attention_layernorm; config.rms_norm_eps)';
-const GEMMA_NORM = 'RMSNorm in Gemma\'s x * (1 + weight) form (config.rms_norm_eps)';
 
 // Gemma 2: scores scaled by query_pre_attn_scalar ** -0.5 and soft-capped.
 const gemma2Scores = (r) => ({
@@ -324,20 +368,34 @@ const MODELS = new Map(/** @type {[string, Model][]} */ ([
   ['whisper', seq2seq(true)],
   ['gptj', GPTJ],
   ['gpt_neox', GPT_NEOX],
-  ['llama', llamaLike({ layerParts: RMS_NORM })],
-  ['mistral', llamaLike({ layerParts: RMS_NORM, bias: () => false, slides: ALL_SLIDE })],
+  ['llama', llamaLike({})],
+  ['mistral', llamaLike({ bias: () => false, slides: ALL_SLIDE })],
   // q, k and v have biases, o_proj none (loaded as zeros).
-  ['qwen2', llamaLike({ layerParts: RMS_NORM, bias: () => true, slides: LATER_SLIDE })],
-  ['qwen3', llamaLike({ layerParts: RMS_NORM, slides: LATER_SLIDE,
-    attentionLacks: 'QK-norm (self_attn.q_norm, self_attn.k_norm: an RMSNorm over each ' +
-      'head of q and of k before RoPE, config.rms_norm_eps)' })],
-  ['gemma', llamaLike({ layerParts: GEMMA_NORM })],
-  ['gemma2', llamaLike({ layerParts: `${GEMMA_NORM} before and after both the attention and ` +
-    'the MLP', slides: EVEN_SLIDE, scores: gemma2Scores })],
-  ['phi3', llamaLike({ layerParts: RMS_NORM, layout: 'phi3', bias: () => false,
-    slides: ALL_SLIDE })],
+  ['qwen2', llamaLike({ bias: () => true, slides: LATER_SLIDE })],
+  ['qwen3', llamaLike({ slides: LATER_SLIDE, qkNorm: true })],
+  // RMSNorm in Gemma's x * (1 + weight) form.
+  ['gemma', llamaLike({ norm: 'gemma_rms_norm', activation: 'hidden_activation' })],
+  ['gemma2', llamaLike({ norm: 'gemma_rms_norm', activation: 'hidden_activation',
+    sandwich: true, slides: EVEN_SLIDE, scores: gemma2Scores })],
+  ['phi3', llamaLike({ layout: 'phi3', bias: () => false, slides: ALL_SLIDE })],
 ]));
 
+
+// The models a whole stack of blocks is built for (options.prefix omitted).
+for (const type of ['llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'phi3', 'gptj']) {
+  const model = MODELS.get(type);
+  model.stack = stackOf(model, type === 'gptj' ? 'n_layer' : 'num_hidden_layers');
+}
+{
+  const neox = MODELS.get('gpt_neox');
+  neox.stack = (r) => {
+    if (!r.flag('use_parallel_residual', true)) {
+      throw r.lacks('a whole model with config.use_parallel_residual: false (its layers are ' +
+        'encoder layers, not blocks): load its layers one by one');
+    }
+    return stackOf(neox)(r);
+  };
+}
 
 // prefix -> { prefix (without a final dot), layer (its number), list (the
 // name before it), side (the one before that), part (after it) }.
@@ -375,8 +433,10 @@ export function pretrainedModule(where, config, prefix) {
   // 'a, b or c'
   const names = `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}`;
   if (prefix === undefined || prefix === '') {
-    throw new Error(`${where}: ${type}: options.prefix: a whole model is not supported (no ` +
-      `stack object yet): name ${names}`);
+    if (model.stack !== undefined) return { ...model.stack(configReader(where, config)), buffers: model.buffers };
+    throw new Error(`${where}: ${type}: options.prefix: a whole model is supported for ` +
+      `the decoder-only models whose layers are blocks (${[...MODELS].filter(([, m]) => m.stack)
+        .map(([t]) => t).join(', ')}), not ${type}: name ${names}`);
   }
   const place = parsePrefix(prefix);
   const r = configReader(where, config);

@@ -10,7 +10,8 @@ import { describe } from './arguments.js';
 // transformers' activation names (ACT2FN) -> the layers' ActivationName.
 // gelu_new, gelu_pytorch_tanh and gelu_fast are the same tanh form.
 const ACTIVATIONS = new Map([['gelu', 'gelu'], ['gelu_python', 'gelu'], ['relu', 'relu'],
-  ['gelu_new', 'gelu_tanh'], ['gelu_pytorch_tanh', 'gelu_tanh'], ['gelu_fast', 'gelu_tanh']]);
+  ['gelu_new', 'gelu_tanh'], ['gelu_pytorch_tanh', 'gelu_tanh'], ['gelu_fast', 'gelu_tanh'],
+  ['silu', 'silu'], ['swish', 'silu']]);
 
 /**
  * A reader of `config` (an object with a string model_type) for the

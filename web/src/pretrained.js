@@ -49,7 +49,13 @@ export async function fromPretrained(classes, config, file, options) {
  * cannot be.
  */
 export async function fromPretrainedPooled(pool, config, file, options) {
-  return loadPretrained((kind, objectConfig) => pool[kind](objectConfig), config, file, options);
+  return loadPretrained((kind, objectConfig) => {
+    if (typeof pool[kind] !== 'function') {
+      throw new Error(`the pool has no ${kind}: name a layer (options.prefix) and load the ` +
+        'layers one by one, or use the module\'s fromPretrained');
+    }
+    return pool[kind](objectConfig);
+  }, config, file, options);
 }
 
 // `create(kind, config)` makes the object, or a promise of it.
@@ -62,7 +68,9 @@ async function loadPretrained(create, config, file, options) {
   }
   const spec = pretrainedModule(where, config, o.prefix);
   const tensors = withoutBuffers(where, file, spec.buffers);
-  const at = `${where}: ${config.model_type} '${o.prefix}'`;
+  const whole = spec.kind === 'TransformerStack';
+  const at = whole ? `${where}: ${config.model_type} (the whole model)`
+    : `${where}: ${config.model_type} '${o.prefix}'`;
   const objectConfig = { ...spec.config };
   for (const key of OBJECT_OPTIONS) if (o[key] !== undefined) objectConfig[key] = o[key];
   let module;
@@ -73,7 +81,10 @@ async function loadPretrained(create, config, file, options) {
   }
   let loaded;
   try {
-    loaded = await loadCheckpoint(module, tensors, { prefix: o.prefix, layout: spec.layout });
+    // A whole model's file holds more than the stack (embeddings, a head):
+    // loaded.unused lists them.
+    loaded = await loadCheckpoint(module, tensors, { prefix: o.prefix, layout: spec.layout,
+      ...(whole ? { allowUnused: true } : {}) });
   } catch (error) {
     await module.dispose();
     throw within(at, error);

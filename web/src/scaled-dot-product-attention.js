@@ -5,7 +5,7 @@
 // the options as the user spelt them.
 import { additiveValues, booleanValues, checkObject, describe, float32, integers,
   optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
-  shapedMask, tensor } from './arguments.js';
+  readQueryOffset, readReturnScores, shapedMask, tensor } from './arguments.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 
@@ -35,12 +35,13 @@ export function makeScaledDotProductAttention(wasm, defaultBackend) {
       boolMaskShape: boolMask.shape,
       keyPaddingMask: optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask),
       kvLengths: optionalLengths(where, 'options.kvLengths', o.kvLengths),
+      queryOffset: readQueryOffset(where, o.queryOffset),
       numHeads: optionalSize(where, 'options.numHeads', o.numHeads),
       numKvHeads: o.numKvHeads === undefined ? undefined
         : optionalSize(where, 'options.numKvHeads', o.numKvHeads),
       returnAttnWeights: optionalBoolean(where, 'options.returnAttnWeights',
         o.returnAttnWeights, false),
-      returnScores: optionalBoolean(where, 'options.returnScores', o.returnScores, false),
+      ...readReturnScores(where, o.returnScores),
       backend: readBackend(where, o, defaultBackend),
     }));
     const out = {

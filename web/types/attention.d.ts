@@ -1,11 +1,22 @@
 // MultiHeadAttention: config, weights, forward options and results.
 
 import type { KVCache, KVCacheOptions, PrecomputeOptions, PrecomputedKeyValue } from './caches.js';
-import type { BroadcastMask } from './scaled-dot-product-attention.js';
+import type { BroadcastMask, ScoresStageName } from './scaled-dot-product-attention.js';
 import type {
   CacheTypeName, Tensor, TorchMatrix, WeightMatrix, WeightTypeName,
 } from './tensors.js';
 import type { MultiHeadAttentionGradients } from './training.js';
+
+/** A norm's kind: LayerNorm, RMSNorm, or RMSNorm in Gemma's `x * (1 + weight)` form. */
+export type NormKindName = 'layer_norm' | 'rms_norm' | 'gemma_rms_norm';
+
+/** `MultiHeadAttentionConfig.qkNorm`. */
+export interface QkNormConfig {
+  /** An RMSNorm kind; default `'rms_norm'`. */
+  kind?: 'rms_norm' | 'gemma_rms_norm';
+  /** Default 1e-6. */
+  eps?: number;
+}
 
 export interface MultiHeadAttentionConfig {
   /** Model width d_model (features of the queries and of the output). */
@@ -36,6 +47,13 @@ export interface MultiHeadAttentionConfig {
    * none. The training build refuses it (RangeError: no backward yet).
    */
   rope?: RopeConfig;
+  /**
+   * QK-norm (Qwen3, Gemma 3, OLMo 2): each head of the projected queries and
+   * keys RMS-normalized over its headDim features and scaled by
+   * `weights.qNorm` / `weights.kNorm`, after the bias and before `rope`.
+   * Default none. The training build refuses it in a training forward.
+   */
+  qkNorm?: QkNormConfig;
   /** Whether the four projections have biases. Default true. */
   bias?: boolean;
   /** Backend for this object (`'highway'`, `'xsimd'`, `'scalar'`); default the module's `backend`. */
@@ -89,6 +107,7 @@ export interface ResolvedMultiHeadAttentionConfig {
   headDimV: number;
   numKvHeads: number;
   rope?: Required<RopeConfig>;
+  qkNorm?: Required<QkNormConfig>;
   bias: boolean;
   backend: string;
   threads: number;
@@ -122,6 +141,10 @@ export interface MultiHeadAttentionWeights {
   bV?: Float32Array;
   /** `[dModel]` */
   bO?: Float32Array;
+  /** `[headDim]`: QK-norm's scale of each query head; with `config.qkNorm` only. */
+  qNorm?: Float32Array;
+  /** `[headDim]`: QK-norm's scale of each key head; with `config.qkNorm` only. */
+  kNorm?: Float32Array;
 }
 
 /**
@@ -173,15 +196,21 @@ export interface ForwardOptions {
   /**
    * Added to the scaled scores; may hold -Infinity. A Float32Array alone is
    * `[Tq, Tk]` or `[B, H, Tq, Tk]` by its length; with a shape it broadcasts
-   * from `[Tq, Tk]`, `[B, 1, Tq, Tk]`, `[1, H, Tq, Tk]` or `[B, H, Tq, Tk]`.
+   * from `[Tq, Tk]`, `[B, 1, Tq, Tk]`, `[1, H, Tq, Tk]` or `[B, H, Tq, Tk]`
+   * (the last dimension may be less than Tk: the keys past it masked).
    */
   attnMask?: Float32Array | BroadcastMask<Float32Array>;
   /** 1 = may attend, 0 = masked (PyTorch's convention for boolean `attn_mask` in `scaled_dot_product_attention`); shapes as `attnMask`. */
   boolMask?: Uint8Array | BroadcastMask<Uint8Array>;
   /** Also return the softmax probabilities of every head. */
   returnAttnWeights?: boolean;
-  /** Also return the scores the softmax takes (scaled, capped, masked: -Infinity where masked). */
-  returnScores?: boolean;
+  /**
+   * Also return the scores: `true` or `'masked'`, those the softmax takes
+   * (scaled, capped, masked: -Infinity where masked); `'scaled'` or
+   * `'capped'`, before the softcap or after it, for every key masked or not
+   * (as `attention()`'s).
+   */
+  returnScores?: boolean | ScoresStageName;
   /** Also return each head's contribution z_h W_O^h in model space. */
   returnPerHeadOutput?: boolean;
   /**
@@ -200,6 +229,12 @@ export interface ForwardOptions {
   scale?: number;
   /** c > 0: scores become c * tanh(scores / c) after the scale, before masks. */
   softcap?: number;
+  /**
+   * Query i sits at key position `queryOffset + i` for the causal mask and
+   * the window, in place of the alignment's: one integer, or one per batch
+   * item (as `attention()`'s). Needs `causal` or `window`.
+   */
+  queryOffset?: number | number[] | Int32Array;
   /**
    * Rotary position of the first query (and, in self-attention, key), as
    * after this many earlier tokens. Default 0.
@@ -225,7 +260,7 @@ export interface ForwardResult {
   output: Tensor;
   /** `[B, H, Tq, Tk]`, with `returnAttnWeights`. */
   attnWeights?: Tensor;
-  /** `[B, H, Tq, Tk]`, with `returnScores`: what the softmax takes (scaled, capped, masked: -Infinity where masked). */
+  /** `[B, H, Tq, Tk]`, with `returnScores`: by default what the softmax takes (scaled, capped, masked: -Infinity where masked). */
   scores?: Tensor;
   /** `[B, H, Tq, dModel]`, with `returnPerHeadOutput`: output = sum over h + bO. */
   perHeadOutput?: Tensor;
@@ -259,10 +294,10 @@ export interface ForwardResult {
  * has `attnWeights: Tensor`.
  */
 export type ForwardResultFor<A extends boolean, P extends boolean, I extends boolean,
-  S extends boolean = false> =
+  S extends boolean | ScoresStageName = false> =
   ForwardResult &
   ([A] extends [true] ? { attnWeights: Tensor } : unknown) &
-  ([S] extends [true] ? { scores: Tensor } : unknown) &
+  ([S] extends [true | ScoresStageName] ? { scores: Tensor } : unknown) &
   ([P] extends [true] ? { perHeadOutput: Tensor } : unknown) &
   ([I] extends [true] ? { q: Tensor; k: Tensor; v: Tensor; headOutput: Tensor } : unknown);
 
@@ -291,7 +326,7 @@ export interface MultiHeadAttention {
    * memory tensor itself; the options' `keyPaddingMask`, if given, replaces
    * the one the object was made with.
    */
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(query: Tensor,
     precomputed: PrecomputedKeyValue, value?: undefined,
     options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }): ForwardResultFor<A, P, I, S>;
   // The precomputed overload comes first: a call that matches neither is
@@ -304,7 +339,7 @@ export interface MultiHeadAttention {
    * self-attention; `value` omitted: value = key. Inputs are copied, never
    * kept.
    */
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(query: Tensor,
     key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     ForwardResultFor<A, P, I, S>;
   /**
@@ -321,7 +356,7 @@ export interface MultiHeadAttention {
    * Needs kDim == vDim == dModel. A full cache is a RangeError naming the
    * numbers, and a failed call leaves the cache unchanged.
    */
-  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(x: Tensor,
+  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(x: Tensor,
     cache: KVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     ForwardResultFor<A, P, I, S>;
   /**
@@ -355,8 +390,8 @@ export interface IncrementalForwardOptions {
   boolMask?: Uint8Array | BroadcastMask<Uint8Array>;
   /** Also return the probabilities over every cached token, `[B, H, n, length+n]`. */
   returnAttnWeights?: boolean;
-  /** Also return the scores the softmax takes, `[B, H, n, length+n]`. */
-  returnScores?: boolean;
+  /** Also return the scores, `[B, H, n, length+n]` (stages as ForwardOptions'). */
+  returnScores?: boolean | ScoresStageName;
   /** Also return each head's contribution, `[B, H, n, dModel]`. */
   returnPerHeadOutput?: boolean;
   /**

@@ -1,10 +1,12 @@
 // Checkpoints: safetensors files, PyTorch and Hugging Face weight names, loadCheckpoint.
 
+import type { TransformerBlock, TransformerStack } from './blocks.js';
 import type { MultiHeadAttention } from './attention.js';
 import type { TransformerDecoderLayer, TransformerEncoderLayer } from './layers.js';
 import type { URLLike } from './module.js';
 import type {
-  PooledMultiHeadAttention, PooledTransformerDecoderLayer, PooledTransformerEncoderLayer,
+  PooledMultiHeadAttention, PooledTransformerBlock, PooledTransformerDecoderLayer,
+  PooledTransformerEncoderLayer,
 } from './pool.js';
 import type { TorchMatrix } from './tensors.js';
 
@@ -149,7 +151,7 @@ export function readSafetensors<Keep16Bit extends boolean = false>(
  * decoder layer has `'pytorch'` and `'separate'`.
  */
 export type CheckpointLayout = 'pytorch' | 'separate' | 'bert' | 'fused' | 'gpt2' | 'llama' |
-  'phi3' | 'distilbert' | 'vit' | 'gpt_neox';
+  'phi3' | 'distilbert' | 'vit' | 'gpt_neox' | 'gptj';
 
 export interface LoadCheckpointOptions {
   /** The object's tensors are those named `prefix + name` (`'layers.3'` means `'layers.3.'`). */
@@ -189,11 +191,13 @@ export type CheckpointTensors = SafetensorsFile<boolean> |
  * `'bf16'`); every other tensor becomes float32.
  */
 export function loadCheckpoint(
-  target: MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer,
+  target: MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer |
+    TransformerBlock | TransformerStack,
   checkpoint: CheckpointTensors, options?: LoadCheckpointOptions,
 ): LoadCheckpointResult;
 /** Into a pool's object: resolves once its weights are set. */
 export function loadCheckpoint(
-  target: PooledMultiHeadAttention | PooledTransformerEncoderLayer | PooledTransformerDecoderLayer,
+  target: PooledMultiHeadAttention | PooledTransformerEncoderLayer | PooledTransformerDecoderLayer |
+    PooledTransformerBlock,
   checkpoint: CheckpointTensors, options?: LoadCheckpointOptions,
 ): Promise<LoadCheckpointResult>;

@@ -11,8 +11,16 @@ import type {
   TransformerDecoderLayerGradients, TransformerEncoderLayerGradients,
 } from './training.js';
 
-/** Activation of the position-wise FFN. `'gelu'` and `'gelu_erf'` are the exact (erf) GELU, as torch's `'gelu'`. */
-export type ActivationName = 'relu' | 'gelu' | 'gelu_erf' | 'gelu_tanh';
+/**
+ * Activation of the position-wise FFN (and of a gated FFN's gate).
+ * `'gelu'` and `'gelu_erf'` are the exact (erf) GELU, as torch's `'gelu'`;
+ * `'silu'` (also `'swish'`) is x * sigmoid(x), SwiGLU's. The module's
+ * `choices.activation` lists them.
+ */
+export type ActivationName = 'relu' | 'gelu' | 'gelu_erf' | 'gelu_tanh' | 'silu' | 'swish';
+
+/** An activation as a resolved config reports it (aliases resolved). */
+export type ResolvedActivationName = 'relu' | 'gelu' | 'gelu_tanh' | 'silu';
 
 export interface TransformerLayerConfig {
   /** Model width; numHeads must divide it. */
@@ -64,8 +72,8 @@ export interface ResolvedTransformerLayerConfig {
   headDim: number;
   ffnDim: number;
   normFirst: boolean;
-  /** `'relu'`, `'gelu'` (also for `'gelu_erf'`) or `'gelu_tanh'`. */
-  activation: 'relu' | 'gelu' | 'gelu_tanh';
+  /** `'relu'`, `'gelu'` (also for `'gelu_erf'`), `'gelu_tanh'` or `'silu'` (also for `'swish'`). */
+  activation: ResolvedActivationName;
   eps: number;
   backend: string;
   threads: number;

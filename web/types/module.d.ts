@@ -1,14 +1,20 @@
 // The module: createAttentionModule, its options, the builds, heap statistics.
 
-import type { MultiHeadAttention, MultiHeadAttentionConstructor } from './attention.js';
+import type {
+  CausalAlignmentName, MultiHeadAttention, MultiHeadAttentionConstructor, NormKindName,
+} from './attention.js';
+import type {
+  MixerName, NormPlacementName, TransformerBlockConstructor, TransformerStackConstructor,
+} from './blocks.js';
 import type { CheckpointTensors } from './checkpoints.js';
 import type {
-  LayerNormOptions, TransformerDecoderLayer, TransformerDecoderLayerConstructor,
+  ActivationName, LayerNormOptions, TransformerDecoderLayer, TransformerDecoderLayerConstructor,
   TransformerEncoderLayer, TransformerEncoderLayerConstructor,
 } from './layers.js';
 import type { FromPretrainedOptions, HuggingFaceConfig, PretrainedModule } from './pretrained.js';
-import type { AttentionOptions, AttentionResultFor } from './scaled-dot-product-attention.js';
-import type { Int8Weights, Tensor } from './tensors.js';
+import type { AttentionOptions, AttentionResultFor, ScoresStageName }
+  from './scaled-dot-product-attention.js';
+import type { CacheTypeName, Int8Weights, Tensor, WeightTypeName } from './tensors.js';
 import type { TinyTransformer, TinyTransformerConstructor } from './tiny-model.js';
 import type { AdamOptions, OptimizerConstructor, SGDOptions } from './training.js';
 
@@ -19,6 +25,19 @@ declare global {
     /** `await using` of the worker pool's objects; polyfilled likewise. */
     readonly asyncDispose: unique symbol;
   }
+}
+
+/** `AttentionModule.choices`: the names of each config field, in the order messages list them. */
+export interface ModuleChoices {
+  readonly activation: readonly ActivationName[];
+  readonly norm: readonly NormKindName[];
+  readonly mixer: readonly MixerName[];
+  readonly normPlacement: readonly NormPlacementName[];
+  readonly weights: readonly WeightTypeName[];
+  readonly cacheType: readonly CacheTypeName[];
+  readonly causal: readonly CausalAlignmentName[];
+  /** The stages `attention()`'s `returnScores` names. */
+  readonly returnScores: readonly ScoresStageName[];
 }
 
 /** Names of the SIMD backends a build can contain. */
@@ -169,6 +188,11 @@ export interface AttentionModule {
   /** Kernel table of the default backend, e.g. `"highway:WASM"` or `"scalar"`. */
   readonly kernels: string;
   /**
+   * Every name each config field takes, from the C++ tables that judge
+   * them (an unknown name is a RangeError listing these).
+   */
+  readonly choices: ModuleChoices;
+  /**
    * Threads the module runs on (1, or those of a threaded build); the
    * default `threads` of its objects and of `attention()`.
    */
@@ -200,6 +224,10 @@ export interface AttentionModule {
   readonly TransformerEncoderLayer: TransformerEncoderLayerConstructor;
   /** `torch.nn.TransformerDecoderLayer` (dropout 0, batch-first), with incremental decoding. */
   readonly TransformerDecoderLayer: TransformerDecoderLayerConstructor;
+  /** A block as a list of sublayers (not in the training build: it throws there). */
+  readonly TransformerBlock: TransformerBlockConstructor;
+  /** N blocks with a KV cache per layer (not in the training build). */
+  readonly TransformerStack: TransformerStackConstructor;
   /**
    * One layer or attention of a Hugging Face model (`options.prefix`) as
    * this module's object: configured from `config` (the parsed
@@ -241,7 +269,7 @@ export interface AttentionModule {
    * {@link AttentionOptions} and the README's "Attention on projected heads".
    * Not in the training build, where it has no backward (an Error).
    */
-  attention<A extends boolean = false, S extends boolean = false>(
+  attention<A extends boolean = false, S extends boolean | ScoresStageName = false>(
     q: Tensor, k: Tensor, v: Tensor,
     options?: AttentionOptions & { returnAttnWeights?: A; returnScores?: S },
   ): AttentionResultFor<A, S>;

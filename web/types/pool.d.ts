@@ -1,6 +1,10 @@
 // createAttentionPool: attention split by heads, layers by heads and FFN units.
 
 import type {
+  BlockForwardOptions, ResolvedTransformerBlockConfig, TransformerBlockConfig,
+  TransformerBlockWeights,
+} from './blocks.js';
+import type {
   ForwardOptions, ForwardResultFor, IncrementalForwardOptions, MultiHeadAttention,
   MultiHeadAttentionConfig, MultiHeadAttentionWeights, PyTorchMultiheadAttentionState,
   ResolvedMultiHeadAttentionConfig,
@@ -18,7 +22,8 @@ import type { BuildName, URLLike } from './module.js';
 import type {
   FromPretrainedOptions, HuggingFaceConfig, PooledPretrainedModule,
 } from './pretrained.js';
-import type { AttentionOptions, AttentionResultFor } from './scaled-dot-product-attention.js';
+import type { AttentionOptions, AttentionResultFor, ScoresStageName }
+  from './scaled-dot-product-attention.js';
 import type { Int8Weights, Tensor } from './tensors.js';
 
 /**
@@ -68,12 +73,14 @@ export interface AttentionPool {
   /** A TransformerDecoderLayer, placed as TransformerEncoderLayer. */
   TransformerDecoderLayer(config: TransformerLayerConfig, options?: PooledLayerOptions):
     Promise<PooledTransformerDecoderLayer>;
+  /** A TransformerBlock, whole in the worker holding the fewest layers (not split yet). */
+  TransformerBlock(config: TransformerBlockConfig): Promise<PooledTransformerBlock>;
   /** The module's `positionalEncoding`, run on the next worker in turn. */
   positionalEncoding(t: number, dModel: number): Promise<Tensor>;
   /** The module's `layerNorm`, run on the next worker in turn. */
   layerNorm(x: Tensor, options: LayerNormOptions): Promise<Tensor>;
   /** The module's `attention`, run whole on the next worker in turn. */
-  attention<A extends boolean = false, S extends boolean = false>(
+  attention<A extends boolean = false, S extends boolean | ScoresStageName = false>(
     q: Tensor, k: Tensor, v: Tensor,
     options?: AttentionOptions & { returnAttnWeights?: A; returnScores?: S },
   ): Promise<AttentionResultFor<A, S>>;
@@ -105,16 +112,16 @@ export interface PooledMultiHeadAttention {
    * then transposed and split by heads.
    */
   setWeightsFromPyTorch(state: PyTorchMultiheadAttentionState): Promise<void>;
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(query: Tensor,
     precomputed: PooledPrecomputedKeyValue, value?: undefined,
     options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   // The tensor overload last, as in MultiHeadAttention.
-  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(query: Tensor,
+  forward<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(query: Tensor,
     key?: Tensor, value?: Tensor, options?: ForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
-  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean = false>(x: Tensor,
+  forwardIncremental<A extends boolean = false, P extends boolean = false, I extends boolean = false, S extends boolean | ScoresStageName = false>(x: Tensor,
     cache: PooledKVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
@@ -162,6 +169,23 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
     options?: SelfAttentionOptions): Promise<Tensor>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
   precomputeMemory(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
+}
+
+/** A TransformerBlock of the pool, whole in one worker. */
+export interface PooledTransformerBlock {
+  readonly config: ResolvedTransformerBlockConfig;
+  readonly kernels: string;
+  readonly disposed: boolean;
+  /** Always `'whole'`. */
+  readonly placement: 'whole';
+  setWeights(weights: TransformerBlockWeights): Promise<void>;
+  forward(x: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
+  forward(x: Tensor, memory: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
+  forwardIncremental(x: Tensor, cache: PooledKVCache, options?: SelfAttentionOptions):
+    Promise<Tensor>;
+  createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**

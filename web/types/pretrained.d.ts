@@ -1,5 +1,8 @@
 // fromPretrained: a Hugging Face model's layer or attention from its config.json.
 
+import type {
+  BlockForwardOptions, StackForwardOptions, TransformerBlock, TransformerStack,
+} from './blocks.js';
 import type { ForwardOptions, IncrementalForwardOptions, MultiHeadAttention } from './attention.js';
 import type { LoadCheckpointResult } from './checkpoints.js';
 import type {
@@ -7,7 +10,8 @@ import type {
   TransformerEncoderLayer,
 } from './layers.js';
 import type {
-  PooledMultiHeadAttention, PooledTransformerDecoderLayer, PooledTransformerEncoderLayer,
+  PooledMultiHeadAttention, PooledTransformerBlock, PooledTransformerDecoderLayer,
+  PooledTransformerEncoderLayer,
 } from './pool.js';
 import type { CacheTypeName, WeightTypeName } from './tensors.js';
 
@@ -24,8 +28,10 @@ export interface FromPretrainedOptions {
    * The layer (`'model.layers.3'`, `'encoder.layer.1'`, `'h.1'`,
    * `'decoder.layers.0'`) or attention (`'model.layers.3.self_attn'`,
    * `'h.0.attn'`, `'transformer.layer.1.attention'`,
-   * `'decoder.layers.0.encoder_attn'`) to build. Required: a whole model
-   * is not supported yet (an Error).
+   * `'decoder.layers.0.encoder_attn'`) to build. Omitted: the whole model as a
+   * `TransformerStack`, for the decoder-only models whose layers are blocks
+   * (Llama, Mistral, Qwen2/3, Gemma 1/2, Phi-3, GPT-J, GPT-NeoX); an Error
+   * for the others.
    */
   prefix?: string;
   /** The object's `config.backend`. */
@@ -72,9 +78,38 @@ export interface PretrainedDecoderLayer<M = TransformerDecoderLayer> {
   loaded: LoadCheckpointResult;
 }
 
-export type PretrainedModule = PretrainedAttention | PretrainedEncoderLayer | PretrainedDecoderLayer;
+/**
+ * What `fromPretrained` resolves to for a block (Llama, Mistral, Qwen,
+ * Gemma, Phi-3 layers; GPT-J's and GPT-NeoX's parallel ones).
+ */
+export interface PretrainedBlock<M = TransformerBlock> {
+  kind: 'TransformerBlock';
+  module: M;
+  forwardOptions: BlockForwardOptions;
+  /** A causal block's: `forwardOptions` for `forwardIncremental` (no `causal`). */
+  incrementalOptions?: SelfAttentionOptions;
+  loaded: LoadCheckpointResult;
+}
+
+/**
+ * What `fromPretrained` resolves to without `options.prefix`: the whole
+ * model's layers as a stack (the decoder-only models whose layers are
+ * blocks), its final norm included; `loaded.unused` lists what the stack
+ * does not take (embeddings, a head).
+ */
+export interface PretrainedStack {
+  kind: 'TransformerStack';
+  module: TransformerStack;
+  forwardOptions: StackForwardOptions;
+  /** `forwardOptions` for `forwardIncremental` (no `causal`). */
+  incrementalOptions?: SelfAttentionOptions;
+  loaded: LoadCheckpointResult;
+}
+
+export type PretrainedModule = PretrainedAttention | PretrainedEncoderLayer |
+  PretrainedDecoderLayer | PretrainedBlock | PretrainedStack;
 
 /** What `pool.fromPretrained` resolves to. */
 export type PooledPretrainedModule = PretrainedAttention<PooledMultiHeadAttention> |
   PretrainedEncoderLayer<PooledTransformerEncoderLayer> |
-  PretrainedDecoderLayer<PooledTransformerDecoderLayer>;
+  PretrainedDecoderLayer<PooledTransformerDecoderLayer> | PretrainedBlock<PooledTransformerBlock>;

@@ -6,7 +6,9 @@ import type { Tensor } from './tensors.js';
 
 /**
  * A mask with its shape, broadcast to `[B, H, Tq, Tk]` from `[Tq, Tk]`,
- * `[B, 1, Tq, Tk]`, `[1, H, Tq, Tk]` or `[B, H, Tq, Tk]`.
+ * `[B, 1, Tq, Tk]`, `[1, H, Tq, Tk]` or `[B, H, Tq, Tk]`. Its last
+ * dimension may be less than `Tk`: the keys past it are masked (as ONNX
+ * pads such a mask with -Infinity).
  */
 export interface BroadcastMask<T extends Float32Array | Uint8Array> {
   data: T;
@@ -38,10 +40,20 @@ export interface AttentionOptions {
   softcap?: number;
   /**
    * `[left, right]`: key j is visible to query i iff `i' - left <= j <= i' + right`,
-   * with `i' = i` (or `i + Tk - Tq` for `'bottom-right'`); -1 = unbounded on
-   * that side. Keys outside are never computed. Default `[-1, -1]`.
+   * with `i' = i` (or `i + Tk - Tq` for `'bottom-right'`, or
+   * `queryOffset + i`); -1 = unbounded on that side. Keys outside are never
+   * computed. Default `[-1, -1]`.
    */
   window?: [number, number];
+  /**
+   * Where query 0 sits among the keys: query i sits at `i' = queryOffset + i`
+   * for the causal mask (`j <= i'`) and the window, in place of the
+   * alignment's `i'`. One integer for every batch item or one per item
+   * (`[B]`), any sign (a query with `i' < 0` sees no key). Needs `causal` or
+   * `window`. ONNX `Attention`'s `is_causal`: the past length with a past
+   * cache; `kvLengths[b] - Tq` with `nonpad_kv_seqlen`.
+   */
+  queryOffset?: number | number[] | Int32Array;
   /** Added to the scaled scores (may hold -Infinity); a Float32Array alone is `[Tq, Tk]`. */
   attnMask?: Float32Array | BroadcastMask<Float32Array>;
   /** 1 = may attend, 0 = masked (PyTorch's convention for boolean `attn_mask`); alone `[Tq, Tk]`. */
@@ -56,8 +68,13 @@ export interface AttentionOptions {
   numKvHeads?: number;
   /** Also return the softmax probabilities. */
   returnAttnWeights?: boolean;
-  /** Also return the scores the softmax takes (scaled, capped, masked: -Infinity where masked). */
-  returnScores?: boolean;
+  /**
+   * Also return the scores: `true` or `'masked'`, those the softmax takes
+   * (scaled, capped, masked: -Infinity where masked); `'scaled'`, `scale * q·k`;
+   * `'capped'`, after the softcap (ONNX `qk_matmul_output_mode` 2, 0 and 1).
+   * `'scaled'` and `'capped'` hold every key, masked or not.
+   */
+  returnScores?: boolean | ScoresStageName;
   /** Backend of this call. Default: the module's. */
   backend?: BackendName;
 }
@@ -72,8 +89,11 @@ export interface AttentionResult {
   scores?: Tensor;
 }
 
+/** The scores `returnScores` may ask for: before the softcap, before the masks, or after both. */
+export type ScoresStageName = 'scaled' | 'capped' | 'masked';
+
 /** The result of `attention` whose options set `returnAttnWeights` to `A` and `returnScores` to `S`. */
-export type AttentionResultFor<A extends boolean, S extends boolean> =
+export type AttentionResultFor<A extends boolean, S extends boolean | ScoresStageName> =
   AttentionResult &
   ([A] extends [true] ? { attnWeights: Tensor } : unknown) &
-  ([S] extends [true] ? { scores: Tensor } : unknown);
+  ([S] extends [true | ScoresStageName] ? { scores: Tensor } : unknown);

@@ -12,7 +12,7 @@ import { once, packageDir } from './loading.js';
 // Threads of this process's onnxruntime-web and onnxruntime-node sessions.
 export const PEER_THREADS = Number(process.env.SA_BENCH_THREADS ?? 1);
 
-const loadOrt = once(async () => {
+export const loadOrt = once(async () => {
   const ort = await import('onnxruntime-web');
   // The .mjs/.wasm pair next to the package.
   ort.env.wasm.wasmPaths = pathToFileURL(packageDir('onnxruntime-web')).href;

@@ -64,6 +64,7 @@ struct ArgNames {
   const char* bool_mask;
   const char* bool_mask_shape;
   const char* kv_lengths;
+  const char* query_offset;
   // Training: Backward's argument, an optimizer option, the tiny model's
   // config fields, its row length and weight.
   const char* d_output;

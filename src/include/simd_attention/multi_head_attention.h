@@ -20,6 +20,8 @@
 #include "simd_attention/kv_cache.h"
 #include "simd_attention/norm_kind.h"
 #include "simd_attention/packed_matrix.h"
+#include "simd_attention/scores_stage.h"
+#include "simd_attention/trainable.h"
 #include "simd_attention/training_only.h"
 #include "simd_attention/tensor.h"
 #include "simd_attention/weight_type.h"
@@ -31,7 +33,6 @@ class ThreadPool;
 class ComputedScan;
 struct GemmEpilogue;
 struct KernelTable;
-struct Parameter;
 class Optimizer;
 class TinyTransformer;
 
@@ -131,7 +132,8 @@ struct MhaOptions {
   std::span<const uint8_t> bool_mask;
   std::vector<size_t> bool_mask_shape;
   bool need_weights = false;          // fill MhaResult::attn_weights
-  bool need_scores = false;           // fill MhaResult::scores
+  bool need_scores = false;           // fill MhaResult::scores, at scores_stage
+  ScoresStage scores_stage = ScoresStage::kMasked;
   bool need_per_head_output = false;  // fill MhaResult::per_head_output
   // Fill MhaResult::q, k, v and head_output: the intermediate per-head
   // tensors, for inspecting and teaching (copies; the fast path never
@@ -141,6 +143,10 @@ struct MhaOptions {
   // causal, else i): key j is visible iff i' - left <= j <= i' + right; -1 =
   // unbounded. Key blocks outside are never computed.
   std::array<int64_t, 2> window{-1, -1};
+  // Query i at key position i' = query_offset + i for the causal mask and
+  // the window, in place of the alignment's (one value, or one per batch
+  // item; see SdpaOptions::query_offset).
+  std::span<const int64_t> query_offset;
   std::optional<double> scale;    // default 1 / sqrt(head_dim)
   std::optional<double> softcap;  // c > 0: scores -> c * tanh(scores / c)
   // Rotary positions of the first query (and, in self-attention, key):
@@ -161,8 +167,8 @@ struct MhaResult {
   size_t batch = 0, tq = 0, tk = 0;
   std::vector<float> output;           // [B, Tq, d_model]
   std::vector<float> attn_weights;     // [B, H, Tq, Tk], if requested
-  // [B, H, Tq, Tk], if requested: the scaled, capped and masked scores the
-  // softmax takes (-inf where masked).
+  // [B, H, Tq, Tk], if requested, at options.scores_stage: by default the
+  // scaled, capped and masked scores the softmax takes (-inf where masked).
   std::vector<float> scores;
   std::vector<float> q;                // [B, H, Tq, d_k], if intermediates
   std::vector<float> k;                // [B, H_kv, Tk, d_k]
@@ -186,7 +192,7 @@ struct MhaGradients {
   std::vector<float> d_b_q, d_b_k, d_b_v, d_b_o;  // empty when !config.bias
 };
 
-class MultiHeadAttention {
+class MultiHeadAttention : public Trainable {
  public:
   // Throws std::invalid_argument for an invalid config (message names it).
   explicit MultiHeadAttention(const MhaConfig& config);
@@ -238,14 +244,20 @@ class MultiHeadAttention {
   void Backward(const Tensor3& d_output, MhaGradients& gradients);
   // Frees what a training forward kept (as the next forward does).
   void ReleaseTraining();
+  // Trainable: every weight and bias with its last Backward's gradient in
+  // the packed layout, named `prefix` + config.names' name ("w_q"); after
+  // an update, W^T and the training state are stale. (A build without
+  // training refuses: RefuseTrainingInThisBuild.)
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
 
   // The config with defaults resolved (kdim, vdim, head_dim, head_dim_v,
   // threads and names filled in).
   const MhaConfig& config() const { return config_; }
   size_t head_dim() const { return config_.head_dim; }
   size_t head_dim_v() const { return config_.head_dim_v; }
-  const KernelTable& kernels() const { return *kernels_; }
-  ThreadPool& pool() const { return *pool_; }
+  const KernelTable& kernels() const override { return *kernels_; }
+  ThreadPool& pool() const override { return *pool_; }
   // Bytes of W_Q, W_K, W_V and W_O as held (config.weights; int8 with its
   // scales), biases apart.
   size_t WeightBytes() const {
@@ -322,24 +334,15 @@ class MultiHeadAttention {
     std::vector<float> attn_mask;
     std::vector<uint8_t> bool_mask, key_padding_mask;
     std::vector<size_t> kv_lengths;
+    std::vector<int64_t> query_offset;
   };
   // Keeps the inputs and masks of a training forward (before it runs).
   void SaveForBackward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
                        const MhaOptions& options);
   // Refuses options.training in a forward that cannot keep its state.
   [[noreturn]] static void RefuseTraining(const char* forward);
-  // A packed [rows, cols] matrix's transpose, packed: the backward's W^T.
-  // Every weight and bias with its last Backward's gradient, in the packed
-  // layout (for Optimizer::Step), named `prefix` + config.names' name;
-  // throws std::logic_error without one.
-  friend class Optimizer;
-  // A model of these (tiny_model.h) gathers their parameters for its own
-  // step and reads their packed weights back.
+  // A model of these (tiny_model.h) reads their packed weights back.
   friend class TinyTransformer;
-  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
-  // After an optimizer updated the packed weights: W^T and the training
-  // state are stale.
-  void WeightsUpdated();
 
   MhaConfig config_;  // threads resolved (never 0)
   const KernelTable* kernels_;

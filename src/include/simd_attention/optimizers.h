@@ -1,8 +1,9 @@
-// Optimizers that update a MultiHeadAttention's, a layer's or a
-// TinyTransformer's weights in place from its last Backward's gradients: one
-// fused SIMD pass per parameter over the packed weights the object computes
-// with, so a training step re-packs nothing from the caller. The rules are torch.optim's: SGD
-// (dampening 0), Adam and AdamW.
+// Optimizers that update a Trainable object's weights in place from its
+// last Backward's gradients (trainable.h: a MultiHeadAttention, a
+// TransformerBlock, a layer, a TinyTransformer): one fused SIMD pass per
+// parameter over the packed weights the object computes with, so a
+// training step re-packs nothing from the caller. The rules are
+// torch.optim's: SGD (dampening 0), Adam and AdamW.
 #pragma once
 
 #include <cstddef>
@@ -10,9 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "simd_attention/multi_head_attention.h"
-#include "simd_attention/tiny_model.h"
-#include "simd_attention/transformer_layers.h"
+#include "simd_attention/arg_names.h"
+#include "simd_attention/trainable.h"
 
 namespace simd_attention {
 
@@ -35,8 +35,8 @@ struct AdamOptions {
   const ArgNames* names = &CppArgNames();  // for messages
 };
 
-// Step(object) updates every weight, bias and LayerNorm parameter of the
-// object from its last Backward (std::logic_error without one since its
+// Step(object) updates every parameter the object lists (its weights,
+// biases and norm scales) from its last Backward (std::logic_error without one since its
 // last SetWeights). A step that would make a value or a moment non-finite
 // (an lr or gradients too large for float32) throws std::range_error naming
 // the parameter as SetWeights does, the optimizer and what would overflow,
@@ -50,13 +50,8 @@ struct AdamOptions {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  void Step(MultiHeadAttention& attention);
-  void Step(TransformerEncoderLayer& layer);
-  void Step(TransformerDecoderLayer& layer);
-  // Every parameter of the model: the embedding, each layer's attention and
-  // FFN, the unembedding and its bias.
-  void Step(TinyTransformer& model);
-  void Forget(const void* object);
+  void Step(Trainable& object);
+  void Forget(const Trainable& object);
 
  protected:
   struct State {
@@ -75,12 +70,12 @@ class Optimizer {
   virtual const char* Overflow(unsigned which) const = 0;
 
  private:
-  void Run(const void* object, const KernelTable& k, ThreadPool& pool,
+  void Run(const Trainable* object, const KernelTable& k, ThreadPool& pool,
            const std::vector<Parameter>& parameters);
   [[noreturn]] void Refuse(std::string_view parameter, unsigned not_finite) const;
   // Per object, in the order of their first steps: a program trains a few
   // objects, so a search beats a hash table's code (the training .wasm).
-  std::vector<std::pair<const void*, State>> states_;
+  std::vector<std::pair<const Trainable*, State>> states_;
 };
 
 class Sgd final : public Optimizer {

@@ -19,6 +19,7 @@
 #include "simd_attention/arg_names.h"
 #include "simd_attention/backend.h"
 #include "simd_attention/causal_alignment.h"
+#include "simd_attention/scores_stage.h"
 
 namespace simd_attention {
 
@@ -62,10 +63,20 @@ struct SdpaOptions {
   // i + Tk - Tq (kBottomRight); -1 = unbounded on that side. Keys outside
   // the window are never computed: a window of w keys costs O(Tq w).
   std::array<int64_t, 2> window{-1, -1};
+  // The position of query 0 among the keys, so that query i sits at
+  // i' = query_offset + i for the causal mask (j <= i') and the window:
+  // one value for every batch item or one per item (B), any sign (a query
+  // with i' < 0 sees no key). It replaces the alignment's i'. ONNX
+  // Attention's is_causal uses past_sequence_length with a past cache and
+  // nonpad_kv_seqlen[b] - Tq with nonpad_kv_seqlen. Needs causal or a
+  // window; empty = the alignment's.
+  std::span<const int64_t> query_offset;
   // Masks broadcast to [B, Hq, Tq, Tk] from a shape of [Tq, Tk],
   // [B, 1, Tq, Tk], [1, Hq, Tq, Tk] or [B, Hq, Tq, Tk] (an empty shape
-  // means [Tq, Tk]). attn_mask is added to the scores (may hold -inf);
-  // bool_mask: 1 = may attend, 0 = masked.
+  // means [Tq, Tk]); a shape's last dimension may be less than Tk, and the
+  // keys past it are masked (as ONNX pads such a mask with -inf). attn_mask
+  // is added to the scores (may hold -inf); bool_mask: 1 = may attend,
+  // 0 = masked.
   std::span<const float> attn_mask;
   std::vector<size_t> attn_mask_shape;
   std::span<const uint8_t> bool_mask;
@@ -75,7 +86,8 @@ struct SdpaOptions {
   std::span<const uint8_t> key_padding_mask;
   std::span<const size_t> kv_lengths;
   bool need_weights = false;  // fill SdpaResult::attn_weights
-  bool need_scores = false;   // fill SdpaResult::scores
+  bool need_scores = false;   // fill SdpaResult::scores, at scores_stage
+  ScoresStage scores_stage = ScoresStage::kMasked;
 };
 
 // Every mask combines: a key is attended only if every mask allows it. A
@@ -85,8 +97,8 @@ struct SdpaResult {
   // [B, Hq, Tq, dv] (head-major) or [B, Tq, Hq * dv] (token-major).
   std::vector<float> output;
   std::vector<float> attn_weights;  // [B, Hq, Tq, Tk], if requested
-  // [B, Hq, Tq, Tk], if requested: the scaled, capped and masked scores the
-  // softmax takes (-inf where masked).
+  // [B, Hq, Tq, Tk], if requested, at options.scores_stage: by default the
+  // scaled, capped and masked scores the softmax takes (-inf where masked).
   std::vector<float> scores;
 };
 

@@ -16,5 +16,6 @@
 #include "simd_attention/tensor.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/tiny_model.h"
+#include "simd_attention/trainable.h"
 #include "simd_attention/transformer_block.h"
 #include "simd_attention/transformer_layers.h"

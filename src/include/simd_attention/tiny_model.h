@@ -24,6 +24,7 @@
 #include "simd_attention/backend.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/packed_matrix.h"
+#include "simd_attention/trainable.h"
 #include "simd_attention/transformer_layers.h"
 
 namespace simd_attention {
@@ -69,7 +70,7 @@ struct TinyModelWeights {
   std::vector<float> unembedding_bias;  // [vocab]
 };
 
-class TinyTransformer {
+class TinyTransformer : public Trainable {
  public:
   // Throws std::invalid_argument naming the config field (a size 0,
   // num_heads not dividing d_model, ...), SizeLimitError for sizes that do
@@ -112,18 +113,21 @@ class TinyTransformer {
   // without one.
   TinyModelWeights Gradients() const;
 
+  // Trainable: every parameter with its last Backward's gradient, packed as
+  // the model computes with it (the embedding, each layer's attention and
+  // FFN, the unembedding and its bias), named as SetWeights names them
+  // ("weights.layers[0].w_q"); after an update the transposes and the
+  // training state are stale.
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+
   // The config with defaults resolved (backend, threads).
   const TinyModelConfig& config() const { return config_; }
-  const KernelTable& kernels() const { return *kernels_; }
+  const KernelTable& kernels() const override { return *kernels_; }
+  ThreadPool& pool() const override { return *pool_; }
 
  private:
-  friend class Optimizer;
   struct Layer;
-  // Every parameter with its last Backward's gradient, packed as the model
-  // computes with it; std::logic_error without a Backward.
-  void TrainableParameters(std::vector<Parameter>& out);
-  // After an optimizer step: the transposes and the training state are stale.
-  void WeightsUpdated();
 
   TinyModelConfig config_;
   const KernelTable* kernels_;

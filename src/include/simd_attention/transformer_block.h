@@ -13,11 +13,13 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "simd_attention/activation.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/norm_kind.h"
+#include "simd_attention/trainable.h"
 #include "simd_attention/traits_table.h"
 #include "simd_attention/transformer_layers.h"
 
@@ -105,6 +107,12 @@ struct GatedFfnWeights {
   StoredMatrix stored_w_gate, stored_w_up, stored_w_down;
 };
 
+// A gated FFN's gradients, named like its weights (X @ W layout).
+struct GatedFfnGradients {
+  std::vector<float> d_w_gate, d_w_up, d_w_down;
+  std::vector<float> d_b_gate, d_b_up, d_b_down;
+};
+
 // One sublayer's weights: its norm (beta only for LayerNorm), the norm
 // after its mixer for kSandwich, and the weights of its mixer's kind. A
 // bias left empty is zero (Hugging Face checkpoints omit many).
@@ -116,6 +124,24 @@ struct SublayerWeights {
   GatedFfnWeights gated_ffn;
 };
 
+// One sublayer's gradients, named like SublayerWeights: its norms' (d_beta
+// empty for the RMSNorm kinds; d_gamma that of the stored gamma, which
+// Gemma's kind adds 1 to) and its mixer's, the others left empty. A bias
+// the weights left empty is trained as the zeros it stands for.
+struct SublayerGradients {
+  NormGradients norm;
+  NormGradients output_norm;  // kSandwich
+  MhaGradients attention;     // its d_input (self) or d_query (cross) included
+  FfnGradients ffn;
+  GatedFfnGradients gated_ffn;
+};
+
+struct BlockGradients {
+  std::vector<float> d_input;   // [B, T, d_model]
+  std::vector<float> d_memory;  // [B, S, d_model], of every cross-attention; else empty
+  std::vector<SublayerGradients> sublayers;  // one per sublayer
+};
+
 struct BlockOptions {
   // The self-attentions' (causal and key padding as EncoderOptions').
   bool causal = false;
@@ -125,12 +151,17 @@ struct BlockOptions {
   std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of the memory
   // Rotary positions of the first token (as MhaOptions::position_offset).
   size_t position_offset = 0;
+  // Keep what Backward needs (each sublayer's record: its norms' inputs
+  // and its mixer's), until the next forward, SetWeights or optimizer step.
+  // Float32 weights only; the attentions train without rotary positions and
+  // QK-norm (MhaOptions::training).
+  bool training = false;
 };
 
 class BlockNorm;
 class GatedFeedForward;
 
-class TransformerBlock {
+class TransformerBlock : public Trainable {
  public:
   explicit TransformerBlock(const BlockConfig& config);
   TransformerBlock(const BlockConfig& config, const KernelTable& kernels,
@@ -156,6 +187,31 @@ class TransformerBlock {
   std::vector<float> ForwardIncremental(const Tensor3& x, KVCache& cache,
                                         const SelfAttentionOptions& self_attention = {},
                                         const PrecomputedKV* memory = nullptr);
+  // The gradients of the last forward, a training one, given d_output =
+  // dL/d(output) [B, T, d_model]: back through the sublayers in reverse,
+  // each from its record. Throws std::logic_error without one,
+  // std::invalid_argument for another shape or a non-finite value (naming
+  // d_output), std::range_error when the gradients overflow; the record
+  // stays, so Backward may be called again.
+  BlockGradients Backward(const Tensor3& d_output);
+  // The same into `gradients`, reused: its vectors keep their storage.
+  void Backward(const Tensor3& d_output, BlockGradients& gradients);
+  // Trainable: every sublayer's parameters, its mixer's then its norms',
+  // named as SetWeights' messages name them ("sublayers[0] (self_attention):
+  // w_q", "sublayers[1] (gated_ffn): norm.gamma"; W_gate and W_up one
+  // parameter, as they are packed); Gemma's norms update the stored gamma.
+  // After an update the record and the transposes are stale.
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+  const KernelTable& kernels() const override { return *kernels_; }
+  ThreadPool& pool() const override { return *pool_; }
+
+  // x through the block with the cross-attention sublayers' memory given as
+  // its precomputed keys and values (PrecomputeMemory: once for many
+  // calls); its padding mask applies unless options.memory_key_padding_mask
+  // is given. Not a training forward (options.training is refused).
+  std::vector<float> Forward(const Tensor3& x, const PrecomputedKV& memory,
+                             const BlockOptions& options = {});
   // The memory's keys and values for the cross-attention sublayer.
   PrecomputedKV PrecomputeMemory(const Tensor3& memory,
                                  std::span<const uint8_t> key_padding_mask = {});
@@ -168,17 +224,50 @@ class TransformerBlock {
 
  private:
   struct Part;
-  // The sublayers over h in place: `attend(i, in, rows)` runs attention
-  // sublayer i on its normed input.
+  struct Record;
+  // The sublayers over h in place: `attend(i, in)` runs attention sublayer
+  // i on its normed input. With a record (a training forward), each
+  // sublayer's into it.
   template <class Attend>
-  void Run(std::vector<float>& h, size_t batch, size_t tokens, const Attend& attend);
+  void Run(std::vector<float>& h, size_t batch, size_t tokens, const Attend& attend,
+           Record* record = nullptr);
+  // How a sublayer names itself in messages and parameter names: a block's
+  // sublayer k as "sublayers[k] (<mixer>)"; the encoder and decoder layers,
+  // instances of the block, give the names they have always had.
+  struct PartNames {
+    std::string name;          // "sublayers[1] (ffn)"; "the feed-forward sublayer"
+    std::string mixer;         // its mixer's weights' prefix: "sublayers[1] (ffn): ", "attention."
+    std::string norm, output_norm;  // its norms': "sublayers[1] (ffn): norm", "norm2"
+    const char* norm_input;    // its norm's input in a range check (pre, sandwich)
+    const char* norm_sum;      // the residual sum a post norm takes
+  };
+  friend class TransformerEncoderLayer;
+  friend class TransformerDecoderLayer;
+  // The layers' form: their names, and every bias required (given, not
+  // zero when empty), as their SetWeights has always asked.
+  TransformerBlock(const BlockConfig& config, const KernelTable& kernels,
+                   std::shared_ptr<ThreadPool> pool, std::vector<PartNames> names,
+                   bool biases_required);
+  // The attention of an attention sublayer.
+  MultiHeadAttention& attention(size_t sublayer) const;
+  // A training forward's record, sized for x [batch, tokens]; refuses
+  // weights the optimizers cannot update.
+  Record& StartRecord(size_t batch, size_t tokens);
+  // d = dL/d(mixer output) of sublayer k to dx = dL/d(mixer input); a
+  // cross-attention adds its memory's gradient to g.d_memory.
+  void MixerBackward(size_t k, const std::vector<float>& d, std::vector<float>& dx,
+                     BlockGradients& g);
   const MultiHeadAttention& SelfAttention(const char* where) const;
 
   BlockConfig config_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<Part> parts_;
+  bool biases_required_ = false;
   bool has_weights_ = false;
+  // The last training forward's record (a program that never trains makes
+  // none: training_only.h).
+  TrainingOnly<Record> record_;
 };
 
 // N blocks of one config in order, with an optional final norm (a decoder

@@ -1,6 +1,7 @@
 // The layers around attention: position-wise FFN, LayerNorm, the encoder
 // and decoder layers (torch.nn.TransformerEncoderLayer / DecoderLayer
-// semantics, dropout 0), and sinusoidal positional encoding.
+// semantics, dropout 0; each an instance of TransformerBlock), and
+// sinusoidal positional encoding.
 #pragma once
 
 #include <array>
@@ -13,6 +14,7 @@
 #include "simd_attention/activation.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/packed_matrix.h"
+#include "simd_attention/trainable.h"
 #include "simd_attention/weight_type.h"
 
 namespace simd_attention {
@@ -64,6 +66,16 @@ struct FfnGradients {
   std::vector<float> d_w1, d_b1, d_w2, d_b2;
 };
 
+// What a training forward of a feed-forward mixer (FeedForward,
+// GatedFeedForward) keeps for its backward, held by its caller (a layer's
+// record of its sublayers), so that the backward reads nothing of the
+// mixer's workspaces.
+struct FfnRecord {
+  std::vector<float> input;           // [rows, d_model]
+  std::vector<float> pre_activation;  // [rows, ffn_dim]; gated: [rows, 2 ffn_dim], gate then up
+  std::vector<float> hidden;          // [rows, ffn_dim]: what W2 (W_down) took
+};
+
 // act(x W1 + b1) W2 + b2 on rows of width d_model.
 class FeedForward {
  public:
@@ -75,18 +87,21 @@ class FeedForward {
   FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
               const KernelTable& kernels);
   void SetWeights(const FfnWeights& w);
-  // training: keeps x and the hidden units before and after the activation
-  // for Backward, until the next Forward.
-  void Forward(const float* x, size_t rows, float* out, bool training = false);
-  // d_x [rows, d_model] and the weights' gradients given d_out, after a
-  // training Forward of `rows` rows (the caller, a layer, checks both).
-  void Backward(const float* d_out, size_t rows, float* d_x, FfnGradients& g);
+  // With a record (a training forward): x and the hidden units before and
+  // after the activation into it, for Backward.
+  void Forward(const float* x, size_t rows, float* out, FfnRecord* record = nullptr);
+  // d_x [rows, d_model] and the weights' gradients given d_out, from the
+  // record of a training Forward of `rows` rows with the current weights
+  // (the caller, a layer, checks both).
+  void Backward(const FfnRecord& record, const float* d_out, size_t rows, float* d_x,
+                FfnGradients& g);
   // Bytes of W1 and W2 as held (biases apart).
   size_t WeightBytes() const { return w1_.WeightBytes() + w2_.WeightBytes(); }
 
  private:
-  friend class Optimizer;
-  friend class TinyTransformer;  // as MultiHeadAttention's
+  // The objects made of these list their parameters (trainable.h).
+  friend class TinyTransformer;
+  friend class TransformerBlock;
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
   void WeightsUpdated();
 
@@ -97,13 +112,11 @@ class FeedForward {
   WeightType weights_;
   PackedMatrix w1_, w2_;  // with b1, b2
   std::vector<float> hidden_;             // [rows, ffn_dim]; grows
-  // Training: the input and the hidden units before the activation (after
-  // it: hidden_); W1^T and W2^T packed by the first Backward after the
-  // weights changed; the gradients packed as the weights; workspaces. Held
-  // apart, made by the first training Forward: a program that never trains
-  // carries none of its members' construction, moves or copies.
+  // Training: W1^T and W2^T packed by the first Backward after the weights
+  // changed; the gradients packed as the weights; workspaces. Held apart,
+  // made by the first Backward: a program that never trains carries none
+  // of its members' construction, moves or copies.
   struct Training {
-    std::vector<float> input, pre_activation;
     PackedMatrix w1_t, w2_t;
     std::vector<float> d_w1, d_b1, d_w2, d_b2;
     std::vector<float> d_hidden, weight_workspace;
@@ -121,32 +134,13 @@ class LayerNorm {
   LayerNorm(size_t d_model, float eps, const KernelTable& kernels);
   void SetWeights(const char* name, const NormWeights& w);
   void Forward(const float* x, size_t rows, float* out) const;
-  // d_x (not aliasing d_out) and the gradients of gamma and beta given
-  // d_out, x the forward's input.
-  void Backward(const float* x, size_t rows, const float* d_out, float* d_x, NormGradients& g);
 
  private:
-  friend class Optimizer;
-  friend class TransformerEncoderLayer;
-  friend class TransformerDecoderLayer;
-  // The layers': their config's eps is judged once, before any part is made.
-  struct EpsChecked {};
-  LayerNorm(EpsChecked, size_t d_model, float eps, const KernelTable& kernels,
-            std::shared_ptr<ThreadPool> pool)
-      : d_model_(d_model), eps_(eps), kernels_(&kernels), pool_(std::move(pool)) {}
-  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
-
   size_t d_model_;
   float eps_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<float> gamma_, beta_;
-  // The last Backward's gradients and its workspace, made by the first one
-  // (held apart as FeedForward's).
-  struct Training {
-    std::vector<float> d_gamma, d_beta, dy_xhat;
-  };
-  TrainingOnly<Training> training_;
 };
 
 // LayerNorm over the last dimension of x (rows of x.features floats) on the
@@ -198,13 +192,20 @@ struct EncoderGradients {
   NormGradients norm1, norm2;
 };
 
-class TransformerEncoderLayer {
+class TransformerBlock;
+
+// The block [self-attention, FFN] (transformer_block.h), each sublayer
+// with its LayerNorm after its residual sum (post-LN) or before it (pre-LN).
+class TransformerEncoderLayer : public Trainable {
  public:
   explicit TransformerEncoderLayer(const LayerConfig& config);
   TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels);
   // On the given pool (config.threads is then ignored).
   TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels,
                           std::shared_ptr<ThreadPool> pool);
+  TransformerEncoderLayer(TransformerEncoderLayer&&) noexcept;
+  TransformerEncoderLayer& operator=(TransformerEncoderLayer&&) noexcept;
+  ~TransformerEncoderLayer() override;
   void SetWeights(const MhaWeights& attention, const FfnWeights& ffn,
                   const NormWeights& norm1, const NormWeights& norm2);
   // [B, T, d_model] -> [B, T, d_model].
@@ -217,22 +218,21 @@ class TransformerEncoderLayer {
   EncoderGradients Backward(const Tensor3& d_output);
   // The same into `gradients`, reused: its vectors keep their storage.
   void Backward(const Tensor3& d_output, EncoderGradients& gradients);
+  // Trainable: its parts' parameters, named as SetWeights names them
+  // ("attention.w_q", "ffn.w1", "norm1.gamma").
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+  const KernelTable& kernels() const override;
+  ThreadPool& pool() const override;
 
   // The config with threads and names resolved.
   const LayerConfig& config() const { return config_; }
   // Bytes of the weight matrices as held (config.weights), biases apart.
-  size_t WeightBytes() const { return attention_.WeightBytes() + ffn_.WeightBytes(); }
+  size_t WeightBytes() const;
 
  private:
-  friend class Optimizer;
   LayerConfig config_;
-  MultiHeadAttention attention_;
-  FeedForward ffn_;
-  LayerNorm norm1_, norm2_;
-  // Training: each sublayer's LayerNorm input and the forward's shape.
-  std::vector<float> norm1_input_, norm2_input_;
-  size_t batch_ = 0, tokens_ = 0;
-  bool trained_ = false;
+  std::unique_ptr<TransformerBlock> block_;
 };
 
 struct DecoderOptions {
@@ -256,12 +256,17 @@ struct DecoderGradients {
   NormGradients norm1, norm2, norm3;
 };
 
-class TransformerDecoderLayer {
+// The block [self-attention, cross-attention, FFN], LayerNorms as the
+// encoder's.
+class TransformerDecoderLayer : public Trainable {
  public:
   explicit TransformerDecoderLayer(const LayerConfig& config);
   TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels);
   TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels,
                           std::shared_ptr<ThreadPool> pool);
+  TransformerDecoderLayer(TransformerDecoderLayer&&) noexcept;
+  TransformerDecoderLayer& operator=(TransformerDecoderLayer&&) noexcept;
+  ~TransformerDecoderLayer() override;
   void SetWeights(const MhaWeights& self_attention,
                   const MhaWeights& cross_attention, const FfnWeights& ffn,
                   const NormWeights& norm1, const NormWeights& norm2,
@@ -288,32 +293,20 @@ class TransformerDecoderLayer {
   // As TransformerEncoderLayer::Backward, with the memory's gradient too.
   DecoderGradients Backward(const Tensor3& d_output);
   void Backward(const Tensor3& d_output, DecoderGradients& gradients);
+  // As the encoder's ("self_attention.w_q", "cross_attention.w_q", ...).
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+  const KernelTable& kernels() const override;
+  ThreadPool& pool() const override;
 
   const LayerConfig& config() const { return config_; }  // as the encoder's
-  size_t WeightBytes() const {  // as the encoder's
-    return self_attention_.WeightBytes() + cross_attention_.WeightBytes() + ffn_.WeightBytes();
-  }
-  MultiHeadAttention& self_attention() { return self_attention_; }
-  MultiHeadAttention& cross_attention() { return cross_attention_; }
+  size_t WeightBytes() const;                            // as the encoder's
+  MultiHeadAttention& self_attention();
+  MultiHeadAttention& cross_attention();
 
  private:
-  friend class Optimizer;
-  // Forward on the memory itself (a training forward: options.training) or
-  // on its precomputed K/V (any other).
-  std::vector<float> ForwardOn(const Tensor3& x, const Tensor3* memory, const PrecomputedKV* kv,
-                               const DecoderOptions& options);
-  // training: keep each sublayer's LayerNorm input and the FFN's state.
-  template <class SelfAttend, class CrossAttend>
-  std::vector<float> Run(const Tensor3& x, SelfAttend&& self_attend,
-                         CrossAttend&& cross_attend, bool training = false);
-
   LayerConfig config_;
-  MultiHeadAttention self_attention_, cross_attention_;
-  FeedForward ffn_;
-  LayerNorm norm1_, norm2_, norm3_;
-  std::vector<float> norm1_input_, norm2_input_, norm3_input_;
-  size_t batch_ = 0, tokens_ = 0;
-  bool trained_ = false;
+  std::unique_ptr<TransformerBlock> block_;
 };
 
 // Sinusoidal positional encoding [t, d_model]: PE[p, 2i] = sin(p / 10000^(2i/d)),

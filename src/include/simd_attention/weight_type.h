@@ -1,6 +1,7 @@
 // How packed weights are held in memory, and weights a caller already holds
-// in such a type. The arithmetic is float32 in every case: the GEMM widens
-// each weight in registers as it loads it.
+// in such a type. float16 and bfloat16 weights are widened to float32 as the
+// GEMM loads them; int8 weights multiply activations quantized per row to
+// int16, in integers (src/kernels/int8_gemm.h).
 #pragma once
 
 #include <cstddef>

@@ -189,7 +189,7 @@ const ACTIVATIONS = {
 };
 ACTIVATIONS.gelu_erf = ACTIVATIONS.gelu;
 
-function feedForward(x, rows, d, f, w, activation) {
+export function feedForward(x, rows, d, f, w, activation) {
   const h = linear(x, rows, w.w1, w.b1, d, f).map(ACTIVATIONS[activation]);
   return linear(h, rows, w.w2, w.b2, f, d);
 }

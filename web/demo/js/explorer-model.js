@@ -29,17 +29,17 @@ export const HEADS = [
   ...Array.from({ length: H - 3 }, () => ({ name: 'random weights', pattern: 'random', built: false })),
 ];
 
-/** The key/value head query head h reads: h / (H / Hkv). */
-export const kvHeadOf = (h, kvHeads) => Math.floor(h / (H / kvHeads));
+/** The key/value head query head h of `heads` reads: h / (heads / Hkv). */
+export const kvHeadOf = (h, kvHeads, heads = H) => Math.floor(h / (heads / kvHeads));
 
 /**
  * Heads that share a key/value head share a colour family: kv head g's hue,
  * from dark to light across its query heads (one kv head per query head: the
- * plain palette).
+ * plain palette, repeated past its ten colours).
  */
-export function headColour(h, kvHeads) {
-  const group = H / kvHeads;
-  const base = PALETTE[kvHeadOf(h, kvHeads)];
+export function headColour(h, kvHeads, heads = H) {
+  const group = heads / kvHeads;
+  const base = PALETTE[kvHeadOf(h, kvHeads, heads) % PALETTE.length];
   return group === 1 ? base : mixColour(base, -0.35 + (0.8 * (h % group)) / (group - 1));
 }
 

@@ -1,160 +1,74 @@
 // Attention explorer: a sentence through one attention layer (d_model = 64,
 // 8 heads, explorer-model.js), with the masks, grouped key/value heads and
-// rotary positions of the library's MultiHeadAttention to switch on and off.
-// The layer runs in the page's worker pool, so typing never waits for it.
+// rotary positions of the library's MultiHeadAttention to switch on and off;
+// or a layer of the visitor's own model (explorer-open.js). The layers run
+// in the page's worker pool, so typing never waits for them.
 import {
-  attentionModule, attentionPool, initPage, el, heatmap, legend, formatNumber, formatShape, showError, onWidthChange, showBuild,
-  rowArgmax, niceTicks, tickLabel,
+  attentionModule, attentionPool, initPage, el, legend, formatNumber, formatShape, showError, onWidthChange, showBuild,
 } from './common.js';
 import { newestOnly } from './newest-only.js';
-import { expectedArgmax } from './position-heads.js';
 import {
-  D, H, MAX_TOKENS, PAIRS, TARGET_GAP, KV_CHOICES, ALPHA, RUNNER_UP, MARGIN, HEADS, kvHeadOf, headColour,
+  D, H, MAX_TOKENS, PAIRS, TARGET_GAP, KV_CHOICES, ALPHA, RUNNER_UP, MARGIN, HEADS,
   buildWeights, tokenize, embed,
 } from './explorer-model.js';
+import { headCard, contributionChart, kvLegend, runColour } from './explorer-draw.js';
+import { modelCard } from './explorer-open.js';
 
 /** Rotary positions when switched on: pairs (2i, 2i+1), as the sin/cos pairs of the encoding. */
 const ROPE = { style: 'interleaved' };
 
 const ui = {};
-const state = { selected: new Set(HEADS.map((_, h) => h)), last: null, layer: null };
+const state = { selected: new Set(HEADS.map((_, h) => h)), last: null, layer: null, picker: null, model: null };
 
 /** The last run's numbers, for the browser test (which reads them as the page shows them). */
 export const lastRun = () => state.last;
 
-function headCard(h, run, width) {
-  const head = HEADS[h];
-  const { tq, tk, probs, scores, queries, keys } = run;
-  const offset = h * tq * tk;
-  const argmax = rowArgmax(probs, tq, tk, offset);
-  const rowMax = argmax.map((j, i) => probs[offset + i * tk + j]);
-  const expected = head.built ? expectedArgmax(head.pattern, tq, tk) : null;
-  const matches = expected ? expected.every((e, i) => e === null || e === argmax[i]) : null;
-  // The library marks with -Infinity the scores of keys the masks hide.
-  const masked = (r, c) => scores[offset + r * tk + c] === -Infinity;
-  const colour = headColour(h, run.kvHeads);
-  const kv = kvHeadOf(h, run.kvHeads);
-  const fig = heatmap({
-    data: probs, offset, rows: tq, cols: tk, scale: 'prob', vmin: 0, vmax: 1, width,
-    rowLabels: queries, colLabels: keys, xTitle: 'keys', yTitle: 'queries',
-    label: `Attention weights of head ${h} (${head.name}): ${tq} queries by ${tk} keys`,
-    isMasked: masked,
-    describe: (r, c, v) => `"${queries[r]}" \u2192 "${keys[c]}": ${masked(r, c) ? 'masked'
-      : `${formatNumber(v, 3)} (score ${formatNumber(scores[offset + r * tk + c], 3)})`}`,
-  });
-  return el('article', {
-    class: 'card head-card', style: `border-left: 4px solid ${colour}`,
-    dataset: {
-      head: h, pattern: head.pattern, rows: tq, cols: tk, kvHead: kv,
-      argmax: argmax.join(','), rowmax: rowMax.map((p) => p.toFixed(4)).join(','),
-      ...(expected ? { expected: expected.map((e) => (e === null ? '' : e)).join(','), matches: String(matches) } : {}),
-    },
-  },
-  el('h3', {},
-    el('span', { class: 'swatch', style: `background:${colour}` }),
-    `Head ${h}`, el('span', { class: 'note' }, `\u00b7 ${head.name}`),
-    el('span', { class: `pill kind ${head.built ? 'tag-built' : 'tag-random'}` }, head.built ? 'hand-built' : 'random'),
-    run.kvHeads < H ? el('span', { class: 'pill kind', style: `background:${colour};color:#fff` }, `kv head ${kv}`) : null),
-  fig,
-  head.built ? builtNote(argmax, rowMax, expected, matches) : null);
-}
-
-// Under a built head: does every row's strongest key match, and how crisp.
-function builtNote(argmax, rowMax, expected, matches) {
-  const claimed = expected.flatMap((e, i) => (e === null ? [] : [rowMax[i]]));
-  const unclaimed = expected.length - claimed.length;
-  return el('p', { class: 'note', style: 'margin:0.2rem 0 0' },
-    el('span', { class: `pill ${matches ? 'ok' : 'bad'}` }, matches ? 'pattern as built' : 'pattern differs'),
-    ` strongest key per row: ${argmax.join(' ')}; its weight is at least ${formatNumber(Math.min(...claimed), 4)}`,
-    unclaimed ? `; the last ${unclaimed} ${unclaimed === 1 ? 'query has' : 'queries have'} no such key in the second sentence` : '');
-}
-
-function contributionChart(run) {
-  const { tq, perHead, queries } = run;
-  const heads = [...state.selected].sort((a, b) => a - b);
-  const norms = heads.map((h) => queries.map((_, i) => {
-    let s = 0;
-    for (let c = 0; c < D; c++) s += perHead[(h * tq + i) * D + c] ** 2;
-    return Math.sqrt(s);
-  }));
-  const container = ui.chart;
-  const margin = { top: 12, right: 12, bottom: 78, left: 58 };
-  const minBand = Math.max(18, heads.length * 5 + 8);
-  const width = Math.max(container.clientWidth, margin.left + margin.right + tq * minBand);
-  const height = 300;
-  const plotW = width - margin.left - margin.right;
-  const plotH = height - margin.top - margin.bottom;
-  const maxV = Math.max(1e-6, ...norms.flat());
-  const ticks = niceTicks(maxV, 4);
-  const top = ticks[ticks.length - 1];
-  const y = (v) => margin.top + plotH * (1 - v / top);
-  const band = plotW / tq;
-  const barW = Math.max(2, (band * 0.8) / Math.max(1, heads.length));
-  const svg = el('svg:svg', {
-    width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
-    'aria-label': 'Bar chart: contribution norm of each head per query token',
-  });
-  for (const t of ticks) {
-    svg.append(el('svg:line', { class: 'grid', x1: margin.left, x2: width - margin.right, y1: y(t), y2: y(t) }));
-    svg.append(el('svg:text', { class: 'tick', x: margin.left - 6, y: y(t) + 4, 'text-anchor': 'end' }, tickLabel(t)));
+// The head checkboxes of a run's heads, in the picker of its view (the
+// built-in layer's controls, or the model's card); made again, every head
+// selected, when the heads change.
+function headsPicker(run) {
+  const container = run.source === 'model' ? ui.modelHeads : ui.heads;
+  const key = `${run.source} ${run.numHeads}`;
+  if (state.picker?.key !== key) {
+    if (state.picker) state.selected = new Set(run.heads.map((_, h) => h));
+    state.picker?.container.replaceChildren();
+    const swatches = run.heads.map(() => el('span', { class: 'swatch' }));
+    container.replaceChildren(...run.heads.map((head, h) => el('label', {},
+      el('input', {
+        type: 'checkbox', checked: state.selected.has(h), 'data-head': h,
+        onchange: (e) => {
+          if (e.target.checked) state.selected.add(h);
+          else state.selected.delete(h);
+          render();
+        },
+      }),
+      swatches[h], head.name ? `${h}: ${head.name}` : `${h}`)));
+    state.picker = { key, container, swatches };
   }
-  heads.forEach((h, k) => {
-    queries.forEach((_, i) => {
-      const v = norms[k][i];
-      const x = margin.left + i * band + band * 0.1 + k * barW;
-      svg.append(el('svg:rect', {
-        x, y: y(v), width: Math.max(1, barW - 1), height: Math.max(0, y(0) - y(v)), fill: headColour(h, run.kvHeads),
-        'data-head': h, 'data-token': i, 'data-value': v.toFixed(5),
-      }, el('svg:title', {}, `head ${h}, "${queries[i]}": ${formatNumber(v, 4)}`)));
-    });
-  });
-  svg.append(el('svg:line', { x1: margin.left, x2: width - margin.right, y1: y(0), y2: y(0), stroke: '#5a6375' }));
-  svg.append(el('svg:line', { x1: margin.left, x2: margin.left, y1: margin.top, y2: y(0), stroke: '#5a6375' }));
-  queries.forEach((q, i) => {
-    const x = margin.left + (i + 0.5) * band;
-    svg.append(el('svg:text', {
-      class: 'tick', x, y: y(0) + 14, 'text-anchor': 'end', transform: `rotate(-40 ${x} ${y(0) + 14})`,
-    }, q.length > 12 ? `${q.slice(0, 11)}\u2026` : q));
-  });
-  svg.append(el('svg:text', { class: 'axis-title', x: margin.left + plotW / 2, y: height - 6, 'text-anchor': 'middle' },
-    'query token'));
-  const yt = margin.top + plotH / 2;
-  svg.append(el('svg:text', { class: 'axis-title', x: 14, y: yt, 'text-anchor': 'middle', transform: `rotate(-90 14 ${yt})` },
-    '\u2016z\u2095 W\u2092\u02b0\u2016 (contribution norm)'));
-  container.replaceChildren(svg);
-  ui.chartLegend.replaceChildren(...heads.map((h) => el('span', {},
-    el('span', { class: 'swatch', style: `background:${headColour(h, run.kvHeads)}` }), `head ${h} (${HEADS[h].name})`)));
-  // On a narrow screen the bars scroll sideways inside the card: say so.
-  const hidden = container.scrollWidth - container.clientWidth;
-  ui.chartHint.hidden = hidden <= 0;
-  ui.chartHint.textContent = `Swipe or scroll the chart sideways: it is ${width} px wide, for all ${tq} tokens \u2192`;
-}
-
-// Which query heads read each key/value head, in their colours.
-function kvLegend(kvHeads) {
-  if (kvHeads === H) return [];
-  return Array.from({ length: kvHeads }, (_, g) => el('span', { dataset: { kvHead: g } },
-    ...HEADS.flatMap((_, h) => (kvHeadOf(h, kvHeads) === g
-      ? [el('span', { class: 'swatch', style: `background:${headColour(h, kvHeads)}` })] : [])),
-    `kv head ${g}: heads ${HEADS.flatMap((_, h) => (kvHeadOf(h, kvHeads) === g ? [h] : [])).join(', ')}`));
+  state.picker.swatches.forEach((s, h) => { s.style.background = runColour(run, h); });
 }
 
 function render() {
   const run = state.last;
   if (!run) return;
+  headsPicker(run);
   const heads = [...state.selected].sort((a, b) => a - b);
   const probe = ui.grid.clientWidth;
   const columns = Math.max(1, Math.floor((probe + 16) / (330 + 16)));
   const cardWidth = Math.floor((probe - (columns - 1) * 16) / columns) - 36;
   ui.grid.replaceChildren(...heads.map((h) => headCard(h, run, cardWidth)));
   if (heads.length === 0) ui.grid.append(el('p', { class: 'note' }, 'No head selected.'));
-  ui.swatches.forEach((s, h) => { s.style.background = headColour(h, run.kvHeads); });
-  ui.kvLegend.replaceChildren(...kvLegend(run.kvHeads));
-  contributionChart(run);
-  Object.assign(document.body.dataset, {
-    mode: run.cross ? 'cross' : 'self', causal: run.causal, window: run.window.join(','),
-    kvHeads: run.kvHeads, rope: String(run.rope),
-  });
+  ui.kvLegend.replaceChildren(...kvLegend(run));
+  ui.legend.replaceChildren(run.fitScale
+    ? legend({ scale: 'prob', vmin: 0, vmax: 1, title: 'attention weight: each map from its smallest (0) to its largest (1)' })
+    : legend({ scale: 'prob', vmin: 0, vmax: 1, title: 'attention weight' }));
+  contributionChart(run, state.selected, { container: ui.chart, legendBox: ui.chartLegend, hint: ui.chartHint });
+  if (run.source !== 'model') {
+    Object.assign(document.body.dataset, {
+      mode: run.cross ? 'cross' : 'self', causal: run.causal, window: run.window.join(','),
+      kvHeads: run.kvHeads, rope: String(run.rope),
+    });
+  }
   document.getElementById('masked-key').hidden = !run.scores.includes(-Infinity);
 }
 
@@ -184,7 +98,7 @@ function layer(kvHeads, rope) {
 
 // Reads the controls and runs the layer on them: resolves to the note to show
 // and the run to draw (none when a sentence is empty).
-async function compute() {
+async function computeExample() {
   const cross = ui.cross.checked;
   const a = tokenize(ui.sentence.value);
   const b = cross ? tokenize(ui.sentence2.value) : a;
@@ -208,16 +122,25 @@ async function compute() {
   return {
     note: notes.join(' '),
     run: {
+      source: 'example', heads: HEADS, numHeads: H, dModel: D,
       cross, ...options, kvHeads, rope, tq: a.tokens.length, tk: b.tokens.length, queries: a.tokens, keys: b.tokens,
       kvShape: r.k.shape, probs: r.attnWeights.data, scores: r.scores.data, perHead: r.perHeadOutput.data,
     },
   };
 }
 
-function show({ note, run }) {
-  ui.tokenNote.textContent = note;
-  if (!run) return;
-  state.last = run;
+// The run of what the page shows: the built-in layer, or the visitor's
+// model. A model closed or replaced is freed here, between runs.
+async function compute() {
+  await state.model.disposeRetired();
+  return state.model.isOpen() ? { model: true, ...await state.model.compute() } : computeExample();
+}
+
+function show(result) {
+  if (result.model) state.model.show(result);
+  else ui.tokenNote.textContent = result.note;
+  if (!result.run) return;
+  state.last = result.run;
   render();
 }
 
@@ -276,22 +199,9 @@ async function main() {
   if (right !== undefined) [ui.windowLeft.value, ui.windowRight.value] = [left, right];
   ui.sentence2.disabled = !ui.cross.checked;
 
-  const picker = document.getElementById('heads');
-  ui.swatches = HEADS.map((head, h) => {
-    const swatch = el('span', { class: 'swatch' });
-    picker.append(el('label', {},
-      el('input', {
-        type: 'checkbox', checked: true, 'data-head': h,
-        onchange: (e) => {
-          if (e.target.checked) state.selected.add(h);
-          else state.selected.delete(h);
-          render();
-        },
-      }),
-      swatch, `${h}: ${head.name}`));
-    return swatch;
-  });
-  document.getElementById('legend').replaceChildren(legend({ scale: 'prob', vmin: 0, vmax: 1, title: 'attention weight' }));
+  ui.heads = document.getElementById('heads');
+  ui.modelHeads = document.getElementById('model-heads');
+  ui.legend = document.getElementById('legend');
   explainConstruction();
 
   [state.module, state.pool] = await Promise.all([attentionModule(), attentionPool()]);
@@ -312,6 +222,11 @@ async function main() {
     clearTimeout(timer);
     timer = setTimeout(recompute, 120);
   };
+  state.model = modelCard({
+    module: state.module, pool: state.pool,
+    request: ({ debounce = false } = {}) => (debounce ? update() : recompute()),
+    onView: (open) => { document.body.dataset.view = open ? 'model' : 'example'; },
+  });
   for (const input of [ui.sentence, ui.sentence2, ui.windowLeft, ui.windowRight]) input.addEventListener('input', update);
   for (const input of [ui.causal, ui.kvHeads, ui.rope]) input.addEventListener('change', update);
   ui.cross.addEventListener('change', () => {

@@ -1,0 +1,347 @@
+// Embind classes behind TransformerBlock and TransformerStack of
+// web/index.js. As in layer_binding.cc, JS has checked types; shapes and
+// values are checked by the C++ API, whose messages use the JS names.
+#include <emscripten/bind.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checks/validate.h"
+#include "glue.h"
+#include "held_bytes.h"
+#include "js_arg_names.h"
+#include "kv_binding.h"
+#include "layer_binding.h"
+#include "simd_attention/transformer_block.h"
+
+namespace simd_attention::bindings {
+namespace {
+
+// config.sublayers: [{mixer, norm?, parallel?}], names judged here.
+std::vector<Sublayer> SublayersFromJs(const val& js) {
+  std::vector<Sublayer> out(js["length"].as<size_t>());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const val s = js[i];
+    const std::string at = "config.sublayers[" + std::to_string(i) + "]";
+    const std::string mixer = s["mixer"].as<std::string>();
+    const MixerKindTraits* m = RowNamed(kMixerKinds, mixer);
+    if (m == nullptr) {
+      static constexpr ChoiceList kChoices = ChoicesOf(kMixerKinds, &MixerKindTraits::name, true);
+      throw std::invalid_argument(Cat({at, ".mixer: expected ", kChoices.view(), ", got '",
+                                       mixer, "'"}));
+    }
+    out[i].mixer = m->value;
+    if (Given(s["norm"])) {
+      const std::string norm = s["norm"].as<std::string>();
+      const NormPlacementTraits* p = RowNamed(kNormPlacements, norm);
+      if (p == nullptr) {
+        static constexpr ChoiceList kChoices =
+            ChoicesOf(kNormPlacements, &NormPlacementTraits::name, true);
+        throw std::invalid_argument(Cat({at, ".norm: expected ", kChoices.view(), ", got '",
+                                         norm, "'"}));
+      }
+      out[i].norm = p->value;
+    }
+    ReadField(s, "parallel", out[i].parallel);
+  }
+  return out;
+}
+
+// BlockConfig's fields as JS names them.
+template <class Visit>
+void VisitFields(BlockConfig& c, const Visit& visit) {
+  VisitSharedFields(c, visit);
+  visit("headDim", c.head_dim);
+  visit("ffnDim", c.ffn_dim);
+  visit("activation", c.activation);
+  visit("norm", c.norm);
+  visit("eps", c.eps);
+  visit("qkNorm", c.qk_norm);
+}
+
+BlockConfig BlockConfigFromJs(const val& js) {
+  BlockConfig c;
+  VisitFields(c, GivenFields(js));
+  c.sublayers = SublayersFromJs(js["sublayers"]);
+  c.names = &JsArgNames();
+  return c;
+}
+
+StackConfig StackConfigFromJs(const val& js) {
+  StackConfig s;
+  s.block = BlockConfigFromJs(js);
+  ReadField(js, "numLayers", s.num_layers);
+  ReadField(js, "finalNorm", s.final_norm);
+  const val windows = js["layerWindows"];
+  if (Given(windows)) {
+    for (size_t i = 0; i < windows["length"].as<size_t>(); ++i) {
+      const std::vector<double> w =
+          Integers("config.layerWindows[" + std::to_string(i) + "]", windows[i],
+                   -9007199254740991.0);
+      s.layer_windows.push_back({static_cast<int64_t>(w[0]), static_cast<int64_t>(w[1])});
+    }
+  }
+  return s;
+}
+
+val BlockInfo(const BlockConfig& c, const KernelTable& kernels) {
+  val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.threads, c.rope,
+                     c.weights, c.cache_type, kernels}
+              .ToJs();
+  v.set("ffnDim", c.ffn_dim);
+  v.set("activation", std::string(ActivationName(c.activation)));
+  v.set("norm", std::string(Traits(c.norm).name));
+  v.set("eps", c.eps);
+  if (c.qk_norm.enabled) v.set("qkNorm", QkNormToJs(c.qk_norm));
+  val sublayers = val::array();
+  for (const Sublayer& s : c.sublayers) {
+    val entry = val::object();
+    entry.set("mixer", std::string(Traits(s.mixer).name));
+    entry.set("norm", std::string(Traits(s.norm).name));
+    entry.set("parallel", s.parallel);
+    sublayers.call<void>("push", entry);
+  }
+  v.set("sublayers", sublayers);
+  return v;
+}
+
+// One sublayer's weights from JS ({norm: {gamma, beta?}, outputNorm?,
+// attention?, ffn?, gatedFfn?}), copied; `weights` views the copies.
+struct JsSublayerWeights {
+  std::vector<float> gamma, beta, out_gamma, out_beta;
+  std::unique_ptr<JsMhaWeights> attention;
+  std::unique_ptr<JsFfnWeights> ffn;
+  std::unique_ptr<JsMatrix> gate, up, down;
+  std::vector<float> b_gate, b_up, b_down;
+  SublayerWeights weights;
+
+  explicit JsSublayerWeights(const val& js) {
+    const val norm = js["norm"];
+    gamma = CopyFloatsIfGiven(norm, "gamma");
+    beta = CopyFloatsIfGiven(norm, "beta");
+    weights.norm = {gamma, beta};
+    if (Given(js["outputNorm"])) {
+      out_gamma = CopyFloatsIfGiven(js["outputNorm"], "gamma");
+      out_beta = CopyFloatsIfGiven(js["outputNorm"], "beta");
+      weights.output_norm = {out_gamma, out_beta};
+    }
+    if (Given(js["attention"])) {
+      attention = std::make_unique<JsMhaWeights>(js["attention"]);
+      weights.attention = attention->weights;
+    }
+    if (Given(js["ffn"])) {
+      ffn = std::make_unique<JsFfnWeights>(js["ffn"]);
+      weights.ffn = ffn->weights();
+    }
+    if (Given(js["gatedFfn"])) {
+      const val g = js["gatedFfn"];
+      gate = std::make_unique<JsMatrix>(g["wGate"]);
+      up = std::make_unique<JsMatrix>(g["wUp"]);
+      down = std::make_unique<JsMatrix>(g["wDown"]);
+      b_gate = CopyFloatsIfGiven(g, "bGate");
+      b_up = CopyFloatsIfGiven(g, "bUp");
+      b_down = CopyFloatsIfGiven(g, "bDown");
+      weights.gated_ffn = {gate->floats, up->floats, down->floats, b_gate, b_up, b_down,
+                           gate->stored(), up->stored(), down->stored()};
+    }
+  }
+};
+
+// A layer's sublayers' weights (JS: {sublayers: [...]}), copied.
+struct JsBlockWeights {
+  std::vector<std::unique_ptr<JsSublayerWeights>> owned;
+  std::vector<SublayerWeights> views;
+  explicit JsBlockWeights(const val& js) {
+    const val list = js["sublayers"];
+    for (size_t i = 0; i < list["length"].as<size_t>(); ++i) {
+      owned.push_back(std::make_unique<JsSublayerWeights>(list[i]));
+      views.push_back(owned.back()->weights);
+    }
+  }
+};
+
+}  // namespace
+
+class BlockBinding : public Owned<TransformerBlock> {
+ public:
+  explicit BlockBinding(const val& config)
+      : Owned("TransformerBlock",
+              [&] { return std::make_unique<TransformerBlock>(BlockConfigFromJs(config)); }) {}
+
+  val info() {
+    return Guard([&] {
+      const TransformerBlock& b = Checked();
+      return BlockInfo(b.config(), BestKernels(b.config().backend));
+    });
+  }
+
+  val setWeights(const val& w) {
+    return Guard([&] {
+      TransformerBlock& b = Checked();
+      const JsBlockWeights weights(w);
+      b.SetWeights(weights.views);
+      weight_bytes_.Set(b.config().weights, b.WeightBytes());
+    });
+  }
+
+  // memory: a tensor or undefined.
+  val forward(const val& x, const val& memory, const val& options) {
+    return Guard([&] {
+      TransformerBlock& b = Checked();
+      const Input in(x);
+      const Options o(options);
+      if (!Given(memory)) return ToFloat32Array(b.Forward(in.tensor, o.options));
+      const Input m(memory);
+      return ToFloat32Array(b.Forward(in.tensor, m.tensor, o.options));
+    });
+  }
+
+  val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
+    return Guard([&] {
+      into.cache.emplace(Checked().CreateKVCache(batch, max_length));
+      into.Count();
+    });
+  }
+
+  val forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
+    return Guard([&] {
+      TransformerBlock& b = Checked();
+      KVCache& c = cache.Checked();
+      const Input in(x);
+      const JsAttentionOptions shared(options);
+      SelfAttentionOptions self;
+      shared.SetOn(self);
+      return ToFloat32Array(b.ForwardIncremental(in.tensor, c, self));
+    });
+  }
+
+ private:
+  HeldBytes weight_bytes_{Held::kWeights};
+  // BlockOptions viewing copies of the JS masks.
+  struct Options {
+    JsAttentionOptions self;
+    std::vector<uint8_t> memory;
+    BlockOptions options;
+    explicit Options(const val& js) : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
+      ReadCausal(js["causal"], options.causal, options.causal_alignment);
+      options.key_padding_mask = self.key_padding_mask;
+      options.memory_key_padding_mask = memory;
+      options.position_offset = SizeOf(js, "positionOffset");
+      self.SetOn(options.self_attention);
+    }
+  };
+};
+
+class StackBinding : public Owned<TransformerStack> {
+ public:
+  explicit StackBinding(const val& config)
+      : Owned("TransformerStack",
+              [&] { return std::make_unique<TransformerStack>(StackConfigFromJs(config)); }) {}
+
+  val info() {
+    return Guard([&] {
+      TransformerStack& s = Checked();
+      val v = BlockInfo(s.config().block, BestKernels(s.config().block.backend));
+      v.set("numLayers", s.config().num_layers);
+      v.set("finalNorm", s.config().final_norm);
+      if (!s.config().layer_windows.empty()) {
+        val windows = val::array();
+        for (const auto& w : s.config().layer_windows) {
+          val pair = val::array();
+          pair.call<void>("push", double(w[0]));
+          pair.call<void>("push", double(w[1]));
+          windows.call<void>("push", pair);
+        }
+        v.set("layerWindows", windows);
+      }
+      return v;
+    });
+  }
+
+  // {layers: [{sublayers}], finalNorm?: {gamma, beta?}}
+  val setWeights(const val& w) {
+    return Guard([&] {
+      TransformerStack& s = Checked();
+      const val layers = w["layers"];
+      std::vector<std::unique_ptr<JsBlockWeights>> owned;
+      std::vector<std::vector<SublayerWeights>> views;
+      for (size_t i = 0; i < layers["length"].as<size_t>(); ++i) {
+        owned.push_back(std::make_unique<JsBlockWeights>(layers[i]));
+        views.push_back(owned.back()->views);
+      }
+      std::vector<float> gamma, beta;
+      if (Given(w["finalNorm"])) {
+        gamma = CopyFloatsIfGiven(w["finalNorm"], "gamma");
+        beta = CopyFloatsIfGiven(w["finalNorm"], "beta");
+      }
+      s.SetWeights(views, NormWeights{gamma, beta});
+      weight_bytes_.Set(s.config().block.weights, s.WeightBytes());
+    });
+  }
+
+  val forward(const val& x, const val& options) {
+    return Guard([&] {
+      const Input in(x);
+      const JsAttentionOptions shared(options);
+      BlockOptions o;
+      ReadCausal(options["causal"], o.causal, o.causal_alignment);
+      o.key_padding_mask = shared.key_padding_mask;
+      o.position_offset = SizeOf(options, "positionOffset");
+      shared.SetOn(o.self_attention);
+      return ToFloat32Array(Checked().Forward(in.tensor, o));
+    });
+  }
+
+  // into: a JS array of numLayers empty KVCacheBinding, filled in order.
+  val createKVCaches(const val& into, size_t batch, size_t max_length) {
+    return Guard([&] {
+      std::vector<KVCache> caches = Checked().CreateKVCaches(batch, max_length);
+      for (size_t i = 0; i < caches.size(); ++i) {
+        KVCacheBinding* b = into[i].as<KVCacheBinding*>(emscripten::allow_raw_pointers());
+        b->cache.emplace(std::move(caches[i]));
+        b->Count();
+      }
+    });
+  }
+
+  // caches: a JS array of KVCacheBinding, one per layer.
+  val forwardIncremental(const val& x, const val& caches, const val& options) {
+    return Guard([&] {
+      TransformerStack& s = Checked();
+      std::vector<KVCache*> each;
+      for (size_t i = 0; i < caches["length"].as<size_t>(); ++i) {
+        each.push_back(&caches[i].as<KVCacheBinding*>(emscripten::allow_raw_pointers())->Checked());
+      }
+      const Input in(x);
+      const JsAttentionOptions shared(options);
+      SelfAttentionOptions self;
+      shared.SetOn(self);
+      return ToFloat32Array(s.ForwardIncremental(in.tensor, std::span<KVCache* const>(each), self));
+    });
+  }
+
+ private:
+  HeldBytes weight_bytes_{Held::kWeights};
+};
+
+EMSCRIPTEN_BINDINGS(simd_attention_blocks) {
+  emscripten::class_<BlockBinding>("BlockBinding")
+      .constructor<const val&>()
+      .function("takeError", &TakeError<BlockBinding>)
+      .function("info", &BlockBinding::info)
+      .function("setWeights", &BlockBinding::setWeights)
+      .function("forward", &BlockBinding::forward)
+      .function("createKVCache", &BlockBinding::createKVCache)
+      .function("forwardIncremental", &BlockBinding::forwardIncremental);
+  emscripten::class_<StackBinding>("StackBinding")
+      .constructor<const val&>()
+      .function("takeError", &TakeError<StackBinding>)
+      .function("info", &StackBinding::info)
+      .function("setWeights", &StackBinding::setWeights)
+      .function("forward", &StackBinding::forward)
+      .function("createKVCaches", &StackBinding::createKVCaches)
+      .function("forwardIncremental", &StackBinding::forwardIncremental);
+}
+
+}  // namespace simd_attention::bindings

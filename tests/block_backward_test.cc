@@ -1,0 +1,559 @@
+// TransformerBlock's Backward on every kernel table: blocks of every norm
+// kind (LayerNorm, RMSNorm, Gemma's 1 + w), placement (pre, post, sandwich),
+// mixer (self- and cross-attention, FFN, gated FFN with SiLU and both
+// GELUs) and sublayers side by side, against the float64 block reference
+// (reference/block_backward_reference), which central differences check in
+// turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
+// equal its block's; errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gradient_util.h"
+#include "random_mha.h"
+#include "reference/block_backward_reference.h"
+#include "simd_attention/thread_pool.h"
+#include "simd_attention/transformer_block.h"
+#include "test_util.h"
+
+namespace simd_attention::testing {
+namespace {
+
+using M = MixerKind;
+using P = NormPlacement;
+
+struct BackwardCase {
+  const char* name;
+  BlockConfig config;
+  size_t batch, tokens, memory_tokens;  // memory_tokens 0: no cross-attention
+  bool causal, padding;
+  SelfAttentionOptions self;
+};
+
+BlockConfig Config(size_t d, size_t heads, size_t kv_heads, size_t ffn, NormKind norm,
+                   Activation act, std::vector<Sublayer> sublayers) {
+  BlockConfig c;
+  c.d_model = d;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
+  c.ffn_dim = ffn;
+  c.norm = norm;
+  c.activation = act;
+  c.eps = 1e-5;
+  c.sublayers = std::move(sublayers);
+  return c;
+}
+
+// Widths that are no multiple of the vectors, so every kernel's tail runs.
+std::vector<BackwardCase> Cases() {
+  SelfAttentionOptions gemma;
+  gemma.window = {3, 0};
+  gemma.softcap = 30.0;
+  gemma.scale = 0.3;
+  return {
+      {"llama_rms_swiglu",
+       Config(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
+              {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}}),
+       2, 9, 0, true, false, {}},
+      {"gemma2_sandwich_geglu",
+       Config(20, 2, 1, 28, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
+              {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}}),
+       1, 11, 0, true, false, gemma},
+      {"gptj_parallel_padding",
+       Config(16, 4, 4, 36, NormKind::kLayerNorm, Activation::kGeluErf,
+              {{M::kSelfAttention, P::kPre}, {M::kFeedForward, P::kPre, true}}),
+       2, 7, 0, true, true, {}},
+      {"post_ln_encoder_relu",
+       Config(24, 2, 2, 20, NormKind::kLayerNorm, Activation::kRelu,
+              {{M::kSelfAttention, P::kPost}, {M::kFeedForward, P::kPost}}),
+       2, 13, 0, false, true, {}},
+      {"decoder_rms_cross_sandwich_ffn",
+       Config(20, 4, 2, 24, NormKind::kRmsNorm, Activation::kGeluErf,
+              {{M::kSelfAttention, P::kPre},
+               {M::kCrossAttention, P::kPost},
+               {M::kFeedForward, P::kSandwich}}),
+       2, 6, 9, true, true, {}},
+      {"three_side_by_side",
+       Config(16, 2, 2, 12, NormKind::kLayerNorm, Activation::kSilu,
+              {{M::kSelfAttention, P::kPre},
+               {M::kGatedFeedForward, P::kSandwich, true},
+               {M::kFeedForward, P::kPre, true},
+               {M::kFeedForward, P::kPost}}),
+       1, 8, 0, false, false, {}},
+  };
+}
+
+std::vector<std::string> CaseNames() {
+  std::vector<std::string> names;
+  for (const BackwardCase& c : Cases()) names.push_back(c.name);
+  return names;
+}
+
+BackwardCase FindCase(const std::string& name) {
+  for (const BackwardCase& c : Cases()) {
+    if (name == c.name) return c;
+  }
+  throw std::runtime_error("no case " + name);
+}
+
+// The attentions' config as the block resolves it.
+MhaConfig AttentionConfig(const BlockConfig& c) {
+  MhaConfig m;
+  m.d_model = c.d_model;
+  m.num_heads = c.num_heads;
+  m.num_kv_heads = c.num_kv_heads;
+  m.head_dim = c.head_dim;
+  return MultiHeadAttention(m).config();
+}
+
+// One sublayer's weights, owned, every bias given.
+struct OwnedSublayer {
+  std::vector<float> gamma, beta, out_gamma, out_beta;
+  OwnedWeights attention;
+  std::vector<float> w1, b1, w2, b2;
+  std::vector<float> w_gate, b_gate, w_up, b_up, w_down, b_down;
+
+  SublayerWeights View() const {
+    SublayerWeights w;
+    w.norm = {gamma, beta};
+    w.output_norm = {out_gamma, out_beta};
+    w.attention = attention.View();
+    w.ffn = {w1, b1, w2, b2};
+    w.gated_ffn = {w_gate, w_up, w_down, b_gate, b_up, b_down, {}, {}, {}};
+    return w;
+  }
+};
+
+// A block's weights, inputs and d_output, in float and double.
+struct Problem {
+  BackwardCase c;
+  BlockConfig config;  // resolved
+  MhaConfig attention;
+  std::vector<OwnedSublayer> weights;
+  OwnedTensor x, memory;
+  std::vector<uint8_t> key_padding, memory_padding;
+  std::vector<float> d_output;
+  BlockProblem64 doubles;
+
+  std::vector<SublayerWeights> Views() const {
+    std::vector<SublayerWeights> v;
+    for (const OwnedSublayer& w : weights) v.push_back(w.View());
+    return v;
+  }
+  BlockOptions Options() const {
+    BlockOptions o;
+    o.causal = c.causal;
+    o.key_padding_mask = key_padding;
+    o.memory_key_padding_mask = memory_padding;
+    o.self_attention = c.self;
+    o.training = true;
+    return o;
+  }
+  Tensor3 DOutput() const { return {d_output, x.batch, x.tokens, x.features}; }
+};
+
+std::unique_ptr<Problem> MakeProblem(const BackwardCase& c, uint32_t seed) {
+  auto p = std::make_unique<Problem>();
+  p->c = c;
+  p->config = TransformerBlock(c.config).config();
+  p->attention = AttentionConfig(p->config);
+  std::mt19937 rng(seed);
+  const size_t d = c.config.d_model, f = c.config.ffn_dim;
+  const bool beta = Traits(c.config.norm).has_beta;
+  const float centre = Traits(c.config.norm).plus_one ? 0.0f : 1.0f;
+  const auto around = [&](size_t n) {
+    std::vector<float> v = RandomVector(n, 0.3f, rng);
+    for (float& x : v) x += centre;
+    return v;
+  };
+  const auto init = [&](size_t n, size_t fan_in) {
+    return RandomVector(n, 1.0f / std::sqrt(float(fan_in)), rng);
+  };
+  const auto doubles = [](const std::vector<float>& v) { return ToDouble(v); };
+  for (const Sublayer& s : c.config.sublayers) {
+    OwnedSublayer w;
+    w.gamma = around(d);
+    if (beta) w.beta = RandomVector(d, 0.3f, rng);
+    if (s.norm == P::kSandwich) {
+      w.out_gamma = around(d);
+      if (beta) w.out_beta = RandomVector(d, 0.3f, rng);
+    }
+    if (Traits(s.mixer).attention) w.attention = RandomWeights(p->attention, rng);
+    if (s.mixer == M::kFeedForward) {
+      w.w1 = init(d * f, d);
+      w.b1 = init(f, d);
+      w.w2 = init(f * d, f);
+      w.b2 = init(d, f);
+    }
+    if (s.mixer == M::kGatedFeedForward) {
+      w.w_gate = init(d * f, d);
+      w.b_gate = init(f, d);
+      w.w_up = init(d * f, d);
+      w.b_up = init(f, d);
+      w.w_down = init(f * d, f);
+      w.b_down = init(d, f);
+    }
+    SublayerProblem64 q;
+    q.gamma = doubles(w.gamma);
+    q.beta = doubles(w.beta);
+    q.out_gamma = doubles(w.out_gamma);
+    q.out_beta = doubles(w.out_beta);
+    const OwnedWeights& a = w.attention;
+    q.attention = {0, 0, 0, {}, {}, {}, doubles(a.w_q), doubles(a.w_k), doubles(a.w_v),
+                   doubles(a.w_o), doubles(a.b_q), doubles(a.b_k), doubles(a.b_v),
+                   doubles(a.b_o)};
+    q.w1 = doubles(w.w1);
+    q.b1 = doubles(w.b1);
+    q.w2 = doubles(w.w2);
+    q.b2 = doubles(w.b2);
+    q.w_gate = doubles(w.w_gate);
+    q.b_gate = doubles(w.b_gate);
+    q.w_up = doubles(w.w_up);
+    q.b_up = doubles(w.b_up);
+    q.w_down = doubles(w.w_down);
+    q.b_down = doubles(w.b_down);
+    p->weights.push_back(std::move(w));
+    p->doubles.sublayers.push_back(std::move(q));
+  }
+  p->x = RandomTensor(c.batch, c.tokens, d, rng);
+  if (c.memory_tokens != 0) p->memory = RandomTensor(c.batch, c.memory_tokens, d, rng);
+  if (c.padding) {
+    p->key_padding = RandomKeyPadding(c.batch, c.tokens, 0.7, rng);
+    if (c.memory_tokens != 0) {
+      p->memory_padding = RandomKeyPadding(c.batch, c.memory_tokens, 0.7, rng);
+    }
+  }
+  p->d_output = RandomVector(c.batch * c.tokens * d, 1.0f, rng);
+  BlockProblem64& q = p->doubles;
+  q.batch = c.batch;
+  q.tokens = c.tokens;
+  q.memory_tokens = c.memory_tokens;
+  q.x = ToDouble(p->x.data);
+  q.memory = ToDouble(p->memory.data);
+  return p;
+}
+
+BlockBackward64 Reference(const Problem& p, bool with_gradients = true) {
+  const BlockOptions o = p.Options();
+  MhaOptions self = SelfAttentionMhaOptions(o.self_attention);
+  self.causal = o.causal;
+  self.causal_alignment = o.causal_alignment;
+  self.key_padding_mask = o.key_padding_mask;
+  MhaOptions cross;
+  cross.key_padding_mask = o.memory_key_padding_mask;
+  const std::vector<double> d_output = ToDouble(p.d_output);
+  return ReferenceBlockBackward(p.config, p.attention, p.doubles, self, cross,
+                                with_gradients ? std::span<const double>(d_output)
+                                               : std::span<const double>());
+}
+
+// The longest chain of the block's backward (gradient_util.h's bound): per
+// sublayer its norms' reductions over d_model (four each, two norms at
+// most), the FFNs' over d_model and ffn_dim (the gated one's two), the
+// attention's own chain, the weight gradients' over the rows.
+size_t ChainLength(const Problem& p) {
+  const BlockConfig& c = p.config;
+  const size_t keys = std::max(p.c.tokens, p.c.memory_tokens);
+  return c.sublayers.size() * 8 * c.d_model + c.d_model + 2 * c.ffn_dim +
+         MhaChainLength(p.attention, p.c.batch, p.c.tokens, keys) + p.c.batch * keys;
+}
+
+struct BlockRun {
+  std::vector<float> output;
+  BlockGradients gradients;
+};
+
+BlockRun RunBlock(const Problem& p, const KernelTable& table, std::shared_ptr<ThreadPool> pool) {
+  TransformerBlock block(p.c.config, table, std::move(pool));
+  block.SetWeights(p.Views());
+  BlockRun r;
+  r.output = p.c.memory_tokens == 0 ? block.Forward(p.x.View(), p.Options())
+                                    : block.Forward(p.x.View(), p.memory.View(), p.Options());
+  block.Backward(p.DOutput(), r.gradients);
+  return r;
+}
+
+// Every gradient the block returns with the reference's, by name.
+struct Pair {
+  std::string name;
+  const std::vector<float>* actual;
+  const std::vector<double>* expected;
+};
+
+std::vector<Pair> Pairs(const Problem& p, const BlockGradients& g, const BlockBackward64& e) {
+  std::vector<Pair> out = {{"d_input", &g.d_input, &e.d_input}};
+  if (p.c.memory_tokens != 0) out.push_back({"d_memory", &g.d_memory, &e.d_memory});
+  for (size_t k = 0; k < p.config.sublayers.size(); ++k) {
+    const SublayerGradients& s = g.sublayers[k];
+    const SublayerBackward64& r = e.sublayers[k];
+    const std::string at = "sublayers[" + std::to_string(k) + "].";
+    const auto add = [&](const char* name, const std::vector<float>& a,
+                         const std::vector<double>& b) { out.push_back({at + name, &a, &b}); };
+    add("norm.d_gamma", s.norm.d_gamma, r.d_gamma);
+    add("norm.d_beta", s.norm.d_beta, r.d_beta);
+    if (p.config.sublayers[k].norm == P::kSandwich) {
+      add("output_norm.d_gamma", s.output_norm.d_gamma, r.d_out_gamma);
+      add("output_norm.d_beta", s.output_norm.d_beta, r.d_out_beta);
+    }
+    switch (p.config.sublayers[k].mixer) {
+      case M::kSelfAttention:
+      case M::kCrossAttention: {
+        const MhaGradients& a = s.attention;
+        const MhaBackward64& b = r.attention;
+        add("attention.d_w_q", a.d_w_q, b.d_w_q);
+        add("attention.d_w_k", a.d_w_k, b.d_w_k);
+        add("attention.d_w_v", a.d_w_v, b.d_w_v);
+        add("attention.d_w_o", a.d_w_o, b.d_w_o);
+        add("attention.d_b_q", a.d_b_q, b.d_b_q);
+        add("attention.d_b_k", a.d_b_k, b.d_b_k);
+        add("attention.d_b_v", a.d_b_v, b.d_b_v);
+        add("attention.d_b_o", a.d_b_o, b.d_b_o);
+        break;
+      }
+      case M::kFeedForward:
+        add("ffn.d_w1", s.ffn.d_w1, r.d_w1);
+        add("ffn.d_b1", s.ffn.d_b1, r.d_b1);
+        add("ffn.d_w2", s.ffn.d_w2, r.d_w2);
+        add("ffn.d_b2", s.ffn.d_b2, r.d_b2);
+        break;
+      case M::kGatedFeedForward:
+        add("gated_ffn.d_w_gate", s.gated_ffn.d_w_gate, r.d_w_gate);
+        add("gated_ffn.d_b_gate", s.gated_ffn.d_b_gate, r.d_b_gate);
+        add("gated_ffn.d_w_up", s.gated_ffn.d_w_up, r.d_w_up);
+        add("gated_ffn.d_b_up", s.gated_ffn.d_b_up, r.d_b_up);
+        add("gated_ffn.d_w_down", s.gated_ffn.d_w_down, r.d_w_down);
+        add("gated_ffn.d_b_down", s.gated_ffn.d_b_down, r.d_b_down);
+        break;
+    }
+  }
+  return out;
+}
+
+class BlockBackwardReference : public TableCaseTest {};
+
+TEST_P(BlockBackwardReference, MatchesFloat64) {
+  const auto p = MakeProblem(FindCase(case_name()), 17);
+  const BlockRun r = RunBlock(*p, table(), SharedThreadPool(1));
+  const BlockBackward64 e = Reference(*p);
+  double max_abs = 0;
+  for (const Pair& pair : Pairs(*p, r.gradients, e)) {
+    max_abs = std::max(max_abs, MaxAbs(*pair.expected));
+  }
+  const double bound = FloatBound(ChainLength(*p), max_abs);
+  EXPECT_TRUE(Near(r.output, e.output, bound)) << "output";
+  for (const Pair& pair : Pairs(*p, r.gradients, e)) {
+    EXPECT_FALSE(pair.expected->empty() && pair.name.find("d_beta") == std::string::npos)
+        << pair.name;
+    EXPECT_TRUE(Near(*pair.actual, *pair.expected, bound)) << pair.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BlockBackwardReference,
+                         ::testing::ValuesIn(OnEveryTable(CaseNames())), TableCaseParamName);
+
+// The reference itself: central differences of sum(output * d_output) in
+// double against its gradients, for the inputs and a sample of every
+// parameter, on small versions of the cases.
+class BlockReferenceGradients : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BlockReferenceGradients, MatchFiniteDifferences) {
+  BackwardCase c = FindCase(GetParam());
+  c.batch = 1;
+  c.tokens = 3;
+  if (c.memory_tokens != 0) c.memory_tokens = 4;
+  auto p = MakeProblem(c, 5);
+  const BlockBackward64 e = Reference(*p);
+  const auto loss = [&] {
+    const BlockBackward64 f = Reference(*p, false);
+    double s = 0;
+    for (size_t i = 0; i < f.output.size(); ++i) s += f.output[i] * p->d_output[i];
+    return s;
+  };
+  const auto check = [&](const std::string& name, std::vector<double>& values,
+                         const std::vector<double>& gradient, size_t stride) {
+    ASSERT_EQ(values.size(), gradient.size()) << name;
+    for (size_t i = 0; i < values.size(); i += stride) {
+      const double h = 1e-5, keep = values[i];
+      values[i] = keep + h;
+      const double up = loss();
+      values[i] = keep - h;
+      const double down = loss();
+      values[i] = keep;
+      EXPECT_NEAR((up - down) / (2 * h), gradient[i], 1e-6 * std::max(1.0, std::fabs(gradient[i])))
+          << name << "[" << i << "]";
+    }
+  };
+  BlockProblem64& q = p->doubles;
+  check("x", q.x, e.d_input, 1);
+  if (c.memory_tokens != 0) check("memory", q.memory, e.d_memory, 1);
+  for (size_t k = 0; k < c.config.sublayers.size(); ++k) {
+    SublayerProblem64& w = q.sublayers[k];
+    const SublayerBackward64& g = e.sublayers[k];
+    const std::string at = "sublayers[" + std::to_string(k) + "].";
+    check(at + "gamma", w.gamma, g.d_gamma, 3);
+    check(at + "beta", w.beta, g.d_beta, 3);
+    check(at + "out_gamma", w.out_gamma, g.d_out_gamma, 3);
+    check(at + "out_beta", w.out_beta, g.d_out_beta, 3);
+    if (Traits(c.config.sublayers[k].mixer).attention) {
+      check(at + "w_q", w.attention.w_q, g.attention.d_w_q, 7);
+      check(at + "b_o", w.attention.b_o, g.attention.d_b_o, 3);
+    }
+    check(at + "w1", w.w1, g.d_w1, 11);
+    check(at + "b1", w.b1, g.d_b1, 5);
+    check(at + "w2", w.w2, g.d_w2, 11);
+    check(at + "w_gate", w.w_gate, g.d_w_gate, 11);
+    check(at + "b_gate", w.b_gate, g.d_b_gate, 5);
+    check(at + "w_up", w.w_up, g.d_w_up, 11);
+    check(at + "b_up", w.b_up, g.d_b_up, 5);
+    check(at + "w_down", w.w_down, g.d_w_down, 11);
+    check(at + "b_down", w.b_down, g.d_b_down, 5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BlockReferenceGradients, ::testing::ValuesIn(CaseNames()),
+                         CaseParamName);
+
+#if SA_HAVE_THREADS  // a wasm build without threads runs one
+// Every split the block's backward makes gives the same bits as one thread.
+class BlockBackwardThreads : public TableTest {};
+
+TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
+  // Large enough that the GEMMs, the attention and the norms split.
+  const BackwardCase cases[] = {
+      {"llama", Config(64, 4, 2, 256, NormKind::kRmsNorm, Activation::kSilu,
+                       {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}}),
+       2, 70, 0, true, true, {}},
+      {"decoder", Config(64, 4, 4, 256, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
+                         {{M::kSelfAttention, P::kSandwich},
+                          {M::kCrossAttention, P::kPost},
+                          {M::kFeedForward, P::kPre}}),
+       2, 70, 50, true, true, {}},
+  };
+  for (const BackwardCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto p = MakeProblem(c, 3);
+    const BlockRun one = RunBlock(*p, table(), SharedThreadPool(1));
+    for (size_t threads : {2, 3}) {
+      const BlockRun many = RunBlock(*p, table(), SharedThreadPool(threads));
+      EXPECT_EQ(many.output, one.output) << threads;
+      EXPECT_EQ(many.gradients.d_input, one.gradients.d_input) << threads;
+      EXPECT_EQ(many.gradients.d_memory, one.gradients.d_memory) << threads;
+      for (size_t k = 0; k < one.gradients.sublayers.size(); ++k) {
+        const SublayerGradients &a = one.gradients.sublayers[k], &b = many.gradients.sublayers[k];
+        EXPECT_EQ(b.norm.d_gamma, a.norm.d_gamma) << k;
+        EXPECT_EQ(b.output_norm.d_gamma, a.output_norm.d_gamma) << k;
+        EXPECT_EQ(b.attention.d_w_q, a.attention.d_w_q) << k;
+        EXPECT_EQ(b.ffn.d_w1, a.ffn.d_w1) << k;
+        EXPECT_EQ(b.gated_ffn.d_w_gate, a.gated_ffn.d_w_gate) << k;
+        EXPECT_EQ(b.gated_ffn.d_w_down, a.gated_ffn.d_w_down) << k;
+      }
+    }
+  }
+}
+
+INSTANTIATE_ON_EVERY_TABLE(BlockBackwardThreads);
+#endif
+
+class BlockBackwardLayers : public TableTest {};
+
+// The encoder layer's backward, pre-LN and post-LN, gives its block's
+// gradients.
+TEST_P(BlockBackwardLayers, EncoderLayerGradientsAreItsBlocks) {
+  for (const bool norm_first : {false, true}) {
+    SCOPED_TRACE(norm_first ? "pre-LN" : "post-LN");
+    const P placement = norm_first ? P::kPre : P::kPost;
+    const BackwardCase c{"encoder",
+                         Config(24, 4, 4, 40, NormKind::kLayerNorm, Activation::kGeluTanh,
+                                {{M::kSelfAttention, placement}, {M::kFeedForward, placement}}),
+                         2, 9, 0, true, true, {}};
+    const auto p = MakeProblem(c, 23);
+    const BlockRun block = RunBlock(*p, table(), SharedThreadPool(1));
+    LayerConfig lc;
+    lc.d_model = 24;
+    lc.num_heads = 4;
+    lc.ffn_dim = 40;
+    lc.norm_first = norm_first;
+    lc.activation = Activation::kGeluTanh;
+    TransformerEncoderLayer layer(lc, table(), SharedThreadPool(1));
+    const std::vector<OwnedSublayer>& w = p->weights;
+    layer.SetWeights(w[0].attention.View(), {w[1].w1, w[1].b1, w[1].w2, w[1].b2},
+                     {w[0].gamma, w[0].beta}, {w[1].gamma, w[1].beta});
+    EncoderOptions o;
+    o.causal = true;
+    o.key_padding_mask = p->key_padding;
+    o.training = true;
+    EXPECT_EQ(layer.Forward(p->x.View(), o), block.output);
+    const EncoderGradients g = layer.Backward(p->DOutput());
+    const BlockGradients& b = block.gradients;
+    EXPECT_EQ(g.d_input, b.d_input);
+    EXPECT_EQ(g.attention.d_w_q, b.sublayers[0].attention.d_w_q);
+    EXPECT_EQ(g.attention.d_b_o, b.sublayers[0].attention.d_b_o);
+    EXPECT_EQ(g.norm1.d_gamma, b.sublayers[0].norm.d_gamma);
+    EXPECT_EQ(g.norm2.d_beta, b.sublayers[1].norm.d_beta);
+    EXPECT_EQ(g.ffn.d_w1, b.sublayers[1].ffn.d_w1);
+    EXPECT_EQ(g.ffn.d_b2, b.sublayers[1].ffn.d_b2);
+  }
+}
+
+INSTANTIATE_ON_EVERY_TABLE(BlockBackwardLayers);
+
+class BlockBackwardErrors : public TableTest {};
+
+TEST_P(BlockBackwardErrors, RefusesWhatItCannotDifferentiate) {
+  const auto p = MakeProblem(FindCase("llama_rms_swiglu"), 29);
+  TransformerBlock block(p->c.config, table(), SharedThreadPool(1));
+  block.SetWeights(p->Views());
+  const char* no_forward = "expected the last forward to be a training one";
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
+  BlockOptions o = p->Options();
+  block.Forward(p->x.View(), o);
+  const BlockGradients first = block.Backward(p->DOutput());
+  // The record stays: a second Backward gives the same gradients.
+  EXPECT_EQ(block.Backward(p->DOutput()).d_input, first.d_input);
+  // A wrong shape or a non-finite value names d_output; the record stays.
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { block.Backward({p->d_output, p->x.tokens, p->x.batch, p->x.features}); },
+      {"d_output", "expected shape"}));
+  std::vector<float> bad = p->d_output;
+  bad[5] = std::nanf("");
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { block.Backward({bad, p->x.batch, p->x.tokens, p->x.features}); }, {"d_output"}));
+  EXPECT_EQ(block.Backward(p->DOutput()).d_input, first.d_input);
+  // A forward that is not a training one, or new weights, ends the record.
+  o.training = false;
+  block.Forward(p->x.View(), o);
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
+  o.training = true;
+  block.Forward(p->x.View(), o);
+  block.SetWeights(p->Views());
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
+
+  // What the attention cannot differentiate yet, and weights an optimizer
+  // could not update.
+  BlockConfig rope = p->c.config;
+  rope.rope = {RopeStyle::kHalf, 10000.0, 0};
+  TransformerBlock rotary(rope, table(), SharedThreadPool(1));
+  rotary.SetWeights(p->Views());
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { rotary.Forward(p->x.View(), o); },
+                                                {"options.training", "rotary"}));
+  BlockConfig narrow = p->c.config;
+  narrow.sublayers = {{M::kGatedFeedForward, P::kPre}};
+  narrow.weights = WeightType::kBF16;
+  TransformerBlock bf16(narrow, table(), SharedThreadPool(1));
+  bf16.SetWeights(std::vector<SublayerWeights>{p->weights[1].View()});
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { bf16.Forward(p->x.View(), o); },
+                                                {"options.training", "float32", "bfloat16"}));
+  // Still usable for inference.
+  o.training = false;
+  EXPECT_EQ(bf16.Forward(p->x.View(), o).size(), p->x.data.size());
+}
+
+INSTANTIATE_ON_EVERY_TABLE(BlockBackwardErrors);
+
+}  // namespace
+}  // namespace simd_attention::testing
