@@ -81,7 +81,8 @@ void GatedFeedForward::Forward(const float* x, size_t rows, float* out, FfnRecor
     record->pre_activation.assign(gate_up_out_.begin(), gate_up_out_.begin() + both);
   }
   // The gate's activation and the product, ~0.5 ns an element, by rows.
-  ParallelRanges(*pool_, rows, SplitWork(*pool_, 0.5 * double(rows * f), rows), [&](size_t begin, size_t end) {
+  const Split split = SplitWork(*pool_, 0.5 * double(rows * f), rows);
+  ParallelRanges(*pool_, rows, split, [&](size_t begin, size_t end) {
     kernels_->gated_activation(activation_, gate_up_out_.data() + begin * 2 * f, end - begin, f,
                                2 * f, hidden_.data() + begin * f);
   });

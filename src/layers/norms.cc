@@ -47,7 +47,8 @@ void BlockNorm::SetWeights(std::string_view name, std::span<const float> gamma,
 void BlockNorm::Forward(const char* what, const float* x, size_t rows, float* out) const {
   CheckNormRange(what, {x, rows * d_}, d_);
   // Rows are independent; ~0.5 ns an element over their two passes.
-  ParallelRanges(*pool_, rows, SplitWork(*pool_, 0.5 * double(rows * d_), rows), [&](size_t begin, size_t end) {
+  const Split split = SplitWork(*pool_, 0.5 * double(rows * d_), rows);
+  ParallelRanges(*pool_, rows, split, [&](size_t begin, size_t end) {
     if (Traits(kind_).has_beta) {
       kernels_->layer_norm(x + begin * d_, end - begin, d_, gamma_.data(), beta_.data(), eps_,
                            out + begin * d_);

@@ -153,7 +153,8 @@ void LayerNorm::Forward(const float* x, size_t rows, float* out) const {
   if (gamma_.empty()) throw std::logic_error("LayerNorm: forward before SetWeights");
   CheckNormRange("the LayerNorm input", {x, rows * d_model_}, d_model_);
   // Rows are independent; ~0.5 ns an element over its two passes.
-  ParallelRanges(*pool_, rows, SplitWork(*pool_, 0.5 * double(rows * d_model_), rows), [&](size_t begin, size_t end) {
+  const Split split = SplitWork(*pool_, 0.5 * double(rows * d_model_), rows);
+  ParallelRanges(*pool_, rows, split, [&](size_t begin, size_t end) {
     kernels_->layer_norm(x + begin * d_model_, end - begin, d_model_, gamma_.data(),
                          beta_.data(), eps_, out + begin * d_model_);
   });
