@@ -98,7 +98,7 @@ function readBlockWeights(where, name, w) {
   };
 }
 
-function readBlockForwardOptions(where, options, keys) {
+export function readBlockForwardOptions(where, options, keys) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, keys);
   return {
@@ -110,7 +110,13 @@ function readBlockForwardOptions(where, options, keys) {
   };
 }
 
-function readIncrementalOptions(where, options) {
+// Whether forward(x, memoryOrOptions, maybeOptions) was given a memory.
+export function givesMemory(memoryOrOptions, maybeOptions) {
+  return maybeOptions !== undefined || (memoryOrOptions !== undefined &&
+    (ArrayBuffer.isView(memoryOrOptions) || ArrayBuffer.isView(memoryOrOptions?.data)));
+}
+
+export function readIncrementalOptions(where, options) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, OPTION_KEYS.SelfAttentionOptions);
   return readSharedAttentionOptions(where, o);
@@ -150,8 +156,7 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
       const where = `${kind}.forward`;
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
-      const hasMemory = maybeOptions !== undefined || (memoryOrOptions !== undefined &&
-        (ArrayBuffer.isView(memoryOrOptions) || ArrayBuffer.isView(memoryOrOptions?.data)));
+      const hasMemory = givesMemory(memoryOrOptions, maybeOptions);
       const memory = hasMemory ? readTensor(where, 'memory', memoryOrOptions) : undefined;
       const o = readBlockForwardOptions(where, hasMemory ? maybeOptions : memoryOrOptions,
         OPTION_KEYS.BlockForwardOptions);

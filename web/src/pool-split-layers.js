@@ -12,15 +12,7 @@
 //   post-LN: h = LN(h + f(h)) for each sublayer f
 //   pre-LN:  h = h + f(LN(h)), each worker normalizing h for its part
 //
-// Errors: types are checked here by the synchronous API's own functions;
-// shapes and values by the workers' objects. An error from a worker that
-// does not name the layer's method names the part that refused (a
-// MultiHeadAttention), so the synchronous error is made again by worker 0 on
-// a whole synchronous layer of the same config (zero weights, empty
-// stand-ins of the caches and memories) for the same arguments; when that
-// one does not fail (an overflow that depends on the real weights), the
-// worker's error stands, named after the layer's method as the synchronous
-// layer names it.
+// Errors as every split object's (pool-split-object.js).
 import { checkObject, optionalMask } from './arguments.js';
 import { readCausal, readSharedAttentionOptions } from './attention.js';
 import { readCacheOptions } from './caches.js';
@@ -29,20 +21,14 @@ import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './opt
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { ARGUMENTS, copyArguments, tensor, whole } from './pool-arguments.js';
 import { createMultiHeadAttention, SUBLAYER } from './pool-attention.js';
-import { fromCaller } from './pool-join.js';
 import { isKeyValues, KVCache, poolObject, PrecomputedKeyValue, standIn }
   from './pool-key-values.js';
-import { checkReceivers, ConfiguredObject, PoolObject } from './pool-object.js';
-import { splitUnits } from './pool-split.js';
+import { MIXER_SPLITS } from './pool-block-mixers.js';
+import { checkReceivers } from './pool-object.js';
+import { SplitObject } from './pool-split-object.js';
+import { FeedForwardShards, SublayerNorm } from './pool-sublayer-parts.js';
 import { readTensor } from './tensors.js';
-import { columns, fits, quantizedWhole, rowRange } from './weight-forms.js';
-
-// A part's error under the layer's method `where`, as the synchronous layer
-// reports what its parts throw ("MultiHeadAttention.forward: attention
-// scores ..." -> "TransformerEncoderLayer.forward: attention scores ...").
-function named(error, where) {
-  return new error.constructor(`${where}: ${error.message.replace(/^[\w.]+: /, '')}`);
-}
+import { fits } from './weight-forms.js';
 
 // Whether every weight has the shape the config gives it and values the
 // layer's config.weights takes (see fits): if not, the synchronous layer
@@ -65,141 +51,15 @@ function attentionConfig(given) {
 const ENCODER = ARGUMENTS.TransformerEncoderLayer;
 const DECODER = ARGUMENTS.TransformerDecoderLayer;
 
-// Hidden units [from, to) of a layer's FFN in each of its workers.
-class FeedForwardShards extends PoolObject {
-  #d;
-  #units;
-  #type; // config.weights
-
-  constructor(context, shards, dModel, units, type) {
-    super(context, context.newRef(), shards);
-    this.#d = dModel;
-    this.#units = units;
-    this.#type = type;
-  }
-
-  // config: the layer's, as its synchronous layer resolved it, sent whole
-  // (the glue reads what an FFN takes), each worker's ffnDim its units.
-  static async create(context, config) {
-    const { dModel, ffnDim, weights } = config;
-    const shards = splitUnits(ffnDim, context.workers.count).map(({ worker, from, to }) =>
-      ({ worker, units: [from, to] }));
-    const ffn = new FeedForwardShards(context, shards, dModel, ffnDim, weights);
-    await context.workers.all(shards.map((s) => s.worker), (i) => ({
-      op: 'new', ref: ffn.ref, kind: 'FeedForward',
-      config: { ...config, ffnDim: shards[i].units[1] - shards[i].units[0] },
-    }));
-    return ffn;
-  }
-
-  // Each worker's W1 columns, b1 entries and W2 rows (int8 quantized whole
-  // first: see quantizedWhole); b2 in the first's alone (zeros in the
-  // others'), so that the partial outputs add up to the FFN's output.
-  async setWeights({ w1, b1, w2: given, b2 }) {
-    const [d, f] = [this.#d, this.#units];
-    const w2 = await quantizedWhole(given, [f, d], this.#type, this.shards.length,
-      this.context.quantizeInt8);
-    return this.sendWeights(this.shards.map(({ units: [from, to] }, i) => ({
-      w1: columns(w1, d, f, from, to), b1: b1.slice(from, to),
-      w2: rowRange(w2, d, from, to), b2: i === 0 ? Float32Array.from(b2) : new Float32Array(d),
-    })));
-  }
-
-  // The FFN as the layer's sublayer: h { data, shape } -> the next h.
-  forward(h, sublayer) {
-    return this.gather('forward', [h], undefined, sublayer);
-  }
-}
-
-// The residual sum and LayerNorm of one sublayer, held by each worker of
-// the sublayer's part (pool-worker.js, SublayerNorm).
-class SublayerNorm extends PoolObject {
-  constructor(context, shards) {
-    super(context, context.newRef(), shards);
-  }
-
-  // config: the layer's, resolved, sent whole as the FFN's.
-  static async create(part, config) {
-    const norm = new SublayerNorm(part.context, part.shards);
-    await part.workers.all(part.shards.map((s) => s.worker), () => ({
-      op: 'new', ref: norm.ref, kind: 'SublayerNorm', config,
-    }));
-    return norm;
-  }
-
-  // w { gamma, beta }, named `name` ('norm1', ...) as in the layer.
-  setWeights(w, name) {
-    return this.workers.all(this.shards.map((s) => s.worker),
-      () => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [w, name] }));
-  }
-}
-
 // What the encoder and decoder share: parts, weights, the sublayers run
 // here, and the synchronous errors.
-class PooledLayer extends ConfiguredObject {
-  #kind;
-  #given; // the config as given, for worker 0's synchronous layer
+class PooledLayer extends SplitObject {
   #parts; // { attentions: [MultiHeadAttention...], ffn, norms: [SublayerNorm...] }
-  #hasWeights = false;
 
   constructor(context, kind, given, resolved, parts) {
-    super(context, context.newRef(), [], resolved);
-    this.#kind = kind;
-    this.#given = given;
+    super(context, kind, given, resolved,
+      [...parts.attentions, parts.ffn, ...parts.norms]);
     this.#parts = parts;
-  }
-
-  get placement() { return 'split'; }
-
-  // Disposing of the layer disposes of its parts, which hold its objects
-  // in the workers (the layer has none of its own).
-  released() {
-    const { attentions, ffn, norms } = this.#parts;
-    return Promise.all([...attentions, ffn, ...norms].map((part) => part.dispose()));
-  }
-
-  // Runs body(where, args) as the next call on the layer, args its
-  // arguments `given` copied now by `schemas` (pool-arguments.js). A
-  // disposed layer, or one without weights when the method needs them,
-  // says so as the synchronous one does; any error of a worker is made
-  // again as the synchronous layer's (see the top of this file), and what
-  // reading the caller's arguments threw is thrown as it is.
-  // sent(args): the call's arguments as worker 0's synchronous layer takes
-  // them.
-  run(method, needsWeights, given, schemas, body, sent = (args) => args) {
-    const where = `${this.#kind}.${method}`;
-    const taken = copyArguments(given, schemas);
-    return this.enqueue(async () => {
-      this.workers.check(where);
-      if (this.disposed || (needsWeights && !this.#hasWeights)) {
-        await this.#synchronousError(where, method, [], { disposed: this.disposed });
-      }
-      const args = taken();
-      try {
-        return await body(where, args);
-      } catch (e) {
-        if (fromCaller(e) || e.message.startsWith(`${where}: `) || this.workers.dead) throw e;
-        return this.#synchronousError(where, method, sent(args), { zeroWeights: needsWeights },
-          e);
-      }
-    });
-  }
-
-  // Throws what worker 0's synchronous layer throws for `method` on
-  // `args` (in `state`), if that is an error of `where`; else `error`, if
-  // any. Returns when the synchronous layer accepts the call and there is
-  // no error to keep.
-  async #synchronousError(where, method, args, state, error) {
-    let reproduced;
-    try {
-      await this.workers.all([0], () => ({ op: 'check', kind: this.#kind, config: this.#given,
-        method, args, ...state }));
-    } catch (e) {
-      reproduced = e;
-    }
-    if (reproduced?.message.startsWith(`${where}: `)) throw reproduced;
-    if (error !== undefined) throw named(error, where);
-    if (reproduced !== undefined) throw reproduced;
   }
 
   // Weights as the synchronous layer takes them: { group: { key: array } }.
@@ -222,7 +82,7 @@ class PooledLayer extends ConfiguredObject {
     const { attentions, ffn, norms } = this.#parts;
     await Promise.all([...attentions.map((a, i) => a.setWeights(w[attentionGroups[i]])),
       ffn.setWeights(w.ffn), ...norms.map((n, i) => n.setWeights(w[normGroups[i]], normGroups[i]))]);
-    this.#hasWeights = true;
+    this.weightsSet();
   }
 
   // setWeights or setWeightsFromPyTorch (`method`) of `argument`, read by
@@ -233,7 +93,7 @@ class PooledLayer extends ConfiguredObject {
       if (!fits) {
         // All or nothing: nothing is sent before the synchronous layer
         // names what it refuses.
-        await this.#synchronousError(where, method, args, {});
+        await this.synchronousError(where, method, args, {});
       }
       await this.apply(w, attentionGroups, normGroups);
     });
@@ -433,10 +293,14 @@ export async function createSplitLayer(context, kind, given, resolved) {
     for (const config of kind === 'TransformerEncoderLayer' ? [self] : [self, cross]) {
       attentions.push(await keep(createMultiHeadAttention(context, config)));
     }
-    const ffn = await keep(FeedForwardShards.create(context, c));
+    const ffn = await keep(FeedForwardShards.create(context, c, MIXER_SPLITS.ffn.ffn));
     // One norm per sublayer, in the workers of the sublayer's part.
     const norms = [];
-    for (const part of [...attentions, ffn]) norms.push(await keep(SublayerNorm.create(part, c)));
+    const norm = { ...c, norm: 'layer_norm', placement: c.normFirst ? 'pre' : 'post',
+      layerForm: true };
+    for (const part of [...attentions, ffn]) {
+      norms.push(await keep(SublayerNorm.create(part, norm)));
+    }
     const Class = kind === 'TransformerEncoderLayer' ? TransformerEncoderLayer
       : TransformerDecoderLayer;
     return new Class(context, given, resolved, { attentions, ffn, norms });

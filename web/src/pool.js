@@ -119,8 +119,7 @@ function makePool(workers, summary) {
       createLayer(context, 'TransformerEncoderLayer', config, options),
     TransformerDecoderLayer: (config, options) =>
       createLayer(context, 'TransformerDecoderLayer', config, options),
-    // Blocks run whole in one worker (not split yet).
-    TransformerBlock: (config) => createBlock(context, config),
+    TransformerBlock: (config, options) => createBlock(context, config, options),
     positionalEncoding: context.moduleFunction('positionalEncoding', []),
     layerNorm: context.moduleFunction('layerNorm', [tensor, ARGUMENTS.layerNormOptions]),
     attention: context.moduleFunction('attention',

@@ -73,8 +73,13 @@ export interface AttentionPool {
   /** A TransformerDecoderLayer, placed as TransformerEncoderLayer. */
   TransformerDecoderLayer(config: TransformerLayerConfig, options?: PooledLayerOptions):
     Promise<PooledTransformerDecoderLayer>;
-  /** A TransformerBlock, whole in the worker holding the fewest layers (not split yet). */
-  TransformerBlock(config: TransformerBlockConfig): Promise<PooledTransformerBlock>;
+  /**
+   * A TransformerBlock split over the workers sublayer by sublayer, or run
+   * whole in the worker holding the fewest layers (`options.placement`; a
+   * block of more than one self-attention is held whole).
+   */
+  TransformerBlock(config: TransformerBlockConfig, options?: PooledLayerOptions):
+    Promise<PooledTransformerBlock>;
   /** The module's `positionalEncoding`, run on the next worker in turn. */
   positionalEncoding(t: number, dModel: number): Promise<Tensor>;
   /** The module's `layerNorm`, run on the next worker in turn. */
@@ -171,13 +176,16 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
   precomputeMemory(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
 }
 
-/** A TransformerBlock of the pool, whole in one worker. */
+/**
+ * A TransformerBlock of the pool, split over its workers or whole in one;
+ * its caches held as its self-attention is.
+ */
 export interface PooledTransformerBlock {
   readonly config: ResolvedTransformerBlockConfig;
   readonly kernels: string;
   readonly disposed: boolean;
-  /** Always `'whole'`. */
-  readonly placement: 'whole';
+  /** Where the pool put the block (PooledLayerOptions). */
+  readonly placement: 'split' | 'whole';
   setWeights(weights: TransformerBlockWeights): Promise<void>;
   forward(x: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
   forward(x: Tensor, memory: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
