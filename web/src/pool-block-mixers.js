@@ -20,9 +20,9 @@ export const MIXER_SPLITS = {
     unitBiases: ['bGate', 'bUp'], rows: ['wDown'], outputBias: 'bDown' } },
 };
 
-// Zero weights of a block of `config` (resolved), every bias left out (a
-// block takes them as zeros), for worker 0's synchronous stand-in of a
-// split block; withShift: whether its norm kind has a beta.
+// Zero weights of a block of `config` (resolved), every bias given, for
+// worker 0's synchronous stand-in of a split block; withShift: whether its
+// norm kind has a beta.
 export function zeroBlockWeights(config, withShift) {
   const { dModel: d, numHeads, numKvHeads, headDim, ffnDim: f, qkNorm } = config;
   const zeros = (n) => new Float32Array(n);
@@ -34,10 +34,13 @@ export function zeroBlockWeights(config, withShift) {
       if (attention !== undefined) {
         const [q, kv] = [numHeads * headDim, numKvHeads * headDim];
         w = { wQ: zeros(d * q), wK: zeros(d * kv), wV: zeros(d * kv), wO: zeros(q * d),
+          bQ: zeros(q), bK: zeros(kv), bV: zeros(kv), bO: zeros(d),
           ...(qkNorm !== undefined && !attention.memory
             ? { qNorm: zeros(headDim), kNorm: zeros(headDim) } : {}) };
       } else {
-        w = Object.fromEntries([...ffn.columns, ...ffn.rows].map((key) => [key, zeros(d * f)]));
+        w = Object.fromEntries([...[...ffn.columns, ...ffn.rows].map((key) => [key, d * f]),
+          ...ffn.unitBiases.map((key) => [key, f]), [ffn.outputBias, d]]
+          .map(([key, n]) => [key, zeros(n)]));
       }
       // An output norm a sublayer without one ignores.
       return { norm: norm(), outputNorm: norm(), [group]: w };
