@@ -213,5 +213,8 @@ test('a field added to the lists reaches every part of a split layer', async () 
   expect(made('FeedForward')).toEqual([{ ...resolved, ffnDim: 3 }, { ...resolved, ffnDim: 3 }]);
   const norms = made('SublayerNorm');
   expect(norms.length).toBe(6); // 3 sublayers, each in both workers
-  for (const c of norms) expect(c).toEqual(resolved);
+  // The resolved config, with the layer's norm as a block names it.
+  for (const c of norms) {
+    expect(c).toEqual({ ...resolved, norm: 'layer_norm', placement: 'post', layerForm: true });
+  }
 });

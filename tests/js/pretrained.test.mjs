@@ -27,6 +27,7 @@ async function expectRejected(promise, Class, message) {
 }
 
 const supported = Object.keys(hfCases);
+const SPLIT = { placement: 'split' };
 const TOLERANCE = 1e-5;
 
 // The module's forward of the block's input with the returned options (a
@@ -261,19 +262,31 @@ describe('pool.fromPretrained, 2 workers', () => {
     await pool?.dispose();
   });
 
-  // Every supported case: the layers (placed as the pool places them: at
-  // these widths whole in one worker) and the attentions split over both
-  // workers by (grouped) key/value heads.
-  test.each(supported)('%s: the pooled object of its config, its output', async (name) => {
+  // Every supported case, placed as the pool places it (at these widths its
+  // layers and blocks whole in one worker) and split over both workers (the
+  // layers' and blocks' sublayers and the attentions by (grouped) key/value
+  // heads, the FFNs by hidden units).
+  const splitting = () => ({ MultiHeadAttention: pool.MultiHeadAttention,
+    ...Object.fromEntries(['TransformerEncoderLayer', 'TransformerDecoderLayer',
+      'TransformerBlock'].map((kind) => [kind, (config) => pool[kind](config, SPLIT)])) });
+  test.each(supported)('%s: the pooled object of its config, its output, placed by the pool ' +
+    'and split', async (name) => {
     const c = hfCases[name];
-    const built = await pool.fromPretrained(modelConfig(name), modelTensors(name),
-      { prefix: c.prefix });
-    try {
-      expect(built.loaded.unused).toEqual([]);
-      expectDescribedBy(c, built);
-      expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(TOLERANCE);
-    } finally {
-      await built.module.dispose();
+    for (const split of [false, true]) {
+      const built = split
+        ? await fromPretrainedPooled(splitting(), modelConfig(name), modelTensors(name),
+          { prefix: c.prefix })
+        : await pool.fromPretrained(modelConfig(name), modelTensors(name), { prefix: c.prefix });
+      try {
+        if (split && built.kind !== 'MultiHeadAttention') {
+          expect(built.module.placement).toBe('split');
+        }
+        expect(built.loaded.unused).toEqual([]);
+        expectDescribedBy(c, built);
+        expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+      } finally {
+        await built.module.dispose();
+      }
     }
   });
 
