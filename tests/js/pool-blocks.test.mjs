@@ -11,7 +11,7 @@
 import { rejection, thrown } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
 import { randomFloats } from './support/layers.mjs';
-import { track } from './support/modules.mjs';
+import { createAttentionModule, createAttentionPool, track } from './support/modules.mjs';
 import { randomTensor as tensor, simdModule, startPools } from './support/pools.mjs';
 import { maxAbs } from './support/scales.mjs';
 
@@ -146,6 +146,60 @@ describe.each(sizes)('%i workers', (workers) => {
       await block.dispose();
     }
   });
+});
+
+// Each build a pool loads, with the synchronous module of that build.
+const BUILDS = { 'relaxed-simd': { relaxedSimd: true }, simd: { simd: true, relaxedSimd: false },
+  nosimd: { simd: false } };
+
+test.each(Object.keys(BUILDS))('the %s build: a Llama block split over 2 workers, its forward ' +
+  'and a step as the synchronous block\'s', async (build) => {
+  const sync = await createAttentionModule({ ...BUILDS[build], threads: 1 });
+  const pool = await createAttentionPool({ workers: 2, build });
+  try {
+    expect(pool.build).toBe(sync.build);
+    const config = CONFIGS.llama;
+    const weights = randomWeights(config, 50, false);
+    const whole = track(new sync.TransformerBlock(config));
+    whole.setWeights(weights);
+    const block = await pool.TransformerBlock(config, SPLIT);
+    await block.setWeights(weights);
+    const x = tensor([1, 4, D], 9);
+    expectClose(await block.forward(x, { causal: true }), whole.forward(x, { causal: true }));
+    const cache = await block.createKVCache({ batch: 1, maxLength: 4 });
+    const syncCache = track(whole.createKVCache({ batch: 1, maxLength: 4 }));
+    expectClose(await block.forwardIncremental(x, cache), whole.forwardIncremental(x, syncCache));
+  } finally {
+    await pool.dispose();
+  }
+});
+
+// The matrices' storage types: 16-bit bits sliced as stored, to float32
+// rounding; int8 row matrices (W_O, W_down) given as float32 quantized
+// whole before their rows are split, so the pool holds the synchronous
+// block's int8 weights and differs only as pool-weight-types.test.mjs
+// derives for a split layer's two row-split products: sums in another
+// order, and each worker rounding its share of a row of z or of the hidden
+// layer to its own int16 step.
+test.each(['bf16', 'f16', 'int8'])('config.weights %s: the gated FFN and attention split as ' +
+  'stored', async (type) => {
+  const config = { ...CONFIGS.llama, weights: type };
+  const { sync, block } = await syncAndSplit(pools[3], config, randomWeights(config, 60));
+  try {
+    const x = tensor([1, 5, D], 10);
+    const want = sync.forward(x, { causal: true });
+    const got = await block.forward(x, { causal: true });
+    if (type !== 'int8') {
+      expectClose(got, want);
+    } else {
+      const gamma = (n) => ((n + 2) * 2 ** -24) / (1 - (n + 2) * 2 ** -24);
+      const bound = 2 * (2 * gamma(D) + 2 * gamma(F) + 2 * 4 * 2 ** -15) *
+        Math.max(1, maxAbs(want.data));
+      expect(maxAbsDiff(got.data, want.data)).toBeLessThanOrEqual(bound);
+    }
+  } finally {
+    await block.dispose();
+  }
 });
 
 describe('errors, as the synchronous block\'s', () => {
