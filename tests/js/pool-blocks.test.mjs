@@ -291,3 +291,78 @@ describe('placement', () => {
       "TransformerBlock: options.placement: expected 'split' or 'whole', got \"spread\"");
   });
 });
+
+describe('TransformerStack: the pool\'s blocks in turn, then the final norm', () => {
+  const stackConfig = { ...CONFIGS.llama, numLayers: 3, finalNorm: true,
+    layerWindows: [[2, 0], [-1, -1], [2, 0]] };
+  const stackWeights = () => ({
+    layers: [70, 80, 90].map((seed) => randomWeights(CONFIGS.llama, seed)),
+    finalNorm: { gamma: randomFloats(D, 100, 0.2).map((v) => 1 + v) },
+  });
+
+  test.each(['split', 'whole'])('its layers %s: forward, and token by token through a cache ' +
+    'per layer, as the synchronous stack', async (placement) => {
+    const weights = stackWeights();
+    const sync = track(new module.TransformerStack(stackConfig));
+    sync.setWeights(weights);
+    const stack = await pools[2].TransformerStack(stackConfig, { placement });
+    try {
+      await stack.setWeights(weights);
+      expect(stack.placement).toBe(placement);
+      expect(stack.config).toEqual(sync.config);
+      const x = tensor([1, 5, D], 11);
+      expectClose(await stack.forward(x, { causal: true }), sync.forward(x, { causal: true }));
+      const caches = await stack.createKVCaches({ batch: 1, maxLength: 5 });
+      const syncCaches = sync.createKVCaches({ batch: 1, maxLength: 5 }).map(track);
+      for (const [from, to] of [[0, 2], [2, 3], [3, 5]]) {
+        const rows = { data: x.data.slice(from * D, to * D), shape: [1, to - from, D] };
+        expectClose(await stack.forwardIncremental(rows, caches),
+          sync.forwardIncremental(rows, syncCaches));
+      }
+      expect(caches.map((c) => c.length)).toEqual([5, 5, 5]);
+    } finally {
+      await stack.dispose();
+    }
+  });
+
+  test('errors as the synchronous stack\'s; a failed step leaves every cache as it was',
+    async () => {
+      const weights = stackWeights();
+      const sync = track(new module.TransformerStack(stackConfig));
+      const stack = await pools[2].TransformerStack(stackConfig, SPLIT);
+      try {
+        const x = tensor([1, 2, D], 12);
+        await expectSameError(() => stack.forward(x), () => sync.forward(x));
+        const { finalNorm, ...withoutNorm } = weights;
+        await expectSameError(() => stack.setWeights(withoutNorm),
+          () => sync.setWeights(withoutNorm));
+        const twoLayers = { ...weights, layers: weights.layers.slice(1) };
+        await expectSameError(() => stack.setWeights(twoLayers), () => sync.setWeights(twoLayers));
+        sync.setWeights(weights);
+        await stack.setWeights(weights);
+        const wide = tensor([1, 2, D + 1], 13);
+        await expectSameError(() => stack.forward(wide), () => sync.forward(wide));
+        const caches = await stack.createKVCaches({ batch: 1, maxLength: 4 });
+        const syncCaches = sync.createKVCaches({ batch: 1, maxLength: 4 }).map(track);
+        await expectSameError(() => stack.forwardIncremental(x, caches.slice(1)),
+          () => sync.forwardIncremental(x, syncCaches.slice(1)));
+        const repeated = [caches[0], caches[1], caches[0]];
+        await expectSameError(() => stack.forwardIncremental(x, repeated),
+          () => sync.forwardIncremental(x, [syncCaches[0], syncCaches[1], syncCaches[0]]));
+        await stack.forwardIncremental(x, caches);
+        sync.forwardIncremental(x, syncCaches);
+        const nan = { data: new Float32Array(D).fill(NaN), shape: [1, 1, D] };
+        await expectSameError(() => stack.forwardIncremental(nan, caches),
+          () => sync.forwardIncremental(nan, syncCaches));
+        const three = tensor([1, 3, D], 14); // past maxLength in every layer
+        await expectSameError(() => stack.forwardIncremental(three, caches),
+          () => sync.forwardIncremental(three, syncCaches));
+        expect(caches.map((c) => c.length)).toEqual([2, 2, 2]);
+        const next = tensor([1, 1, D], 15);
+        expectClose(await stack.forwardIncremental(next, caches),
+          sync.forwardIncremental(next, syncCaches));
+      } finally {
+        await stack.dispose();
+      }
+    });
+});

@@ -8,7 +8,7 @@
 // name; the errors of configs, prefixes and options; and
 // pool.fromPretrained.
 import { rejection } from './support/errors.mjs';
-import { transpose } from './support/golden.mjs';
+import { maxAbsDiff, transpose } from './support/golden.mjs';
 import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors, paddingOptions }
   from './support/hf-models.mjs';
 import { feedForward } from './support/layers.mjs';
@@ -192,13 +192,35 @@ describe('a whole model: the stack of its blocks (options.prefix omitted)', () =
       scale: config.query_pre_attn_scalar ** -0.5, softcap: config.attn_logit_softcapping });
   });
 
-  test('the pool has no stack, and says so', async () => {
-    const pool = await createAttentionPool({ workers: 1 });
+  test('the pool\'s stack, its layers split and as the pool places them: the module\'s ' +
+    'output, token by token with a cache per layer', async () => {
+    const name = 'llama_layer';
+    const config = modelConfig(name);
+    const tensors = modelTensors(name);
+    const want = await sa.fromPretrained(config, tensors);
+    track(want.module);
+    const x = blockIo(name).tensor('x');
+    const y = want.module.forward(x, want.forwardOptions);
+    const pool = await createAttentionPool({ workers: 2 });
     try {
-      await expectRejected(pool.fromPretrained(modelConfig('llama_layer'),
-        modelTensors('llama_layer')), Error, 'fromPretrained: llama (the whole model): the pool ' +
-        'has no TransformerStack: name a layer (options.prefix) and load the layers one by one, ' +
-        'or use the module\'s fromPretrained');
+      const splitting = { TransformerStack: (c) => pool.TransformerStack(c, SPLIT) };
+      for (const built of [await fromPretrainedPooled(splitting, config, tensors),
+        await pool.fromPretrained(config, tensors)]) {
+        expect(built.kind).toBe('TransformerStack');
+        expect(built.module.config).toEqual(want.module.config);
+        const out = await built.module.forward(x, built.forwardOptions);
+        expect(maxAbsDiff(out.data, y.data)).toBeLessThan(1e-6);
+        const [batch, tokens, width] = x.shape;
+        const caches = await built.module.createKVCaches({ batch, maxLength: tokens });
+        const stepped = new Float32Array(out.data.length);
+        for (let t = 0; t < tokens; t++) {
+          const step = { data: x.data.slice(t * width, (t + 1) * width), shape: [1, 1, width] };
+          stepped.set((await built.module.forwardIncremental(step, caches,
+            built.incrementalOptions)).data, t * width);
+        }
+        expect(maxAbsDiff(stepped, y.data)).toBeLessThan(1e-5);
+        await built.module.dispose();
+      }
     } finally {
       await pool.dispose();
     }

@@ -186,6 +186,15 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
   return TransformerBlock;
 }
 
+// A stack's caches: an array of one per layer (their types are the
+// caller's to check).
+export function readCaches(where, caches, numLayers) {
+  if (!Array.isArray(caches) || caches.length !== numLayers) {
+    throw new TypeError(`${where}: caches: expected an array of ${numLayers} KVCache ` +
+      `(createKVCaches()), got ${describe(caches)}`);
+  }
+}
+
 // The TransformerStack class of one module (wasm instance).
 export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
   const kind = 'TransformerStack';
@@ -255,10 +264,7 @@ export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
       const where = `${kind}.forwardIncremental`;
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
-      if (!Array.isArray(caches) || caches.length !== this.config.numLayers) {
-        throw new TypeError(`${where}: caches: expected an array of ${this.config.numLayers} ` +
-          `KVCache (createKVCaches()), got ${describe(caches)}`);
-      }
+      readCaches(where, caches, this.config.numLayers);
       const raws = caches.map((c, i) => kvRaw(wasm, where, `caches[${i}]`, c, 'KVCache'));
       const o = readIncrementalOptions(where, options);
       return shaped(t, unwrap(wasm, where, raw.forwardIncremental(t, raws, o)),

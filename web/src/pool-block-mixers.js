@@ -20,10 +20,16 @@ export const MIXER_SPLITS = {
     unitBiases: ['bGate', 'bUp'], rows: ['wDown'], outputBias: 'bDown' } },
 };
 
-// Zero weights of a block of `config` (resolved), every bias given, for
-// worker 0's synchronous stand-in of a split block; withShift: whether its
-// norm kind has a beta.
+// Zero weights of a block or a stack of `config` (resolved), every bias
+// given, for worker 0's synchronous stand-in of a split block or a pooled
+// stack; withShift: whether its norm kind has a beta.
 export function zeroBlockWeights(config, withShift) {
+  if (config.numLayers !== undefined) {
+    const { numLayers, finalNorm, ...block } = config;
+    const layer = zeroBlockWeights(block, withShift);
+    return { layers: Array.from({ length: numLayers }, () => layer),
+      ...(finalNorm ? { finalNorm: layer.sublayers[0].norm } : {}) };
+  }
   const { dModel: d, numHeads, numKvHeads, headDim, ffnDim: f, qkNorm } = config;
   const zeros = (n) => new Float32Array(n);
   const norm = () => (withShift ? { gamma: zeros(d), beta: zeros(d) } : { gamma: zeros(d) });

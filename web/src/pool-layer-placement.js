@@ -8,6 +8,7 @@ import { ARGUMENTS, copyArguments } from './pool-arguments.js';
 import { MIXER_SPLITS } from './pool-block-mixers.js';
 import { splitUnits } from './pool-split.js';
 import { canSplitBlock, createSplitBlock } from './pool-split-blocks.js';
+import { createStack } from './pool-stacks.js';
 import { createSplitLayer } from './pool-split-layers.js';
 import { createWholeLayer } from './pool-whole-layers.js';
 
@@ -99,6 +100,23 @@ export async function createBlock(context, givenConfig, givenPlacement) {
     return createSplitBlock(context, config, resolved);
   }
   return createWholeLayer(context, kind, config);
+}
+
+// A TransformerStack of the pool of `context`, each layer a block placed as
+// `givenPlacement` says (createBlock); worker 0 checks its config first,
+// as the synchronous stack.
+export async function createPooledStack(context, givenConfig, givenPlacement) {
+  const kind = 'TransformerStack';
+  const { workers } = context;
+  const taken = copyArguments([givenConfig, givenPlacement],
+    [ARGUMENTS.blockConfig, ARGUMENTS.placement]);
+  workers.check(kind);
+  const [config, placement] = taken();
+  checkObject(kind, 'config', config, OPTION_KEYS.TransformerStackConfig);
+  readPlacement(kind, placement);
+  const [resolved] = await workers.all([0], () => ({ op: 'check', kind, config }));
+  return createStack(context, config, resolved,
+    (blockConfig) => createBlock(context, blockConfig, placement));
 }
 
 // A TransformerEncoderLayer or TransformerDecoderLayer (`kind`) of the pool

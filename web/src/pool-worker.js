@@ -121,7 +121,7 @@ function transferables(value) {
 // Zeros of the sizes of an attention's, a layer's or a block's weights
 // (config: its resolved one).
 function zeroWeights(kind, config) {
-  if (kind === 'TransformerBlock') {
+  if (kind === 'TransformerBlock' || kind === 'TransformerStack') {
     return zeroBlockWeights(config, normHasShift(module, config.norm));
   }
   return zeroLayerWeights(kind, config);
@@ -149,18 +149,33 @@ function zeroLayerWeights(kind, { dModel: d, numHeads, numKvHeads, headDim, head
 }
 
 // An argument of a 'check' request, its stand-ins made by `whole` (and
-// remembered in `made` to be disposed).
+// remembered in `made` to be disposed); a stack's caches, an array of them
+// (one each, the same where the array repeats one).
 function standIn(whole, arg, made) {
+  if (Array.isArray(arg)) {
+    const each = new Map();
+    return arg.map((a) => {
+      if (!each.has(a)) each.set(a, standIn(whole, a, made));
+      return each.get(a);
+    });
+  }
   if (plainMember(arg, 'standIn') === undefined) return arg;
   const { batch } = arg;
   // An attention's memory has its kDim features (and is refused where vDim
   // differs); a layer's, dModel.
   const memory = (width) => ({ data: new Float32Array(batch * arg.tokens * width),
     shape: [batch, arg.tokens, width] });
-  const object = arg.standIn === 'KVCache'
-    ? whole.createKVCache({ batch, maxLength: arg.maxLength })
-    : (whole.precomputeMemory ?? whole.precomputeKeyValue).call(whole,
+  let object;
+  if (arg.standIn === 'KVCache') {
+    const options = { batch, maxLength: arg.maxLength };
+    // A stack's: the first of a set of its caches (the others disposed).
+    const caches = whole.createKVCaches?.(options);
+    caches?.slice(1).forEach((c) => c.dispose());
+    object = caches?.[0] ?? whole.createKVCache(options);
+  } else {
+    object = (whole.precomputeMemory ?? whole.precomputeKeyValue).call(whole,
       memory(whole.config.kDim ?? whole.config.dModel));
+  }
   made.push(object);
   if (arg.length > 0) {
     const { numKvHeads, headDim, headDimV = headDim } = whole.config;
