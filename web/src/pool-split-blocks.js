@@ -13,7 +13,7 @@
 // before it. So the math, its checks and their messages are the
 // synchronous block's own (src/layers/transformer_block.cc); its errors as
 // every split object's (pool-split-object.js).
-import { checkObject, float32, weightMatrix } from './arguments.js';
+import { float32, weightMatrix } from './arguments.js';
 import { givesMemory, readBlockForwardOptions, readIncrementalOptions } from './blocks.js';
 import { readCacheOptions } from './caches.js';
 import { OPTION_KEYS } from './option-keys.js';
@@ -84,16 +84,16 @@ class TransformerBlock extends SplitObject {
   }
 
   // x through the sublayers; attend(sublayer, h, options) runs an
-  // attention sublayer's call.
+  // attention sublayer's call (options: its sublayer request).
   async #sublayerSteps(where, x, attend) {
     let h = { data: x.data, shape: x.shape };
     let input = h; // the input of the sublayers side by side
-    for (const [i, s] of this.#sublayers.entries()) {
+    for (const s of this.#sublayers) {
       if (!s.parallel) input = h;
       const sublayer = { norm: s.norm.ref, name: s.name, where,
         ...(input === h ? {} : { residual: h.data }) };
       h = s.split.attention === undefined ? await s.part.forward(input, sublayer)
-        : await attend(i, s, input, { [SUBLAYER]: sublayer });
+        : await attend(s, input, { [SUBLAYER]: sublayer });
     }
     return { data: h.data, shape: [...x.shape] };
   }
@@ -122,7 +122,7 @@ class TransformerBlock extends SplitObject {
       const memories = new Map();
       try {
         for (const s of cross) memories.set(s, await s.part.precomputeKeyValue(memory));
-        return await this.#sublayerSteps(where, x, (i, s, h, sublayer) => (
+        return await this.#sublayerSteps(where, x, (s, h, sublayer) => (
           s.split.attention.memory
             ? s.part.forward(h, memories.get(s), undefined, { ...across, ...sublayer })
             : s.part.forward(h, undefined, undefined, { ...self, ...sublayer })));
@@ -148,7 +148,7 @@ class TransformerBlock extends SplitObject {
         const before = cache.disposed ? 0 : cache.length;
         let attended = false;
         try {
-          return await this.#sublayerSteps(where, x, async (i, s, h, sublayer) => {
+          return await this.#sublayerSteps(where, x, async (s, h, sublayer) => {
             const next = await s.part.forwardIncremental(h, cache, { ...options, ...sublayer });
             attended = true;
             return next;

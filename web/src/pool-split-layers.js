@@ -19,7 +19,7 @@ import { readCacheOptions } from './caches.js';
 import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
-import { ARGUMENTS, copyArguments, tensor, whole } from './pool-arguments.js';
+import { ARGUMENTS, tensor, whole } from './pool-arguments.js';
 import { createMultiHeadAttention, SUBLAYER } from './pool-attention.js';
 import { isKeyValues, KVCache, poolObject, PrecomputedKeyValue, standIn }
   from './pool-key-values.js';

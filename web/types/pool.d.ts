@@ -1,8 +1,9 @@
-// createAttentionPool: attention split by heads, layers by heads and FFN units.
+// createAttentionPool: attention split by heads, layers and blocks by heads and FFN units.
 
 import type {
-  BlockForwardOptions, ResolvedTransformerBlockConfig, TransformerBlockConfig,
-  TransformerBlockWeights,
+  BlockForwardOptions, ResolvedTransformerBlockConfig, ResolvedTransformerStackConfig,
+  StackForwardOptions, TransformerBlockConfig, TransformerBlockWeights, TransformerStackConfig,
+  TransformerStackWeights,
 } from './blocks.js';
 import type {
   ForwardOptions, ForwardResultFor, IncrementalForwardOptions, MultiHeadAttention,
@@ -80,6 +81,13 @@ export interface AttentionPool {
    */
   TransformerBlock(config: TransformerBlockConfig, options?: PooledLayerOptions):
     Promise<PooledTransformerBlock>;
+  /**
+   * A TransformerStack whose layers are the pool's blocks, each placed as
+   * `TransformerBlock` places it (`options.placement`); its final norm in
+   * one worker.
+   */
+  TransformerStack(config: TransformerStackConfig, options?: PooledLayerOptions):
+    Promise<PooledTransformerStack>;
   /** The module's `positionalEncoding`, run on the next worker in turn. */
   positionalEncoding(t: number, dModel: number): Promise<Tensor>;
   /** The module's `layerNorm`, run on the next worker in turn. */
@@ -226,6 +234,24 @@ export interface PooledPrecomputedKeyValue {
   readonly batch: number;
   readonly tokens: number;
   readonly disposed: boolean;
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A TransformerStack of the pool: its layers the pool's blocks, its caches theirs. */
+export interface PooledTransformerStack {
+  readonly config: ResolvedTransformerStackConfig;
+  readonly kernels: string;
+  readonly disposed: boolean;
+  /** Where the pool put its layers (PooledLayerOptions). */
+  readonly placement: 'split' | 'whole';
+  setWeights(weights: TransformerStackWeights): Promise<void>;
+  forward(x: Tensor, options?: StackForwardOptions): Promise<Tensor>;
+  /** One cache per layer, in order. */
+  createKVCaches(options: KVCacheOptions): Promise<PooledKVCache[]>;
+  /** A failed step leaves every cache as it was. */
+  forwardIncremental(x: Tensor, caches: PooledKVCache[], options?: SelfAttentionOptions):
+    Promise<Tensor>;
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
