@@ -213,8 +213,10 @@ test('a field added to the lists reaches every part of a split layer', async () 
   expect(made('FeedForward')).toEqual([{ ...resolved, ffnDim: 3 }, { ...resolved, ffnDim: 3 }]);
   const norms = made('SublayerNorm');
   expect(norms.length).toBe(6); // 3 sublayers, each in both workers
-  // The resolved config, with the layer's norm as a block names it.
+  // What a norm reads of the resolved config, with the layer's norm as a
+  // block names it.
   for (const c of norms) {
-    expect(c).toEqual({ ...resolved, norm: 'layer_norm', placement: 'post', layerForm: true });
+    expect(c).toEqual({ dModel: 8, eps: 1e-5, backend: 'highway', norm: 'layer_norm',
+      placement: 'post', layerForm: true });
   }
 });

@@ -49,8 +49,8 @@ import {
 import {
   type BlockForwardOptions, type BlockNormWeights,
   type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
-  type NormPlacementName, type PooledTransformerBlock, type PooledTransformerStack,
-  type QkNormConfig,
+  type NormPlacementName, type PooledPlacedObject, type PooledTransformerBlock,
+  type PooledTransformerStack, type QkNormConfig,
   type ResolvedActivationName, type ResolvedTransformerBlockConfig,
   type ResolvedTransformerStackConfig, type StackForwardOptions, type SublayerConfig,
   type SublayerWeights, type TransformerBlock, type TransformerBlockConfig,
@@ -619,6 +619,8 @@ if (pooledPretrained.kind === 'MultiHeadAttention') {
   void await pool.TransformerBlock(blockConfig, { placement: 'split' });
 } else if (pooledPretrained.kind === 'TransformerStack') {
   const pooledStack: PooledTransformerStack = pooledPretrained.module;
+  const placed: PooledPlacedObject<ResolvedTransformerStackConfig> = pooledStack;
+  void placed;
   const pooledCaches: PooledKVCache[] = await pooledStack.createKVCaches({ batch: 1,
     maxLength: 8 });
   await pooledStack.setWeights(stackWeights);

@@ -81,40 +81,41 @@ function readPlacement(where, options) {
   return placement;
 }
 
-// A TransformerBlock of the pool of `context`, placed as `givenPlacement`
-// ({ placement }) says, whole where the pool cannot split it
-// (canSplitBlock); worker 0 checks its config first, as the synchronous
-// block.
-export async function createBlock(context, givenConfig, givenPlacement) {
-  const kind = 'TransformerBlock';
+// The config and placement given for an object of `kind` of the pool of
+// `context`, copied (`schema`: the config's) and type-checked (`keys`: the
+// config's), and the config as worker 0's synchronous object resolves it:
+// { config, placement (as given), chosen ('split', 'whole' or undefined),
+// resolved }.
+async function readCreation(context, kind, givenConfig, givenPlacement, schema, keys) {
   const { workers } = context;
-  const taken = copyArguments([givenConfig, givenPlacement],
-    [ARGUMENTS.blockConfig, ARGUMENTS.placement]);
+  const taken = copyArguments([givenConfig, givenPlacement], [schema, ARGUMENTS.placement]);
   workers.check(kind);
   const [config, placement] = taken();
-  checkObject(kind, 'config', config, OPTION_KEYS.TransformerBlockConfig);
+  checkObject(kind, 'config', config, keys);
   const chosen = readPlacement(kind, placement);
   const [resolved] = await workers.all([0], () => ({ op: 'check', kind, config }));
+  return { config, placement, chosen, resolved };
+}
+
+// A TransformerBlock of the pool of `context`, placed as `givenPlacement`
+// ({ placement }) says, whole where the pool cannot split it
+// (canSplitBlock).
+export async function createBlock(context, givenConfig, givenPlacement) {
+  const kind = 'TransformerBlock';
+  const { config, chosen, resolved } = await readCreation(context, kind, givenConfig,
+    givenPlacement, ARGUMENTS.blockConfig, OPTION_KEYS.TransformerBlockConfig);
   if (canSplitBlock(resolved.config) &&
-      (chosen ?? blockPlacement(resolved.config, workers.count)) === 'split') {
+      (chosen ?? blockPlacement(resolved.config, context.workers.count)) === 'split') {
     return createSplitBlock(context, config, resolved);
   }
   return createWholeLayer(context, kind, config);
 }
 
 // A TransformerStack of the pool of `context`, each layer a block placed as
-// `givenPlacement` says (createBlock); worker 0 checks its config first,
-// as the synchronous stack.
+// `givenPlacement` says (createBlock).
 export async function createPooledStack(context, givenConfig, givenPlacement) {
-  const kind = 'TransformerStack';
-  const { workers } = context;
-  const taken = copyArguments([givenConfig, givenPlacement],
-    [ARGUMENTS.blockConfig, ARGUMENTS.placement]);
-  workers.check(kind);
-  const [config, placement] = taken();
-  checkObject(kind, 'config', config, OPTION_KEYS.TransformerStackConfig);
-  readPlacement(kind, placement);
-  const [resolved] = await workers.all([0], () => ({ op: 'check', kind, config }));
+  const { config, placement, resolved } = await readCreation(context, 'TransformerStack',
+    givenConfig, givenPlacement, ARGUMENTS.blockConfig, OPTION_KEYS.TransformerStackConfig);
   return createStack(context, config, resolved,
     (blockConfig) => createBlock(context, blockConfig, placement));
 }
@@ -122,16 +123,9 @@ export async function createPooledStack(context, givenConfig, givenPlacement) {
 // A TransformerEncoderLayer or TransformerDecoderLayer (`kind`) of the pool
 // of `context`, placed as `givenPlacement` ({ placement }) says.
 export async function createLayer(context, kind, givenConfig, givenPlacement) {
-  const { workers } = context;
-  const taken = copyArguments([givenConfig, givenPlacement],
-    [ARGUMENTS.layerConfig, ARGUMENTS.placement]);
-  workers.check(kind);
-  const [config, placement] = taken();
-  checkObject(kind, 'config', config, OPTION_KEYS.TransformerLayerConfig);
-  const chosen = readPlacement(kind, placement);
-  // Worker 0 checks the config and resolves it, as the synchronous layer.
-  const [resolved] = await workers.all([0], () => ({ op: 'check', kind, config }));
-  if ((chosen ?? layerPlacement(kind, resolved.config, workers.count)) === 'split') {
+  const { config, chosen, resolved } = await readCreation(context, kind, givenConfig,
+    givenPlacement, ARGUMENTS.layerConfig, OPTION_KEYS.TransformerLayerConfig);
+  if ((chosen ?? layerPlacement(kind, resolved.config, context.workers.count)) === 'split') {
     return createSplitLayer(context, kind, config, resolved);
   }
   return createWholeLayer(context, kind, config);

@@ -36,6 +36,51 @@ export function canSplitBlock(config) {
     splits.filter((s) => s.attention?.memory === false).length <= 1;
 }
 
+// x { data, shape } through `sublayers` (see createSublayers) in order,
+// as the synchronous block runs them; attend(sublayer, h, options) runs an
+// attention sublayer's call (options: its sublayer request).
+export async function runSublayers(where, x, sublayers, attend) {
+  let h = { data: x.data, shape: x.shape };
+  let input = h; // the input of the sublayers side by side
+  for (const s of sublayers) {
+    if (!s.parallel) input = h;
+    const sublayer = { norm: s.norm.ref, name: s.name, where,
+      ...(input === h ? {} : { residual: h.data }) };
+    h = s.split.attention === undefined ? await s.part.forward(input, sublayer)
+      : await attend(s, input, { [SUBLAYER]: sublayer });
+  }
+  return { data: h.data, shape: [...x.shape] };
+}
+
+// The parts of a split layer's or block's sublayers, `entries` [{ mixer,
+// placement, parallel, name }] (mixer a key of MIXER_SPLITS; name, as the
+// synchronous object names the sublayer in its messages): an attention of
+// config attention(split) or an FFN's shards, each with its norms in the
+// same workers. c: the object's resolved config; norms { norm (its kind),
+// layerForm (the layers' norm messages) }. [{ split, part, norm, parallel,
+// name }]; what was made disposed if a part fails.
+export async function createSublayers(context, c, entries, attention, norms) {
+  const made = [];
+  try {
+    const sublayers = [];
+    for (const { mixer, placement, parallel, name } of entries) {
+      const split = MIXER_SPLITS[mixer];
+      const part = await (split.attention === undefined
+        ? FeedForwardShards.create(context, c, split.ffn)
+        : createMultiHeadAttention(context, attention(split)));
+      made.push(part);
+      const norm = await SublayerNorm.create(part, { dModel: c.dModel, eps: c.eps, placement,
+        backend: c.backend, ...norms });
+      made.push(norm);
+      sublayers.push({ split, part, norm, parallel, name });
+    }
+    return sublayers;
+  } catch (e) {
+    await Promise.all(made.map((part) => part.dispose()));
+    throw e;
+  }
+}
+
 class TransformerBlock extends SplitObject {
   // [{ split (MIXER_SPLITS' row), part, norm, parallel, name }], in order
   #sublayers;
@@ -83,21 +128,6 @@ class TransformerBlock extends SplitObject {
       norm.setWeights(normOf(w.norm), 'norm', normOf(w.outputNorm), 'outputNorm')]);
   }
 
-  // x through the sublayers; attend(sublayer, h, options) runs an
-  // attention sublayer's call (options: its sublayer request).
-  async #sublayerSteps(where, x, attend) {
-    let h = { data: x.data, shape: x.shape };
-    let input = h; // the input of the sublayers side by side
-    for (const s of this.#sublayers) {
-      if (!s.parallel) input = h;
-      const sublayer = { norm: s.norm.ref, name: s.name, where,
-        ...(input === h ? {} : { residual: h.data }) };
-      h = s.split.attention === undefined ? await s.part.forward(input, sublayer)
-        : await attend(s, input, { [SUBLAYER]: sublayer });
-    }
-    return { data: h.data, shape: [...x.shape] };
-  }
-
   // forward(x, options) or, for a block with cross-attention, forward(x,
   // memory, options): as the synchronous block tells them apart.
   forward(x, memoryOrOptions, maybeOptions) {
@@ -122,7 +152,7 @@ class TransformerBlock extends SplitObject {
       const memories = new Map();
       try {
         for (const s of cross) memories.set(s, await s.part.precomputeKeyValue(memory));
-        return await this.#sublayerSteps(where, x, (s, h, sublayer) => (
+        return await runSublayers(where, x, this.#sublayers, (s, h, sublayer) => (
           s.split.attention.memory
             ? s.part.forward(h, memories.get(s), undefined, { ...across, ...sublayer })
             : s.part.forward(h, undefined, undefined, { ...self, ...sublayer })));
@@ -148,7 +178,7 @@ class TransformerBlock extends SplitObject {
         const before = cache.disposed ? 0 : cache.length;
         let attended = false;
         try {
-          return await this.#sublayerSteps(where, x, async (s, h, sublayer) => {
+          return await runSublayers(where, x, this.#sublayers, async (s, h, sublayer) => {
             const next = await s.part.forwardIncremental(h, cache, { ...options, ...sublayer });
             attended = true;
             return next;
@@ -180,29 +210,15 @@ checkReceivers(TransformerBlock, KIND);
 export async function createSplitBlock(context, given, resolved) {
   const c = resolved.config;
   // The attentions' config: the fields MultiHeadAttention's config also
-  // has, as given; a cross-attention's without rotary positions and QK-norm.
+  // has, as given; a cross-attention's without rotary positions and QK-norm
+  // (as C++'s AttentionConfig).
   const attention = Object.fromEntries(Object.entries(given)
     .filter(([key]) => OPTION_KEYS.MultiHeadAttentionConfig.includes(key)));
   const { rope, qkNorm, ...cross } = attention;
-  const made = []; // everything made so far, disposed if a later part fails
-  try {
-    const sublayers = [];
-    for (const [i, { mixer, norm: placement, parallel }] of c.sublayers.entries()) {
-      const split = MIXER_SPLITS[mixer];
-      const part = split.attention === undefined
-        ? FeedForwardShards.create(context, c, split.ffn)
-        : createMultiHeadAttention(context, split.attention.memory ? cross : attention);
-      made.push(await part);
-      // The sublayer's norms, in the workers of its mixer.
-      made.push(await SublayerNorm.create(made.at(-1), { dModel: c.dModel, eps: c.eps,
-        norm: c.norm, placement, layerForm: false, backend: c.backend }));
-      // As the synchronous block names a sublayer in its messages.
-      sublayers.push({ split, part: made.at(-2), norm: made.at(-1), parallel,
-        name: `sublayers[${i}] (${mixer})` });
-    }
-    return new TransformerBlock(context, given, resolved, sublayers);
-  } catch (e) {
-    await Promise.all(made.map((part) => part.dispose()));
-    throw e;
-  }
+  // Each sublayer named as the synchronous block names it.
+  const sublayers = await createSublayers(context, c, c.sublayers.map((s, i) => ({
+    mixer: s.mixer, placement: s.norm, parallel: s.parallel,
+    name: `sublayers[${i}] (${s.mixer})` })),
+  (split) => (split.attention.memory ? cross : attention), { norm: c.norm, layerForm: false });
+  return new TransformerBlock(context, given, resolved, sublayers);
 }

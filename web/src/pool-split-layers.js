@@ -1,17 +1,13 @@
-// The pool's transformer layers split over its workers: each attention by
-// heads (the pool's sharded MultiHeadAttention, with its sharded KV cache and
-// precomputed memory), the FFN by hidden units (worker i holds a contiguous
-// group of them: its W1 columns, b1 entries and W2 rows; groups differ by at
-// most one unit; b2 goes with the first group). A sublayer is one gathered
-// call (pool-object.js): the caller sends the sublayer's input h to its workers,
-// and the first of them adds the partial outputs in worker order, then adds
-// the residual and normalizes through the wasm module (SublayerNorm,
-// bindings/sublayer_norm_binding.cc), and answers with the next h. So the
-// math, its checks and their messages are the synchronous layers' own
-// (src/layers/transformer_layers.cc, src/layers/residual.h):
+// The pool's transformer layers split over its workers: a layer is the
+// block of its sublayers (as in C++), [self-attention, (cross-attention,)
+// FFN] with LayerNorms pre or post, split as pool-split-blocks.js splits a
+// block (attentions by heads, with their sharded KV cache and precomputed
+// memory; the FFN by hidden units; each sublayer one gathered call whose
+// gathering worker adds the residual and normalizes):
 //   post-LN: h = LN(h + f(h)) for each sublayer f
 //   pre-LN:  h = h + f(LN(h)), each worker normalizing h for its part
-//
+// What is the layers' own: their weights' groups, setWeightsFromPyTorch,
+// the decoder's memories and its step's memory, their sublayers' names.
 // Errors as every split object's (pool-split-object.js).
 import { checkObject, optionalMask } from './arguments.js';
 import { readCausal, readSharedAttentionOptions } from './attention.js';
@@ -20,13 +16,11 @@ import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
 import { ARGUMENTS, tensor, whole } from './pool-arguments.js';
-import { createMultiHeadAttention, SUBLAYER } from './pool-attention.js';
 import { isKeyValues, KVCache, poolObject, PrecomputedKeyValue, standIn }
   from './pool-key-values.js';
-import { MIXER_SPLITS } from './pool-block-mixers.js';
 import { checkReceivers } from './pool-object.js';
+import { createSublayers, runSublayers } from './pool-split-blocks.js';
 import { SplitObject } from './pool-split-object.js';
-import { FeedForwardShards, SublayerNorm } from './pool-sublayer-parts.js';
 import { readTensor } from './tensors.js';
 import { fits } from './weight-forms.js';
 
@@ -51,16 +45,28 @@ function attentionConfig(given) {
 const ENCODER = ARGUMENTS.TransformerEncoderLayer;
 const DECODER = ARGUMENTS.TransformerDecoderLayer;
 
+// The layers' sublayers by their weights' groups, in order: the block
+// mixer each is, and its name in the synchronous layer's messages
+// (transformer_layers.cc).
+const ENCODER_MIXERS = ['attention', 'ffn'];
+const DECODER_MIXERS = ['selfAttention', 'crossAttention', 'ffn'];
+const LAYER_MIXERS = { attention: 'self_attention', selfAttention: 'self_attention',
+  crossAttention: 'cross_attention', ffn: 'ffn' };
+const SUBLAYER_NAMES = { attention: 'the self-attention sublayer',
+  selfAttention: 'the self-attention sublayer', crossAttention: 'the cross-attention sublayer',
+  ffn: 'the feed-forward sublayer' };
+
 // What the encoder and decoder share: parts, weights, the sublayers run
 // here, and the synchronous errors.
 class PooledLayer extends SplitObject {
-  #parts; // { attentions: [MultiHeadAttention...], ffn, norms: [SublayerNorm...] }
+  #sublayers; // createSublayers'
 
-  constructor(context, kind, given, resolved, parts) {
-    super(context, kind, given, resolved,
-      [...parts.attentions, parts.ffn, ...parts.norms]);
-    this.#parts = parts;
+  constructor(context, kind, given, resolved, sublayers) {
+    super(context, kind, given, resolved, sublayers.flatMap(({ part, norm }) => [part, norm]));
+    this.#sublayers = sublayers;
   }
+
+  get sublayers() { return this.#sublayers; }
 
   // Weights as the synchronous layer takes them: { group: { key: array } }.
   setWeightsOf(where, weights, groups) {
@@ -77,17 +83,17 @@ class PooledLayer extends SplitObject {
     return { w, fits: weightsFit(w, shapes, c.weights) };
   }
 
-  // Sends weights that fit to the parts.
-  async apply(w, attentionGroups, normGroups) {
-    const { attentions, ffn, norms } = this.#parts;
-    await Promise.all([...attentions.map((a, i) => a.setWeights(w[attentionGroups[i]])),
-      ffn.setWeights(w.ffn), ...norms.map((n, i) => n.setWeights(w[normGroups[i]], normGroups[i]))]);
+  // Sends weights that fit to the parts: sublayer i's mixer's w[mixers[i]],
+  // its norm's w[norms[i]].
+  async apply(w, mixers, norms) {
+    await Promise.all(this.#sublayers.flatMap(({ part, norm }, i) => [part.setWeights(w[mixers[i]]),
+      norm.setWeights(w[norms[i]], norms[i])]));
     this.weightsSet();
   }
 
   // setWeights or setWeightsFromPyTorch (`method`) of `argument`, read by
   // `schema`, its weights convert(where, copy).
-  setWeightsWith(method, argument, schema, convert, groups, attentionGroups, normGroups) {
+  setWeightsWith(method, argument, schema, convert, groups, mixerGroups, normGroups) {
     return this.run(method, false, [argument], [schema], async (where, args) => {
       const { w, fits } = this.setWeightsOf(where, convert(where, args[0]), groups);
       if (!fits) {
@@ -95,43 +101,26 @@ class PooledLayer extends SplitObject {
         // names what it refuses.
         await this.synchronousError(where, method, args, {});
       }
-      await this.apply(w, attentionGroups, normGroups);
+      await this.apply(w, mixerGroups, normGroups);
     });
   }
 
-  // x {data, shape} through the sublayers [{ name, run(h, sublayer) ->
-  // Promise<the next h> }], each with its norm, as the synchronous layer.
-  async sublayers(where, x, steps) {
-    let h = { data: x.data, shape: x.shape };
-    for (const [i, { name, run }] of steps.entries()) {
-      h = await run(h, { norm: this.#parts.norms[i].ref, name, where });
-    }
-    return { data: h.data, shape: [...x.shape] };
-  }
-
-  ffnStep() {
-    return { name: 'the feed-forward sublayer', run: (h, sublayer) =>
-      this.#parts.ffn.forward(h, sublayer) };
-  }
 }
 
 class TransformerEncoderLayer extends PooledLayer {
-  #attention;
-
-  constructor(context, given, resolved, parts) {
-    super(context, 'TransformerEncoderLayer', given, resolved, parts);
-    [this.#attention] = parts.attentions;
+  constructor(context, given, resolved, sublayers) {
+    super(context, 'TransformerEncoderLayer', given, resolved, sublayers);
   }
 
   setWeights(weights) {
     return this.setWeightsWith('setWeights', weights, ENCODER.weights, (_, w) => w,
-      ENCODER_WEIGHT_GROUPS, ['attention'], ['norm1', 'norm2']);
+      ENCODER_WEIGHT_GROUPS, ENCODER_MIXERS, ['norm1', 'norm2']);
   }
 
   setWeightsFromPyTorch(state) {
     return this.setWeightsWith('setWeightsFromPyTorch', state, ENCODER.state,
       (where, s) => layerWeightsFromPyTorch(where, 'TransformerEncoderLayer', this.config, s),
-      ENCODER_WEIGHT_GROUPS, ['attention'], ['norm1', 'norm2']);
+      ENCODER_WEIGHT_GROUPS, ENCODER_MIXERS, ['norm1', 'norm2']);
   }
 
   forward(x, options) {
@@ -143,11 +132,8 @@ class TransformerEncoderLayer extends PooledLayer {
         readSharedAttentionOptions(where, o);
         const causal = readCausal(where, o.causal);
         const attention = { ...o, causal };
-        return this.sublayers(where, x, [
-          { name: 'the self-attention sublayer', run: (h, sublayer) => this.#attention
-            .forward(h, undefined, undefined, { ...attention, [SUBLAYER]: sublayer }) },
-          this.ffnStep(),
-        ]);
+        return runSublayers(where, x, this.sublayers, (s, h, sublayer) =>
+          s.part.forward(h, undefined, undefined, { ...attention, ...sublayer }));
       });
   }
 }
@@ -156,20 +142,20 @@ class TransformerDecoderLayer extends PooledLayer {
   #self;
   #cross;
 
-  constructor(context, given, resolved, parts) {
-    super(context, 'TransformerDecoderLayer', given, resolved, parts);
-    [this.#self, this.#cross] = parts.attentions;
+  constructor(context, given, resolved, sublayers) {
+    super(context, 'TransformerDecoderLayer', given, resolved, sublayers);
+    [this.#self, this.#cross] = sublayers.map((s) => s.part);
   }
 
   setWeights(weights) {
     return this.setWeightsWith('setWeights', weights, DECODER.weights, (_, w) => w,
-      DECODER_WEIGHT_GROUPS, ['selfAttention', 'crossAttention'], ['norm1', 'norm2', 'norm3']);
+      DECODER_WEIGHT_GROUPS, DECODER_MIXERS, ['norm1', 'norm2', 'norm3']);
   }
 
   setWeightsFromPyTorch(state) {
     return this.setWeightsWith('setWeightsFromPyTorch', state, DECODER.state,
       (where, s) => layerWeightsFromPyTorch(where, 'TransformerDecoderLayer', this.config, s),
-      DECODER_WEIGHT_GROUPS, ['selfAttention', 'crossAttention'], ['norm1', 'norm2', 'norm3']);
+      DECODER_WEIGHT_GROUPS, DECODER_MIXERS, ['norm1', 'norm2', 'norm3']);
   }
 
   // memory: a pooled PrecomputedKeyValue of this layer's layout, or a tensor.
@@ -182,15 +168,13 @@ class TransformerDecoderLayer extends PooledLayer {
     return { tensor: memory };
   }
 
-  // The steps after the self-attention: cross-attention over `kv` (a
-  // pooled PrecomputedKeyValue) with its key padding, the FFN.
-  #crossAndFfn(kv, keyPaddingMask) {
+  // x through the sublayers: the self-attention by `self(h, sublayer)`,
+  // the cross-attention over `kv` (a pooled PrecomputedKeyValue) with its
+  // key padding.
+  #sublayers(where, x, self, kv, keyPaddingMask) {
     const options = keyPaddingMask === undefined ? {} : { keyPaddingMask };
-    return [
-      { name: 'the cross-attention sublayer', run: (h, sublayer) =>
-        this.#cross.forward(h, kv, undefined, { ...options, [SUBLAYER]: sublayer }) },
-      this.ffnStep(),
-    ];
+    return runSublayers(where, x, this.sublayers, (s, h, sublayer) => (s.part === this.#cross
+      ? this.#cross.forward(h, kv, undefined, { ...options, ...sublayer }) : self(h, sublayer)));
   }
 
   forward(x, memory, options) {
@@ -209,11 +193,8 @@ class TransformerDecoderLayer extends PooledLayer {
         // config.cacheType holds them, as the synchronous layer does.
         const kv = m.precomputed ?? await this.#cross.precomputeKeyValue(m.tensor);
         try {
-          return await this.sublayers(where, x, [
-            { name: 'the self-attention sublayer', run: (h, sublayer) => this.#self
-              .forward(h, undefined, undefined, { ...self, causal, [SUBLAYER]: sublayer }) },
-            ...this.#crossAndFfn(kv, memoryMask),
-          ]);
+          return await this.#sublayers(where, x, (h, sublayer) => this.#self
+            .forward(h, undefined, undefined, { ...self, causal, ...sublayer }), kv, memoryMask);
         } finally {
           if (m.precomputed === undefined) await kv.dispose();
         }
@@ -235,15 +216,11 @@ class TransformerDecoderLayer extends PooledLayer {
         const kv = m.precomputed ?? await this.#cross.precomputeKeyValue(m.tensor);
         let attended = false;
         try {
-          return await this.sublayers(where, x, [
-            { name: 'the self-attention sublayer', run: async (h, sublayer) => {
-              const next = await this.#self.forwardIncremental(h, cache,
-                { ...o, [SUBLAYER]: sublayer });
-              attended = true;
-              return next;
-            } },
-            ...this.#crossAndFfn(kv),
-          ]);
+          return await this.#sublayers(where, x, async (h, sublayer) => {
+            const next = await this.#self.forwardIncremental(h, cache, { ...o, ...sublayer });
+            attended = true;
+            return next;
+          }, kv);
         } catch (e) {
           // The tokens the self-attention added go out again.
           if (attended && cache.length === before + tokens) await cache.truncate(before);
@@ -280,32 +257,17 @@ checkReceivers(TransformerDecoderLayer, 'TransformerDecoderLayer');
 // worker 0's synchronous layer reports them.
 export async function createSplitLayer(context, kind, given, resolved) {
   const c = resolved.config;
-  const made = []; // everything made so far, disposed if a later part fails
-  const keep = async (part) => {
-    made.push(await part);
-    return made.at(-1);
-  };
-  try {
-    // The decoder's cross-attention has no rotary positions (as in C++).
-    const self = attentionConfig(given);
-    const { rope, ...cross } = self;
-    const attentions = [];
-    for (const config of kind === 'TransformerEncoderLayer' ? [self] : [self, cross]) {
-      attentions.push(await keep(createMultiHeadAttention(context, config)));
-    }
-    const ffn = await keep(FeedForwardShards.create(context, c, MIXER_SPLITS.ffn.ffn));
-    // One norm per sublayer, in the workers of the sublayer's part.
-    const norms = [];
-    const norm = { ...c, norm: 'layer_norm', placement: c.normFirst ? 'pre' : 'post',
-      layerForm: true };
-    for (const part of [...attentions, ffn]) {
-      norms.push(await keep(SublayerNorm.create(part, norm)));
-    }
-    const Class = kind === 'TransformerEncoderLayer' ? TransformerEncoderLayer
-      : TransformerDecoderLayer;
-    return new Class(context, given, resolved, { attentions, ffn, norms });
-  } catch (e) {
-    await Promise.all(made.map((part) => part.dispose()));
-    throw e;
-  }
+  const encoder = kind === 'TransformerEncoderLayer';
+  // The layer as a block's sublayers, named as the synchronous layer names
+  // them.
+  const placement = c.normFirst ? 'pre' : 'post';
+  const entries = (encoder ? ENCODER_MIXERS : DECODER_MIXERS).map((group) => ({
+    mixer: LAYER_MIXERS[group], placement, parallel: false, name: SUBLAYER_NAMES[group] }));
+  // The decoder's cross-attention has no rotary positions (as in C++).
+  const self = attentionConfig(given);
+  const { rope, ...cross } = self;
+  const sublayers = await createSublayers(context, c, entries,
+    (split) => (split.attention.memory ? cross : self), { norm: 'layer_norm', layerForm: true });
+  const Class = encoder ? TransformerEncoderLayer : TransformerDecoderLayer;
+  return new Class(context, given, resolved, sublayers);
 }

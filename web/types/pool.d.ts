@@ -185,23 +185,30 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
 }
 
 /**
+ * What the pool's blocks and stacks share: their config as the synchronous
+ * one resolves it (`C`), where the pool put them, dispose.
+ */
+export interface PooledPlacedObject<C> {
+  readonly config: C;
+  readonly kernels: string;
+  readonly disposed: boolean;
+  /** Where the pool put it (PooledLayerOptions). */
+  readonly placement: 'split' | 'whole';
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
  * A TransformerBlock of the pool, split over its workers or whole in one;
  * its caches held as its self-attention is.
  */
-export interface PooledTransformerBlock {
-  readonly config: ResolvedTransformerBlockConfig;
-  readonly kernels: string;
-  readonly disposed: boolean;
-  /** Where the pool put the block (PooledLayerOptions). */
-  readonly placement: 'split' | 'whole';
+export interface PooledTransformerBlock extends PooledPlacedObject<ResolvedTransformerBlockConfig> {
   setWeights(weights: TransformerBlockWeights): Promise<void>;
   forward(x: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
   forward(x: Tensor, memory: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
   forwardIncremental(x: Tensor, cache: PooledKVCache, options?: SelfAttentionOptions):
     Promise<Tensor>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -239,12 +246,7 @@ export interface PooledPrecomputedKeyValue {
 }
 
 /** A TransformerStack of the pool: its layers the pool's blocks, its caches theirs. */
-export interface PooledTransformerStack {
-  readonly config: ResolvedTransformerStackConfig;
-  readonly kernels: string;
-  readonly disposed: boolean;
-  /** Where the pool put its layers (PooledLayerOptions). */
-  readonly placement: 'split' | 'whole';
+export interface PooledTransformerStack extends PooledPlacedObject<ResolvedTransformerStackConfig> {
   setWeights(weights: TransformerStackWeights): Promise<void>;
   forward(x: Tensor, options?: StackForwardOptions): Promise<Tensor>;
   /** One cache per layer, in order. */
@@ -252,6 +254,4 @@ export interface PooledTransformerStack {
   /** A failed step leaves every cache as it was. */
   forwardIncremental(x: Tensor, caches: PooledKVCache[], options?: SelfAttentionOptions):
     Promise<Tensor>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
