@@ -75,12 +75,7 @@ double Seconds(const std::function<void()>& f, int reps) {
          reps;
 }
 
-}  // namespace
-}  // namespace simd_attention::bench
-
-int main(int argc, char** argv) {
-  using namespace simd_attention;
-  using namespace simd_attention::bench;
+int Main(int argc, char** argv) {
   const Flags flags(argc, argv);
   const char* json_path = flags.Value("--json");
   const int rounds = int(flags.Number("--rounds", 7));
@@ -137,3 +132,8 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) { return simd_attention::bench::Main(argc, argv); }

@@ -79,12 +79,7 @@ class Products {
   std::vector<int32_t> words_;
 };
 
-}  // namespace
-}  // namespace simd_attention::bench
-
-int main(int argc, char** argv) {
-  using namespace simd_attention;
-  using namespace simd_attention::bench;
+int Main(int argc, char** argv) {
   const Flags flags(argc, argv);
   const int rounds = int(flags.Number("--rounds", 15));
   const std::string only = flags.Text("--table");
@@ -115,4 +110,10 @@ int main(int argc, char** argv) {
       }
     }
   }
+  return 0;
 }
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) { return simd_attention::bench::Main(argc, argv); }

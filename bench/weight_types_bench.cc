@@ -67,12 +67,7 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-}  // namespace
-}  // namespace simd_attention::bench
-
-int main(int argc, char** argv) {
-  using namespace simd_attention;
-  using namespace simd_attention::bench;
+int Main(int argc, char** argv) {
   const Flags flags(argc, argv);
   const int rounds = int(flags.Number("--rounds", 9));
   const size_t threads = flags.Number("--threads", 1);
@@ -140,3 +135,8 @@ int main(int argc, char** argv) {
   if (!data_dir.empty()) std::ofstream(data_dir + "results.json") << json << "]\n";
   return 0;
 }
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) { return simd_attention::bench::Main(argc, argv); }
