@@ -111,14 +111,20 @@ export interface AttentionPool {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** What every object the pool's workers hold has. */
+interface PooledObject {
+  readonly disposed: boolean;
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 /**
  * MultiHeadAttention split by heads: the workers' partial outputs added in
  * worker order, then `bO`; the rest joined along the head axis.
  */
-export interface PooledMultiHeadAttention {
+export interface PooledMultiHeadAttention extends PooledObject {
   readonly config: ResolvedMultiHeadAttentionConfig;
   readonly kernels: string;
-  readonly disposed: boolean;
   setWeights(w: MultiHeadAttentionWeights): Promise<void>;
   /**
    * As MultiHeadAttention's: judged whole by worker 0's synchronous object,
@@ -138,8 +144,6 @@ export interface PooledMultiHeadAttention {
     cache: PooledKVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -153,15 +157,8 @@ export interface PooledLayerOptions {
   placement?: 'split' | 'whole';
 }
 
-export interface PooledTransformerLayerBase {
-  readonly config: ResolvedTransformerLayerConfig;
-  readonly kernels: string;
-  readonly disposed: boolean;
-  /** Where the pool put the layer (PooledLayerOptions). */
-  readonly placement: 'split' | 'whole';
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
-}
+export interface PooledTransformerLayerBase
+  extends PooledPlacedObject<ResolvedTransformerLayerConfig> {}
 
 export interface PooledTransformerEncoderLayer extends PooledTransformerLayerBase {
   setWeights(weights: TransformerEncoderLayerWeights): Promise<void>;
@@ -185,17 +182,14 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
 }
 
 /**
- * What the pool's blocks and stacks share: their config as the synchronous
- * one resolves it (`C`), where the pool put them, dispose.
+ * What the pool's layers, blocks and stacks share: their config as the
+ * synchronous one resolves it (`C`), where the pool put them.
  */
-export interface PooledPlacedObject<C> {
+export interface PooledPlacedObject<C> extends PooledObject {
   readonly config: C;
   readonly kernels: string;
-  readonly disposed: boolean;
   /** Where the pool put it (PooledLayerOptions). */
   readonly placement: 'split' | 'whole';
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -215,12 +209,11 @@ export interface PooledTransformerBlock extends PooledPlacedObject<ResolvedTrans
  * A KVCache held by a pool's workers as the object that made it holds its
  * heads; it serves only objects held the same way.
  */
-export interface PooledKVCache {
+export interface PooledKVCache extends PooledObject {
   readonly batch: number;
   readonly maxLength: number;
   /** Tokens cached as of the last call that finished. Throws once disposed. */
   readonly length: number;
-  readonly disposed: boolean;
   /** `[B, length, H*d_k]`, gathered from the workers. */
   keys(): Promise<Tensor>;
   /** `[B, length, H*d_v]`. */
@@ -232,17 +225,12 @@ export interface PooledKVCache {
    * worker given its heads' features.
    */
   append(keys: Tensor, values: Tensor): Promise<void>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A PrecomputedKeyValue held by a pool's workers, as a PooledKVCache. */
-export interface PooledPrecomputedKeyValue {
+export interface PooledPrecomputedKeyValue extends PooledObject {
   readonly batch: number;
   readonly tokens: number;
-  readonly disposed: boolean;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A TransformerStack of the pool: its layers the pool's blocks, its caches theirs. */
