@@ -1,7 +1,7 @@
 // TransformerBlock's Backward on every kernel table: blocks of every norm
 // kind (LayerNorm, RMSNorm, Gemma's 1 + w), placement (pre, post, sandwich),
 // mixer (self- and cross-attention, FFN, gated FFN with SiLU and both
-// GELUs) and sublayers side by side, against the float64 block reference
+// GELUs), rotary positions and QK-norm, and sublayers side by side, against the float64 block reference
 // (reference/block_backward_reference), which central differences check in
 // turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
 // equal its block's; errors.
@@ -49,6 +49,13 @@ BlockConfig Config(size_t d, size_t heads, size_t kv_heads, size_t ffn, NormKind
   return c;
 }
 
+// Llama 3 / Qwen3's attention: half-style RoPE and QK-norm.
+BlockConfig Rotary(BlockConfig c) {
+  c.rope = {RopeStyle::kHalf, 10000.0, 0};
+  c.qk_norm = {true, NormKind::kRmsNorm, 1e-6};
+  return c;
+}
+
 // Widths that are no multiple of the vectors, so every kernel's tail runs.
 std::vector<BackwardCase> Cases() {
   SelfAttentionOptions gemma;
@@ -59,6 +66,10 @@ std::vector<BackwardCase> Cases() {
       {"llama_rms_swiglu",
        Config(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
               {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}}),
+       2, 9, 0, true, false, {}},
+      {"llama_rope_qk_norm",
+       Rotary(Config(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
+                     {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}})),
        2, 9, 0, true, false, {}},
       {"gemma2_sandwich_geglu",
        Config(20, 2, 1, 28, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
@@ -108,6 +119,8 @@ MhaConfig AttentionConfig(const BlockConfig& c) {
   m.num_heads = c.num_heads;
   m.num_kv_heads = c.num_kv_heads;
   m.head_dim = c.head_dim;
+  m.rope = c.rope;
+  m.qk_norm = c.qk_norm;
   return MultiHeadAttention(m).config();
 }
 
@@ -115,6 +128,7 @@ MhaConfig AttentionConfig(const BlockConfig& c) {
 struct OwnedSublayer {
   std::vector<float> gamma, beta, out_gamma, out_beta;
   OwnedWeights attention;
+  std::vector<float> q_norm, k_norm;
   std::vector<float> w1, b1, w2, b2;
   std::vector<float> w_gate, b_gate, w_up, b_up, w_down, b_down;
 
@@ -123,6 +137,8 @@ struct OwnedSublayer {
     w.norm = {gamma, beta};
     w.output_norm = {out_gamma, out_beta};
     w.attention = attention.View();
+    w.attention.q_norm = q_norm;
+    w.attention.k_norm = k_norm;
     w.ffn = {w1, b1, w2, b2};
     w.gated_ffn = {w_gate, w_up, w_down, b_gate, b_up, b_down, {}, {}, {}};
     return w;
@@ -183,7 +199,13 @@ std::unique_ptr<Problem> MakeProblem(const BackwardCase& c, uint32_t seed) {
       w.out_gamma = around(d);
       if (beta) w.out_beta = RandomVector(d, 0.3f, rng);
     }
-    if (Traits(s.mixer).attention) w.attention = RandomWeights(p->attention, rng);
+    if (Traits(s.mixer).attention) {
+      w.attention = RandomWeights(p->attention, rng);
+      if (c.config.qk_norm.enabled) {
+        w.q_norm = around(p->attention.head_dim);
+        w.k_norm = around(p->attention.head_dim);
+      }
+    }
     if (s.mixer == M::kFeedForward) {
       w.w1 = init(d * f, d);
       w.b1 = init(f, d);
@@ -206,7 +228,7 @@ std::unique_ptr<Problem> MakeProblem(const BackwardCase& c, uint32_t seed) {
     const OwnedWeights& a = w.attention;
     q.attention = {0, 0, 0, {}, {}, {}, doubles(a.w_q), doubles(a.w_k), doubles(a.w_v),
                    doubles(a.w_o), doubles(a.b_q), doubles(a.b_k), doubles(a.b_v),
-                   doubles(a.b_o)};
+                   doubles(a.b_o), doubles(w.q_norm), doubles(w.k_norm)};
     q.w1 = doubles(w.w1);
     q.b1 = doubles(w.b1);
     q.w2 = doubles(w.w2);
@@ -313,6 +335,10 @@ std::vector<Pair> Pairs(const Problem& p, const BlockGradients& g, const BlockBa
         add("attention.d_b_k", a.d_b_k, b.d_b_k);
         add("attention.d_b_v", a.d_b_v, b.d_b_v);
         add("attention.d_b_o", a.d_b_o, b.d_b_o);
+        if (p.config.qk_norm.enabled) {
+          add("attention.d_q_norm", a.d_q_norm, b.d_q_norm);
+          add("attention.d_k_norm", a.d_k_norm, b.d_k_norm);
+        }
         break;
       }
       case M::kFeedForward:
@@ -402,6 +428,8 @@ TEST_P(BlockReferenceGradients, MatchFiniteDifferences) {
     if (Traits(c.config.sublayers[k].mixer).attention) {
       check(at + "w_q", w.attention.w_q, g.attention.d_w_q, 7);
       check(at + "b_o", w.attention.b_o, g.attention.d_b_o, 3);
+      check(at + "q_norm", w.attention.q_norm, g.attention.d_q_norm, 1);
+      check(at + "k_norm", w.attention.k_norm, g.attention.d_k_norm, 1);
     }
     check(at + "w1", w.w1, g.d_w1, 11);
     check(at + "b1", w.b1, g.d_b1, 5);
@@ -425,8 +453,8 @@ class BlockBackwardThreads : public TableTest {};
 TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
   // Large enough that the GEMMs, the attention and the norms split.
   const BackwardCase cases[] = {
-      {"llama", Config(64, 4, 2, 256, NormKind::kRmsNorm, Activation::kSilu,
-                       {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}}),
+      {"llama", Rotary(Config(64, 4, 2, 256, NormKind::kRmsNorm, Activation::kSilu,
+                              {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}})),
        2, 70, 0, true, true, {}},
       {"decoder", Config(64, 4, 4, 256, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
                          {{M::kSelfAttention, P::kSandwich},
@@ -448,6 +476,9 @@ TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
         EXPECT_EQ(b.norm.d_gamma, a.norm.d_gamma) << k;
         EXPECT_EQ(b.output_norm.d_gamma, a.output_norm.d_gamma) << k;
         EXPECT_EQ(b.attention.d_w_q, a.attention.d_w_q) << k;
+        EXPECT_EQ(b.attention.d_w_k, a.attention.d_w_k) << k;
+        EXPECT_EQ(b.attention.d_q_norm, a.attention.d_q_norm) << k;
+        EXPECT_EQ(b.attention.d_k_norm, a.attention.d_k_norm) << k;
         EXPECT_EQ(b.ffn.d_w1, a.ffn.d_w1) << k;
         EXPECT_EQ(b.gated_ffn.d_w_gate, a.gated_ffn.d_w_gate) << k;
         EXPECT_EQ(b.gated_ffn.d_w_down, a.gated_ffn.d_w_down) << k;
@@ -533,14 +564,7 @@ TEST_P(BlockBackwardErrors, RefusesWhatItCannotDifferentiate) {
   block.SetWeights(p->Views());
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
 
-  // What the attention cannot differentiate yet, and weights an optimizer
-  // could not update.
-  BlockConfig rope = p->c.config;
-  rope.rope = {RopeStyle::kHalf, 10000.0, 0};
-  TransformerBlock rotary(rope, table(), SharedThreadPool(1));
-  rotary.SetWeights(p->Views());
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { rotary.Forward(p->x.View(), o); },
-                                                {"options.training", "rotary"}));
+  // Weights an optimizer could not update.
   BlockConfig narrow = p->c.config;
   narrow.sublayers = {{M::kGatedFeedForward, P::kPre}};
   narrow.weights = WeightType::kBF16;

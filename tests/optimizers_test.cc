@@ -505,7 +505,8 @@ TEST(OptimizerErrors, NameTheParameterAsSetWeightsDoes) {
 // ---------------------------------------------------------------------------
 // Step(TransformerBlock): every parameter it lists is updated as the rule
 // says, in the layout SetWeights takes: after an SGD step (weight decay
-// included, which decays Gemma's stored gamma, not its 1 + gamma) the block
+// included, which decays Gemma's stored gamma, not its 1 + gamma, in the
+// block's norms and in QK-norm's) the block
 // computes what a fresh block given the rule's weights computes.
 
 // A block's weights, owned, every bias given; the rule's update of each
@@ -514,6 +515,7 @@ struct OwnedBlock {
   struct Sublayer {
     std::vector<float> gamma, beta, out_gamma, out_beta;
     OwnedWeights attention;
+    std::vector<float> q_norm, k_norm;
     std::vector<float> w1, b1, w2, b2;
     std::vector<float> w_gate, b_gate, w_up, b_up, w_down, b_down;
   };
@@ -526,6 +528,8 @@ struct OwnedBlock {
       s.norm = {w.gamma, w.beta};
       s.output_norm = {w.out_gamma, w.out_beta};
       s.attention = w.attention.View();
+      s.attention.q_norm = w.q_norm;
+      s.attention.k_norm = w.k_norm;
       s.ffn = {w.w1, w.b1, w.w2, w.b2};
       s.gated_ffn = {w.w_gate, w.w_up, w.w_down, w.b_gate, w.b_up, w.b_down, {}, {}, {}};
       v.push_back(s);
@@ -556,6 +560,8 @@ struct OwnedBlock {
                                       &a.b_q, &a.b_k, &a.b_v, &a.b_o};
           step(*v[i], *GradientOf(d.attention, i));
         }
+        step(w.q_norm, d.attention.d_q_norm);
+        step(w.k_norm, d.attention.d_k_norm);
       }
       step(w.w1, d.ffn.d_w1);
       step(w.b1, d.ffn.d_b1);
@@ -588,6 +594,8 @@ OwnedBlock RandomBlock(const BlockConfig& c, std::mt19937& rng) {
   m.d_model = d;
   m.num_heads = c.num_heads;
   m.num_kv_heads = c.num_kv_heads;
+  m.rope = c.rope;
+  m.qk_norm = c.qk_norm;
   const MhaConfig attention = MultiHeadAttention(m).config();
   for (const Sublayer& s : c.sublayers) {
     OwnedBlock::Sublayer w;
@@ -597,7 +605,14 @@ OwnedBlock RandomBlock(const BlockConfig& c, std::mt19937& rng) {
       w.out_gamma = around(d);
       if (beta) w.out_beta = RandomVector(d, 0.3f, rng);
     }
-    if (Traits(s.mixer).attention) w.attention = RandomWeights(attention, rng);
+    if (Traits(s.mixer).attention) {
+      w.attention = RandomWeights(attention, rng);
+      if (c.qk_norm.enabled) {
+        // The block's kind here, so `around` centres them too.
+        w.q_norm = around(attention.head_dim);
+        w.k_norm = around(attention.head_dim);
+      }
+    }
     if (s.mixer == MixerKind::kFeedForward) {
       w.w1 = init(d * f, d);
       w.b1 = init(f, d);
@@ -634,9 +649,14 @@ class BlockStep : public TableTest {};
 TEST_P(BlockStep, SgdUpdatesEveryParameterAsTheRuleSays) {
   using M = MixerKind;
   using P = NormPlacement;
-  const BlockConfig configs[] = {
+  // Gemma 3's: QK-norm stored as gamma - 1 too, RoPE over 4 of 5 features.
+  BlockConfig gemma =
       SmallBlock(NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
-                 {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}}),
+                 {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}});
+  gemma.rope = {RopeStyle::kHalf, 10000.0, 4};
+  gemma.qk_norm = {true, NormKind::kGemmaRmsNorm, 1e-6};
+  const BlockConfig configs[] = {
+      gemma,
       SmallBlock(NormKind::kLayerNorm, Activation::kSilu,
                  {{M::kSelfAttention, P::kPre},
                   {M::kGatedFeedForward, P::kPre, true},

@@ -1,6 +1,7 @@
 // Rotary position embedding over a vector layer `Ops` (layout and arguments
 // in kernels/rope.h). Called by the projections of Q and K on the columns a
-// GEMM task has just written, while they are in its cache.
+// GEMM task has just written, while they are in its cache, and inverse by
+// the attention's backward on the gradients of Q and K.
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file, after the Ops layer.
@@ -25,7 +26,15 @@ struct Rope {
           for (size_t i = 0; i < vectors_end; i += kL) {
             const V v = Ops::Load(x + i), cos = Ops::Load(c + i), sin = Ops::Load(s + i);
             if (a.interleaved) {
-              Ops::Store(Ops::MulAdd(v, cos, Ops::Mul(Ops::SwapPairs(v), sin)), x + i);
+              const V turned = Ops::Mul(Ops::SwapPairs(v), sin);
+              Ops::Store(a.inverse ? Ops::Sub(Ops::Mul(v, cos), turned)
+                                   : Ops::MulAdd(v, cos, turned),
+                         x + i);
+            } else if (a.inverse) {
+              // (x0, x1) by -a: (x0 cos a + x1 sin a, x1 cos a - x0 sin a).
+              const V w = Ops::Load(x + i + width);
+              Ops::Store(Ops::MulAdd(w, sin, Ops::Mul(v, cos)), x + i);
+              Ops::Store(Ops::Sub(Ops::Mul(w, cos), Ops::Mul(v, sin)), x + i + width);
             } else {
               const V w = Ops::Load(x + i + width);
               Ops::Store(Ops::Sub(Ops::Mul(v, cos), Ops::Mul(w, sin)), x + i);

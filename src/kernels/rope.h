@@ -30,6 +30,9 @@ struct RopeArgs {
   bool interleaved;
   const float* table;  // row t: the angles of row t's position (layout above)
   size_t table_ld;
+  // Turns by the negative angles instead: the transpose of the rotation,
+  // which carries a gradient of the rotated rows back to the rows before.
+  bool inverse;
 };
 
 // The kernel's scalar parts, the same for every vector layer and so compiled
@@ -39,7 +42,8 @@ struct RopeArgs {
 // RopeTableRow floats): pair i of position p turns by p * base^(-2i / r).
 void FillRopeAngles(double base, size_t rotary_dim, bool interleaved, size_t first,
                     size_t positions, float* table);
-// Pairs from `begin` on of one head, one at a time: the kernels' tail past
+// Pairs from `begin` on of one head, one at a time (a.inverse: by the
+// negative angles): the kernels' tail past
 // their whole vectors (begin counts features of the first half in the half
 // style, features interleaved). `angles`: the head's table row.
 void RotateTail(const RopeArgs& a, float* head, const float* angles, size_t begin);

@@ -102,6 +102,7 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
     m.tk = self(k) ? p.tokens : p.memory_tokens;
     m.query = in;
     m.key = m.value = self(k) ? in : p.memory;
+    m.key_pos0 = self(k) ? self_options.position_offset : 0;
     return m;
   };
   const auto gated_parts = [&](const SublayerProblem64& w, const Vec& in, Vec& gate, Vec& up) {
