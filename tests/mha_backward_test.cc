@@ -436,6 +436,29 @@ TEST(BackwardErrors, NamedAndRecoverable) {
       {"options.training", "config.weights float32, got float16"}));
 }
 
+// Backward reads the training forward's record alone: a call between them
+// that projects into the attention's workspaces (PrecomputeKeyValue of
+// another input) leaves every gradient as it was.
+TEST(BackwardRecord, HoldsWhatBackwardReads) {
+  const Variant& variant = kVariants[6];
+  ASSERT_TRUE(variant.self);
+  const auto p = MakeProblem(variant, 13), other = MakeProblem(variant, 14);
+  MultiHeadAttention mha(p->floats.config);
+  mha.SetWeights(p->Weights());
+  const MhaGradients expected = RunBackward(mha, *p, true);
+  MhaOptions training = p->options;
+  training.training = true;
+  mha.Forward(p->floats.query.View(), training);
+  const PrecomputedKV kv = mha.PrecomputeKeyValue(other->floats.query.View());
+  const MhaGradients g = mha.Backward(p->DOutput());
+  EXPECT_TRUE(SameBits(g.d_input, expected.d_input));
+  EXPECT_TRUE(SameBits(g.d_w_q, expected.d_w_q));
+  EXPECT_TRUE(SameBits(g.d_w_k, expected.d_w_k));
+  EXPECT_TRUE(SameBits(g.d_w_v, expected.d_w_v));
+  EXPECT_TRUE(SameBits(g.d_w_o, expected.d_w_o));
+  EXPECT_TRUE(SameBits(g.d_k_norm, expected.d_k_norm));
+}
+
 // The reference itself against central differences of its own forward, in
 // double: L = sum(output * d_output), each tensor probed at a few elements.
 class ReferenceGradients : public ::testing::TestWithParam<std::string> {};

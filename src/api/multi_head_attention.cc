@@ -670,7 +670,13 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);
   }
-  if (training) training_->ready = true;
+  if (training) {
+    // The record takes the projections its backward reads; the workspaces
+    // get the buffers of its last ones in exchange, so nothing is copied.
+    training_->projected.swap(workspace_);
+    training_->projected_kv.swap(kv_workspace_);
+    training_->ready = true;
+  }
   return r;
 }
 

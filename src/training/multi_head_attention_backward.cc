@@ -224,10 +224,10 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
   const size_t ld_q = heads * dk, ld_z = heads * dv;
   const size_t ld_k = layout_.key_row(), ld_v = layout_.value_row();
   const size_t rows_q = batch * tq, rows_k = batch * tk;
-  // What the training forward left in the workspaces (see Forward, Attend).
-  const float* q = workspace_.data();
+  // The record's projections (as Attend laid them out in its workspaces).
+  const float* q = t.projected.data();
   const float* z = q + rows_q * ld_q;
-  const float* k = kv_workspace_.data();
+  const float* k = t.projected_kv.data();
   const float* v = k + rows_k * ld_k;
   const std::span<const float> xq = t.query;
   const std::span<const float> xk = t.self ? xq : std::span<const float>(t.key);

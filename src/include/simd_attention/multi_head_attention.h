@@ -325,8 +325,9 @@ class MultiHeadAttention : public Trainable {
   MhaResult Attend(const Tensor3& query, const KVView& kv, const AttentionCall& call,
                    const MhaOptions& options, size_t query_pos0, MhaResult r);
 
-  // What a training forward keeps for Backward; views of the caller's data
-  // are copied, so nothing dangles when the caller frees them.
+  // The record a training forward passes to Backward, which reads nothing
+  // else of the forward's: views of the caller's data are copied, so
+  // nothing dangles when the caller frees them.
   struct TrainingState {
     bool ready = false;  // a training forward succeeded since the last release
     bool self = false;   // query, key and value were one tensor
@@ -334,6 +335,9 @@ class MultiHeadAttention : public Trainable {
     size_t query_pos0 = 0, key_pos0 = 0;  // rotary positions of the first rows
     std::vector<float> query, key, value;  // key, value empty when self
     std::vector<float> softmax_stats;      // [B, H, Tq, 2], the kernel's
+    // The forward's Q and Z, and K and V (the padded head layout of its
+    // workspaces, rotated and normalized as the attention took them).
+    std::vector<float> projected, projected_kv;
     MhaOptions options;                    // spans empty; the masks below
     std::vector<float> attn_mask;
     std::vector<uint8_t> bool_mask, key_padding_mask;
