@@ -1,9 +1,9 @@
 // TransformerBlock's Backward on every kernel table: blocks of every norm
 // kind (LayerNorm, RMSNorm, Gemma's 1 + w), placement (pre, post, sandwich),
 // mixer (self- and cross-attention, FFN, gated FFN with SiLU and both
-// GELUs), rotary positions and QK-norm, and sublayers side by side, against the float64 block reference
-// (reference/block_backward_reference), which central differences check in
-// turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
+// GELUs), rotary positions and QK-norm, and sublayers side by side, against
+// the float64 block reference (reference/block_backward_reference), which
+// central differences check in turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
 // equal its block's; errors.
 #include <gtest/gtest.h>
 

@@ -38,8 +38,7 @@ struct KernelTable {
   void (*int8_quantize)(const GemmArgs& args, int32_t* words, float* row_scales);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
-  // Rotary position embedding of Q or K rows, in place (or, inverse, of
-  // their gradients in the backward).
+  // Rotary position embedding of Q or K rows, in place.
   void (*rope)(const RopeArgs& args);
   // x[0..n) = act(x), in place.
   void (*activation)(Activation act, float* x, size_t n);
@@ -78,6 +77,9 @@ struct TrainingKernels {
   void (*rms_norm_backward)(const float* x, size_t rows, size_t d, size_t ld,
                             const float* gamma, float eps, const float* d_y, float* d_x,
                             float* dy_xhat);
+  // RoPE's backward: `rope` by the negative angles, on the gradients of
+  // the rotated rows (kernels/rope.h).
+  void (*rope_backward)(const RopeArgs& args);
   // The gated product's backward (Elementwise::GatedActivationBackward):
   // d_gate_up, laid out as gate_up, given the forward's gate_up before its
   // activation and d_hidden [rows, n].

@@ -39,6 +39,7 @@ TrainingKernels MakeTrainingKernels() {
   t.activation_backward = &Elementwise<Ops>::ActivationBackward;
   t.layer_norm_backward = &Elementwise<Ops>::LayerNormBackward;
   t.rms_norm_backward = &Elementwise<Ops>::RmsNormBackward;
+  t.rope_backward = &Rope<Ops>::RotateBack;
   t.gated_activation_backward = &Elementwise<Ops>::GatedActivationBackward;
   t.sgd = &Optimizers<Ops>::Sgd;
   t.adam = &Optimizers<Ops>::Adam;

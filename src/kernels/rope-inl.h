@@ -1,7 +1,8 @@
 // Rotary position embedding over a vector layer `Ops` (layout and arguments
 // in kernels/rope.h). Called by the projections of Q and K on the columns a
-// GEMM task has just written, while they are in its cache, and inverse by
-// the attention's backward on the gradients of Q and K.
+// GEMM task has just written, while they are in its cache; its transpose,
+// turning by the negative angles, by the attention's backward on the
+// gradients of Q and K.
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file, after the Ops layer.
@@ -11,7 +12,12 @@ struct Rope {
   using V = typename Ops::V;
   static constexpr size_t kL = Ops::kLanes;
 
-  static void Rotate(const RopeArgs& a) {
+  static void Rotate(const RopeArgs& a) { Turn<false>(a); }
+  // Apart, so that a program that never trains links none of it.
+  static void RotateBack(const RopeArgs& a) { Turn<true>(a); }
+
+  template <bool kBack>
+  static void Turn(const RopeArgs& a) {
     // Whole vectors of one half (half style: its partner vector sits half
     // features on) or of interleaved pairs (an even lane count never splits
     // a pair); a single lane has no pairs, so that layer is all tail.
@@ -27,10 +33,10 @@ struct Rope {
             const V v = Ops::Load(x + i), cos = Ops::Load(c + i), sin = Ops::Load(s + i);
             if (a.interleaved) {
               const V turned = Ops::Mul(Ops::SwapPairs(v), sin);
-              Ops::Store(a.inverse ? Ops::Sub(Ops::Mul(v, cos), turned)
-                                   : Ops::MulAdd(v, cos, turned),
+              Ops::Store(kBack ? Ops::Sub(Ops::Mul(v, cos), turned)
+                               : Ops::MulAdd(v, cos, turned),
                          x + i);
-            } else if (a.inverse) {
+            } else if constexpr (kBack) {
               // (x0, x1) by -a: (x0 cos a + x1 sin a, x1 cos a - x0 sin a).
               const V w = Ops::Load(x + i + width);
               Ops::Store(Ops::MulAdd(w, sin, Ops::Mul(v, cos)), x + i);
@@ -42,7 +48,7 @@ struct Rope {
             }
           }
         }
-        if (vectors_end < width) RotateTail(a, x, c, vectors_end);
+        if (vectors_end < width) RotateTail(a, x, c, vectors_end, kBack);
       }
     }
   }

@@ -29,10 +29,10 @@ void FillRopeAngles(double base, size_t rotary_dim, bool interleaved, size_t fir
   }
 }
 
-void RotateTail(const RopeArgs& a, float* head, const float* angles, size_t begin) {
+void RotateTail(const RopeArgs& a, float* head, const float* angles, size_t begin, bool back) {
   const size_t r = a.rotary_dim, half = r / 2;
   // By -a, sin a changes sign and cos a stays.
-  const float sign = a.inverse ? -1.0f : 1.0f;
+  const float sign = back ? -1.0f : 1.0f;
   if (a.interleaved) {
     const float *c = angles, *s = angles + r;
     for (size_t i = begin; i < r; i += 2) {

@@ -43,8 +43,9 @@ struct BlockBackward64 {
 };
 
 // `config` resolved (TransformerBlock::config()); `attention` its
-// attentions' config resolved (bias on, rope and qk_norm as the block's); self_options / cross_options as the block passes them to its
-// attentions. An empty d_output computes the output alone.
+// attentions' config resolved (bias on, rope and qk_norm as the block's);
+// self_options / cross_options as the block passes them to its attentions.
+// An empty d_output computes the output alone.
 BlockBackward64 ReferenceBlockBackward(const BlockConfig& config, const MhaConfig& attention,
                                        const BlockProblem64& p, const MhaOptions& self_options,
                                        const MhaOptions& cross_options,

@@ -146,8 +146,8 @@ void MultiHeadAttention::UnrotateGradient(float* d, size_t batch, size_t tokens,
                       .rotary_dim = rope.rotary_dim,
                       .interleaved = interleaved,
                       .table = RopeAngles(pos0, tokens),
-                      .table_ld = RopeTableRow(rope.rotary_dim, interleaved),
-                      .inverse = true};
+                      .table_ld = RopeTableRow(rope.rotary_dim, interleaved)};
+  const TrainingKernels& training = TrainingKernelsFor(*kernels_);
   // Rows are independent: a row at a time, each with its position's angles.
   const size_t rows = batch * tokens;
   const Split split = SplitWork(*pool_, 1.0 * double(rows * heads * rope.rotary_dim), rows);
@@ -156,7 +156,7 @@ void MultiHeadAttention::UnrotateGradient(float* d, size_t batch, size_t tokens,
       RopeArgs a = args;
       a.x = d + r * ld;
       a.table = args.table + (r % tokens) * args.table_ld;
-      kernels_->rope(a);
+      training.rope_backward(a);
     }
   });
 }

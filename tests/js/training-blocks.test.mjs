@@ -4,7 +4,8 @@
 // Hugging Face's output, and fitted by Adam with the loss going down, and
 // what the training build leaves out of blocks.
 import { expectError } from './support/errors.mjs';
-import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors } from './support/hf-models.mjs';
+import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors }
+  from './support/hf-models.mjs';
 import { randomFloats } from './support/layers.mjs';
 import { createAttentionModule, track } from './support/modules.mjs';
 
@@ -108,7 +109,7 @@ describe('the Llama block of ../shared/hf-models', () => {
   const name = 'llama_layer';
   const prefix = hfCases[name].prefix;
 
-  test('loads in the training build, its forward (RoPE included) matching Hugging Face\'s', async () => {
+  test('loads in the training build, its forward (RoPE included) matching HF\'s', async () => {
     const built = await sa.fromPretrained(modelConfig(name), modelTensors(name), { prefix });
     track(built.module);
     expect(built.kind).toBe('TransformerBlock');
