@@ -43,7 +43,8 @@ struct BlockBackward64 {
 };
 
 // `config` resolved (TransformerBlock::config()); `attention` its
-// attentions' config resolved (bias on, rope and qk_norm as the block's);
+// self-attentions' config resolved (bias on, rope and qk_norm as the
+// block's; its cross-attentions' the same without them);
 // self_options / cross_options as the block passes them to its attentions.
 // An empty d_output computes the output alone.
 BlockBackward64 ReferenceBlockBackward(const BlockConfig& config, const MhaConfig& attention,

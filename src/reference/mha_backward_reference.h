@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "reference/linear_reference.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention {
@@ -33,12 +34,9 @@ struct MhaBackward64 {
   std::vector<double> d_q_norm, d_k_norm;  // empty without QK-norm
 };
 
-// y [rows, out] = x [rows, in] w [in, out] + b (b empty: none), and its
-// backward given dy: dw = x^T dy, db = the column sums of dy (with a bias),
-// dx = dy w^T. Shared with the layer reference.
-std::vector<double> Linear64(const std::vector<double>& x, size_t rows, size_t in,
-                             const std::vector<double>& w, const std::vector<double>& b,
-                             size_t out);
+// The backward of linear_reference.h's Linear64 given dy: dw = x^T dy,
+// db = the column sums of dy (with a bias), dx = dy w^T. Shared with the
+// layer reference.
 void LinearBackward64(const std::vector<double>& x, size_t rows, size_t in,
                       const std::vector<double>& w, bool bias, const std::vector<double>& dy,
                       size_t out, std::vector<double>& dx, std::vector<double>& dw,
@@ -47,7 +45,8 @@ void LinearBackward64(const std::vector<double>& x, size_t rows, size_t in,
 // `config` resolved (MultiHeadAttention::config()): QK-norm, then RoPE
 // (queries from options.position_offset, keys from p.key_pos0), the
 // options' masks, causal alignment, window, scale and softcap as the
-// forward takes them; nothing is checked. An empty d_output computes the output alone.
+// forward takes them; nothing is checked. An empty d_output computes the
+// output alone.
 MhaBackward64 ReferenceMhaBackward(const MhaConfig& config, const MhaProblem64& p,
                                    const MhaOptions& options, std::span<const double> d_output);
 
