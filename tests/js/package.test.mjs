@@ -76,7 +76,7 @@ test('the tarball ships only what is needed', () => {
 // 2,306,087 unpacked (six .wasm of 213-238 kB; the glue 27 kB, the
 // threaded 43 kB; the entry 83 kB, the pool's worker 100 kB); the budgets
 // are that plus about 3%. With blocks in the training build (its .wasm
-// 247 kB): 889,760 packed, 2,355,404 unpacked; the packed budget that plus
+// 247 kB): 892,585 packed, 2,354,494 unpacked; the packed budget that plus
 // about 1%.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
@@ -244,7 +244,7 @@ const WASM_BUDGETS = {
   'dist/simd_attention_relaxed_threads.wasm': 236000, // 233,125
   // The layers run as blocks, whose backward it holds; TransformerBlock is
   // bound there too (its training forward, backward and optimizer steps).
-  'dist/simd_attention_training.wasm': 249400, // 246,922
+  'dist/simd_attention_training.wasm': 249800, // 247,367
 };
 test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
