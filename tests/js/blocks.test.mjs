@@ -9,7 +9,7 @@
 import { expectError } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
 import { randomFloats } from './support/layers.mjs';
-import { backendMatrix, createAttentionModule, loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const matrix = backendMatrix(builds);
@@ -276,13 +276,6 @@ describe('errors name the field, the expected and the given value', () => {
     expect(() => stack.forwardIncremental(step, [a])).toThrow(TypeError);
     expect(a.length).toBe(0);
   });
-});
-
-test('the training build has no blocks, and says so', async () => {
-  const trainer = await createAttentionModule({ training: true });
-  expectError(() => new trainer.TransformerBlock(llamaConfig()), Error, 'TransformerBlock: not ' +
-    'in this module\'s build (the training build, createAttentionModule({ training: true }), ' +
-    'has no TransformerBlock); use the default build');
 });
 
 test('memoryStats counts a block\'s weights while it lives', () => {

@@ -75,8 +75,9 @@ test('the tarball ships only what is needed', () => {
 // and 53 kB). With TransformerBlock and TransformerStack: 859,237 packed,
 // 2,306,087 unpacked (six .wasm of 213-238 kB; the glue 27 kB, the
 // threaded 43 kB; the entry 83 kB, the pool's worker 100 kB); with the
-// pool's split blocks and stacks: 898,056 packed, 2,386,703 unpacked. The
-// budgets are that plus about 3%.
+// pool's split blocks and stacks: 898,056 packed, 2,386,703 unpacked; then
+// blocks in the training build (its .wasm 247 kB, +16 kB). The budgets are
+// about 3% over the first.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
   expect(packed.size).toBeLessThanOrEqual(925000);
@@ -242,8 +243,9 @@ const WASM_BUDGETS = {
   'dist/simd_attention_nosimd.wasm': 237000, // 234,525
   'dist/simd_attention_simd_threads.wasm': 238000, // 235,772
   'dist/simd_attention_relaxed_threads.wasm': 238000, // 235,453
-  // The layers run as blocks, whose backward it now holds.
-  'dist/simd_attention_training.wasm': 234000, // 231,367
+  // The layers run as blocks, whose backward it holds; TransformerBlock is
+  // bound there too (its training forward, backward and optimizer steps).
+  'dist/simd_attention_training.wasm': 249800, // 247,367
 };
 test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
