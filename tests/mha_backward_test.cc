@@ -57,7 +57,7 @@ TEST_P(GoldenBackward, MatchesAutograd) {
   auto expect = [&](const char* name, const std::vector<float>& actual) {
     const std::vector<float>& expected = c.Tensor(name).f32;
     const double tolerance = std::min(c.tolerance, FloatBound(chain, MaxAbs(expected)));
-    EXPECT_TRUE(Near(actual, expected, tolerance)) << name;
+    EXPECT_TRUE(AllNear(actual, expected, tolerance)) << name;
   };
   if (self) {
     expect("d_input", g.d_input);
@@ -214,23 +214,23 @@ TEST_P(BackwardReference, MatchesFloat64) {
         MhaChainLength(mha.config(), variant.batch, variant.tq, variant.tk),
         std::max({MaxAbs(e.d_query), MaxAbs(e.d_key), MaxAbs(e.d_value), MaxAbs(e.d_w_q),
                   MaxAbs(e.d_w_k), MaxAbs(e.d_w_v), MaxAbs(e.d_w_o), MaxAbs(e.d_b_o)}));
-    EXPECT_TRUE(Near(g.d_query, e.d_query, bound)) << "d_query";
-    EXPECT_TRUE(Near(g.d_key, e.d_key, bound)) << "d_key";
-    EXPECT_TRUE(Near(g.d_value, e.d_value, bound)) << "d_value";
-    EXPECT_TRUE(Near(g.d_w_q, e.d_w_q, bound)) << "d_w_q";
-    EXPECT_TRUE(Near(g.d_w_k, e.d_w_k, bound)) << "d_w_k";
-    EXPECT_TRUE(Near(g.d_w_v, e.d_w_v, bound)) << "d_w_v";
-    EXPECT_TRUE(Near(g.d_w_o, e.d_w_o, bound)) << "d_w_o";
-    EXPECT_TRUE(Near(g.d_b_q, e.d_b_q, bound)) << "d_b_q";
-    EXPECT_TRUE(Near(g.d_b_k, e.d_b_k, bound)) << "d_b_k";
-    EXPECT_TRUE(Near(g.d_b_v, e.d_b_v, bound)) << "d_b_v";
-    EXPECT_TRUE(Near(g.d_b_o, e.d_b_o, bound)) << "d_b_o";
+    EXPECT_TRUE(AllNear(g.d_query, e.d_query, bound)) << "d_query";
+    EXPECT_TRUE(AllNear(g.d_key, e.d_key, bound)) << "d_key";
+    EXPECT_TRUE(AllNear(g.d_value, e.d_value, bound)) << "d_value";
+    EXPECT_TRUE(AllNear(g.d_w_q, e.d_w_q, bound)) << "d_w_q";
+    EXPECT_TRUE(AllNear(g.d_w_k, e.d_w_k, bound)) << "d_w_k";
+    EXPECT_TRUE(AllNear(g.d_w_v, e.d_w_v, bound)) << "d_w_v";
+    EXPECT_TRUE(AllNear(g.d_w_o, e.d_w_o, bound)) << "d_w_o";
+    EXPECT_TRUE(AllNear(g.d_b_q, e.d_b_q, bound)) << "d_b_q";
+    EXPECT_TRUE(AllNear(g.d_b_k, e.d_b_k, bound)) << "d_b_k";
+    EXPECT_TRUE(AllNear(g.d_b_v, e.d_b_v, bound)) << "d_b_v";
+    EXPECT_TRUE(AllNear(g.d_b_o, e.d_b_o, bound)) << "d_b_o";
     if (variant.self) {
       std::vector<double> d_input(e.d_query.size());
       for (size_t i = 0; i < d_input.size(); ++i) {
         d_input[i] = e.d_query[i] + e.d_key[i] + e.d_value[i];
       }
-      EXPECT_TRUE(Near(g.d_input, d_input, bound)) << "d_input";
+      EXPECT_TRUE(AllNear(g.d_input, d_input, bound)) << "d_input";
     } else {
       EXPECT_TRUE(g.d_input.empty());
     }

@@ -23,21 +23,6 @@ size_t MaskIndex(size_t given, const std::vector<size_t>& shape, size_t B, size_
 
 }  // namespace
 
-// y [rows, out] = x [rows, in] w [in, out] + b (b empty: none).
-std::vector<double> Linear64(const std::vector<double>& x, size_t rows, size_t in,
-                           const std::vector<double>& w, const std::vector<double>& b,
-                           size_t out) {
-  std::vector<double> y(rows * out, 0.0);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t o = 0; o < out; ++o) {
-      double acc = b.empty() ? 0.0 : b[o];
-      for (size_t i = 0; i < in; ++i) acc += x[r * in + i] * w[i * out + o];
-      y[r * out + o] = acc;
-    }
-  }
-  return y;
-}
-
 // The gradients of y = x w + b given dy: dw = x^T dy, db = the column sums
 // of dy (when there is a bias), dx = dy w^T.
 void LinearBackward64(const std::vector<double>& x, size_t rows, size_t in,

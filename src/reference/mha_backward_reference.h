@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "reference/linear_reference.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention {
@@ -28,12 +29,9 @@ struct MhaBackward64 {
   std::vector<double> d_w_q, d_w_k, d_w_v, d_w_o, d_b_q, d_b_k, d_b_v, d_b_o;
 };
 
-// y [rows, out] = x [rows, in] w [in, out] + b (b empty: none), and its
-// backward given dy: dw = x^T dy, db = the column sums of dy (with a bias),
-// dx = dy w^T. Shared with the layer reference.
-std::vector<double> Linear64(const std::vector<double>& x, size_t rows, size_t in,
-                             const std::vector<double>& w, const std::vector<double>& b,
-                             size_t out);
+// The backward of linear_reference.h's Linear64 given dy: dw = x^T dy,
+// db = the column sums of dy (with a bias), dx = dy w^T. Shared with the
+// layer reference.
 void LinearBackward64(const std::vector<double>& x, size_t rows, size_t in,
                       const std::vector<double>& w, bool bias, const std::vector<double>& dy,
                       size_t out, std::vector<double>& dx, std::vector<double>& dw,

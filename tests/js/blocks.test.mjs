@@ -9,11 +9,10 @@
 import { expectError } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
 import { randomFloats } from './support/layers.mjs';
-import { createAttentionModule, loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, createAttentionModule, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 const D = 16;
 const HEADS = 4;
