@@ -2,7 +2,7 @@
 // of the kernels.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after gemm-inl.h, int8_gemm-inl.h, attention-inl.h,
+// instantiation file, after gemm-inl.h, int8_gemm-inl.h, q4_gemm-inl.h, attention-inl.h,
 // attention_backward-inl.h, rope-inl.h, elementwise-inl.h
 // and optimizer-inl.h.
 

@@ -14,11 +14,11 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
   const size_t panels = (g.n + kernels.panel_width - 1) / kernels.panel_width;
   const double work_ns = 2.0 * double(g.m) * double(g.k) * double(g.n) / 50.0 +
                          double(g.k) * double(panels * kernels.panel_width) * 4.0 / 20.0;
-  const size_t panel_floats = kernels.panel_width * PanelRows(g.weight_type, g.packed_rows);
+  const size_t panel_bytes = PanelBytes(g.weight_type, g.packed_rows, kernels.panel_width);
   auto columns = [&](size_t col0, size_t col1) {
     GemmArgs part = g;
-    part.packed_b = static_cast<const char*>(g.packed_b) +
-                    col0 / kernels.panel_width * panel_floats * WeightBytes(g.weight_type);
+    part.packed_b =
+        static_cast<const char*>(g.packed_b) + col0 / kernels.panel_width * panel_bytes;
     part.packed_scales = g.packed_scales == nullptr ? nullptr : g.packed_scales + col0;
     part.n = col1 - col0;
     part.packed_bias = g.packed_bias == nullptr ? nullptr : g.packed_bias + col0;

@@ -82,7 +82,7 @@ const weightBytes: BytesByWeightType = stats.weightBytes;
 const cacheBytes: BytesByCacheType = stats.cacheBytes;
 const bytes: number[] = [stats.heapBytes, stats.maxHeapBytes, stats.allocatedBytes,
   stats.jsHandles, weightBytes.f32, weightBytes.f16, weightBytes.bf16, weightBytes.int8,
-  cacheBytes.f32, cacheBytes.f16, cacheBytes.bf16];
+  weightBytes.q4, cacheBytes.f32, cacheBytes.f16, cacheBytes.bf16];
 
 // MultiHeadAttention.
 const MHA: MultiHeadAttentionConstructor = sa.MultiHeadAttention;
@@ -113,6 +113,7 @@ const int8: Int8Weights = { values: new Int8Array(64), scales: f32(8) };
 const stored: WeightMatrix[] = [halfBits, int8, f32(64)];
 const narrow = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'int8' });
 narrow.setWeights({ ...weights, wQ: int8, wK: stored[2] });
+new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'q4' }).setWeights(weights);
 const torchBits: TorchMatrix = new Uint16Array(192);
 new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'bf16' })
   .setWeightsFromPyTorch({ in_proj_weight: torchBits, 'out_proj.weight': halfBits });

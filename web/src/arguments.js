@@ -126,7 +126,7 @@ function halfBits(v) {
 
 // config.weights or config.cacheType (`field`): 'f32' when omitted; which
 // names exist is C++'s to judge.
-const STORAGE_TYPES = { weights: "'f32', 'f16', 'bf16' or 'int8'", cacheType: "'f32', 'f16' or 'bf16'" };
+const STORAGE_TYPES = { weights: "'f32', 'f16', 'bf16', 'int8' or 'q4'", cacheType: "'f32', 'f16' or 'bf16'" };
 export function readStorageType(where, config, field) {
   const v = config[field];
   if (v === undefined) return 'f32';
