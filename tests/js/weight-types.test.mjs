@@ -227,7 +227,7 @@ describe('errors name the argument, the expected and the given', () => {
       "'f32', 'f16', 'bf16', 'int8' or 'q4', got 'float16'");
     expectError(() => new m.TransformerDecoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
       weights: 3 }), TypeError, "TransformerDecoderLayer: config.weights: expected a string " +
-      "('f32', 'f16', 'bf16', 'int8' or 'q4'), got 3");
+      "(a name of module.choices.weights), got 3");
   });
 
   test('refused weights leave the object as it was', () => {
