@@ -1,10 +1,11 @@
 // TransformerBlock and TransformerStack: the blocks of today's models as
 // sublayer lists (Llama, Qwen3's QK-norm, Gemma 2's sandwich norms, GPT-J's
 // parallel attention and MLP, post-LN encoders, decoders with
-// cross-attention) against the double reference on every kernel table; the
-// encoder layer as an instance of the block; decoding token by token equal
-// to the causal forward, through one block and a stack; the RMSNorm and
-// gated-product kernels; configuration and weight errors.
+// cross-attention, the tiny model's norm-free layers) against the double
+// reference on every kernel table; the encoder layer as an instance of the
+// block; decoding token by token equal to the causal forward, through one
+// block and a stack; the RMSNorm and gated-product kernels; configuration
+// and weight errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,8 +72,8 @@ std::vector<OwnedSublayer> RandomBlockWeights(const BlockConfig& c, bool attenti
   };
   for (const Sublayer& s : c.sublayers) {
     OwnedSublayer w;
-    w.gamma = Around(d, center, rng);
-    if (beta) w.beta = RandomVector(d, 0.2f, rng);
+    if (HasNorm(s.norm)) w.gamma = Around(d, center, rng);
+    if (beta && HasNorm(s.norm)) w.beta = RandomVector(d, 0.2f, rng);
     if (s.norm == NormPlacement::kSandwich) {
       w.out_gamma = Around(d, center, rng);
       if (beta) w.out_beta = RandomVector(d, 0.2f, rng);
@@ -166,6 +167,11 @@ std::vector<BlockCase> Cases() {
                          {{M::kSelfAttention, P::kPre}, {M::kFeedForward, P::kPre, true}});
     c.rope = {RopeStyle::kInterleaved, 10000.0, 4};
     cases.push_back({"gptj_parallel", c, false, true, {}});
+  }
+  {  // The tiny model's layers: no norms, h + f(h).
+    BlockConfig c = Base(4, 4, NormKind::kLayerNorm, Activation::kRelu,
+                         {{M::kSelfAttention, P::kNone}, {M::kFeedForward, P::kNone}});
+    cases.push_back({"no_norm", c, true, true, {}});
   }
   {  // BERT: post-LN encoder layer.
     BlockConfig c = Base(4, 4, NormKind::kLayerNorm, Activation::kGeluErf,
@@ -416,6 +422,18 @@ TEST_P(BlockErrors, ConfigAndWeights) {
   w[1].down.push_back(0.5f);
   block.SetWeights(Views(w));
   EXPECT_EQ(block.Forward(x.View()).size(), 3u * 32);
+
+  // A sublayer without a norm takes no norm weights.
+  c.sublayers = {{M::kSelfAttention, P::kNone}, {M::kGatedFeedForward, P::kPre}};
+  TransformerBlock plain(c, table(), SharedThreadPool(1));
+  w = RandomBlockWeights(plain.config(), false, rng);
+  w[0].gamma = std::vector<float>(32, 1.0f);
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { plain.SetWeights(Views(w)); },
+      {"sublayers[0] (self_attention): norm", "'none'", "got 32 values"}));
+  w[0].gamma.clear();
+  plain.SetWeights(Views(w));
+  EXPECT_EQ(plain.Forward(x.View()).size(), 3u * 32);
 }
 
 INSTANTIATE_ON_EVERY_TABLE(BlockVsReference);

@@ -30,8 +30,7 @@ BlockConfig Resolve(BlockConfig c) {
       throw std::invalid_argument(at + ".parallel: the first sublayer has none before it to run "
                                   "beside, expected false, got true");
     }
-    if (s.parallel && (s.norm == NormPlacement::kPost ||
-                       c.sublayers[i - 1].norm == NormPlacement::kPost)) {
+    if (s.parallel && (Traits(s.norm).sum_norm || Traits(c.sublayers[i - 1].norm).sum_norm)) {
       throw std::invalid_argument(at + ".parallel: sublayers side by side add to one input, "
                                   "which a post norm would normalize between them; expected "
                                   "'pre' or 'sandwich' norms, got 'post'");
@@ -207,7 +206,14 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
         part.gated_ffn->SetWeights(w.gated_ffn);
       }
     });
-    part.norm.SetWeights(n.norm, w.norm.gamma, w.norm.beta);
+    if (HasNorm(part.sublayer.norm)) {
+      part.norm.SetWeights(n.norm, w.norm.gamma, w.norm.beta);
+    } else if (!w.norm.gamma.empty() || !w.norm.beta.empty()) {
+      ThrowInvalidArgument({n.norm, ": the sublayer's norm placement is 'none', so no norm "
+                            "weights may be given; got ",
+                            std::to_string(w.norm.gamma.size() + w.norm.beta.size()),
+                            " values"});
+    }
     if (old.output_norm != nullptr) {
       part.output_norm =
           std::make_unique<BlockNorm>(config_.norm, d, float(config_.eps), *kernels_, pool_);
@@ -235,9 +241,9 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
     for (size_t k = i; k < end; ++k) {
       Part& p = parts_[k];
       SublayerRecord* r = keep ? &record->sublayers[k] : nullptr;
-      const bool post = p.sublayer.norm == NormPlacement::kPost;
+      const NormPlacementTraits& placement = Traits(p.sublayer.norm);
       const float* in = h.data();
-      if (!post) {
+      if (placement.input_norm) {
         if (r != nullptr) r->norm_input = h;
         p.norm.Forward(p.names.norm_input, h.data(), rows, normed.data());
         in = normed.data();
@@ -254,7 +260,7 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
         p.output_norm->Forward("the output of a sublayer", out.data(), rows, out.data());
       }
       AddResidual(p.names.name.c_str(), *pool_, *kernels_, target, out);
-      if (post) {
+      if (placement.sum_norm) {
         if (r != nullptr) r->norm_input = target;
         p.norm.Forward(p.names.norm_sum, target.data(), rows, target.data());
       }
@@ -285,7 +291,8 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Tensor3& me
     CheckEqual("memory.batch", memory.batch, x.batch, "x.batch");
   }
   const bool training = TrainingRequested(options.training);
-  const MhaOptions self = SelfOptions(options, training);
+  MhaOptions self = SelfOptions(options, training);
+  self.need_weights = options.attn_weights != nullptr;
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
   across.training = training;
@@ -297,9 +304,14 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Tensor3& me
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
     MultiHeadAttention& a = *parts_[k].attention;
-    return parts_[k].sublayer.mixer == MixerKind::kSelfAttention
-               ? a.Forward(in, self).output
-               : a.Forward(in, memory, memory, across).output;
+    if (parts_[k].sublayer.mixer == MixerKind::kCrossAttention) {
+      return a.Forward(in, memory, memory, across).output;
+    }
+    MhaResult r = a.Forward(in, self);
+    if (options.attn_weights != nullptr) {
+      options.attn_weights->push_back(std::move(r.attn_weights));
+    }
+    return std::move(r.output);
   }, record);
   if (record != nullptr) record->ready = true;
   return h;
