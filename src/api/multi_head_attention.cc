@@ -18,7 +18,7 @@
 #include "layers/partial_outputs.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "training/training_build.h"
+#include "training/training_hooks.h"
 #include "training/training_module.h"
 #include "checks/validate.h"
 #include "storage/zero_filled.h"
@@ -261,12 +261,10 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   q_norm_ = std::move(q_norm);
   k_norm_ = std::move(k_norm);
   has_weights_ = true;
-  // Its gradients would mix the old weights with the new (a build without
-  // training never makes this state: only a training forward does).
-  if (kTrainingBuild) {
-    backward_.reset();
-    ReleaseTraining();
-  }
+  // Its gradients would mix the old weights with the new (a program that
+  // never trains never makes this state: only a training forward does).
+  backward_.reset();
+  ReleaseTraining();
 }
 
 const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
@@ -504,7 +502,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
                                       const PrecomputedKV& kv,
                                       const MhaOptions& options) {
   CheckReady();
-  if (TrainingRequested(options.training)) RefuseTraining("Forward(query, precomputed)");
+  if (options.training) RefuseTraining("Forward(query, precomputed)");
   CheckLayout("precomputed key/value", kv.layout_, layout_);
   CheckTensor("query", query, config_.d_model, config_.names->d_model);
   CheckEqual("query.batch", query.batch, kv.batch(), "batch of the precomputed memory");
@@ -527,7 +525,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
                                                  KVCache& cache,
                                                  const MhaOptions& options) {
   CheckReady();
-  if (TrainingRequested(options.training)) RefuseTraining("ForwardIncremental");
+  if (options.training) RefuseTraining("ForwardIncremental");
   CheckLayout("KV cache", cache.layout_, layout_);
   const ArgNames& n = *config_.names;
   if (config_.kdim != config_.d_model || config_.vdim != config_.d_model) {
@@ -587,8 +585,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_z;
   // Only Forward(query, key, value) trains; the others refused it.
-  const bool training = kTrainingBuild && options.training;
-  if (kTrainingBuild && !training) ReleaseTraining();
+  const bool training = TrainingRequested(options.training);
+  if (!training) ReleaseTraining();
   float* stats = training ? training_->softmax_stats.data() : nullptr;  // [B, H, Tq, 2]
   ComputedScan query_scan;
   Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0, QueryNorm());
@@ -680,18 +678,3 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
 }
 
 }  // namespace simd_attention
-
-#if !SA_TRAINING
-namespace simd_attention {
-
-// A build without training (training_build.h) links no backward and no
-// optimizer, so nothing calls these; defined here, they keep the training
-// code's out of its vtable (a training build's are in
-// training/multi_head_attention_backward.cc).
-void MultiHeadAttention::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void MultiHeadAttention::ParametersUpdated() {}
-
-}  // namespace simd_attention
-#endif

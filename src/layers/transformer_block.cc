@@ -8,7 +8,7 @@
 #include "dispatch/dispatch.h"
 #include "layers/residual.h"
 #include "layers/transformer_block_parts.h"
-#include "training/training_build.h"
+#include "training/training_hooks.h"
 
 namespace simd_attention {
 namespace {
@@ -223,14 +223,13 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
   }
   parts_ = std::move(fresh);
   has_weights_ = true;
-  if (kTrainingBuild) record_.reset();  // it belonged to the old weights
+  record_.reset();  // it belonged to the old weights
 }
 
 template <class Attend>
 void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
                            const Attend& attend, Record* record) {
   const size_t d = config_.d_model, rows = batch * tokens;
-  const bool keep = kTrainingBuild && record != nullptr;  // never without training
   std::vector<float> normed(h.size()), out(h.size()), sum;
   for (size_t i = 0; i < parts_.size();) {
     size_t end = i + 1;
@@ -240,7 +239,7 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
     std::vector<float>& target = end - i > 1 ? sum : h;
     for (size_t k = i; k < end; ++k) {
       Part& p = parts_[k];
-      SublayerRecord* r = keep ? &record->sublayers[k] : nullptr;
+      SublayerRecord* r = record != nullptr ? &record->sublayers[k] : nullptr;
       const NormPlacementTraits& placement = Traits(p.sublayer.norm);
       const float* in = h.data();
       if (placement.input_norm) {
@@ -296,11 +295,8 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Tensor3& me
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
   across.training = training;
-  Record* record = nullptr;
-  if constexpr (kTrainingBuild) {
-    if (record_ != nullptr) record_->ready = false;  // what Backward reads
-    if (training) record = &StartRecord(x.batch, x.tokens);
-  }
+  if (record_ != nullptr) record_->ready = false;  // what Backward reads
+  Record* record = training ? &StartRecord(x.batch, x.tokens) : nullptr;
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
     MultiHeadAttention& a = *parts_[k].attention;
@@ -335,7 +331,7 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Precomputed
   const MhaOptions self = SelfOptions(options, false);
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
-  if (kTrainingBuild && record_ != nullptr) record_->ready = false;
+  if (record_ != nullptr) record_->ready = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
     MultiHeadAttention& a = *parts_[k].attention;
@@ -401,7 +397,7 @@ std::vector<float> TransformerBlock::ForwardIncremental(const Tensor3& x, KVCach
   }
   const MhaOptions self = SelfAttentionMhaOptions(self_attention);
   const size_t before = cache.length();
-  if (kTrainingBuild && record_ != nullptr) record_->ready = false;
+  if (record_ != nullptr) record_->ready = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   try {
     Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
@@ -427,16 +423,5 @@ size_t TransformerBlock::WeightBytes() const {
   }
   return bytes;
 }
-
-#if !SA_TRAINING
-// A build without training links no backward and no optimizer, so nothing
-// calls these; defined here, they keep the training code's out of the
-// block's vtable (a training build's are in
-// training/transformer_block_backward.cc).
-void TransformerBlock::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerBlock::ParametersUpdated() {}
-#endif
 
 }  // namespace simd_attention

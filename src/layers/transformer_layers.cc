@@ -12,7 +12,6 @@
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_block.h"
 #include "threading/parallel.h"
-#include "training/training_build.h"
 #include "checks/validate.h"
 
 namespace simd_attention {
@@ -116,8 +115,9 @@ void FeedForward::SetWeights(const FfnWeights& w) {
   w1_ = PackWeights(*kernels_, w1.values, w1.scales, w.b1, d_model_, ffn_dim_, weights_);
   w2_ = PackWeights(*kernels_, w2.values, w2.scales, w.b2, ffn_dim_, d_model_, weights_);
   // W^T, gradients and saved activations belonged to the old weights (a
-  // build without training never makes them: only a training Forward does).
-  if (kTrainingBuild) training_.reset();
+  // program that never trains never makes them: only a training Forward
+  // does).
+  training_.reset();
 }
 
 void FeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* record) {
@@ -126,8 +126,7 @@ void FeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* re
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, w1_, hidden_.data(), ffn_dim_);
-  const bool keep = kTrainingBuild && record != nullptr;  // never in a build without training
-  if (keep) {
+  if (record != nullptr) {
     record->input.assign(x, x + rows * d_model_);
     record->pre_activation.assign(hidden_.begin(), hidden_.begin() + hidden);
   }
@@ -135,7 +134,7 @@ void FeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* re
   ParallelElementwise(*pool_, rows * ffn_dim_, 0.5, [&](size_t begin, size_t end) {
     kernels_->activation(activation_, hidden_.data() + begin, end - begin);
   });
-  if (keep) record->hidden.assign(hidden_.begin(), hidden_.begin() + hidden);
+  if (record != nullptr) record->hidden.assign(hidden_.begin(), hidden_.begin() + hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, hidden_.data(), rows, w2_, out, d_model_);
 }
 
@@ -275,8 +274,9 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x, const Tens
   }
   // A training forward attends to the memory itself, whose gradient it
   // returns; any other to its keys and values projected once, held in
-  // config.cache_type as a decoding loop's are.
-  if (TrainingRequested(options.training)) return block_->Forward(x, memory, ToBlock(options));
+  // config.cache_type as a decoding loop's are. (The block refuses training
+  // where the program does not link it.)
+  if (options.training) return block_->Forward(x, memory, ToBlock(options));
   const PrecomputedKV kv = PrecomputeMemory(memory, options.memory_key_padding_mask);
   return Forward(x, kv, options);
 }
@@ -330,20 +330,5 @@ std::vector<float> PositionalEncoding(size_t t, size_t d_model, const ArgNames& 
   }
   return pe;
 }
-
-#if !SA_TRAINING
-// A build without training links no backward and no optimizer, so nothing
-// calls these; defined here, they keep the training code's out of the
-// layers' vtables (a training build's are in
-// training/transformer_layers_backward.cc).
-void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerEncoderLayer::ParametersUpdated() {}
-void TransformerDecoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerDecoderLayer::ParametersUpdated() {}
-#endif
 
 }  // namespace simd_attention
