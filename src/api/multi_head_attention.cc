@@ -263,8 +263,8 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   has_weights_ = true;
   // Its gradients would mix the old weights with the new (a program that
   // never trains never makes this state: only a training forward does).
-  backward_.reset();
-  ReleaseTraining();
+  DropTraining(backward_);
+  DropTraining(training_);
 }
 
 const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
@@ -502,7 +502,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
                                       const PrecomputedKV& kv,
                                       const MhaOptions& options) {
   CheckReady();
-  if (options.training) RefuseTraining("Forward(query, precomputed)");
+  if (TrainingRequested(options.training)) RefuseTraining("Forward(query, precomputed)");
   CheckLayout("precomputed key/value", kv.layout_, layout_);
   CheckTensor("query", query, config_.d_model, config_.names->d_model);
   CheckEqual("query.batch", query.batch, kv.batch(), "batch of the precomputed memory");
@@ -525,7 +525,7 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
                                                  KVCache& cache,
                                                  const MhaOptions& options) {
   CheckReady();
-  if (options.training) RefuseTraining("ForwardIncremental");
+  if (TrainingRequested(options.training)) RefuseTraining("ForwardIncremental");
   CheckLayout("KV cache", cache.layout_, layout_);
   const ArgNames& n = *config_.names;
   if (config_.kdim != config_.d_model || config_.vdim != config_.d_model) {
@@ -586,7 +586,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* attention_scratch = z + batch * tq * ld_z;
   // Only Forward(query, key, value) trains; the others refused it.
   const bool training = TrainingRequested(options.training);
-  if (!training) ReleaseTraining();
+  if (!training) DropTraining(training_);
   float* stats = training ? training_->softmax_stats.data() : nullptr;  // [B, H, Tq, 2]
   ComputedScan query_scan;
   Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0, QueryNorm());

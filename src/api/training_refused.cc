@@ -19,8 +19,6 @@ void MultiHeadAttention::SaveForBackward(const Tensor3&, const Tensor3&, const T
                                          const MhaOptions&) {
   RefuseTrainingInThisBuild();
 }
-// A forward that keeps nothing for Backward refuses options.training; here
-// every forward does, with the message that says why.
 void MultiHeadAttention::RefuseTraining(const char*) { RefuseTrainingInThisBuild(); }
 TransformerBlock::Record& TransformerBlock::StartRecord(size_t, size_t) {
   RefuseTrainingInThisBuild();

@@ -223,7 +223,7 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
   }
   parts_ = std::move(fresh);
   has_weights_ = true;
-  record_.reset();  // it belonged to the old weights
+  DropTraining(record_);  // it belonged to the old weights
 }
 
 template <class Attend>
@@ -295,7 +295,7 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Tensor3& me
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
   across.training = training;
-  if (record_ != nullptr) record_->ready = false;  // what Backward reads
+  if (Record* kept = TrainingKept(record_)) kept->ready = false;  // what Backward reads
   Record* record = training ? &StartRecord(x.batch, x.tokens) : nullptr;
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
@@ -331,7 +331,7 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Precomputed
   const MhaOptions self = SelfOptions(options, false);
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
-  if (record_ != nullptr) record_->ready = false;
+  if (Record* kept = TrainingKept(record_)) kept->ready = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
     MultiHeadAttention& a = *parts_[k].attention;
@@ -397,7 +397,7 @@ std::vector<float> TransformerBlock::ForwardIncremental(const Tensor3& x, KVCach
   }
   const MhaOptions self = SelfAttentionMhaOptions(self_attention);
   const size_t before = cache.length();
-  if (record_ != nullptr) record_->ready = false;
+  if (Record* kept = TrainingKept(record_)) kept->ready = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   try {
     Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {

@@ -12,6 +12,7 @@
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_block.h"
 #include "threading/parallel.h"
+#include "training/training_hooks.h"
 #include "checks/validate.h"
 
 namespace simd_attention {
@@ -117,7 +118,7 @@ void FeedForward::SetWeights(const FfnWeights& w) {
   // W^T, gradients and saved activations belonged to the old weights (a
   // program that never trains never makes them: only a training Forward
   // does).
-  training_.reset();
+  DropTraining(training_);
 }
 
 void FeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* record) {
@@ -274,9 +275,8 @@ std::vector<float> TransformerDecoderLayer::Forward(const Tensor3& x, const Tens
   }
   // A training forward attends to the memory itself, whose gradient it
   // returns; any other to its keys and values projected once, held in
-  // config.cache_type as a decoding loop's are. (The block refuses training
-  // where the program does not link it.)
-  if (options.training) return block_->Forward(x, memory, ToBlock(options));
+  // config.cache_type as a decoding loop's are.
+  if (TrainingRequested(options.training)) return block_->Forward(x, memory, ToBlock(options));
   const PrecomputedKV kv = PrecomputeMemory(memory, options.memory_key_padding_mask);
   return Forward(x, kv, options);
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "checks/validate.h"
+#include "simd_attention/training_only.h"
 
 namespace simd_attention {
 
@@ -31,6 +32,19 @@ extern const bool kTrainingLinked;
     return false;
   }
   return training;
+}
+
+// What a training forward kept (a TrainingOnly member), dropped when the
+// weights change or a forward does not train; and read, or null. Where
+// training is not linked no forward kept anything: the link folds both to
+// nothing.
+template <class T>
+[[gnu::always_inline]] inline void DropTraining(TrainingOnly<T>& kept) {
+  if (kTrainingLinked) kept.reset();
+}
+template <class T>
+[[gnu::always_inline]] inline T* TrainingKept(const TrainingOnly<T>& kept) {
+  return kTrainingLinked ? kept.get() : nullptr;
 }
 
 }  // namespace simd_attention
