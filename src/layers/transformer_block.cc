@@ -9,6 +9,7 @@
 #include "layers/residual.h"
 #include "layers/transformer_block_parts.h"
 #include "training/training_hooks.h"
+#include "training/training_module.h"
 
 namespace simd_attention {
 namespace {
@@ -206,14 +207,9 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
         part.gated_ffn->SetWeights(w.gated_ffn);
       }
     });
-    if (HasNorm(part.sublayer.norm)) {
-      part.norm.SetWeights(n.norm, w.norm.gamma, w.norm.beta);
-    } else if (!w.norm.gamma.empty() || !w.norm.beta.empty()) {
-      ThrowInvalidArgument({n.norm, ": the sublayer's norm placement is 'none', so no norm "
-                            "weights may be given; got ",
-                            std::to_string(w.norm.gamma.size() + w.norm.beta.size()),
-                            " values"});
-    }
+    // A sublayer without a norm ignores its norm's weights, as one without
+    // an output norm ignores those (the pool's stand-ins give both).
+    if (HasNorm(part.sublayer.norm)) part.norm.SetWeights(n.norm, w.norm.gamma, w.norm.beta);
     if (old.output_norm != nullptr) {
       part.output_norm =
           std::make_unique<BlockNorm>(config_.norm, d, float(config_.eps), *kernels_, pool_);
@@ -382,6 +378,8 @@ PrecomputedKV TransformerBlock::PrecomputeMemory(const Tensor3& memory,
 std::vector<float> TransformerBlock::ForwardIncremental(const Tensor3& x, KVCache& cache,
                                                         const SelfAttentionOptions& self_attention,
                                                         const PrecomputedKV* memory) {
+  // The training module makes no cache (so the rest folds away there).
+  if constexpr (kTrainingModule) RefuseInTrainingModule("KV caches");
   if (!has_weights_) throw std::logic_error("TransformerBlock: forward before SetWeights");
   SelfAttention("ForwardIncremental");
   CheckTensor("x", x, config_.d_model, config_.names->d_model);

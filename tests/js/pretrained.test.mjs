@@ -13,7 +13,8 @@ import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors, paddingOpt
   from './support/hf-models.mjs';
 import { feedForward } from './support/layers.mjs';
 import { fromPretrainedPooled } from '../../web/src/pretrained.js';
-import { createAttentionPool, loadBuilds, loadCheckpoint, track } from './support/modules.mjs';
+import { backendMatrix, createAttentionPool, loadBuilds, loadCheckpoint, track }
+  from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const sa = builds.simd;
@@ -75,8 +76,7 @@ test('the shared folder has the cases this file expects', () => {
   expect(supported.length).toBeGreaterThanOrEqual(13);
 });
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 describe.each(matrix)('%s build, %s backend', (_, backend, module) => {
   test.each(supported)('%s: the object of its config, its output', async (name) => {

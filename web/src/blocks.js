@@ -10,6 +10,7 @@ import { kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
+import { runBackward, TRAINABLE } from './training.js';
 import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './wasm-object.js';
 
 const optionalString = (where, name, v) => {
@@ -107,6 +108,7 @@ function readBlockForwardOptions(where, options, keys) {
     memoryKeyPaddingMask: optionalMask(where, 'options.memoryKeyPaddingMask',
       o.memoryKeyPaddingMask),
     positionOffset: optionalSize(where, 'options.positionOffset', o.positionOffset) ?? 0,
+    training: optionalBoolean(where, 'options.training', o.training, false),
   };
 }
 
@@ -119,7 +121,7 @@ function readIncrementalOptions(where, options) {
 const shaped = (t, data, dModel) => ({ data,
   shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] });
 
-// A module without the blocks' glue (the training build) refuses them by
+// A module without the stack's glue (the training build) refuses it by
 // name.
 function refuseWithout(Binding, kind) {
   if (Binding !== undefined) return;
@@ -132,7 +134,6 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
   const kind = 'TransformerBlock';
   class TransformerBlock extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
     constructor(config) {
-      refuseWithout(wasm.BlockBinding, kind);
       const resolved = readBlockConfig(kind, config, defaultBackend,
         OPTION_KEYS.TransformerBlockConfig);
       super(new wasm.BlockBinding(resolved), resolved.eps === undefined ? {} : { eps: resolved.eps });
@@ -154,8 +155,24 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
         (ArrayBuffer.isView(memoryOrOptions) || ArrayBuffer.isView(memoryOrOptions?.data)));
       const memory = hasMemory ? readTensor(where, 'memory', memoryOrOptions) : undefined;
       const o = readBlockForwardOptions(where, hasMemory ? maybeOptions : memoryOrOptions,
-        OPTION_KEYS.BlockForwardOptions);
+        OPTION_KEYS.BlockTrainingForwardOptions);
       return shaped(t, unwrap(wasm, where, raw.forward(t, memory, o)), this.config.dModel);
+    }
+
+    // The gradients of the last forward, a training one, given dOutput.
+    backward(dOutput) {
+      const where = `${kind}.backward`;
+      const raw = super[READY](where);
+      const { dModel } = this.config;
+      return runBackward(wasm, where, 'blockBackward', raw, dOutput, (g, tensor) => ({
+        ...g,
+        dInput: tensor(g.dInput, dModel),
+        ...(g.dMemory ? { dMemory: tensor(g.dMemory, dModel) } : {}),
+      }));
+    }
+
+    [TRAINABLE](where) {
+      return { raw: super[READY](where), step: 'stepBlock' };
     }
 
     createKVCache(options) {

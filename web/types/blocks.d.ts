@@ -8,6 +8,7 @@ import type {
   ActivationName, FeedForwardWeights, ResolvedActivationName, SelfAttentionOptions,
 } from './layers.js';
 import type { CacheTypeName, Tensor, WeightMatrix, WeightTypeName } from './tensors.js';
+import type { TransformerBlockGradients } from './training.js';
 
 /** What a sublayer computes. */
 export type MixerName = 'self_attention' | 'cross_attention' | 'ffn' | 'gated_ffn';
@@ -105,7 +106,7 @@ export interface GatedFeedForwardWeights {
 
 /** One sublayer's weights: its norm, and its mixer's (the group of its kind). */
 export interface SublayerWeights {
-  /** Omitted for norm `'none'`. */
+  /** Omitted (or ignored) for norm `'none'`. */
   norm?: BlockNormWeights;
   /** The norm after the mixer, for `'sandwich'`. */
   outputNorm?: BlockNormWeights;
@@ -135,6 +136,14 @@ export interface BlockForwardOptions extends StackForwardOptions {
   memoryKeyPaddingMask?: Uint8Array;
 }
 
+export interface BlockTrainingForwardOptions extends BlockForwardOptions {
+  /**
+   * Keep what `backward` needs (training build; float32 weights). Default
+   * false.
+   */
+  training?: boolean;
+}
+
 /**
  * A transformer block as an ordered list of sublayers (the blocks of Llama,
  * Mistral, Qwen, Gemma, Phi-3, GPT-J, GPT-NeoX, BERT, ...). Owns wasm
@@ -147,9 +156,14 @@ export interface TransformerBlock {
   /** All or nothing: after an error the block keeps its old weights. */
   setWeights(weights: TransformerBlockWeights): void;
   /** x `[batch, tokens, dModel]` (or 2-D) -> the same shape. */
-  forward(x: Tensor, options?: BlockForwardOptions): Tensor;
+  forward(x: Tensor, options?: BlockTrainingForwardOptions): Tensor;
   /** With a memory `[batch, memoryTokens, dModel]` for cross-attention sublayers. */
-  forward(x: Tensor, memory: Tensor, options?: BlockForwardOptions): Tensor;
+  forward(x: Tensor, memory: Tensor, options?: BlockTrainingForwardOptions): Tensor;
+  /**
+   * The gradients of the last forward, a training one, given `dOutput`
+   * (training build). Error without one since the weights last changed.
+   */
+  backward(dOutput: Tensor): TransformerBlockGradients;
   /** A cache for the block's one self-attention sublayer. */
   createKVCache(options: KVCacheOptions): KVCache;
   /** New tokens through the block, attending over `cache` and themselves; a failed step leaves the cache as it was. */

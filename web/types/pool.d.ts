@@ -98,14 +98,20 @@ export interface AttentionPool {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** What every object the pool's workers hold has. */
+interface PooledObject {
+  readonly disposed: boolean;
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 /**
  * MultiHeadAttention split by heads: the workers' partial outputs added in
  * worker order, then `bO`; the rest joined along the head axis.
  */
-export interface PooledMultiHeadAttention {
+export interface PooledMultiHeadAttention extends PooledObject {
   readonly config: ResolvedMultiHeadAttentionConfig;
   readonly kernels: string;
-  readonly disposed: boolean;
   setWeights(w: MultiHeadAttentionWeights): Promise<void>;
   /**
    * As MultiHeadAttention's: judged whole by worker 0's synchronous object,
@@ -125,8 +131,6 @@ export interface PooledMultiHeadAttention {
     cache: PooledKVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -140,14 +144,11 @@ export interface PooledLayerOptions {
   placement?: 'split' | 'whole';
 }
 
-export interface PooledTransformerLayerBase {
+export interface PooledTransformerLayerBase extends PooledObject {
   readonly config: ResolvedTransformerLayerConfig;
   readonly kernels: string;
-  readonly disposed: boolean;
   /** Where the pool put the layer (PooledLayerOptions). */
   readonly placement: 'split' | 'whole';
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface PooledTransformerEncoderLayer extends PooledTransformerLayerBase {
@@ -172,10 +173,9 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
 }
 
 /** A TransformerBlock of the pool, whole in one worker. */
-export interface PooledTransformerBlock {
+export interface PooledTransformerBlock extends PooledObject {
   readonly config: ResolvedTransformerBlockConfig;
   readonly kernels: string;
-  readonly disposed: boolean;
   /** Always `'whole'`. */
   readonly placement: 'whole';
   setWeights(weights: TransformerBlockWeights): Promise<void>;
@@ -184,20 +184,17 @@ export interface PooledTransformerBlock {
   forwardIncremental(x: Tensor, cache: PooledKVCache, options?: SelfAttentionOptions):
     Promise<Tensor>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
  * A KVCache held by a pool's workers as the object that made it holds its
  * heads; it serves only objects held the same way.
  */
-export interface PooledKVCache {
+export interface PooledKVCache extends PooledObject {
   readonly batch: number;
   readonly maxLength: number;
   /** Tokens cached as of the last call that finished. Throws once disposed. */
   readonly length: number;
-  readonly disposed: boolean;
   /** `[B, length, H*d_k]`, gathered from the workers. */
   keys(): Promise<Tensor>;
   /** `[B, length, H*d_v]`. */
@@ -209,15 +206,10 @@ export interface PooledKVCache {
    * worker given its heads' features.
    */
   append(keys: Tensor, values: Tensor): Promise<void>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A PrecomputedKeyValue held by a pool's workers, as a PooledKVCache. */
-export interface PooledPrecomputedKeyValue {
+export interface PooledPrecomputedKeyValue extends PooledObject {
   readonly batch: number;
   readonly tokens: number;
-  readonly disposed: boolean;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }

@@ -163,8 +163,7 @@ struct BlockOptions {
   std::vector<std::vector<float>>* attn_weights = nullptr;
   // Keep what Backward needs (each sublayer's record: its norms' inputs
   // and its mixer's), until the next forward, SetWeights or optimizer step.
-  // Float32 weights only; the attentions train without rotary positions and
-  // QK-norm (MhaOptions::training).
+  // Float32 weights only (MhaOptions::training).
   bool training = false;
 };
 
