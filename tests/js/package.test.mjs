@@ -74,14 +74,14 @@ test('the tarball ships only what is needed', () => {
 // glue minified (29 kB, the threaded ones 45 kB) and the two bundles (93
 // and 53 kB). With TransformerBlock and TransformerStack: 859,237 packed,
 // 2,306,087 unpacked (six .wasm of 213-238 kB; the glue 27 kB, the
-// threaded 43 kB; the entry 83 kB, the pool's worker 100 kB); the budgets
-// are that plus about 3%. With blocks in the training build (its .wasm
-// 247 kB): 889,760 packed, 2,355,404 unpacked; the packed budget that plus
-// about 1%.
+// threaded 43 kB; the entry 83 kB, the pool's worker 100 kB); with the
+// pool's split blocks and stacks: 898,056 packed, 2,386,703 unpacked; with
+// blocks in the training build (its .wasm 247 kB) about 6 kB more packed.
+// The budgets are that plus about 3%.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  expect(packed.size).toBeLessThanOrEqual(901000);
-  expect(packed.unpackedSize).toBeLessThanOrEqual(2375000);
+  expect(packed.size).toBeLessThanOrEqual(925000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(2458000);
 });
 
 // What a page without a bundler downloads by default, in brotli (quality
@@ -233,15 +233,16 @@ console.log(JSON.stringify(report));
 // downloads it as a page running a model downloads another; it leaves out
 // what only inference uses, src/training/training_module.h), and within
 // what it measured with TransformerBlock and TransformerStack plus about 1%
-// (web/src/README.md, Sizes). The relaxed-SIMD build, the one Chromium
+// (web/src/README.md, Sizes), since grown by the worker pool's gated FFN
+// part and sublayer norms of every kind (about 2.4 kB each). The relaxed-SIMD build, the one Chromium
 // loads by default, is the smallest inference build: highway alone; xsimd
 // is the SIMD build's.
 const WASM_BUDGETS = {
-  'dist/simd_attention_simd.wasm': 244000, // 241,638
-  'dist/simd_attention_relaxed.wasm': 216000, // 213,992
-  'dist/simd_attention_nosimd.wasm': 235000, // 232,068
-  'dist/simd_attention_simd_threads.wasm': 236000, // 233,443
-  'dist/simd_attention_relaxed_threads.wasm': 236000, // 233,125
+  'dist/simd_attention_simd.wasm': 246500, // 244,098
+  'dist/simd_attention_relaxed.wasm': 218500, // 216,437
+  'dist/simd_attention_nosimd.wasm': 237000, // 234,525
+  'dist/simd_attention_simd_threads.wasm': 238000, // 235,772
+  'dist/simd_attention_relaxed_threads.wasm': 238000, // 235,453
   // The layers run as blocks, whose backward it holds; TransformerBlock is
   // bound there too (its training forward, backward and optimizer steps).
   'dist/simd_attention_training.wasm': 249400, // 246,922

@@ -51,7 +51,8 @@ import {
 import {
   type BlockForwardOptions, type BlockNormWeights, type BlockTrainingForwardOptions,
   type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
-  type NormPlacementName, type PooledTransformerBlock, type QkNormConfig,
+  type NormPlacementName, type PooledPlacedObject, type PooledTransformerBlock,
+  type PooledTransformerStack, type QkNormConfig,
   type ResolvedActivationName, type ResolvedTransformerBlockConfig,
   type ResolvedTransformerStackConfig, type StackForwardOptions, type SublayerConfig,
   type SublayerWeights, type TransformerBlock, type TransformerBlockConfig,
@@ -635,7 +636,20 @@ if (pooledPretrained.kind === 'MultiHeadAttention') {
     pooledBlock.kernels, pooledBlock.disposed, pooledBlock.placement];
   await pooledBlock.dispose();
   await pooledBlock[Symbol.asyncDispose]();
-  void await pool.TransformerBlock(blockConfig);
+  void await pool.TransformerBlock(blockConfig, { placement: 'split' });
+} else if (pooledPretrained.kind === 'TransformerStack') {
+  const pooledStack: PooledTransformerStack = pooledPretrained.module;
+  const placed: PooledPlacedObject<ResolvedTransformerStackConfig> = pooledStack;
+  void placed;
+  const pooledCaches: PooledKVCache[] = await pooledStack.createKVCaches({ batch: 1,
+    maxLength: 8 });
+  await pooledStack.setWeights(stackWeights);
+  void [await pooledStack.forward(x, { causal: true }),
+    await pooledStack.forwardIncremental(x, pooledCaches), pooledStack.config.numLayers,
+    pooledStack.placement, pooledStack.kernels, pooledStack.disposed];
+  await pooledStack.dispose();
+  await pooledStack[Symbol.asyncDispose]();
+  void await pool.TransformerStack(stackConfig, { placement: 'whole' });
 } else {
   const layer: PooledTransformerEncoderLayer = pooledPretrained.module;
   void layer;

@@ -99,7 +99,7 @@ function readBlockWeights(where, name, w) {
   };
 }
 
-function readBlockForwardOptions(where, options, keys) {
+export function readBlockForwardOptions(where, options, keys) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, keys);
   return {
@@ -112,7 +112,13 @@ function readBlockForwardOptions(where, options, keys) {
   };
 }
 
-function readIncrementalOptions(where, options) {
+// Whether forward(x, memoryOrOptions, maybeOptions) was given a memory.
+export function givesMemory(memoryOrOptions, maybeOptions) {
+  return maybeOptions !== undefined || (memoryOrOptions !== undefined &&
+    (ArrayBuffer.isView(memoryOrOptions) || ArrayBuffer.isView(memoryOrOptions?.data)));
+}
+
+export function readIncrementalOptions(where, options) {
   const o = options === undefined ? {} : options;
   checkObject(where, 'options', o, OPTION_KEYS.SelfAttentionOptions);
   return readSharedAttentionOptions(where, o);
@@ -151,8 +157,7 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
       const where = `${kind}.forward`;
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
-      const hasMemory = maybeOptions !== undefined || (memoryOrOptions !== undefined &&
-        (ArrayBuffer.isView(memoryOrOptions) || ArrayBuffer.isView(memoryOrOptions?.data)));
+      const hasMemory = givesMemory(memoryOrOptions, maybeOptions);
       const memory = hasMemory ? readTensor(where, 'memory', memoryOrOptions) : undefined;
       const o = readBlockForwardOptions(where, hasMemory ? maybeOptions : memoryOrOptions,
         OPTION_KEYS.BlockTrainingForwardOptions);
@@ -196,6 +201,15 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
   }
   defineDispose(TransformerBlock);
   return TransformerBlock;
+}
+
+// A stack's caches: an array of one per layer (their types are the
+// caller's to check).
+export function readCaches(where, caches, numLayers) {
+  if (!Array.isArray(caches) || caches.length !== numLayers) {
+    throw new TypeError(`${where}: caches: expected an array of ${numLayers} KVCache ` +
+      `(createKVCaches()), got ${describe(caches)}`);
+  }
 }
 
 // The TransformerStack class of one module (wasm instance).
@@ -267,10 +281,7 @@ export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
       const where = `${kind}.forwardIncremental`;
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
-      if (!Array.isArray(caches) || caches.length !== this.config.numLayers) {
-        throw new TypeError(`${where}: caches: expected an array of ${this.config.numLayers} ` +
-          `KVCache (createKVCaches()), got ${describe(caches)}`);
-      }
+      readCaches(where, caches, this.config.numLayers);
       const raws = caches.map((c, i) => kvRaw(wasm, where, `caches[${i}]`, c, 'KVCache'));
       const o = readIncrementalOptions(where, options);
       return shaped(t, unwrap(wasm, where, raw.forwardIncremental(t, raws, o)),
