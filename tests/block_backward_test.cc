@@ -77,7 +77,7 @@ std::vector<BackwardCase> Cases() {
                {M::kFeedForward, P::kSandwich}}),
        2, 6, 9, true, true, {}},
       {"no_norm_tiny_model_layer",
-       Config(16, 2, 2, 20, NormKind::kLayerNorm, Activation::kGeluTanh,
+       MakeBlockConfig(16, 2, 2, 20, NormKind::kLayerNorm, Activation::kGeluTanh,
               {{M::kSelfAttention, P::kNone}, {M::kFeedForward, P::kNone}}),
        2, 7, 0, true, false, {}},
       {"three_side_by_side",
