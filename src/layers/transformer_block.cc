@@ -300,9 +300,7 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Tensor3& me
       return a.Forward(in, memory, memory, across).output;
     }
     MhaResult r = a.Forward(in, self);
-    if (options.attn_weights != nullptr) {
-      options.attn_weights->push_back(std::move(r.attn_weights));
-    }
+    if (options.attn_weights != nullptr) *options.attn_weights = std::move(r.attn_weights);
     return std::move(r.output);
   }, record);
   if (record != nullptr) record->ready = true;

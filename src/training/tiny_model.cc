@@ -335,9 +335,10 @@ TinyModelResult TinyTransformer::Forward(std::span<const int32_t> tokens,
   BlockOptions layer_options;
   layer_options.causal = true;
   layer_options.training = training;
-  if (options.need_weights) layer_options.attn_weights = &result.attn_weights;
-  for (TransformerBlock& layer : layers_) {
-    x = layer.Forward({x, batch, tokens_per_row, d}, layer_options);
+  if (options.need_weights) result.attn_weights.resize(layers_.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (options.need_weights) layer_options.attn_weights = &result.attn_weights[l];
+    x = layers_[l].Forward({x, batch, tokens_per_row, d}, layer_options);
   }
   result.logits.resize(CheckedCount("logits", {{"batch * tokens_per_row", rows}, {"vocab", v}}));
   ParallelMultiplyPacked(*pool_, *kernels_, x.data(), rows, unembedding_, result.logits.data(), v);

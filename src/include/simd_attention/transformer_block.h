@@ -157,10 +157,10 @@ struct BlockOptions {
   std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of the memory
   // Rotary positions of the first token (as MhaOptions::position_offset).
   size_t position_offset = 0;
-  // When given, each self-attention sublayer's attention weights
-  // [B, H, T, T] appended to it, in order (as MhaOptions::need_weights), by
-  // Forward(x) and Forward(x, memory).
-  std::vector<std::vector<float>>* attn_weights = nullptr;
+  // When given, the self-attention sublayer's attention weights [B, H, T, T]
+  // (as MhaOptions::need_weights; the last one's, if several), by Forward(x)
+  // and Forward(x, memory).
+  std::vector<float>* attn_weights = nullptr;
   // Keep what Backward needs (each sublayer's record: its norms' inputs
   // and its mixer's), until the next forward, SetWeights or optimizer step.
   // Float32 weights only (MhaOptions::training).
