@@ -73,7 +73,10 @@ inline constexpr NormPlacementTraits kNormPlacements[] = {
 
 constexpr const NormPlacementTraits& Traits(NormPlacement p) { return RowFor(kNormPlacements, p); }
 // Whether a sublayer of placement p has its norm (all but kNone).
-constexpr bool HasNorm(NormPlacement p) { return Traits(p).input_norm || Traits(p).sum_norm; }
+constexpr bool HasNorm(NormPlacement p) {
+  const NormPlacementTraits& t = Traits(p);
+  return t.input_norm || t.sum_norm;
+}
 static_assert(RowsDistinct(kNormPlacements), "kNormPlacements: one row per placement and name");
 
 struct Sublayer {
