@@ -119,10 +119,11 @@ struct JsSublayerWeights {
   SublayerWeights weights;
 
   explicit JsSublayerWeights(const val& js) {
-    const val norm = js["norm"];
-    gamma = CopyFloatsIfGiven(norm, "gamma");
-    beta = CopyFloatsIfGiven(norm, "beta");
-    weights.norm = {gamma, beta};
+    if (Given(js["norm"])) {  // none for norm 'none'
+      gamma = CopyFloatsIfGiven(js["norm"], "gamma");
+      beta = CopyFloatsIfGiven(js["norm"], "beta");
+      weights.norm = {gamma, beta};
+    }
     if (Given(js["outputNorm"])) {
       out_gamma = CopyFloatsIfGiven(js["outputNorm"], "gamma");
       out_beta = CopyFloatsIfGiven(js["outputNorm"], "beta");

@@ -41,7 +41,7 @@ class SublayerNormBinding : public Owned<BlockNorm> {
  public:
   // config {dModel, eps, norm, placement, layerForm, backend}: the block's
   // (or layer's) resolved dModel, eps and norm kind; the sublayer's
-  // placement ('pre', 'post', 'sandwich'); layerForm: the encoder and
+  // placement ('pre', 'post', 'sandwich', 'none'); layerForm: the encoder and
   // decoder layers' messages, else the block's.
   explicit SublayerNormBinding(const val& c)
       : Owned("BlockNorm", [&] { return MakeNorm(c); }),
@@ -55,7 +55,7 @@ class SublayerNormBinding : public Owned<BlockNorm> {
 
   // Whether the sublayer's input is normalized (pre and sandwich) by every
   // worker of its part.
-  bool normsInput() const { return placement_ != NormPlacement::kPost; }
+  bool normsInput() const { return Traits(placement_).input_norm; }
 
   // w {gamma, beta?}, named `name` as in the layer ("norm1") or block
   // ("sublayers[0] (ffn): norm"); a sandwich's output norm's `out`,
@@ -63,7 +63,10 @@ class SublayerNormBinding : public Owned<BlockNorm> {
   val setWeights(const val& w, const std::string& name, const val& out,
                  const std::string& out_name) {
     return Guard([&] {
-      Checked().SetWeights(name, CopyFloatsIfGiven(w, "gamma"), CopyFloatsIfGiven(w, "beta"));
+      // Without a norm ('none') its weights are ignored, as the block does.
+      if (HasNorm(placement_)) {
+        Checked().SetWeights(name, CopyFloatsIfGiven(w, "gamma"), CopyFloatsIfGiven(w, "beta"));
+      }
       if (output_ != nullptr) {
         output_->SetWeights(out_name, CopyFloatsIfGiven(out, "gamma"),
                             CopyFloatsIfGiven(out, "beta"));
@@ -95,7 +98,7 @@ class SublayerNormBinding : public Owned<BlockNorm> {
         output_->Forward("the output of a sublayer", add.data(), rows, add.data());
       }
       AddResidual(sublayer.c_str(), *pool_, *kernels_, x, add);
-      if (placement_ == NormPlacement::kPost) {
+      if (Traits(placement_).sum_norm) {
         Checked().Forward(layer_form_ ? kLayerNormInput : "the residual sum of a sublayer",
                           x.data(), rows, x.data());
       }

@@ -2,9 +2,9 @@
 # build with the backward passes, the optimizers (training_binding.cc), the
 # tiny model (tiny_model_binding.cc) and TransformerBlock (block_binding.cc,
 # without its KV caches and TransformerStack) bound, loaded by
-# createAttentionModule({ training: true }). It links simd_attention's own
-# forwards, which keep what a backward needs (the inference modules link
-# simd_attention_inference's; see src/training/training_build.h). Highway only, as
+# createAttentionModule({ training: true }). It links simd_attention, the
+# library with the training code (the inference modules link
+# simd_attention_inference; see src/training/training_hooks.h). Highway only, as
 # the threaded builds, for size, and without what only inference uses
 # (src/training/training_module.h: SA_TRAINING_MODULE, set on the whole tree by the
 # top CMakeLists.txt; the pool-only sources, bindings/CMakeLists.txt).

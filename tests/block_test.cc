@@ -1,10 +1,11 @@
 // TransformerBlock and TransformerStack: the blocks of today's models as
 // sublayer lists (Llama, Qwen3's QK-norm, Gemma 2's sandwich norms, GPT-J's
 // parallel attention and MLP, post-LN encoders, decoders with
-// cross-attention) against the double reference on every kernel table; the
-// encoder layer as an instance of the block; decoding token by token equal
-// to the causal forward, through one block and a stack; the RMSNorm and
-// gated-product kernels; configuration and weight errors.
+// cross-attention, the tiny model's norm-free layers) against the double
+// reference on every kernel table; the encoder layer as an instance of the
+// block; decoding token by token equal to the causal forward, through one
+// block and a stack; the RMSNorm and gated-product kernels; configuration
+// and weight errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -76,6 +77,11 @@ std::vector<BlockCase> Cases() {
                          {{M::kSelfAttention, P::kPre}, {M::kFeedForward, P::kPre, true}});
     c.rope = {RopeStyle::kInterleaved, 10000.0, 4};
     cases.push_back({"gptj_parallel", c, false, true, {}});
+  }
+  {  // The tiny model's layers: no norms, h + f(h).
+    BlockConfig c = Base(4, 4, NormKind::kLayerNorm, Activation::kRelu,
+                         {{M::kSelfAttention, P::kNone}, {M::kFeedForward, P::kNone}});
+    cases.push_back({"no_norm", c, true, true, {}});
   }
   {  // BERT: post-LN encoder layer.
     BlockConfig c = Base(4, 4, NormKind::kLayerNorm, Activation::kGeluErf,
@@ -322,6 +328,18 @@ TEST_P(BlockErrors, ConfigAndWeights) {
   w[1].w_down.push_back(0.5f);
   block.SetWeights(Views(w));
   EXPECT_EQ(block.Forward(x.View()).size(), 3u * 32);
+
+  // A sublayer without a norm ignores norm weights, as one without an
+  // output norm ignores those.
+  c.sublayers = {{M::kSelfAttention, P::kNone}, {M::kGatedFeedForward, P::kPre}};
+  TransformerBlock plain(c, table(), SharedThreadPool(1));
+  w = RandomBlockWeights(plain.config(), false, rng);
+  plain.SetWeights(Views(w));
+  const std::vector<float> y = plain.Forward(x.View());
+  w[0].gamma = std::vector<float>(7, 1.0f);  // not even d_model long
+  w[0].out_gamma = std::vector<float>(7, 1.0f);
+  plain.SetWeights(Views(w));
+  EXPECT_EQ(plain.Forward(x.View()), y);
 }
 
 INSTANTIATE_ON_EVERY_TABLE(BlockVsReference);

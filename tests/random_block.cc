@@ -54,8 +54,8 @@ std::vector<OwnedSublayer> RandomBlockWeights(const BlockConfig& c, bool biases,
   const MhaConfig attention = BlockAttentionConfig(c, biases);
   for (const Sublayer& s : c.sublayers) {
     OwnedSublayer w;
-    w.gamma = around(d);
-    if (beta) w.beta = RandomVector(d, 0.3f, rng);
+    if (HasNorm(s.norm)) w.gamma = around(d);
+    if (beta && HasNorm(s.norm)) w.beta = RandomVector(d, 0.3f, rng);
     if (s.norm == NormPlacement::kSandwich) {
       w.out_gamma = around(d);
       if (beta) w.out_beta = RandomVector(d, 0.3f, rng);

@@ -1,9 +1,10 @@
 // TinyTransformer: the gradient of every parameter group against central
 // differences of its loss on every kernel table; Weights/SetWeights round
-// trips; determinism (same seed and steps, same bits, on 1, 2 or 3 threads);
-// errors; and training with Adam: the copy-previous-token task to >= 99%
-// and the induction task to >= 90% accuracy on fresh batches within a
-// bounded number of steps.
+// trips; its layers as attention and FFN composed by hand; determinism
+// (same seed and steps, same bits, on 1, 2 or 3 threads); errors; and
+// training with Adam: the copy-previous-token task to >= 99% and the
+// induction task to >= 90% accuracy on fresh batches within a bounded
+// number of steps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -288,6 +289,64 @@ TEST(TinyModel, ForwardShapesLossAndAccuracy) {
   const TinyModelResult r2 = model.Forward(changed.tokens, changed.targets, b.batch, 6);
   EXPECT_TRUE(std::equal(r.logits.begin(), r.logits.begin() + 5 * config.vocab,
                          r2.logits.begin()));
+}
+
+// Each layer is x += MHA(x) (causal, with biases), then x += FFN(x), with
+// no norm: the model's logits and attention weights as a MultiHeadAttention
+// and a FeedForward composed by hand give them from its weights.
+TEST(TinyModel, LayersAddAttentionAndFeedForwardWithoutNorms) {
+  const TinyModelConfig config = SmallConfig(10);
+  TinyTransformer model(config);
+  const TinyModelWeights w = model.Weights();
+  const size_t d = config.d_model, v = config.vocab, rows = 2 * 5;
+  std::mt19937 rng(4);
+  const Batch b = CopyPreviousTask(rng, 2, 5, v);
+  const TinyModelResult r =
+      model.Forward(b.tokens, b.targets, b.batch, b.tokens_per_row, {.need_weights = true});
+
+  const std::vector<float> positions = PositionalEncoding(5, d);
+  std::vector<float> x(rows * d);
+  for (size_t row = 0; row < rows; ++row) {
+    for (size_t i = 0; i < d; ++i) {
+      x[row * d + i] = w.embedding[size_t(b.tokens[row]) * d + i] + positions[row % 5 * d + i];
+    }
+  }
+  MhaConfig m;
+  m.d_model = d;
+  m.num_heads = config.num_heads;
+  std::vector<float> ffn_out(rows * d);
+  for (size_t l = 0; l < config.num_layers; ++l) {
+    const TinyLayerWeights& lw = w.layers[l];
+    MultiHeadAttention attention(m, model.kernels(), SharedThreadPool(1));
+    MhaWeights a;
+    a.w_q = lw.w_q;
+    a.w_k = lw.w_k;
+    a.w_v = lw.w_v;
+    a.w_o = lw.w_o;
+    a.b_q = lw.b_q;
+    a.b_k = lw.b_k;
+    a.b_v = lw.b_v;
+    a.b_o = lw.b_o;
+    attention.SetWeights(a);
+    MhaOptions o;
+    o.causal = true;
+    o.need_weights = true;
+    const MhaResult out = attention.Forward({x, 2, 5, d}, o);
+    EXPECT_EQ(out.attn_weights, r.attn_weights[l]) << "layer " << l;
+    for (size_t i = 0; i < x.size(); ++i) x[i] += out.output[i];
+    FeedForward ffn(d, config.ffn_dim, config.activation, model.kernels());
+    ffn.SetWeights({lw.w1, lw.b1, lw.w2, lw.b2, {}, {}});
+    ffn.Forward(x.data(), rows, ffn_out.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += ffn_out[i];
+  }
+  for (size_t row = 0; row < rows; ++row) {
+    for (size_t j = 0; j < v; ++j) {
+      double z = w.unembedding_bias[j];
+      for (size_t i = 0; i < d; ++i) z += double(x[row * d + i]) * w.unembedding[i * v + j];
+      EXPECT_NEAR(r.logits[row * v + j], z, 1e-5 * std::max(1.0, std::fabs(z)))
+          << "row " << row << ", logit " << j;
+    }
+  }
 }
 
 TEST(TinyModel, NothingScored) {

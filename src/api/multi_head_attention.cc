@@ -18,7 +18,7 @@
 #include "layers/partial_outputs.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
-#include "training/training_build.h"
+#include "training/training_hooks.h"
 #include "training/training_module.h"
 #include "checks/validate.h"
 #include "storage/zero_filled.h"
@@ -258,12 +258,10 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   stored_q_norm_.assign(w.q_norm.begin(), plus_one ? w.q_norm.end() : w.q_norm.begin());
   stored_k_norm_.assign(w.k_norm.begin(), plus_one ? w.k_norm.end() : w.k_norm.begin());
   has_weights_ = true;
-  // Its gradients would mix the old weights with the new (a build without
-  // training never makes this state: only a training forward does).
-  if (kTrainingBuild) {
-    backward_.reset();
-    ReleaseTraining();
-  }
+  // Its gradients would mix the old weights with the new (a program that
+  // never trains never makes this state: only a training forward does).
+  DropTraining(backward_);
+  DropTraining(training_);
 }
 
 const float* MultiHeadAttention::RopeAngles(size_t pos0, size_t tokens) {
@@ -582,8 +580,8 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   float* z = q + batch * tq * ld_q;
   float* attention_scratch = z + batch * tq * ld_z;
   // Only Forward(query, key, value) trains; the others refused it.
-  const bool training = kTrainingBuild && options.training;
-  if (kTrainingBuild && !training) ReleaseTraining();
+  const bool training = TrainingRequested(options.training);
+  if (!training) DropTraining(training_);
   float* stats = training ? training_->softmax_stats.data() : nullptr;  // [B, H, Tq, 2]
   ComputedScan query_scan;
   Project(query.data.data(), batch, tq, q_, q, ld_q, query_scan, &query_pos0, QueryNorm());
@@ -681,18 +679,3 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
 }
 
 }  // namespace simd_attention
-
-#if !SA_TRAINING
-namespace simd_attention {
-
-// A build without training (training_build.h) links no backward and no
-// optimizer, so nothing calls these; defined here, they keep the training
-// code's out of its vtable (a training build's are in
-// training/multi_head_attention_backward.cc).
-void MultiHeadAttention::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void MultiHeadAttention::ParametersUpdated() {}
-
-}  // namespace simd_attention
-#endif

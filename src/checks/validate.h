@@ -82,8 +82,8 @@ inline constexpr ChoiceList kCacheTypeChoices =
 inline constexpr ChoiceList kJsCacheTypeChoices =
     ChoicesOf(kWeightTypes, &WeightTypeTraits::name, true, &InCaches);
 
-// Throws std::invalid_argument: options.training given to a build without
-// training (training_build.h).
+// Throws std::invalid_argument: options.training given to a program without
+// the training library (training/training_hooks.h).
 [[noreturn]] void RefuseTrainingInThisBuild();
 // What only inference uses, asked of the package's training module, which
 // leaves it out (training_module.h). A config value: std::invalid_argument

@@ -7,6 +7,7 @@
 #include "checks/validate.h"
 #include "storage/packed_weights.h"
 #include "threading/parallel.h"
+#include "training/training_hooks.h"
 
 namespace simd_attention {
 
@@ -54,7 +55,7 @@ void GatedFeedForward::SetWeights(const GatedFfnWeights& w) {
   PackedMatrix gate_up = PackWeights(*kernels_, both, scales, bias, d, 2 * f, weights_);
   down_ = PackWeights(*kernels_, down.values, down.scales, b_down, f, d, weights_);
   gate_up_ = std::move(gate_up);
-  training_.reset();  // transposes and gradients of the old weights
+  DropTraining(training_);  // transposes and gradients of the old weights
 }
 
 void GatedFeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* record) {

@@ -6,6 +6,7 @@
 #include "checks/validate.h"
 #include "layers/residual.h"
 #include "threading/parallel.h"
+#include "training/training_hooks.h"
 
 namespace simd_attention {
 
@@ -41,7 +42,7 @@ void BlockNorm::SetWeights(std::string_view name, std::span<const float> gamma,
   beta_ = std::move(shift);
   stored_gamma_.clear();
   if (Traits(kind_).plus_one) stored_gamma_.assign(gamma.begin(), gamma.end());
-  training_.reset();  // the gradients belonged to the old weights
+  DropTraining(training_);  // the gradients belonged to the old weights
 }
 
 void BlockNorm::Forward(const char* what, const float* x, size_t rows, float* out) const {

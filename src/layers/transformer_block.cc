@@ -8,7 +8,7 @@
 #include "dispatch/dispatch.h"
 #include "layers/residual.h"
 #include "layers/transformer_block_parts.h"
-#include "training/training_build.h"
+#include "training/training_hooks.h"
 #include "training/training_module.h"
 
 namespace simd_attention {
@@ -31,8 +31,7 @@ BlockConfig Resolve(BlockConfig c) {
       throw std::invalid_argument(at + ".parallel: the first sublayer has none before it to run "
                                   "beside, expected false, got true");
     }
-    if (s.parallel && (s.norm == NormPlacement::kPost ||
-                       c.sublayers[i - 1].norm == NormPlacement::kPost)) {
+    if (s.parallel && (Traits(s.norm).sum_norm || Traits(c.sublayers[i - 1].norm).sum_norm)) {
       throw std::invalid_argument(at + ".parallel: sublayers side by side add to one input, "
                                   "which a post norm would normalize between them; expected "
                                   "'pre' or 'sandwich' norms, got 'post'");
@@ -208,7 +207,9 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
         part.gated_ffn->SetWeights(w.gated_ffn);
       }
     });
-    part.norm.SetWeights(n.norm, w.norm.gamma, w.norm.beta);
+    // A sublayer without a norm ignores its norm's weights, as one without
+    // an output norm ignores those (the pool's stand-ins give both).
+    if (HasNorm(part.sublayer.norm)) part.norm.SetWeights(n.norm, w.norm.gamma, w.norm.beta);
     if (old.output_norm != nullptr) {
       part.output_norm =
           std::make_unique<BlockNorm>(config_.norm, d, float(config_.eps), *kernels_, pool_);
@@ -218,14 +219,13 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
   }
   parts_ = std::move(fresh);
   has_weights_ = true;
-  if (kTrainingBuild) record_.reset();  // it belonged to the old weights
+  DropTraining(record_);  // it belonged to the old weights
 }
 
 template <class Attend>
 void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
                            const Attend& attend, Record* record) {
   const size_t d = config_.d_model, rows = batch * tokens;
-  const bool keep = kTrainingBuild && record != nullptr;  // never without training
   std::vector<float> normed(h.size()), out(h.size()), sum;
   for (size_t i = 0; i < parts_.size();) {
     size_t end = i + 1;
@@ -235,10 +235,10 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
     std::vector<float>& target = end - i > 1 ? sum : h;
     for (size_t k = i; k < end; ++k) {
       Part& p = parts_[k];
-      SublayerRecord* r = keep ? &record->sublayers[k] : nullptr;
-      const bool post = p.sublayer.norm == NormPlacement::kPost;
+      SublayerRecord* r = record != nullptr ? &record->sublayers[k] : nullptr;
+      const NormPlacementTraits& placement = Traits(p.sublayer.norm);
       const float* in = h.data();
-      if (!post) {
+      if (placement.input_norm) {
         if (r != nullptr) r->norm_input = h;
         p.norm.Forward(p.names.norm_input, h.data(), rows, normed.data());
         in = normed.data();
@@ -255,7 +255,7 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
         p.output_norm->Forward("the output of a sublayer", out.data(), rows, out.data());
       }
       AddResidual(p.names.name.c_str(), *pool_, *kernels_, target, out);
-      if (post) {
+      if (placement.sum_norm) {
         if (r != nullptr) r->norm_input = target;
         p.norm.Forward(p.names.norm_sum, target.data(), rows, target.data());
       }
@@ -286,21 +286,22 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Tensor3& me
     CheckEqual("memory.batch", memory.batch, x.batch, "x.batch");
   }
   const bool training = TrainingRequested(options.training);
-  const MhaOptions self = SelfOptions(options, training);
+  MhaOptions self = SelfOptions(options, training);
+  self.need_weights = options.attn_weights != nullptr;
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
   across.training = training;
-  Record* record = nullptr;
-  if constexpr (kTrainingBuild) {
-    if (record_ != nullptr) record_->ready = false;  // what Backward reads
-    if (training) record = &StartRecord(x.batch, x.tokens);
-  }
+  if (Record* kept = TrainingKept(record_)) kept->ready = false;  // what Backward reads
+  Record* record = training ? &StartRecord(x.batch, x.tokens) : nullptr;
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
     MultiHeadAttention& a = *parts_[k].attention;
-    return parts_[k].sublayer.mixer == MixerKind::kSelfAttention
-               ? a.Forward(in, self).output
-               : a.Forward(in, memory, memory, across).output;
+    if (parts_[k].sublayer.mixer == MixerKind::kCrossAttention) {
+      return a.Forward(in, memory, memory, across).output;
+    }
+    MhaResult r = a.Forward(in, self);
+    if (options.attn_weights != nullptr) *options.attn_weights = std::move(r.attn_weights);
+    return std::move(r.output);
   }, record);
   if (record != nullptr) record->ready = true;
   return h;
@@ -324,7 +325,7 @@ std::vector<float> TransformerBlock::Forward(const Tensor3& x, const Precomputed
   const MhaOptions self = SelfOptions(options, false);
   MhaOptions across;
   across.key_padding_mask = options.memory_key_padding_mask;
-  if (kTrainingBuild && record_ != nullptr) record_->ready = false;
+  if (Record* kept = TrainingKept(record_)) kept->ready = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
     MultiHeadAttention& a = *parts_[k].attention;
@@ -392,7 +393,7 @@ std::vector<float> TransformerBlock::ForwardIncremental(const Tensor3& x, KVCach
   }
   const MhaOptions self = SelfAttentionMhaOptions(self_attention);
   const size_t before = cache.length();
-  if (kTrainingBuild && record_ != nullptr) record_->ready = false;
+  if (Record* kept = TrainingKept(record_)) kept->ready = false;
   std::vector<float> h(x.data.begin(), x.data.end());
   try {
     Run(h, x.batch, x.tokens, [&](size_t k, const Tensor3& in) {
@@ -418,16 +419,5 @@ size_t TransformerBlock::WeightBytes() const {
   }
   return bytes;
 }
-
-#if !SA_TRAINING
-// A build without training links no backward and no optimizer, so nothing
-// calls these; defined here, they keep the training code's out of the
-// block's vtable (a training build's are in
-// training/transformer_block_backward.cc).
-void TransformerBlock::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerBlock::ParametersUpdated() {}
-#endif
 
 }  // namespace simd_attention

@@ -12,7 +12,7 @@
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_block.h"
 #include "threading/parallel.h"
-#include "training/training_build.h"
+#include "training/training_hooks.h"
 #include "checks/validate.h"
 
 namespace simd_attention {
@@ -114,8 +114,9 @@ void FeedForward::SetWeights(const FfnWeights& w) {
   w1_ = PackWeights(*kernels_, w1.values, w1.scales, b1, d_model_, ffn_dim_, weights_);
   w2_ = PackWeights(*kernels_, w2.values, w2.scales, b2, ffn_dim_, d_model_, weights_);
   // W^T, gradients and saved activations belonged to the old weights (a
-  // build without training never makes them: only a training Forward does).
-  if (kTrainingBuild) training_.reset();
+  // program that never trains never makes them: only a training Forward
+  // does).
+  DropTraining(training_);
 }
 
 void FeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* record) {
@@ -124,8 +125,7 @@ void FeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* re
                                      {{"batch * tokens", rows}, {"ffn_dim", ffn_dim_}});
   if (hidden_.size() < hidden) hidden_.resize(hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, w1_, hidden_.data(), ffn_dim_);
-  const bool keep = kTrainingBuild && record != nullptr;  // never in a build without training
-  if (keep) {
+  if (record != nullptr) {
     record->input.assign(x, x + rows * d_model_);
     record->pre_activation.assign(hidden_.begin(), hidden_.begin() + hidden);
   }
@@ -133,7 +133,7 @@ void FeedForward::Forward(const float* x, size_t rows, float* out, FfnRecord* re
   ParallelElementwise(*pool_, rows * ffn_dim_, 0.5, [&](size_t begin, size_t end) {
     kernels_->activation(activation_, hidden_.data() + begin, end - begin);
   });
-  if (keep) record->hidden.assign(hidden_.begin(), hidden_.begin() + hidden);
+  if (record != nullptr) record->hidden.assign(hidden_.begin(), hidden_.begin() + hidden);
   ParallelMultiplyPacked(*pool_, *kernels_, hidden_.data(), rows, w2_, out, d_model_);
 }
 
@@ -328,20 +328,5 @@ std::vector<float> PositionalEncoding(size_t t, size_t d_model, const ArgNames& 
   }
   return pe;
 }
-
-#if !SA_TRAINING
-// A build without training links no backward and no optimizer, so nothing
-// calls these; defined here, they keep the training code's out of the
-// layers' vtables (a training build's are in
-// training/transformer_layers_backward.cc).
-void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerEncoderLayer::ParametersUpdated() {}
-void TransformerDecoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerDecoderLayer::ParametersUpdated() {}
-#endif
 
 }  // namespace simd_attention

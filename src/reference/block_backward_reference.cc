@@ -206,7 +206,7 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
     for (size_t k = i; k < end; ++k) {
       const SublayerProblem64& w = p.sublayers[k];
       const NormPlacement placement = c.sublayers[k].norm;
-      if (placement == NormPlacement::kPost) {
+      if (placement == NormPlacement::kPost || placement == NormPlacement::kNone) {
         mixer_in[k] = h;
       } else {
         norm_in[k] = h;
@@ -249,7 +249,9 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
         dy = NormBackward(c, out_norm_in[k], w.out_gamma, g, sg.d_out_gamma, sg.d_out_beta);
       }
       const Vec dm = mixer_backward(k, mixer_in[k], dy);
-      dh = Add(dh, NormBackward(c, norm_in[k], w.gamma, dm, sg.d_gamma, sg.d_beta));
+      dh = Add(dh, c.sublayers[k].norm == NormPlacement::kNone
+                       ? dm
+                       : NormBackward(c, norm_in[k], w.gamma, dm, sg.d_gamma, sg.d_beta));
     }
     g = std::move(dh);
   }

@@ -106,8 +106,9 @@ std::vector<float> ReferenceBlock(const BlockConfig& c, std::span<const Sublayer
     for (size_t k = i; k < end; ++k) {
       const Sublayer& s = c.sublayers[k];
       const bool post = s.norm == NormPlacement::kPost;
-      Rows out = Mixer(c, s, weights[k], post ? h : Norm(c, h, weights[k].norm), x, memory,
-                       options);
+      const bool normed_input = !post && s.norm != NormPlacement::kNone;
+      Rows out = Mixer(c, s, weights[k], normed_input ? Norm(c, h, weights[k].norm) : h, x,
+                       memory, options);
       if (s.norm == NormPlacement::kSandwich) out = Norm(c, out, weights[k].output_norm);
       for (size_t j = 0; j < sum.size(); ++j) sum[j] += out[j];
       if (post) sum = Norm(c, sum, weights[k].norm);

@@ -14,7 +14,7 @@
 #include "dispatch/dispatch.h"
 #include "training/gradients.h"
 #include "storage/packed_weights.h"
-#include "layers/residual.h"
+#include "layers/transformer_block_parts.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
 #include "training/tiny_model_parts.h"
@@ -76,14 +76,20 @@ std::vector<float> LinearInit(SeededRandom& random, size_t fan_in, size_t n) {
   return random.UniformVector(n, 1.0 / std::sqrt(double(fan_in)));
 }
 
-// Each layer's attention: d_model, num_heads, bias; the rest as MhaConfig's
-// defaults (the pool given sets the threads).
-MhaConfig AttentionConfig(const TinyModelConfig& c) {
-  MhaConfig m;
-  m.d_model = c.d_model;
-  m.num_heads = c.num_heads;
-  m.names = c.names;
-  return m;
+// Each layer: a causal self-attention with biases and an FFN if ffn_dim >
+// 0, each added to the residual stream without a norm; the rest as
+// BlockConfig's defaults (the pool given sets the threads).
+BlockConfig LayerBlockConfig(const TinyModelConfig& c, Backend backend) {
+  BlockConfig b;
+  b.d_model = c.d_model;
+  b.num_heads = c.num_heads;
+  b.ffn_dim = c.ffn_dim;
+  b.activation = c.activation;
+  b.backend = backend;
+  b.names = c.names;
+  b.sublayers.push_back({MixerKind::kSelfAttention, NormPlacement::kNone});
+  if (c.ffn_dim > 0) b.sublayers.push_back({MixerKind::kFeedForward, NormPlacement::kNone});
+  return b;
 }
 
 std::string LayerField(size_t layer, const char* field) {
@@ -154,12 +160,6 @@ void CheckWeight(std::string_view name, const std::vector<float>& w,
 
 }  // namespace
 
-TinyTransformer::Layer::Layer(const TinyModelConfig& c, const KernelTable& k,
-                              std::shared_ptr<ThreadPool> pool)
-    : attention(AttentionConfig(c), k, pool) {
-  if (c.ffn_dim > 0) ffn.emplace(c.d_model, c.ffn_dim, c.activation, k, std::move(pool));
-}
-
 TinyTransformer::TinyTransformer(const TinyModelConfig& config)
     : TinyTransformer(config, BestKernels(config.backend.value_or(Backend::kHighway))) {}
 
@@ -173,8 +173,16 @@ TinyTransformer::TinyTransformer(const TinyModelConfig& config, const KernelTabl
   config_.threads = pool_->threads();
   config_.backend = kernels.backend;
   positions_ = PositionalEncoding(config_.max_tokens, config_.d_model);
+  // The sublayers' residual sums named in messages as the model has always
+  // named them; no norms to name; parameters named by TrainableParameters'
+  // prefix ("weights.layers[0].") and their own names, as SetWeights
+  // names them.
+  const std::vector<TransformerBlock::PartNames> names = {
+      {"the attention sublayer", "", "", "", "", "", ""},
+      {"the feed-forward sublayer", "", "", "", "", "", ""}};
+  const BlockConfig layer = LayerBlockConfig(config_, kernels.backend);
   for (size_t l = 0; l < config_.num_layers; ++l) {
-    layers_.push_back(std::make_unique<Layer>(config_, kernels, pool_));
+    layers_.push_back(TransformerBlock(layer, kernels, pool_, names, true));
   }
   Reset(config_.seed);
 }
@@ -242,12 +250,26 @@ void TinyTransformer::SetWeights(const TinyModelWeights& w) {
   CheckWeight(Cat({"weights.", n.unembedding_bias}), w.unembedding_bias, {v});
 
   embedding_ = w.embedding;
+  std::vector<SublayerWeights> sublayers(layers_.empty() ? 0 : layers_[0].parts_.size());
   for (size_t l = 0; l < c.num_layers; ++l) {
     const TinyLayerWeights& lw = w.layers[l];
-    Layer& layer = *layers_[l];
-    layer.attention.SetWeights(
-        {lw.w_q, lw.w_k, lw.w_v, lw.w_o, lw.b_q, lw.b_k, lw.b_v, lw.b_o, {}, {}, {}, {}});
-    if (layer.ffn) layer.ffn->SetWeights({lw.w1, lw.b1, lw.w2, lw.b2, {}, {}});
+    MhaWeights& a = sublayers[kAttentionSublayer].attention;
+    a.w_q = lw.w_q;
+    a.w_k = lw.w_k;
+    a.w_v = lw.w_v;
+    a.w_o = lw.w_o;
+    a.b_q = lw.b_q;
+    a.b_k = lw.b_k;
+    a.b_v = lw.b_v;
+    a.b_o = lw.b_o;
+    if (f > 0) {
+      FfnWeights& ffn = sublayers[kFfnSublayer].ffn;
+      ffn.w1 = lw.w1;
+      ffn.b1 = lw.b1;
+      ffn.w2 = lw.w2;
+      ffn.b2 = lw.b2;
+    }
+    layers_[l].SetWeights(sublayers);
   }
   unembedding_ = PackWeights(*kernels_, w.unembedding, {}, w.unembedding_bias, d, v,
                              WeightType::kF32);
@@ -260,19 +282,20 @@ TinyModelWeights TinyTransformer::Weights() const {
   const HeadDims model{1, d, d};
   TinyModelWeights w;
   w.embedding = embedding_;
-  for (const std::unique_ptr<Layer>& layer : layers_) {
+  for (const TransformerBlock& layer : layers_) {
     TinyLayerWeights& lw = w.layers.emplace_back();
-    const MultiHeadAttention& a = layer->attention;
+    const MultiHeadAttention& a = layer.attention(kAttentionSublayer);
     const HeadDims q{c.num_heads, a.layout_.dk, a.layout_.dk_pad};
     const HeadDims v{c.num_heads, a.layout_.dv, a.layout_.dv_pad};
     UnpackPadded(*kernels_, a.q_, model, q, lw.w_q, lw.b_q);
     UnpackPadded(*kernels_, a.k_, model, q, lw.w_k, lw.b_k);
     UnpackPadded(*kernels_, a.v_, model, v, lw.w_v, lw.b_v);
     UnpackPadded(*kernels_, a.o_, v, model, lw.w_o, lw.b_o);
-    if (layer->ffn) {
+    if (f > 0) {
+      const FeedForward& ffn = *layer.parts_[kFfnSublayer].ffn;
       const HeadDims hidden{1, f, f};
-      UnpackPadded(*kernels_, layer->ffn->w1_, model, hidden, lw.w1, lw.b1);
-      UnpackPadded(*kernels_, layer->ffn->w2_, hidden, model, lw.w2, lw.b2);
+      UnpackPadded(*kernels_, ffn.w1_, model, hidden, lw.w1, lw.b1);
+      UnpackPadded(*kernels_, ffn.w2_, hidden, model, lw.w2, lw.b2);
     }
   }
   UnpackPadded(*kernels_, unembedding_, model, {1, c.vocab, c.vocab}, w.unembedding,
@@ -309,20 +332,13 @@ TinyModelResult TinyTransformer::Forward(std::span<const int32_t> tokens,
   TinyModelResult result;
   const bool training = options.training;
   if (training && training_ == nullptr) training_ = std::make_unique<Training>();
-  MhaOptions attention_options;
-  attention_options.causal = true;
-  attention_options.need_weights = options.need_weights;
-  attention_options.training = training;
-  std::vector<float> ffn_out;
-  for (const std::unique_ptr<Layer>& layer : layers_) {
-    MhaResult r = layer->attention.Forward({x, batch, tokens_per_row, d}, attention_options);
-    AddResidual("the attention sublayer", *pool_, *kernels_, x, r.output);
-    if (options.need_weights) result.attn_weights.push_back(std::move(r.attn_weights));
-    if (layer->ffn) {
-      ffn_out.resize(x.size());
-      layer->ffn->Forward(x.data(), rows, ffn_out.data(), training ? &layer->ffn_record : nullptr);
-      AddResidual("the feed-forward sublayer", *pool_, *kernels_, x, ffn_out);
-    }
+  BlockOptions layer_options;
+  layer_options.causal = true;
+  layer_options.training = training;
+  if (options.need_weights) result.attn_weights.resize(layers_.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (options.need_weights) layer_options.attn_weights = &result.attn_weights[l];
+    x = layers_[l].Forward({x, batch, tokens_per_row, d}, layer_options);
   }
   result.logits.resize(CheckedCount("logits", {{"batch * tokens_per_row", rows}, {"vocab", v}}));
   ParallelMultiplyPacked(*pool_, *kernels_, x.data(), rows, unembedding_, result.logits.data(), v);

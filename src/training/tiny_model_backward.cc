@@ -2,7 +2,7 @@
 // the last training forward, from dL/dlogits (kept by the forward) down to
 // the embedding:
 //   dU, dc = [x^T; 1^T] dlogits,  dx = dlogits U^T       (one GEMM each)
-//   per layer in reverse: dx += FFN'(dx); dx += MHA'(dx)  (residual sums)
+//   per layer in reverse: its block's backward (dx += FFN'(dx); dx += MHA'(dx))
 //   dE[token] += dx row by row, in order
 // and what an optimizer step needs of it.
 #include <stdexcept>
@@ -15,17 +15,6 @@
 #include "checks/validate.h"
 
 namespace simd_attention {
-namespace {
-
-// a += b, split across the pool (element-wise: any split is exact).
-void AddInPlace(ThreadPool& pool, const KernelTable& k, std::vector<float>& a,
-                const std::vector<float>& b) {
-  ParallelElementwise(pool, a.size(), 0.1, [&](size_t begin, size_t end) {
-    k.add(a.data() + begin, b.data() + begin, end - begin, a.data() + begin);
-  });
-}
-
-}  // namespace
 
 void TinyTransformer::Backward() {
   if (training_ == nullptr || !training_->ready) {
@@ -42,17 +31,11 @@ void TinyTransformer::Backward() {
   Sized(t.dx, rows * d);
   ParallelMultiplyPacked(*pool_, *kernels_, t.d_logits.data(), rows, t.unembedding_t,
                          t.dx.data(), d);
+  t.layer_gradients.resize(layers_.size());
   for (size_t l = layers_.size(); l-- > 0;) {
-    Layer& layer = *layers_[l];
-    if (layer.ffn) {
-      Sized(t.d_sublayer, rows * d);
-      layer.ffn->Backward(layer.ffn_record, t.dx.data(), rows, t.d_sublayer.data(),
-                         layer.ffn_gradients);
-      AddInPlace(*pool_, *kernels_, t.dx, t.d_sublayer);
-    }
-    layer.attention.Backward({t.dx, rows / t.tokens_per_row, t.tokens_per_row, d},
-                             layer.attention_gradients);
-    AddInPlace(*pool_, *kernels_, t.dx, layer.attention_gradients.d_input);
+    BlockGradients& g = t.layer_gradients[l];
+    layers_[l].Backward({t.dx, rows / t.tokens_per_row, t.tokens_per_row, d}, g);
+    t.dx.swap(g.d_input);
   }
   // Rows in order: a token's sum has one order whatever the threads.
   t.d_embedding.assign(v * d, 0.0f);
@@ -71,9 +54,10 @@ TinyModelWeights TinyTransformer::Gradients() const {
   const size_t d = config_.d_model, v = config_.vocab;
   TinyModelWeights g;
   g.embedding = t.d_embedding;
-  for (const std::unique_ptr<Layer>& layer : layers_) {
-    const MhaGradients& a = layer->attention_gradients;
-    const FfnGradients& f = layer->ffn_gradients;
+  const FfnGradients none;
+  for (const BlockGradients& layer : t.layer_gradients) {
+    const MhaGradients& a = layer.sublayers[kAttentionSublayer].attention;
+    const FfnGradients& f = config_.ffn_dim > 0 ? layer.sublayers[kFfnSublayer].ffn : none;
     g.layers.push_back({a.d_w_q, a.d_w_k, a.d_w_v, a.d_w_o, a.d_b_q, a.d_b_k, a.d_b_v, a.d_b_o,
                         f.d_w1, f.d_b1, f.d_w2, f.d_b2});
   }
@@ -92,9 +76,7 @@ void TinyTransformer::TrainableParameters(std::vector<Parameter>& out,
   out.push_back({embedding_.data(), t.d_embedding.data(), embedding_.size(),
                  Cat({prefix, "weights.embedding"})});
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const std::string layer = Cat({prefix, "weights.layers[", std::to_string(l), "]."});
-    layers_[l]->attention.TrainableParameters(out, layer);
-    if (layers_[l]->ffn) layers_[l]->ffn->TrainableParameters(out, layer);
+    layers_[l].TrainableParameters(out, Cat({prefix, "weights.layers[", std::to_string(l), "]."}));
   }
   out.push_back({unembedding_.w.data(), t.d_unembedding.data(), unembedding_.w.size(),
                  Cat({prefix, "weights.unembedding"})});
@@ -103,10 +85,7 @@ void TinyTransformer::TrainableParameters(std::vector<Parameter>& out,
 }
 
 void TinyTransformer::ParametersUpdated() {
-  for (const std::unique_ptr<Layer>& layer : layers_) {
-    layer->attention.ParametersUpdated();
-    if (layer->ffn) layer->ffn->WeightsUpdated();
-  }
+  for (TransformerBlock& layer : layers_) layer.ParametersUpdated();
   training_->unembedding_t = {};
   training_->ready = false;
 }

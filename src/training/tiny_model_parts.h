@@ -4,24 +4,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <vector>
 
 #include "simd_attention/tiny_model.h"
 
 namespace simd_attention {
 
-struct TinyTransformer::Layer {
-  Layer(const TinyModelConfig& c, const KernelTable& k, std::shared_ptr<ThreadPool> pool);
-  MultiHeadAttention attention;
-  std::optional<FeedForward> ffn;
-  FfnRecord ffn_record;  // the FFN's, by a training forward
-  // The last Backward's gradients, kept for Gradients() (and reused: a
-  // training loop allocates nothing per step).
-  MhaGradients attention_gradients;
-  FfnGradients ffn_gradients;
-};
+// The sublayers of each layer (a TransformerBlock): the attention, then the
+// FFN when ffn_dim > 0.
+inline constexpr size_t kAttentionSublayer = 0, kFfnSublayer = 1;
 
 struct TinyTransformer::Training {
   bool ready = false;          // a training forward since the last step
@@ -35,7 +26,10 @@ struct TinyTransformer::Training {
   std::vector<float> d_embedding;                        // [vocab, d_model]
   std::vector<float> d_unembedding, d_unembedding_bias;  // packed as U and c
   std::vector<float> d_unembedding_rows;  // [d_model + 1, vocab]: dU, then dc
-  std::vector<float> dx, d_sublayer, weight_workspace;
+  // Each layer's last Backward's gradients, kept for Gradients() (and
+  // reused: a training loop allocates nothing per step).
+  std::vector<BlockGradients> layer_gradients;
+  std::vector<float> dx, weight_workspace;
 };
 
 }  // namespace simd_attention

@@ -5,6 +5,7 @@
 //   pre,      y = h + f(N(h)):        dh = d + N'(f'(d))
 //   sandwich, y = h + N2(f(N(h))):    dh = d + N'(f'(N2'(d)))
 //   post,     y = N(h + f(h)):        ds = N'(d), dh = ds + f'(ds)
+//   none,     y = h + f(h):           dh = d + f'(d)
 // Sublayers side by side (parallel) read one h and add to it: each one's
 // term is added to one dh. Element-wise sums through the kernel table,
 // each split so that the result does not depend on the threads.
@@ -95,7 +96,7 @@ void TransformerBlock::Backward(const Tensor3& d_output, BlockGradients& g) {
   for (size_t end = parts_.size(); end > 0;) {
     size_t begin = end - 1;
     while (begin > 0 && parts_[begin].sublayer.parallel) --begin;
-    if (parts_[begin].sublayer.norm == NormPlacement::kPost) {  // alone in its group
+    if (Traits(parts_[begin].sublayer.norm).sum_norm) {  // post: alone in its group
       Part& p = parts_[begin];
       p.norm.Backward(r.sublayers[begin].norm_input.data(), rows, d.data(), a.data(),
                       g.sublayers[begin].norm);
@@ -117,8 +118,11 @@ void TransformerBlock::Backward(const Tensor3& d_output, BlockGradients& g) {
           dy = &b;
         }
         MixerBackward(k, *dy, a, g);
-        p.norm.Backward(s.norm_input.data(), rows, a.data(), b.data(), g.sublayers[k].norm);
-        AddTo(*pool_, *kernels_, parallel ? sum : d, b);
+        if (Traits(p.sublayer.norm).input_norm) {
+          p.norm.Backward(s.norm_input.data(), rows, a.data(), b.data(), g.sublayers[k].norm);
+          a.swap(b);
+        }
+        AddTo(*pool_, *kernels_, parallel ? sum : d, a);
       }
       if (parallel) d.swap(sum);
     }
@@ -136,9 +140,9 @@ void TransformerBlock::TrainableParameters(std::vector<Parameter>& out,
     const PartNames& n = p.names;
     const std::string mixer = Cat({prefix, n.mixer});
     if (p.attention != nullptr) p.attention->TrainableParameters(out, mixer);
-    if (p.ffn != nullptr) p.ffn->TrainableParameters(out, mixer + "ffn.");
+    if (p.ffn != nullptr) p.ffn->TrainableParameters(out, mixer + n.ffn);
     if (p.gated_ffn != nullptr) p.gated_ffn->TrainableParameters(out, mixer + "gated_ffn.");
-    p.norm.TrainableParameters(out, Cat({prefix, n.norm, "."}));
+    if (HasNorm(p.sublayer.norm)) p.norm.TrainableParameters(out, Cat({prefix, n.norm, "."}));
     if (p.output_norm != nullptr) {
       p.output_norm->TrainableParameters(out, Cat({prefix, n.output_norm, "."}));
     }
@@ -147,7 +151,7 @@ void TransformerBlock::TrainableParameters(std::vector<Parameter>& out,
 
 void TransformerBlock::ParametersUpdated() {
   for (Part& p : parts_) {
-    p.norm.ParametersUpdated();
+    if (HasNorm(p.sublayer.norm)) p.norm.ParametersUpdated();
     if (p.output_norm != nullptr) p.output_norm->ParametersUpdated();
     if (p.attention != nullptr) p.attention->ParametersUpdated();
     if (p.ffn != nullptr) p.ffn->WeightsUpdated();

@@ -167,6 +167,24 @@ describe.each(matrix)('%s build, %s backend', (_, backend, module) => {
   });
 });
 
+test("a sublayer with norm 'none' adds its mixer's output to its input: x + FFN(x)", () => {
+  const sa = builds.simd;
+  const w = (s, n) => randomFloats(n, s, 0.3);
+  const ffn = { w1: w(21, D * F), b1: w(22, F), w2: w(23, F * D), b2: w(24, D) };
+  const block = track(new sa.TransformerBlock({ dModel: D, numHeads: HEADS, ffnDim: F,
+    sublayers: [{ mixer: 'ffn', norm: 'none' }] }));
+  block.setWeights({ sublayers: [{ ffn }] });
+  const rows = 5;
+  const x = randomFloats(rows * D, 25, 1);
+  const hidden = matmul(x, rows, ffn.w1, D, F).map((v, i) => Math.max(0, v + ffn.b1[i % F]));
+  const expected = matmul(hidden, rows, ffn.w2, F, D).map((v, i) => x[i] + v + ffn.b2[i % D]);
+  const y = block.forward({ data: x, shape: [1, rows, D] });
+  expect(maxAbsDiff(y.data, expected)).toBeLessThan(1e-5);
+  // Norm weights, as the pool's stand-ins give, are ignored.
+  block.setWeights({ sublayers: [{ norm: { gamma: w(26, D) }, ffn }] });
+  expect(block.forward({ data: x, shape: [1, rows, D] }).data).toEqual(y.data);
+});
+
 test('a post-LN block of an attention and an FFN is the encoder layer', () => {
   const sa = builds.simd;
   const w = (s, n) => randomFloats(n, s, 0.3);
@@ -210,7 +228,7 @@ test('module.choices: the names C++ takes, in the order its messages list them',
   expect(choices.activation).toEqual(['relu', 'gelu', 'gelu_erf', 'gelu_tanh', 'silu', 'swish']);
   expect(choices.norm).toEqual(['layer_norm', 'rms_norm', 'gemma_rms_norm']);
   expect(choices.mixer).toEqual(['self_attention', 'cross_attention', 'ffn', 'gated_ffn']);
-  expect(choices.normPlacement).toEqual(['pre', 'post', 'sandwich']);
+  expect(choices.normPlacement).toEqual(['pre', 'post', 'sandwich', 'none']);
   expect(Object.isFrozen(choices) && Object.isFrozen(choices.activation)).toBe(true);
 });
 
@@ -221,8 +239,8 @@ describe('errors name the field, the expected and the given value', () => {
       "TransformerBlock: config.sublayers[0].mixer: expected 'self_attention', " +
       "'cross_attention', 'ffn' or 'gated_ffn', got 'attention'"],
     [{ sublayers: [{ mixer: 'ffn', norm: 'before' }] }, RangeError,
-      "TransformerBlock: config.sublayers[0].norm: expected 'pre', 'post' or 'sandwich', got " +
-      "'before'"],
+      "TransformerBlock: config.sublayers[0].norm: expected 'pre', 'post', 'sandwich' or 'none', " +
+      "got 'before'"],
     [{ norm: 'rmsnorm' }, RangeError, "TransformerBlock: config.norm: expected 'layer_norm', " +
       "'rms_norm' or 'gemma_rms_norm', got 'rmsnorm'"],
     [{ activation: 'mish' }, RangeError, "TransformerBlock: config.activation: expected 'relu', " +

@@ -16,9 +16,9 @@ export type MixerName = 'self_attention' | 'cross_attention' | 'ffn' | 'gated_ff
 /**
  * Where a sublayer's norm sits, h being the residual stream: `'pre'`
  * h + f(norm(h)) (GPT-2, Llama), `'post'` norm(h + f(h)) (BERT),
- * `'sandwich'` h + outputNorm(f(norm(h))) (Gemma 2).
+ * `'sandwich'` h + outputNorm(f(norm(h))) (Gemma 2), `'none'` h + f(h).
  */
-export type NormPlacementName = 'pre' | 'post' | 'sandwich';
+export type NormPlacementName = 'pre' | 'post' | 'sandwich' | 'none';
 
 /** One entry of `TransformerBlockConfig.sublayers`. */
 export interface SublayerConfig {
@@ -106,7 +106,8 @@ export interface GatedFeedForwardWeights {
 
 /** One sublayer's weights: its norm, and its mixer's (the group of its kind). */
 export interface SublayerWeights {
-  norm: BlockNormWeights;
+  /** Omitted (or ignored) for norm `'none'`. */
+  norm?: BlockNormWeights;
   /** The norm after the mixer, for `'sandwich'`. */
   outputNorm?: BlockNormWeights;
   /** As `MultiHeadAttention.setWeights`'s; here an omitted bias is zero. */

@@ -249,8 +249,8 @@ class MultiHeadAttention : public Trainable {
   void ReleaseTraining();
   // Trainable: every weight and bias with its last Backward's gradient in
   // the packed layout, named `prefix` + config.names' name ("w_q"); after
-  // an update, W^T and the training state are stale. (A build without
-  // training refuses: RefuseTrainingInThisBuild.)
+  // an update, W^T and the training state are stale. (A program without the
+  // training library refuses: RefuseTrainingInThisBuild.)
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
   void ParametersUpdated() override;
 

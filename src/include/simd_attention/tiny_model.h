@@ -1,7 +1,8 @@
 // A tiny trainable language model around the attention: token embedding +
-// sinusoidal positions, a stack of causal self-attention layers (each with
-// an optional FFN, residual sums, no LayerNorm), a projection to the
-// vocabulary and softmax cross-entropy, with its backward. It exists to show
+// sinusoidal positions, a stack of causal self-attention layers (each a
+// TransformerBlock of [self-attention, optional FFN] with residual sums and
+// norm placement 'none'), a projection to the vocabulary and softmax
+// cross-entropy, with its backward. It exists to show
 // attention learning small tasks (copy the previous token, reverse a
 // sequence, induction) where a visitor can watch: every step is the fast
 // forward and backward kernels, and Optimizer::Step(model) updates all of
@@ -25,6 +26,7 @@
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/packed_matrix.h"
 #include "simd_attention/trainable.h"
+#include "simd_attention/transformer_block.h"
 #include "simd_attention/transformer_layers.h"
 
 namespace simd_attention {
@@ -127,14 +129,14 @@ class TinyTransformer : public Trainable {
   ThreadPool& pool() const override { return *pool_; }
 
  private:
-  struct Layer;
-
   TinyModelConfig config_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<float> positions_;  // PE [max_tokens, d_model]
   std::vector<float> embedding_;  // [vocab, d_model]
-  std::vector<std::unique_ptr<Layer>> layers_;
+  // Each [self-attention, FFN if ffn_dim > 0], causal, no norms: the
+  // layers' forward, training record, backward and parameters.
+  std::vector<TransformerBlock> layers_;
   PackedMatrix unembedding_;  // U with c as its bias
   // Training: the last training forward's final x and dL/dlogits, its
   // tokens and shape; Backward's U^T and the gradients (the embedding's

@@ -53,21 +53,30 @@ enum class NormPlacement {
   kPre,       // h + f(norm(h))            (pre-LN: GPT-2, Llama)
   kPost,      // norm(h + f(h))            (post-LN: BERT, torch's default)
   kSandwich,  // h + norm_out(f(norm(h)))  (Gemma 2's four norms)
+  kNone,      // h + f(h)                  (no norm: the tiny model's layers)
 };
 
 struct NormPlacementTraits {
   NormPlacement value;
   const char* name;  // its name in JavaScript
+  bool input_norm;   // normalizes the mixer's input h
   bool output_norm;  // has a second norm after the mixer
+  bool sum_norm;     // normalizes the residual sum h + f(h)
 };
 
 inline constexpr NormPlacementTraits kNormPlacements[] = {
-    {NormPlacement::kPre, "pre", false},
-    {NormPlacement::kPost, "post", false},
-    {NormPlacement::kSandwich, "sandwich", true},
+    {NormPlacement::kPre, "pre", true, false, false},
+    {NormPlacement::kPost, "post", false, false, true},
+    {NormPlacement::kSandwich, "sandwich", true, true, false},
+    {NormPlacement::kNone, "none", false, false, false},
 };
 
 constexpr const NormPlacementTraits& Traits(NormPlacement p) { return RowFor(kNormPlacements, p); }
+// Whether a sublayer of placement p has its norm (all but kNone).
+constexpr bool HasNorm(NormPlacement p) {
+  const NormPlacementTraits& t = Traits(p);
+  return t.input_norm || t.sum_norm;
+}
 static_assert(RowsDistinct(kNormPlacements), "kNormPlacements: one row per placement and name");
 
 struct Sublayer {
@@ -151,6 +160,10 @@ struct BlockOptions {
   std::span<const uint8_t> memory_key_padding_mask;  // [B, S] of the memory
   // Rotary positions of the first token (as MhaOptions::position_offset).
   size_t position_offset = 0;
+  // When given, the self-attention sublayer's attention weights [B, H, T, T]
+  // (as MhaOptions::need_weights; the last one's, if several), by Forward(x)
+  // and Forward(x, memory).
+  std::vector<float>* attn_weights = nullptr;
   // Keep what Backward needs (each sublayer's record: its norms' inputs
   // and its mixer's), until the next forward, SetWeights or optimizer step.
   // Float32 weights only (MhaOptions::training).
@@ -239,9 +252,11 @@ class TransformerBlock : public Trainable {
     std::string norm, output_norm;  // its norms': "sublayers[1] (ffn): norm", "norm2"
     const char* norm_input;    // its norm's input in a range check (pre, sandwich)
     const char* norm_sum;      // the residual sum a post norm takes
+    const char* ffn = "ffn.";  // its FFN's parameters' prefix, after `mixer`
   };
   friend class TransformerEncoderLayer;
   friend class TransformerDecoderLayer;
+  friend class TinyTransformer;
   // The layers' form: their names, and every bias required (given, not
   // zero when empty), as their SetWeights has always asked.
   TransformerBlock(const BlockConfig& config, const KernelTable& kernels,
