@@ -1,6 +1,6 @@
-// Our forward with its weights held as float32, float16, bfloat16 and int8
-// (MhaConfig::weights), and on D1 also with a float16 or bfloat16 KV cache
-// beside weights of that type (MhaConfig::cache_type), natively and in wasm
+// Our forward with its weights held as float32, float16, bfloat16, int8 and
+// q4 (MhaConfig::weights), and on D1 also with a float16 or bfloat16 KV cache
+// beside weights of that type, or q4 weights (MhaConfig::cache_type), natively and in wasm
 // (node), on the workloads S1, S2, C1 and D1 of
 // web/bench-kit/workloads.json: interleaved rounds (f32, f16, bf16, int8,
 // f32, ...), medians, the speed against float32, the bytes of weights
@@ -41,6 +41,8 @@ constexpr Type kTypes[] = {{WeightType::kF32, WeightType::kF32, "f32"},
                            {WeightType::kF16, WeightType::kF32, "f16"},
                            {WeightType::kBF16, WeightType::kF32, "bf16"},
                            {WeightType::kInt8, WeightType::kF32, "int8"},
+                           {WeightType::kQ4, WeightType::kF32, "q4"},
+                           {WeightType::kQ4, WeightType::kF16, "q4+f16cache"},
                            {WeightType::kF16, WeightType::kF16, "f16+cache"},
                            {WeightType::kBF16, WeightType::kBF16, "bf16+cache"}};
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "block_binding.h"
 #include "checks/validate.h"
 #include "glue.h"
 #include "held_bytes.h"
@@ -14,6 +15,7 @@
 #include "kv_binding.h"
 #include "layer_binding.h"
 #include "simd_attention/transformer_block.h"
+#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -161,77 +163,74 @@ struct JsBlockWeights {
   }
 };
 
+// BlockOptions viewing copies of the JS masks.
+struct JsBlockOptions {
+  JsAttentionOptions self;
+  std::vector<uint8_t> memory;
+  BlockOptions options;
+  explicit JsBlockOptions(const val& js)
+      : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
+    ReadCausal(js["causal"], options.causal, options.causal_alignment);
+    options.key_padding_mask = self.key_padding_mask;
+    options.memory_key_padding_mask = memory;
+    options.position_offset = SizeOf(js, "positionOffset");
+    // The worker pool's calls (web/src/pool-parts.js) pass none.
+    options.training = Given(js["training"]) && js["training"].as<bool>();
+    self.SetOn(options.self_attention);
+  }
+};
+
 }  // namespace
 
-class BlockBinding : public Owned<TransformerBlock> {
- public:
-  explicit BlockBinding(const val& config)
-      : Owned("TransformerBlock",
-              [&] { return std::make_unique<TransformerBlock>(BlockConfigFromJs(config)); }) {}
+BlockBinding::BlockBinding(const val& config)
+    : Owned("TransformerBlock",
+            [&] { return std::make_unique<TransformerBlock>(BlockConfigFromJs(config)); }) {}
 
-  val info() {
-    return Guard([&] {
-      const TransformerBlock& b = Checked();
-      return BlockInfo(b.config(), BestKernels(b.config().backend));
-    });
-  }
+val BlockBinding::info() {
+  return Guard([&] {
+    const TransformerBlock& b = Checked();
+    return BlockInfo(b.config(), BestKernels(b.config().backend));
+  });
+}
 
-  val setWeights(const val& w) {
-    return Guard([&] {
-      TransformerBlock& b = Checked();
-      const JsBlockWeights weights(w);
-      b.SetWeights(weights.views);
-      weight_bytes_.Set(b.config().weights, b.WeightBytes());
-    });
-  }
+val BlockBinding::setWeights(const val& w) {
+  return Guard([&] {
+    TransformerBlock& b = Checked();
+    const JsBlockWeights weights(w);
+    b.SetWeights(weights.views);
+    weight_bytes_.Set(b.config().weights, b.WeightBytes());
+  });
+}
 
-  // memory: a tensor or undefined.
-  val forward(const val& x, const val& memory, const val& options) {
-    return Guard([&] {
-      TransformerBlock& b = Checked();
-      const Input in(x);
-      const Options o(options);
-      if (!Given(memory)) return ToFloat32Array(b.Forward(in.tensor, o.options));
-      const Input m(memory);
-      return ToFloat32Array(b.Forward(in.tensor, m.tensor, o.options));
-    });
-  }
+val BlockBinding::forward(const val& x, const val& memory, const val& options) {
+  return Guard([&] {
+    TransformerBlock& b = Checked();
+    const Input in(x);
+    const JsBlockOptions o(options);
+    if (!Given(memory)) return ToFloat32Array(b.Forward(in.tensor, o.options));
+    const Input m(memory);
+    return ToFloat32Array(b.Forward(in.tensor, m.tensor, o.options));
+  });
+}
 
-  val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-    return Guard([&] {
-      into.cache.emplace(Checked().CreateKVCache(batch, max_length));
-      into.Count();
-    });
-  }
+val BlockBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
+  return Guard([&] {
+    into.cache.emplace(Checked().CreateKVCache(batch, max_length));
+    into.Count();
+  });
+}
 
-  val forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
-    return Guard([&] {
-      TransformerBlock& b = Checked();
-      KVCache& c = cache.Checked();
-      const Input in(x);
-      const JsAttentionOptions shared(options);
-      SelfAttentionOptions self;
-      shared.SetOn(self);
-      return ToFloat32Array(b.ForwardIncremental(in.tensor, c, self));
-    });
-  }
-
- private:
-  HeldBytes weight_bytes_{Held::kWeights};
-  // BlockOptions viewing copies of the JS masks.
-  struct Options {
-    JsAttentionOptions self;
-    std::vector<uint8_t> memory;
-    BlockOptions options;
-    explicit Options(const val& js) : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
-      ReadCausal(js["causal"], options.causal, options.causal_alignment);
-      options.key_padding_mask = self.key_padding_mask;
-      options.memory_key_padding_mask = memory;
-      options.position_offset = SizeOf(js, "positionOffset");
-      self.SetOn(options.self_attention);
-    }
-  };
-};
+val BlockBinding::forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
+  return Guard([&] {
+    TransformerBlock& b = Checked();
+    KVCache& c = cache.Checked();
+    const Input in(x);
+    const JsAttentionOptions shared(options);
+    SelfAttentionOptions self;
+    shared.SetOn(self);
+    return ToFloat32Array(b.ForwardIncremental(in.tensor, c, self));
+  });
+}
 
 class StackBinding : public Owned<TransformerStack> {
  public:
@@ -334,14 +333,18 @@ EMSCRIPTEN_BINDINGS(simd_attention_blocks) {
       .function("forward", &BlockBinding::forward)
       .function("createKVCache", &BlockBinding::createKVCache)
       .function("forwardIncremental", &BlockBinding::forwardIncremental);
-  emscripten::class_<StackBinding>("StackBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<StackBinding>)
-      .function("info", &StackBinding::info)
-      .function("setWeights", &StackBinding::setWeights)
-      .function("forward", &StackBinding::forward)
-      .function("createKVCaches", &StackBinding::createKVCaches)
-      .function("forwardIncremental", &StackBinding::forwardIncremental);
+  // The training module trains a block alone: it has no stack (whose
+  // forwards are all inference) to bind.
+  if constexpr (!kTrainingModule) {
+    emscripten::class_<StackBinding>("StackBinding")
+        .constructor<const val&>()
+        .function("takeError", &TakeError<StackBinding>)
+        .function("info", &StackBinding::info)
+        .function("setWeights", &StackBinding::setWeights)
+        .function("forward", &StackBinding::forward)
+        .function("createKVCaches", &StackBinding::createKVCaches)
+        .function("forwardIncremental", &StackBinding::forwardIncremental);
+  }
 }
 
 }  // namespace simd_attention::bindings

@@ -29,7 +29,7 @@ class HeldBytes {
   size_t bytes_ = 0;
 };
 
-// stats.weightBytes = {f32, f16, bf16, int8} (a key per row of kWeightTypes),
+// stats.weightBytes = {f32, f16, bf16, int8, q4} (a key per row of kWeightTypes),
 // stats.cacheBytes = {f32, f16, bf16} (the rows caches hold): the sums over
 // the live objects.
 void SetHeldBytes(emscripten::val& stats);

@@ -1,9 +1,9 @@
 // TransformerBlock's Backward on every kernel table: blocks of every norm
 // kind (LayerNorm, RMSNorm, Gemma's 1 + w), placement (pre, post, sandwich),
 // mixer (self- and cross-attention, FFN, gated FFN with SiLU and both
-// GELUs) and sublayers side by side, against the float64 block reference
-// (reference/block_backward_reference), which central differences check in
-// turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
+// GELUs), rotary positions and QK-norm, and sublayers side by side, against
+// the float64 block reference (reference/block_backward_reference), which
+// central differences check in turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
 // equal its block's; errors.
 #include <gtest/gtest.h>
 
@@ -36,6 +36,13 @@ struct BackwardCase {
   SelfAttentionOptions self;
 };
 
+// Llama 3 / Qwen3's attention: half-style RoPE and QK-norm.
+BlockConfig Rotary(BlockConfig c) {
+  c.rope = {RopeStyle::kHalf, 10000.0, 0};
+  c.qk_norm = {true, NormKind::kRmsNorm, 1e-6};
+  return c;
+}
+
 // Widths that are no multiple of the vectors, so every kernel's tail runs.
 std::vector<BackwardCase> Cases() {
   SelfAttentionOptions gemma;
@@ -46,6 +53,10 @@ std::vector<BackwardCase> Cases() {
       {"llama_rms_swiglu",
        MakeBlockConfig(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
               {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}}),
+       2, 9, 0, true, false, {}},
+      {"llama_rope_qk_norm",
+       Rotary(MakeBlockConfig(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
+                              {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}})),
        2, 9, 0, true, false, {}},
       {"gemma2_sandwich_geglu",
        MakeBlockConfig(20, 2, 1, 28, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
@@ -129,7 +140,7 @@ std::unique_ptr<Problem> MakeProblem(const BackwardCase& c, uint32_t seed) {
     const OwnedWeights& a = w.attention;
     q.attention = {0, 0, 0, {}, {}, {}, ToDouble(a.w_q), ToDouble(a.w_k), ToDouble(a.w_v),
                    ToDouble(a.w_o), ToDouble(a.b_q), ToDouble(a.b_k), ToDouble(a.b_v),
-                   ToDouble(a.b_o)};
+                   ToDouble(a.b_o), ToDouble(w.q_norm), ToDouble(w.k_norm)};
     q.w1 = ToDouble(w.w1);
     q.b1 = ToDouble(w.b1);
     q.w2 = ToDouble(w.w2);
@@ -235,6 +246,10 @@ std::vector<Pair> Pairs(const Problem& p, const BlockGradients& g, const BlockBa
         add("attention.d_b_k", a.d_b_k, b.d_b_k);
         add("attention.d_b_v", a.d_b_v, b.d_b_v);
         add("attention.d_b_o", a.d_b_o, b.d_b_o);
+        if (p.config.qk_norm.enabled) {
+          add("attention.d_q_norm", a.d_q_norm, b.d_q_norm);
+          add("attention.d_k_norm", a.d_k_norm, b.d_k_norm);
+        }
         break;
       }
       case M::kFeedForward:
@@ -309,6 +324,8 @@ TEST_P(BlockReferenceGradients, MatchFiniteDifferences) {
     if (Traits(c.config.sublayers[k].mixer).attention) {
       check(at + "w_q", w.attention.w_q, g.attention.d_w_q, 7);
       check(at + "b_o", w.attention.b_o, g.attention.d_b_o, 3);
+      check(at + "q_norm", w.attention.q_norm, g.attention.d_q_norm, 1);
+      check(at + "k_norm", w.attention.k_norm, g.attention.d_k_norm, 1);
     }
     check(at + "w1", w.w1, g.d_w1, 11);
     check(at + "b1", w.b1, g.d_b1, 5);
@@ -332,8 +349,9 @@ class BlockBackwardThreads : public TableTest {};
 TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
   // Large enough that the GEMMs, the attention and the norms split.
   const BackwardCase cases[] = {
-      {"llama", MakeBlockConfig(64, 4, 2, 256, NormKind::kRmsNorm, Activation::kSilu,
-                       {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}}),
+      {"llama", Rotary(MakeBlockConfig(64, 4, 2, 256, NormKind::kRmsNorm, Activation::kSilu,
+                                       {{M::kSelfAttention, P::kPre},
+                                        {M::kGatedFeedForward, P::kPre}})),
        2, 70, 0, true, true, {}},
       {"decoder", MakeBlockConfig(64, 4, 4, 256, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
                          {{M::kSelfAttention, P::kSandwich},
@@ -355,6 +373,9 @@ TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
         EXPECT_EQ(b.norm.d_gamma, a.norm.d_gamma) << k;
         EXPECT_EQ(b.output_norm.d_gamma, a.output_norm.d_gamma) << k;
         EXPECT_EQ(b.attention.d_w_q, a.attention.d_w_q) << k;
+        EXPECT_EQ(b.attention.d_w_k, a.attention.d_w_k) << k;
+        EXPECT_EQ(b.attention.d_q_norm, a.attention.d_q_norm) << k;
+        EXPECT_EQ(b.attention.d_k_norm, a.attention.d_k_norm) << k;
         EXPECT_EQ(b.ffn.d_w1, a.ffn.d_w1) << k;
         EXPECT_EQ(b.gated_ffn.d_w_gate, a.gated_ffn.d_w_gate) << k;
         EXPECT_EQ(b.gated_ffn.d_w_down, a.gated_ffn.d_w_down) << k;
@@ -436,14 +457,7 @@ TEST_P(BlockBackwardErrors, RefusesWhatItCannotDifferentiate) {
   block.SetWeights(p->Views());
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
 
-  // What the attention cannot differentiate yet, and weights an optimizer
-  // could not update.
-  BlockConfig rope = p->c.config;
-  rope.rope = {RopeStyle::kHalf, 10000.0, 0};
-  TransformerBlock rotary(rope, table(), SharedThreadPool(1));
-  rotary.SetWeights(p->Views());
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { rotary.Forward(p->x.View(), o); },
-                                                {"options.training", "rotary"}));
+  // Weights an optimizer could not update.
   BlockConfig narrow = p->c.config;
   narrow.sublayers = {{M::kGatedFeedForward, P::kPre}};
   narrow.weights = WeightType::kBF16;

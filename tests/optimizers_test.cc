@@ -497,7 +497,8 @@ TEST(OptimizerErrors, NameTheParameterAsSetWeightsDoes) {
 // ---------------------------------------------------------------------------
 // Step(TransformerBlock): every parameter it lists is updated as the rule
 // says, in the layout SetWeights takes: after an SGD step (weight decay
-// included, which decays Gemma's stored gamma, not its 1 + gamma) the block
+// included, which decays Gemma's stored gamma, not its 1 + gamma, in the
+// block's norms and in QK-norm's) the block
 // computes what a fresh block given the rule's weights computes.
 
 // w - lr (g + weight_decay w), in double, for every weight of a block with
@@ -524,6 +525,8 @@ void SgdStep(std::vector<OwnedSublayer>& sublayers, const BlockGradients& g, dou
                                     &a.b_q, &a.b_k, &a.b_v, &a.b_o};
         step(*v[i], *GradientOf(d.attention, i));
       }
+      step(w.q_norm, d.attention.d_q_norm);
+      step(w.k_norm, d.attention.d_k_norm);
     }
     step(w.w1, d.ffn.d_w1);
     step(w.b1, d.ffn.d_b1);
@@ -548,9 +551,14 @@ class BlockStep : public TableTest {};
 TEST_P(BlockStep, SgdUpdatesEveryParameterAsTheRuleSays) {
   using M = MixerKind;
   using P = NormPlacement;
-  const BlockConfig configs[] = {
+  // Gemma 3's: QK-norm stored as gamma - 1 too, RoPE over 4 of 5 features.
+  BlockConfig gemma =
       SmallBlock(NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
-                 {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}}),
+                 {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}});
+  gemma.rope = {RopeStyle::kHalf, 10000.0, 4};
+  gemma.qk_norm = {true, NormKind::kGemmaRmsNorm, 1e-6};
+  const BlockConfig configs[] = {
+      gemma,
       SmallBlock(NormKind::kLayerNorm, Activation::kSilu,
                  {{M::kSelfAttention, P::kPre},
                   {M::kGatedFeedForward, P::kPre, true},

@@ -37,7 +37,8 @@ std::vector<float> Around(size_t n, float centre, std::mt19937& rng) {
 
 MhaConfig BlockAttentionConfig(const BlockConfig& c, bool bias) {
   return Resolve({.d_model = c.d_model, .num_heads = c.num_heads, .head_dim = c.head_dim,
-                  .num_kv_heads = c.num_kv_heads, .bias = bias});
+                  .num_kv_heads = c.num_kv_heads, .rope = c.rope, .qk_norm = c.qk_norm,
+                  .bias = bias});
 }
 
 std::vector<OwnedSublayer> RandomBlockWeights(const BlockConfig& c, bool biases,

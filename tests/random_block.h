@@ -33,7 +33,8 @@ BlockConfig MakeBlockConfig(size_t d_model, size_t heads, size_t kv_heads, size_
 // n values uniform in centre +- 0.3.
 std::vector<float> Around(size_t n, float centre, std::mt19937& rng);
 
-// The attentions' config as a block of config `c` resolves it.
+// The attentions' config as a block of config `c` resolves it (its
+// self-attentions': rotary positions and QK-norm as c's).
 MhaConfig BlockAttentionConfig(const BlockConfig& c, bool bias = true);
 
 // Weights for every sublayer of `c` (resolved), torch-like scales: matrices

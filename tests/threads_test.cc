@@ -120,29 +120,32 @@ TEST_P(Threads, RotaryProblemsAreBitIdentical) {
   }
 }
 
-// int8 weights: the integer GEMM with A quantized once for every task
-// (kernels/int8_activations.h), on the projections of 150 rows (a prefill,
-// tiles and their bottom edge), the per-head outputs (one kernel call per
-// head, quantizing its own slice) and a decoding step of one row per batch
-// item.
-TEST_P(Threads, Int8WeightsAreBitIdentical) {
-  std::mt19937 rng(29);
-  const MhaConfig config{.d_model = 48, .num_heads = 6, .weights = WeightType::kInt8};
-  const MhaProblem p = testing::RandomProblem(config, 2, 75, 75, rng);
-  const testing::OwnedTensor step = testing::RandomTensor(2, 1, 48, rng);
-  MhaOptions o;
-  o.need_per_head_output = true;
-  ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
-    MultiHeadAttention mha(p.config, table(), std::move(pool));
-    mha.SetWeights(p.weights.View());
-    const Tensor3 x = p.query.View();
-    MhaResult r = mha.Forward(x, x, x, o);
-    KVCache cache = mha.CreateKVCache(2, 76);
-    mha.ForwardIncremental(x, cache);
-    const std::vector<float> decoded = mha.ForwardIncremental(step.View(), cache).output;
-    r.output.insert(r.output.end(), decoded.begin(), decoded.end());
-    return r;
-  });
+// int8 and q4 weights: the integer GEMM with A quantized once for every
+// task (kernels/int8_activations.h), on the projections of 150 rows (a
+// prefill, tiles and their bottom edge), the per-head outputs (one kernel
+// call per head, quantizing its own slice; for q4 slices that start inside
+// a block) and a decoding step of one row per batch item.
+TEST_P(Threads, IntegerWeightsAreBitIdentical) {
+  for (const WeightType type : {WeightType::kInt8, WeightType::kQ4}) {
+    SCOPED_TRACE(Traits(type).name);
+    std::mt19937 rng(29);
+    const MhaConfig config{.d_model = 48, .num_heads = 6, .weights = type};
+    const MhaProblem p = testing::RandomProblem(config, 2, 75, 75, rng);
+    const testing::OwnedTensor step = testing::RandomTensor(2, 1, 48, rng);
+    MhaOptions o;
+    o.need_per_head_output = true;
+    ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
+      MultiHeadAttention mha(p.config, table(), std::move(pool));
+      mha.SetWeights(p.weights.View());
+      const Tensor3 x = p.query.View();
+      MhaResult r = mha.Forward(x, x, x, o);
+      KVCache cache = mha.CreateKVCache(2, 76);
+      mha.ForwardIncremental(x, cache);
+      const std::vector<float> decoded = mha.ForwardIncremental(step.View(), cache).output;
+      r.output.insert(r.output.end(), decoded.begin(), decoded.end());
+      return r;
+    });
+  }
 }
 
 TEST_P(Threads, IncrementalDecodingIsBitIdentical) {
@@ -202,7 +205,8 @@ TEST_P(Threads, GemmsSplitByRowsAreBitIdentical) {
   const std::vector<float> w = testing::RandomVector(k * n, 0.5f, rng);
   const std::vector<float> bias = testing::RandomVector(n, 0.5f, rng);
   for (const WeightType type :
-       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kInt8}) {
+       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kInt8,
+        WeightType::kQ4}) {
     const PackedMatrix b = PackWeights(t, w, {}, bias, k, n, type);
     for (const size_t m : {4 * tile, 3 * tile + 2, 2 * tile + tile - 1}) {
       SCOPED_TRACE("type " + std::to_string(int(type)) + ", m " + std::to_string(m));

@@ -19,6 +19,7 @@ namespace HWY_NAMESPACE {
 #include "kernels/exp-inl.h"
 #include "kernels/gemm-inl.h"
 #include "kernels/int8_gemm-inl.h"
+#include "kernels/q4_gemm-inl.h"
 #include "kernels/attention-inl.h"
 #include "kernels/attention_backward-inl.h"
 #include "kernels/rope-inl.h"

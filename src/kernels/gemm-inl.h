@@ -7,6 +7,8 @@
 
 template <class Ops>
 struct Int8Gemm;  // int8_gemm-inl.h: int8 weights multiply in integers
+template <class Ops>
+struct Q4Gemm;  // q4_gemm-inl.h: 4-bit weights, unpacked in registers
 
 template <class Ops>
 struct Gemm {
@@ -198,6 +200,7 @@ struct Gemm {
     if (g.m == 0) return;
     const WeightType type = HeldType(g.weight_type);
     if (type == WeightType::kInt8) return Int8Gemm<Ops>::Multiply(g);
+    if (type == WeightType::kQ4) return Q4Gemm<Ops>::Multiply(g);
     const size_t bytes = WeightBytes(type);
     const char* packed_b = static_cast<const char*>(g.packed_b);
     alignas(64) float edge[kRows * kPanel] = {};  // C tile at the right edge
@@ -236,7 +239,8 @@ struct Gemm {
             WidenSlice<BF16Bits>(panel_start, g.k_begin + k0, kc, wide);
             panel = wide;
             break;
-          case WeightType::kInt8:  // Int8Gemm, above
+          case WeightType::kInt8:  // Int8Gemm and Q4Gemm, above
+          case WeightType::kQ4:
             break;
         }
         // Next: this K block of the next panel, else the next K block of

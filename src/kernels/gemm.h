@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/q4_layout.h"
 #include "simd_attention/weight_type.h"
 
 namespace simd_attention {
@@ -118,7 +119,13 @@ inline size_t PanelRows(WeightType type, size_t rows) {
   return type == WeightType::kInt8 ? rows + rows % 2 : rows;
 }
 
-// The activations of an int8 product quantized ahead of the kernel (for
+// Bytes of one packed panel of `width` columns of a [rows, n] matrix.
+inline size_t PanelBytes(WeightType type, size_t rows, size_t width) {
+  if (type == WeightType::kQ4) return Q4PanelBytes(rows, width);
+  return PanelRows(type, rows) * width * WeightBytes(type);
+}
+
+// The activations of an int8 (or q4) product quantized ahead of the kernel (for
 // every task of a split product, int8_activations.h), in the layout of
 // Int8Words (int8_gemm.h), and each row's step.
 struct Int8Rows {

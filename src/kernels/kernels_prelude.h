@@ -17,6 +17,7 @@
 #include "kernels/attention_backward.h"
 #include "kernels/gemm.h"
 #include "kernels/int8_gemm.h"
+#include "kernels/q4_gemm.h"
 #include "kernels/rope.h"
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"

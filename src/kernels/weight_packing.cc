@@ -118,6 +118,8 @@ void NarrowPacked(const float* packed, size_t count, WeightType type, void* out)
       for (size_t i = 0; i < count; ++i) q[i] = static_cast<int8_t>(packed[i]);
       return;
     }
+    case WeightType::kQ4:  // blocks quantized from the floats by PackQ4 (q4_packing.h)
+      return;
   }
 }
 

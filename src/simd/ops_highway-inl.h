@@ -26,6 +26,9 @@
 //   VP                     kLanes pairs of int16 (one scalar layer pair)
 //   LoadPairs(w)           2 * kLanes int8 at w sign-extended to int16:
 //                          pair i is (w[2i], w[2i+1])
+//   LoadNibblePairs(w, low, high)  2 * kLanes bytes at w as two VP: each
+//                          byte's low nibble minus 8 in *low, its high
+//                          nibble minus 8 in *high (q4 weights, q4_layout.h)
 //   SetPair(pair)          the two int16 of `pair` (lo in its low half) in
 //                          every pair
 //   MulAddPairs(w, a, acc) acc + w.lo * a.lo + w.hi * a.hi in int32 lane i
@@ -108,6 +111,10 @@ struct HighwayOps {
     int32_t lo, hi;
   };
   static VP LoadPairs(const int8_t* w) { return {w[0], w[1]}; }
+  static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
+    *low = {(w[0] & 15) - 8, (w[1] & 15) - 8};
+    *high = {(w[0] >> 4) - 8, (w[1] >> 4) - 8};
+  }
   static VP SetPair(int32_t pair) {
     return {static_cast<int16_t>(pair & 0xffff), static_cast<int16_t>(pair >> 16)};
   }
@@ -121,12 +128,26 @@ struct HighwayOps {
   // One v128.load8x8_s (pmovsxbw from memory in V8): Highway's LoadU and
   // PromoteTo stay two instructions, a 64-bit load and a sign extension.
   static VP LoadPairs(const int8_t* w) { return VP{wasm_i16x8_load8x8(w)}; }
+  static VP LoadBytes16(const uint8_t* w) { return VP{wasm_u16x8_load8x8(w)}; }
 #else
   static VP LoadPairs(const int8_t* w) {
     const hwy::HWY_NAMESPACE::Rebind<int8_t, DP> d8;
     return hwy::HWY_NAMESPACE::PromoteTo(DP(), hwy::HWY_NAMESPACE::LoadU(d8, w));
   }
+  // 2 * kLanes bytes zero-extended to int16.
+  static VP LoadBytes16(const uint8_t* w) {
+    const hwy::HWY_NAMESPACE::RebindToUnsigned<DP> du;
+    const hwy::HWY_NAMESPACE::Rebind<uint8_t, DP> d8;
+    return hwy::HWY_NAMESPACE::BitCast(
+        DP(), hwy::HWY_NAMESPACE::PromoteTo(du, hwy::HWY_NAMESPACE::LoadU(d8, w)));
+  }
 #endif
+  static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
+    const VP bytes = LoadBytes16(w), eight = hwy::HWY_NAMESPACE::Set(DP(), 8);
+    *low = hwy::HWY_NAMESPACE::Sub(
+        hwy::HWY_NAMESPACE::And(bytes, hwy::HWY_NAMESPACE::Set(DP(), 15)), eight);
+    *high = hwy::HWY_NAMESPACE::Sub(hwy::HWY_NAMESPACE::ShiftRight<4>(bytes), eight);
+  }
   static VP SetPair(int32_t pair) {
     return hwy::HWY_NAMESPACE::BitCast(DP(), hwy::HWY_NAMESPACE::Set(DI(), pair));
   }

@@ -37,6 +37,10 @@ struct ScalarOps {
     int32_t lo, hi;
   };
   static VP LoadPairs(const int8_t* w) { return {w[0], w[1]}; }
+  static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
+    *low = {(w[0] & 15) - 8, (w[1] & 15) - 8};
+    *high = {(w[0] >> 4) - 8, (w[1] >> 4) - 8};
+  }
   static VP SetPair(int32_t pair) {
     return {static_cast<int16_t>(pair & 0xffff), static_cast<int16_t>(pair >> 16)};
   }

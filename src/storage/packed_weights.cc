@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/q4_packing.h"
 #include "kernels/weight_packing.h"
 #include "training/training_module.h"
 #include "checks/validate.h"
@@ -78,6 +79,16 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
   p.type = type;
   p.rows = rows;
   p.cols = cols;
+  if (!bias.empty()) {
+    p.bias.resize(PackedFloats(kernels, 1, cols));
+    kernels.pack_b(bias.data(), 1, cols, p.bias.data());
+  }
+  if (Traits(type).form == StorageForm::kQ4Blocks) {
+    const size_t panels = (cols + kernels.panel_width - 1) / kernels.panel_width;
+    p.narrow.resize(panels * PanelBytes(type, rows, kernels.panel_width));
+    PackQ4(w.data(), rows, cols, kernels.panel_width, p.narrow.data());
+    return p;
+  }
   std::vector<float> column_scales(scales.begin(), scales.end()), quantized;
   if (int8 && scales.empty()) {
     column_scales.resize(cols);
@@ -105,10 +116,6 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
     p.narrow.resize(p.w.size() * WeightBytes(type));
     NarrowPacked(p.w.data(), p.w.size(), type, p.narrow.data());
     p.w = {};
-  }
-  if (!bias.empty()) {
-    p.bias.resize(PackedFloats(kernels, 1, cols));
-    kernels.pack_b(bias.data(), 1, cols, p.bias.data());
   }
   return p;
 }

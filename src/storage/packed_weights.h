@@ -31,6 +31,7 @@ WeightValues ReadWeight(const char* what, std::span<const float> f32, const Stor
 
 // w [rows, cols] (and bias [cols] or empty) packed as `type`. int8: w holds
 // the int8 values when `scales` is given, else it is quantized per column.
+// q4: quantized per block of 32 rows (PackQ4, kernels/q4_packing.h).
 PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
                          std::span<const float> scales, std::span<const float> bias, size_t rows,
                          size_t cols, WeightType type);

@@ -14,24 +14,19 @@ void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& 
   const size_t panels = (g.n + kernels.panel_width - 1) / kernels.panel_width;
   const double work_ns = 2.0 * double(g.m) * double(g.k) * double(g.n) / 50.0 +
                          double(g.k) * double(panels * kernels.panel_width) * 4.0 / 20.0;
-  const size_t panel_floats = kernels.panel_width * PanelRows(g.weight_type, g.packed_rows);
+  const size_t panel_bytes = PanelBytes(g.weight_type, g.packed_rows, kernels.panel_width);
   const size_t tile_rows = kernels.gemm_tile_rows;
   auto columns = [&](size_t row0, size_t row1, size_t col0, size_t col1) {
     GemmArgs part = g;
     part.a = g.a + row0 * g.lda;
     part.m = row1 - row0;
-    part.packed_b = static_cast<const char*>(g.packed_b) +
-                    col0 / kernels.panel_width * panel_floats * WeightBytes(g.weight_type);
+    part.packed_b =
+        static_cast<const char*>(g.packed_b) + col0 / kernels.panel_width * panel_bytes;
     part.packed_scales = g.packed_scales == nullptr ? nullptr : g.packed_scales + col0;
     part.n = col1 - col0;
     part.packed_bias = g.packed_bias == nullptr ? nullptr : g.packed_bias + col0;
     part.c = g.c + row0 * g.ldc + col0;
-    // Quantized rows are grouped by whole tiles (Int8Words), and a part
-    // starts at one.
-    const Int8Rows rows = g.int8_rows == nullptr
-                              ? Int8Rows{}
-                              : Int8Rows{g.int8_rows->words + row0 * Int8Pairs(g.k, g.k_begin),
-                                         g.int8_rows->scales + row0};
+    const Int8Rows rows = g.int8_rows == nullptr ? Int8Rows{} : quantized.RowsFrom(row0);
     if (g.int8_rows != nullptr) part.int8_rows = &rows;
     RunGemm(kernels, part);
     if (then != nullptr) then->run(then->context, row0, row1, col0, col1);

@@ -125,14 +125,14 @@ function halfBits(v) {
 }
 
 // config.weights or config.cacheType (`field`): 'f32' when omitted; which
-// names exist is C++'s to judge.
-const STORAGE_TYPES = { weights: "'f32', 'f16', 'bf16' or 'int8'", cacheType: "'f32', 'f16' or 'bf16'" };
+// names exist is C++'s to judge (its message lists them, as module.choices
+// does).
 export function readStorageType(where, config, field) {
   const v = config[field];
   if (v === undefined) return 'f32';
   if (typeof v !== 'string') {
-    throw new TypeError(`${where}: config.${field}: expected a string (${STORAGE_TYPES[field]}), ` +
-      `got ${describe(v)}`);
+    throw new TypeError(`${where}: config.${field}: expected a string (a name of ` +
+      `module.choices.${field}), got ${describe(v)}`);
   }
   return v;
 }

@@ -150,8 +150,8 @@ export interface MemoryStats {
   allocatedBytes: number;
   /**
    * Bytes of the weight matrices the module's live objects hold, by storage
-   * type (`config.weights`; int8 with its column scales; biases and norms
-   * apart), summed over the objects whose weights are set; back to 0 once
+   * type (`config.weights`; int8 with its column scales, q4 with its block
+   * scales; biases and norms apart), summed over the objects whose weights are set; back to 0 once
    * they are disposed.
    */
   weightBytes: BytesByWeightType;
@@ -167,6 +167,7 @@ export interface BytesByWeightType {
   f16: number;
   bf16: number;
   int8: number;
+  q4: number;
 }
 
 /** Bytes per KV cache storage type (`CacheTypeName`). */

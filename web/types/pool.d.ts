@@ -1,8 +1,9 @@
-// createAttentionPool: attention split by heads, layers by heads and FFN units.
+// createAttentionPool: attention split by heads, layers and blocks by heads and FFN units.
 
 import type {
-  BlockForwardOptions, ResolvedTransformerBlockConfig, TransformerBlockConfig,
-  TransformerBlockWeights,
+  BlockForwardOptions, ResolvedTransformerBlockConfig, ResolvedTransformerStackConfig,
+  StackForwardOptions, TransformerBlockConfig, TransformerBlockWeights, TransformerStackConfig,
+  TransformerStackWeights,
 } from './blocks.js';
 import type {
   ForwardOptions, ForwardResultFor, IncrementalForwardOptions, MultiHeadAttention,
@@ -73,8 +74,20 @@ export interface AttentionPool {
   /** A TransformerDecoderLayer, placed as TransformerEncoderLayer. */
   TransformerDecoderLayer(config: TransformerLayerConfig, options?: PooledLayerOptions):
     Promise<PooledTransformerDecoderLayer>;
-  /** A TransformerBlock, whole in the worker holding the fewest layers (not split yet). */
-  TransformerBlock(config: TransformerBlockConfig): Promise<PooledTransformerBlock>;
+  /**
+   * A TransformerBlock split over the workers sublayer by sublayer, or run
+   * whole in the worker holding the fewest layers (`options.placement`; a
+   * block of more than one self-attention is held whole).
+   */
+  TransformerBlock(config: TransformerBlockConfig, options?: PooledLayerOptions):
+    Promise<PooledTransformerBlock>;
+  /**
+   * A TransformerStack whose layers are the pool's blocks, each placed as
+   * `TransformerBlock` places it (`options.placement`); its final norm in
+   * one worker.
+   */
+  TransformerStack(config: TransformerStackConfig, options?: PooledLayerOptions):
+    Promise<PooledTransformerStack>;
   /** The module's `positionalEncoding`, run on the next worker in turn. */
   positionalEncoding(t: number, dModel: number): Promise<Tensor>;
   /** The module's `layerNorm`, run on the next worker in turn. */
@@ -144,12 +157,8 @@ export interface PooledLayerOptions {
   placement?: 'split' | 'whole';
 }
 
-export interface PooledTransformerLayerBase extends PooledObject {
-  readonly config: ResolvedTransformerLayerConfig;
-  readonly kernels: string;
-  /** Where the pool put the layer (PooledLayerOptions). */
-  readonly placement: 'split' | 'whole';
-}
+export interface PooledTransformerLayerBase
+  extends PooledPlacedObject<ResolvedTransformerLayerConfig> {}
 
 export interface PooledTransformerEncoderLayer extends PooledTransformerLayerBase {
   setWeights(weights: TransformerEncoderLayerWeights): Promise<void>;
@@ -172,12 +181,22 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
   precomputeMemory(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
 }
 
-/** A TransformerBlock of the pool, whole in one worker. */
-export interface PooledTransformerBlock extends PooledObject {
-  readonly config: ResolvedTransformerBlockConfig;
+/**
+ * What the pool's layers, blocks and stacks share: their config as the
+ * synchronous one resolves it (`C`), where the pool put them.
+ */
+export interface PooledPlacedObject<C> extends PooledObject {
+  readonly config: C;
   readonly kernels: string;
-  /** Always `'whole'`. */
-  readonly placement: 'whole';
+  /** Where the pool put it (PooledLayerOptions). */
+  readonly placement: 'split' | 'whole';
+}
+
+/**
+ * A TransformerBlock of the pool, split over its workers or whole in one;
+ * its caches held as its self-attention is.
+ */
+export interface PooledTransformerBlock extends PooledPlacedObject<ResolvedTransformerBlockConfig> {
   setWeights(weights: TransformerBlockWeights): Promise<void>;
   forward(x: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
   forward(x: Tensor, memory: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
@@ -212,4 +231,15 @@ export interface PooledKVCache extends PooledObject {
 export interface PooledPrecomputedKeyValue extends PooledObject {
   readonly batch: number;
   readonly tokens: number;
+}
+
+/** A TransformerStack of the pool: its layers the pool's blocks, its caches theirs. */
+export interface PooledTransformerStack extends PooledPlacedObject<ResolvedTransformerStackConfig> {
+  setWeights(weights: TransformerStackWeights): Promise<void>;
+  forward(x: Tensor, options?: StackForwardOptions): Promise<Tensor>;
+  /** One cache per layer, in order. */
+  createKVCaches(options: KVCacheOptions): Promise<PooledKVCache[]>;
+  /** A failed step leaves every cache as it was. */
+  forwardIncremental(x: Tensor, caches: PooledKVCache[], options?: SelfAttentionOptions):
+    Promise<Tensor>;
 }

@@ -14,11 +14,13 @@ export interface Tensor {
  * and w2): `'f32'` 4 bytes a weight; `'f16'` (IEEE half) and `'bf16'`
  * (bfloat16) 2 bytes, rounded to nearest even at setWeights; `'int8'` 1 byte,
  * symmetric per output column (`w = value * scale[column]`, `scale =
- * max|w| / 127`) plus a float32 scale per column. Biases and LayerNorm
+ * max|w| / 127`) plus a float32 scale per column; `'q4'` GGUF q4_0, half a
+ * byte, per column blocks of 32 rows sharing a float16 scale (`w = (q - 8) *
+ * scale`, quantized from float32 at setWeights). Biases and LayerNorm
  * parameters stay float32, and so does the arithmetic: the kernels widen
  * each weight as they load it.
  */
-export type WeightTypeName = 'f32' | 'f16' | 'bf16' | 'int8';
+export type WeightTypeName = 'f32' | 'f16' | 'bf16' | 'int8' | 'q4';
 
 /**
  * How KV caches and precomputed keys/values hold keys and values: `'f32'`

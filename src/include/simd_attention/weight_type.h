@@ -18,6 +18,7 @@ enum class WeightType {
   kF16,   // IEEE binary16, rounded to nearest even at packing
   kBF16,  // the high half of a float32, rounded to nearest even at packing
   kInt8,  // symmetric per output column: w = q * scale[column], |q| <= 127
+  kQ4,    // GGUF q4_0: per 32 rows of a column, w = (q - 8) * f16 scale, 0 <= q <= 15
 };
 
 // How a type's elements are held, and which StoredMatrix field brings them.
@@ -25,6 +26,8 @@ enum class StorageForm {
   kFloat32,     // as they are
   kBits16,      // 16-bit patterns the kernels widen in registers (bits)
   kScaledInt8,  // int8 values times a float scale per column (values, scales)
+  kQ4Blocks,    // 4-bit values and a float16 scale per block of K (kernels/q4_gemm.h);
+                // only quantized from float32 at packing
 };
 
 // Everything that tells the types apart outside the kernels, one row per
@@ -34,9 +37,10 @@ struct WeightTypeTraits {
   WeightType value;
   const char* name;          // config.weights / config.cacheType in JavaScript
   const char* message_name;  // how messages name the type
-  size_t bits;               // per element as held (int8's column scales apart)
+  size_t bits;               // per element as held (int8's and q4's scales apart)
   float largest;             // largest finite magnitude held; float32's where
-                             // nothing narrows (int8's scales carry the range)
+                             // nothing narrows (int8's scales carry the range;
+                             // q4's float16 block scales, max |w| / 8, do not)
   bool in_caches;            // a KV cache may hold it (else weights only)
   StorageForm form;
 };
@@ -47,6 +51,7 @@ inline constexpr WeightTypeTraits kWeightTypes[] = {
     {WeightType::kF16, "f16", "float16", 16, 65504.0f, true, StorageForm::kBits16},
     {WeightType::kBF16, "bf16", "bfloat16", 16, 0x1.fep127f, true, StorageForm::kBits16},
     {WeightType::kInt8, "int8", "int8", 8, 0x1.fffffep127f, false, StorageForm::kScaledInt8},
+    {WeightType::kQ4, "q4", "q4", 4, 8 * 65504.0f, false, StorageForm::kQ4Blocks},
 };
 
 constexpr const WeightTypeTraits& Traits(WeightType type) { return RowFor(kWeightTypes, type); }
@@ -60,6 +65,8 @@ constexpr size_t FormBits(StorageForm form) {
       return 16;
     case StorageForm::kScaledInt8:
       return 8;
+    case StorageForm::kQ4Blocks:
+      return 4;
   }
   return 0;
 }
@@ -67,8 +74,12 @@ constexpr size_t FormBits(StorageForm form) {
 constexpr bool FormsConsistent() {
   for (const WeightTypeTraits& t : kWeightTypes) {
     if (t.bits != FormBits(t.form)) return false;
-    if (t.form != StorageForm::kBits16 && t.largest != 0x1.fffffep127f) return false;
-    if (t.form == StorageForm::kScaledInt8 && t.in_caches) return false;  // no cache kernels
+    const bool narrows = t.form == StorageForm::kBits16 || t.form == StorageForm::kQ4Blocks;
+    if (!narrows && t.largest != 0x1.fffffep127f) return false;
+    // No cache kernels for the integer forms.
+    if ((t.form == StorageForm::kScaledInt8 || t.form == StorageForm::kQ4Blocks) && t.in_caches) {
+      return false;
+    }
   }
   return true;
 }
@@ -78,9 +89,12 @@ static_assert(weight_type_checks::FormsConsistent(), "kWeightTypes: a row contra
 static_assert(Traits(WeightType::kF32).form == StorageForm::kFloat32 &&
                   Traits(WeightType::kF16).form == StorageForm::kBits16 &&
                   Traits(WeightType::kBF16).form == StorageForm::kBits16 &&
-                  Traits(WeightType::kInt8).form == StorageForm::kScaledInt8,
+                  Traits(WeightType::kInt8).form == StorageForm::kScaledInt8 &&
+                  Traits(WeightType::kQ4).form == StorageForm::kQ4Blocks,
               "every WeightType has its row");
 
+// Bytes per element of the types held a whole number of bytes per element
+// (not q4: its panels' size is PanelBytes, kernels/gemm.h).
 constexpr size_t WeightBytes(WeightType t) { return Traits(t).bits / 8; }
 
 // A weight matrix [rows, cols] (X @ W layout) given in the object's storage
