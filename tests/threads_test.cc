@@ -19,6 +19,7 @@
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
 #include "test_util.h"
+#include "storage/packed_weights.h"
 #include "threading/parallel.h"
 
 namespace simd_attention {
@@ -191,6 +192,49 @@ TEST_P(Threads, LayersAreBitIdentical) {
       return out;
     });
   }
+}
+
+// Projections with fewer column panels than tasks wanted (C1's 32 rows x
+// 512 columns on 16 threads) split their rows too, in parts of whole row
+// tiles, the last with the rows past them: every weight type, row counts
+// with and without such a remainder, over more than a K block.
+TEST_P(Threads, GemmsSplitByRowsAreBitIdentical) {
+  const KernelTable& t = table();
+  const size_t tile = t.gemm_tile_rows, k = t.gemm_k_block + 3, n = 2 * t.panel_width + 5;
+  std::mt19937 rng(31);
+  const std::vector<float> w = testing::RandomVector(k * n, 0.5f, rng);
+  const std::vector<float> bias = testing::RandomVector(n, 0.5f, rng);
+  for (const WeightType type :
+       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kInt8,
+        WeightType::kQ4}) {
+    const PackedMatrix b = PackWeights(t, w, {}, bias, k, n, type);
+    for (const size_t m : {4 * tile, 3 * tile + 2, 2 * tile + tile - 1}) {
+      SCOPED_TRACE("type " + std::to_string(int(type)) + ", m " + std::to_string(m));
+      const std::vector<float> a = testing::RandomVector(m * k, 1.0f, rng);
+      auto product = [&](ThreadPool& pool) {
+        std::vector<float> c(m * n);
+        ParallelMultiplyPacked(pool, t, a.data(), m, b, c.data(), n);
+        return c;
+      };
+      ThreadPool one(1);
+      const std::vector<float> want = product(one);
+      for (const size_t threads : {size_t{2}, size_t{7}, size_t{16}}) {
+        ExpectSameResult(product(*SplittingPool(threads)), want, threads);
+      }
+    }
+  }
+}
+
+// The row parts: none while the column units give every thread
+// kTasksPerThread tasks, else enough that they do, at most a part per whole
+// row tile and within the tasks allowed.
+TEST(SplitWork, GemmRowsWhereColumnsAreTooFew) {
+  EXPECT_EQ(GemmRowParts(4, 16, 2, 64), 1u);     // C1 on 2 threads: 16 panels suffice
+  EXPECT_EQ(GemmRowParts(4, 16, 16, 64), 4u);    // C1 on 16 threads
+  EXPECT_EQ(GemmRowParts(16, 12, 16, 1000), 6u);  // S4's 12 panels of 512 rows
+  EXPECT_EQ(GemmRowParts(2, 16, 16, 64), 2u);    // at most the whole tiles
+  EXPECT_EQ(GemmRowParts(0, 16, 16, 64), 1u);    // a decoding step's one row
+  EXPECT_EQ(GemmRowParts(4, 16, 16, 40), 2u);    // at most the tasks allowed
 }
 
 // A pool whose threads start later, one by one (a threaded wasm module's,

@@ -326,12 +326,12 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
   // give a head a unit); else a task's columns at once.
   const GemmEpilogue then{
       rotate || head_norm != nullptr ? std::lcm(dk, kernels_->panel_width) : 0,
-      [](const void* context, size_t col0, size_t col1) {
+      [](const void* context, size_t row0, size_t row1, size_t col0, size_t col1) {
         const Written& w = *static_cast<const Written*>(context);
         if (w.head_norm != nullptr) {
           // Each row's heads in [col0, col1) as rows of head_dim, dk apart.
           const size_t heads = (col1 - col0) / w.args.head_stride;
-          for (size_t r = 0; r < w.rows; ++r) {
+          for (size_t r = row0; r < row1; ++r) {
             const size_t b = r / w.args.tokens, t = r % w.args.tokens;
             float* row = w.args.x + b * w.batch_floats + t * w.args.ld + col0;
             w.kernels->rms_norm(row, heads, w.head_dim, w.args.head_stride, w.head_norm,
@@ -346,9 +346,10 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
             w.kernels->rope(a);
           }
         }
-        w.scan->Scan(w.args.x + col0, w.rows, w.args.ld, col1 - col0);
+        w.scan->Scan(w.args.x + row0 * w.args.ld + col0, row1 - row0, w.args.ld, col1 - col0);
       },
-      &written};
+      &written,
+      rotate};  // positions run along a batch item's rows
   ParallelMultiplyPacked(*pool_, *kernels_, x, rows, p, out, ldc, &then);
 }
 

@@ -14,11 +14,11 @@ template <class Ops>
 struct Gemm {
   using V = typename Ops::V;
   static constexpr size_t kL = Ops::kLanes;
-  static constexpr size_t kRows = GemmTile<Ops::kRegisters>::kRows;
-  static constexpr size_t kVecs = GemmTile<Ops::kRegisters>::kVecs;
+  static constexpr size_t kRows = GemmTile<Ops::kRegisters, Ops::kLanes>::kRows;
+  static constexpr size_t kVecs = GemmTile<Ops::kRegisters, Ops::kLanes>::kVecs;
   static constexpr size_t kPanel = kVecs * kL;  // floats per packed B row
   static constexpr size_t kPanelRows =          // K block, see gemm.h
-      GemmTile<Ops::kRegisters>::kSliceBytes / (kPanel * sizeof(float));
+      GemmTile<Ops::kRegisters, Ops::kLanes>::kSliceBytes / (kPanel * sizeof(float));
 
   // Independent FMA chains for a tile of R rows: 2 FMA ports x 4 cycles of
   // latency want 8 accumulators in flight, and a tile of fewer than 4 rows
@@ -52,7 +52,7 @@ struct Gemm {
   static void Tile(const float* a, size_t a_row, size_t a_col, const float* b,
                    size_t ldb, size_t k, const float* bias, bool accumulate,
                    float* c, size_t ldc) {
-    constexpr size_t kUnroll = GemmTile<Ops::kRegisters>::kUnroll;
+    constexpr size_t kUnroll = GemmTile<Ops::kRegisters, Ops::kLanes>::kUnroll;
     constexpr size_t kChains = Chains(R);
     constexpr size_t kSteps = std::max(kChains, kUnroll);
     V acc[kChains][R][NV];
@@ -147,8 +147,8 @@ struct Gemm {
   // C = A * packed B (+ bias). Panels of B are walked in K blocks that stay
   // in L1 while every row tile of A passes over them; before each tile, a
   // share of the slice walked next is prefetched into L2 (kGemmPrefetchLines).
-  // The m rows are split into tiles of near-equal height (10 rows on
-  // AVX-512: 5 + 5, not 8 + 2) unless that leaves tiles under 4 rows, which
+  // The m rows are split into tiles of near-equal height (14 rows on
+  // AVX-512: 7 + 7, not 12 + 2) unless that leaves tiles under 4 rows, which
   // would need split-K chains (see Chains): then kRows and one short tile.
   // Rows k0..k0+kc of a panel of 16-bit floats widened into the float
   // slice `wide`. A separate pass, once per panel slice: memory and L2 see

@@ -18,14 +18,18 @@ namespace simd_attention {
 //  - 16 registers (SSE4, AVX2; wasm-simd128, which V8 maps onto x86's 16
 //    xmm): 4 x 2 = 8 accumulators + 2 + 1 = 11, leaving V8 room for
 //    addresses (XNNPACK's 4x8 wasmsimd tile).
-//  - 32 registers (AVX-512; 64-bit Arm's NEON and SVE): 8 x 2 = 16
+//  - 32 registers of 16 floats (AVX-512): 12 x 2 = 24 accumulators + 2 + 1
+//    = 27, the tile of MLAS's SgemmKernelAvx512F (12 rows x 32 columns) and
+//    the accumulator count of oneDNN's AVX-512 sgemm: each B vector loaded
+//    feeds 12 FMAs instead of 8, so the two FMA ports wait less on loads.
+//  - 32 registers of fewer floats (64-bit Arm's NEON and SVE): 8 x 2 = 16
 //    accumulators + 2 + 1 = 19.
 //
 // kUnroll: k steps per loop iteration.
 //  - 32 registers: 4. The loop's counter, pointer adds and branch are
 //    integer ops, which can issue on ports 0 and 5 next to the 512-bit FMAs;
-//    3 adds per 16 FMAs cost 3-7% in an asm loop of this tile, so they are
-//    paid once per 64 FMAs.
+//    3 adds per 16 FMAs cost 3-7% in an asm loop of an 8 x 2 tile, so they
+//    are paid once per 4 steps (96 FMAs of the 12 x 2 tile).
 //  - 16 registers: 1. Unrolled, GCC spilled the 4-row tile's row pointers
 //    (AVX2: 5 stack accesses per iteration), and wasm addresses are a
 //    register plus a constant, so a rolled loop walking a pointer per row
@@ -37,12 +41,12 @@ namespace simd_attention {
 //    leaves the other half for the A rows and the C tile.
 //  - 32 registers: 32 KiB (256 K rows of a 32-float panel), two thirds of
 //    the 48 KiB L1d of Intel's AVX-512 cores since Ice Lake (tuned on
-//    Sapphire Rapids); the rest holds a tile's A rows (8 x 256 floats, 8 KiB) and C.
+//    Sapphire Rapids); the rest holds a tile's A rows (12 x 256 floats, 12 KiB) and C.
 //    Against 16 KiB, C is loaded and stored half as often. On a 32 KiB L1d
 //    (Skylake-SP, Zen 4) part of the slice would come from L2.
-template <size_t kRegisters>
+template <size_t kRegisters, size_t kLanes>
 struct GemmTile {
-  static constexpr size_t kRows = kRegisters >= 32 ? 8 : 4;
+  static constexpr size_t kRows = kRegisters < 32 ? 4 : kLanes >= 16 ? 12 : 8;
   static constexpr size_t kVecs = 2;
   static constexpr size_t kUnroll = kRegisters >= 32 ? 4 : 1;
   static constexpr size_t kSliceBytes = (kRegisters >= 32 ? 32 : 16) * 1024;

@@ -30,6 +30,7 @@ class Int8Activations {
     words_.reset(new int32_t[Int8Words(a.m, kernels.gemm_tile_rows, a.k, a.k_begin)]);
     scales_.reset(new float[a.m]);
     kernels.int8_quantize(a, words_.get(), scales_.get());
+    pairs_ = Int8Pairs(a.k, a.k_begin);
     rows_ = {words_.get(), scales_.get()};
     args_.int8_rows = &rows_;
   }
@@ -38,11 +39,18 @@ class Int8Activations {
 
   const GemmArgs& args() const { return args_; }
 
+  // The quantized rows from row0 on, for a task of rows [row0, ...): row0 a
+  // multiple of the table's gemm_tile_rows (Int8Words groups rows by tiles).
+  Int8Rows RowsFrom(size_t row0) const {
+    return {words_.get() + row0 * pairs_, scales_.get() + row0};
+  }
+
  private:
   GemmArgs args_;
   std::unique_ptr<int32_t[]> words_;
   std::unique_ptr<float[]> scales_;
   Int8Rows rows_{};
+  size_t pairs_ = 0;
 };
 
 }  // namespace simd_attention

@@ -49,11 +49,15 @@ inline Split SplitWork(const ThreadPool& pool, double work_ns, size_t max_tasks,
 // wrote (a multiple of the panel width; 0: all the columns of the task at
 // once): m rows of a unit (S2: 128 x 64 floats, 32 KiB) are still in that
 // core's L1/L2, so an epilogue such as the rotary embedding or the value
-// scan costs no pass over memory.
+// scan costs no pass over memory. It is given the rows [row0, row1) it may
+// touch: all m, unless the GEMM was split by rows too, which ParallelGemm
+// does only for an epilogue that is not `whole_rows` (one that needs every
+// row of its columns, as the rotary embedding's positions do).
 struct GemmEpilogue {
   size_t unit;
-  void (*run)(const void* context, size_t col0, size_t col1);
+  void (*run)(const void* context, size_t row0, size_t row1, size_t col0, size_t col1);
   const void* context;
+  bool whole_rows = false;
 };
 
 // C = A * packed B (+ bias), split by column panels (with an epilogue: by its
@@ -63,12 +67,28 @@ struct GemmEpilogue {
 // panels made 8 tasks of 1 or 2 on 2 threads, and the last 2-panel task ran
 // alone: 7 panel-times instead of 6, the 2-thread S4 forward 6.04 -> 5.61 ms
 // with a task per panel). A panel's columns meet the
-// same row tiles and K blocks as in one call (rows are never split: the
-// GEMM's tiling, and for short tiles its split-K chains, depend on m).
+// same row tiles and K blocks as in one call.
+// Where the units are fewer than kTasksPerThread per thread the cost model
+// wants (C1's 16 panels of 32 query rows on 16 threads), each unit's rows
+// are split too, into parts of whole row tiles (GemmRowParts).
 // Estimated time: 2mkn FLOPs at ~50 GFLOP/s plus the packed B from memory at
 // ~20 GB/s (a decode step's 1 x 768 x 768 is all weight traffic).
 void ParallelGemm(ThreadPool& pool, const KernelTable& kernels, const GemmArgs& g,
                   const GemmEpilogue* then = nullptr);
+
+// The row parts of a GEMM of `row_tiles` whole row tiles of the kernel
+// (gemm_tile_rows; the last part also takes the rows past the last whole
+// tile) split for `threads` threads over `units` column units, at most
+// `max_tasks` tasks in all: 1 unless the units are fewer than
+// kTasksPerThread per thread. Parts of whole tiles keep every row in a tile
+// of the same kind as in one call, so each element of C sums its K terms in
+// the same order (Gemm::Multiply: a tile of 4 rows or more has one FMA chain
+// whatever its height; a short last tile holds the same rows in both).
+// A decoding step's one row has no whole tile and stays one part.
+inline size_t GemmRowParts(size_t row_tiles, size_t units, size_t threads, size_t max_tasks) {
+  const size_t wanted = (threads * kTasksPerThread + units - 1) / units;
+  return std::max<size_t>(1, std::min({wanted, row_tiles, max_tasks / units}));
+}
 
 // c[m, b.cols] (row stride ldc) = a[m, b.rows] (rows of b.rows floats) * the
 // whole packed matrix b + its bias: the projections' and the FFN's GEMM.
