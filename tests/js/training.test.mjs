@@ -373,6 +373,15 @@ describe('errors', () => {
           module.build} build)`);
       expectError(() => new module.Adam(), Error, 'Adam: needs the training build: ' +
         `createAttentionModule({ training: true }) (this module is the ${module.build} build)`);
+      // A block's forward refuses too (not only its backward), in C++.
+      const block = track(new module.TransformerBlock({ dModel: D, numHeads: 2, norm: 'rms_norm',
+        sublayers: [{ mixer: 'self_attention' }] }));
+      block.setWeights({ sublayers: [{ norm: { gamma: new Float32Array(D).fill(1) },
+        attention: smallWeights() }] });
+      expectError(() => block.forward(x, { training: true }), RangeError,
+        'TransformerBlock.forward: options.training: expected false in a build without ' +
+        'training, got true (in JavaScript: createAttentionModule({ training: true }))');
+      expect(block.forward(x).data.every(Number.isFinite)).toBe(true);
     });
 
   test('createAttentionModule refuses training with another build or threads', async () => {
