@@ -13,6 +13,7 @@
 #include "js_arg_names.h"
 #include "kv_binding.h"
 #include "layer_binding.h"
+#include "register_class.h"
 #include "simd_attention/transformer_block.h"
 
 namespace simd_attention::bindings {
@@ -48,23 +49,9 @@ std::vector<Sublayer> SublayersFromJs(const val& js) {
   return out;
 }
 
-// BlockConfig's fields as JS names them.
-template <class Visit>
-void VisitFields(BlockConfig& c, const Visit& visit) {
-  VisitSharedFields(c, visit);
-  visit("headDim", c.head_dim);
-  visit("ffnDim", c.ffn_dim);
-  visit("activation", c.activation);
-  visit("norm", c.norm);
-  visit("eps", c.eps);
-  visit("qkNorm", c.qk_norm);
-}
-
 BlockConfig BlockConfigFromJs(const val& js) {
-  BlockConfig c;
-  VisitFields(c, GivenFields(js));
+  BlockConfig c = ConfigFromJs<BlockConfig>(js);
   c.sublayers = SublayersFromJs(js["sublayers"]);
-  c.names = &JsArgNames();
   return c;
 }
 
@@ -86,20 +73,14 @@ StackConfig StackConfigFromJs(const val& js) {
 }
 
 val BlockInfo(const BlockConfig& c, const KernelTable& kernels) {
-  val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.threads, c.rope,
-                     c.weights, c.cache_type, kernels}
-              .ToJs();
-  v.set("ffnDim", c.ffn_dim);
-  v.set("activation", std::string(ActivationName(c.activation)));
-  v.set("norm", std::string(Traits(c.norm).name));
-  v.set("eps", c.eps);
-  if (c.qk_norm.enabled) v.set("qkNorm", QkNormToJs(c.qk_norm));
+  val v = ConfigInfo(c, c.head_dim, kernels);
   val sublayers = val::array();
   for (const Sublayer& s : c.sublayers) {
     val entry = val::object();
-    entry.set("mixer", std::string(Traits(s.mixer).name));
-    entry.set("norm", std::string(Traits(s.norm).name));
-    entry.set("parallel", s.parallel);
+    const InfoFields fields(entry, c.head_dim);
+    fields("mixer", Traits(s.mixer).name);
+    fields("norm", Traits(s.norm).name);
+    fields("parallel", s.parallel);
     sublayers.call<void>("push", entry);
   }
   v.set("sublayers", sublayers);
@@ -190,7 +171,7 @@ class BlockBinding : public Owned<TransformerBlock> {
     return Guard([&] {
       TransformerBlock& b = Checked();
       const Input in(x);
-      const Options o(options);
+      const JsForwardOptions<BlockOptions> o(options);
       if (!Given(memory)) return ToFloat32Array(b.Forward(in.tensor, o.options));
       const Input m(memory);
       return ToFloat32Array(b.Forward(in.tensor, m.tensor, o.options));
@@ -209,28 +190,13 @@ class BlockBinding : public Owned<TransformerBlock> {
       TransformerBlock& b = Checked();
       KVCache& c = cache.Checked();
       const Input in(x);
-      const JsAttentionOptions shared(options);
-      SelfAttentionOptions self;
-      shared.SetOn(self);
-      return ToFloat32Array(b.ForwardIncremental(in.tensor, c, self));
+      const JsForwardOptions<SelfAttentionOptions> o(options);
+      return ToFloat32Array(b.ForwardIncremental(in.tensor, c, o.options));
     });
   }
 
  private:
   HeldBytes weight_bytes_{Held::kWeights};
-  // BlockOptions viewing copies of the JS masks.
-  struct Options {
-    JsAttentionOptions self;
-    std::vector<uint8_t> memory;
-    BlockOptions options;
-    explicit Options(const val& js) : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
-      ReadCausal(js["causal"], options.causal, options.causal_alignment);
-      options.key_padding_mask = self.key_padding_mask;
-      options.memory_key_padding_mask = memory;
-      options.position_offset = SizeOf(js, "positionOffset");
-      self.SetOn(options.self_attention);
-    }
-  };
 };
 
 class StackBinding : public Owned<TransformerStack> {
@@ -243,8 +209,9 @@ class StackBinding : public Owned<TransformerStack> {
     return Guard([&] {
       TransformerStack& s = Checked();
       val v = BlockInfo(s.config().block, BestKernels(s.config().block.backend));
-      v.set("numLayers", s.config().num_layers);
-      v.set("finalNorm", s.config().final_norm);
+      const InfoFields fields(v, s.config().block.head_dim);
+      fields("numLayers", s.config().num_layers);
+      fields("finalNorm", s.config().final_norm);
       if (!s.config().layer_windows.empty()) {
         val windows = val::array();
         for (const auto& w : s.config().layer_windows) {
@@ -283,13 +250,8 @@ class StackBinding : public Owned<TransformerStack> {
   val forward(const val& x, const val& options) {
     return Guard([&] {
       const Input in(x);
-      const JsAttentionOptions shared(options);
-      BlockOptions o;
-      ReadCausal(options["causal"], o.causal, o.causal_alignment);
-      o.key_padding_mask = shared.key_padding_mask;
-      o.position_offset = SizeOf(options, "positionOffset");
-      shared.SetOn(o.self_attention);
-      return ToFloat32Array(Checked().Forward(in.tensor, o));
+      const JsForwardOptions<BlockOptions> o(options);
+      return ToFloat32Array(Checked().Forward(in.tensor, o.options));
     });
   }
 
@@ -314,10 +276,9 @@ class StackBinding : public Owned<TransformerStack> {
         each.push_back(&caches[i].as<KVCacheBinding*>(emscripten::allow_raw_pointers())->Checked());
       }
       const Input in(x);
-      const JsAttentionOptions shared(options);
-      SelfAttentionOptions self;
-      shared.SetOn(self);
-      return ToFloat32Array(s.ForwardIncremental(in.tensor, std::span<KVCache* const>(each), self));
+      const JsForwardOptions<SelfAttentionOptions> o(options);
+      return ToFloat32Array(s.ForwardIncremental(in.tensor, std::span<KVCache* const>(each),
+                                                 o.options));
     });
   }
 
@@ -326,20 +287,10 @@ class StackBinding : public Owned<TransformerStack> {
 };
 
 EMSCRIPTEN_BINDINGS(simd_attention_blocks) {
-  emscripten::class_<BlockBinding>("BlockBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<BlockBinding>)
-      .function("info", &BlockBinding::info)
-      .function("setWeights", &BlockBinding::setWeights)
-      .function("forward", &BlockBinding::forward)
+  RegisterConfiguredClass<BlockBinding>("BlockBinding")
       .function("createKVCache", &BlockBinding::createKVCache)
       .function("forwardIncremental", &BlockBinding::forwardIncremental);
-  emscripten::class_<StackBinding>("StackBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<StackBinding>)
-      .function("info", &StackBinding::info)
-      .function("setWeights", &StackBinding::setWeights)
-      .function("forward", &StackBinding::forward)
+  RegisterConfiguredClass<StackBinding>("StackBinding")
       .function("createKVCaches", &StackBinding::createKVCaches)
       .function("forwardIncremental", &StackBinding::forwardIncremental);
 }
