@@ -72,8 +72,9 @@ StackConfig StackConfigFromJs(const val& js) {
   return s;
 }
 
-val BlockInfo(const BlockConfig& c, const KernelTable& kernels) {
-  val v = ConfigInfo(c, c.head_dim, kernels);
+// The kernels of c.backend, as the block's.
+val BlockInfo(const BlockConfig& c) {
+  val v = ConfigInfo(c, c.head_dim, BestKernels(c.backend));
   val sublayers = val::array();
   for (const Sublayer& s : c.sublayers) {
     val entry = val::object();
@@ -147,14 +148,10 @@ struct JsBlockWeights {
 class BlockBinding : public Owned<TransformerBlock> {
  public:
   explicit BlockBinding(const val& config)
-      : Owned("TransformerBlock",
-              [&] { return std::make_unique<TransformerBlock>(BlockConfigFromJs(config)); }) {}
+      : Owned("TransformerBlock", &BlockConfigFromJs, config) {}
 
   val info() {
-    return Guard([&] {
-      const TransformerBlock& b = Checked();
-      return BlockInfo(b.config(), BestKernels(b.config().backend));
-    });
+    return Guard([&] { return BlockInfo(Checked().config()); });
   }
 
   val setWeights(const val& w) {
@@ -179,10 +176,7 @@ class BlockBinding : public Owned<TransformerBlock> {
   }
 
   val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-    return Guard([&] {
-      into.cache.emplace(Checked().CreateKVCache(batch, max_length));
-      into.Count();
-    });
+    return into.Fill([&] { return Checked().CreateKVCache(batch, max_length); });
   }
 
   val forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
@@ -202,13 +196,12 @@ class BlockBinding : public Owned<TransformerBlock> {
 class StackBinding : public Owned<TransformerStack> {
  public:
   explicit StackBinding(const val& config)
-      : Owned("TransformerStack",
-              [&] { return std::make_unique<TransformerStack>(StackConfigFromJs(config)); }) {}
+      : Owned("TransformerStack", &StackConfigFromJs, config) {}
 
   val info() {
     return Guard([&] {
       TransformerStack& s = Checked();
-      val v = BlockInfo(s.config().block, BestKernels(s.config().block.backend));
+      val v = BlockInfo(s.config().block);
       const InfoFields fields(v, s.config().block.head_dim);
       fields("numLayers", s.config().num_layers);
       fields("finalNorm", s.config().final_norm);

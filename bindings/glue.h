@@ -92,6 +92,10 @@ class Owned {
   Owned(const char* kind, Make&& make) : kind_(kind) {
     error_ = Guard([&] { object_ = make(); });
   }
+  // T made from the JS config `js` as `read` reads it.
+  template <class Config>
+  Owned(const char* kind, Config (*read)(const val&), const val& js)
+      : Owned(kind, [&] { return std::make_unique<T>(read(js)); }) {}
 
  private:
   const char* kind_;

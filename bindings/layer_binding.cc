@@ -42,8 +42,7 @@ JsFfnWeights::JsFfnWeights(const val& js)
     : w1(js["w1"]), b1(CopyFloats(js["b1"])), w2(js["w2"]), b2(CopyFloats(js["b2"])) {}
 
 EncoderLayerBinding::EncoderLayerBinding(const val& config)
-    : Owned("TransformerEncoderLayer",
-            [&] { return std::make_unique<TransformerEncoderLayer>(ConfigFromJs<LayerConfig>(config)); }) {}
+    : Owned("TransformerEncoderLayer", &ConfigFromJs<LayerConfig>, config) {}
 
 val EncoderLayerBinding::info() {
   return Guard([&] {
@@ -73,8 +72,7 @@ val EncoderLayerBinding::forward(const val& x, const val& options) {
 }
 
 DecoderLayerBinding::DecoderLayerBinding(const val& config)
-    : Owned("TransformerDecoderLayer",
-            [&] { return std::make_unique<TransformerDecoderLayer>(ConfigFromJs<LayerConfig>(config)); }) {}
+    : Owned("TransformerDecoderLayer", &ConfigFromJs<LayerConfig>, config) {}
 
 val DecoderLayerBinding::info() {
   return Guard([&] {
@@ -127,20 +125,13 @@ val DecoderLayerBinding::forwardIncremental(const val& x, KVCacheBinding& cache,
 }
 
 val DecoderLayerBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-  return Guard([&] {
-    into.cache.emplace(Checked().self_attention().CreateKVCache(batch, max_length));
-    into.Count();
-  });
+  return into.Fill([&] { return Checked().self_attention().CreateKVCache(batch, max_length); });
 }
 
 val DecoderLayerBinding::precomputeMemory(PrecomputedBinding& into, const val& memory,
                                           const val& mask) {
-  return Guard([&] {
-    TransformerDecoderLayer& layer = Checked();
-    const Input m(memory);
-    const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
-    into.kv.emplace(layer.PrecomputeMemory(m.tensor, bytes));
-    into.Count();
+  return into.Fill(memory, mask, [&](const Tensor3& m, const std::vector<uint8_t>& bytes) {
+    return Checked().PrecomputeMemory(m, bytes);
   });
 }
 

@@ -22,8 +22,7 @@
 namespace simd_attention::bindings {
 
 MhaBinding::MhaBinding(const val& config)
-    : Owned("MultiHeadAttention",
-            [&] { return std::make_unique<MultiHeadAttention>(ConfigFromJs<MhaConfig>(config)); }) {}
+    : Owned("MultiHeadAttention", &ConfigFromJs<MhaConfig>, config) {}
 
 val MhaBinding::info() const {
   return Guard([&] {
@@ -119,20 +118,13 @@ val MhaBinding::forwardPrecomputed(const val& query, const PrecomputedBinding& k
 }
 
 val MhaBinding::precomputeKeyValue(PrecomputedBinding& into, const val& memory, const val& mask) {
-  return Guard([&] {
-    MultiHeadAttention& mha = Checked();
-    const Input m(memory);
-    const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
-    into.kv.emplace(mha.PrecomputeKeyValue(m.tensor, bytes));
-    into.Count();
+  return into.Fill(memory, mask, [&](const Tensor3& m, const std::vector<uint8_t>& bytes) {
+    return Checked().PrecomputeKeyValue(m, bytes);
   });
 }
 
 val MhaBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-  return Guard([&] {
-    into.cache.emplace(Checked().CreateKVCache(batch, max_length));
-    into.Count();
-  });
+  return into.Fill([&] { return Checked().CreateKVCache(batch, max_length); });
 }
 
 val MhaBinding::forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
