@@ -32,7 +32,7 @@ export function readSharedAttentionOptions(where, o) {
 }
 
 // Attention options, types checked and defaults filled in, under the
-// user's names (JsMhaOptions in bindings/glue.cc reads them).
+// user's names (JsForwardOptions in bindings/glue.h reads them).
 function readAttentionOptions(where, options, allowed) {
   const o = optionsObject(where, options, allowed);
   return {
