@@ -7,12 +7,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/flags.h"
 #include "bench/packed_gemm.h"
 #include "bench/random_fill.h"
 #include "bench/workloads.h"
@@ -75,18 +75,10 @@ double Seconds(const std::function<void()>& f, int reps) {
          reps;
 }
 
-}  // namespace
-}  // namespace simd_attention::bench
-
-int main(int argc, char** argv) {
-  using namespace simd_attention;
-  using namespace simd_attention::bench;
-  const char* json_path = nullptr;
-  int rounds = 7;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
-  }
+int Main(int argc, char** argv) {
+  const Flags flags(argc, argv);
+  const char* json_path = flags.Value("--json");
+  const int rounds = int(flags.Number("--rounds", 7));
   std::vector<const KernelTable*> tables;
   for (Backend b : AvailableBackends()) {
     for (const KernelTable& t : KernelTables(b)) tables.push_back(&t);
@@ -140,3 +132,8 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) { return simd_attention::bench::Main(argc, argv); }

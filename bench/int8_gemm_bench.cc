@@ -11,11 +11,10 @@
 //   node build/wasm/bench/int8_gemm_bench.js [--rounds R] [--table SUBSTRING] [--least]
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/flags.h"
 #include "bench/random_fill.h"
 #include "bench/timing.h"
 #include "dispatch/dispatch.h"
@@ -80,20 +79,11 @@ class Products {
   std::vector<int32_t> words_;
 };
 
-}  // namespace
-}  // namespace simd_attention::bench
-
-int main(int argc, char** argv) {
-  using namespace simd_attention;
-  using namespace simd_attention::bench;
-  int rounds = 15;
-  std::string only;
-  bool least = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--least") == 0) least = true;
-    else if (i + 1 < argc && std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[++i]);
-    else if (i + 1 < argc && std::strcmp(argv[i], "--table") == 0) only = argv[++i];
-  }
+int Main(int argc, char** argv) {
+  const Flags flags(argc, argv);
+  const int rounds = int(flags.Number("--rounds", 15));
+  const std::string only = flags.Text("--table");
+  const bool least = flags.Has("--least");
   const auto figure = [&](std::vector<double> v) {
     return least ? *std::min_element(v.begin(), v.end()) : Median(std::move(v));
   };
@@ -120,4 +110,10 @@ int main(int argc, char** argv) {
       }
     }
   }
+  return 0;
 }
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) { return simd_attention::bench::Main(argc, argv); }

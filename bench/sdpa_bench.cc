@@ -9,29 +9,20 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
+#include "bench/flags.h"
 #include "bench/random_fill.h"
+#include "bench/timing.h"
 #include "simd_attention/scaled_dot_product_attention.h"
 
 namespace simd_attention::bench {
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int Main(int argc, char** argv) {
-  size_t tokens = 16384, window = 1024, rounds = 3, threads = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const size_t value = std::strtoul(argv[i + 1], nullptr, 10);
-    if (!std::strcmp(argv[i], "--tokens")) tokens = value;
-    else if (!std::strcmp(argv[i], "--window")) window = value;
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = value;
-    else if (!std::strcmp(argv[i], "--threads")) threads = value;
-  }
+  const Flags flags(argc, argv);
+  const size_t tokens = flags.Number("--tokens", 16384), window = flags.Number("--window", 1024);
+  const size_t rounds = flags.Number("--rounds", 3), threads = flags.Number("--threads", 1);
   const size_t heads = 4, d = 64;
   const std::vector<float> q = RandomVector(heads * tokens * d, 1.0f, 1);
   const std::vector<float> k = RandomVector(heads * tokens * d, 1.0f, 2);

@@ -9,12 +9,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/flags.h"
 #include "bench/random_fill.h"
 #include "bench/workload_runner.h"
 #include "bench/workloads.h"
@@ -24,20 +24,18 @@
 int main(int argc, char** argv) {
   using namespace simd_attention;
   using namespace simd_attention::bench;
+  const Flags flags(argc, argv);
   std::vector<size_t> counts = {1, 2};
-  std::string only;
-  size_t rounds = 21;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads")) {
-      counts.clear();
-      for (char* p = argv[i + 1]; *p != 0; p += *p == ',') {
-        counts.push_back(std::strtoul(p, &p, 10));
-      }
-      if (counts.size() == 1 && counts[0] != 1) counts.insert(counts.begin(), 1);
+  if (const char* list = flags.Value("--threads")) {
+    counts.clear();
+    for (char* p = const_cast<char*>(list); *p != 0; p += *p == ',') {
+      counts.push_back(std::strtoul(p, &p, 10));
     }
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::strtoul(argv[i + 1], nullptr, 10);
-    if (!std::strcmp(argv[i], "--workloads")) only = std::string(",") + argv[i + 1] + ",";
+    if (counts.size() == 1 && counts[0] != 1) counts.insert(counts.begin(), 1);
   }
+  const std::string only =
+      flags.Has("--workloads") ? "," + flags.Text("--workloads") + "," : std::string();
+  const size_t rounds = flags.Number("--rounds", 21);
   std::printf("threads_bench: %s, %zu logical processors; medians of %zu interleaved rounds\n\n",
               CpuName().c_str(), ThreadPool::HardwareThreads(), rounds);
   std::printf("| workload |");

@@ -9,9 +9,9 @@
 //   build/native/bench/variants_bench [--rounds R]
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
+#include "bench/flags.h"
 #include "bench/random_fill.h"
 #include "bench/timing.h"
 #include "simd_attention/multi_head_attention.h"
@@ -21,8 +21,7 @@ namespace simd_attention::bench {
 namespace {
 
 int Main(int argc, char** argv) {
-  size_t rounds = 31;
-  if (argc == 3 && !std::strcmp(argv[1], "--rounds")) rounds = std::strtoul(argv[2], nullptr, 10);
+  const size_t rounds = Flags(argc, argv).Number("--rounds", 31);
 
   // D1's attention: q [1, 12, 1, 64] over k, v [1, Hkv, 513, 64], repeated
   // 64 times a sample so that one sample is well above the clock's grain.

@@ -17,14 +17,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/flags.h"
 #include "bench/random_fill.h"
 #include "bench/raw_floats.h"
 #include "bench/workload_runner.h"
@@ -68,20 +67,11 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-}  // namespace
-}  // namespace simd_attention::bench
-
-int main(int argc, char** argv) {
-  using namespace simd_attention;
-  using namespace simd_attention::bench;
-  int rounds = 9;
-  size_t threads = 1;
-  std::string data_dir;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[++i]);
-    if (!std::strcmp(argv[i], "--threads")) threads = std::strtoul(argv[++i], nullptr, 10);
-    if (!std::strcmp(argv[i], "--data")) data_dir = std::string(argv[++i]) + "/";
-  }
+int Main(int argc, char** argv) {
+  const Flags flags(argc, argv);
+  const int rounds = int(flags.Number("--rounds", 9));
+  const size_t threads = flags.Number("--threads", 1);
+  const std::string data_dir = flags.Has("--data") ? flags.Text("--data") + "/" : "";
   std::string json = "[";
 #if defined(__EMSCRIPTEN__)
   const std::string where = "wasm (node)";
@@ -145,3 +135,8 @@ int main(int argc, char** argv) {
   if (!data_dir.empty()) std::ofstream(data_dir + "results.json") << json << "]\n";
   return 0;
 }
+
+}  // namespace
+}  // namespace simd_attention::bench
+
+int main(int argc, char** argv) { return simd_attention::bench::Main(argc, argv); }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/random_fill.h"
+#include "bench/timing.h"
 #include "bench/workloads.h"
 #include "simd_attention/multi_head_attention.h"
 
@@ -81,10 +82,5 @@ struct Runner {
     return mha->Forward(q, o).output;
   }
 };
-
-inline double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace simd_attention::bench

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "block_binding.h"
 #include "checks/validate.h"
 #include "glue.h"
 #include "held_bytes.h"
@@ -15,6 +16,7 @@
 #include "layer_binding.h"
 #include "register_class.h"
 #include "simd_attention/transformer_block.h"
+#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -145,53 +147,46 @@ struct JsBlockWeights {
 
 }  // namespace
 
-class BlockBinding : public Owned<TransformerBlock> {
- public:
-  explicit BlockBinding(const val& config)
-      : Owned("TransformerBlock", &BlockConfigFromJs, config) {}
+BlockBinding::BlockBinding(const val& config)
+    : Owned("TransformerBlock", &BlockConfigFromJs, config) {}
 
-  val info() {
-    return Guard([&] { return BlockInfo(Checked().config()); });
-  }
+val BlockBinding::info() {
+  return Guard([&] { return BlockInfo(Checked().config()); });
+}
 
-  val setWeights(const val& w) {
-    return Guard([&] {
-      TransformerBlock& b = Checked();
-      const JsBlockWeights weights(w);
-      b.SetWeights(weights.views);
-      weight_bytes_.Set(b.config().weights, b.WeightBytes());
-    });
-  }
+val BlockBinding::setWeights(const val& w) {
+  return Guard([&] {
+    TransformerBlock& b = Checked();
+    const JsBlockWeights weights(w);
+    b.SetWeights(weights.views);
+    weight_bytes_.Set(b.config().weights, b.WeightBytes());
+  });
+}
 
-  // memory: a tensor or undefined.
-  val forward(const val& x, const val& memory, const val& options) {
-    return Guard([&] {
-      TransformerBlock& b = Checked();
-      const Input in(x);
-      const JsForwardOptions<BlockOptions> o(options);
-      if (!Given(memory)) return ToFloat32Array(b.Forward(in.tensor, o.options));
-      const Input m(memory);
-      return ToFloat32Array(b.Forward(in.tensor, m.tensor, o.options));
-    });
-  }
+val BlockBinding::forward(const val& x, const val& memory, const val& options) {
+  return Guard([&] {
+    TransformerBlock& b = Checked();
+    const Input in(x);
+    const JsForwardOptions<BlockOptions> o(options);
+    if (!Given(memory)) return ToFloat32Array(b.Forward(in.tensor, o.options));
+    const Input m(memory);
+    return ToFloat32Array(b.Forward(in.tensor, m.tensor, o.options));
+  });
+}
 
-  val createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-    return into.Fill([&] { return Checked().CreateKVCache(batch, max_length); });
-  }
+val BlockBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
+  return into.Fill([&] { return Checked().CreateKVCache(batch, max_length); });
+}
 
-  val forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
-    return Guard([&] {
-      TransformerBlock& b = Checked();
-      KVCache& c = cache.Checked();
-      const Input in(x);
-      const JsForwardOptions<SelfAttentionOptions> o(options);
-      return ToFloat32Array(b.ForwardIncremental(in.tensor, c, o.options));
-    });
-  }
-
- private:
-  HeldBytes weight_bytes_{Held::kWeights};
-};
+val BlockBinding::forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
+  return Guard([&] {
+    TransformerBlock& b = Checked();
+    KVCache& c = cache.Checked();
+    const Input in(x);
+    const JsForwardOptions<SelfAttentionOptions> o(options);
+    return ToFloat32Array(b.ForwardIncremental(in.tensor, c, o.options));
+  });
+}
 
 class StackBinding : public Owned<TransformerStack> {
  public:
@@ -283,9 +278,13 @@ EMSCRIPTEN_BINDINGS(simd_attention_blocks) {
   RegisterConfiguredClass<BlockBinding>("BlockBinding")
       .function("createKVCache", &BlockBinding::createKVCache)
       .function("forwardIncremental", &BlockBinding::forwardIncremental);
-  RegisterConfiguredClass<StackBinding>("StackBinding")
-      .function("createKVCaches", &StackBinding::createKVCaches)
-      .function("forwardIncremental", &StackBinding::forwardIncremental);
+  // The training module trains a block alone: it has no stack (whose
+  // forwards are all inference) to bind.
+  if constexpr (!kTrainingModule) {
+    RegisterConfiguredClass<StackBinding>("StackBinding")
+        .function("createKVCaches", &StackBinding::createKVCaches)
+        .function("forwardIncremental", &StackBinding::forwardIncremental);
+  }
 }
 
 }  // namespace simd_attention::bindings

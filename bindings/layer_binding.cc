@@ -39,7 +39,7 @@ val TensorToJs(const std::vector<float>& data) { return ToFloat32Array(data); }
 }  // namespace
 
 JsFfnWeights::JsFfnWeights(const val& js)
-    : w1(js["w1"]), b1(CopyFloats(js["b1"])), w2(js["w2"]), b2(CopyFloats(js["b2"])) {}
+    : w1(js["w1"]), b1(CopyFloatsIfGiven(js, "b1")), w2(js["w2"]), b2(CopyFloatsIfGiven(js, "b2")) {}
 
 EncoderLayerBinding::EncoderLayerBinding(const val& config)
     : Owned("TransformerEncoderLayer", &ConfigFromJs<LayerConfig>, config) {}

@@ -1,6 +1,7 @@
 # The training build (SA_WASM_TRAINING): simd_attention_training, the SIMD
-# build with the backward passes, the optimizers (training_binding.cc) and
-# the tiny model (tiny_model_binding.cc) bound, loaded by
+# build with the backward passes, the optimizers (training_binding.cc), the
+# tiny model (tiny_model_binding.cc) and TransformerBlock (block_binding.cc,
+# without its KV caches and TransformerStack) bound, loaded by
 # createAttentionModule({ training: true }). It links simd_attention's own
 # forwards, which keep what a backward needs (the inference modules link
 # simd_attention_inference's; see src/training/training_build.h). Highway only, as
@@ -8,4 +9,4 @@
 # (src/training/training_module.h: SA_TRAINING_MODULE, set on the whole tree by the
 # top CMakeLists.txt; the pool-only sources, bindings/CMakeLists.txt).
 set_target_properties(sa_js_module PROPERTIES OUTPUT_NAME simd_attention_training)
-target_sources(sa_js_module PRIVATE training_binding.cc tiny_model_binding.cc)
+target_sources(sa_js_module PRIVATE training_binding.cc tiny_model_binding.cc block_binding.cc)

@@ -1,15 +1,18 @@
 // The training module's glue (bindings/training.cmake; TinyTransformer's is
-// tiny_model_binding.cc): the backward passes of MultiHeadAttention and the
-// layers, and the optimizers, as functions of
+// tiny_model_binding.cc): the backward passes of MultiHeadAttention, the
+// layers and TransformerBlock, and the optimizers, as functions of
 // the bindings they act on (Embind registers a class's members once, in its
 // own file; these exist in the training module only). As everywhere in
 // bindings/, JS has checked types, and the C++ API checks shapes and values.
 #include <emscripten/bind.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "block_binding.h"
 #include "glue.h"
 #include "js_arg_names.h"
 #include "layer_binding.h"
@@ -26,37 +29,36 @@ void SetGradient(val& js, const char* name, std::vector<float>& from) {
   FreeFloats(from);
 }
 
-// {dWQ, dWK, dWV, dWO, dBQ?, dBK?, dBV?, dBO?}: an attention's weight
-// gradients in setWeights' layout (biases when it has them).
-val AttentionWeightGradients(MhaGradients& g) {
+// A group of weight gradients as one object, named as setWeights names the
+// weights; an empty one (a bias the object lacks, QK-norm's scales without
+// config.qkNorm, an RMSNorm's beta) is left out.
+val GradientGroup(std::initializer_list<std::pair<const char*, std::vector<float>*>> named) {
   val js = val::object();
-  SetGradient(js, "dWQ", g.d_w_q);
-  SetGradient(js, "dWK", g.d_w_k);
-  SetGradient(js, "dWV", g.d_w_v);
-  SetGradient(js, "dWO", g.d_w_o);
-  if (!g.d_b_q.empty()) {
-    SetGradient(js, "dBQ", g.d_b_q);
-    SetGradient(js, "dBK", g.d_b_k);
-    SetGradient(js, "dBV", g.d_b_v);
-    SetGradient(js, "dBO", g.d_b_o);
+  for (const auto& [name, gradient] : named) {
+    if (!gradient->empty()) SetGradient(js, name, *gradient);
   }
   return js;
 }
 
+val AttentionWeightGradients(MhaGradients& g) {
+  return GradientGroup({{"dWQ", &g.d_w_q}, {"dWK", &g.d_w_k}, {"dWV", &g.d_w_v},
+                        {"dWO", &g.d_w_o}, {"dBQ", &g.d_b_q}, {"dBK", &g.d_b_k},
+                        {"dBV", &g.d_b_v}, {"dBO", &g.d_b_o}, {"dQNorm", &g.d_q_norm},
+                        {"dKNorm", &g.d_k_norm}});
+}
+
 val FfnWeightGradients(FfnGradients& g) {
-  val js = val::object();
-  SetGradient(js, "dW1", g.d_w1);
-  SetGradient(js, "dB1", g.d_b1);
-  SetGradient(js, "dW2", g.d_w2);
-  SetGradient(js, "dB2", g.d_b2);
-  return js;
+  return GradientGroup({{"dW1", &g.d_w1}, {"dB1", &g.d_b1}, {"dW2", &g.d_w2}, {"dB2", &g.d_b2}});
 }
 
 val NormWeightGradients(NormGradients& g) {
-  val js = val::object();
-  SetGradient(js, "dGamma", g.d_gamma);
-  SetGradient(js, "dBeta", g.d_beta);
-  return js;
+  return GradientGroup({{"dGamma", &g.d_gamma}, {"dBeta", &g.d_beta}});
+}
+
+val GatedFfnWeightGradients(GatedFfnGradients& g) {
+  return GradientGroup({{"dWGate", &g.d_w_gate}, {"dWUp", &g.d_w_up}, {"dWDown", &g.d_w_down},
+                        {"dBGate", &g.d_b_gate}, {"dBUp", &g.d_b_up},
+                        {"dBDown", &g.d_b_down}});
 }
 
 // d_output {data, batch, tokens, features}: Backward checks its shape and
@@ -101,6 +103,44 @@ val DecoderBackward(DecoderLayerBinding& binding, const val& d_output) {
     js.set("norm1", NormWeightGradients(g.norm1));
     js.set("norm2", NormWeightGradients(g.norm2));
     js.set("norm3", NormWeightGradients(g.norm3));
+    return js;
+  });
+}
+
+// {dInput, dMemory?, sublayers: [{norm, outputNorm?, attention? | ffn? |
+// gatedFfn?}]}: named as setWeights' groups, each sublayer's mixer's alone.
+val BlockBackward(BlockBinding& binding, const val& d_output) {
+  return Guard([&] {
+    const Input d(d_output);
+    TransformerBlock& block = binding.Checked();
+    BlockGradients g = block.Backward(d.tensor);
+    val js = val::object();
+    SetGradient(js, "dInput", g.d_input);
+    if (!g.d_memory.empty()) SetGradient(js, "dMemory", g.d_memory);
+    val sublayers = val::array();
+    for (size_t i = 0; i < g.sublayers.size(); ++i) {
+      const Sublayer& config = block.config().sublayers[i];
+      SublayerGradients& s = g.sublayers[i];
+      val entry = val::object();
+      entry.set("norm", NormWeightGradients(s.norm));
+      if (config.norm == NormPlacement::kSandwich) {
+        entry.set("outputNorm", NormWeightGradients(s.output_norm));
+      }
+      switch (config.mixer) {
+        case MixerKind::kSelfAttention:
+        case MixerKind::kCrossAttention:
+          entry.set("attention", AttentionWeightGradients(s.attention));
+          break;
+        case MixerKind::kFeedForward:
+          entry.set("ffn", FfnWeightGradients(s.ffn));
+          break;
+        case MixerKind::kGatedFeedForward:
+          entry.set("gatedFfn", GatedFfnWeightGradients(s.gated_ffn));
+          break;
+      }
+      sublayers.call<void>("push", entry);
+    }
+    js.set("sublayers", sublayers);
     return js;
   });
 }
@@ -181,6 +221,7 @@ EMSCRIPTEN_BINDINGS(simd_attention_training) {
   emscripten::function("mhaBackward", &MhaBackward);
   emscripten::function("encoderBackward", &EncoderBackward);
   emscripten::function("decoderBackward", &DecoderBackward);
+  emscripten::function("blockBackward", &BlockBackward);
   emscripten::class_<OptimizerBinding>("OptimizerBinding")
       .constructor<const std::string&, const val&>()
       .function("takeError", &TakeError<OptimizerBinding>)
@@ -188,6 +229,7 @@ EMSCRIPTEN_BINDINGS(simd_attention_training) {
       .function("stepAttention", &OptimizerBinding::Step<MhaBinding>)
       .function("stepEncoder", &OptimizerBinding::Step<EncoderLayerBinding>)
       .function("stepDecoder", &OptimizerBinding::Step<DecoderLayerBinding>)
+      .function("stepBlock", &OptimizerBinding::Step<BlockBinding>)
       .function("stepTinyModel", &OptimizerBinding::Step<TinyModelBinding>);
 }
 

@@ -1,9 +1,9 @@
 // TransformerBlock's Backward on every kernel table: blocks of every norm
 // kind (LayerNorm, RMSNorm, Gemma's 1 + w), placement (pre, post, sandwich),
 // mixer (self- and cross-attention, FFN, gated FFN with SiLU and both
-// GELUs) and sublayers side by side, against the float64 block reference
-// (reference/block_backward_reference), which central differences check in
-// turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
+// GELUs), rotary positions and QK-norm, and sublayers side by side, against
+// the float64 block reference (reference/block_backward_reference), which
+// central differences check in turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
 // equal its block's; errors.
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gradient_util.h"
+#include "random_block.h"
 #include "random_mha.h"
 #include "reference/block_backward_reference.h"
 #include "simd_attention/thread_pool.h"
@@ -35,17 +36,10 @@ struct BackwardCase {
   SelfAttentionOptions self;
 };
 
-BlockConfig Config(size_t d, size_t heads, size_t kv_heads, size_t ffn, NormKind norm,
-                   Activation act, std::vector<Sublayer> sublayers) {
-  BlockConfig c;
-  c.d_model = d;
-  c.num_heads = heads;
-  c.num_kv_heads = kv_heads;
-  c.ffn_dim = ffn;
-  c.norm = norm;
-  c.activation = act;
-  c.eps = 1e-5;
-  c.sublayers = std::move(sublayers);
+// Llama 3 / Qwen3's attention: half-style RoPE and QK-norm.
+BlockConfig Rotary(BlockConfig c) {
+  c.rope = {RopeStyle::kHalf, 10000.0, 0};
+  c.qk_norm = {true, NormKind::kRmsNorm, 1e-6};
   return c;
 }
 
@@ -57,29 +51,33 @@ std::vector<BackwardCase> Cases() {
   gemma.scale = 0.3;
   return {
       {"llama_rms_swiglu",
-       Config(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
+       MakeBlockConfig(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
               {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}}),
        2, 9, 0, true, false, {}},
+      {"llama_rope_qk_norm",
+       Rotary(MakeBlockConfig(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
+                              {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}})),
+       2, 9, 0, true, false, {}},
       {"gemma2_sandwich_geglu",
-       Config(20, 2, 1, 28, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
+       MakeBlockConfig(20, 2, 1, 28, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
               {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}}),
        1, 11, 0, true, false, gemma},
       {"gptj_parallel_padding",
-       Config(16, 4, 4, 36, NormKind::kLayerNorm, Activation::kGeluErf,
+       MakeBlockConfig(16, 4, 4, 36, NormKind::kLayerNorm, Activation::kGeluErf,
               {{M::kSelfAttention, P::kPre}, {M::kFeedForward, P::kPre, true}}),
        2, 7, 0, true, true, {}},
       {"post_ln_encoder_relu",
-       Config(24, 2, 2, 20, NormKind::kLayerNorm, Activation::kRelu,
+       MakeBlockConfig(24, 2, 2, 20, NormKind::kLayerNorm, Activation::kRelu,
               {{M::kSelfAttention, P::kPost}, {M::kFeedForward, P::kPost}}),
        2, 13, 0, false, true, {}},
       {"decoder_rms_cross_sandwich_ffn",
-       Config(20, 4, 2, 24, NormKind::kRmsNorm, Activation::kGeluErf,
+       MakeBlockConfig(20, 4, 2, 24, NormKind::kRmsNorm, Activation::kGeluErf,
               {{M::kSelfAttention, P::kPre},
                {M::kCrossAttention, P::kPost},
                {M::kFeedForward, P::kSandwich}}),
        2, 6, 9, true, true, {}},
       {"three_side_by_side",
-       Config(16, 2, 2, 12, NormKind::kLayerNorm, Activation::kSilu,
+       MakeBlockConfig(16, 2, 2, 12, NormKind::kLayerNorm, Activation::kSilu,
               {{M::kSelfAttention, P::kPre},
                {M::kGatedFeedForward, P::kSandwich, true},
                {M::kFeedForward, P::kPre, true},
@@ -101,34 +99,6 @@ BackwardCase FindCase(const std::string& name) {
   throw std::runtime_error("no case " + name);
 }
 
-// The attentions' config as the block resolves it.
-MhaConfig AttentionConfig(const BlockConfig& c) {
-  MhaConfig m;
-  m.d_model = c.d_model;
-  m.num_heads = c.num_heads;
-  m.num_kv_heads = c.num_kv_heads;
-  m.head_dim = c.head_dim;
-  return MultiHeadAttention(m).config();
-}
-
-// One sublayer's weights, owned, every bias given.
-struct OwnedSublayer {
-  std::vector<float> gamma, beta, out_gamma, out_beta;
-  OwnedWeights attention;
-  std::vector<float> w1, b1, w2, b2;
-  std::vector<float> w_gate, b_gate, w_up, b_up, w_down, b_down;
-
-  SublayerWeights View() const {
-    SublayerWeights w;
-    w.norm = {gamma, beta};
-    w.output_norm = {out_gamma, out_beta};
-    w.attention = attention.View();
-    w.ffn = {w1, b1, w2, b2};
-    w.gated_ffn = {w_gate, w_up, w_down, b_gate, b_up, b_down, {}, {}, {}};
-    return w;
-  }
-};
-
 // A block's weights, inputs and d_output, in float and double.
 struct Problem {
   BackwardCase c;
@@ -140,11 +110,7 @@ struct Problem {
   std::vector<float> d_output;
   BlockProblem64 doubles;
 
-  std::vector<SublayerWeights> Views() const {
-    std::vector<SublayerWeights> v;
-    for (const OwnedSublayer& w : weights) v.push_back(w.View());
-    return v;
-  }
+  std::vector<SublayerWeights> Views() const { return simd_attention::testing::Views(weights); }
   BlockOptions Options() const {
     BlockOptions o;
     o.causal = c.causal;
@@ -161,63 +127,30 @@ std::unique_ptr<Problem> MakeProblem(const BackwardCase& c, uint32_t seed) {
   auto p = std::make_unique<Problem>();
   p->c = c;
   p->config = TransformerBlock(c.config).config();
-  p->attention = AttentionConfig(p->config);
+  p->attention = BlockAttentionConfig(p->config);
   std::mt19937 rng(seed);
-  const size_t d = c.config.d_model, f = c.config.ffn_dim;
-  const bool beta = Traits(c.config.norm).has_beta;
-  const float centre = Traits(c.config.norm).plus_one ? 0.0f : 1.0f;
-  const auto around = [&](size_t n) {
-    std::vector<float> v = RandomVector(n, 0.3f, rng);
-    for (float& x : v) x += centre;
-    return v;
-  };
-  const auto init = [&](size_t n, size_t fan_in) {
-    return RandomVector(n, 1.0f / std::sqrt(float(fan_in)), rng);
-  };
-  const auto doubles = [](const std::vector<float>& v) { return ToDouble(v); };
-  for (const Sublayer& s : c.config.sublayers) {
-    OwnedSublayer w;
-    w.gamma = around(d);
-    if (beta) w.beta = RandomVector(d, 0.3f, rng);
-    if (s.norm == P::kSandwich) {
-      w.out_gamma = around(d);
-      if (beta) w.out_beta = RandomVector(d, 0.3f, rng);
-    }
-    if (Traits(s.mixer).attention) w.attention = RandomWeights(p->attention, rng);
-    if (s.mixer == M::kFeedForward) {
-      w.w1 = init(d * f, d);
-      w.b1 = init(f, d);
-      w.w2 = init(f * d, f);
-      w.b2 = init(d, f);
-    }
-    if (s.mixer == M::kGatedFeedForward) {
-      w.w_gate = init(d * f, d);
-      w.b_gate = init(f, d);
-      w.w_up = init(d * f, d);
-      w.b_up = init(f, d);
-      w.w_down = init(f * d, f);
-      w.b_down = init(d, f);
-    }
+  const size_t d = c.config.d_model;
+  p->weights = RandomBlockWeights(p->config, true, rng);
+  for (const OwnedSublayer& w : p->weights) {
     SublayerProblem64 q;
-    q.gamma = doubles(w.gamma);
-    q.beta = doubles(w.beta);
-    q.out_gamma = doubles(w.out_gamma);
-    q.out_beta = doubles(w.out_beta);
+    q.gamma = ToDouble(w.gamma);
+    q.beta = ToDouble(w.beta);
+    q.out_gamma = ToDouble(w.out_gamma);
+    q.out_beta = ToDouble(w.out_beta);
     const OwnedWeights& a = w.attention;
-    q.attention = {0, 0, 0, {}, {}, {}, doubles(a.w_q), doubles(a.w_k), doubles(a.w_v),
-                   doubles(a.w_o), doubles(a.b_q), doubles(a.b_k), doubles(a.b_v),
-                   doubles(a.b_o)};
-    q.w1 = doubles(w.w1);
-    q.b1 = doubles(w.b1);
-    q.w2 = doubles(w.w2);
-    q.b2 = doubles(w.b2);
-    q.w_gate = doubles(w.w_gate);
-    q.b_gate = doubles(w.b_gate);
-    q.w_up = doubles(w.w_up);
-    q.b_up = doubles(w.b_up);
-    q.w_down = doubles(w.w_down);
-    q.b_down = doubles(w.b_down);
-    p->weights.push_back(std::move(w));
+    q.attention = {0, 0, 0, {}, {}, {}, ToDouble(a.w_q), ToDouble(a.w_k), ToDouble(a.w_v),
+                   ToDouble(a.w_o), ToDouble(a.b_q), ToDouble(a.b_k), ToDouble(a.b_v),
+                   ToDouble(a.b_o), ToDouble(w.q_norm), ToDouble(w.k_norm)};
+    q.w1 = ToDouble(w.w1);
+    q.b1 = ToDouble(w.b1);
+    q.w2 = ToDouble(w.w2);
+    q.b2 = ToDouble(w.b2);
+    q.w_gate = ToDouble(w.w_gate);
+    q.b_gate = ToDouble(w.b_gate);
+    q.w_up = ToDouble(w.w_up);
+    q.b_up = ToDouble(w.b_up);
+    q.w_down = ToDouble(w.w_down);
+    q.b_down = ToDouble(w.b_down);
     p->doubles.sublayers.push_back(std::move(q));
   }
   p->x = RandomTensor(c.batch, c.tokens, d, rng);
@@ -313,6 +246,10 @@ std::vector<Pair> Pairs(const Problem& p, const BlockGradients& g, const BlockBa
         add("attention.d_b_k", a.d_b_k, b.d_b_k);
         add("attention.d_b_v", a.d_b_v, b.d_b_v);
         add("attention.d_b_o", a.d_b_o, b.d_b_o);
+        if (p.config.qk_norm.enabled) {
+          add("attention.d_q_norm", a.d_q_norm, b.d_q_norm);
+          add("attention.d_k_norm", a.d_k_norm, b.d_k_norm);
+        }
         break;
       }
       case M::kFeedForward:
@@ -345,11 +282,11 @@ TEST_P(BlockBackwardReference, MatchesFloat64) {
     max_abs = std::max(max_abs, MaxAbs(*pair.expected));
   }
   const double bound = FloatBound(ChainLength(*p), max_abs);
-  EXPECT_TRUE(Near(r.output, e.output, bound)) << "output";
+  EXPECT_TRUE(AllNear(r.output, e.output, bound)) << "output";
   for (const Pair& pair : Pairs(*p, r.gradients, e)) {
     EXPECT_FALSE(pair.expected->empty() && pair.name.find("d_beta") == std::string::npos)
         << pair.name;
-    EXPECT_TRUE(Near(*pair.actual, *pair.expected, bound)) << pair.name;
+    EXPECT_TRUE(AllNear(*pair.actual, *pair.expected, bound)) << pair.name;
   }
 }
 
@@ -368,25 +305,10 @@ TEST_P(BlockReferenceGradients, MatchFiniteDifferences) {
   if (c.memory_tokens != 0) c.memory_tokens = 4;
   auto p = MakeProblem(c, 5);
   const BlockBackward64 e = Reference(*p);
-  const auto loss = [&] {
-    const BlockBackward64 f = Reference(*p, false);
-    double s = 0;
-    for (size_t i = 0; i < f.output.size(); ++i) s += f.output[i] * p->d_output[i];
-    return s;
-  };
+  const auto loss = [&] { return Dot(Reference(*p, false).output, p->d_output); };
   const auto check = [&](const std::string& name, std::vector<double>& values,
                          const std::vector<double>& gradient, size_t stride) {
-    ASSERT_EQ(values.size(), gradient.size()) << name;
-    for (size_t i = 0; i < values.size(); i += stride) {
-      const double h = 1e-5, keep = values[i];
-      values[i] = keep + h;
-      const double up = loss();
-      values[i] = keep - h;
-      const double down = loss();
-      values[i] = keep;
-      EXPECT_NEAR((up - down) / (2 * h), gradient[i], 1e-6 * std::max(1.0, std::fabs(gradient[i])))
-          << name << "[" << i << "]";
-    }
+    ExpectCentralDifferences(name, values, gradient, stride, loss);
   };
   BlockProblem64& q = p->doubles;
   check("x", q.x, e.d_input, 1);
@@ -402,6 +324,8 @@ TEST_P(BlockReferenceGradients, MatchFiniteDifferences) {
     if (Traits(c.config.sublayers[k].mixer).attention) {
       check(at + "w_q", w.attention.w_q, g.attention.d_w_q, 7);
       check(at + "b_o", w.attention.b_o, g.attention.d_b_o, 3);
+      check(at + "q_norm", w.attention.q_norm, g.attention.d_q_norm, 1);
+      check(at + "k_norm", w.attention.k_norm, g.attention.d_k_norm, 1);
     }
     check(at + "w1", w.w1, g.d_w1, 11);
     check(at + "b1", w.b1, g.d_b1, 5);
@@ -425,10 +349,11 @@ class BlockBackwardThreads : public TableTest {};
 TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
   // Large enough that the GEMMs, the attention and the norms split.
   const BackwardCase cases[] = {
-      {"llama", Config(64, 4, 2, 256, NormKind::kRmsNorm, Activation::kSilu,
-                       {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}}),
+      {"llama", Rotary(MakeBlockConfig(64, 4, 2, 256, NormKind::kRmsNorm, Activation::kSilu,
+                                       {{M::kSelfAttention, P::kPre},
+                                        {M::kGatedFeedForward, P::kPre}})),
        2, 70, 0, true, true, {}},
-      {"decoder", Config(64, 4, 4, 256, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
+      {"decoder", MakeBlockConfig(64, 4, 4, 256, NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
                          {{M::kSelfAttention, P::kSandwich},
                           {M::kCrossAttention, P::kPost},
                           {M::kFeedForward, P::kPre}}),
@@ -448,6 +373,9 @@ TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
         EXPECT_EQ(b.norm.d_gamma, a.norm.d_gamma) << k;
         EXPECT_EQ(b.output_norm.d_gamma, a.output_norm.d_gamma) << k;
         EXPECT_EQ(b.attention.d_w_q, a.attention.d_w_q) << k;
+        EXPECT_EQ(b.attention.d_w_k, a.attention.d_w_k) << k;
+        EXPECT_EQ(b.attention.d_q_norm, a.attention.d_q_norm) << k;
+        EXPECT_EQ(b.attention.d_k_norm, a.attention.d_k_norm) << k;
         EXPECT_EQ(b.ffn.d_w1, a.ffn.d_w1) << k;
         EXPECT_EQ(b.gated_ffn.d_w_gate, a.gated_ffn.d_w_gate) << k;
         EXPECT_EQ(b.gated_ffn.d_w_down, a.gated_ffn.d_w_down) << k;
@@ -468,17 +396,13 @@ TEST_P(BlockBackwardLayers, EncoderLayerGradientsAreItsBlocks) {
     SCOPED_TRACE(norm_first ? "pre-LN" : "post-LN");
     const P placement = norm_first ? P::kPre : P::kPost;
     const BackwardCase c{"encoder",
-                         Config(24, 4, 4, 40, NormKind::kLayerNorm, Activation::kGeluTanh,
+                         MakeBlockConfig(24, 4, 4, 40, NormKind::kLayerNorm, Activation::kGeluTanh,
                                 {{M::kSelfAttention, placement}, {M::kFeedForward, placement}}),
                          2, 9, 0, true, true, {}};
     const auto p = MakeProblem(c, 23);
     const BlockRun block = RunBlock(*p, table(), SharedThreadPool(1));
-    LayerConfig lc;
-    lc.d_model = 24;
-    lc.num_heads = 4;
-    lc.ffn_dim = 40;
-    lc.norm_first = norm_first;
-    lc.activation = Activation::kGeluTanh;
+    const LayerConfig lc{.d_model = 24, .num_heads = 4, .ffn_dim = 40, .norm_first = norm_first,
+                         .activation = Activation::kGeluTanh};
     TransformerEncoderLayer layer(lc, table(), SharedThreadPool(1));
     const std::vector<OwnedSublayer>& w = p->weights;
     layer.SetWeights(w[0].attention.View(), {w[1].w1, w[1].b1, w[1].w2, w[1].b2},
@@ -533,14 +457,7 @@ TEST_P(BlockBackwardErrors, RefusesWhatItCannotDifferentiate) {
   block.SetWeights(p->Views());
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
 
-  // What the attention cannot differentiate yet, and weights an optimizer
-  // could not update.
-  BlockConfig rope = p->c.config;
-  rope.rope = {RopeStyle::kHalf, 10000.0, 0};
-  TransformerBlock rotary(rope, table(), SharedThreadPool(1));
-  rotary.SetWeights(p->Views());
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { rotary.Forward(p->x.View(), o); },
-                                                {"options.training", "rotary"}));
+  // Weights an optimizer could not update.
   BlockConfig narrow = p->c.config;
   narrow.sublayers = {{M::kGatedFeedForward, P::kPre}};
   narrow.weights = WeightType::kBF16;

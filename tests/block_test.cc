@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "random_block.h"
 #include "random_mha.h"
 #include "reference/block_reference.h"
 #include "reference/layers_reference.h"
@@ -27,89 +28,6 @@ namespace {
 constexpr double kBlockTol = 1e-4;  // float kernels against the double reference
 constexpr double kTol = 1e-5;       // one float path against another
 
-// One sublayer's weights, owned; SublayerWeights views them.
-struct OwnedSublayer {
-  std::vector<float> gamma, beta, out_gamma, out_beta;
-  OwnedWeights attention;
-  std::vector<float> q_norm, k_norm;
-  std::vector<float> w1, b1, w2, b2;
-  std::vector<float> gate, up, down;
-
-  SublayerWeights View() const {
-    SublayerWeights w;
-    w.norm = {gamma, beta};
-    w.output_norm = {out_gamma, out_beta};
-    w.attention = attention.View();
-    w.attention.q_norm = q_norm;
-    w.attention.k_norm = k_norm;
-    w.ffn = {w1, b1, w2, b2};
-    w.gated_ffn.w_gate = gate;
-    w.gated_ffn.w_up = up;
-    w.gated_ffn.w_down = down;
-    return w;
-  }
-};
-
-std::vector<float> Around(size_t n, float center, std::mt19937& rng) {
-  std::vector<float> v = RandomVector(n, 0.3f, rng);
-  for (float& x : v) x += center;
-  return v;
-}
-
-// Weights for every sublayer of `c` (resolved), torch-like scales; norm
-// scales away from 1 and shifts away from 0, so a swapped norm shows; the
-// attentions without biases where `attention_bias` is false (as Llama's).
-std::vector<OwnedSublayer> RandomBlockWeights(const BlockConfig& c, bool attention_bias,
-                                              std::mt19937& rng) {
-  std::vector<OwnedSublayer> out;
-  const size_t d = c.d_model, f = c.ffn_dim;
-  const bool beta = Traits(c.norm).has_beta;
-  // Gemma's stored scales are gamma - 1.
-  const float center = Traits(c.norm).plus_one ? 0.0f : 1.0f;
-  const auto init = [&](size_t n, size_t fan_in) {
-    return RandomVector(n, 1.0f / std::sqrt(float(fan_in)), rng);
-  };
-  for (const Sublayer& s : c.sublayers) {
-    OwnedSublayer w;
-    w.gamma = Around(d, center, rng);
-    if (beta) w.beta = RandomVector(d, 0.2f, rng);
-    if (s.norm == NormPlacement::kSandwich) {
-      w.out_gamma = Around(d, center, rng);
-      if (beta) w.out_beta = RandomVector(d, 0.2f, rng);
-    }
-    if (Traits(s.mixer).attention) {
-      MhaConfig m;
-      m.d_model = m.kdim = m.vdim = d;
-      m.num_heads = c.num_heads;
-      m.num_kv_heads = c.num_kv_heads;
-      m.head_dim = m.head_dim_v = c.head_dim;
-      m.bias = attention_bias;
-      w.attention = RandomWeights(m, rng);
-      if (s.mixer == MixerKind::kSelfAttention && c.qk_norm.enabled) {
-        w.q_norm = Around(c.head_dim, center, rng);
-        w.k_norm = Around(c.head_dim, center, rng);
-      }
-    } else if (s.mixer == MixerKind::kFeedForward) {
-      w.w1 = init(d * f, d);
-      w.b1 = init(f, d);
-      w.w2 = init(f * d, f);
-      w.b2 = init(d, f);
-    } else {
-      w.gate = init(d * f, d);
-      w.up = init(d * f, d);
-      w.down = init(f * d, f);
-    }
-    out.push_back(std::move(w));
-  }
-  return out;
-}
-
-std::vector<SublayerWeights> Views(const std::vector<OwnedSublayer>& owned) {
-  std::vector<SublayerWeights> v;
-  for (const OwnedSublayer& w : owned) v.push_back(w.View());
-  return v;
-}
-
 // The blocks of today's models, small.
 struct BlockCase {
   const char* name;
@@ -119,18 +37,10 @@ struct BlockCase {
   SelfAttentionOptions self;
 };
 
+// 32 wide, 48 FFN units.
 BlockConfig Base(size_t heads, size_t kv_heads, NormKind norm, Activation act,
                  std::vector<Sublayer> sublayers) {
-  BlockConfig c;
-  c.d_model = 32;
-  c.num_heads = heads;
-  c.num_kv_heads = kv_heads;
-  c.ffn_dim = 48;
-  c.norm = norm;
-  c.activation = act;
-  c.eps = 1e-6;
-  c.sublayers = std::move(sublayers);
-  return c;
+  return MakeBlockConfig(32, heads, kv_heads, 48, norm, act, std::move(sublayers));
 }
 
 std::vector<BlockCase> Cases() {
@@ -230,13 +140,9 @@ TEST_P(BlockVsReference, EncoderLayerIsABlockInstance) {
     TransformerBlock block(config, table(), SharedThreadPool(1));
     const std::vector<OwnedSublayer> w = RandomBlockWeights(block.config(), true, rng);
     block.SetWeights(Views(w));
-    LayerConfig lc;
-    lc.d_model = 32;
-    lc.num_heads = 4;
-    lc.ffn_dim = 48;
-    lc.norm_first = norm_first;
-    lc.activation = Activation::kGeluErf;
-    lc.eps = 1e-6;
+    // The block's sizes, activation and eps.
+    const LayerConfig lc{.d_model = 32, .num_heads = 4, .ffn_dim = 48, .norm_first = norm_first,
+                         .activation = Activation::kGeluErf};
     TransformerEncoderLayer layer(lc, table(), SharedThreadPool(1));
     layer.SetWeights(w[0].attention.View(), {w[1].w1, w[1].b1, w[1].w2, w[1].b2},
                      {w[0].gamma, w[0].beta}, {w[1].gamma, w[1].beta});
@@ -407,13 +313,13 @@ TEST_P(BlockErrors, ConfigAndWeights) {
                                                 {"sublayers[1] (gated_ffn)", "norm.beta",
                                                  "rms_norm has no shift"}));
   w[1].beta.clear();
-  w[1].down.pop_back();
+  w[1].w_down.pop_back();
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { block.SetWeights(Views(w)); },
                                                 {"sublayers[1] (gated_ffn)", "w_down"}));
   // Nothing set yet: still no weights, and the block stays usable.
   const OwnedTensor x = RandomTensor(1, 3, 32, rng);
   EXPECT_THROW(block.Forward(x.View()), std::logic_error);
-  w[1].down.push_back(0.5f);
+  w[1].w_down.push_back(0.5f);
   block.SetWeights(Views(w));
   EXPECT_EQ(block.Forward(x.View()).size(), 3u * 32);
 }

@@ -79,21 +79,10 @@ struct GuardedAttention {
       : q(Random(tq * dk, rng)), k(Random(tk * dk, rng)), v(Random(tk * dv, rng)), z(tq * dv),
         stats(2 * tq), scratch(t.attention_scratch_floats(dk, dv)) {
     std::fprintf(stderr, "tq %zu tk %zu dk %zu dv %zu\n", tq, tk, dk, dv);
-    a.q = q.data();
-    a.ldq = dk;
-    a.k = k.data();
-    a.ldk = dk;
-    a.v = v.data();
-    a.ldv = dv;
-    a.tq = tq;
-    a.tk = tk;
-    a.dk = dk;
-    a.dv = dv;
+    a = DenseAttentionArgs(q.data(), k.data(), v.data(), z.data(), tq, tk, dk, dv);
     a.scale = 0.5f;
     a.causal = causal;
     a.causal_diagonal = static_cast<ptrdiff_t>(tk) - static_cast<ptrdiff_t>(tq);
-    a.z = z.data();
-    a.ldz = dv;
     a.softmax_stats = stats.data();
     a.scratch = scratch.data();
     t.attention(a);

@@ -1,5 +1,6 @@
 // Helpers of the backward tests: the float32 error bound of a gradient and
-// comparisons against a float64 reference with useful messages.
+// the largest magnitude; test_util.h's AllNear compares against a float64
+// reference.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "simd_attention/multi_head_attention.h"
@@ -43,27 +45,30 @@ double MaxAbs(const std::vector<T>& v) {
 
 inline std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-// |actual - expected| <= tolerance everywhere, and no NaN.
-template <class T>
-::testing::AssertionResult Near(const std::vector<float>& actual, const std::vector<T>& expected,
-                                double tolerance) {
-  if (actual.size() != expected.size()) {
-    return ::testing::AssertionFailure()
-           << "size " << actual.size() << " != expected " << expected.size();
+// sum(output * d_output): the scalar whose gradients a backward given
+// d_output computes.
+inline double Dot(const std::vector<double>& output, const std::vector<float>& d_output) {
+  double s = 0;
+  for (size_t i = 0; i < output.size(); ++i) s += output[i] * d_output[i];
+  return s;
+}
+
+// A float64 reference's gradient of loss() against central differences, at
+// every stride-th element of `values` (moved and put back in place).
+template <class Loss>
+void ExpectCentralDifferences(const std::string& name, std::vector<double>& values,
+                              const std::vector<double>& gradient, size_t stride, Loss&& loss) {
+  ASSERT_EQ(values.size(), gradient.size()) << name;
+  for (size_t i = 0; i < values.size(); i += stride) {
+    const double h = 1e-5, keep = values[i];
+    values[i] = keep + h;
+    const double up = loss();
+    values[i] = keep - h;
+    const double down = loss();
+    values[i] = keep;
+    EXPECT_NEAR((up - down) / (2 * h), gradient[i], 1e-6 * std::max(1.0, std::fabs(gradient[i])))
+        << name << "[" << i << "]";
   }
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const double diff = std::fabs(double(actual[i]) - double(expected[i]));
-    if (!(diff <= worst)) {
-      worst = std::isnan(diff) ? INFINITY : diff;
-      at = i;
-    }
-  }
-  if (worst <= tolerance) return ::testing::AssertionSuccess() << "max |diff| " << worst;
-  return ::testing::AssertionFailure() << "max |diff| " << worst << " > " << tolerance
-                                       << " at element " << at << " (got " << actual[at]
-                                       << ", expected " << expected[at] << ")";
 }
 
 }  // namespace simd_attention::testing

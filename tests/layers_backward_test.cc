@@ -312,7 +312,7 @@ TEST_P(GoldenLayerBackward, MatchesAutograd) {
     const std::vector<float>& expected = c.Tensor(name).f32;
     // The case's tolerance, or the float32 bound if tighter.
     const double tolerance = std::min(c.tolerance, FloatBound(chain, MaxAbs(expected)));
-    EXPECT_TRUE(Near(*n.values, expected, tolerance)) << name;
+    EXPECT_TRUE(AllNear(*n.values, expected, tolerance)) << name;
   }
 }
 
@@ -339,9 +339,9 @@ TEST_P(LayerBackwardReference, MatchesFloat64) {
       FloatBound(LayerChainLength(p->c.config, p->attention, p->sublayers(), p->c.batch,
                                   p->c.tokens, p->c.memory_tokens),
                  max_abs);
-  EXPECT_TRUE(Near(r.output, e.output, bound)) << "output";
+  EXPECT_TRUE(AllNear(r.output, e.output, bound)) << "output";
   for (size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_TRUE(Near(*actual[i].values, expected[i].second, bound)) << actual[i].name;
+    EXPECT_TRUE(AllNear(*actual[i].values, expected[i].second, bound)) << actual[i].name;
   }
 }
 
@@ -360,25 +360,10 @@ TEST_P(LayerReferenceGradients, MatchFiniteDifferences) {
   if (c.memory_tokens != 0) c.memory_tokens = 4;
   auto p = MakeLayer(c, 5);
   const LayerBackward64 e = Reference(*p);
-  auto loss = [&] {
-    const LayerBackward64 f = Reference(*p, false);
-    double s = 0;
-    for (size_t i = 0; i < f.output.size(); ++i) s += f.output[i] * p->d_output[i];
-    return s;
-  };
-  auto check = [&](const char* name, std::vector<double>& values,
-                   const std::vector<double>& gradient, size_t stride) {
-    ASSERT_EQ(values.size(), gradient.size()) << name;
-    for (size_t i = 0; i < values.size(); i += stride) {
-      const double h = 1e-5, keep = values[i];
-      values[i] = keep + h;
-      const double up = loss();
-      values[i] = keep - h;
-      const double down = loss();
-      values[i] = keep;
-      EXPECT_NEAR((up - down) / (2 * h), gradient[i], 1e-6 * std::max(1.0, std::fabs(gradient[i])))
-          << name << "[" << i << "]";
-    }
+  const auto loss = [&] { return Dot(Reference(*p, false).output, p->d_output); };
+  const auto check = [&](const char* name, std::vector<double>& values,
+                         const std::vector<double>& gradient, size_t stride) {
+    ExpectCentralDifferences(name, values, gradient, stride, loss);
   };
   LayerProblem64& q = p->doubles;
   check("x", q.x, e.d_input, 1);

@@ -1,6 +1,7 @@
 // MultiHeadAttention::Backward on every kernel table: every `mha_backward`
 // case of ../shared/golden (PyTorch's autograd), the float64 reference
 // (itself checked by finite differences) with every mask and variant,
+// rotary positions (both styles, partial, offset) and QK-norm included,
 // bit-identical results across thread counts and runs, and its errors.
 #include <gtest/gtest.h>
 
@@ -57,7 +58,7 @@ TEST_P(GoldenBackward, MatchesAutograd) {
   auto expect = [&](const char* name, const std::vector<float>& actual) {
     const std::vector<float>& expected = c.Tensor(name).f32;
     const double tolerance = std::min(c.tolerance, FloatBound(chain, MaxAbs(expected)));
-    EXPECT_TRUE(Near(actual, expected, tolerance)) << name;
+    EXPECT_TRUE(AllNear(actual, expected, tolerance)) << name;
   };
   if (self) {
     expect("d_input", g.d_input);
@@ -146,11 +147,33 @@ const Variant kVariants[] = {
        o.causal = true;
        o.window = {40, -1};
      }},
+    // Llama's attention as it continues a sequence: half-style RoPE over
+    // part of each head (10 of 12 features: pairs past the vectors run the
+    // tail), QK-norm, grouped heads, positions from 5.
+    {"rope_half_partial_qk_norm_offset",
+     {.d_model = 24, .num_heads = 2, .head_dim = 12, .num_kv_heads = 1,
+      .rope = {RopeStyle::kHalf, 500.0, 10}, .qk_norm = {true, NormKind::kRmsNorm, 1e-5}},
+     2, 35, 35, true,
+     [](MhaOptions& o, OwnedMasks&, size_t, size_t, size_t, size_t, std::mt19937&) {
+       o.causal = true;
+       o.position_offset = 5;
+     }},
+    // GPT-J's interleaved pairs over whole heads and Gemma's 1 + w QK-norm,
+    // cross-attention: the keys from position 0, the queries from 3.
+    {"rope_interleaved_gemma_qk_norm_cross",
+     {.d_model = 16, .num_heads = 2, .kdim = 12, .vdim = 10, .head_dim = 6,
+      .rope = {RopeStyle::kInterleaved, 10000.0, 0},
+      .qk_norm = {true, NormKind::kGemmaRmsNorm, 1e-6}},
+     2, 5, 7, false,
+     [](MhaOptions& o, OwnedMasks&, size_t, size_t, size_t, size_t, std::mt19937&) {
+       o.position_offset = 3;
+     }},
 };
 
 struct Problem {
   OwnedMasks owned;
   MhaProblem floats;
+  std::vector<float> q_norm, k_norm;  // as stored; empty without QK-norm
   MhaProblem64 doubles;
   MhaOptions options;
   std::vector<float> d_output;
@@ -158,6 +181,12 @@ struct Problem {
   // d_output in the output's shape [B, Tq, d_model].
   Tensor3 DOutput() const {
     return {d_output, floats.query.batch, floats.query.tokens, floats.config.d_model};
+  }
+  MhaWeights Weights() const {
+    MhaWeights w = floats.weights.View();
+    w.q_norm = q_norm;
+    w.k_norm = k_norm;
+    return w;
   }
 };
 
@@ -175,10 +204,19 @@ std::unique_ptr<Problem> MakeProblem(const Variant& variant, uint32_t seed) {
   p->d_output = RandomVector(variant.batch * variant.tq * config.d_model, 1.0f, rng);
   p->d_output64 = ToDouble(p->d_output);
   const OwnedWeights& w = p->floats.weights;
+  if (config.qk_norm.enabled) {
+    // Scales around 1 (Gemma's stored around 0).
+    const float centre = Traits(config.qk_norm.kind).plus_one ? 0.0f : 1.0f;
+    for (std::vector<float>* scales : {&p->q_norm, &p->k_norm}) {
+      *scales = RandomVector(config.head_dim, 0.3f, rng);
+      for (float& x : *scales) x += centre;
+    }
+  }
   p->doubles = {variant.batch, variant.tq, variant.tk, ToDouble(p->floats.query.data),
                 ToDouble(p->floats.key.data), ToDouble(p->floats.value.data), ToDouble(w.w_q),
                 ToDouble(w.w_k), ToDouble(w.w_v), ToDouble(w.w_o), ToDouble(w.b_q),
-                ToDouble(w.b_k), ToDouble(w.b_v), ToDouble(w.b_o)};
+                ToDouble(w.b_k), ToDouble(w.b_v), ToDouble(w.b_o), ToDouble(p->q_norm),
+                ToDouble(p->k_norm), variant.self ? p->options.position_offset : 0};
   return p;
 }
 
@@ -206,7 +244,7 @@ TEST_P(BackwardReference, MatchesFloat64) {
     if (case_name() != variant.name) continue;
     const auto p = MakeProblem(variant, 7);
     MultiHeadAttention mha(p->floats.config, table());
-    mha.SetWeights(p->floats.weights.View());
+    mha.SetWeights(p->Weights());
     const MhaGradients g = RunBackward(mha, *p, variant.self);
     const MhaBackward64 e =
         ReferenceMhaBackward(mha.config(), p->doubles, p->options, p->d_output64);
@@ -214,23 +252,32 @@ TEST_P(BackwardReference, MatchesFloat64) {
         MhaChainLength(mha.config(), variant.batch, variant.tq, variant.tk),
         std::max({MaxAbs(e.d_query), MaxAbs(e.d_key), MaxAbs(e.d_value), MaxAbs(e.d_w_q),
                   MaxAbs(e.d_w_k), MaxAbs(e.d_w_v), MaxAbs(e.d_w_o), MaxAbs(e.d_b_o)}));
-    EXPECT_TRUE(Near(g.d_query, e.d_query, bound)) << "d_query";
-    EXPECT_TRUE(Near(g.d_key, e.d_key, bound)) << "d_key";
-    EXPECT_TRUE(Near(g.d_value, e.d_value, bound)) << "d_value";
-    EXPECT_TRUE(Near(g.d_w_q, e.d_w_q, bound)) << "d_w_q";
-    EXPECT_TRUE(Near(g.d_w_k, e.d_w_k, bound)) << "d_w_k";
-    EXPECT_TRUE(Near(g.d_w_v, e.d_w_v, bound)) << "d_w_v";
-    EXPECT_TRUE(Near(g.d_w_o, e.d_w_o, bound)) << "d_w_o";
-    EXPECT_TRUE(Near(g.d_b_q, e.d_b_q, bound)) << "d_b_q";
-    EXPECT_TRUE(Near(g.d_b_k, e.d_b_k, bound)) << "d_b_k";
-    EXPECT_TRUE(Near(g.d_b_v, e.d_b_v, bound)) << "d_b_v";
-    EXPECT_TRUE(Near(g.d_b_o, e.d_b_o, bound)) << "d_b_o";
+    // The reference's forward (its rotations and norms) is the forward's.
+    const MhaResult forward = variant.self ? mha.Forward(p->floats.query.View(), p->options)
+                                           : mha.Forward(p->floats.query.View(),
+                                                         p->floats.key.View(),
+                                                         p->floats.value.View(), p->options);
+    EXPECT_TRUE(AllNear(forward.output, e.output, bound)) << "output";
+    EXPECT_TRUE(AllNear(g.d_query, e.d_query, bound)) << "d_query";
+    EXPECT_TRUE(AllNear(g.d_key, e.d_key, bound)) << "d_key";
+    EXPECT_TRUE(AllNear(g.d_value, e.d_value, bound)) << "d_value";
+    EXPECT_TRUE(AllNear(g.d_w_q, e.d_w_q, bound)) << "d_w_q";
+    EXPECT_TRUE(AllNear(g.d_w_k, e.d_w_k, bound)) << "d_w_k";
+    EXPECT_TRUE(AllNear(g.d_w_v, e.d_w_v, bound)) << "d_w_v";
+    EXPECT_TRUE(AllNear(g.d_w_o, e.d_w_o, bound)) << "d_w_o";
+    EXPECT_TRUE(AllNear(g.d_b_q, e.d_b_q, bound)) << "d_b_q";
+    EXPECT_TRUE(AllNear(g.d_b_k, e.d_b_k, bound)) << "d_b_k";
+    EXPECT_TRUE(AllNear(g.d_b_v, e.d_b_v, bound)) << "d_b_v";
+    EXPECT_TRUE(AllNear(g.d_b_o, e.d_b_o, bound)) << "d_b_o";
+    EXPECT_TRUE(AllNear(g.d_q_norm, e.d_q_norm, bound)) << "d_q_norm";
+    EXPECT_TRUE(AllNear(g.d_k_norm, e.d_k_norm, bound)) << "d_k_norm";
+    EXPECT_EQ(g.d_q_norm.empty(), !variant.config.qk_norm.enabled);
     if (variant.self) {
       std::vector<double> d_input(e.d_query.size());
       for (size_t i = 0; i < d_input.size(); ++i) {
         d_input[i] = e.d_query[i] + e.d_key[i] + e.d_value[i];
       }
-      EXPECT_TRUE(Near(g.d_input, d_input, bound)) << "d_input";
+      EXPECT_TRUE(AllNear(g.d_input, d_input, bound)) << "d_input";
     } else {
       EXPECT_TRUE(g.d_input.empty());
     }
@@ -255,7 +302,7 @@ TEST_P(BackwardMaskedRow, HasZeroQueryGradient) {
   ASSERT_STREQ(variant.name, "bool_mask_kv_lengths");
   const auto p = MakeProblem(variant, 3);
   MultiHeadAttention mha(p->floats.config, table());
-  mha.SetWeights(p->floats.weights.View());
+  mha.SetWeights(p->Weights());
   const MhaGradients g = RunBackward(mha, *p, variant.self);
   const size_t d = mha.config().d_model;
   for (size_t e = 0; e < d; ++e) EXPECT_EQ(g.d_query[3 * d + e], 0.0f) << e;
@@ -280,15 +327,16 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 class BackwardThreads : public TableTest {};
 
 TEST_P(BackwardThreads, BitIdenticalForEveryThreadCountAndRun) {
-  for (const Variant* variant : {&kVariants[2], &kVariants[4]}) {
+  for (const Variant* variant : {&kVariants[2], &kVariants[4], &kVariants[6]}) {
     const auto p = MakeProblem(*variant, 5);
     std::unique_ptr<MhaGradients> first;
     MhaGradients reused;
+    ASSERT_EQ(kVariants[6].config.rope.style, RopeStyle::kHalf);
     for (size_t threads : {1, 2, 3}) {
       MultiHeadAttention mha(p->floats.config, table(),
                              std::make_shared<ThreadPool>(threads, 0.0, 0.0,
                                                           ThreadPool::Start::kNow, threads));
-      mha.SetWeights(p->floats.weights.View());
+      mha.SetWeights(p->Weights());
       for (int run = 0; run < 2; ++run) {
         MhaGradients g = RunBackward(mha, *p, variant->self, run == 1 ? &reused : nullptr);
         if (first == nullptr) {
@@ -310,6 +358,8 @@ TEST_P(BackwardThreads, BitIdenticalForEveryThreadCountAndRun) {
         EXPECT_TRUE(SameBits(g.d_b_k, first->d_b_k)) << where;
         EXPECT_TRUE(SameBits(g.d_b_v, first->d_b_v)) << where;
         EXPECT_TRUE(SameBits(g.d_b_o, first->d_b_o)) << where;
+        EXPECT_TRUE(SameBits(g.d_q_norm, first->d_q_norm)) << where;
+        EXPECT_TRUE(SameBits(g.d_k_norm, first->d_k_norm)) << where;
       }
     }
   }
@@ -322,7 +372,7 @@ INSTANTIATE_ON_EVERY_TABLE(BackwardThreads);
 TEST(BackwardErrors, NamedAndRecoverable) {
   const auto p = MakeProblem(kVariants[0], 9);
   MultiHeadAttention mha(p->floats.config);
-  mha.SetWeights(p->floats.weights.View());
+  mha.SetWeights(p->Weights());
   const Tensor3 q = p->floats.query.View(), k = p->floats.key.View(), v = p->floats.value.View();
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
@@ -359,7 +409,7 @@ TEST(BackwardErrors, NamedAndRecoverable) {
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
   mha.Forward(q, k, v, training);
-  mha.SetWeights(p->floats.weights.View());  // new weights: the state is stale
+  mha.SetWeights(p->Weights());  // new weights: the state is stale
   EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { mha.Backward(p->DOutput()); },
                                            {"expected the last forward to be a training one"}));
 
@@ -376,14 +426,6 @@ TEST(BackwardErrors, NamedAndRecoverable) {
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { self.Forward(sp->floats.query.View(), kv, training); },
       {"options.training", "precomputed"}));
-  // Rotary positions have no backward yet: refused before anything runs.
-  MhaConfig rope_config = p->floats.config;
-  rope_config.rope.style = RopeStyle::kHalf;
-  MultiHeadAttention rotary(rope_config);
-  rotary.SetWeights(p->floats.weights.View());
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { rotary.Forward(q, k, v, training); },
-                                                {"options.training", "rotary"}));
-  EXPECT_EQ(rotary.Forward(q, k, v, p->options).output.size(), p->d_output.size());
   // Nor 16-bit or int8 weights: the optimizers update float32 panels in place.
   MhaConfig narrow_config = p->floats.config;
   narrow_config.weights = WeightType::kF16;
@@ -392,6 +434,29 @@ TEST(BackwardErrors, NamedAndRecoverable) {
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { narrow.Forward(q, k, v, training); },
       {"options.training", "config.weights float32, got float16"}));
+}
+
+// Backward reads the training forward's record alone: a call between them
+// that projects into the attention's workspaces (PrecomputeKeyValue of
+// another input) leaves every gradient as it was.
+TEST(BackwardRecord, HoldsWhatBackwardReads) {
+  const Variant& variant = kVariants[6];
+  ASSERT_TRUE(variant.self);
+  const auto p = MakeProblem(variant, 13), other = MakeProblem(variant, 14);
+  MultiHeadAttention mha(p->floats.config);
+  mha.SetWeights(p->Weights());
+  const MhaGradients expected = RunBackward(mha, *p, true);
+  MhaOptions training = p->options;
+  training.training = true;
+  mha.Forward(p->floats.query.View(), training);
+  const PrecomputedKV kv = mha.PrecomputeKeyValue(other->floats.query.View());
+  const MhaGradients g = mha.Backward(p->DOutput());
+  EXPECT_TRUE(SameBits(g.d_input, expected.d_input));
+  EXPECT_TRUE(SameBits(g.d_w_q, expected.d_w_q));
+  EXPECT_TRUE(SameBits(g.d_w_k, expected.d_w_k));
+  EXPECT_TRUE(SameBits(g.d_w_v, expected.d_w_v));
+  EXPECT_TRUE(SameBits(g.d_w_o, expected.d_w_o));
+  EXPECT_TRUE(SameBits(g.d_k_norm, expected.d_k_norm));
 }
 
 // The reference itself against central differences of its own forward, in
@@ -451,6 +516,8 @@ TEST_P(ReferenceGradients, MatchFiniteDifferences) {
     probe("b_k", &MhaProblem64::b_k, g.d_b_k);
     probe("b_v", &MhaProblem64::b_v, g.d_b_v);
     probe("b_o", &MhaProblem64::b_o, g.d_b_o);
+    probe("q_norm", &MhaProblem64::q_norm, g.d_q_norm);
+    probe("k_norm", &MhaProblem64::k_norm, g.d_k_norm);
   }
 }
 

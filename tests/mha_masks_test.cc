@@ -69,11 +69,19 @@ std::vector<T> Expand(const std::vector<T>& mask, size_t batch, size_t heads) {
   return out;
 }
 
-class MhaMasks : public TableTest {};
+// Each test's problem, and the generator its masks come from after it.
+class MhaMasks : public TableTest {
+ protected:
+  // The kernels' results for p under options a and under b are the same.
+  void ExpectSameRuns(const MhaOptions& a, const MhaOptions& b) {
+    ExpectSame(RunKernels(table(), p, a), RunKernels(table(), p, b));
+  }
+
+  std::mt19937 rng{3};
+  const MhaProblem p = Problem(rng);
+};
 
 TEST_P(MhaMasks, BooleanMaskEqualsItsAdditiveTwin) {
-  std::mt19937 rng(3);
-  const MhaProblem p = Problem(rng);
   std::bernoulli_distribution keep(0.6);
   std::vector<uint8_t> allowed(kB * kH * kTq * kTk);
   std::vector<float> additive(allowed.size());
@@ -84,12 +92,10 @@ TEST_P(MhaMasks, BooleanMaskEqualsItsAdditiveTwin) {
   MhaOptions boolean = Everything(), twin = Everything();
   boolean.bool_mask = allowed;
   twin.attn_mask = additive;
-  ExpectSame(RunKernels(table(), p, boolean), RunKernels(table(), p, twin));
+  ExpectSameRuns(boolean, twin);
 }
 
 TEST_P(MhaMasks, BroadcastShapesEqualTheirExpansion) {
-  std::mt19937 rng(5);
-  const MhaProblem p = Problem(rng);
   const size_t shapes[][2] = {{1, 1}, {kB, 1}, {1, kH}, {kB, kH}};
   for (const auto& [batch, heads] : shapes) {
     SCOPED_TRACE(::testing::Message() << "[" << batch << ", " << heads << ", Tq, Tk]");
@@ -105,13 +111,11 @@ TEST_P(MhaMasks, BroadcastShapesEqualTheirExpansion) {
     broadcast.bool_mask_shape = {batch, heads, kTq, kTk};
     expanded.attn_mask = additive_full;
     expanded.bool_mask = allowed_full;
-    ExpectSame(RunKernels(table(), p, broadcast), RunKernels(table(), p, expanded));
+    ExpectSameRuns(broadcast, expanded);
   }
 }
 
 TEST_P(MhaMasks, ValidLengthsEqualTheirKeyPadding) {
-  std::mt19937 rng(7);
-  const MhaProblem p = Problem(rng);
   const std::vector<size_t> lengths = {kTk - 20, 1};
   std::vector<uint8_t> padding(kB * kTk);
   for (size_t b = 0; b < kB; ++b) {
@@ -120,21 +124,19 @@ TEST_P(MhaMasks, ValidLengthsEqualTheirKeyPadding) {
   MhaOptions by_length = Everything(), by_padding = Everything();
   by_length.kv_lengths = lengths;
   by_padding.key_padding_mask = padding;
-  ExpectSame(RunKernels(table(), p, by_length), RunKernels(table(), p, by_padding));
+  ExpectSameRuns(by_length, by_padding);
   // Both given: a key is real only if both say so.
   const std::vector<uint8_t> random_padding = RandomKeyPadding(kB, kTk, 0.7, rng);
   std::vector<uint8_t> both(kB * kTk);
   for (size_t i = 0; i < both.size(); ++i) both[i] = padding[i] && random_padding[i];
   by_length.key_padding_mask = random_padding;
   by_padding.key_padding_mask = both;
-  ExpectSame(RunKernels(table(), p, by_length), RunKernels(table(), p, by_padding));
+  ExpectSameRuns(by_length, by_padding);
 }
 
 // The projected heads (intermediates) through ScaledDotProductAttention
 // with the same options give the same scores, probabilities and head outputs.
 TEST_P(MhaMasks, ScoresEqualAttentionOnTheProjectedHeads) {
-  std::mt19937 rng(11);
-  const MhaProblem p = Problem(rng);
   const std::vector<float> additive = RandomAdditiveMask(kH * kTq * kTk, 0.1, rng);
   MhaOptions o = Everything();
   o.causal = true;
@@ -165,8 +167,6 @@ TEST_P(MhaMasks, ScoresEqualAttentionOnTheProjectedHeads) {
 
 // Every mask kind at once, and the scores, against the float64 reference.
 TEST_P(MhaMasks, MatchesReference) {
-  std::mt19937 rng(17);
-  const MhaProblem p = Problem(rng);
   const std::vector<float> additive = RandomAdditiveMask(kB * kTq * kTk, 0.1, rng);
   std::vector<uint8_t> allowed(kH * kTq * kTk);
   for (uint8_t& a : allowed) a = rng() % 4 != 0;
@@ -187,8 +187,6 @@ TEST_P(MhaMasks, MatchesReference) {
 }
 
 TEST_P(MhaMasks, BadMasksAreNamed) {
-  std::mt19937 rng(13);
-  const MhaProblem p = Problem(rng);
   std::vector<uint8_t> allowed(kB * 3 * kTq * kTk, 1);
   auto run = [&](const MhaOptions& o) { return [&, o] { RunKernels(table(), p, o); }; };
   MhaOptions o;

@@ -18,6 +18,7 @@
 
 #include "dispatch/dispatch.h"
 #include "gradient_util.h"
+#include "random_block.h"
 #include "random_mha.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/optimizers.h"
@@ -97,7 +98,7 @@ TEST_P(OptimizerKernels, FollowTheRulesInDouble) {
       t.sgd({w.data(), g.data(), o.momentum > 0 ? buf.data() : nullptr, n, float(o.lr),
              float(o.momentum), float(o.weight_decay), o.nesterov, step == 0});
       rule.Step(w64, g);
-      EXPECT_TRUE(Near(w, w64, 4e-7 * (1 + MaxAbs(w64)))) << "sgd, step " << step;
+      EXPECT_TRUE(AllNear(w, w64, 4e-7 * (1 + MaxAbs(w64)))) << "sgd, step " << step;
     }
   }
   for (const AdamOptions& o : {kAdam, kAdamW}) {
@@ -115,7 +116,7 @@ TEST_P(OptimizerKernels, FollowTheRulesInDouble) {
       rule.Step(w64, g);
       // The step is lr-sized whatever g is: relative error of the update
       // (a few u) times lr, plus w's own rounding.
-      EXPECT_TRUE(Near(w, w64, 4e-7 * (1 + MaxAbs(w64)))) << "adam, step " << step;
+      EXPECT_TRUE(AllNear(w, w64, 4e-7 * (1 + MaxAbs(w64)))) << "adam, step " << step;
     }
   }
 }
@@ -213,6 +214,25 @@ double MseGradient(const std::vector<float>& y, const std::vector<float>& target
   return loss / double(y.size());
 }
 
+// `steps` steps of `optimizer` on `object` towards `target` by the mean
+// squared error, `forward` running the object's training forward on x: the
+// loss, recorded as `name`, falls below `factor` times its first value.
+template <class Object, class Forward>
+void ExpectLossFalls(const char* name, Object& object, Optimizer& optimizer, int steps,
+                     const OwnedTensor& x, const std::vector<float>& target, double factor,
+                     Forward forward) {
+  std::vector<float> d_output;
+  double first = 0, last = 0;
+  for (int step = 0; step < steps; ++step) {
+    last = MseGradient(forward(), target, d_output);
+    if (step == 0) first = last;
+    object.Backward({d_output, x.batch, x.tokens, x.features});
+    optimizer.Step(object);
+  }
+  ::testing::Test::RecordProperty(name, std::to_string(first) + " -> " + std::to_string(last));
+  EXPECT_LT(last, factor * first) << name << " " << first << " -> " << last;
+}
+
 // One set of defaults, torch.optim's, which the JS package reports through
 // an optimizer's options; an optimizer keeps the options it was made with.
 TEST(OptimizerOptions, DefaultsAreTorchsAndAreKept) {
@@ -245,16 +265,8 @@ TEST(TrainingLoop, AttentionFitsAnotherAttentionsOutputs) {
   const std::vector<float> target = teacher.Forward(x.View(), options).output;
   options.training = true;
   Adam adam({.lr = 0.01});
-  std::vector<float> d_output;
-  double first = 0, last = 0;
-  for (int step = 0; step < 300; ++step) {
-    last = MseGradient(student.Forward(x.View(), options).output, target, d_output);
-    if (step == 0) first = last;
-    student.Backward({d_output, x.batch, x.tokens, x.features});
-    adam.Step(student);
-  }
-  RecordProperty("loss", std::to_string(first) + " -> " + std::to_string(last));
-  EXPECT_LT(last, 0.05 * first) << "loss " << first << " -> " << last;
+  ExpectLossFalls("loss", student, adam, 300, x, target, 0.05,
+                  [&] { return student.Forward(x.View(), options).output; });
 }
 
 TEST(TrainingLoop, LayersLossFalls) {
@@ -271,22 +283,14 @@ TEST(TrainingLoop, LayersLossFalls) {
   const NormWeights norm{gamma, beta};
   const OwnedTensor x = RandomTensor(2, 8, 16, rng), memory = RandomTensor(2, 5, 16, rng);
   const OwnedTensor target = RandomTensor(2, 8, 16, rng);
-  std::vector<float> d_output;
 
   TransformerEncoderLayer encoder(config);
   encoder.SetWeights(self.View(), ffn, norm, norm);
   Sgd sgd({.lr = 0.05, .momentum = 0.9});
   EncoderOptions eo;
   eo.training = true;
-  double first = 0, last = 0;
-  for (int step = 0; step < 60; ++step) {
-    last = MseGradient(encoder.Forward(x.View(), eo), target.data, d_output);
-    if (step == 0) first = last;
-    encoder.Backward({d_output, x.batch, x.tokens, x.features});
-    sgd.Step(encoder);
-  }
-  RecordProperty("encoder_loss", std::to_string(first) + " -> " + std::to_string(last));
-  EXPECT_LT(last, 0.5 * first) << "encoder loss " << first << " -> " << last;
+  ExpectLossFalls("encoder_loss", encoder, sgd, 60, x, target.data, 0.5,
+                  [&] { return encoder.Forward(x.View(), eo); });
 
   config.norm_first = false;
   TransformerDecoderLayer decoder(config);
@@ -294,14 +298,8 @@ TEST(TrainingLoop, LayersLossFalls) {
   Adam adamw({.lr = 0.01, .weight_decay = 0.01, .decoupled_weight_decay = true});
   DecoderOptions d_options;
   d_options.training = true;
-  for (int step = 0; step < 60; ++step) {
-    last = MseGradient(decoder.Forward(x.View(), memory.View(), d_options), target.data, d_output);
-    if (step == 0) first = last;
-    decoder.Backward({d_output, x.batch, x.tokens, x.features});
-    adamw.Step(decoder);
-  }
-  RecordProperty("decoder_loss", std::to_string(first) + " -> " + std::to_string(last));
-  EXPECT_LT(last, 0.5 * first) << "decoder loss " << first << " -> " << last;
+  ExpectLossFalls("decoder_loss", decoder, adamw, 60, x, target.data, 0.5,
+                  [&] { return decoder.Forward(x.View(), memory.View(), d_options); });
 }
 
 // ---------------------------------------------------------------------------
@@ -458,175 +456,94 @@ TEST(OptimizerErrors, NameTheParameterAsSetWeightsDoes) {
   const std::vector<float> d(x.data.size(), 0.5f);
   const Tensor3 d_output{d, 1, 3, 8};
   Adam adam({.lr = 3.5e38}), adamw({.lr = 3.5e38, .decoupled_weight_decay = true});
-  const char* kTail =
-      " step refused: options.lr times its update would overflow float32; no weight or optimizer "
-      "state changed";
+  // The step refused, naming the object's first parameter.
+  const auto refused = [](Optimizer& optimizer, Trainable& object, const std::string& first) {
+    return ThrowsWith<std::range_error>(
+        [&] { optimizer.Step(object); },
+        {first + " step refused: options.lr times its update would overflow float32; no weight "
+                 "or optimizer state changed"});
+  };
 
   MultiHeadAttention mha(attention);
   mha.SetWeights(self.View());
-  MhaOptions mo;
-  mo.training = true;
-  mha.Forward(x.View(), mo);
+  mha.Forward(x.View(), {.training = true});
   mha.Backward(d_output);
-  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adam.Step(mha); },
-                                           {std::string("w_q: Adam") + kTail}));
+  EXPECT_TRUE(refused(adam, mha, "w_q: Adam"));
 
   const LayerConfig config{.d_model = 8, .num_heads = 2, .ffn_dim = 16};
   TransformerEncoderLayer encoder(config);
   encoder.SetWeights(self.View(), {w1, b1, w2, b2}, {gamma, beta}, {gamma, beta});
-  EncoderOptions eo;
-  eo.training = true;
-  encoder.Forward(x.View(), eo);
+  encoder.Forward(x.View(), {.training = true});
   encoder.Backward(d_output);
-  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adamw.Step(encoder); },
-                                           {std::string("attention.w_q: AdamW") + kTail}));
+  EXPECT_TRUE(refused(adamw, encoder, "attention.w_q: AdamW"));
   // The layer keeps its gradients: a usable optimizer steps it.
   Sgd({.lr = 0.01}).Step(encoder);
 
   TransformerDecoderLayer decoder(config);
   decoder.SetWeights(self.View(), cross.View(), {w1, b1, w2, b2}, {gamma, beta}, {gamma, beta},
                      {gamma, beta});
-  DecoderOptions dopt;
-  dopt.training = true;
-  decoder.Forward(x.View(), memory.View(), dopt);
+  decoder.Forward(x.View(), memory.View(), {.training = true});
   decoder.Backward(d_output);
-  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adam.Step(decoder); },
-                                           {std::string("self_attention.w_q: Adam") + kTail}));
+  EXPECT_TRUE(refused(adam, decoder, "self_attention.w_q: Adam"));
 
   TinyTransformer model(
       TinyModelConfig{.vocab = 6, .d_model = 8, .num_heads = 2, .num_layers = 1, .max_tokens = 4});
   const std::vector<int32_t> tokens = {1, 2, 3, 4}, targets = {2, 3, 4, 5};
   model.Forward(tokens, targets, 1, 4, {.training = true});
   model.Backward();
-  EXPECT_TRUE(ThrowsWith<std::range_error>([&] { adam.Step(model); },
-                                           {std::string("weights.embedding: Adam") + kTail}));
+  EXPECT_TRUE(refused(adam, model, "weights.embedding: Adam"));
 }
 
 // ---------------------------------------------------------------------------
 // Step(TransformerBlock): every parameter it lists is updated as the rule
 // says, in the layout SetWeights takes: after an SGD step (weight decay
-// included, which decays Gemma's stored gamma, not its 1 + gamma) the block
+// included, which decays Gemma's stored gamma, not its 1 + gamma, in the
+// block's norms and in QK-norm's) the block
 // computes what a fresh block given the rule's weights computes.
 
-// A block's weights, owned, every bias given; the rule's update of each
-// from its gradient.
-struct OwnedBlock {
-  struct Sublayer {
-    std::vector<float> gamma, beta, out_gamma, out_beta;
-    OwnedWeights attention;
-    std::vector<float> w1, b1, w2, b2;
-    std::vector<float> w_gate, b_gate, w_up, b_up, w_down, b_down;
-  };
-  std::vector<Sublayer> sublayers;
-
-  std::vector<SublayerWeights> Views() const {
-    std::vector<SublayerWeights> v;
-    for (const Sublayer& w : sublayers) {
-      SublayerWeights s;
-      s.norm = {w.gamma, w.beta};
-      s.output_norm = {w.out_gamma, w.out_beta};
-      s.attention = w.attention.View();
-      s.ffn = {w.w1, w.b1, w.w2, w.b2};
-      s.gated_ffn = {w.w_gate, w.w_up, w.w_down, w.b_gate, w.b_up, w.b_down, {}, {}, {}};
-      v.push_back(s);
+// w - lr (g + weight_decay w), in double, for every weight of a block with
+// its gradient (the attentions' from the MhaGradients of the same names).
+void SgdStep(std::vector<OwnedSublayer>& sublayers, const BlockGradients& g, double lr,
+             double weight_decay) {
+  const auto step = [&](std::vector<float>& w, const std::vector<float>& d) {
+    ASSERT_EQ(w.size(), d.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i] = float(double(w[i]) - lr * (double(d[i]) + weight_decay * double(w[i])));
     }
-    return v;
-  }
-
-  // w - lr (g + weight_decay w), in double, for every weight with its
-  // gradient (the attentions' from the MhaGradients of the same names).
-  void SgdStep(const BlockGradients& g, double lr, double weight_decay) {
-    const auto step = [&](std::vector<float>& w, const std::vector<float>& d) {
-      ASSERT_EQ(w.size(), d.size());
-      for (size_t i = 0; i < w.size(); ++i) {
-        w[i] = float(double(w[i]) - lr * (double(d[i]) + weight_decay * double(w[i])));
+  };
+  for (size_t k = 0; k < sublayers.size(); ++k) {
+    OwnedSublayer& w = sublayers[k];
+    const SublayerGradients& d = g.sublayers[k];
+    step(w.gamma, d.norm.d_gamma);
+    step(w.beta, d.norm.d_beta);
+    step(w.out_gamma, d.output_norm.d_gamma);
+    step(w.out_beta, d.output_norm.d_beta);
+    if (!w.attention.w_q.empty()) {
+      OwnedWeights& a = w.attention;
+      for (int i = 0; i < 8; ++i) {
+        std::vector<float>* v[8] = {&a.w_q, &a.w_k, &a.w_v, &a.w_o,
+                                    &a.b_q, &a.b_k, &a.b_v, &a.b_o};
+        step(*v[i], *GradientOf(d.attention, i));
       }
-    };
-    for (size_t k = 0; k < sublayers.size(); ++k) {
-      Sublayer& w = sublayers[k];
-      const SublayerGradients& d = g.sublayers[k];
-      step(w.gamma, d.norm.d_gamma);
-      step(w.beta, d.norm.d_beta);
-      step(w.out_gamma, d.output_norm.d_gamma);
-      step(w.out_beta, d.output_norm.d_beta);
-      if (!w.attention.w_q.empty()) {
-        OwnedWeights& a = w.attention;
-        for (int i = 0; i < 8; ++i) {
-          std::vector<float>* v[8] = {&a.w_q, &a.w_k, &a.w_v, &a.w_o,
-                                      &a.b_q, &a.b_k, &a.b_v, &a.b_o};
-          step(*v[i], *GradientOf(d.attention, i));
-        }
-      }
-      step(w.w1, d.ffn.d_w1);
-      step(w.b1, d.ffn.d_b1);
-      step(w.w2, d.ffn.d_w2);
-      step(w.b2, d.ffn.d_b2);
-      step(w.w_gate, d.gated_ffn.d_w_gate);
-      step(w.b_gate, d.gated_ffn.d_b_gate);
-      step(w.w_up, d.gated_ffn.d_w_up);
-      step(w.b_up, d.gated_ffn.d_b_up);
-      step(w.w_down, d.gated_ffn.d_w_down);
-      step(w.b_down, d.gated_ffn.d_b_down);
+      step(w.q_norm, d.attention.d_q_norm);
+      step(w.k_norm, d.attention.d_k_norm);
     }
+    step(w.w1, d.ffn.d_w1);
+    step(w.b1, d.ffn.d_b1);
+    step(w.w2, d.ffn.d_w2);
+    step(w.b2, d.ffn.d_b2);
+    step(w.w_gate, d.gated_ffn.d_w_gate);
+    step(w.b_gate, d.gated_ffn.d_b_gate);
+    step(w.w_up, d.gated_ffn.d_w_up);
+    step(w.b_up, d.gated_ffn.d_b_up);
+    step(w.w_down, d.gated_ffn.d_w_down);
+    step(w.b_down, d.gated_ffn.d_b_down);
   }
-};
-
-OwnedBlock RandomBlock(const BlockConfig& c, std::mt19937& rng) {
-  OwnedBlock out;
-  const size_t d = c.d_model, f = c.ffn_dim;
-  const bool beta = Traits(c.norm).has_beta;
-  const float centre = Traits(c.norm).plus_one ? 0.0f : 1.0f;
-  const auto around = [&](size_t n) {
-    std::vector<float> v = RandomVector(n, 0.3f, rng);
-    for (float& x : v) x += centre;
-    return v;
-  };
-  const auto init = [&](size_t n, size_t fan_in) {
-    return RandomVector(n, 1.0f / std::sqrt(float(fan_in)), rng);
-  };
-  MhaConfig m;
-  m.d_model = d;
-  m.num_heads = c.num_heads;
-  m.num_kv_heads = c.num_kv_heads;
-  const MhaConfig attention = MultiHeadAttention(m).config();
-  for (const Sublayer& s : c.sublayers) {
-    OwnedBlock::Sublayer w;
-    w.gamma = around(d);
-    if (beta) w.beta = RandomVector(d, 0.3f, rng);
-    if (s.norm == NormPlacement::kSandwich) {
-      w.out_gamma = around(d);
-      if (beta) w.out_beta = RandomVector(d, 0.3f, rng);
-    }
-    if (Traits(s.mixer).attention) w.attention = RandomWeights(attention, rng);
-    if (s.mixer == MixerKind::kFeedForward) {
-      w.w1 = init(d * f, d);
-      w.b1 = init(f, d);
-      w.w2 = init(f * d, f);
-      w.b2 = init(d, f);
-    }
-    if (s.mixer == MixerKind::kGatedFeedForward) {
-      w.w_gate = init(d * f, d);
-      w.b_gate = init(f, d);
-      w.w_up = init(d * f, d);
-      w.b_up = init(f, d);
-      w.w_down = init(f * d, f);
-      w.b_down = init(d, f);
-    }
-    out.sublayers.push_back(std::move(w));
-  }
-  return out;
 }
 
+// Heads of 5: padded on every SIMD table.
 BlockConfig SmallBlock(NormKind norm, Activation act, std::vector<Sublayer> sublayers) {
-  BlockConfig c;
-  c.d_model = 20;  // heads of 5: padded on every SIMD table
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.ffn_dim = 12;
-  c.norm = norm;
-  c.activation = act;
-  c.sublayers = std::move(sublayers);
-  return c;
+  return MakeBlockConfig(20, 4, 2, 12, norm, act, std::move(sublayers));
 }
 
 class BlockStep : public TableTest {};
@@ -634,9 +551,14 @@ class BlockStep : public TableTest {};
 TEST_P(BlockStep, SgdUpdatesEveryParameterAsTheRuleSays) {
   using M = MixerKind;
   using P = NormPlacement;
-  const BlockConfig configs[] = {
+  // Gemma 3's: QK-norm stored as gamma - 1 too, RoPE over 4 of 5 features.
+  BlockConfig gemma =
       SmallBlock(NormKind::kGemmaRmsNorm, Activation::kGeluTanh,
-                 {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}}),
+                 {{M::kSelfAttention, P::kSandwich}, {M::kGatedFeedForward, P::kSandwich}});
+  gemma.rope = {RopeStyle::kHalf, 10000.0, 4};
+  gemma.qk_norm = {true, NormKind::kGemmaRmsNorm, 1e-6};
+  const BlockConfig configs[] = {
+      gemma,
       SmallBlock(NormKind::kLayerNorm, Activation::kSilu,
                  {{M::kSelfAttention, P::kPre},
                   {M::kGatedFeedForward, P::kPre, true},
@@ -646,11 +568,11 @@ TEST_P(BlockStep, SgdUpdatesEveryParameterAsTheRuleSays) {
   for (const BlockConfig& config : configs) {
     SCOPED_TRACE(Traits(config.norm).name);
     std::mt19937 rng(12);
-    OwnedBlock w = RandomBlock(config, rng);
+    std::vector<OwnedSublayer> w = RandomBlockWeights(config, true, rng);
     const OwnedTensor x = RandomTensor(2, 5, 20, rng), memory = RandomTensor(2, 3, 20, rng);
     const std::vector<float> d_output = RandomVector(x.data.size(), 1.0f, rng);
     TransformerBlock block(config, table(), SharedThreadPool(1));
-    block.SetWeights(w.Views());
+    block.SetWeights(Views(w));
     BlockOptions o;
     o.causal = true;
     o.training = true;
@@ -658,9 +580,9 @@ TEST_P(BlockStep, SgdUpdatesEveryParameterAsTheRuleSays) {
     const BlockGradients g = block.Backward({d_output, x.batch, x.tokens, x.features});
     const double lr = 0.05, weight_decay = 0.2;
     Sgd({.lr = lr, .weight_decay = weight_decay}).Step(block);
-    w.SgdStep(g, lr, weight_decay);
+    SgdStep(w, g, lr, weight_decay);
     TransformerBlock fresh(config, table(), SharedThreadPool(1));
-    fresh.SetWeights(w.Views());
+    fresh.SetWeights(Views(w));
     o.training = false;
     const std::vector<float> want = fresh.Forward(x.View(), memory.View(), o);
     EXPECT_TRUE(AllNear(block.Forward(x.View(), memory.View(), o), want,
@@ -682,24 +604,16 @@ TEST(TrainingLoop, LlamaBlockLossFalls) {
   const BlockConfig config =
       SmallBlock(NormKind::kRmsNorm, Activation::kSilu,
                  {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}});
-  const OwnedBlock w = RandomBlock(config, rng);
+  const std::vector<OwnedSublayer> w = RandomBlockWeights(config, true, rng);
   const OwnedTensor x = RandomTensor(2, 8, 20, rng), target = RandomTensor(2, 8, 20, rng);
   TransformerBlock block(config);
-  block.SetWeights(w.Views());
+  block.SetWeights(Views(w));
   Adam adam({.lr = 0.01});
   BlockOptions o;
   o.causal = true;
   o.training = true;
-  std::vector<float> d_output;
-  double first = 0, last = 0;
-  for (int step = 0; step < 60; ++step) {
-    last = MseGradient(block.Forward(x.View(), o), target.data, d_output);
-    if (step == 0) first = last;
-    block.Backward({d_output, x.batch, x.tokens, x.features});
-    adam.Step(block);
-  }
-  RecordProperty("block_loss", std::to_string(first) + " -> " + std::to_string(last));
-  EXPECT_LT(last, 0.5 * first) << "block loss " << first << " -> " << last;
+  ExpectLossFalls("block_loss", block, adam, 60, x, target.data, 0.5,
+                  [&] { return block.Forward(x.View(), o); });
 }
 
 TEST(OptimizerErrors, BlockParametersNamedAsSetWeightsNamesThem) {
@@ -708,11 +622,11 @@ TEST(OptimizerErrors, BlockParametersNamedAsSetWeightsNamesThem) {
   std::mt19937 rng(8);
   BlockConfig config = SmallBlock(NormKind::kRmsNorm, Activation::kSilu,
                                   {{M::kGatedFeedForward, P::kPre}, {M::kSelfAttention, P::kPre}});
-  OwnedBlock w = RandomBlock(config, rng);
+  const std::vector<OwnedSublayer> w = RandomBlockWeights(config, true, rng);
   const OwnedTensor x = RandomTensor(1, 3, 20, rng);
   const std::vector<float> d(x.data.size(), 0.5f);
   TransformerBlock block(config);
-  block.SetWeights(w.Views());
+  block.SetWeights(Views(w));
   Adam adam({.lr = 0.01});
   EXPECT_TRUE(ThrowsWith<std::logic_error>(
       [&] { adam.Step(block); }, {"expected a backward since the weights last changed"}));
@@ -754,7 +668,7 @@ TEST(OptimizerErrors, BlockParametersNamedAsSetWeightsNamesThem) {
   // The block keeps its gradients: a usable optimizer steps it.
   adam.Step(block);
   // New weights drop them.
-  block.SetWeights(w.Views());
+  block.SetWeights(Views(w));
   EXPECT_TRUE(ThrowsWith<std::logic_error>(
       [&] { adam.Step(block); }, {"expected a backward since the weights last changed"}));
 }

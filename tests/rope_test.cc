@@ -1,5 +1,6 @@
-// The rotary position embedding: the kernel of every table against a
-// rotation in double, at rotary widths around each table's vector width
+// The rotary position embedding: the kernel of every table and its
+// backward (the rotation by the negative angles) against rotations in
+// double, at rotary widths around each table's vector width
 // (whole vectors, a scalar tail, fewer features than one vector) with padded
 // heads and rows, and multi-head attention with RoPE against the float64
 // reference, at positions from the kept angle table and far past it.
@@ -7,8 +8,11 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "dispatch/dispatch.h"
 #include "kernels/rope.h"
 #include "random_mha.h"
 #include "reference/attention_reference.h"
@@ -25,32 +29,38 @@ TEST_P(RopeKernel, MatchesARotationInDouble) {
   const size_t tokens = 4, heads = 3, pos0 = 1000;
   const double base = 10000.0;
   std::mt19937 rng(41);
-  for (const bool interleaved : {false, true}) {
+  for (const auto& [back, interleaved] :
+       {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
+    const auto turn = back ? TrainingKernelsFor(table()).rope_backward : table().rope;
     for (const size_t r : {size_t{2}, size_t{6}, lanes, 2 * lanes, 2 * lanes + 2,
                            4 * lanes + 6, size_t{64}}) {
       if (r % 2 != 0) continue;  // the scalar table's one lane
-      SCOPED_TRACE((interleaved ? "interleaved, r = " : "half, r = ") + std::to_string(r));
+      SCOPED_TRACE((back ? "backward, " : "") +
+                   std::string(interleaved ? "interleaved, r = " : "half, r = ") +
+                   std::to_string(r));
       const size_t stride = r + 5, ld = heads * stride + 3;
       const std::vector<float> x = testing::RandomVector(tokens * ld, 1.0f, rng);
       std::vector<float> angles(tokens * RopeTableRow(r, interleaved));
       FillRopeAngles(base, r, interleaved, pos0, tokens, angles.data());
       std::vector<float> y = x;
-      table().rope({.x = y.data(),
-                    .ld = ld,
-                    .tokens = tokens,
-                    .heads = heads,
-                    .head_stride = stride,
-                    .rotary_dim = r,
-                    .interleaved = interleaved,
-                    .table = angles.data(),
-                    .table_ld = RopeTableRow(r, interleaved)});
+      turn({.x = y.data(),
+            .ld = ld,
+            .tokens = tokens,
+            .heads = heads,
+            .head_stride = stride,
+            .rotary_dim = r,
+            .interleaved = interleaved,
+            .table = angles.data(),
+            .table_ld = RopeTableRow(r, interleaved)});
       for (size_t t = 0; t < tokens; ++t) {
         for (size_t h = 0; h < heads; ++h) {
           const size_t at = t * ld + h * stride;
           for (size_t i = 0; i < r / 2; ++i) {
             const size_t i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + r / 2;
             const double angle = double(pos0 + t) * std::pow(base, -2.0 * double(i) / double(r));
-            const double c = double(float(std::cos(angle))), s = double(float(std::sin(angle)));
+            // By -angle backwards: sin changes sign.
+            const double c = double(float(std::cos(angle)));
+            const double s = (back ? -1.0 : 1.0) * double(float(std::sin(angle)));
             const double a = x[at + i0], b = x[at + i1];
             EXPECT_NEAR(y[at + i0], a * c - b * s, 1e-6) << "token " << t << " head " << h;
             EXPECT_NEAR(y[at + i1], a * s + b * c, 1e-6) << "token " << t << " head " << h;

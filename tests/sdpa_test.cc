@@ -334,11 +334,9 @@ TEST_P(Sdpa, EqualsMultiHeadAttentionPerHead) {
 // bottom-right alignment, at 0 the top-left one, to the bit.
 TEST_P(Sdpa, MultiHeadAttentionQueryOffsetsEqualTheAlignments) {
   std::mt19937 rng(17);
-  MhaConfig config;
-  config.d_model = 16;
-  config.num_heads = 2;
   const size_t batch = 2, tq = 40, tk = 100;
-  const MhaProblem m = RandomProblem(Resolve(config), batch, tq, tk, rng);
+  const MhaProblem m =
+      RandomProblem(Resolve({.d_model = 16, .num_heads = 2}), batch, tq, tk, rng);
   const std::vector<float> d_output = RandomVector(batch * tq * 16, 1.0f, rng);
   auto run = [&](CausalAlignment alignment, std::span<const int64_t> offset) {
     MultiHeadAttention mha(m.config, table());
@@ -595,11 +593,9 @@ TEST_P(Sdpa, NarrowMasksEqualMasksPaddedToTheKeys) {
 // narrow one is the one padded to the keys there too, forward and backward.
 TEST_P(Sdpa, MultiHeadAttentionTakesNarrowMasks) {
   std::mt19937 rng(16);
-  MhaConfig config;
-  config.d_model = 16;
-  config.num_heads = 2;
   const size_t batch = 2, tq = 33, tk = 150, keys = 80;
-  const MhaProblem m = RandomProblem(Resolve(config), batch, tq, tk, rng);
+  const MhaProblem m =
+      RandomProblem(Resolve({.d_model = 16, .num_heads = 2}), batch, tq, tk, rng);
   const std::vector<float> narrow = RandomVector(tq * keys, 1.0f, rng);
   std::vector<float> padded(tq * tk, -std::numeric_limits<float>::infinity());
   for (size_t r = 0; r < tq; ++r) {
@@ -683,16 +679,7 @@ TEST_P(Sdpa, HiddenKeyBlocksAreNeverVisited) {
   std::vector<float> scratch(table().attention_scratch_floats(d, d));
   auto run = [&](const std::vector<float>& values, ptrdiff_t diagonal, bool narrow) {
     std::vector<float> z(tq * d);
-    AttentionArgs a{};
-    a.q = q.data();
-    a.ldq = d;
-    a.k = k.data();
-    a.ldk = d;
-    a.v = values.data();
-    a.ldv = d;
-    a.tq = tq;
-    a.tk = tk;
-    a.dk = a.dv = d;
+    AttentionArgs a = DenseAttentionArgs(q.data(), k.data(), values.data(), z.data(), tq, tk, d, d);
     a.scale = 0.25f;
     a.causal = !narrow;
     a.causal_diagonal = diagonal;
@@ -701,8 +688,6 @@ TEST_P(Sdpa, HiddenKeyBlocksAreNeverVisited) {
       a.mask_ld = 100;
       a.masked_from = 100;
     }
-    a.z = z.data();
-    a.ldz = d;
     a.scratch = scratch.data();
     table().attention(a);
     return z;

@@ -42,9 +42,17 @@ std::string CaseParamName(const ::testing::TestParamInfo<std::string>& info) {
   return info.param;
 }
 
-::testing::AssertionResult AllNear(std::span<const float> actual,
-                                   std::span<const float> expected,
-                                   double tolerance) {
+AttentionArgs DenseAttentionArgs(const float* q, const float* k, const float* v, float* z,
+                                 size_t tq, size_t tk, size_t dk, size_t dv) {
+  return {.q = q, .ldq = dk, .k = k, .ldk = dk, .v = v, .ldv = dv, .tq = tq, .tk = tk, .dk = dk,
+          .dv = dv, .z = z, .ldz = dv};
+}
+
+namespace {
+
+template <class T>
+::testing::AssertionResult NearEverywhere(std::span<const float> actual,
+                                       std::span<const T> expected, double tolerance) {
   if (actual.size() != expected.size()) {
     return ::testing::AssertionFailure()
            << "size " << actual.size() << " != expected " << expected.size();
@@ -63,6 +71,18 @@ std::string CaseParamName(const ::testing::TestParamInfo<std::string>& info) {
          << "max |diff| " << worst << " > " << tolerance << " at element "
          << worst_index << " (got " << actual[worst_index] << ", expected "
          << expected[worst_index] << ")";
+}
+
+}  // namespace
+
+::testing::AssertionResult AllNear(std::span<const float> actual,
+                                   std::span<const float> expected, double tolerance) {
+  return NearEverywhere(actual, expected, tolerance);
+}
+
+::testing::AssertionResult AllNear(std::span<const float> actual,
+                                   std::span<const double> expected, double tolerance) {
+  return NearEverywhere(actual, expected, tolerance);
 }
 
 }  // namespace simd_attention::testing

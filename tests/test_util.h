@@ -56,9 +56,19 @@ std::vector<TableAndCase> OnEveryTable(const std::vector<std::string>& names);
 std::string TableCaseParamName(const ::testing::TestParamInfo<TableAndCase>& info);
 std::string CaseParamName(const ::testing::TestParamInfo<std::string>& info);
 
-// Asserts |actual - expected| <= tolerance everywhere; reports the worst.
+// The kernel's arguments for one head of dense rows: q [tq][dk], k [tk][dk],
+// v [tk][dv] and z [tq][dv], each row right after the last; no masks.
+AttentionArgs DenseAttentionArgs(const float* q, const float* k, const float* v, float* z,
+                                 size_t tq, size_t tk, size_t dk, size_t dv);
+
+// Asserts |actual - expected| <= tolerance everywhere, and no NaN; reports
+// the worst. The expected values in float, or in double from a float64
+// reference.
 ::testing::AssertionResult AllNear(std::span<const float> actual,
                                    std::span<const float> expected,
+                                   double tolerance);
+::testing::AssertionResult AllNear(std::span<const float> actual,
+                                   std::span<const double> expected,
                                    double tolerance);
 
 // Succeeds if `f` throws an E whose what() contains every fragment.

@@ -49,8 +49,7 @@ MhaConfig Resolve(MhaConfig c) {
                           ", got ", StorageTypeName(c.cache_type)});
   }
   if constexpr (kTrainingModule) {
-    // The training module holds what its optimizers update, float32 weights,
-    // and no rotary positions, whose backward is not implemented.
+    // The training module holds what its optimizers update, float32 weights.
     const auto refuse = [](const char* name, WeightType type, const char* what) {
       if (type != WeightType::kF32) {
         RefuseInTrainingModule(ConfigName(name), "float32", StorageTypeName(type), what);
@@ -58,11 +57,6 @@ MhaConfig Resolve(MhaConfig c) {
     };
     refuse(n.weights, c.weights, "float16, bfloat16 and int8 weights");
     refuse(n.cache_type, c.cache_type, "float16 and bfloat16 KV caches");
-    if (c.rope.style != RopeStyle::kNone) {
-      RefuseInTrainingModule(
-          "config.rope.style", "none",
-          c.rope.style == RopeStyle::kHalf ? "half" : "interleaved", "rotary positions");
-    }
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
@@ -260,6 +254,9 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   v_ = std::move(v);
   q_norm_ = std::move(q_norm);
   k_norm_ = std::move(k_norm);
+  const bool plus_one = c.qk_norm.enabled && Traits(c.qk_norm.kind).plus_one;
+  stored_q_norm_.assign(w.q_norm.begin(), plus_one ? w.q_norm.end() : w.q_norm.begin());
+  stored_k_norm_.assign(w.k_norm.begin(), plus_one ? w.k_norm.end() : w.k_norm.begin());
   has_weights_ = true;
   // Its gradients would mix the old weights with the new (a build without
   // training never makes this state: only a training forward does).
@@ -295,9 +292,7 @@ void MultiHeadAttention::Project(const float* x, size_t batch, size_t tokens, co
                                  float* out, size_t ldc, ComputedScan& scan,
                                  const size_t* rotate_from, const float* head_norm) {
   const RopeConfig& rope = config_.rope;
-  // (The training module refuses config.rope: its rotations fold away.)
-  const bool rotate =
-      !kTrainingModule && rotate_from != nullptr && rope.style != RopeStyle::kNone;
+  const bool rotate = rotate_from != nullptr && rope.style != RopeStyle::kNone;
   const bool interleaved = rope.style == RopeStyle::kInterleaved;
   const size_t dk = layout_.dk_pad, rows = batch * tokens;
   struct Written {
@@ -675,7 +670,13 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     });
     CheckComputed("the per-head output z_h W_o^h", r.per_head_output, kTooLarge);
   }
-  if (training) training_->ready = true;
+  if (training) {
+    // The record takes the projections its backward reads; the workspaces
+    // get the buffers of its last ones in exchange, so nothing is copied.
+    training_->projected.swap(workspace_);
+    training_->projected_kv.swap(kv_workspace_);
+    training_->ready = true;
+  }
   return r;
 }
 

@@ -133,18 +133,14 @@ SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsT
   const bool pad_k = dk_pad != d, pad_v = dv_pad != dv;
   const size_t scratch = kernels_->attention_scratch_floats(dk_pad, dv_pad);
   const size_t threads = pool_->threads();
-  const size_t q_floats = pad_k ? CheckedCount("padded q", {{"rows", batch * heads * tq},
-                                                            {"padded head width", dk_pad}})
-                                : 0;
-  const size_t k_floats = pad_k ? CheckedCount("padded k", {{"rows", batch * kv_heads * tk},
-                                                            {"padded head width", dk_pad}})
-                                : 0;
-  const size_t v_floats = pad_v ? CheckedCount("padded v", {{"rows", batch * kv_heads * tk},
-                                                            {"padded head width", dv_pad}})
-                                : 0;
-  const size_t z_floats = pad_v ? CheckedCount("padded output", {{"rows", batch * heads * tq},
-                                                                 {"padded head width", dv_pad}})
-                                : 0;
+  // Floats of a padded copy of `rows` head rows, none where no copy is made.
+  const auto copy_floats = [](bool pad, const char* what, size_t rows, size_t width) -> size_t {
+    return pad ? CheckedCount(what, {{"rows", rows}, {"padded head width", width}}) : 0;
+  };
+  const size_t q_floats = copy_floats(pad_k, "padded q", batch * heads * tq, dk_pad);
+  const size_t k_floats = copy_floats(pad_k, "padded k", batch * kv_heads * tk, dk_pad);
+  const size_t v_floats = copy_floats(pad_v, "padded v", batch * kv_heads * tk, dv_pad);
+  const size_t z_floats = copy_floats(pad_v, "padded output", batch * heads * tq, dv_pad);
   const size_t need = q_floats + k_floats + v_floats + z_floats + scratch * threads;
   if (workspace_.size() < need) workspace_.resize(need);
   float* padded = workspace_.data();

@@ -137,4 +137,11 @@ void RefuseInTrainingModule(std::string_view what) {
       Cat({what, " are not in the training build", kWithoutTraining, "them)"}));
 }
 
+std::vector<float> BiasOrZeros(std::string_view what, std::span<const float> b, size_t n) {
+  if (b.empty()) return std::vector<float>(n, 0.0f);
+  CheckLength(what, b.size(), {n});
+  CheckFinite(what, b);
+  return {b.begin(), b.end()};
+}
+
 }  // namespace simd_attention

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "simd_attention/tensor.h"
 #include "simd_attention/weight_type.h"
@@ -51,6 +52,10 @@ void CheckEqual(std::string_view what, size_t given, size_t expected,
 
 // Rejects NaN and +-inf: "what: element i is NaN".
 void CheckFinite(std::string_view what, std::span<const float> values);
+
+// A bias as given (its length and values checked), or n zeros when absent:
+// a checkpoint made without a bias (nn.Linear(bias=False)) means zeros.
+std::vector<float> BiasOrZeros(std::string_view what, std::span<const float> b, size_t n);
 
 // Rejects NaN and +inf; -inf is a valid additive mask entry.
 void CheckMask(std::string_view what, std::span<const float> values);

@@ -38,8 +38,7 @@ struct KernelTable {
   void (*int8_quantize)(const GemmArgs& args, int32_t* words, float* row_scales);
   size_t (*attention_scratch_floats)(size_t dk, size_t dv);
   void (*attention)(const AttentionArgs& args);
-  // Rotary position embedding of Q or K rows, in place. Null in the
-  // training module, which refuses config.rope.
+  // Rotary position embedding of Q or K rows, in place.
   void (*rope)(const RopeArgs& args);
   // x[0..n) = act(x), in place.
   void (*activation)(Activation act, float* x, size_t n);
@@ -73,9 +72,14 @@ struct TrainingKernels {
   void (*layer_norm_backward)(const float* x, size_t rows, size_t d, const float* gamma,
                               float eps, const float* d_y, float* d_x, float* dy_xhat);
   // RMSNorm's the same way (gamma: the scales multiplied by, 1 + stored
-  // for a kind stored that way).
-  void (*rms_norm_backward)(const float* x, size_t rows, size_t d, const float* gamma,
-                            float eps, const float* d_y, float* d_x, float* dy_xhat);
+  // for a kind stored that way), row r of x, d_y, d_x and dy_xhat at r * ld
+  // (QK-norm's heads: rows of head_dim, a padded head apart).
+  void (*rms_norm_backward)(const float* x, size_t rows, size_t d, size_t ld,
+                            const float* gamma, float eps, const float* d_y, float* d_x,
+                            float* dy_xhat);
+  // RoPE's backward: `rope` by the negative angles, on the gradients of
+  // the rotated rows (kernels/rope.h).
+  void (*rope_backward)(const RopeArgs& args);
   // The gated product's backward (Elementwise::GatedActivationBackward):
   // d_gate_up, laid out as gate_up, given the forward's gate_up before its
   // activation and d_hidden [rows, n].

@@ -283,18 +283,20 @@ struct Elementwise {
     }
   }
   // The backward of RMSNorm for each of `rows` rows of x (the forward's
-  // input, rows of d; its 1 / rms recomputed as the forward computed it),
+  // input, rows of d, row r of every array at r * ld; its 1 / rms
+  // recomputed as the forward computed it),
   // given d_y: with xhat = x / rms and g = d_y * gamma,
   //   d_x = (g - xhat * mean(g * xhat)) / rms
   // (LayerNorm's without the mean terms), and d_y * xhat into dy_xhat,
   // whose column sums are d_gamma; no aliasing.
-  static void RmsNormBackward(const float* x, size_t rows, size_t d, const float* gamma,
-                              float eps, const float* d_y, float* d_x, float* dy_xhat) {
+  static void RmsNormBackward(const float* x, size_t rows, size_t d, size_t ld,
+                              const float* gamma, float eps, const float* d_y, float* d_x,
+                              float* dy_xhat) {
     for (size_t r = 0; r < rows; ++r) {
-      const float* in = x + r * d;
-      const float* dy = d_y + r * d;
-      float* dx = d_x + r * d;
-      float* dyx = dy_xhat + r * d;
+      const float* in = x + r * ld;
+      const float* dy = d_y + r * ld;
+      float* dx = d_x + r * ld;
+      float* dyx = dy_xhat + r * ld;
       const float inv = InverseRms(in, d, eps);
       const V vinv = Ops::Set(inv);
       // xhat into dx for now; the sum of g * xhat.

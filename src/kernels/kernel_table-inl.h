@@ -17,12 +17,12 @@ KernelTable MakeKernelTable(const char* name, Backend backend) {
   t.gemm_k_block = Gemm<Ops>::kPanelRows;
   t.pack_b = &Gemm<Ops>::PackB;
   t.gemm = &Gemm<Ops>::Multiply;
-  // The training module holds no int8 weights and refuses config.rope
-  // (training_module.h): their kernels are left out of it.
+  // The training module holds no int8 weights (training_module.h): their
+  // kernel is left out of it.
   t.int8_quantize = kTrainingModule ? nullptr : &Int8Gemm<Ops>::Quantize;
   t.attention_scratch_floats = &Attention<Ops>::ScratchFloats;
   t.attention = &Attention<Ops>::Run;
-  t.rope = kTrainingModule ? nullptr : &Rope<Ops>::Rotate;
+  t.rope = &Rope<Ops>::Rotate;
   t.activation = &Elementwise<Ops>::ApplyActivation;
   t.add = &Elementwise<Ops>::Add;
   t.layer_norm = &Elementwise<Ops>::LayerNorm;
@@ -39,6 +39,7 @@ TrainingKernels MakeTrainingKernels() {
   t.activation_backward = &Elementwise<Ops>::ActivationBackward;
   t.layer_norm_backward = &Elementwise<Ops>::LayerNormBackward;
   t.rms_norm_backward = &Elementwise<Ops>::RmsNormBackward;
+  t.rope_backward = &Rope<Ops>::RotateBack;
   t.gated_activation_backward = &Elementwise<Ops>::GatedActivationBackward;
   t.sgd = &Optimizers<Ops>::Sgd;
   t.adam = &Optimizers<Ops>::Adam;

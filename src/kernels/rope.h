@@ -7,7 +7,9 @@
 namespace simd_attention {
 
 // Rotates the first rotary_dim features of every head of `tokens` rows in
-// place; features past rotary_dim stay. Row t turns by the angles of table
+// place; features past rotary_dim stay. The backward's kernel turns by the
+// negative angles instead: the rotation's transpose, which carries a
+// gradient of the rotated rows back to the rows before. Row t turns by the angles of table
 // row t (table + t * table_ld), so the caller picks the positions.
 //
 // A pair (x0, x1) turns by angle a: (x0 cos a - x1 sin a, x0 sin a + x1 cos a).
@@ -39,10 +41,11 @@ struct RopeArgs {
 // RopeTableRow floats): pair i of position p turns by p * base^(-2i / r).
 void FillRopeAngles(double base, size_t rotary_dim, bool interleaved, size_t first,
                     size_t positions, float* table);
-// Pairs from `begin` on of one head, one at a time: the kernels' tail past
+// Pairs from `begin` on of one head, one at a time (back: by the negative
+// angles): the kernels' tail past
 // their whole vectors (begin counts features of the first half in the half
 // style, features interleaved). `angles`: the head's table row.
-void RotateTail(const RopeArgs& a, float* head, const float* angles, size_t begin);
+void RotateTail(const RopeArgs& a, float* head, const float* angles, size_t begin, bool back);
 
 // Floats of one table row.
 constexpr size_t RopeTableRow(size_t rotary_dim, bool interleaved) {

@@ -9,17 +9,6 @@
 #include "threading/parallel.h"
 
 namespace simd_attention {
-namespace {
-
-// A bias as given, or zeros when empty; checked otherwise.
-std::vector<float> BiasOrZeros(const char* name, std::span<const float> b, size_t n) {
-  if (b.empty()) return std::vector<float>(n, 0.0f);
-  CheckLength(name, b.size(), {n});
-  CheckFinite(name, b);
-  return {b.begin(), b.end()};
-}
-
-}  // namespace
 
 GatedFeedForward::GatedFeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                                    const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,

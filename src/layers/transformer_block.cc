@@ -9,6 +9,7 @@
 #include "layers/residual.h"
 #include "layers/transformer_block_parts.h"
 #include "training/training_build.h"
+#include "training/training_module.h"
 
 namespace simd_attention {
 namespace {
@@ -374,6 +375,8 @@ PrecomputedKV TransformerBlock::PrecomputeMemory(const Tensor3& memory,
 std::vector<float> TransformerBlock::ForwardIncremental(const Tensor3& x, KVCache& cache,
                                                         const SelfAttentionOptions& self_attention,
                                                         const PrecomputedKV* memory) {
+  // The training module makes no cache (so the rest folds away there).
+  if constexpr (kTrainingModule) RefuseInTrainingModule("KV caches");
   if (!has_weights_) throw std::logic_error("TransformerBlock: forward before SetWeights");
   SelfAttention("ForwardIncremental");
   CheckTensor("x", x, config_.d_model, config_.names->d_model);

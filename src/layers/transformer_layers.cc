@@ -104,17 +104,15 @@ LayerNorm::LayerNorm(size_t d_model, float eps, const KernelTable& kernels)
     : LayerNorm(d_model, eps, kernels, SharedThreadPool(1)) {}
 
 void FeedForward::SetWeights(const FfnWeights& w) {
-  CheckLength("ffn.b1", w.b1.size(), {ffn_dim_});
-  CheckLength("ffn.b2", w.b2.size(), {d_model_});
-  CheckFinite("ffn.b1", w.b1);
-  CheckFinite("ffn.b2", w.b2);
+  const std::vector<float> b1 = BiasOrZeros("ffn.b1", w.b1, ffn_dim_);
+  const std::vector<float> b2 = BiasOrZeros("ffn.b2", w.b2, d_model_);
   const std::string config_name = ConfigName(CppArgNames().weights);
   const WeightValues w1 =
       ReadWeight("ffn.w1", w.w1, w.stored_w1, weights_, d_model_, ffn_dim_, config_name);
   const WeightValues w2 =
       ReadWeight("ffn.w2", w.w2, w.stored_w2, weights_, ffn_dim_, d_model_, config_name);
-  w1_ = PackWeights(*kernels_, w1.values, w1.scales, w.b1, d_model_, ffn_dim_, weights_);
-  w2_ = PackWeights(*kernels_, w2.values, w2.scales, w.b2, ffn_dim_, d_model_, weights_);
+  w1_ = PackWeights(*kernels_, w1.values, w1.scales, b1, d_model_, ffn_dim_, weights_);
+  w2_ = PackWeights(*kernels_, w2.values, w2.scales, b2, ffn_dim_, d_model_, weights_);
   // W^T, gradients and saved activations belonged to the old weights (a
   // build without training never makes them: only a training Forward does).
   if (kTrainingBuild) training_.reset();

@@ -5,25 +5,11 @@
 #include <limits>
 #include <vector>
 
+#include "reference/linear_reference.h"
 #include "reference/sdpa_reference.h"
 
 namespace simd_attention {
 namespace {
-
-// y[rows, n] = x[rows, k] w[k, n] + b
-std::vector<double> Linear(std::span<const float> x, size_t rows, size_t k,
-                           std::span<const float> w, std::span<const float> b,
-                           size_t n) {
-  std::vector<double> y(rows * n);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t j = 0; j < n; ++j) {
-      double acc = b.empty() ? 0.0 : b[j];
-      for (size_t i = 0; i < k; ++i) acc += double(x[r * k + i]) * w[i * n + j];
-      y[r * n + j] = acc;
-    }
-  }
-  return y;
-}
 
 // Rotary positions on rows of `heads` heads of d (pos0 + t for token t of
 // each batch item), in double, pairs as config.rope says.
@@ -72,9 +58,9 @@ MhaResult ReferenceAttention(const MhaConfig& c, const MhaWeights& w,
   const size_t H = c.num_heads, dk = c.head_dim, dv = c.head_dim_v;  // resolved
   const size_t Hkv = c.num_kv_heads, group = H / Hkv;
   const size_t D = c.d_model;
-  std::vector<double> Q = Linear(query.data, B * Tq, D, w.w_q, w.b_q, H * dk);
-  std::vector<double> K = Linear(key.data, B * Tk, c.kdim, w.w_k, w.b_k, Hkv * dk);
-  const std::vector<double> V = Linear(value.data, B * Tk, c.vdim, w.w_v, w.b_v, Hkv * dv);
+  std::vector<double> Q = Linear64(query.data, B * Tq, D, w.w_q, w.b_q, H * dk);
+  std::vector<double> K = Linear64(key.data, B * Tk, c.kdim, w.w_k, w.b_k, Hkv * dk);
+  const std::vector<double> V = Linear64(value.data, B * Tk, c.vdim, w.w_v, w.b_v, Hkv * dv);
   // Self-attention's keys sit at the queries' positions, others from 0.
   const bool self = key.data.data() == query.data.data();
   NormalizeHeads(Q, dk, c.qk_norm, w.q_norm);

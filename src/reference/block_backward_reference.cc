@@ -95,6 +95,13 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
   BlockBackward64 r;
   r.sublayers.resize(n);
   const auto self = [&](size_t k) { return c.sublayers[k].mixer == MixerKind::kSelfAttention; };
+  // Cross-attention keeps no rotary positions or QK-norm (the block's).
+  MhaConfig cross_attention = attention;
+  cross_attention.rope = {};
+  cross_attention.qk_norm = {};
+  const auto config = [&](size_t k) -> const MhaConfig& {
+    return self(k) ? attention : cross_attention;
+  };
   const auto problem = [&](size_t k, const Vec& in) {
     MhaProblem64 m = p.sublayers[k].attention;
     m.batch = p.batch;
@@ -102,6 +109,7 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
     m.tk = self(k) ? p.tokens : p.memory_tokens;
     m.query = in;
     m.key = m.value = self(k) ? in : p.memory;
+    m.key_pos0 = self(k) ? self_options.position_offset : 0;
     return m;
   };
   const auto gated_parts = [&](const SublayerProblem64& w, const Vec& in, Vec& gate, Vec& up) {
@@ -113,7 +121,7 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
     switch (c.sublayers[k].mixer) {
       case MixerKind::kSelfAttention:
       case MixerKind::kCrossAttention:
-        return ReferenceMhaBackward(attention, problem(k, in),
+        return ReferenceMhaBackward(config(k), problem(k, in),
                                     self(k) ? self_options : cross_options, {})
             .output;
       case MixerKind::kFeedForward: {
@@ -140,7 +148,7 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
     switch (c.sublayers[k].mixer) {
       case MixerKind::kSelfAttention:
       case MixerKind::kCrossAttention: {
-        g.attention = ReferenceMhaBackward(attention, problem(k, in),
+        g.attention = ReferenceMhaBackward(config(k), problem(k, in),
                                            self(k) ? self_options : cross_options, dy);
         const MhaBackward64& a = g.attention;
         if (self(k)) return Add(Add(a.d_query, a.d_key), a.d_value);

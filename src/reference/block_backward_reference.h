@@ -42,10 +42,11 @@ struct BlockBackward64 {
   std::vector<SublayerBackward64> sublayers;
 };
 
-// `config` resolved (TransformerBlock::config(), no rotary positions or
-// QK-norm); `attention` its attentions' config resolved (bias on, as the
-// block's); self_options / cross_options as the block passes them to its
-// attentions. An empty d_output computes the output alone.
+// `config` resolved (TransformerBlock::config()); `attention` its
+// self-attentions' config resolved (bias on, rope and qk_norm as the
+// block's; its cross-attentions' the same without them);
+// self_options / cross_options as the block passes them to its attentions.
+// An empty d_output computes the output alone.
 BlockBackward64 ReferenceBlockBackward(const BlockConfig& config, const MhaConfig& attention,
                                        const BlockProblem64& p, const MhaOptions& self_options,
                                        const MhaOptions& cross_options,

@@ -4,6 +4,7 @@
 
 #include "reference/attention_reference.h"
 #include "reference/layers_reference.h"
+#include "reference/linear_reference.h"
 
 namespace simd_attention {
 namespace {
@@ -31,26 +32,11 @@ Rows Norm(const BlockConfig& c, const Rows& x, const NormWeights& w) {
   return out;
 }
 
-// x [rows, k] W [k, n] + b (b empty: zero).
-Rows Linear(const Rows& x, size_t k, std::span<const float> w, std::span<const float> b,
-            size_t n) {
-  const size_t rows = x.size() / k;
-  Rows y(rows * n);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t j = 0; j < n; ++j) {
-      double acc = b.empty() ? 0.0 : b[j];
-      for (size_t i = 0; i < k; ++i) acc += x[r * k + i] * w[i * n + j];
-      y[r * n + j] = acc;
-    }
-  }
-  return y;
-}
-
 std::vector<float> Floats(const Rows& x) { return {x.begin(), x.end()}; }
 
 Rows Mixer(const BlockConfig& c, const Sublayer& s, const SublayerWeights& w, const Rows& in,
            const Tensor3& x, const Tensor3& memory, const BlockOptions& o) {
-  const size_t d = c.d_model, f = c.ffn_dim;
+  const size_t d = c.d_model, f = c.ffn_dim, rows = in.size() / d;
   switch (s.mixer) {
     case MixerKind::kSelfAttention:
     case MixerKind::kCrossAttention: {
@@ -91,17 +77,17 @@ Rows Mixer(const BlockConfig& c, const Sublayer& s, const SublayerWeights& w, co
       return {r.output.begin(), r.output.end()};
     }
     case MixerKind::kFeedForward: {
-      Rows hidden = Linear(in, d, w.ffn.w1, w.ffn.b1, f);
+      Rows hidden = Linear64(in, rows, d, w.ffn.w1, w.ffn.b1, f);
       for (double& v : hidden) v = ReferenceActivation(c.activation, v);
-      return Linear(hidden, f, w.ffn.w2, w.ffn.b2, d);
+      return Linear64(hidden, rows, f, w.ffn.w2, w.ffn.b2, d);
     }
     case MixerKind::kGatedFeedForward: {
-      Rows gate = Linear(in, d, w.gated_ffn.w_gate, w.gated_ffn.b_gate, f);
-      const Rows up = Linear(in, d, w.gated_ffn.w_up, w.gated_ffn.b_up, f);
+      Rows gate = Linear64(in, rows, d, w.gated_ffn.w_gate, w.gated_ffn.b_gate, f);
+      const Rows up = Linear64(in, rows, d, w.gated_ffn.w_up, w.gated_ffn.b_up, f);
       for (size_t i = 0; i < gate.size(); ++i) {
         gate[i] = ReferenceActivation(c.activation, gate[i]) * up[i];
       }
-      return Linear(gate, f, w.gated_ffn.w_down, w.gated_ffn.b_down, d);
+      return Linear64(gate, rows, f, w.gated_ffn.w_down, w.gated_ffn.b_down, d);
     }
   }
   return {};

@@ -21,22 +21,76 @@ size_t MaskIndex(size_t given, const std::vector<size_t>& shape, size_t B, size_
   return (((mb == 1 ? 0 : b) * mh + (mh == 1 ? 0 : h)) * tq + i) * tk + j;
 }
 
-}  // namespace
-
-// y [rows, out] = x [rows, in] w [in, out] + b (b empty: none).
-std::vector<double> Linear64(const std::vector<double>& x, size_t rows, size_t in,
-                           const std::vector<double>& w, const std::vector<double>& b,
-                           size_t out) {
-  std::vector<double> y(rows * out, 0.0);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t o = 0; o < out; ++o) {
-      double acc = b.empty() ? 0.0 : b[o];
-      for (size_t i = 0; i < in; ++i) acc += x[r * in + i] * w[i * out + o];
-      y[r * out + o] = acc;
+// RoPE on rows [B * tokens, heads * d] from position pos0, by the angles
+// times `sign` (-1: the transpose, which carries gradients back).
+void Rotate64(std::vector<double>& x, size_t tokens, size_t heads, size_t d,
+              const RopeConfig& rope, size_t pos0, double sign) {
+  if (rope.style == RopeStyle::kNone) return;
+  const size_t r = rope.rotary_dim, half = r / 2;
+  const bool split = rope.style == RopeStyle::kHalf;
+  for (size_t row = 0; row < x.size() / (heads * d); ++row) {
+    const double position = double(pos0 + row % tokens);
+    for (size_t h = 0; h < heads; ++h) {
+      double* v = &x[(row * heads + h) * d];
+      for (size_t i = 0; i < half; ++i) {
+        const double angle = sign * position * std::pow(rope.base, -2.0 * double(i) / double(r));
+        double& a = v[split ? i : 2 * i];
+        double& e = v[split ? i + half : 2 * i + 1];
+        const double a0 = a, e0 = e;
+        a = a0 * std::cos(angle) - e0 * std::sin(angle);
+        e = a0 * std::sin(angle) + e0 * std::cos(angle);
+      }
     }
+  }
+}
+
+// QK-norm over every head of d features: y = x / rms(x) * gamma, gamma
+// = scale as stored (+ 1 for Gemma's kind).
+double NormScale(const QkNormConfig& norm, const std::vector<double>& stored, size_t i) {
+  return (Traits(norm.kind).plus_one ? 1.0 : 0.0) + stored[i];
+}
+
+double InverseRms64(const double* v, size_t d, double eps) {
+  double squares = 0;
+  for (size_t i = 0; i < d; ++i) squares += v[i] * v[i];
+  return 1 / std::sqrt(squares / double(d) + eps);
+}
+
+std::vector<double> NormalizeHeads64(const std::vector<double>& x, size_t d,
+                                     const QkNormConfig& norm, const std::vector<double>& stored) {
+  std::vector<double> y = x;
+  if (!norm.enabled) return y;
+  for (size_t h = 0; h < x.size() / d; ++h) {
+    const double inv = InverseRms64(&x[h * d], d, norm.eps);
+    for (size_t i = 0; i < d; ++i) y[h * d + i] = x[h * d + i] * inv * NormScale(norm, stored, i);
   }
   return y;
 }
+
+// Its backward by the definition: with g_i = dy_i gamma_i,
+//   dx_i = inv g_i - x_i inv^3 / d * sum_j g_j x_j, dgamma_i = sum dy_i x_i inv.
+// dy becomes dx in place.
+void NormalizeHeadsBackward64(const std::vector<double>& x, size_t d, const QkNormConfig& norm,
+                              const std::vector<double>& stored, std::vector<double>& dy,
+                              std::vector<double>& d_scale) {
+  if (!norm.enabled) return;
+  d_scale.assign(d, 0.0);
+  for (size_t h = 0; h < x.size() / d; ++h) {
+    const double* v = &x[h * d];
+    double* g = &dy[h * d];
+    const double inv = InverseRms64(v, d, norm.eps);
+    double gx = 0;
+    for (size_t i = 0; i < d; ++i) {
+      d_scale[i] += g[i] * v[i] * inv;
+      gx += g[i] * NormScale(norm, stored, i) * v[i];
+    }
+    for (size_t i = 0; i < d; ++i) {
+      g[i] = inv * g[i] * NormScale(norm, stored, i) - v[i] * inv * inv * inv / double(d) * gx;
+    }
+  }
+}
+
+}  // namespace
 
 // The gradients of y = x w + b given dy: dw = x^T dy, db = the column sums
 // of dy (when there is a bias), dx = dy w^T.
@@ -65,8 +119,12 @@ MhaBackward64 ReferenceMhaBackward(const MhaConfig& c, const MhaProblem64& p,
   const size_t B = p.batch, tq = p.tq, tk = p.tk, H = c.num_heads, Hkv = c.num_kv_heads;
   const size_t group = H / Hkv, d = c.head_dim, dv = c.head_dim_v, dm = c.d_model;
   const size_t hd = H * d, kvd = Hkv * d, hdv = H * dv, kvdv = Hkv * dv;
-  const std::vector<double> q = Linear64(p.query, B * tq, dm, p.w_q, p.b_q, hd);
-  const std::vector<double> k = Linear64(p.key, B * tk, c.kdim, p.w_k, p.b_k, kvd);
+  const std::vector<double> q_projected = Linear64(p.query, B * tq, dm, p.w_q, p.b_q, hd);
+  const std::vector<double> k_projected = Linear64(p.key, B * tk, c.kdim, p.w_k, p.b_k, kvd);
+  std::vector<double> q = NormalizeHeads64(q_projected, d, c.qk_norm, p.q_norm);
+  std::vector<double> k = NormalizeHeads64(k_projected, d, c.qk_norm, p.k_norm);
+  Rotate64(q, tq, H, d, c.rope, o.position_offset, 1.0);
+  Rotate64(k, tk, Hkv, d, c.rope, p.key_pos0, 1.0);
   const std::vector<double> v = Linear64(p.value, B * tk, c.vdim, p.w_v, p.b_v, kvdv);
   const double scale = o.scale ? *o.scale : 1.0 / std::sqrt(double(d));
   const bool bottom_right = o.causal && o.causal_alignment == CausalAlignment::kBottomRight;
@@ -164,6 +222,10 @@ MhaBackward64 ReferenceMhaBackward(const MhaConfig& c, const MhaProblem64& p,
       }
     }
   }
+  Rotate64(dq, tq, H, d, c.rope, o.position_offset, -1.0);
+  Rotate64(dk, tk, Hkv, d, c.rope, p.key_pos0, -1.0);
+  NormalizeHeadsBackward64(q_projected, d, c.qk_norm, p.q_norm, dq, r.d_q_norm);
+  NormalizeHeadsBackward64(k_projected, d, c.qk_norm, p.k_norm, dk, r.d_k_norm);
   LinearBackward64(p.query, B * tq, dm, p.w_q, c.bias, dq, hd, r.d_query, r.d_w_q, r.d_b_q);
   LinearBackward64(p.key, B * tk, c.kdim, p.w_k, c.bias, dk, kvd, r.d_key, r.d_w_k, r.d_b_k);
   LinearBackward64(p.value, B * tk, c.vdim, p.w_v, c.bias, dvv, kvdv, r.d_value, r.d_w_v,

@@ -8,16 +8,21 @@
 #include <span>
 #include <vector>
 
+#include "reference/linear_reference.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention {
 
 // A problem in double: inputs [B, T, features] and weights as MhaWeights
-// (biases empty when !bias). Self-attention passes query as key and value.
+// (biases empty when !bias; QK-norm's scales as stored, empty without it).
+// Self-attention passes query as key and value, and its keys' rotary
+// positions start where the queries' do (options.position_offset).
 struct MhaProblem64 {
   size_t batch = 0, tq = 0, tk = 0;
   std::vector<double> query, key, value;
   std::vector<double> w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
+  std::vector<double> q_norm, k_norm;
+  size_t key_pos0 = 0;  // the first key's rotary position
 };
 
 // The output and, given d_output, the gradients of sum(output * d_output),
@@ -26,22 +31,22 @@ struct MhaBackward64 {
   std::vector<double> output;
   std::vector<double> d_query, d_key, d_value;
   std::vector<double> d_w_q, d_w_k, d_w_v, d_w_o, d_b_q, d_b_k, d_b_v, d_b_o;
+  std::vector<double> d_q_norm, d_k_norm;  // empty without QK-norm
 };
 
-// y [rows, out] = x [rows, in] w [in, out] + b (b empty: none), and its
-// backward given dy: dw = x^T dy, db = the column sums of dy (with a bias),
-// dx = dy w^T. Shared with the layer reference.
-std::vector<double> Linear64(const std::vector<double>& x, size_t rows, size_t in,
-                             const std::vector<double>& w, const std::vector<double>& b,
-                             size_t out);
+// The backward of linear_reference.h's Linear64 given dy: dw = x^T dy,
+// db = the column sums of dy (with a bias), dx = dy w^T. Shared with the
+// layer reference.
 void LinearBackward64(const std::vector<double>& x, size_t rows, size_t in,
                       const std::vector<double>& w, bool bias, const std::vector<double>& dy,
                       size_t out, std::vector<double>& dx, std::vector<double>& dw,
                       std::vector<double>& db);
 
-// `config` resolved (MultiHeadAttention::config(), rope none), the options'
-// masks, causal alignment, window, scale and softcap as the forward takes
-// them; nothing is checked. An empty d_output computes the output alone.
+// `config` resolved (MultiHeadAttention::config()): QK-norm, then RoPE
+// (queries from options.position_offset, keys from p.key_pos0), the
+// options' masks, causal alignment, window, scale and softcap as the
+// forward takes them; nothing is checked. An empty d_output computes the
+// output alone.
 MhaBackward64 ReferenceMhaBackward(const MhaConfig& config, const MhaProblem64& p,
                                    const MhaOptions& options, std::span<const double> d_output);
 

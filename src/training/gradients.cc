@@ -99,14 +99,14 @@ void PackGradient(const KernelTable& k, const float* gradients, size_t in, size_
 }
 
 void ColumnSums(ThreadPool& pool, const KernelTable& k, const float* x, size_t rows, size_t d,
-                float* out) {
+                size_t ld, float* out) {
   // Columns in blocks of kElementwiseBlock, so each takes the same vector or
   // scalar-tail path whatever the split; ~0.3 ns an element.
   const size_t blocks = (d + kElementwiseBlock - 1) / kElementwiseBlock;
   ParallelRanges(pool, blocks, SplitWork(pool, 0.3 * double(rows * d), blocks), [&](size_t b0, size_t b1) {
     const size_t c0 = b0 * kElementwiseBlock, c1 = std::min(d, b1 * kElementwiseBlock);
     std::fill(out + c0, out + c1, 0.0f);
-    for (size_t r = 0; r < rows; ++r) k.add(out + c0, x + r * d + c0, c1 - c0, out + c0);
+    for (size_t r = 0; r < rows; ++r) k.add(out + c0, x + r * ld + c0, c1 - c0, out + c0);
   });
 }
 

@@ -42,10 +42,20 @@ const float* WeightGradients(ThreadPool& pool, const KernelTable& k,
 void PackGradient(const KernelTable& k, const float* gradients, size_t in, size_t n, bool bias,
                   std::vector<float>& w, std::vector<float>& b);
 
-// out[c] = sum over rows r of x[r * d + c], each column summed down the rows
-// in order; split by columns, so the result does not depend on the threads.
+// out[c] = sum over rows r of x[r * ld + c] for c < d, each column summed
+// down the rows in order; split by columns, so the result does not depend
+// on the threads.
 void ColumnSums(ThreadPool& pool, const KernelTable& k, const float* x, size_t rows, size_t d,
-                float* out);
+                size_t ld, float* out);
+
+// RMSNorm's backward over `rows` rows of d features (row r of x, d_out and
+// d_x at r * ld): d_x by the kernel, rows split across the pool, and d_gamma
+// [d], the column sums of d_out * xhat (kept in dy_xhat, grown as needed):
+// the result does not depend on the threads. BlockNorm's rows are tokens,
+// QK-norm's every head of every token.
+void RmsNormRowsBackward(ThreadPool& pool, const KernelTable& k, const float* x, size_t rows,
+                         size_t d, size_t ld, const float* gamma, float eps, const float* d_out,
+                         float* d_x, std::vector<float>& dy_xhat, float* d_gamma);
 
 // v sized n; a vector of that size already (a training loop's, reused)
 // keeps its storage and values: every element is written after this.

@@ -1,10 +1,14 @@
 // MultiHeadAttention's training state and backward pass: the gradients of
 // the inputs and of every weight and bias, given dL/d(output).
 //
-// Forward: Q = Xq Wq + bq, K = Xk Wk + bk, V = Xv Wv + bv, Z = attention(Q,
-// K, V), Y = Z Wo + bo. Backward, in the padded head layout of the forward:
+// Forward: P = Xq Wq + bq, Xk Wk + bk, Xv Wv + bv; Q and K normalized per
+// head (QK-norm) and rotated (RoPE) when configured; Z = attention(Q, K, V),
+// Y = Z Wo + bo. Backward, in the padded head layout of the forward:
 //   dWo = Z^T dY, dbo = 1^T dY, dZ = dY Wo^T
 //   dQ, dK, dV = the attention kernel's backward (kernels/attention_backward.h)
+//   RoPE: dQ, dK turned back by the same angles (a rotation's transpose)
+//   QK-norm: RMSNorm's backward over every head, given the projections
+//     before it, which the backward projects again rather than keep
 //   dW = X^T dP, db = 1^T dP, dX = dP W^T for each projection P
 // Every product is the GEMM kernel on packed panels: W^T is packed once per
 // SetWeights; X^T with a row of ones under it is the A of one GEMM that
@@ -44,16 +48,6 @@ void MultiHeadAttention::ReleaseTraining() { training_.reset(); }
 
 void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& key,
                                          const Tensor3& value, const MhaOptions& o) {
-  if (config_.rope.style != RopeStyle::kNone) {
-    throw std::invalid_argument(
-        "options.training: the backward of rotary positions is not implemented, so training "
-        "expects config.rope.style kNone, got a rotary style");
-  }
-  if (config_.qk_norm.enabled) {
-    throw std::invalid_argument(
-        "options.training: the backward of QK-norm is not implemented, so training expects "
-        "config.qk_norm unset, got it set");
-  }
   if (config_.weights != WeightType::kF32) {
     // An optimizer updates the float32 panels in place; narrow ones would
     // round every step away.
@@ -69,6 +63,11 @@ void MultiHeadAttention::SaveForBackward(const Tensor3& query, const Tensor3& ke
   t.batch = query.batch;
   t.tq = query.tokens;
   t.tk = key.tokens;
+  // As Forward places them: self-attention's keys at the queries' positions.
+  t.query_pos0 = o.position_offset;
+  t.key_pos0 = query.data.data() == key.data.data() && query.data.size() == key.data.size()
+                   ? o.position_offset
+                   : 0;
   t.query.assign(query.data.begin(), query.data.end());
   t.key.clear();
   t.value.clear();
@@ -113,11 +112,77 @@ void MultiHeadAttention::TrainableParameters(std::vector<Parameter>& out,
           {p->bias.data(), g->bias.data(), p->bias.size(), Cat({prefix, names[i].second})});
     }
   }
+  if (config_.qk_norm.enabled) {
+    // A kind stored as gamma - 1 updates what was given (ParametersUpdated
+    // adds the 1 again).
+    const bool stored = Traits(config_.qk_norm.kind).plus_one;
+    std::vector<float>& q_norm = stored ? stored_q_norm_ : q_norm_;
+    std::vector<float>& k_norm = stored ? stored_k_norm_ : k_norm_;
+    out.push_back({q_norm.data(), b.grad_q_norm.data(), q_norm.size(), Cat({prefix, n.q_norm})});
+    out.push_back({k_norm.data(), b.grad_k_norm.data(), k_norm.size(), Cat({prefix, n.k_norm})});
+  }
 }
 
 void MultiHeadAttention::ParametersUpdated() {
   if (backward_ != nullptr) backward_->has_transposed = false;
+  if (config_.qk_norm.enabled && Traits(config_.qk_norm.kind).plus_one) {
+    for (size_t i = 0; i < q_norm_.size(); ++i) {
+      q_norm_[i] = stored_q_norm_[i] + 1.0f;
+      k_norm_[i] = stored_k_norm_[i] + 1.0f;
+    }
+  }
   ReleaseTraining();
+}
+
+void MultiHeadAttention::UnrotateGradient(float* d, size_t batch, size_t tokens, size_t heads,
+                                          size_t ld, size_t pos0) {
+  const RopeConfig& rope = config_.rope;
+  const bool interleaved = rope.style == RopeStyle::kInterleaved;
+  const RopeArgs args{.x = d,
+                      .ld = ld,
+                      .tokens = 1,
+                      .heads = heads,
+                      .head_stride = layout_.dk_pad,
+                      .rotary_dim = rope.rotary_dim,
+                      .interleaved = interleaved,
+                      .table = RopeAngles(pos0, tokens),
+                      .table_ld = RopeTableRow(rope.rotary_dim, interleaved)};
+  const TrainingKernels& training = TrainingKernelsFor(*kernels_);
+  // Rows are independent: a row at a time, each with its position's angles.
+  const size_t rows = batch * tokens;
+  const Split split = SplitWork(*pool_, 1.0 * double(rows * heads * rope.rotary_dim), rows);
+  ParallelRanges(*pool_, rows, split, [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r) {
+      RopeArgs a = args;
+      a.x = d + r * ld;
+      a.table = args.table + (r % tokens) * args.table_ld;
+      training.rope_backward(a);
+    }
+  });
+}
+
+const float* MultiHeadAttention::NormBackward(const float* x, size_t rows,
+                                              const PackedMatrix& projection, size_t heads,
+                                              size_t ld, const std::vector<float>& scales,
+                                              const float* d_normed,
+                                              std::vector<float>& packed_d_scales,
+                                              std::vector<float>& d_scales) {
+  BackwardState& state = *backward_;
+  const size_t n = rows * ld;
+  if (state.pre_norm.size() < n) state.pre_norm.resize(n);
+  if (state.d_pre_norm.size() < n) state.d_pre_norm.resize(n);
+  // The projection as the forward's GEMM wrote it, before its epilogue.
+  ParallelMultiplyPacked(*pool_, *kernels_, x, rows, projection, state.pre_norm.data(), ld);
+  // Every head a row of head_dim, a padded head apart. The kernel never
+  // writes the padding, so it stays zero (as resize made it) in the
+  // gradient, as the padded weight columns' gradients must be.
+  const size_t d = config_.head_dim;
+  packed_d_scales.resize(d);
+  RmsNormRowsBackward(*pool_, *kernels_, state.pre_norm.data(), rows * heads, d, layout_.dk_pad,
+                      scales.data(), static_cast<float>(config_.qk_norm.eps), d_normed,
+                      state.d_pre_norm.data(), state.norm_dy_xhat, packed_d_scales.data());
+  d_scales.assign(packed_d_scales.begin(), packed_d_scales.end());
+  return state.d_pre_norm.data();
 }
 
 MhaGradients MultiHeadAttention::Backward(const Tensor3& d_output) {
@@ -159,10 +224,10 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
   const size_t ld_q = heads * dk, ld_z = heads * dv;
   const size_t ld_k = layout_.key_row(), ld_v = layout_.value_row();
   const size_t rows_q = batch * tq, rows_k = batch * tk;
-  // What the training forward left in the workspaces (see Forward, Attend).
-  const float* q = workspace_.data();
+  // The record's projections (as Attend laid them out in its workspaces).
+  const float* q = t.projected.data();
   const float* z = q + rows_q * ld_q;
-  const float* k = kv_workspace_.data();
+  const float* k = t.projected_kv.data();
   const float* v = k + rows_k * ld_k;
   const std::span<const float> xq = t.query;
   const std::span<const float> xk = t.self ? xq : std::span<const float>(t.key);
@@ -233,6 +298,27 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
     }
   });
 
+  // RoPE, then QK-norm, backwards: dQ and dK become the gradients of the
+  // projections.
+  const float* dq_projected = dq;
+  const float* dk_projected = dkey;
+  g.d_q_norm.clear();
+  g.d_k_norm.clear();
+  if (c.rope.style != RopeStyle::kNone) {
+    UnrotateGradient(dq, batch, tq, heads, ld_q, t.query_pos0);
+    UnrotateGradient(dkey, batch, tk, kv_heads, ld_k, t.key_pos0);
+  }
+  if (c.qk_norm.enabled) {
+    dq_projected = NormBackward(xq.data(), rows_q, q_, heads, ld_q, q_norm_, dq,
+                                state.grad_q_norm, g.d_q_norm);
+    // The gradient of Q before the norm stays in d_pre_norm while K's
+    // takes the other buffers: dQ's own storage holds it from here.
+    std::copy_n(dq_projected, rows_q * ld_q, dq);
+    dq_projected = dq;
+    dk_projected = NormBackward(xk.data(), rows_k, k_, kv_heads, ld_k, k_norm_, dkey,
+                                state.grad_k_norm, g.d_k_norm);
+  }
+
   // The projections: dW, db and dX of each.
   struct Projection {
     std::span<const float> x;
@@ -243,10 +329,10 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
     std::vector<float>&d_x, &d_w, &d_b;
   };
   const Projection projections[] = {
-      {xq, c.d_model, rows_q, heads, c.head_dim, dk, dq, state.q_t, state.grad_q, g.d_query, g.d_w_q,
-       g.d_b_q},
-      {xk, c.kdim, rows_k, kv_heads, c.head_dim, dk, dkey, state.k_t, state.grad_k, g.d_key, g.d_w_k,
-       g.d_b_k},
+      {xq, c.d_model, rows_q, heads, c.head_dim, dk, dq_projected, state.q_t, state.grad_q,
+       g.d_query, g.d_w_q, g.d_b_q},
+      {xk, c.kdim, rows_k, kv_heads, c.head_dim, dk, dk_projected, state.k_t, state.grad_k,
+       g.d_key, g.d_w_k, g.d_b_k},
       {xv, c.vdim, rows_k, kv_heads, c.head_dim_v, dv, dval, state.v_t, state.grad_v, g.d_value, g.d_w_v,
        g.d_b_v}};
   for (const Projection& p : projections) {
@@ -270,7 +356,7 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
     for (std::vector<float>* b : {&g.d_b_q, &g.d_b_k, &g.d_b_v, &g.d_b_o}) b->clear();
   }
   for (const std::vector<float>* d : {&g.d_query, &g.d_key, &g.d_value, &g.d_w_q, &g.d_w_k,
-                                      &g.d_w_v, &g.d_w_o}) {
+                                      &g.d_w_v, &g.d_w_o, &g.d_q_norm, &g.d_k_norm}) {
     CheckComputed("the gradients", *d, kGradientTooLarge);
   }
   state.has_gradients = true;

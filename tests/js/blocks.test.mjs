@@ -9,11 +9,10 @@
 import { expectError } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
 import { randomFloats } from './support/layers.mjs';
-import { createAttentionModule, loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 const D = 16;
 const HEADS = 4;
@@ -188,6 +187,24 @@ test('a post-LN block of an attention and an FFN is the encoder layer', () => {
   expect(block.forward(x).data).toEqual(layer.forward(x).data);
 });
 
+test('an FFN given without its biases adds zeros, as one given zero biases', () => {
+  const sa = builds.simd;
+  const w = (s, n) => randomFloats(n, s, 0.3);
+  const make = () => track(new sa.TransformerBlock({ dModel: D, numHeads: HEADS, ffnDim: F,
+    activation: 'relu', sublayers: [{ mixer: 'ffn', norm: 'pre' }] }));
+  const norm = { gamma: w(1, D).map((v) => 1 + v), beta: w(2, D) };
+  const ffn = { w1: w(3, D * F), w2: w(4, F * D) };
+  const without = make();
+  without.setWeights({ sublayers: [{ norm, ffn }] });
+  const zeros = make();
+  zeros.setWeights({ sublayers: [{ norm,
+    ffn: { ...ffn, b1: new Float32Array(F), b2: new Float32Array(D) } }] });
+  const x = input(3);
+  const out = without.forward(x).data;
+  expect(out).toEqual(zeros.forward(x).data);
+  expect(maxAbsDiff(out, x.data)).toBeGreaterThan(1e-3);
+});
+
 test('module.choices: the names C++ takes, in the order its messages list them', () => {
   const { choices } = builds.simd;
   expect(choices.activation).toEqual(['relu', 'gelu', 'gelu_erf', 'gelu_tanh', 'silu', 'swish']);
@@ -259,13 +276,6 @@ describe('errors name the field, the expected and the given value', () => {
     expect(() => stack.forwardIncremental(step, [a])).toThrow(TypeError);
     expect(a.length).toBe(0);
   });
-});
-
-test('the training build has no blocks, and says so', async () => {
-  const trainer = await createAttentionModule({ training: true });
-  expectError(() => new trainer.TransformerBlock(llamaConfig()), Error, 'TransformerBlock: not ' +
-    'in this module\'s build (the training build, createAttentionModule({ training: true }), ' +
-    'has no TransformerBlock); use the default build');
 });
 
 test('memoryStats counts a block\'s weights while it lives', () => {

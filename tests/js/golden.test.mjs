@@ -4,7 +4,7 @@
 import {
   expectMatchesGolden, goldenCaseNames, loadGoldenCase, mhaArguments, pytorchState,
 } from './support/golden.mjs';
-import { loadBuilds, track, withMha } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, track, withMha } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const cases = goldenCaseNames('mha').map(loadGoldenCase);
@@ -38,8 +38,7 @@ function run(module, backend, c, load) {
   });
 }
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
   test.each(cases.map((c) => [c.name, c]))('%s: output, attention weights, per-head output', (_, c) => {

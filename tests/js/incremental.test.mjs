@@ -7,7 +7,7 @@
 // direct cross-attention.
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { concatTokens, decoderArguments, randomFloats, sliceTokens } from './support/layers.mjs';
-import { loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const causalCase = loadGoldenCase('self_causal');
@@ -15,8 +15,7 @@ const decoderCase = loadGoldenCase('decoder_layer_small');
 const crossCases = goldenCaseNames('mha').map(loadGoldenCase)
   .filter((c) => !c.config.self_attention && c.config.kdim === c.config.vdim);
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 function expectClose(name, actual, expected, tolerance) {
   const diff = maxAbsDiff(actual, expected);

@@ -9,14 +9,13 @@
 // Plus: off by default, 2-D queries, precomputed K/V, the KV cache.
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments } from './support/golden.mjs';
 import { sliceTokens } from './support/layers.mjs';
-import { loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const cases = goldenCaseNames('mha').map(loadGoldenCase);
 const INTERMEDIATES = ['q', 'k', 'v', 'headOutput'];
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 // |actual - expected| <= tolerance, scaled up for values larger than 1
 // (self_large_scores has large projections).

@@ -6,7 +6,7 @@
 import { expectError } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
 import { concatTokens, randomFloats, randomLayerWeights, sliceTokens } from './support/layers.mjs';
-import { loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const B = 2, T = 6, S = 4, D = 16, H = 4, F = 24;
@@ -16,8 +16,7 @@ const memory = { data: randomFloats(B * S * D, 2), shape: [B, S, D] };
 const allowed = Uint8Array.from(randomFloats(H * T * T, 3), (v) => (v > -0.25 ? 1 : 0));
 const additive = Float32Array.from(allowed, (a) => (a ? 0 : -Infinity));
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
   const layer = (Kind, decoder) => {

@@ -9,15 +9,14 @@ import {
   decoderArguments, encoderArguments, randomFloats, randomLayerWeights, referenceDecoder,
   referenceEncoder, referenceLayerNorm,
 } from './support/layers.mjs';
-import { loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const encoderCases = goldenCaseNames('encoder_layer').map(loadGoldenCase);
 const decoderCases = goldenCaseNames('decoder_layer').map(loadGoldenCase);
 const peCases = goldenCaseNames('positional_encoding').map(loadGoldenCase);
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 function expectClose(name, actual, expected, tolerance) {
   const diff = maxAbsDiff(actual, expected);

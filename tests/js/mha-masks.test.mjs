@@ -5,7 +5,7 @@
 // projected heads, and the worker pool against the synchronous API.
 import { expectError } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
-import { createAttentionPool, loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, createAttentionPool, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const B = 2, H = 4, TQ = 5, TK = 11, D = 16;
@@ -56,8 +56,7 @@ function expectSame(got, want) {
 }
 
 const everything = { returnAttnWeights: true, returnScores: true };
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
   const mha = () => {

@@ -4,7 +4,7 @@
 // key/value heads.
 import { expectError } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff } from './support/golden.mjs';
-import { loadBuilds, track } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const cases = goldenCaseNames('mha_variant').map(loadGoldenCase);
@@ -38,8 +38,7 @@ test('the golden folder has mha_variant cases with GQA, RoPE of both styles and 
   expect(cases.some((c) => c.config.window)).toBe(true);
 });
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
   test.each(cases.map((c) => [c.name, c]))('%s', (name, c) => {

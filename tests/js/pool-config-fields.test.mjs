@@ -4,8 +4,10 @@
 // tests/types holds to index.d.ts) report the synchronous object's config
 // and compute its outputs, forward and token by token; an unknown key is
 // refused with the synchronous message; and a field added to the lists
-// reaches the split layer's parts with no change to the pool's files.
+// reaches the split layer's and block's parts with no change to the pool's
+// files.
 import { OPTION_KEYS } from '../../web/src/option-keys.js';
+import { createSplitBlock } from '../../web/src/pool-split-blocks.js';
 import { createSplitLayer } from '../../web/src/pool-split-layers.js';
 import { rejection, thrown } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
@@ -213,5 +215,59 @@ test('a field added to the lists reaches every part of a split layer', async () 
   expect(made('FeedForward')).toEqual([{ ...resolved, ffnDim: 3 }, { ...resolved, ffnDim: 3 }]);
   const norms = made('SublayerNorm');
   expect(norms.length).toBe(6); // 3 sublayers, each in both workers
-  for (const c of norms) expect(c).toEqual(resolved);
+  // What a norm reads of the resolved config, with the layer's norm as a
+  // block names it.
+  for (const c of norms) {
+    expect(c).toEqual({ dModel: 8, eps: 1e-5, backend: 'highway', norm: 'layer_norm',
+      placement: 'post', layerForm: true });
+  }
+});
+
+// The same for a split block: a field added to the block's and the
+// attention's lists reaches each attention sublayer as given (a
+// cross-attention's without the rotary positions and QK-norm, as C++'s), and
+// the FFN and gated FFN in the config the synchronous block resolved.
+test('a field added to the lists reaches every part of a split block', async () => {
+  const sent = [];
+  const workers = {
+    count: 2,
+    check: () => {},
+    all: async (list, message) => list.map((_, i) => {
+      const m = message(i);
+      sent.push(m);
+      return m.op === 'check'
+        ? { config: { numHeads: 2, numKvHeads: 2, headDim: 4, headDimV: 4 }, kernels: '' } : {};
+    }),
+  };
+  let ref = 0;
+  const context = { workers, newRef: () => ++ref };
+  const sublayers = [{ mixer: 'self_attention', norm: 'pre', parallel: false },
+    { mixer: 'cross_attention', norm: 'sandwich', parallel: false },
+    { mixer: 'gated_ffn', norm: 'pre', parallel: false }];
+  const given = { dModel: 8, numHeads: 2, ffnDim: 6, rope: { style: 'half' },
+    qkNorm: { kind: 'rms_norm' }, sublayers, probe: 'given' };
+  const resolved = { dModel: 8, numHeads: 2, headDim: 4, numKvHeads: 2, ffnDim: 6,
+    activation: 'silu', norm: 'rms_norm', eps: 1e-6, weights: 'f32', cacheType: 'f32',
+    backend: 'highway', threads: 1, sublayers, probe: 'resolved' };
+  OPTION_KEYS.MultiHeadAttentionConfig.push('probe');
+  OPTION_KEYS.TransformerBlockConfig.push('probe');
+  try {
+    await createSplitBlock(context, given, { config: resolved, kernels: '' });
+  } finally {
+    OPTION_KEYS.MultiHeadAttentionConfig.pop();
+    OPTION_KEYS.TransformerBlockConfig.pop();
+  }
+  const made = (kind, op = 'new') => sent.filter((m) => m.op === op && m.kind === kind)
+    .map((m) => m.config);
+  const { ffnDim, sublayers: _, ...self } = given;
+  const { rope, qkNorm, ...cross } = self;
+  expect(made('MultiHeadAttention', 'check')).toEqual([self, cross]);
+  expect(made('GatedFeedForward')).toEqual([{ ...resolved, ffnDim: 3 },
+    { ...resolved, ffnDim: 3 }]);
+  expect(made('SublayerNorm').map((c) => c.placement)).toEqual(['pre', 'pre', 'sandwich',
+    'sandwich', 'pre', 'pre']);
+  for (const c of made('SublayerNorm')) {
+    expect(c).toMatchObject({ dModel: 8, eps: 1e-6, backend: 'highway', norm: 'rms_norm',
+      layerForm: false });
+  }
 });

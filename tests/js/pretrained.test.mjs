@@ -8,12 +8,13 @@
 // name; the errors of configs, prefixes and options; and
 // pool.fromPretrained.
 import { rejection } from './support/errors.mjs';
-import { transpose } from './support/golden.mjs';
+import { maxAbsDiff, transpose } from './support/golden.mjs';
 import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors, paddingOptions }
   from './support/hf-models.mjs';
 import { feedForward } from './support/layers.mjs';
 import { fromPretrainedPooled } from '../../web/src/pretrained.js';
-import { createAttentionPool, loadBuilds, loadCheckpoint, track } from './support/modules.mjs';
+import { backendMatrix, createAttentionPool, loadBuilds, loadCheckpoint, track }
+  from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const sa = builds.simd;
@@ -27,6 +28,7 @@ async function expectRejected(promise, Class, message) {
 }
 
 const supported = Object.keys(hfCases);
+const SPLIT = { placement: 'split' };
 const TOLERANCE = 1e-5;
 
 // The module's forward of the block's input with the returned options (a
@@ -75,8 +77,7 @@ test('the shared folder has the cases this file expects', () => {
   expect(supported.length).toBeGreaterThanOrEqual(13);
 });
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 describe.each(matrix)('%s build, %s backend', (_, backend, module) => {
   test.each(supported)('%s: the object of its config, its output', async (name) => {
@@ -191,13 +192,35 @@ describe('a whole model: the stack of its blocks (options.prefix omitted)', () =
       scale: config.query_pre_attn_scalar ** -0.5, softcap: config.attn_logit_softcapping });
   });
 
-  test('the pool has no stack, and says so', async () => {
-    const pool = await createAttentionPool({ workers: 1 });
+  test('the pool\'s stack, its layers split and as the pool places them: the module\'s ' +
+    'output, token by token with a cache per layer', async () => {
+    const name = 'llama_layer';
+    const config = modelConfig(name);
+    const tensors = modelTensors(name);
+    const want = await sa.fromPretrained(config, tensors);
+    track(want.module);
+    const x = blockIo(name).tensor('x');
+    const y = want.module.forward(x, want.forwardOptions);
+    const pool = await createAttentionPool({ workers: 2 });
     try {
-      await expectRejected(pool.fromPretrained(modelConfig('llama_layer'),
-        modelTensors('llama_layer')), Error, 'fromPretrained: llama (the whole model): the pool ' +
-        'has no TransformerStack: name a layer (options.prefix) and load the layers one by one, ' +
-        'or use the module\'s fromPretrained');
+      const splitting = { TransformerStack: (c) => pool.TransformerStack(c, SPLIT) };
+      for (const built of [await fromPretrainedPooled(splitting, config, tensors),
+        await pool.fromPretrained(config, tensors)]) {
+        expect(built.kind).toBe('TransformerStack');
+        expect(built.module.config).toEqual(want.module.config);
+        const out = await built.module.forward(x, built.forwardOptions);
+        expect(maxAbsDiff(out.data, y.data)).toBeLessThan(1e-6);
+        const [batch, tokens, width] = x.shape;
+        const caches = await built.module.createKVCaches({ batch, maxLength: tokens });
+        const stepped = new Float32Array(out.data.length);
+        for (let t = 0; t < tokens; t++) {
+          const step = { data: x.data.slice(t * width, (t + 1) * width), shape: [1, 1, width] };
+          stepped.set((await built.module.forwardIncremental(step, caches,
+            built.incrementalOptions)).data, t * width);
+        }
+        expect(maxAbsDiff(stepped, y.data)).toBeLessThan(1e-5);
+        await built.module.dispose();
+      }
     } finally {
       await pool.dispose();
     }
@@ -261,19 +284,31 @@ describe('pool.fromPretrained, 2 workers', () => {
     await pool?.dispose();
   });
 
-  // Every supported case: the layers (placed as the pool places them: at
-  // these widths whole in one worker) and the attentions split over both
-  // workers by (grouped) key/value heads.
-  test.each(supported)('%s: the pooled object of its config, its output', async (name) => {
+  // Every supported case, placed as the pool places it (at these widths its
+  // layers and blocks whole in one worker) and split over both workers (the
+  // layers' and blocks' sublayers and the attentions by (grouped) key/value
+  // heads, the FFNs by hidden units).
+  const splitting = () => ({ MultiHeadAttention: pool.MultiHeadAttention,
+    ...Object.fromEntries(['TransformerEncoderLayer', 'TransformerDecoderLayer',
+      'TransformerBlock'].map((kind) => [kind, (config) => pool[kind](config, SPLIT)])) });
+  test.each(supported)('%s: the pooled object of its config, its output, placed by the pool ' +
+    'and split', async (name) => {
     const c = hfCases[name];
-    const built = await pool.fromPretrained(modelConfig(name), modelTensors(name),
-      { prefix: c.prefix });
-    try {
-      expect(built.loaded.unused).toEqual([]);
-      expectDescribedBy(c, built);
-      expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(TOLERANCE);
-    } finally {
-      await built.module.dispose();
+    for (const split of [false, true]) {
+      const built = split
+        ? await fromPretrainedPooled(splitting(), modelConfig(name), modelTensors(name),
+          { prefix: c.prefix })
+        : await pool.fromPretrained(modelConfig(name), modelTensors(name), { prefix: c.prefix });
+      try {
+        if (split && built.kind !== 'MultiHeadAttention') {
+          expect(built.module.placement).toBe('split');
+        }
+        expect(built.loaded.unused).toEqual([]);
+        expectDescribedBy(c, built);
+        expect(maxRealRowDiff(name, await forwardBlock(name, built))).toBeLessThan(TOLERANCE);
+      } finally {
+        await built.module.dispose();
+      }
     }
   });
 

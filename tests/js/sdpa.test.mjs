@@ -5,7 +5,7 @@
 import { expectError } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff } from './support/golden.mjs';
 import { randomFloats } from './support/layers.mjs';
-import { loadBuilds, withMha } from './support/modules.mjs';
+import { backendMatrix, loadBuilds, withMha } from './support/modules.mjs';
 
 const builds = await loadBuilds();
 const cases = goldenCaseNames('attention').map(loadGoldenCase);
@@ -57,8 +57,7 @@ test('the golden folder has attention cases with every option', () => {
   expect(configs.some((x) => x.softcap > 0)).toBe(true);
 });
 
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 describe.each(matrix)('%s build, %s backend', (build, backend, module) => {
   test.each(cases.map((c) => [c.name, c]))('%s: output and attention weights', (_, c) => {

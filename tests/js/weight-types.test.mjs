@@ -11,7 +11,7 @@ import { expectError } from './support/errors.mjs';
 import { goldenCaseNames, loadGoldenCase, maxAbsDiff, mhaArguments, pytorchState }
   from './support/golden.mjs';
 import { decoderArguments, encoderArguments, sliceTokens } from './support/layers.mjs';
-import { createAttentionModule, loadBuilds, loadCheckpoint, parseSafetensors, track }
+import { backendMatrix, createAttentionModule, loadBuilds, loadCheckpoint, parseSafetensors, track }
   from './support/modules.mjs';
 import { floatToBfloat16, floatToHalf, roundTo, writeSafetensors }
   from './support/safetensors-writer.mjs';
@@ -22,8 +22,7 @@ const builds = await loadBuilds();
 const mhaCases = goldenCaseNames('mha').map(loadGoldenCase);
 const encoderCases = goldenCaseNames('encoder_layer').map(loadGoldenCase);
 const decoderCases = goldenCaseNames('decoder_layer').map(loadGoldenCase);
-const matrix = Object.entries(builds).flatMap(([build, module]) =>
-  module.backends.map((backend) => [build, backend, module]));
+const matrix = backendMatrix(builds);
 
 function mhaOutput(module, backend, c, weights, { weightsOf = (a) => a.weights } = {}) {
   const a = mhaArguments(c);

@@ -23,7 +23,9 @@ import createDefault, {
   type ScoresStageName,
 } from '../../web/index.js';
 import {
-  type AdamOptions, type AttentionWeightGradients, type FeedForwardGradients,
+  type AdamOptions, type AttentionWeightGradients, type BlockNormGradients,
+  type FeedForwardGradients, type GatedFeedForwardGradients, type SublayerGradients,
+  type TransformerBlockGradients,
   type LayerNormGradients, type MultiHeadAttentionGradients, type Optimizer,
   type OptimizerConstructor, type SGDOptions, type Trainable,
   type TransformerDecoderLayerGradients, type TransformerEncoderLayerGradients,
@@ -47,9 +49,10 @@ import {
   type PooledPretrainedModule, type PretrainedBlock, type PretrainedStack,
 } from '../../web/index.js';
 import {
-  type BlockForwardOptions, type BlockNormWeights,
+  type BlockForwardOptions, type BlockNormWeights, type BlockTrainingForwardOptions,
   type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
-  type NormPlacementName, type PooledTransformerBlock, type QkNormConfig,
+  type NormPlacementName, type PooledPlacedObject, type PooledTransformerBlock,
+  type PooledTransformerStack, type QkNormConfig,
   type ResolvedActivationName, type ResolvedTransformerBlockConfig,
   type ResolvedTransformerStackConfig, type StackForwardOptions, type SublayerConfig,
   type SublayerWeights, type TransformerBlock, type TransformerBlockConfig,
@@ -258,7 +261,8 @@ const mhaGradients: MultiHeadAttentionGradients = trainable.backward(x);
 const attentionGradients: AttentionWeightGradients = mhaGradients;
 const gradientArrays: (Float32Array | undefined)[] = [attentionGradients.dWQ,
   attentionGradients.dWK, attentionGradients.dWV, attentionGradients.dWO, attentionGradients.dBQ,
-  attentionGradients.dBK, attentionGradients.dBV, attentionGradients.dBO];
+  attentionGradients.dBK, attentionGradients.dBV, attentionGradients.dBO,
+  attentionGradients.dQNorm, attentionGradients.dKNorm];
 const inputGradients: (Tensor | undefined)[] = [mhaGradients.dQuery, mhaGradients.dKey,
   mhaGradients.dValue, mhaGradients.dInput];
 const trainEncoder = new trainer.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16 });
@@ -277,6 +281,20 @@ const decoderGradients: TransformerDecoderLayerGradients = trainDecoder.backward
 const decoderGradientParts: unknown[] = [decoderGradients.dInput, decoderGradients.dMemory,
   decoderGradients.selfAttention, decoderGradients.crossAttention, decoderGradients.ffn,
   decoderGradients.norm1, decoderGradients.norm2, decoderGradients.norm3];
+const trainBlock: TransformerBlock = new trainer.TransformerBlock({ dModel: 8, numHeads: 2,
+  rope: { style: 'half' }, qkNorm: { kind: 'rms_norm' },
+  sublayers: [{ mixer: 'self_attention' }, { mixer: 'gated_ffn' }] });
+const blockTraining: BlockTrainingForwardOptions = { causal: true, training: true };
+trainBlock.forward(x, blockTraining);
+const blockGradients: TransformerBlockGradients = trainBlock.backward(x);
+const sublayerGradients: SublayerGradients = blockGradients.sublayers[0];
+const blockNormGradients: BlockNormGradients = sublayerGradients.norm;
+const gatedGradients: GatedFeedForwardGradients | undefined = sublayerGradients.gatedFfn;
+const blockGradientParts: unknown[] = [blockGradients.dInput, blockGradients.dMemory,
+  sublayerGradients.outputNorm, sublayerGradients.attention, sublayerGradients.ffn,
+  blockNormGradients.dGamma, blockNormGradients.dBeta, gatedGradients?.dWGate,
+  gatedGradients?.dWUp, gatedGradients?.dWDown, gatedGradients?.dBGate, gatedGradients?.dBUp,
+  gatedGradients?.dBDown];
 const sgdOptions: SGDOptions = { lr: 0.1, momentum: 0.9, weightDecay: 1e-4, nesterov: true };
 const adamOptions: AdamOptions = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8,
   weightDecay: 0.01, decoupledWeightDecay: true };
@@ -287,7 +305,9 @@ const sgdLr: number = new SGD().options.lr;
 const adamOptionsUsed: Required<AdamOptions> = new trainer.Adam().options;
 const adamBetas: [number, number] = [adamOptionsUsed.beta1, adamOptionsUsed.beta2];
 void [sgdLr, adamBetas];
-for (const target of [trainable, trainEncoder, trainDecoder] as Trainable[]) adam.step(target);
+for (const target of [trainable, trainEncoder, trainDecoder, trainBlock] as Trainable[]) {
+  adam.step(target);
+}
 sgd.step(trainable);
 const tinyConfig: TinyTransformerConfig = { vocab: 16, dModel: 32, numHeads: 2, numLayers: 2,
   maxTokens: 24, ffnDim: 64, activation: 'gelu', seed: 1, backend: 'highway' };
@@ -319,7 +339,8 @@ const optimizerFacts: boolean[] = [sgd.disposed, adam.disposed];
 sgd.dispose();
 adam[Symbol.dispose]();
 trainer.dispose();
-void [gradientArrays, inputGradients, layerGradients, decoderGradientParts, optimizerFacts];
+void [gradientArrays, inputGradients, layerGradients, decoderGradientParts, blockGradientParts,
+  optimizerFacts];
 // @ts-expect-error: an optimizer steps a trainable object, not a tensor
 adam.step(x);
 // @ts-expect-error: Adam's betas are two options
@@ -615,7 +636,20 @@ if (pooledPretrained.kind === 'MultiHeadAttention') {
     pooledBlock.kernels, pooledBlock.disposed, pooledBlock.placement];
   await pooledBlock.dispose();
   await pooledBlock[Symbol.asyncDispose]();
-  void await pool.TransformerBlock(blockConfig);
+  void await pool.TransformerBlock(blockConfig, { placement: 'split' });
+} else if (pooledPretrained.kind === 'TransformerStack') {
+  const pooledStack: PooledTransformerStack = pooledPretrained.module;
+  const placed: PooledPlacedObject<ResolvedTransformerStackConfig> = pooledStack;
+  void placed;
+  const pooledCaches: PooledKVCache[] = await pooledStack.createKVCaches({ batch: 1,
+    maxLength: 8 });
+  await pooledStack.setWeights(stackWeights);
+  void [await pooledStack.forward(x, { causal: true }),
+    await pooledStack.forwardIncremental(x, pooledCaches), pooledStack.config.numLayers,
+    pooledStack.placement, pooledStack.kernels, pooledStack.disposed];
+  await pooledStack.dispose();
+  await pooledStack[Symbol.asyncDispose]();
+  void await pool.TransformerStack(stackConfig, { placement: 'whole' });
 } else {
   const layer: PooledTransformerEncoderLayer = pooledPretrained.module;
   void layer;

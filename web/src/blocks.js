@@ -11,6 +11,7 @@ import { kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
+import { runBackward, TRAINABLE } from './training.js';
 import { defineDispose, LIVE, makeWasmObjectBase, READY, WEIGHTS_SET } from './wasm-object.js';
 
 const optionalString = (where, name, v) => {
@@ -99,7 +100,7 @@ function readBlockWeights(where, name, w) {
   };
 }
 
-function readBlockForwardOptions(where, options, keys) {
+export function readBlockForwardOptions(where, options, keys) {
   const o = optionsObject(where, options, keys);
   return {
     ...readSharedAttentionOptions(where, o),
@@ -107,10 +108,17 @@ function readBlockForwardOptions(where, options, keys) {
     memoryKeyPaddingMask: optionalMask(where, 'options.memoryKeyPaddingMask',
       o.memoryKeyPaddingMask),
     positionOffset: optionalSize(where, 'options.positionOffset', o.positionOffset) ?? 0,
+    training: optionalBoolean(where, 'options.training', o.training, false),
   };
 }
 
-function readIncrementalOptions(where, options) {
+// Whether forward(x, memoryOrOptions, maybeOptions) was given a memory.
+export function givesMemory(memoryOrOptions, maybeOptions) {
+  return maybeOptions !== undefined || (memoryOrOptions !== undefined &&
+    (ArrayBuffer.isView(memoryOrOptions) || ArrayBuffer.isView(memoryOrOptions?.data)));
+}
+
+export function readIncrementalOptions(where, options) {
   const o = optionsObject(where, options, OPTION_KEYS.SelfAttentionOptions);
   return readSharedAttentionOptions(where, o);
 }
@@ -118,7 +126,7 @@ function readIncrementalOptions(where, options) {
 const shaped = (t, data, dModel) => ({ data,
   shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] });
 
-// A module without the blocks' glue (the training build) refuses them by
+// A module without the stack's glue (the training build) refuses it by
 // name.
 function refuseWithout(Binding, kind) {
   if (Binding !== undefined) return;
@@ -146,7 +154,6 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
   const kind = 'TransformerBlock';
   const Base = makeBlockBase(wasm, reclaimer, defaultBackend, kind, wasm.BlockBinding, () => ({}));
   class TransformerBlock extends Base {
-
     setWeights(weights) {
       const where = `${kind}.setWeights`;
       const raw = super[LIVE](where);
@@ -159,12 +166,27 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
       const where = `${kind}.forward`;
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
-      const hasMemory = maybeOptions !== undefined || (memoryOrOptions !== undefined &&
-        (ArrayBuffer.isView(memoryOrOptions) || ArrayBuffer.isView(memoryOrOptions?.data)));
+      const hasMemory = givesMemory(memoryOrOptions, maybeOptions);
       const memory = hasMemory ? readTensor(where, 'memory', memoryOrOptions) : undefined;
       const o = readBlockForwardOptions(where, hasMemory ? maybeOptions : memoryOrOptions,
-        OPTION_KEYS.BlockForwardOptions);
+        OPTION_KEYS.BlockTrainingForwardOptions);
       return shaped(t, unwrap(wasm, where, raw.forward(t, memory, o)), this.config.dModel);
+    }
+
+    // The gradients of the last forward, a training one, given dOutput.
+    backward(dOutput) {
+      const where = `${kind}.backward`;
+      const raw = super[READY](where);
+      const { dModel } = this.config;
+      return runBackward(wasm, where, 'blockBackward', raw, dOutput, (g, tensor) => ({
+        ...g,
+        dInput: tensor(g.dInput, dModel),
+        ...(g.dMemory ? { dMemory: tensor(g.dMemory, dModel) } : {}),
+      }));
+    }
+
+    [TRAINABLE](where) {
+      return { raw: super[READY](where), step: 'stepBlock' };
     }
 
     createKVCache(options) {
@@ -187,6 +209,15 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
     }
   }
   return defineDispose(TransformerBlock);
+}
+
+// A stack's caches: an array of one per layer (their types are the
+// caller's to check).
+export function readCaches(where, caches, numLayers) {
+  if (!Array.isArray(caches) || caches.length !== numLayers) {
+    throw new TypeError(`${where}: caches: expected an array of ${numLayers} KVCache ` +
+      `(createKVCaches()), got ${describe(caches)}`);
+  }
 }
 
 // The TransformerStack class of one module (wasm instance).
@@ -256,10 +287,7 @@ export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
       const where = `${kind}.forwardIncremental`;
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
-      if (!Array.isArray(caches) || caches.length !== this.config.numLayers) {
-        throw new TypeError(`${where}: caches: expected an array of ${this.config.numLayers} ` +
-          `KVCache (createKVCaches()), got ${describe(caches)}`);
-      }
+      readCaches(where, caches, this.config.numLayers);
       const raws = caches.map((c, i) => kvRaw(wasm, where, `caches[${i}]`, c, 'KVCache'));
       const o = readIncrementalOptions(where, options);
       return shaped(t, unwrap(wasm, where, raw.forwardIncremental(t, raws, o)),

@@ -79,6 +79,8 @@ export const OPTION_KEYS = {
   TransformerStackWeights: ['layers', 'finalNorm'],
   BlockForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask', 'positionOffset',
     ...SELF_ATTENTION_OPTIONS],
+  BlockTrainingForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask',
+    'positionOffset', ...SELF_ATTENTION_OPTIONS, 'training'],
   StackForwardOptions: ['causal', 'keyPaddingMask', 'positionOffset', ...SELF_ATTENTION_OPTIONS],
   PyTorchTransformerEncoderLayerState: torchLayerState(['self_attn'], ['norm1', 'norm2']),
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],

@@ -461,8 +461,11 @@ export const ARGUMENTS = {
     state: record(OPTION_KEYS.PyTorchTransformerDecoderLayerState),
   },
   TransformerBlock: { weights: whole },
+  TransformerStack: { weights: whole },
+  // (A block's config or a stack's.)
   blockConfig: whole,
   blockOptions: options(OPTION_KEYS.BlockForwardOptions),
+  stackOptions: options(OPTION_KEYS.StackForwardOptions),
   forwardOptions: options(OPTION_KEYS.ForwardOptions),
   // (The synchronous method reads its options as forward does.)
   incrementalOptions: options(OPTION_KEYS.IncrementalForwardOptions,

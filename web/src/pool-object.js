@@ -18,6 +18,7 @@ const PUBLIC_METHODS = {
   TransformerDecoderLayer: ['setWeights', 'setWeightsFromPyTorch', 'forward', 'forwardIncremental',
     'createKVCache', 'precomputeMemory', 'dispose'],
   TransformerBlock: ['setWeights', 'forward', 'forwardIncremental', 'createKVCache', 'dispose'],
+  TransformerStack: ['setWeights', 'forward', 'forwardIncremental', 'createKVCaches', 'dispose'],
   KVCache: ['append', 'keys', 'values', 'truncate', 'reset', 'dispose'],
   PrecomputedKeyValue: ['dispose'],
 };

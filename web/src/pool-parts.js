@@ -1,9 +1,10 @@
 // What a pool worker runs in its module's wasm that the module's public API
-// has not: some hidden units of a layer's FFN (FfnBinding in
-// bindings/layer_binding.cc), the residual sum and LayerNorm around one
-// sublayer of a split layer (SublayerNormBinding in
-// bindings/sublayer_norm_binding.cc) and the sum of a split call's partial
-// outputs (sumPartials, bindings/partial_sum_binding.cc).
+// has not: some hidden units of a layer's or block's FFN or gated FFN
+// (FfnBinding, GatedFfnBinding in bindings/ffn_binding.cc), the norms and
+// residual sum around one sublayer of a split layer or block
+// (SublayerNormBinding in bindings/sublayer_norm_binding.cc) and the sum of
+// a split call's partial outputs (sumPartials,
+// bindings/partial_sum_binding.cc).
 // createAttentionModule registers its module's wasm, and only pool-worker.js
 // asks. The pool hands them weights and rows of a layer whose config the
 // synchronous objects have accepted; C++ checks the rest.
@@ -30,38 +31,58 @@ function make(wasm, Binding, kind, config) {
   return raw;
 }
 
-const PARTS = {
-  // config { dModel, ffnDim (the shard's units), activation, backend, weights }
-  FeedForward(wasm, config) {
-    const raw = make(wasm, wasm.FfnBinding, 'FeedForward', config);
-    const where = 'FeedForward';
+// Some hidden units of an FFN (`kind` FeedForward) or a gated FFN
+// (GatedFeedForward), config { dModel, ffnDim (the shard's units),
+// activation, backend, weights }.
+function feedForward(kind, Binding) {
+  return (wasm, config) => {
+    const raw = make(wasm, wasm[Binding], kind, config);
     return {
-      // { w1 [dModel, units], b1 [units], w2 [units, dModel], b2 [dModel] }
-      setWeights: (w) => unwrap(wasm, `${where}.setWeights`,
-        raw.setWeights({ ...w, w1: glueMatrix(w.w1), w2: glueMatrix(w.w2) })),
+      // the shard's weights, the matrices in the glue's form (a Float32Array,
+      // as every bias, goes as it is)
+      setWeights: (w) => unwrap(wasm, `${kind}.setWeights`, raw.setWeights(
+        Object.fromEntries(Object.entries(w).map(([key, v]) => [key, glueMatrix(v)])))),
       // x { data: rows of dModel } -> { data: the rows' outputs }
-      forward: (x) => ({ data: unwrap(wasm, `${where}.forward`, raw.forward(x.data)) }),
+      forward: (x) => ({ data: unwrap(wasm, `${kind}.forward`, raw.forward(x.data)) }),
       dispose: () => raw.delete(),
     };
-  },
-  // config { dModel, eps, normFirst, backend }. Its messages name `where`,
-  // the layer's method that runs it.
+  };
+}
+
+const PARTS = {
+  FeedForward: feedForward('FeedForward', 'FfnBinding'),
+  GatedFeedForward: feedForward('GatedFeedForward', 'GatedFfnBinding'),
+  // config { dModel, eps, norm, placement, layerForm, backend }. Its
+  // messages name `where`, the layer's method that runs it.
   SublayerNorm(wasm, config) {
-    const raw = make(wasm, wasm.SublayerNormBinding, 'LayerNorm', config);
+    const raw = make(wasm, wasm.SublayerNormBinding, 'BlockNorm', config);
     return {
-      normFirst: config.normFirst,
-      // w { gamma, beta }; name: the layer's ('norm1', ...)
-      setWeights: (w, name) => unwrap(wasm, 'LayerNorm.setWeights', raw.setWeights(w, name)),
-      // x { data, shape }: the sublayer's input (pre-LN), as x's data
+      normFirst: raw.normsInput(),
+      // w { gamma, beta? } named `name`; a sandwich's output norm's `out`,
+      // `outName`
+      setWeights: (w, name, out = {}, outName = '') => unwrap(wasm, 'BlockNorm.setWeights',
+        raw.setWeights(w, name, out, outName)),
+      // x { data, shape }: the sublayer's input (pre, sandwich), as x's data
       input: (where, x) => unwrap(wasm, where, raw.input(readTensor(where, 'x', x))),
-      // h + y (Float32Arrays), then normalized (post-LN)
-      join: (where, h, y, sublayer) => unwrap(wasm, where, raw.join(h, y, sublayer)),
+      // residual + y (Float32Arrays), normed as the placement says
+      join: (where, residual, y, sublayer) => unwrap(wasm, where,
+        raw.join(residual, y, sublayer)),
       dispose: () => raw.delete(),
     };
   },
 };
 
-// A part of `kind` ('FeedForward' or 'SublayerNorm') of `module`'s wasm.
+// Whether `kind` is one of the parts above (else a class of the module).
+export function isPoolPart(kind) {
+  return Object.hasOwn(PARTS, kind);
+}
+
+// Whether the norm kind `norm` (a resolved config's) has a shift, beta.
+export function normHasShift(module, norm) {
+  return wasmOf.get(module).normHasShift(norm);
+}
+
+// A part of `kind` (see isPoolPart) of `module`'s wasm.
 export function newPoolPart(module, kind, config) {
   return PARTS[kind](wasmOf.get(module), config);
 }

@@ -1,48 +1,28 @@
-// The pool's transformer layers split over its workers: each attention by
-// heads (the pool's sharded MultiHeadAttention, with its sharded KV cache and
-// precomputed memory), the FFN by hidden units (worker i holds a contiguous
-// group of them: its W1 columns, b1 entries and W2 rows; groups differ by at
-// most one unit; b2 goes with the first group). A sublayer is one gathered
-// call (pool-object.js): the caller sends the sublayer's input h to its workers,
-// and the first of them adds the partial outputs in worker order, then adds
-// the residual and normalizes through the wasm module (SublayerNorm,
-// bindings/sublayer_norm_binding.cc), and answers with the next h. So the
-// math, its checks and their messages are the synchronous layers' own
-// (src/layers/transformer_layers.cc, src/layers/residual.h):
+// The pool's transformer layers split over its workers: a layer is the
+// block of its sublayers (as in C++), [self-attention, (cross-attention,)
+// FFN] with LayerNorms pre or post, split as pool-split-blocks.js splits a
+// block (attentions by heads, with their sharded KV cache and precomputed
+// memory; the FFN by hidden units; each sublayer one gathered call whose
+// gathering worker adds the residual and normalizes):
 //   post-LN: h = LN(h + f(h)) for each sublayer f
 //   pre-LN:  h = h + f(LN(h)), each worker normalizing h for its part
-//
-// Errors: types are checked here by the synchronous API's own functions;
-// shapes and values by the workers' objects. An error from a worker that
-// does not name the layer's method names the part that refused (a
-// MultiHeadAttention), so the synchronous error is made again by worker 0 on
-// a whole synchronous layer of the same config (zero weights, empty
-// stand-ins of the caches and memories) for the same arguments; when that
-// one does not fail (an overflow that depends on the real weights), the
-// worker's error stands, named after the layer's method as the synchronous
-// layer names it.
+// What is the layers' own: their weights' groups, setWeightsFromPyTorch,
+// the decoder's memories and its step's memory, their sublayers' names.
+// Errors as every split object's (pool-split-object.js).
 import { checkObject, optionalMask } from './arguments.js';
 import { readCausal, readSharedAttentionOptions } from './attention.js';
 import { readCacheOptions } from './caches.js';
 import { readLayerWeights } from './layers.js';
 import { DECODER_WEIGHT_GROUPS, ENCODER_WEIGHT_GROUPS, OPTION_KEYS } from './option-keys.js';
 import { layerWeightsFromPyTorch } from './pytorch-layer-state.js';
-import { ARGUMENTS, copyArguments, tensor, whole } from './pool-arguments.js';
-import { createMultiHeadAttention, SUBLAYER } from './pool-attention.js';
-import { fromCaller } from './pool-join.js';
+import { ARGUMENTS, tensor, whole } from './pool-arguments.js';
 import { isKeyValues, KVCache, poolObject, PrecomputedKeyValue, standIn }
   from './pool-key-values.js';
-import { checkReceivers, ConfiguredObject, PoolObject } from './pool-object.js';
-import { splitUnits } from './pool-split.js';
+import { checkReceivers } from './pool-object.js';
+import { createSublayers, runSublayers } from './pool-split-blocks.js';
+import { SplitObject } from './pool-split-object.js';
 import { readTensor } from './tensors.js';
-import { columns, fits, quantizedWhole, rowRange } from './weight-forms.js';
-
-// A part's error under the layer's method `where`, as the synchronous layer
-// reports what its parts throw ("MultiHeadAttention.forward: attention
-// scores ..." -> "TransformerEncoderLayer.forward: attention scores ...").
-function named(error, where) {
-  return new error.constructor(`${where}: ${error.message.replace(/^[\w.]+: /, '')}`);
-}
+import { fits } from './weight-forms.js';
 
 // Whether every weight has the shape the config gives it and values the
 // layer's config.weights takes (see fits): if not, the synchronous layer
@@ -65,142 +45,28 @@ function attentionConfig(given) {
 const ENCODER = ARGUMENTS.TransformerEncoderLayer;
 const DECODER = ARGUMENTS.TransformerDecoderLayer;
 
-// Hidden units [from, to) of a layer's FFN in each of its workers.
-class FeedForwardShards extends PoolObject {
-  #d;
-  #units;
-  #type; // config.weights
-
-  constructor(context, shards, dModel, units, type) {
-    super(context, context.newRef(), shards);
-    this.#d = dModel;
-    this.#units = units;
-    this.#type = type;
-  }
-
-  // config: the layer's, as its synchronous layer resolved it, sent whole
-  // (the glue reads what an FFN takes), each worker's ffnDim its units.
-  static async create(context, config) {
-    const { dModel, ffnDim, weights } = config;
-    const shards = splitUnits(ffnDim, context.workers.count).map(({ worker, from, to }) =>
-      ({ worker, units: [from, to] }));
-    const ffn = new FeedForwardShards(context, shards, dModel, ffnDim, weights);
-    await context.workers.all(shards.map((s) => s.worker), (i) => ({
-      op: 'new', ref: ffn.ref, kind: 'FeedForward',
-      config: { ...config, ffnDim: shards[i].units[1] - shards[i].units[0] },
-    }));
-    return ffn;
-  }
-
-  // Each worker's W1 columns, b1 entries and W2 rows (int8 quantized whole
-  // first: see quantizedWhole); b2 in the first's alone (zeros in the
-  // others'), so that the partial outputs add up to the FFN's output.
-  async setWeights({ w1, b1, w2: given, b2 }) {
-    const [d, f] = [this.#d, this.#units];
-    const w2 = await quantizedWhole(given, [f, d], this.#type, this.shards.length,
-      this.context.quantizeInt8);
-    return this.sendWeights(this.shards.map(({ units: [from, to] }, i) => ({
-      w1: columns(w1, d, f, from, to), b1: b1.slice(from, to),
-      w2: rowRange(w2, d, from, to), b2: i === 0 ? Float32Array.from(b2) : new Float32Array(d),
-    })));
-  }
-
-  // The FFN as the layer's sublayer: h { data, shape } -> the next h.
-  forward(h, sublayer) {
-    return this.gather('forward', [h], undefined, sublayer);
-  }
-}
-
-// The residual sum and LayerNorm of one sublayer, held by each worker of
-// the sublayer's part (pool-worker.js, SublayerNorm).
-class SublayerNorm extends PoolObject {
-  constructor(context, shards) {
-    super(context, context.newRef(), shards);
-  }
-
-  // config: the layer's, resolved, sent whole as the FFN's.
-  static async create(part, config) {
-    const norm = new SublayerNorm(part.context, part.shards);
-    await part.workers.all(part.shards.map((s) => s.worker), () => ({
-      op: 'new', ref: norm.ref, kind: 'SublayerNorm', config,
-    }));
-    return norm;
-  }
-
-  // w { gamma, beta }, named `name` ('norm1', ...) as in the layer.
-  setWeights(w, name) {
-    return this.workers.all(this.shards.map((s) => s.worker),
-      () => ({ op: 'call', ref: this.ref, method: 'setWeights', args: [w, name] }));
-  }
-}
+// The layers' sublayers by their weights' groups, in order: the block
+// mixer each is, and its name in the synchronous layer's messages
+// (transformer_layers.cc).
+const ENCODER_MIXERS = ['attention', 'ffn'];
+const DECODER_MIXERS = ['selfAttention', 'crossAttention', 'ffn'];
+const LAYER_MIXERS = { attention: 'self_attention', selfAttention: 'self_attention',
+  crossAttention: 'cross_attention', ffn: 'ffn' };
+const SUBLAYER_NAMES = { attention: 'the self-attention sublayer',
+  selfAttention: 'the self-attention sublayer', crossAttention: 'the cross-attention sublayer',
+  ffn: 'the feed-forward sublayer' };
 
 // What the encoder and decoder share: parts, weights, the sublayers run
 // here, and the synchronous errors.
-class PooledLayer extends ConfiguredObject {
-  #kind;
-  #given; // the config as given, for worker 0's synchronous layer
-  #parts; // { attentions: [MultiHeadAttention...], ffn, norms: [SublayerNorm...] }
-  #hasWeights = false;
+class PooledLayer extends SplitObject {
+  #sublayers; // createSublayers'
 
-  constructor(context, kind, given, resolved, parts) {
-    super(context, context.newRef(), [], resolved);
-    this.#kind = kind;
-    this.#given = given;
-    this.#parts = parts;
+  constructor(context, kind, given, resolved, sublayers) {
+    super(context, kind, given, resolved, sublayers.flatMap(({ part, norm }) => [part, norm]));
+    this.#sublayers = sublayers;
   }
 
-  get placement() { return 'split'; }
-
-  // Disposing of the layer disposes of its parts, which hold its objects
-  // in the workers (the layer has none of its own).
-  released() {
-    const { attentions, ffn, norms } = this.#parts;
-    return Promise.all([...attentions, ffn, ...norms].map((part) => part.dispose()));
-  }
-
-  // Runs body(where, args) as the next call on the layer, args its
-  // arguments `given` copied now by `schemas` (pool-arguments.js). A
-  // disposed layer, or one without weights when the method needs them,
-  // says so as the synchronous one does; any error of a worker is made
-  // again as the synchronous layer's (see the top of this file), and what
-  // reading the caller's arguments threw is thrown as it is.
-  // sent(args): the call's arguments as worker 0's synchronous layer takes
-  // them.
-  run(method, needsWeights, given, schemas, body, sent = (args) => args) {
-    const where = `${this.#kind}.${method}`;
-    const taken = copyArguments(given, schemas);
-    return this.enqueue(async () => {
-      this.workers.check(where);
-      if (this.disposed || (needsWeights && !this.#hasWeights)) {
-        await this.#synchronousError(where, method, [], { disposed: this.disposed });
-      }
-      const args = taken();
-      try {
-        return await body(where, args);
-      } catch (e) {
-        if (fromCaller(e) || e.message.startsWith(`${where}: `) || this.workers.dead) throw e;
-        return this.#synchronousError(where, method, sent(args), { zeroWeights: needsWeights },
-          e);
-      }
-    });
-  }
-
-  // Throws what worker 0's synchronous layer throws for `method` on
-  // `args` (in `state`), if that is an error of `where`; else `error`, if
-  // any. Returns when the synchronous layer accepts the call and there is
-  // no error to keep.
-  async #synchronousError(where, method, args, state, error) {
-    let reproduced;
-    try {
-      await this.workers.all([0], () => ({ op: 'check', kind: this.#kind, config: this.#given,
-        method, args, ...state }));
-    } catch (e) {
-      reproduced = e;
-    }
-    if (reproduced?.message.startsWith(`${where}: `)) throw reproduced;
-    if (error !== undefined) throw named(error, where);
-    if (reproduced !== undefined) throw reproduced;
-  }
+  get sublayers() { return this.#sublayers; }
 
   // Weights as the synchronous layer takes them: { group: { key: array } }.
   setWeightsOf(where, weights, groups) {
@@ -217,61 +83,44 @@ class PooledLayer extends ConfiguredObject {
     return { w, fits: weightsFit(w, shapes, c.weights) };
   }
 
-  // Sends weights that fit to the parts.
-  async apply(w, attentionGroups, normGroups) {
-    const { attentions, ffn, norms } = this.#parts;
-    await Promise.all([...attentions.map((a, i) => a.setWeights(w[attentionGroups[i]])),
-      ffn.setWeights(w.ffn), ...norms.map((n, i) => n.setWeights(w[normGroups[i]], normGroups[i]))]);
-    this.#hasWeights = true;
+  // Sends weights that fit to the parts: sublayer i's mixer's w[mixers[i]],
+  // its norm's w[norms[i]].
+  async apply(w, mixers, norms) {
+    await Promise.all(this.#sublayers.flatMap(({ part, norm }, i) => [part.setWeights(w[mixers[i]]),
+      norm.setWeights(w[norms[i]], norms[i])]));
+    this.weightsSet();
   }
 
   // setWeights or setWeightsFromPyTorch (`method`) of `argument`, read by
   // `schema`, its weights convert(where, copy).
-  setWeightsWith(method, argument, schema, convert, groups, attentionGroups, normGroups) {
+  setWeightsWith(method, argument, schema, convert, groups, mixerGroups, normGroups) {
     return this.run(method, false, [argument], [schema], async (where, args) => {
       const { w, fits } = this.setWeightsOf(where, convert(where, args[0]), groups);
       if (!fits) {
         // All or nothing: nothing is sent before the synchronous layer
         // names what it refuses.
-        await this.#synchronousError(where, method, args, {});
+        await this.synchronousError(where, method, args, {});
       }
-      await this.apply(w, attentionGroups, normGroups);
+      await this.apply(w, mixerGroups, normGroups);
     });
   }
 
-  // x {data, shape} through the sublayers [{ name, run(h, sublayer) ->
-  // Promise<the next h> }], each with its norm, as the synchronous layer.
-  async sublayers(where, x, steps) {
-    let h = { data: x.data, shape: x.shape };
-    for (const [i, { name, run }] of steps.entries()) {
-      h = await run(h, { norm: this.#parts.norms[i].ref, name, where });
-    }
-    return { data: h.data, shape: [...x.shape] };
-  }
-
-  ffnStep() {
-    return { name: 'the feed-forward sublayer', run: (h, sublayer) =>
-      this.#parts.ffn.forward(h, sublayer) };
-  }
 }
 
 class TransformerEncoderLayer extends PooledLayer {
-  #attention;
-
-  constructor(context, given, resolved, parts) {
-    super(context, 'TransformerEncoderLayer', given, resolved, parts);
-    [this.#attention] = parts.attentions;
+  constructor(context, given, resolved, sublayers) {
+    super(context, 'TransformerEncoderLayer', given, resolved, sublayers);
   }
 
   setWeights(weights) {
     return this.setWeightsWith('setWeights', weights, ENCODER.weights, (_, w) => w,
-      ENCODER_WEIGHT_GROUPS, ['attention'], ['norm1', 'norm2']);
+      ENCODER_WEIGHT_GROUPS, ENCODER_MIXERS, ['norm1', 'norm2']);
   }
 
   setWeightsFromPyTorch(state) {
     return this.setWeightsWith('setWeightsFromPyTorch', state, ENCODER.state,
       (where, s) => layerWeightsFromPyTorch(where, 'TransformerEncoderLayer', this.config, s),
-      ENCODER_WEIGHT_GROUPS, ['attention'], ['norm1', 'norm2']);
+      ENCODER_WEIGHT_GROUPS, ENCODER_MIXERS, ['norm1', 'norm2']);
   }
 
   forward(x, options) {
@@ -283,11 +132,8 @@ class TransformerEncoderLayer extends PooledLayer {
         readSharedAttentionOptions(where, o);
         const causal = readCausal(where, o.causal);
         const attention = { ...o, causal };
-        return this.sublayers(where, x, [
-          { name: 'the self-attention sublayer', run: (h, sublayer) => this.#attention
-            .forward(h, undefined, undefined, { ...attention, [SUBLAYER]: sublayer }) },
-          this.ffnStep(),
-        ]);
+        return runSublayers(where, x, this.sublayers, (s, h, sublayer) =>
+          s.part.forward(h, undefined, undefined, { ...attention, ...sublayer }));
       });
   }
 }
@@ -296,20 +142,20 @@ class TransformerDecoderLayer extends PooledLayer {
   #self;
   #cross;
 
-  constructor(context, given, resolved, parts) {
-    super(context, 'TransformerDecoderLayer', given, resolved, parts);
-    [this.#self, this.#cross] = parts.attentions;
+  constructor(context, given, resolved, sublayers) {
+    super(context, 'TransformerDecoderLayer', given, resolved, sublayers);
+    [this.#self, this.#cross] = sublayers.map((s) => s.part);
   }
 
   setWeights(weights) {
     return this.setWeightsWith('setWeights', weights, DECODER.weights, (_, w) => w,
-      DECODER_WEIGHT_GROUPS, ['selfAttention', 'crossAttention'], ['norm1', 'norm2', 'norm3']);
+      DECODER_WEIGHT_GROUPS, DECODER_MIXERS, ['norm1', 'norm2', 'norm3']);
   }
 
   setWeightsFromPyTorch(state) {
     return this.setWeightsWith('setWeightsFromPyTorch', state, DECODER.state,
       (where, s) => layerWeightsFromPyTorch(where, 'TransformerDecoderLayer', this.config, s),
-      DECODER_WEIGHT_GROUPS, ['selfAttention', 'crossAttention'], ['norm1', 'norm2', 'norm3']);
+      DECODER_WEIGHT_GROUPS, DECODER_MIXERS, ['norm1', 'norm2', 'norm3']);
   }
 
   // memory: a pooled PrecomputedKeyValue of this layer's layout, or a tensor.
@@ -322,15 +168,13 @@ class TransformerDecoderLayer extends PooledLayer {
     return { tensor: memory };
   }
 
-  // The steps after the self-attention: cross-attention over `kv` (a
-  // pooled PrecomputedKeyValue) with its key padding, the FFN.
-  #crossAndFfn(kv, keyPaddingMask) {
+  // x through the sublayers: the self-attention by `self(h, sublayer)`,
+  // the cross-attention over `kv` (a pooled PrecomputedKeyValue) with its
+  // key padding.
+  #sublayers(where, x, self, kv, keyPaddingMask) {
     const options = keyPaddingMask === undefined ? {} : { keyPaddingMask };
-    return [
-      { name: 'the cross-attention sublayer', run: (h, sublayer) =>
-        this.#cross.forward(h, kv, undefined, { ...options, [SUBLAYER]: sublayer }) },
-      this.ffnStep(),
-    ];
+    return runSublayers(where, x, this.sublayers, (s, h, sublayer) => (s.part === this.#cross
+      ? this.#cross.forward(h, kv, undefined, { ...options, ...sublayer }) : self(h, sublayer)));
   }
 
   forward(x, memory, options) {
@@ -349,11 +193,8 @@ class TransformerDecoderLayer extends PooledLayer {
         // config.cacheType holds them, as the synchronous layer does.
         const kv = m.precomputed ?? await this.#cross.precomputeKeyValue(m.tensor);
         try {
-          return await this.sublayers(where, x, [
-            { name: 'the self-attention sublayer', run: (h, sublayer) => this.#self
-              .forward(h, undefined, undefined, { ...self, causal, [SUBLAYER]: sublayer }) },
-            ...this.#crossAndFfn(kv, memoryMask),
-          ]);
+          return await this.#sublayers(where, x, (h, sublayer) => this.#self
+            .forward(h, undefined, undefined, { ...self, causal, ...sublayer }), kv, memoryMask);
         } finally {
           if (m.precomputed === undefined) await kv.dispose();
         }
@@ -375,15 +216,11 @@ class TransformerDecoderLayer extends PooledLayer {
         const kv = m.precomputed ?? await this.#cross.precomputeKeyValue(m.tensor);
         let attended = false;
         try {
-          return await this.sublayers(where, x, [
-            { name: 'the self-attention sublayer', run: async (h, sublayer) => {
-              const next = await this.#self.forwardIncremental(h, cache,
-                { ...o, [SUBLAYER]: sublayer });
-              attended = true;
-              return next;
-            } },
-            ...this.#crossAndFfn(kv),
-          ]);
+          return await this.#sublayers(where, x, async (h, sublayer) => {
+            const next = await this.#self.forwardIncremental(h, cache, { ...o, ...sublayer });
+            attended = true;
+            return next;
+          }, kv);
         } catch (e) {
           // The tokens the self-attention added go out again.
           if (attended && cache.length === before + tokens) await cache.truncate(before);
@@ -420,28 +257,17 @@ checkReceivers(TransformerDecoderLayer, 'TransformerDecoderLayer');
 // worker 0's synchronous layer reports them.
 export async function createSplitLayer(context, kind, given, resolved) {
   const c = resolved.config;
-  const made = []; // everything made so far, disposed if a later part fails
-  const keep = async (part) => {
-    made.push(await part);
-    return made.at(-1);
-  };
-  try {
-    // The decoder's cross-attention has no rotary positions (as in C++).
-    const self = attentionConfig(given);
-    const { rope, ...cross } = self;
-    const attentions = [];
-    for (const config of kind === 'TransformerEncoderLayer' ? [self] : [self, cross]) {
-      attentions.push(await keep(createMultiHeadAttention(context, config)));
-    }
-    const ffn = await keep(FeedForwardShards.create(context, c));
-    // One norm per sublayer, in the workers of the sublayer's part.
-    const norms = [];
-    for (const part of [...attentions, ffn]) norms.push(await keep(SublayerNorm.create(part, c)));
-    const Class = kind === 'TransformerEncoderLayer' ? TransformerEncoderLayer
-      : TransformerDecoderLayer;
-    return new Class(context, given, resolved, { attentions, ffn, norms });
-  } catch (e) {
-    await Promise.all(made.map((part) => part.dispose()));
-    throw e;
-  }
+  const encoder = kind === 'TransformerEncoderLayer';
+  // The layer as a block's sublayers, named as the synchronous layer names
+  // them.
+  const placement = c.normFirst ? 'pre' : 'post';
+  const entries = (encoder ? ENCODER_MIXERS : DECODER_MIXERS).map((group) => ({
+    mixer: LAYER_MIXERS[group], placement, parallel: false, name: SUBLAYER_NAMES[group] }));
+  // The decoder's cross-attention has no rotary positions (as in C++).
+  const self = attentionConfig(given);
+  const { rope, ...cross } = self;
+  const sublayers = await createSublayers(context, c, entries,
+    (split) => (split.attention.memory ? cross : self), { norm: 'layer_norm', layerForm: true });
+  const Class = encoder ? TransformerEncoderLayer : TransformerDecoderLayer;
+  return new Class(context, given, resolved, sublayers);
 }

@@ -30,11 +30,13 @@
 // C++) or the first error. Only a gatherer waits, and only for parts of the
 // call it is serving, which every worker receives in the order the pool
 // sent its calls: no cycle of waits can form.
-// sublayer { norm, name, where }: the call is a sublayer of a split
-// transformer layer, args[0] its input h; with a pre-LN norm (the ref of a
-// SublayerNorm on every worker of the call) each part runs on LN(h), and the
-// gatherer answers with the layer's next h = norm.join(h, the joined output)
-// ({ data, shape }), its errors named after `where`, the layer's method.
+// sublayer { norm, name, where, residual? }: the call is a sublayer of a
+// split transformer layer or block, args[0] its input h; with a pre or
+// sandwich norm (the ref of a SublayerNorm on every worker of the call) each
+// part runs on norm(h), and the gatherer answers with the next h =
+// norm.join(residual (h if not given), the joined output) ({ data, shape }),
+// its errors named after `where`, the layer's method. (A block's parallel
+// sublayers read the same h and add to the sum of those before them.)
 //
 // 'check' makes a synchronous object of `kind` for one request and disposes
 // it: the pool's objects are split over the workers, so a whole one exists
@@ -48,7 +50,8 @@ import { createAttentionModule } from '../index.js';
 import { useCompiledWasm } from './loader.js';
 import { fromMessage, plainMember } from './pool-arguments.js';
 import { errorMessage, joinResults, rebuild } from './pool-join.js';
-import { newPoolPart, sumPartials } from './pool-parts.js';
+import { isPoolPart, newPoolPart, normHasShift, sumPartials } from './pool-parts.js';
+import { zeroBlockWeights } from './pool-block-mixers.js';
 
 // Where requests come from and replies go: the worker's global scope, or in
 // Node worker_threads' parentPort, set below.
@@ -115,10 +118,17 @@ function transferables(value) {
   return out;
 }
 
-// Zeros of the sizes of an attention's or a layer's weights (config: its
-// resolved one).
-function zeroWeights(kind, { dModel: d, numHeads, numKvHeads, headDim, headDimV, kDim, vDim,
-  bias, qkNorm, ffnDim: f }) {
+// Zeros of the sizes of an attention's, a layer's or a block's weights
+// (config: its resolved one).
+function zeroWeights(kind, config) {
+  if (kind === 'TransformerBlock' || kind === 'TransformerStack') {
+    return zeroBlockWeights(config, normHasShift(module, config.norm));
+  }
+  return zeroLayerWeights(kind, config);
+}
+
+function zeroLayerWeights(kind, { dModel: d, numHeads, numKvHeads, headDim, headDimV, kDim,
+  vDim, bias, qkNorm, ffnDim: f }) {
   const zeros = (n) => new Float32Array(n);
   if (kind === 'MultiHeadAttention') {
     const [q, k, v] = [numHeads * headDim, numKvHeads * headDim, numKvHeads * headDimV];
@@ -139,18 +149,33 @@ function zeroWeights(kind, { dModel: d, numHeads, numKvHeads, headDim, headDimV,
 }
 
 // An argument of a 'check' request, its stand-ins made by `whole` (and
-// remembered in `made` to be disposed).
+// remembered in `made` to be disposed); a stack's caches, an array of them
+// (one each, the same where the array repeats one).
 function standIn(whole, arg, made) {
+  if (Array.isArray(arg)) {
+    const each = new Map();
+    return arg.map((a) => {
+      if (!each.has(a)) each.set(a, standIn(whole, a, made));
+      return each.get(a);
+    });
+  }
   if (plainMember(arg, 'standIn') === undefined) return arg;
   const { batch } = arg;
   // An attention's memory has its kDim features (and is refused where vDim
   // differs); a layer's, dModel.
   const memory = (width) => ({ data: new Float32Array(batch * arg.tokens * width),
     shape: [batch, arg.tokens, width] });
-  const object = arg.standIn === 'KVCache'
-    ? whole.createKVCache({ batch, maxLength: arg.maxLength })
-    : (whole.precomputeMemory ?? whole.precomputeKeyValue).call(whole,
+  let object;
+  if (arg.standIn === 'KVCache') {
+    const options = { batch, maxLength: arg.maxLength };
+    // A stack's: the first of a set of its caches (the others disposed).
+    const caches = whole.createKVCaches?.(options);
+    caches?.slice(1).forEach((c) => c.dispose());
+    object = caches?.[0] ?? whole.createKVCache(options);
+  } else {
+    object = (whole.precomputeMemory ?? whole.precomputeKeyValue).call(whole,
       memory(whole.config.kDim ?? whole.config.dModel));
+  }
   made.push(object);
   if (arg.length > 0) {
     const { numKvHeads, headDim, headDimV = headDim } = whole.config;
@@ -204,7 +229,7 @@ async function call(request) {
     (partials, attention) => sumPartials(module, where, partials, attention));
   if (sublayer === undefined) return joined;
   const h = request.args[0];
-  return { data: objects.get(sublayer.norm).join(sublayer.where, h.data,
+  return { data: objects.get(sublayer.norm).join(sublayer.where, sublayer.residual ?? h.data,
     (joined.output ?? joined).data, sublayer.name), shape: h.shape };
 }
 
@@ -243,7 +268,7 @@ async function serve(request) {
       }
       return undefined;
     case 'new': {
-      const object = request.kind === 'FeedForward' || request.kind === 'SublayerNorm'
+      const object = isPoolPart(request.kind)
         ? newPoolPart(module, request.kind, request.config)
         : new module[request.kind](request.config);
       objects.set(request.ref, object);

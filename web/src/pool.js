@@ -17,9 +17,14 @@
 //   pool-attention.js       MultiHeadAttention split by heads
 //   pool-key-values.js      its KV caches and precomputed K/V, in the workers
 //   pool-layer-placement.js where a layer goes: split or whole (a cost rule)
+//   pool-split-object.js    what split layers and blocks share (errors)
+//   pool-sublayer-parts.js  FFNs by hidden units, a sublayer's norms
 //   pool-split-layers.js    layers split over the workers (attention by heads,
 //                           FFN by hidden units)
-//   pool-whole-layers.js    layers held whole by one worker
+//   pool-block-mixers.js    how each mixer of a block splits
+//   pool-split-blocks.js    blocks split over the workers, sublayer by sublayer
+//   pool-stacks.js          stacks of the pool's blocks
+//   pool-whole-layers.js    layers and blocks held whole by one worker
 //
 // Each pooled method copies its arguments when called (pool-arguments.js),
 // and its queued job works on those copies, under the arguments' names.
@@ -31,7 +36,7 @@ import { compileForWorkers } from './loader.js';
 import { ARGUMENTS, tensor } from './pool-arguments.js';
 import { createMultiHeadAttention } from './pool-attention.js';
 import { PoolContext } from './pool-context.js';
-import { createBlock, createLayer } from './pool-layer-placement.js';
+import { createBlock, createLayer, createPooledStack } from './pool-layer-placement.js';
 import { asyncDisposeSymbol } from './pool-object.js';
 import { isNode, Workers } from './pool-workers.js';
 import { fromPretrainedPooled } from './pretrained.js';
@@ -119,8 +124,8 @@ function makePool(workers, summary) {
       createLayer(context, 'TransformerEncoderLayer', config, options),
     TransformerDecoderLayer: (config, options) =>
       createLayer(context, 'TransformerDecoderLayer', config, options),
-    // Blocks run whole in one worker (not split yet).
-    TransformerBlock: (config) => createBlock(context, config),
+    TransformerBlock: (config, options) => createBlock(context, config, options),
+    TransformerStack: (config, options) => createPooledStack(context, config, options),
     positionalEncoding: context.moduleFunction('positionalEncoding', []),
     layerNorm: context.moduleFunction('layerNorm', [tensor, ARGUMENTS.layerNormOptions]),
     attention: context.moduleFunction('attention',

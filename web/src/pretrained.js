@@ -49,13 +49,7 @@ export async function fromPretrained(classes, config, file, options) {
  * cannot be.
  */
 export async function fromPretrainedPooled(pool, config, file, options) {
-  return loadPretrained((kind, objectConfig) => {
-    if (typeof pool[kind] !== 'function') {
-      throw new Error(`the pool has no ${kind}: name a layer (options.prefix) and load the ` +
-        'layers one by one, or use the module\'s fromPretrained');
-    }
-    return pool[kind](objectConfig);
-  }, config, file, options);
+  return loadPretrained((kind, objectConfig) => pool[kind](objectConfig), config, file, options);
 }
 
 // `create(kind, config)` makes the object, or a promise of it.

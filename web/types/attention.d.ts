@@ -177,14 +177,11 @@ export interface PyTorchMultiheadAttentionState {
   'out_proj.bias'?: Float32Array;
 }
 
-export interface ForwardOptions {
-  /**
-   * Causal mask: `true` or 'bottom-right': query i attends to keys
-   * j <= i + (Tk - Tq) (aligned as when decoding with a cache; j <= i when
-   * Tq == Tk); 'top-left': j <= i (PyTorch's is_causal, ONNX Attention
-   * without a cache); `false` or 'none': no causal mask.
-   */
-  causal?: boolean | CausalAlignmentName;
+/**
+ * The options of one attention call that `forward` and `forwardIncremental`
+ * share; Tq and Tk are the call's queries and keys.
+ */
+interface AttentionCallOptions {
   /**
    * `[B*Tk]`, 1 = real token that may be attended, 0 = padding. (This is the
    * opposite of PyTorch's key_padding_mask, where true means "ignore".)
@@ -229,6 +226,16 @@ export interface ForwardOptions {
   scale?: number;
   /** c > 0: scores become c * tanh(scores / c) after the scale, before masks. */
   softcap?: number;
+}
+
+export interface ForwardOptions extends AttentionCallOptions {
+  /**
+   * Causal mask: `true` or 'bottom-right': query i attends to keys
+   * j <= i + (Tk - Tq) (aligned as when decoding with a cache; j <= i when
+   * Tq == Tk); 'top-left': j <= i (PyTorch's is_causal, ONNX Attention
+   * without a cache); `false` or 'none': no causal mask.
+   */
+  causal?: boolean | CausalAlignmentName;
   /**
    * Query i sits at key position `queryOffset + i` for the causal mask and
    * the window, in place of the alignment's: one integer, or one per batch
@@ -378,39 +385,13 @@ export interface MultiHeadAttention {
   [Symbol.dispose](): void;
 }
 
-/** Options of `MultiHeadAttention.forwardIncremental` (causal is implied). */
-export interface IncrementalForwardOptions {
-  /** `[B*(length+n)]` over everything cached plus the new tokens; 1 = real token. */
-  keyPaddingMask?: Uint8Array;
-  /** `[B]`: batch item b attends to its first `kvLengths[b]` of the `length+n` keys only. */
-  kvLengths?: number[] | Uint32Array | Int32Array;
-  /** Added to the scaled scores: `[n*(length+n)]` or `[B*H*n*(length+n)]`, or with a shape that broadcasts (see ForwardOptions). */
-  attnMask?: Float32Array | BroadcastMask<Float32Array>;
-  /** 1 = may attend, 0 = masked; shapes as `attnMask`. */
-  boolMask?: Uint8Array | BroadcastMask<Uint8Array>;
-  /** Also return the probabilities over every cached token, `[B, H, n, length+n]`. */
-  returnAttnWeights?: boolean;
-  /** Also return the scores, `[B, H, n, length+n]` (stages as ForwardOptions'). */
-  returnScores?: boolean | ScoresStageName;
-  /** Also return each head's contribution, `[B, H, n, dModel]`. */
-  returnPerHeadOutput?: boolean;
-  /**
-   * Also return `q` `[B, H, n, d_k]`, `k` `[B, H, length+n, d_k]` and `v`
-   * `[B, H, length+n, d_v]` (everything cached, the new tokens included) and
-   * `headOutput` `[B, H, n, d_v]`.
-   */
-  returnIntermediates?: boolean;
-  /**
-   * Key window `[left, right]` around each query's diagonal (i + Tk - Tq
-   * when causal, else i): key j is visible iff i' - left <= j <= i' + right;
-   * -1 = unbounded. Keys outside are never computed. Default [-1, -1].
-   */
-  window?: [number, number] | readonly number[];
-  /** Multiplies q . k; default 1 / sqrt(headDim). */
-  scale?: number;
-  /** c > 0: scores become c * tanh(scores / c) after the scale, before masks. */
-  softcap?: number;
-}
+/**
+ * Options of `MultiHeadAttention.forwardIncremental` (causal is implied), as
+ * `forward`'s with Tq = n, the new tokens, and Tk = length + n, everything
+ * cached with them: e.g. `keyPaddingMask` is `[B*(length+n)]` and
+ * `returnIntermediates` returns `k` and `v` of every cached token.
+ */
+export interface IncrementalForwardOptions extends AttentionCallOptions {}
 
 export interface MultiHeadAttentionConstructor {
   /** Throws a RangeError for an invalid config or an unknown backend. */

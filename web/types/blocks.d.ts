@@ -8,6 +8,7 @@ import type {
   ActivationName, FeedForwardWeights, ResolvedActivationName, SelfAttentionOptions,
 } from './layers.js';
 import type { CacheTypeName, Tensor, WeightMatrix, WeightTypeName } from './tensors.js';
+import type { TransformerBlockGradients } from './training.js';
 
 /** What a sublayer computes. */
 export type MixerName = 'self_attention' | 'cross_attention' | 'ffn' | 'gated_ffn';
@@ -134,6 +135,14 @@ export interface BlockForwardOptions extends StackForwardOptions {
   memoryKeyPaddingMask?: Uint8Array;
 }
 
+export interface BlockTrainingForwardOptions extends BlockForwardOptions {
+  /**
+   * Keep what `backward` needs (training build; float32 weights). Default
+   * false.
+   */
+  training?: boolean;
+}
+
 /**
  * A transformer block as an ordered list of sublayers (the blocks of Llama,
  * Mistral, Qwen, Gemma, Phi-3, GPT-J, GPT-NeoX, BERT, ...). Owns wasm
@@ -146,9 +155,14 @@ export interface TransformerBlock {
   /** All or nothing: after an error the block keeps its old weights. */
   setWeights(weights: TransformerBlockWeights): void;
   /** x `[batch, tokens, dModel]` (or 2-D) -> the same shape. */
-  forward(x: Tensor, options?: BlockForwardOptions): Tensor;
+  forward(x: Tensor, options?: BlockTrainingForwardOptions): Tensor;
   /** With a memory `[batch, memoryTokens, dModel]` for cross-attention sublayers. */
-  forward(x: Tensor, memory: Tensor, options?: BlockForwardOptions): Tensor;
+  forward(x: Tensor, memory: Tensor, options?: BlockTrainingForwardOptions): Tensor;
+  /**
+   * The gradients of the last forward, a training one, given `dOutput`
+   * (training build). Error without one since the weights last changed.
+   */
+  backward(dOutput: Tensor): TransformerBlockGradients;
   /** A cache for the block's one self-attention sublayer. */
   createKVCache(options: KVCacheOptions): KVCache;
   /** New tokens through the block, attending over `cache` and themselves; a failed step leaves the cache as it was. */

@@ -1,8 +1,9 @@
-// createAttentionPool: attention split by heads, layers by heads and FFN units.
+// createAttentionPool: attention split by heads, layers and blocks by heads and FFN units.
 
 import type {
-  BlockForwardOptions, ResolvedTransformerBlockConfig, TransformerBlockConfig,
-  TransformerBlockWeights,
+  BlockForwardOptions, ResolvedTransformerBlockConfig, ResolvedTransformerStackConfig,
+  StackForwardOptions, TransformerBlockConfig, TransformerBlockWeights, TransformerStackConfig,
+  TransformerStackWeights,
 } from './blocks.js';
 import type {
   ForwardOptions, ForwardResultFor, IncrementalForwardOptions, MultiHeadAttention,
@@ -73,8 +74,20 @@ export interface AttentionPool {
   /** A TransformerDecoderLayer, placed as TransformerEncoderLayer. */
   TransformerDecoderLayer(config: TransformerLayerConfig, options?: PooledLayerOptions):
     Promise<PooledTransformerDecoderLayer>;
-  /** A TransformerBlock, whole in the worker holding the fewest layers (not split yet). */
-  TransformerBlock(config: TransformerBlockConfig): Promise<PooledTransformerBlock>;
+  /**
+   * A TransformerBlock split over the workers sublayer by sublayer, or run
+   * whole in the worker holding the fewest layers (`options.placement`; a
+   * block of more than one self-attention is held whole).
+   */
+  TransformerBlock(config: TransformerBlockConfig, options?: PooledLayerOptions):
+    Promise<PooledTransformerBlock>;
+  /**
+   * A TransformerStack whose layers are the pool's blocks, each placed as
+   * `TransformerBlock` places it (`options.placement`); its final norm in
+   * one worker.
+   */
+  TransformerStack(config: TransformerStackConfig, options?: PooledLayerOptions):
+    Promise<PooledTransformerStack>;
   /** The module's `positionalEncoding`, run on the next worker in turn. */
   positionalEncoding(t: number, dModel: number): Promise<Tensor>;
   /** The module's `layerNorm`, run on the next worker in turn. */
@@ -98,14 +111,20 @@ export interface AttentionPool {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** What every object the pool's workers hold has. */
+interface PooledObject {
+  readonly disposed: boolean;
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 /**
  * MultiHeadAttention split by heads: the workers' partial outputs added in
  * worker order, then `bO`; the rest joined along the head axis.
  */
-export interface PooledMultiHeadAttention {
+export interface PooledMultiHeadAttention extends PooledObject {
   readonly config: ResolvedMultiHeadAttentionConfig;
   readonly kernels: string;
-  readonly disposed: boolean;
   setWeights(w: MultiHeadAttentionWeights): Promise<void>;
   /**
    * As MultiHeadAttention's: judged whole by worker 0's synchronous object,
@@ -125,8 +144,6 @@ export interface PooledMultiHeadAttention {
     cache: PooledKVCache, options?: IncrementalForwardOptions & { returnAttnWeights?: A; returnPerHeadOutput?: P; returnIntermediates?: I; returnScores?: S }):
     Promise<ForwardResultFor<A, P, I, S>>;
   precomputeKeyValue(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -140,15 +157,8 @@ export interface PooledLayerOptions {
   placement?: 'split' | 'whole';
 }
 
-export interface PooledTransformerLayerBase {
-  readonly config: ResolvedTransformerLayerConfig;
-  readonly kernels: string;
-  readonly disposed: boolean;
-  /** Where the pool put the layer (PooledLayerOptions). */
-  readonly placement: 'split' | 'whole';
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
-}
+export interface PooledTransformerLayerBase
+  extends PooledPlacedObject<ResolvedTransformerLayerConfig> {}
 
 export interface PooledTransformerEncoderLayer extends PooledTransformerLayerBase {
   setWeights(weights: TransformerEncoderLayerWeights): Promise<void>;
@@ -171,33 +181,39 @@ export interface PooledTransformerDecoderLayer extends PooledTransformerLayerBas
   precomputeMemory(memory: Tensor, options?: PrecomputeOptions): Promise<PooledPrecomputedKeyValue>;
 }
 
-/** A TransformerBlock of the pool, whole in one worker. */
-export interface PooledTransformerBlock {
-  readonly config: ResolvedTransformerBlockConfig;
+/**
+ * What the pool's layers, blocks and stacks share: their config as the
+ * synchronous one resolves it (`C`), where the pool put them.
+ */
+export interface PooledPlacedObject<C> extends PooledObject {
+  readonly config: C;
   readonly kernels: string;
-  readonly disposed: boolean;
-  /** Always `'whole'`. */
-  readonly placement: 'whole';
+  /** Where the pool put it (PooledLayerOptions). */
+  readonly placement: 'split' | 'whole';
+}
+
+/**
+ * A TransformerBlock of the pool, split over its workers or whole in one;
+ * its caches held as its self-attention is.
+ */
+export interface PooledTransformerBlock extends PooledPlacedObject<ResolvedTransformerBlockConfig> {
   setWeights(weights: TransformerBlockWeights): Promise<void>;
   forward(x: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
   forward(x: Tensor, memory: Tensor, options?: BlockForwardOptions): Promise<Tensor>;
   forwardIncremental(x: Tensor, cache: PooledKVCache, options?: SelfAttentionOptions):
     Promise<Tensor>;
   createKVCache(options: KVCacheOptions): Promise<PooledKVCache>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
  * A KVCache held by a pool's workers as the object that made it holds its
  * heads; it serves only objects held the same way.
  */
-export interface PooledKVCache {
+export interface PooledKVCache extends PooledObject {
   readonly batch: number;
   readonly maxLength: number;
   /** Tokens cached as of the last call that finished. Throws once disposed. */
   readonly length: number;
-  readonly disposed: boolean;
   /** `[B, length, H*d_k]`, gathered from the workers. */
   keys(): Promise<Tensor>;
   /** `[B, length, H*d_v]`. */
@@ -209,15 +225,21 @@ export interface PooledKVCache {
    * worker given its heads' features.
    */
   append(keys: Tensor, values: Tensor): Promise<void>;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A PrecomputedKeyValue held by a pool's workers, as a PooledKVCache. */
-export interface PooledPrecomputedKeyValue {
+export interface PooledPrecomputedKeyValue extends PooledObject {
   readonly batch: number;
   readonly tokens: number;
-  readonly disposed: boolean;
-  dispose(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A TransformerStack of the pool: its layers the pool's blocks, its caches theirs. */
+export interface PooledTransformerStack extends PooledPlacedObject<ResolvedTransformerStackConfig> {
+  setWeights(weights: TransformerStackWeights): Promise<void>;
+  forward(x: Tensor, options?: StackForwardOptions): Promise<Tensor>;
+  /** One cache per layer, in order. */
+  createKVCaches(options: KVCacheOptions): Promise<PooledKVCache[]>;
+  /** A failed step leaves every cache as it was. */
+  forwardIncremental(x: Tensor, caches: PooledKVCache[], options?: SelfAttentionOptions):
+    Promise<Tensor>;
 }

@@ -11,7 +11,7 @@ import type {
 } from './layers.js';
 import type {
   PooledMultiHeadAttention, PooledTransformerBlock, PooledTransformerDecoderLayer,
-  PooledTransformerEncoderLayer,
+  PooledTransformerEncoderLayer, PooledTransformerStack,
 } from './pool.js';
 import type { CacheTypeName, WeightTypeName } from './tensors.js';
 
@@ -97,9 +97,9 @@ export interface PretrainedBlock<M = TransformerBlock> {
  * blocks), its final norm included; `loaded.unused` lists what the stack
  * does not take (embeddings, a head).
  */
-export interface PretrainedStack {
+export interface PretrainedStack<M = TransformerStack> {
   kind: 'TransformerStack';
-  module: TransformerStack;
+  module: M;
   forwardOptions: StackForwardOptions;
   /** `forwardOptions` for `forwardIncremental` (no `causal`). */
   incrementalOptions?: SelfAttentionOptions;
@@ -112,4 +112,5 @@ export type PretrainedModule = PretrainedAttention | PretrainedEncoderLayer |
 /** What `pool.fromPretrained` resolves to. */
 export type PooledPretrainedModule = PretrainedAttention<PooledMultiHeadAttention> |
   PretrainedEncoderLayer<PooledTransformerEncoderLayer> |
-  PretrainedDecoderLayer<PooledTransformerDecoderLayer> | PretrainedBlock<PooledTransformerBlock>;
+  PretrainedDecoderLayer<PooledTransformerDecoderLayer> | PretrainedBlock<PooledTransformerBlock> |
+  PretrainedStack<PooledTransformerStack>;

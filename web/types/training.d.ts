@@ -1,6 +1,7 @@
 // Training: gradients and optimizers.
 
 import type { MultiHeadAttention } from './attention.js';
+import type { TransformerBlock } from './blocks.js';
 import type { TransformerDecoderLayer, TransformerEncoderLayer } from './layers.js';
 import type { Tensor } from './tensors.js';
 import type { TinyTransformer } from './tiny-model.js';
@@ -18,6 +19,9 @@ export interface AttentionWeightGradients {
   dBK?: Float32Array;
   dBV?: Float32Array;
   dBO?: Float32Array;
+  /** With `config.qkNorm`: QK-norm's scales' (as given to `setWeights`). */
+  dQNorm?: Float32Array;
+  dKNorm?: Float32Array;
 }
 
 /**
@@ -67,9 +71,42 @@ export interface TransformerDecoderLayerGradients {
   norm3: LayerNormGradients;
 }
 
+export interface GatedFeedForwardGradients {
+  dWGate: Float32Array;
+  dWUp: Float32Array;
+  dWDown: Float32Array;
+  dBGate: Float32Array;
+  dBUp: Float32Array;
+  dBDown: Float32Array;
+}
+
+/** A block norm's: `dBeta` for a LayerNorm only. */
+export interface BlockNormGradients {
+  dGamma: Float32Array;
+  dBeta?: Float32Array;
+}
+
+/** One sublayer's, named as `SublayerWeights`: its norms and its mixer's group. */
+export interface SublayerGradients {
+  norm: BlockNormGradients;
+  outputNorm?: BlockNormGradients;
+  attention?: AttentionWeightGradients;
+  ffn?: FeedForwardGradients;
+  gatedFfn?: GatedFeedForwardGradients;
+}
+
+/** `TransformerBlock.backward(dOutput)`. */
+export interface TransformerBlockGradients {
+  dInput: Tensor;
+  /** With cross-attention sublayers: the memory's. */
+  dMemory?: Tensor;
+  /** One entry per sublayer, in order. */
+  sublayers: SublayerGradients[];
+}
+
 /** What an optimizer updates: an object of the same module with a backward since its weights changed. */
 export type Trainable = MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer |
-  TinyTransformer;
+  TransformerBlock | TinyTransformer;
 
 /** `torch.optim.SGD`'s options (dampening 0). */
 export interface SGDOptions {

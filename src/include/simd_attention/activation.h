@@ -27,11 +27,8 @@ inline constexpr ActivationTraits kActivations[] = {
 
 constexpr const ActivationTraits& Traits(Activation a) { return RowFor(kActivations, a); }
 
-static_assert(RowsDistinct(kActivations), "kActivations: one row per Activation and name");
-static_assert(Traits(Activation::kRelu).value == Activation::kRelu &&
-                  Traits(Activation::kGeluTanh).value == Activation::kGeluTanh &&
-                  Traits(Activation::kGeluErf).value == Activation::kGeluErf &&
-                  Traits(Activation::kSilu).value == Activation::kSilu,
-              "every Activation has its row");
+static_assert(RowsAreExactly(kActivations, {Activation::kRelu, Activation::kGeluTanh,
+                                            Activation::kGeluErf, Activation::kSilu}),
+              "kActivations: one row per Activation and name");
 
 }  // namespace simd_attention

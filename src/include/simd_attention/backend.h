@@ -12,12 +12,9 @@ namespace simd_attention {
 
 enum class Backend { kHighway, kXsimd, kScalar };
 
-struct BackendTraits {
-  Backend value;
-  const char* name;  // config.backend in JavaScript, BackendName
-};
+using BackendTraits = NamedValue<Backend>;
 
-// In the order messages list them.
+// config.backend in JavaScript (BackendName), in the order messages list them.
 inline constexpr BackendTraits kBackends[] = {
     {Backend::kHighway, "highway"},
     {Backend::kXsimd, "xsimd"},
@@ -26,11 +23,8 @@ inline constexpr BackendTraits kBackends[] = {
 
 constexpr const BackendTraits& Traits(Backend b) { return RowFor(kBackends, b); }
 
-static_assert(RowsDistinct(kBackends), "kBackends: one row per Backend and name");
-static_assert(Traits(Backend::kHighway).value == Backend::kHighway &&
-                  Traits(Backend::kXsimd).value == Backend::kXsimd &&
-                  Traits(Backend::kScalar).value == Backend::kScalar,
-              "every Backend has its row");
+static_assert(RowsAreExactly(kBackends, {Backend::kHighway, Backend::kXsimd, Backend::kScalar}),
+              "kBackends: one row per Backend and name");
 
 // "highway", "xsimd", "scalar".
 const char* BackendName(Backend backend);

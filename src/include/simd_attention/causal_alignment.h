@@ -13,12 +13,9 @@ enum class CausalAlignment {
                  // with a cache; MultiHeadAttention's default)
 };
 
-struct CausalAlignmentTraits {
-  CausalAlignment value;
-  const char* name;  // options.causal's string in JavaScript
-};
+using CausalAlignmentTraits = NamedValue<CausalAlignment>;
 
-// In the order messages list them.
+// options.causal's strings in JavaScript, in the order messages list them.
 inline constexpr CausalAlignmentTraits kCausalAlignments[] = {
     {CausalAlignment::kNone, "none"},
     {CausalAlignment::kTopLeft, "top-left"},
@@ -29,10 +26,8 @@ constexpr const CausalAlignmentTraits& Traits(CausalAlignment a) {
   return RowFor(kCausalAlignments, a);
 }
 
-static_assert(RowsDistinct(kCausalAlignments), "kCausalAlignments: one row per alignment and name");
-static_assert(Traits(CausalAlignment::kNone).value == CausalAlignment::kNone &&
-                  Traits(CausalAlignment::kTopLeft).value == CausalAlignment::kTopLeft &&
-                  Traits(CausalAlignment::kBottomRight).value == CausalAlignment::kBottomRight,
-              "every CausalAlignment has its row");
+static_assert(RowsAreExactly(kCausalAlignments, {CausalAlignment::kNone, CausalAlignment::kTopLeft,
+                                                 CausalAlignment::kBottomRight}),
+              "kCausalAlignments: one row per alignment and name");
 
 }  // namespace simd_attention

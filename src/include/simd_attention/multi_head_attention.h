@@ -156,7 +156,7 @@ struct MhaOptions {
   // Training: keep what Backward needs (copies of the inputs and masks, the
   // projected Q, K, V, the attention output and each query's log-sum-exp)
   // until the next forward or ReleaseTraining(). Forward(x) and
-  // Forward(query, key, value) only, without config.rope.
+  // Forward(query, key, value) only.
   bool training = false;
 };
 
@@ -190,6 +190,9 @@ struct MhaGradients {
   std::vector<float> d_input;
   std::vector<float> d_w_q, d_w_k, d_w_v, d_w_o;
   std::vector<float> d_b_q, d_b_k, d_b_v, d_b_o;  // empty when !config.bias
+  // QK-norm's scales' [head_dim] (as stored: also the gradient of
+  // gamma - 1); empty without config.qk_norm.
+  std::vector<float> d_q_norm, d_k_norm;
 };
 
 class MultiHeadAttention : public Trainable {
@@ -322,14 +325,19 @@ class MultiHeadAttention : public Trainable {
   MhaResult Attend(const Tensor3& query, const KVView& kv, const AttentionCall& call,
                    const MhaOptions& options, size_t query_pos0, MhaResult r);
 
-  // What a training forward keeps for Backward; views of the caller's data
-  // are copied, so nothing dangles when the caller frees them.
+  // The record a training forward passes to Backward, which reads nothing
+  // else of the forward's: views of the caller's data are copied, so
+  // nothing dangles when the caller frees them.
   struct TrainingState {
     bool ready = false;  // a training forward succeeded since the last release
     bool self = false;   // query, key and value were one tensor
     size_t batch = 0, tq = 0, tk = 0;
+    size_t query_pos0 = 0, key_pos0 = 0;  // rotary positions of the first rows
     std::vector<float> query, key, value;  // key, value empty when self
     std::vector<float> softmax_stats;      // [B, H, Tq, 2], the kernel's
+    // The forward's Q and Z, and K and V (the padded head layout of its
+    // workspaces, rotated and normalized as the attention took them).
+    std::vector<float> projected, projected_kv;
     MhaOptions options;                    // spans empty; the masks below
     std::vector<float> attn_mask;
     std::vector<uint8_t> bool_mask, key_padding_mask;
@@ -339,6 +347,16 @@ class MultiHeadAttention : public Trainable {
   // Keeps the inputs and masks of a training forward (before it runs).
   void SaveForBackward(const Tensor3& query, const Tensor3& key, const Tensor3& value,
                        const MhaOptions& options);
+  // Backward's parts: RoPE's backward of d [batch * tokens rows, ld] in
+  // place (row t of each batch item turned back from position pos0 + t),
+  // and QK-norm's, whose result (the gradient before the norm, in
+  // backward_) it returns; the scales' gradient into both vectors.
+  void UnrotateGradient(float* d, size_t batch, size_t tokens, size_t heads, size_t ld,
+                        size_t pos0);
+  const float* NormBackward(const float* x, size_t rows, const PackedMatrix& projection,
+                            size_t heads, size_t ld, const std::vector<float>& scales,
+                            const float* d_normed, std::vector<float>& packed_d_scales,
+                            std::vector<float>& d_scales);
   // Refuses options.training in a forward that cannot keep its state.
   [[noreturn]] static void RefuseTraining(const char* forward);
   // A model of these (tiny_model.h) reads their packed weights back.
@@ -351,6 +369,9 @@ class MultiHeadAttention : public Trainable {
   bool has_weights_ = false;
   PackedMatrix q_, k_, v_, o_;
   std::vector<float> q_norm_, k_norm_;  // QK-norm's effective scales
+  // As given, for a kind stored as gamma - 1 (what an optimizer updates;
+  // q_norm_ and k_norm_ follow them); else empty.
+  std::vector<float> stored_q_norm_, stored_k_norm_;
   std::vector<float> kv_workspace_;  // K, V projected by Forward; grows
   std::vector<float> workspace_;     // Q, Z and attention scratch; grows
   // Rotary angles of positions [0, rope_positions_), kept: a decoder steps
@@ -367,6 +388,10 @@ class MultiHeadAttention : public Trainable {
     PackedMatrix q_t, k_t, v_t, o_t;
     std::vector<float> grad_workspace;    // dZ, dQ, dK, dV; grows
     std::vector<float> weight_workspace;  // WeightGradients'; grows
+    // QK-norm's: Q or K before it (projected again), the gradient before
+    // it, and d_y * xhat; grow.
+    std::vector<float> pre_norm, d_pre_norm, norm_dy_xhat;
+    std::vector<float> grad_q_norm, grad_k_norm;  // the last Backward's
     // The last Backward's weight and bias gradients, packed as q_ ... o_.
     bool has_gradients = false;
     PackedMatrix grad_q, grad_k, grad_v, grad_o;

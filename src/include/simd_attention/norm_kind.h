@@ -28,10 +28,8 @@ inline constexpr NormKindTraits kNormKinds[] = {
 
 constexpr const NormKindTraits& Traits(NormKind k) { return RowFor(kNormKinds, k); }
 
-static_assert(RowsDistinct(kNormKinds), "kNormKinds: one row per NormKind and name");
-static_assert(Traits(NormKind::kLayerNorm).value == NormKind::kLayerNorm &&
-                  Traits(NormKind::kRmsNorm).value == NormKind::kRmsNorm &&
-                  Traits(NormKind::kGemmaRmsNorm).value == NormKind::kGemmaRmsNorm,
-              "every NormKind has its row");
+static_assert(RowsAreExactly(kNormKinds,
+                             {NormKind::kLayerNorm, NormKind::kRmsNorm, NormKind::kGemmaRmsNorm}),
+              "kNormKinds: one row per NormKind and name");
 
 }  // namespace simd_attention

@@ -17,21 +17,17 @@ enum class ScoresStage {
             // where any mask hides the key
 };
 
-struct ScoresStageTraits {
-  ScoresStage value;
-  const char* name;  // options.returnScores's string in JavaScript
-};
+using ScoresStageTraits = NamedValue<ScoresStage>;
 
+// options.returnScores's strings in JavaScript.
 inline constexpr ScoresStageTraits kScoresStages[] = {
     {ScoresStage::kScaled, "scaled"},
     {ScoresStage::kCapped, "capped"},
     {ScoresStage::kMasked, "masked"},
 };
 
-static_assert(RowsDistinct(kScoresStages), "kScoresStages: one row per stage and name");
-static_assert(RowFor(kScoresStages, ScoresStage::kScaled).value == ScoresStage::kScaled &&
-                  RowFor(kScoresStages, ScoresStage::kCapped).value == ScoresStage::kCapped &&
-                  RowFor(kScoresStages, ScoresStage::kMasked).value == ScoresStage::kMasked,
-              "every ScoresStage has its row");
+static_assert(RowsAreExactly(kScoresStages,
+                             {ScoresStage::kScaled, ScoresStage::kCapped, ScoresStage::kMasked}),
+              "kScoresStages: one row per stage and name");
 
 }  // namespace simd_attention

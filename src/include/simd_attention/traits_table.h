@@ -6,10 +6,18 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string_view>
 #include <type_traits>
 
 namespace simd_attention {
+
+// The row of a table whose values differ in their JavaScript name only.
+template <class Enum>
+struct NamedValue {
+  Enum value;
+  const char* name;
+};
 
 // The row of `value`. A value without one fails to compile where it is
 // looked up in a constant expression, and traps at run time (each table's
@@ -42,6 +50,18 @@ constexpr bool RowsDistinct(const Row (&rows)[N]) {
     }
   }
   return true;
+}
+
+// `rows` is the table of exactly `values`, every enumerator of its enum
+// listed where the table is declared: a row for each (one missing is not a
+// constant expression), no other row, each name in one row only.
+template <class Row, size_t N>
+constexpr bool RowsAreExactly(const Row (&rows)[N],
+                              std::initializer_list<decltype(Row::value)> values) {
+  for (const auto value : values) {
+    if (RowFor(rows, value).value != value) return false;
+  }
+  return values.size() == N && RowsDistinct(rows);
 }
 
 // The choices a message lists ("'a', 'b' or 'c'"), built at compile time

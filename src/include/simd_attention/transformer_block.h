@@ -153,8 +153,7 @@ struct BlockOptions {
   size_t position_offset = 0;
   // Keep what Backward needs (each sublayer's record: its norms' inputs
   // and its mixer's), until the next forward, SetWeights or optimizer step.
-  // Float32 weights only; the attentions train without rotary positions and
-  // QK-norm (MhaOptions::training).
+  // Float32 weights only (MhaOptions::training).
   bool training = false;
 };
 

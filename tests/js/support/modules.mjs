@@ -32,6 +32,13 @@ export async function loadBuilds() {
   return { relaxed, simd, nosimd };
 }
 
+// [build, backend, module] for every backend of every build of `builds`
+// (loadBuilds'): the rows of a file's test.each.
+export function backendMatrix(builds) {
+  return Object.entries(builds).flatMap(([build, module]) =>
+    module.backends.map((backend) => [build, backend, module]));
+}
+
 // Symbol.dispose where the engine has it; else the Symbol.for() key that
 // polyfills use (Node 20 defines Symbol.dispose in its main realm only, not
 // in the vm contexts Jest runs tests in).
