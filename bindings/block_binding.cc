@@ -14,6 +14,7 @@
 #include "js_arg_names.h"
 #include "kv_binding.h"
 #include "layer_binding.h"
+#include "register_class.h"
 #include "simd_attention/transformer_block.h"
 #include "training/training_module.h"
 
@@ -50,23 +51,9 @@ std::vector<Sublayer> SublayersFromJs(const val& js) {
   return out;
 }
 
-// BlockConfig's fields as JS names them.
-template <class Visit>
-void VisitFields(BlockConfig& c, const Visit& visit) {
-  VisitSharedFields(c, visit);
-  visit("headDim", c.head_dim);
-  visit("ffnDim", c.ffn_dim);
-  visit("activation", c.activation);
-  visit("norm", c.norm);
-  visit("eps", c.eps);
-  visit("qkNorm", c.qk_norm);
-}
-
 BlockConfig BlockConfigFromJs(const val& js) {
-  BlockConfig c;
-  VisitFields(c, GivenFields(js));
+  BlockConfig c = ConfigFromJs<BlockConfig>(js);
   c.sublayers = SublayersFromJs(js["sublayers"]);
-  c.names = &JsArgNames();
   return c;
 }
 
@@ -87,21 +74,16 @@ StackConfig StackConfigFromJs(const val& js) {
   return s;
 }
 
-val BlockInfo(const BlockConfig& c, const KernelTable& kernels) {
-  val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.threads, c.rope,
-                     c.weights, c.cache_type, kernels}
-              .ToJs();
-  v.set("ffnDim", c.ffn_dim);
-  v.set("activation", std::string(ActivationName(c.activation)));
-  v.set("norm", std::string(Traits(c.norm).name));
-  v.set("eps", c.eps);
-  if (c.qk_norm.enabled) v.set("qkNorm", QkNormToJs(c.qk_norm));
+// The kernels of c.backend, as the block's.
+val BlockInfo(const BlockConfig& c) {
+  val v = ConfigInfo(c, c.head_dim, BestKernels(c.backend));
   val sublayers = val::array();
   for (const Sublayer& s : c.sublayers) {
     val entry = val::object();
-    entry.set("mixer", std::string(Traits(s.mixer).name));
-    entry.set("norm", std::string(Traits(s.norm).name));
-    entry.set("parallel", s.parallel);
+    const InfoFields fields(entry, c.head_dim);
+    fields("mixer", Traits(s.mixer).name);
+    fields("norm", Traits(s.norm).name);
+    fields("parallel", s.parallel);
     sublayers.call<void>("push", entry);
   }
   v.set("sublayers", sublayers);
@@ -164,34 +146,13 @@ struct JsBlockWeights {
   }
 };
 
-// BlockOptions viewing copies of the JS masks.
-struct JsBlockOptions {
-  JsAttentionOptions self;
-  std::vector<uint8_t> memory;
-  BlockOptions options;
-  explicit JsBlockOptions(const val& js)
-      : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
-    ReadCausal(js["causal"], options.causal, options.causal_alignment);
-    options.key_padding_mask = self.key_padding_mask;
-    options.memory_key_padding_mask = memory;
-    options.position_offset = SizeOf(js, "positionOffset");
-    // The worker pool's calls (web/src/pool-parts.js) pass none.
-    options.training = Given(js["training"]) && js["training"].as<bool>();
-    self.SetOn(options.self_attention);
-  }
-};
-
 }  // namespace
 
 BlockBinding::BlockBinding(const val& config)
-    : Owned("TransformerBlock",
-            [&] { return std::make_unique<TransformerBlock>(BlockConfigFromJs(config)); }) {}
+    : Owned("TransformerBlock", &BlockConfigFromJs, config) {}
 
 val BlockBinding::info() {
-  return Guard([&] {
-    const TransformerBlock& b = Checked();
-    return BlockInfo(b.config(), BestKernels(b.config().backend));
-  });
+  return Guard([&] { return BlockInfo(Checked().config()); });
 }
 
 val BlockBinding::setWeights(const val& w) {
@@ -207,7 +168,7 @@ val BlockBinding::forward(const val& x, const val& memory, const val& options) {
   return Guard([&] {
     TransformerBlock& b = Checked();
     const Input in(x);
-    const JsBlockOptions o(options);
+    const JsForwardOptions<BlockOptions> o(options);
     if (!Given(memory)) return ToFloat32Array(b.Forward(in.tensor, o.options));
     const Input m(memory);
     return ToFloat32Array(b.Forward(in.tensor, m.tensor, o.options));
@@ -215,10 +176,7 @@ val BlockBinding::forward(const val& x, const val& memory, const val& options) {
 }
 
 val BlockBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-  return Guard([&] {
-    into.cache.emplace(Checked().CreateKVCache(batch, max_length));
-    into.Count();
-  });
+  return into.Fill([&] { return Checked().CreateKVCache(batch, max_length); });
 }
 
 val BlockBinding::forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
@@ -226,25 +184,23 @@ val BlockBinding::forwardIncremental(const val& x, KVCacheBinding& cache, const 
     TransformerBlock& b = Checked();
     KVCache& c = cache.Checked();
     const Input in(x);
-    const JsAttentionOptions shared(options);
-    SelfAttentionOptions self;
-    shared.SetOn(self);
-    return ToFloat32Array(b.ForwardIncremental(in.tensor, c, self));
+    const JsForwardOptions<SelfAttentionOptions> o(options);
+    return ToFloat32Array(b.ForwardIncremental(in.tensor, c, o.options));
   });
 }
 
 class StackBinding : public Owned<TransformerStack> {
  public:
   explicit StackBinding(const val& config)
-      : Owned("TransformerStack",
-              [&] { return std::make_unique<TransformerStack>(StackConfigFromJs(config)); }) {}
+      : Owned("TransformerStack", &StackConfigFromJs, config) {}
 
   val info() {
     return Guard([&] {
       TransformerStack& s = Checked();
-      val v = BlockInfo(s.config().block, BestKernels(s.config().block.backend));
-      v.set("numLayers", s.config().num_layers);
-      v.set("finalNorm", s.config().final_norm);
+      val v = BlockInfo(s.config().block);
+      const InfoFields fields(v, s.config().block.head_dim);
+      fields("numLayers", s.config().num_layers);
+      fields("finalNorm", s.config().final_norm);
       if (!s.config().layer_windows.empty()) {
         val windows = val::array();
         for (const auto& w : s.config().layer_windows) {
@@ -283,13 +239,8 @@ class StackBinding : public Owned<TransformerStack> {
   val forward(const val& x, const val& options) {
     return Guard([&] {
       const Input in(x);
-      const JsAttentionOptions shared(options);
-      BlockOptions o;
-      ReadCausal(options["causal"], o.causal, o.causal_alignment);
-      o.key_padding_mask = shared.key_padding_mask;
-      o.position_offset = SizeOf(options, "positionOffset");
-      shared.SetOn(o.self_attention);
-      return ToFloat32Array(Checked().Forward(in.tensor, o));
+      const JsForwardOptions<BlockOptions> o(options);
+      return ToFloat32Array(Checked().Forward(in.tensor, o.options));
     });
   }
 
@@ -314,10 +265,9 @@ class StackBinding : public Owned<TransformerStack> {
         each.push_back(&caches[i].as<KVCacheBinding*>(emscripten::allow_raw_pointers())->Checked());
       }
       const Input in(x);
-      const JsAttentionOptions shared(options);
-      SelfAttentionOptions self;
-      shared.SetOn(self);
-      return ToFloat32Array(s.ForwardIncremental(in.tensor, std::span<KVCache* const>(each), self));
+      const JsForwardOptions<SelfAttentionOptions> o(options);
+      return ToFloat32Array(s.ForwardIncremental(in.tensor, std::span<KVCache* const>(each),
+                                                 o.options));
     });
   }
 
@@ -326,23 +276,13 @@ class StackBinding : public Owned<TransformerStack> {
 };
 
 EMSCRIPTEN_BINDINGS(simd_attention_blocks) {
-  emscripten::class_<BlockBinding>("BlockBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<BlockBinding>)
-      .function("info", &BlockBinding::info)
-      .function("setWeights", &BlockBinding::setWeights)
-      .function("forward", &BlockBinding::forward)
+  RegisterConfiguredClass<BlockBinding>("BlockBinding")
       .function("createKVCache", &BlockBinding::createKVCache)
       .function("forwardIncremental", &BlockBinding::forwardIncremental);
   // The training module trains a block alone: it has no stack (whose
   // forwards are all inference) to bind.
   if constexpr (!kTrainingModule) {
-    emscripten::class_<StackBinding>("StackBinding")
-        .constructor<const val&>()
-        .function("takeError", &TakeError<StackBinding>)
-        .function("info", &StackBinding::info)
-        .function("setWeights", &StackBinding::setWeights)
-        .function("forward", &StackBinding::forward)
+    RegisterConfiguredClass<StackBinding>("StackBinding")
         .function("createKVCaches", &StackBinding::createKVCaches)
         .function("forwardIncremental", &StackBinding::forwardIncremental);
   }

@@ -90,15 +90,6 @@ RopeConfig RopeFromJs(const val& js) {
   return rope;
 }
 
-val RopeToJs(const RopeConfig& rope, size_t head_dim) {
-  if (rope.style == RopeStyle::kNone) return val::undefined();
-  val v = val::object();
-  v.set("style", std::string(rope.style == RopeStyle::kHalf ? "half" : "interleaved"));
-  v.set("base", rope.base);
-  v.set("rotaryDim", rope.rotary_dim == 0 ? head_dim : rope.rotary_dim);
-  return v;
-}
-
 CausalAlignment ParseCausal(const std::string& causal) {
   if (const CausalAlignmentTraits* row = RowNamed(kCausalAlignments, causal)) return row->value;
   static constexpr ChoiceList kChoices =
@@ -189,15 +180,6 @@ JsAttentionOptions::JsAttentionOptions(const val& js)
   }
 }
 
-JsMhaOptions::JsMhaOptions(const val& js) : shared(js) {
-  ReadCausal(js["causal"], options.causal, options.causal_alignment);
-  shared.SetOn(options);
-  options.need_per_head_output = js["returnPerHeadOutput"].as<bool>();
-  options.need_intermediates = js["returnIntermediates"].as<bool>();
-  options.position_offset = SizeOf(js, "positionOffset");
-  options.training = js["training"].as<bool>();
-}
-
 JsMatrix::JsMatrix(const val& js) {
   if (Given(js["scales"])) {
     bytes = CopyBytes(js["values"]);
@@ -218,25 +200,21 @@ JsMhaWeights::JsMhaWeights(const val& js)
       weights{w_q.floats, w_k.floats, w_v.floats, w_o.floats, b_q, b_k, b_v, b_o,
               w_q.stored(), w_k.stored(), w_v.stored(), w_o.stored(), q_norm, k_norm} {}
 
-namespace {
-
-// A fresh Float32Array copy of `data`, whose storage is then freed.
 val TakeFloat32Array(std::vector<float>& data) {
   val array = ToFloat32Array(data);
   FreeFloats(data);
   return array;
 }
 
-}  // namespace
+val SizesToJs(std::initializer_list<NamedSize> sizes) {
+  val out = val::object();
+  for (const NamedSize& s : sizes) out.set(s.key, s.size);
+  return out;
+}
 
 val ResultToJs(MhaResult&& r, const MhaOptions& o) {
-  val out = val::object();
-  out.set("batch", r.batch);
-  out.set("tq", r.tq);
-  out.set("tk", r.tk);
-  out.set("output", TakeFloat32Array(r.output));
-  if (o.need_weights) out.set("attnWeights", TakeFloat32Array(r.attn_weights));
-  if (o.need_scores) out.set("scores", TakeFloat32Array(r.scores));
+  val out = SizesToJs({{"batch", r.batch}, {"tq", r.tq}, {"tk", r.tk}});
+  SetAttentionArrays(out, r, o);
   if (o.need_per_head_output) out.set("perHeadOutput", TakeFloat32Array(r.per_head_output));
   if (o.need_intermediates) {
     out.set("q", TakeFloat32Array(r.q));
@@ -296,20 +274,50 @@ void ReadField(const val& js, const char* key, RopeConfig& field) {
   if (Given(v)) field = RopeFromJs(v);
 }
 
-val SharedInfo::ToJs() const {
-  val v = val::object();
-  v.set("dModel", d_model);
-  v.set("numHeads", num_heads);
-  v.set("headDim", head_dim);
-  v.set("numKvHeads", num_kv_heads);
-  if (rope.style != RopeStyle::kNone) v.set("rope", RopeToJs(rope, head_dim));
-  v.set("weights", std::string(WeightTypeName(weights)));
-  v.set("cacheType", std::string(WeightTypeName(cache_type)));
+void AddKernels(const InfoFields& info, size_t head_dim, const KernelTable& kernels) {
+  info("headDim", head_dim);
   const KernelsInfo k = DescribeKernels(kernels);
-  v.set("backend", std::string(BackendName(k.backend)));
-  v.set("threads", threads);
-  v.set("kernels", std::string(k.name));
-  return v;
+  info("backend", BackendName(k.backend));
+  info("kernels", k.name);
+}
+
+void InfoFields::operator()(const char* key, size_t field) const { js_.set(key, field); }
+
+void InfoFields::operator()(const char* key, double field) const { js_.set(key, field); }
+
+void InfoFields::operator()(const char* key, bool field) const { js_.set(key, field); }
+
+void InfoFields::operator()(const char* key, const char* name) const { js_.set(key, val(name)); }
+
+void InfoFields::operator()(const char* key, Activation field) const {
+  (*this)(key, ActivationName(field));
+}
+
+void InfoFields::operator()(const char* key, NormKind field) const {
+  (*this)(key, Traits(field).name);
+}
+
+void InfoFields::operator()(const char* key, WeightType field) const {
+  (*this)(key, WeightTypeName(field));
+}
+
+void InfoFields::operator()(const char* key, const RopeConfig& field) const {
+  if (field.style == RopeStyle::kNone) return;
+  val rope = val::object();
+  const InfoFields fields(rope, head_dim_);
+  fields("style", field.style == RopeStyle::kHalf ? "half" : "interleaved");
+  fields("base", field.base);
+  fields("rotaryDim", field.rotary_dim == 0 ? head_dim_ : field.rotary_dim);
+  js_.set(key, rope);
+}
+
+void InfoFields::operator()(const char* key, const QkNormConfig& field) const {
+  if (!field.enabled) return;
+  val qk_norm = val::object();
+  const InfoFields fields(qk_norm, head_dim_);
+  fields("kind", field.kind);
+  fields("eps", field.eps);
+  js_.set(key, qk_norm);
 }
 
 NormKind ParseNormKind(const std::string& name, std::string_view what) {
@@ -331,14 +339,6 @@ void ReadField(const val& js, const char* key, QkNormConfig& field) {
   if (Given(v["kind"])) field.kind = ParseNormKind(v["kind"].as<std::string>(),
                                                    Cat({"config.", n.qk_norm_kind}));
   ReadField(v, "eps", field.eps);
-}
-
-val QkNormToJs(const QkNormConfig& qk_norm) {
-  if (!qk_norm.enabled) return val::undefined();
-  val v = val::object();
-  v.set("kind", std::string(Traits(qk_norm.kind).name));
-  v.set("eps", qk_norm.eps);
-  return v;
 }
 
 Activation ParseActivation(const std::string& name) {

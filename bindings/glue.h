@@ -15,6 +15,7 @@
 #include <emscripten/val.h>
 
 #include <array>
+#include <initializer_list>
 #include <cstdint>
 #include <optional>
 #include <memory>
@@ -26,6 +27,7 @@
 
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
+#include "js_arg_names.h"
 #include "simd_attention/multi_head_attention.h"
 
 namespace simd_attention::bindings {
@@ -90,6 +92,10 @@ class Owned {
   Owned(const char* kind, Make&& make) : kind_(kind) {
     error_ = Guard([&] { object_ = make(); });
   }
+  // T made from the JS config `js` as `read` reads it.
+  template <class Config>
+  Owned(const char* kind, Config (*read)(const val&), const val& js)
+      : Owned(kind, [&] { return std::make_unique<T>(read(js)); }) {}
 
  private:
   const char* kind_;
@@ -148,10 +154,8 @@ struct Input {
 // An optional Uint8Array property, copied; empty if undefined/null.
 std::vector<uint8_t> CopyBytesIfGiven(const val& object, const char* key);
 
-// config.rope from JS ({style, base, rotaryDim}; undefined: none), and back
-// as the resolved config reports it (undefined when none).
+// config.rope from JS ({style, base, rotaryDim}; undefined: none).
 RopeConfig RopeFromJs(const val& js);
-val RopeToJs(const RopeConfig& rope, size_t head_dim);
 
 // 'none', 'top-left' or 'bottom-right' (JS's names for CausalAlignment).
 CausalAlignment ParseCausal(const std::string& causal);
@@ -190,13 +194,12 @@ void ReadField(const val& js, const char* key, QkNormConfig& field);
 // A norm kind's JS name ('layer_norm', 'rms_norm', 'gemma_rms_norm'), which
 // `what` names in the message of an unknown one.
 NormKind ParseNormKind(const std::string& name, std::string_view what);
-// config.qkNorm as the resolved config reports it (undefined when none).
-val QkNormToJs(const QkNormConfig& qk_norm);
 
 // The visitors of a VisitFields(config, visit) list, which names each field
 // of a config or options struct once with its JavaScript key (as gemma.cpp's
 // VisitFields): GivenFields reads the keys a JS object has, FieldsToJs
-// writes every field (numbers and booleans) into a JS object.
+// writes every field (numbers and booleans) into a JS object, InfoFields
+// every field of a resolved config as info() reports it.
 class GivenFields {
  public:
   explicit GivenFields(const val& js) : js_(js) {}
@@ -207,32 +210,6 @@ class GivenFields {
 
  private:
   const val& js_;
-};
-
-// The fields every config of an object holding attentions shares
-// (MhaConfig, LayerConfig, BlockConfig), named once: each config's
-// VisitFields visits these, then its own.
-template <class Config, class Visit>
-void VisitSharedFields(Config& c, const Visit& visit) {
-  visit("dModel", c.d_model);
-  visit("numHeads", c.num_heads);
-  visit("numKvHeads", c.num_kv_heads);
-  visit("rope", c.rope);
-  visit("backend", c.backend);
-  visit("threads", c.threads);
-  visit("weights", c.weights);
-  visit(kCacheTypeKey, c.cache_type);
-}
-
-// info() of such an object: the shared fields resolved (the heads' width
-// and count as its attentions have them, the backend and kernels of
-// `kernels`), into a new object the caller adds its own fields to.
-struct SharedInfo {
-  size_t d_model, num_heads, num_kv_heads, head_dim, threads;
-  const RopeConfig& rope;
-  WeightType weights, cache_type;
-  const KernelTable& kernels;
-  val ToJs() const;
 };
 
 class FieldsToJs {
@@ -246,6 +223,79 @@ class FieldsToJs {
  private:
   val& js_;
 };
+
+// Every value a JS object of one call, its names as JS strings: the enums'
+// (their tables' names); rope and qkNorm as objects, left out when off, the
+// rotary width resolved with `head_dim`; the backend is the kernels'
+// (ConfigInfo). Each a call: the link would copy a set() into every field.
+class InfoFields {
+ public:
+  InfoFields(val& js, size_t head_dim) : js_(js), head_dim_(head_dim) {}
+  void operator()(const char* key, size_t field) const;
+  void operator()(const char* key, double field) const;
+  void operator()(const char* key, bool field) const;
+  void operator()(const char* key, const char* name) const;
+  void operator()(const char* key, Activation field) const;
+  void operator()(const char* key, NormKind field) const;
+  void operator()(const char* key, WeightType field) const;
+  void operator()(const char*, Backend) const {}
+  void operator()(const char* key, const RopeConfig& field) const;
+  void operator()(const char* key, const QkNormConfig& field) const;
+
+ private:
+  val& js_;
+  size_t head_dim_;
+};
+
+// Every field of the configs of the objects holding attentions (MhaConfig,
+// LayerConfig, BlockConfig) with its JS key, named once: each config visits
+// those it has, in this order (the shared ones first).
+template <class Config, class Visit>
+  requires requires(Config& c) { c.cache_type; }
+void VisitFields(Config& c, const Visit& visit) {
+  visit("dModel", c.d_model);
+  visit("numHeads", c.num_heads);
+  visit("numKvHeads", c.num_kv_heads);
+  visit("rope", c.rope);
+  visit("backend", c.backend);
+  visit("threads", c.threads);
+  visit("weights", c.weights);
+  visit(kCacheTypeKey, c.cache_type);
+  if constexpr (requires { c.kdim; }) visit("kDim", c.kdim);
+  if constexpr (requires { c.vdim; }) visit("vDim", c.vdim);
+  if constexpr (requires { c.head_dim; }) visit("headDim", c.head_dim);
+  if constexpr (requires { c.head_dim_v; }) visit("headDimV", c.head_dim_v);
+  if constexpr (requires { c.ffn_dim; }) visit("ffnDim", c.ffn_dim);
+  if constexpr (requires { c.norm_first; }) visit("normFirst", c.norm_first);
+  if constexpr (requires { c.activation; }) visit("activation", c.activation);
+  if constexpr (requires { c.norm; }) visit("norm", c.norm);
+  if constexpr (requires { c.eps; }) visit("eps", c.eps);
+  if constexpr (requires { c.qk_norm; }) visit("qkNorm", c.qk_norm);
+  if constexpr (requires { c.bias; }) visit("bias", c.bias);
+}
+
+// A config from JS: the keys JS gave, the others at the C++ struct's
+// defaults (which C++ alone owns); its messages use the JS names.
+template <class Config>
+Config ConfigFromJs(const val& js) {
+  Config c;
+  VisitFields(c, GivenFields(js));
+  c.names = &JsArgNames();
+  return c;
+}
+
+// info() of an object holding attentions: the fields of its resolved
+// config `c`, headDim (its heads' width), and the backend and kernels of
+// `kernels`, in a new object the caller may add its own fields to.
+void AddKernels(const InfoFields& info, size_t head_dim, const KernelTable& kernels);
+template <class Config>
+val ConfigInfo(const Config& c, size_t head_dim, const KernelTable& kernels) {
+  val v = val::object();
+  const InfoFields info(v, head_dim);
+  VisitFields(c, info);
+  AddKernels(info, head_dim, kernels);
+  return v;
+}
 
 // An array of integers from JS (types checked by the JS side) that are at
 // least `min` and below 2^53, so that they convert exactly; `name` names it
@@ -293,15 +343,46 @@ struct JsAttentionOptions {
   }
 };
 
-// MultiHeadAttention's forward options from JS: the shared ones and
-// {causal, returnPerHeadOutput, returnIntermediates, positionOffset,
-// training}, with
-// copies of the masks that `options` views.
-struct JsMhaOptions {
-  JsAttentionOptions shared;
-  MhaOptions options;
-  explicit JsMhaOptions(const val& js);
+// A forward's options from JS with copies of their masks, which `options`
+// views: MhaOptions, SdpaOptions, a layer's or a block's (EncoderOptions,
+// DecoderOptions, BlockOptions: the attention's under self_attention), or
+// SelfAttentionOptions alone (their incremental steps). The fields the
+// struct has are read: causal (a boolean or an alignment's name, where it
+// has an alignment), memoryKeyPaddingMask, returnPerHeadOutput,
+// returnIntermediates, positionOffset, training.
+template <class Options>
+struct JsForwardOptions {
+  JsAttentionOptions attention;
+  std::vector<uint8_t> memory_mask;
+  Options options;
+  // Out of line, so that each call of a type calls one copy.
+  explicit JsForwardOptions(const val& js);
 };
+
+template <class Options>
+JsForwardOptions<Options>::JsForwardOptions(const val& js) : attention(js) {
+  if constexpr (requires { options.self_attention; }) {
+    attention.SetOn(options.self_attention);
+    options.key_padding_mask = attention.key_padding_mask;
+  } else {
+    attention.SetOn(options);
+  }
+  if constexpr (requires { options.causal_alignment; }) {
+    ReadCausal(js["causal"], options.causal, options.causal_alignment);
+  }
+  if constexpr (requires { options.memory_key_padding_mask; }) {
+    memory_mask = CopyBytesIfGiven(js, "memoryKeyPaddingMask");
+    options.memory_key_padding_mask = memory_mask;
+  }
+  if constexpr (requires { options.need_intermediates; }) {
+    ReadField(js, "returnPerHeadOutput", options.need_per_head_output);
+    ReadField(js, "returnIntermediates", options.need_intermediates);
+  }
+  if constexpr (requires { options.position_offset; }) {
+    ReadField(js, "positionOffset", options.position_offset);
+  }
+  if constexpr (requires { options.training; }) ReadField(js, "training", options.training);
+}
 
 // One weight matrix from JS (glueMatrix in web/src/arguments.js): a
 // Float32Array, {bits: Uint8Array} (float16/bfloat16 bits as bytes) or
@@ -327,6 +408,25 @@ struct JsMhaWeights {
   MhaWeights weights;
   explicit JsMhaWeights(const val& js);
 };
+
+// A JS object of sizes ({batch, tq, tk}: a result's shape, an info()).
+struct NamedSize {
+  const char* key;
+  size_t size;
+};
+val SizesToJs(std::initializer_list<NamedSize> sizes);
+
+// A fresh Float32Array copy of `data`, whose storage is then freed.
+val TakeFloat32Array(std::vector<float>& data);
+
+// An attention's output, and its attnWeights and scores where `o` asked
+// for them, as fresh arrays set on `out`; r's vectors are freed.
+template <class Result, class Options>
+void SetAttentionArrays(val& out, Result& r, const Options& o) {
+  out.set("output", TakeFloat32Array(r.output));
+  if (o.need_weights) out.set("attnWeights", TakeFloat32Array(r.attn_weights));
+  if (o.need_scores) out.set("scores", TakeFloat32Array(r.scores));
+}
 
 // {batch, tq, tk, output, attnWeights?, scores?, perHeadOutput?, q?, k?, v?,
 // headOutput?} as fresh arrays (the last four with need_intermediates);

@@ -9,11 +9,7 @@ namespace simd_attention::bindings {
 val KVCacheBinding::info() {
   return Guard([&] {
     const KVCache& c = Checked();
-    val v = val::object();
-    v.set("batch", c.batch());
-    v.set("maxLength", c.max_length());
-    v.set("length", c.length());
-    return v;
+    return SizesToJs({{"batch", c.batch()}, {"maxLength", c.max_length()}, {"length", c.length()}});
   });
 }
 
@@ -48,10 +44,7 @@ val KVCacheBinding::reset() {
 val PrecomputedBinding::info() {
   return Guard([&] {
     const PrecomputedKV& kv = Checked();
-    val v = val::object();
-    v.set("batch", kv.batch());
-    v.set("tokens", kv.tokens());
-    return v;
+    return SizesToJs({{"batch", kv.batch()}, {"tokens", kv.tokens()}});
   });
 }
 

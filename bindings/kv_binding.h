@@ -8,6 +8,8 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "glue.h"
 #include "held_bytes.h"
@@ -22,6 +24,15 @@ class KVCacheBinding {
 
   // memoryStats() counts the cache once it is created.
   void Count() { held.Set(cache->type(), cache->bytes()); }
+  // Fills this empty binding with the cache `make()` creates (the
+  // createKVCache of the object it is for), counted.
+  template <class Make>
+  val Fill(Make&& make) {
+    return Guard([&] {
+      cache.emplace(make());
+      Count();
+    });
+  }
   KVCache& Checked() {
     if (!cache) throw std::logic_error("KV cache: not created");
     return *cache;
@@ -42,10 +53,20 @@ class PrecomputedBinding {
   std::optional<PrecomputedKV> kv;
   HeldBytes held{Held::kCache};
 
-  void Count() { held.Set(kv->type(), kv->bytes()); }
   const PrecomputedKV& Checked() const {
     if (!kv) throw std::logic_error("precomputed key/value: not created");
     return *kv;
+  }
+  // Fills this empty binding with project(memory, mask), counted: `memory`
+  // a JS tensor, `mask` undefined or its key padding mask (a Uint8Array),
+  // both copied.
+  template <class Project>
+  val Fill(const val& memory, const val& mask, Project&& project) {
+    return Guard([&] {
+      const Input m(memory);
+      kv.emplace(project(m.tensor, Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{}));
+      held.Set(kv->type(), kv->bytes());
+    });
   }
   val info();
 };

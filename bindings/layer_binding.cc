@@ -13,6 +13,7 @@
 #include "held_bytes.h"
 #include "js_arg_names.h"
 #include "kv_binding.h"
+#include "register_class.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
 #include "training/training_module.h"
@@ -20,41 +21,17 @@
 namespace simd_attention::bindings {
 namespace {
 
-// LayerConfig's fields as JS names them (config of the layers).
-template <class Visit>
-void VisitFields(LayerConfig& c, const Visit& visit) {
-  VisitSharedFields(c, visit);
-  visit("ffnDim", c.ffn_dim);
-  visit("normFirst", c.norm_first);
-  visit("activation", c.activation);
-  visit("eps", c.eps);
-}
-
-// The keys JS gave; the others keep LayerConfig's defaults.
-LayerConfig LayerConfigFromJs(const val& js) {
-  LayerConfig c;
-  VisitFields(c, GivenFields(js));
-  c.names = &JsArgNames();
-  return c;
-}
-
 struct Norm {
   std::vector<float> gamma, beta;
   explicit Norm(const val& js) : gamma(CopyFloats(js["gamma"])), beta(CopyFloats(js["beta"])) {}
   NormWeights weights() const { return NormWeights{gamma, beta}; }
 };
 
-val LayerInfo(const LayerConfig& c, const KernelTable& kernels) {
-  val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads == 0 ? c.num_heads : c.num_kv_heads,
-                     c.d_model / c.num_heads,
-                     c.threads == 0 ? ThreadPool::DefaultThreads() : c.threads, c.rope,
-                     c.weights, c.cache_type, kernels}
-              .ToJs();
-  v.set("ffnDim", c.ffn_dim);
-  v.set("normFirst", c.norm_first);
-  v.set("activation", std::string(ActivationName(c.activation)));
-  v.set("eps", c.eps);
-  return v;
+// The config with the heads' count and width and the threads resolved.
+val LayerInfo(LayerConfig c, const KernelTable& kernels) {
+  if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+  if (c.threads == 0) c.threads = ThreadPool::DefaultThreads();
+  return ConfigInfo(c, c.d_model / c.num_heads, kernels);
 }
 
 val TensorToJs(const std::vector<float>& data) { return ToFloat32Array(data); }
@@ -65,8 +42,7 @@ JsFfnWeights::JsFfnWeights(const val& js)
     : w1(js["w1"]), b1(CopyFloatsIfGiven(js, "b1")), w2(js["w2"]), b2(CopyFloatsIfGiven(js, "b2")) {}
 
 EncoderLayerBinding::EncoderLayerBinding(const val& config)
-    : Owned("TransformerEncoderLayer",
-            [&] { return std::make_unique<TransformerEncoderLayer>(LayerConfigFromJs(config)); }) {}
+    : Owned("TransformerEncoderLayer", &ConfigFromJs<LayerConfig>, config) {}
 
 val EncoderLayerBinding::info() {
   return Guard([&] {
@@ -90,19 +66,13 @@ val EncoderLayerBinding::forward(const val& x, const val& options) {
   return Guard([&] {
     TransformerEncoderLayer& layer = Checked();
     const Input in(x);
-    const JsAttentionOptions shared(options);
-    EncoderOptions o;
-    ReadCausal(options["causal"], o.causal, o.causal_alignment);
-    o.training = options["training"].as<bool>();
-    o.key_padding_mask = shared.key_padding_mask;
-    shared.SetOn(o.self_attention);
-    return TensorToJs(layer.Forward(in.tensor, o));
+    const JsForwardOptions<EncoderOptions> o(options);
+    return TensorToJs(layer.Forward(in.tensor, o.options));
   });
 }
 
 DecoderLayerBinding::DecoderLayerBinding(const val& config)
-    : Owned("TransformerDecoderLayer",
-            [&] { return std::make_unique<TransformerDecoderLayer>(LayerConfigFromJs(config)); }) {}
+    : Owned("TransformerDecoderLayer", &ConfigFromJs<LayerConfig>, config) {}
 
 val DecoderLayerBinding::info() {
   return Guard([&] {
@@ -127,8 +97,8 @@ val DecoderLayerBinding::forward(const val& x, const val& memory, const val& opt
   return Guard([&] {
     TransformerDecoderLayer& layer = Checked();
     const Input in(x), m(memory);
-    Masks masks(options);
-    return TensorToJs(layer.Forward(in.tensor, m.tensor, masks.options));
+    const JsForwardOptions<DecoderOptions> o(options);
+    return TensorToJs(layer.Forward(in.tensor, m.tensor, o.options));
   });
 }
 
@@ -137,8 +107,8 @@ val DecoderLayerBinding::forwardPrecomputed(const val& x, const PrecomputedBindi
   return Guard([&] {
     TransformerDecoderLayer& layer = Checked();
     const Input in(x);
-    Masks masks(options);
-    return TensorToJs(layer.Forward(in.tensor, memory.Checked(), masks.options));
+    const JsForwardOptions<DecoderOptions> o(options);
+    return TensorToJs(layer.Forward(in.tensor, memory.Checked(), o.options));
   });
 }
 
@@ -149,28 +119,19 @@ val DecoderLayerBinding::forwardIncremental(const val& x, KVCacheBinding& cache,
     KVCache& c = cache.Checked();
     const PrecomputedKV& kv = memory.Checked();
     const Input in(x);
-    const JsAttentionOptions shared(options);
-    SelfAttentionOptions self;
-    shared.SetOn(self);
-    return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv, self));
+    const JsForwardOptions<SelfAttentionOptions> o(options);
+    return TensorToJs(layer.ForwardIncremental(in.tensor, c, kv, o.options));
   });
 }
 
 val DecoderLayerBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-  return Guard([&] {
-    into.cache.emplace(Checked().self_attention().CreateKVCache(batch, max_length));
-    into.Count();
-  });
+  return into.Fill([&] { return Checked().self_attention().CreateKVCache(batch, max_length); });
 }
 
 val DecoderLayerBinding::precomputeMemory(PrecomputedBinding& into, const val& memory,
                                           const val& mask) {
-  return Guard([&] {
-    TransformerDecoderLayer& layer = Checked();
-    const Input m(memory);
-    const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
-    into.kv.emplace(layer.PrecomputeMemory(m.tensor, bytes));
-    into.Count();
+  return into.Fill(memory, mask, [&](const Tensor3& m, const std::vector<uint8_t>& bytes) {
+    return Checked().PrecomputeMemory(m, bytes);
   });
 }
 
@@ -195,18 +156,8 @@ val LayerNormJs(const val& x, const val& options) {
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(simd_attention_layers) {
-  emscripten::class_<EncoderLayerBinding>("EncoderLayerBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<EncoderLayerBinding>)
-      .function("info", &EncoderLayerBinding::info)
-      .function("setWeights", &EncoderLayerBinding::setWeights)
-      .function("forward", &EncoderLayerBinding::forward);
-  auto decoder = emscripten::class_<DecoderLayerBinding>("DecoderLayerBinding")
-                     .constructor<const val&>()
-                     .function("takeError", &TakeError<DecoderLayerBinding>)
-                     .function("info", &DecoderLayerBinding::info)
-                     .function("setWeights", &DecoderLayerBinding::setWeights)
-                     .function("forward", &DecoderLayerBinding::forward)
+  RegisterConfiguredClass<EncoderLayerBinding>("EncoderLayerBinding");
+  auto decoder = RegisterConfiguredClass<DecoderLayerBinding>("DecoderLayerBinding")
                      .function("createKVCache", &DecoderLayerBinding::createKVCache)
                      .function("precomputeMemory", &DecoderLayerBinding::precomputeMemory);
   // As MultiHeadAttention's (mha_binding.cc).

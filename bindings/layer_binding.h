@@ -55,19 +55,6 @@ class DecoderLayerBinding : public Owned<TransformerDecoderLayer> {
 
  private:
   HeldBytes weight_bytes_{Held::kWeights};
-  // DecoderOptions viewing copies of the JS masks.
-  struct Masks {
-    JsAttentionOptions self;
-    std::vector<uint8_t> memory;
-    DecoderOptions options;
-    explicit Masks(const val& js) : self(js), memory(CopyBytesIfGiven(js, "memoryKeyPaddingMask")) {
-      ReadCausal(js["causal"], options.causal, options.causal_alignment);
-      options.training = js["training"].as<bool>();
-      options.key_padding_mask = self.key_padding_mask;
-      options.memory_key_padding_mask = memory;
-      self.SetOn(options.self_attention);
-    }
-  };
 };
 
 }  // namespace simd_attention::bindings

@@ -14,51 +14,20 @@
 #include "held_bytes.h"
 #include "js_arg_names.h"
 #include "kv_binding.h"
+#include "register_class.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/pytorch_weights.h"
 #include "training/training_module.h"
 
 namespace simd_attention::bindings {
-namespace {
-
-// MhaConfig's fields as JS names them (config of MultiHeadAttention).
-template <class Visit>
-void VisitFields(MhaConfig& c, const Visit& visit) {
-  VisitSharedFields(c, visit);
-  visit("kDim", c.kdim);
-  visit("vDim", c.vdim);
-  visit("headDim", c.head_dim);
-  visit("headDimV", c.head_dim_v);
-  visit("qkNorm", c.qk_norm);
-  visit("bias", c.bias);
-}
-
-// The keys JS gave; the others keep MhaConfig's defaults.
-MhaConfig ConfigFromJs(const val& js) {
-  MhaConfig c;
-  VisitFields(c, GivenFields(js));
-  c.names = &JsArgNames();
-  return c;
-}
-
-}  // namespace
 
 MhaBinding::MhaBinding(const val& config)
-    : Owned("MultiHeadAttention",
-            [&] { return std::make_unique<MultiHeadAttention>(ConfigFromJs(config)); }) {}
+    : Owned("MultiHeadAttention", &ConfigFromJs<MhaConfig>, config) {}
 
 val MhaBinding::info() const {
   return Guard([&] {
     const MhaConfig& c = Checked().config();
-    val v = SharedInfo{c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.threads, c.rope,
-                       c.weights, c.cache_type, Checked().kernels()}
-                .ToJs();
-    v.set("kDim", c.kdim);
-    v.set("vDim", c.vdim);
-    v.set("headDimV", c.head_dim_v);
-    if (c.qk_norm.enabled) v.set("qkNorm", QkNormToJs(c.qk_norm));
-    v.set("bias", c.bias);
-    return v;
+    return ConfigInfo(c, c.head_dim, Checked().kernels());
   });
 }
 
@@ -120,7 +89,7 @@ val MhaBinding::setWeightsFromPyTorch(const val& state) {
 val MhaBinding::forward(const val& query, const val& key, const val& value, const val& options) {
   return Guard([&] {
     MultiHeadAttention& mha = Checked();
-    const JsMhaOptions o(options);
+    const JsForwardOptions<MhaOptions> o(options);
     const Input q(query);
     MhaResult r;
     if (!Given(key)) {
@@ -142,34 +111,27 @@ val MhaBinding::forwardPrecomputed(const val& query, const PrecomputedBinding& k
                                    const val& options) {
   return Guard([&] {
     MultiHeadAttention& mha = Checked();
-    const JsMhaOptions o(options);
+    const JsForwardOptions<MhaOptions> o(options);
     const Input q(query);
     return ResultToJs(mha.Forward(q.tensor, kv.Checked(), o.options), o.options);
   });
 }
 
 val MhaBinding::precomputeKeyValue(PrecomputedBinding& into, const val& memory, const val& mask) {
-  return Guard([&] {
-    MultiHeadAttention& mha = Checked();
-    const Input m(memory);
-    const std::vector<uint8_t> bytes = Given(mask) ? CopyBytes(mask) : std::vector<uint8_t>{};
-    into.kv.emplace(mha.PrecomputeKeyValue(m.tensor, bytes));
-    into.Count();
+  return into.Fill(memory, mask, [&](const Tensor3& m, const std::vector<uint8_t>& bytes) {
+    return Checked().PrecomputeKeyValue(m, bytes);
   });
 }
 
 val MhaBinding::createKVCache(KVCacheBinding& into, size_t batch, size_t max_length) {
-  return Guard([&] {
-    into.cache.emplace(Checked().CreateKVCache(batch, max_length));
-    into.Count();
-  });
+  return into.Fill([&] { return Checked().CreateKVCache(batch, max_length); });
 }
 
 val MhaBinding::forwardIncremental(const val& x, KVCacheBinding& cache, const val& options) {
   return Guard([&] {
     MultiHeadAttention& mha = Checked();
     KVCache& c = cache.Checked();
-    const JsMhaOptions o(options);
+    const JsForwardOptions<MhaOptions> o(options);
     const Input in(x);
     return ResultToJs(mha.ForwardIncremental(in.tensor, c, o.options), o.options);
   });
@@ -180,13 +142,8 @@ void MhaBinding::CountWeights() {
 }
 
 EMSCRIPTEN_BINDINGS(simd_attention_mha) {
-  auto mha = emscripten::class_<MhaBinding>("MhaBinding")
-                 .constructor<const val&>()
-                 .function("takeError", &TakeError<MhaBinding>)
-                 .function("info", &MhaBinding::info)
-                 .function("setWeights", &MhaBinding::setWeights)
+  auto mha = RegisterConfiguredClass<MhaBinding>("MhaBinding")
                  .function("setWeightsFromPyTorch", &MhaBinding::setWeightsFromPyTorch)
-                 .function("forward", &MhaBinding::forward)
                  .function("precomputeKeyValue", &MhaBinding::precomputeKeyValue)
                  .function("createKVCache", &MhaBinding::createKVCache);
   // What takes precomputed keys and values or a KV cache, neither of which

@@ -53,25 +53,18 @@ val Attention(const val& q_js, const val& k_js, const val& v_js, const val& o) {
     const JsHeads q("q", q_js, rank, q_heads, n.query_heads);
     const JsHeads k("k", k_js, rank, kv_heads, n.kv_heads);
     const JsHeads v("v", v_js, rank, kv_heads, n.kv_heads);
-    const JsAttentionOptions shared(o);
-    SdpaOptions options;
-    shared.SetOn(options);
+    JsForwardOptions<SdpaOptions> js_options(o);
+    SdpaOptions& options = js_options.options;
     options.layout = rank == 4 ? HeadLayout::kHeadMajor : HeadLayout::kTokenMajor;
     options.causal = ParseCausal(o["causal"].as<std::string>());
 
     // threads 0: the module's (one thread, or a threaded build's pool).
     ScaledDotProductAttention sdpa({.backend = ParseBackend(o["backend"].as<std::string>()),
                                     .threads = 0, .names = &n});
-    const SdpaResult r = sdpa.Forward(q.heads, k.heads, v.heads, options);
-    val out = val::object();
-    out.set("batch", r.batch);
-    out.set("heads", r.heads);
-    out.set("tq", r.tq);
-    out.set("tk", r.tk);
-    out.set("headDimV", r.head_dim_v);
-    out.set("output", ToFloat32Array(r.output));
-    if (options.need_weights) out.set("attnWeights", ToFloat32Array(r.attn_weights));
-    if (options.need_scores) out.set("scores", ToFloat32Array(r.scores));
+    SdpaResult r = sdpa.Forward(q.heads, k.heads, v.heads, options);
+    val out = SizesToJs({{"batch", r.batch}, {"heads", r.heads}, {"tq", r.tq}, {"tk", r.tk},
+                         {"headDimV", r.head_dim_v}});
+    SetAttentionArrays(out, r, options);
     return out;
   });
 }

@@ -40,6 +40,13 @@ export function checkObject(where, name, v, allowed) {
   }
 }
 
+// A call's options (undefined: none given), an object of `allowed` keys.
+export function optionsObject(where, options, allowed) {
+  const o = options === undefined ? {} : options;
+  checkObject(where, 'options', o, allowed);
+  return o;
+}
+
 export function optionalBoolean(where, name, v, fallback) {
   if (v === undefined) return fallback;
   if (typeof v !== 'boolean') {

@@ -1,9 +1,9 @@
 // MultiHeadAttention: self- and cross-attention, incremental decoding over a
 // KVCache, cross-attention over a PrecomputedKeyValue.
-import { additiveValues, booleanValues, checkObject, describe, float32, integers,
-  optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
-  readQueryOffset, readReturnScores, readThreads, readStorageType, requiredSize, shapedMask,
-  torchMatrix, weightMatrix, glueMatrix } from './arguments.js';
+import { additiveValues, booleanValues, checkObject, describe, float32, glueMatrix, integers,
+  optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, optionsObject,
+  readBackend, readQueryOffset, readReturnScores, readStorageType, readThreads, requiredSize,
+  shapedMask, torchMatrix, weightMatrix } from './arguments.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
@@ -32,10 +32,9 @@ export function readSharedAttentionOptions(where, o) {
 }
 
 // Attention options, types checked and defaults filled in, under the
-// user's names (JsMhaOptions in bindings/glue.cc reads them).
+// user's names (JsForwardOptions in bindings/glue.h reads them).
 function readAttentionOptions(where, options, allowed) {
-  const o = options === undefined ? {} : options;
-  checkObject(where, 'options', o, allowed);
+  const o = optionsObject(where, options, allowed);
   return {
     ...readSharedAttentionOptions(where, o),
     causal: readCausal(where, o.causal),
@@ -260,11 +259,8 @@ export function makeMultiHeadAttention(wasm, reclaimer, defaultBackend, kv) {
 
     precomputeKeyValue(memory, options) {
       const where = 'MultiHeadAttention.precomputeKeyValue';
-      const raw = super[READY](where);
-      return kv.precompute(where, memory, options,
-        (into, m, mask) => raw.precomputeKeyValue(into, m, mask));
+      return kv.precompute(where, memory, options, super[READY](where).precomputeKeyValue);
     }
   }
-  defineDispose(MultiHeadAttention);
-  return MultiHeadAttention;
+  return defineDispose(MultiHeadAttention);
 }

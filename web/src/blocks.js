@@ -3,8 +3,9 @@
 // blocks with a KV cache per layer) on the shared wasm-object base. JS
 // checks types; the names of mixers, norms and activations and every value
 // are C++'s to judge (bindings/block_binding.cc).
-import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize, readBackend, readEps, readStorageType, readThreads, requiredSize, weightMatrix,
-  glueMatrix } from './arguments.js';
+import { checkObject, describe, float32, glueMatrix, optionalBoolean, optionalMask, optionalSize,
+  optionsObject, readBackend, readEps, readStorageType, readThreads, requiredSize,
+  weightMatrix } from './arguments.js';
 import { readCausal, readQkNorm, readRope, readSharedAttentionOptions } from './attention.js';
 import { kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
@@ -100,8 +101,7 @@ function readBlockWeights(where, name, w) {
 }
 
 export function readBlockForwardOptions(where, options, keys) {
-  const o = options === undefined ? {} : options;
-  checkObject(where, 'options', o, keys);
+  const o = optionsObject(where, options, keys);
   return {
     ...readSharedAttentionOptions(where, o),
     causal: readCausal(where, o.causal),
@@ -119,8 +119,7 @@ export function givesMemory(memoryOrOptions, maybeOptions) {
 }
 
 export function readIncrementalOptions(where, options) {
-  const o = options === undefined ? {} : options;
-  checkObject(where, 'options', o, OPTION_KEYS.SelfAttentionOptions);
+  const o = optionsObject(where, options, OPTION_KEYS.SelfAttentionOptions);
   return readSharedAttentionOptions(where, o);
 }
 
@@ -135,16 +134,26 @@ function refuseWithout(Binding, kind) {
     `createAttentionModule({ training: true }), has no ${kind}); use the default build`);
 }
 
+// What TransformerBlock and TransformerStack share on the wasm-object base:
+// a `Binding` made from the config, read with the fields `more(config)`
+// adds (OPTION_KEYS[`${kind}Config`] its keys).
+function makeBlockBase(wasm, reclaimer, defaultBackend, kind, Binding, more) {
+  return class BlockBase extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
+    constructor(config) {
+      refuseWithout(Binding, kind);
+      const resolved = readBlockConfig(kind, config, defaultBackend, OPTION_KEYS[`${kind}Config`]);
+      // eps as given (C++ holds it as a float32).
+      super(new Binding({ ...resolved, ...more(config) }),
+        resolved.eps === undefined ? {} : { eps: resolved.eps });
+    }
+  };
+}
+
 // The TransformerBlock class of one module (wasm instance).
 export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
   const kind = 'TransformerBlock';
-  class TransformerBlock extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
-    constructor(config) {
-      const resolved = readBlockConfig(kind, config, defaultBackend,
-        OPTION_KEYS.TransformerBlockConfig);
-      super(new wasm.BlockBinding(resolved), resolved.eps === undefined ? {} : { eps: resolved.eps });
-    }
-
+  const Base = makeBlockBase(wasm, reclaimer, defaultBackend, kind, wasm.BlockBinding, () => ({}));
+  class TransformerBlock extends Base {
     setWeights(weights) {
       const where = `${kind}.setWeights`;
       const raw = super[LIVE](where);
@@ -199,8 +208,7 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
         this.config.dModel);
     }
   }
-  defineDispose(TransformerBlock);
-  return TransformerBlock;
+  return defineDispose(TransformerBlock);
 }
 
 // A stack's caches: an array of one per layer (their types are the
@@ -215,21 +223,19 @@ export function readCaches(where, caches, numLayers) {
 // The TransformerStack class of one module (wasm instance).
 export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
   const kind = 'TransformerStack';
-  class TransformerStack extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
-    constructor(config) {
-      refuseWithout(wasm.StackBinding, kind);
-      const resolved = readBlockConfig(kind, config, defaultBackend,
-        OPTION_KEYS.TransformerStackConfig);
-      const windows = config.layerWindows;
-      if (windows !== undefined && !Array.isArray(windows)) {
-        throw new TypeError(`${kind}: config.layerWindows: expected an array of [left, right] ` +
-          `(one per layer), got ${describe(windows)}`);
-      }
-      super(new wasm.StackBinding({ ...resolved,
-        numLayers: requiredSize(kind, 'config.numLayers', config.numLayers),
-        finalNorm: optionalBoolean(kind, 'config.finalNorm', config.finalNorm, false),
-        layerWindows: windows }), resolved.eps === undefined ? {} : { eps: resolved.eps });
+  const Base = makeBlockBase(wasm, reclaimer, defaultBackend, kind, wasm.StackBinding, (config) => {
+    const windows = config.layerWindows;
+    if (windows !== undefined && !Array.isArray(windows)) {
+      throw new TypeError(`${kind}: config.layerWindows: expected an array of [left, right] ` +
+        `(one per layer), got ${describe(windows)}`);
     }
+    return {
+      numLayers: requiredSize(kind, 'config.numLayers', config.numLayers),
+      finalNorm: optionalBoolean(kind, 'config.finalNorm', config.finalNorm, false),
+      layerWindows: windows,
+    };
+  });
+  class TransformerStack extends Base {
 
     // { layers: [{ sublayers }], finalNorm?: { gamma, beta? } }
     setWeights(weights) {
@@ -288,6 +294,5 @@ export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
         this.config.dModel);
     }
   }
-  defineDispose(TransformerStack);
-  return TransformerStack;
+  return defineDispose(TransformerStack);
 }

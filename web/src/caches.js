@@ -1,7 +1,8 @@
 // Keys and values kept between calls: KVCache (autoregressive
 // self-attention) and PrecomputedKeyValue (an encoder memory projected once),
 // and the options of the methods that make them.
-import { checkObject, describe, optionalMask, optionalSize, requiredSize } from './arguments.js';
+import { checkObject, describe, optionalMask, optionalSize, optionsObject,
+  requiredSize } from './arguments.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { readTensor } from './tensors.js';
@@ -182,7 +183,8 @@ export function makeKeyValueClasses(wasm, reclaimer) {
       return new KVCache(INTERNAL, raw, unwrap(wasm, where, raw.info()), keyWidth, valueWidth);
     },
     // The keys and values of `memory` ({ keyPaddingMask } in `options`),
-    // projected by fill(rawPrecomputed, memory, mask).
+    // projected by fill(rawPrecomputed, memory, mask): a method of an Embind
+    // object reached through liveDuringCall, which keeps it bound.
     precompute(where, memory, options, fill) {
       const m = readTensor(where, 'memory', memory);
       const mask = readPrecomputeOptions(where, options);
@@ -202,7 +204,6 @@ export function readCacheOptions(where, options) {
 }
 
 function readPrecomputeOptions(where, options) {
-  const o = options === undefined ? {} : options;
-  checkObject(where, 'options', o, OPTION_KEYS.PrecomputeOptions);
+  const o = optionsObject(where, options, OPTION_KEYS.PrecomputeOptions);
   return optionalMask(where, 'options.keyPaddingMask', o.keyPaddingMask);
 }

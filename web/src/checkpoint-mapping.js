@@ -12,7 +12,7 @@
 // keep16Bit, or { data: Uint16Array, dtype } entries) stay bits for the
 // weight matrices of an object whose config.weights is their type; every
 // other tensor becomes float32 here.
-import { checkObject, describe, float32, integers } from './arguments.js';
+import { checkObject, describe, float32, integers, optionsObject } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { BLOCK_LAYOUTS, blockWeights, layoutNames, STACK_LAYOUTS } from './block-checkpoint.js';
 import { attentionWeightsFromPyTorch } from './pytorch-attention-state.js';
@@ -275,8 +275,7 @@ function checkFinite(where, name, shape, data, dtype) {
 }
 
 function readOptions(where, options) {
-  const o = options === undefined ? {} : options;
-  checkObject(where, 'options', o, OPTION_KEYS.LoadCheckpointOptions);
+  const o = optionsObject(where, options, OPTION_KEYS.LoadCheckpointOptions);
   if (o.prefix !== undefined && typeof o.prefix !== 'string') {
     throw new TypeError(`${where}: options.prefix: expected a string, got ${describe(o.prefix)}`);
   }

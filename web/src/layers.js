@@ -1,8 +1,8 @@
 // TransformerEncoderLayer and TransformerDecoderLayer (torch.nn's, batch
 // first, dropout 0) on the shared wasm-object base.
-import { checkObject, describe, float32, optionalBoolean, optionalMask, optionalSize, readBackend,
-  readEps, readThreads, readStorageType, requiredSize, weightMatrix, glueMatrix }
-  from './arguments.js';
+import { checkObject, describe, float32, glueMatrix, optionalBoolean, optionalMask, optionalSize,
+  optionsObject, readBackend, readEps, readStorageType, readThreads, requiredSize,
+  weightMatrix } from './arguments.js';
 import { readCausal, readRope, readSharedAttentionOptions } from './attention.js';
 import { holdsKeyValues, kvRaw, readCacheOptions } from './caches.js';
 import { unwrap } from './errors.js';
@@ -113,8 +113,7 @@ export function makeEncoderLayer(wasm, reclaimer, defaultBackend) {
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
       const { dModel } = this.config;
-      const o = options === undefined ? {} : options;
-      checkObject(where, 'options', o, OPTION_KEYS.EncoderForwardOptions);
+      const o = optionsObject(where, options, OPTION_KEYS.EncoderForwardOptions);
       const data = unwrap(wasm, where, raw.forward(t, {
         ...readSharedAttentionOptions(where, o),
         causal: readCausal(where, o.causal),
@@ -135,8 +134,7 @@ export function makeEncoderLayer(wasm, reclaimer, defaultBackend) {
       return { raw: super[READY](where), step: 'stepEncoder' };
     }
   }
-  defineDispose(TransformerEncoderLayer);
-  return TransformerEncoderLayer;
+  return defineDispose(TransformerEncoderLayer);
 }
 
 // The TransformerDecoderLayer class of one module (wasm instance).
@@ -158,8 +156,7 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       const t = readTensor(where, 'x', x);
       const { dModel } = this.config;
       const m = readMemory(where, memory);
-      const o = options === undefined ? {} : options;
-      checkObject(where, 'options', o, OPTION_KEYS.DecoderForwardOptions);
+      const o = optionsObject(where, options, OPTION_KEYS.DecoderForwardOptions);
       const opts = {
         ...readSharedAttentionOptions(where, o),
         causal: readCausal(where, o.causal, true),
@@ -190,8 +187,7 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       const where = 'TransformerDecoderLayer.forwardIncremental';
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
-      const o = options === undefined ? {} : options;
-      checkObject(where, 'options', o, OPTION_KEYS.SelfAttentionOptions);
+      const o = optionsObject(where, options, OPTION_KEYS.SelfAttentionOptions);
       const self = readSharedAttentionOptions(where, o);
       const { dModel } = this.config;
       const rawCache = kvRaw(wasm, where, 'cache', cache, 'KVCache');
@@ -199,7 +195,7 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
       // A memory tensor is projected for this call only (its errors named
       // after this method).
       const temporary = m.precomputed ? null : kv.precompute(where, memory, undefined,
-        (into, projected, mask) => raw.precomputeMemory(into, projected, mask));
+        raw.precomputeMemory);
       try {
         const precomputed = m.precomputed ??
           kvRaw(wasm, where, 'memory', temporary, 'PrecomputedKeyValue');
@@ -221,11 +217,8 @@ export function makeDecoderLayer(wasm, reclaimer, defaultBackend, kv) {
 
     precomputeMemory(memory, options) {
       const where = 'TransformerDecoderLayer.precomputeMemory';
-      const raw = super[READY](where);
-      return kv.precompute(where, memory, options,
-        (into, m, mask) => raw.precomputeMemory(into, m, mask));
+      return kv.precompute(where, memory, options, super[READY](where).precomputeMemory);
     }
   }
-  defineDispose(TransformerDecoderLayer);
-  return TransformerDecoderLayer;
+  return defineDispose(TransformerDecoderLayer);
 }

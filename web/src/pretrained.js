@@ -2,7 +2,7 @@
 // Hugging Face model as the module's object, configured from its
 // config.json (pretrained-config.js), its weights loaded by loadCheckpoint
 // in the model's layout, with the forward options the model runs it with.
-import { checkObject, describe } from './arguments.js';
+import { describe, optionsObject } from './arguments.js';
 import { isTensorFile, loadCheckpoint } from './checkpoint-mapping.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { pretrainedModule } from './pretrained-config.js';
@@ -55,8 +55,7 @@ export async function fromPretrainedPooled(pool, config, file, options) {
 // `create(kind, config)` makes the object, or a promise of it.
 async function loadPretrained(create, config, file, options) {
   const where = 'fromPretrained';
-  const o = options === undefined ? {} : options;
-  checkObject(where, 'options', o, OPTION_KEYS.FromPretrainedOptions);
+  const o = optionsObject(where, options, OPTION_KEYS.FromPretrainedOptions);
   if (o.prefix !== undefined && typeof o.prefix !== 'string') {
     throw new TypeError(`${where}: options.prefix: expected a string, got ${describe(o.prefix)}`);
   }

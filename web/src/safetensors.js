@@ -5,7 +5,7 @@
 // Tensors are converted to float32 when asked for, one at a time, so a large
 // file costs only the tensors a caller reads; F16 and BF16 tensors may stay
 // 16-bit instead (keep16Bit), for objects that hold their weights so.
-import { checkObject, describe, optionalBoolean } from './arguments.js';
+import { describe, optionalBoolean, optionsObject } from './arguments.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { checkDataLength, headerLength, readHeader } from './safetensors-header.js';
 
@@ -109,8 +109,7 @@ export class SafetensorsFile {
 
 // { keep16Bit? }, checked.
 function readOptions(where, options) {
-  const o = options === undefined ? {} : options;
-  checkObject(where, 'options', o, OPTION_KEYS.SafetensorsOptions);
+  const o = optionsObject(where, options, OPTION_KEYS.SafetensorsOptions);
   return optionalBoolean(where, 'options.keep16Bit', o.keep16Bit, false);
 }
 

@@ -3,8 +3,8 @@
 // Attention), over the module's wasm instance. Types are checked here;
 // shapes and values in C++ (bindings/sdpa_binding.cc), whose messages name
 // the options as the user spelt them.
-import { additiveValues, booleanValues, checkObject, describe, float32, integers,
-  optionalBoolean, optionalLengths, optionalMask, optionalNumber, optionalSize, readBackend,
+import { additiveValues, booleanValues, describe, float32, integers, optionalBoolean,
+  optionalLengths, optionalMask, optionalNumber, optionalSize, optionsObject, readBackend,
   readQueryOffset, readReturnScores, shapedMask, tensor } from './arguments.js';
 import { unwrap } from './errors.js';
 import { OPTION_KEYS } from './option-keys.js';
@@ -13,8 +13,7 @@ import { OPTION_KEYS } from './option-keys.js';
 export function makeScaledDotProductAttention(wasm, defaultBackend) {
   return function attention(q, k, v, options) {
     const where = 'attention';
-    const o = options === undefined ? {} : options;
-    checkObject(where, 'options', o, OPTION_KEYS.AttentionOptions);
+    const o = optionsObject(where, options, OPTION_KEYS.AttentionOptions);
     if (o.causal !== undefined && typeof o.causal !== 'string') {
       throw new TypeError(`${where}: options.causal: expected 'none', 'top-left' or ` +
         `'bottom-right', got ${describe(o.causal)}`);

@@ -46,12 +46,14 @@ export function makeReclaimer() {
 }
 
 // obj[Symbol.dispose]() = obj.dispose(), under Symbol.dispose and under the
-// Symbol.for('Symbol.dispose') that polyfills use where it is missing.
+// Symbol.for('Symbol.dispose') that polyfills use where it is missing;
+// returns Class.
 export function defineDispose(Class) {
   const value = function disposeResource() { this.dispose(); };
   for (const symbol of disposeSymbols) {
     Object.defineProperty(Class.prototype, symbol, { value, writable: true, configurable: true });
   }
+  return Class;
 }
 
 // The Embind object of `handle` ({ raw }) for the rest of one call: while
