@@ -2,7 +2,11 @@
 // and its layers split by heads and hidden units hold the synchronous
 // objects' narrow weights (bits and int8 values sliced by columns or rows
 // with their scales), so they give the synchronous results to float32
-// rounding (1e-6 of the output's scale, as tests/js/pool.test.mjs). int8
+// rounding (1e-6 of the output's scale, as tests/js/pool.test.mjs). q4
+// weights are quantized by each worker in blocks of 32 of its own rows of
+// W_O, which need not be the synchronous object's blocks: a pooled q4
+// attention is held to q4's bound against float32, as the synchronous one
+// (support/weight-types.mjs). int8
 // weights given as float32 are quantized whole before W_O's and W2's rows
 // are split, so there too the results differ only by sums taken in another
 // order, within the bounds derived below. Refused weights are judged whole,
@@ -14,7 +18,8 @@ import { encoderArguments, sliceTokens } from './support/layers.mjs';
 import { loadCheckpoint, parseSafetensors, track } from './support/modules.mjs';
 import { simdModule, startPools } from './support/pools.mjs';
 import { maxAbs } from './support/scales.mjs';
-import { encoderSafetensors, exactInt8, NARROW } from './support/weight-types.mjs';
+import { CHAINED_PRODUCTS, encoderSafetensors, exactInt8, expectWithin, inScope, NARROW }
+  from './support/weight-types.mjs';
 
 const module = await simdModule();
 const cases = goldenCaseNames('mha').map(loadGoldenCase).filter((c) => c.config.num_heads > 1);
@@ -149,8 +154,10 @@ test('decoding through a pooled KV cache, per type', async () => {
   const c = cases.find((x) => x.config.self_attention);
   const a = mhaArguments(c);
   const [batch, tokens] = a.query.shape;
+  expect(inScope(c.name, 'q4')).toBe(true);
   for (const type of NARROW) {
-    const sync = track(new module.MultiHeadAttention({ ...a.config, weights: type }));
+    const sync = track(new module.MultiHeadAttention({ ...a.config,
+      weights: type === 'q4' ? 'f32' : type }));
     sync.setWeights(a.weights);
     const syncCache = track(sync.createKVCache({ batch, maxLength: tokens }));
     const pooled = await pools[2].MultiHeadAttention({ ...a.config, weights: type });
@@ -163,6 +170,9 @@ test('decoding through a pooled KV cache, per type', async () => {
         const want = sync.forwardIncremental(x, syncCache, { returnIntermediates: true });
         if (type === 'int8') {
           expectSummedAlike(`${c.name} token ${t}`, got, want, sync.config, a.weights, module);
+        } else if (type === 'q4') {
+          expectWithin(`${c.name} token ${t}`, type, got, want.output.data,
+            CHAINED_PRODUCTS.mha);
         } else {
           expectClose(`${c.name} ${type} token ${t}`, got, want.output.data);
         }

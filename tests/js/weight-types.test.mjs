@@ -595,6 +595,6 @@ describe('cacheType: bytes and errors', () => {
       "got 'int8'");
     expectError(() => new m.TransformerDecoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
       cacheType: true }), TypeError, "TransformerDecoderLayer: config.cacheType: expected a " +
-      "string ('f32', 'f16' or 'bf16'), got true");
+      "string (a name of module.choices.cacheType), got true");
   });
 });
