@@ -1,7 +1,7 @@
 // TinyTransformer (the training build): a token embedding with sinusoidal
 // positions, causal attention layers, a projection to the vocabulary and
 // softmax cross-entropy, trained by the optimizers of training.js. The
-// model is C++'s (src/tiny_model.h); this file checks JS types.
+// model is C++'s (src/include/simd_attention/tiny_model.h); this file checks JS types.
 import { checkObject, describe, float32, optionalBoolean, optionalSize, readBackend,
   requiredSize } from './arguments.js';
 import { unwrap } from './errors.js';
