@@ -248,6 +248,21 @@ TEST_P(LayersVsReference, FeedForwardWithoutBiasesAddsZeros) {
   EXPECT_FALSE(AllNear(expected, std::vector<float>(expected.size(), 0.0f), 1e-3));
 }
 
+// A LayerNorm without a shift (PyTorch's LayerNorm(bias=False)): zeros.
+TEST_P(LayersVsReference, LayerNormWithoutShiftAddsZeros) {
+  constexpr size_t kD = 16, kTokens = 3;
+  std::mt19937 rng(302);
+  const LayerConfig config = {.d_model = kD, .num_heads = 2, .ffn_dim = 24};
+  LayerWeights w = RandomLayerWeights(config, rng);
+  for (auto& beta : w.beta) std::fill(beta.begin(), beta.end(), 0.0f);
+  const OwnedTensor x = RandomTensor(1, kTokens, kD, rng);
+  TransformerEncoderLayer zeros(config, table());
+  w.SetOn(zeros);
+  TransformerEncoderLayer absent(config, table());
+  absent.SetWeights(w.self_attention.View(), w.Ffn(), {w.gamma[0], {}}, {w.gamma[1], {}});
+  EXPECT_EQ(absent.Forward(x.View(), {}), zeros.Forward(x.View(), {}));
+}
+
 // ---------------------------------------------------------------------------
 // Element-wise kernels, straight through the table.
 
@@ -672,8 +687,8 @@ TEST_P(LayerWeightErrors, NormWeightsOfWrongLength) {
   bad.beta[0].push_back(0.0f);
   ExpectRejected(bad, {"norm1.beta", "expected 16", "got 17"});
   bad = w_;
-  bad.beta[2].clear();
-  ExpectRejected(bad, {"norm3.beta", "expected 16", "got 0"}, /*decoder_only=*/true);
+  bad.beta[2].resize(15);
+  ExpectRejected(bad, {"norm3.beta", "expected 16", "got 15"}, /*decoder_only=*/true);
   bad = w_;
   bad.gamma[2][0] = std::nanf("");
   ExpectRejected(bad, {"norm3.gamma", "element 0", "NaN"}, /*decoder_only=*/true);

@@ -31,9 +31,8 @@ void BlockNorm::SetWeights(std::string_view name, std::span<const float> gamma,
   std::vector<float> scales = NormScales(prefix + ".gamma", gamma, d_, kind_);
   std::vector<float> shift;
   if (Traits(kind_).has_beta) {
-    CheckLength(prefix + ".beta", beta.size(), {d_});
-    CheckFinite(prefix + ".beta", beta);
-    shift.assign(beta.begin(), beta.end());
+    // Absent: zeros, as PyTorch's LayerNorm(bias=False) (OLMo, ModernBERT).
+    shift = BiasOrZeros(prefix + ".beta", beta, d_);
   } else if (!beta.empty()) {
     ThrowInvalidArgument({prefix, ".beta: ", Traits(kind_).name, " has no shift, so none may be "
                           "given; got ", std::to_string(beta.size()), " values"});

@@ -223,6 +223,21 @@ test('an FFN given without its biases adds zeros, as one given zero biases', () 
   expect(maxAbsDiff(out, x.data)).toBeGreaterThan(1e-3);
 });
 
+test('a LayerNorm given without its shift adds zeros (LayerNorm(bias=False))', () => {
+  const sa = builds.simd;
+  const w = (s, n) => randomFloats(n, s, 0.3);
+  const make = () => track(new sa.TransformerBlock({ dModel: D, numHeads: HEADS, ffnDim: F,
+    sublayers: [{ mixer: 'ffn' }] }));
+  const ffn = { w1: w(3, D * F), w2: w(4, F * D) };
+  const gamma = w(1, D).map((v) => 1 + v);
+  const without = make();
+  without.setWeights({ sublayers: [{ norm: { gamma }, ffn }] });
+  const zeros = make();
+  zeros.setWeights({ sublayers: [{ norm: { gamma, beta: new Float32Array(D) }, ffn }] });
+  const x = input(4);
+  expect(without.forward(x).data).toEqual(zeros.forward(x).data);
+});
+
 test('module.choices: the names C++ takes, in the order its messages list them', () => {
   const { choices } = builds.simd;
   expect(choices.activation).toEqual(['relu', 'gelu', 'gelu_erf', 'gelu_tanh', 'silu', 'swish']);
