@@ -272,6 +272,27 @@ describe.each([1, 2])('pool of %i workers', (workers) => {
 
 // A script that meets each refused argument on a pool of 2 workers; the
 // process must end by itself, with or without dispose(), and raise nothing.
+// An array given where options go, holding an array of length 2^32 - 1 with
+// one element: refused as the synchronous method refuses it, promptly (the
+// worker that remade the synchronous error once walked every index).
+test('an options array holding a sparse array of length 2^32 - 1 is refused promptly',
+  async () => {
+    const w = randomLayerWeights(d, f, 4).attention;
+    const sync = track(new module.MultiHeadAttention({ dModel: d, numHeads: 2 }));
+    sync.setWeights(w);
+    const mha = await pools[2].MultiHeadAttention({ dModel: d, numHeads: 2 });
+    try {
+      await mha.setWeights(w);
+      const options = [Object.assign([], { length: 2 ** 32 - 1, 2: 'none' }), 'x'];
+      const want = thrown(() => sync.forward(x, undefined, undefined, options));
+      const got = await rejection(mha.forward(x, undefined, undefined, options));
+      expect([got.constructor.name, got.message]).toEqual([want.constructor.name, want.message]);
+      expectSame(await mha.forward(x), sync.forward(x));
+    } finally {
+      await mha.dispose();
+    }
+  });
+
 test.each([['without dispose()', ''], ['with dispose()', 'await pool.dispose();']])(
   'node exits on its own after a pool refused functions and symbols, %s', (_, end) => {
     const index = path.join(webDir, 'index.js');

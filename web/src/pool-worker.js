@@ -150,9 +150,12 @@ function zeroLayerWeights(kind, { dModel: d, numHeads, numKvHeads, headDim, head
 
 // An argument of a 'check' request, its stand-ins made by `whole` (and
 // remembered in `made` to be disposed); a stack's caches, an array of them
-// (one each, the same where the array repeats one).
+// (one each, the same where the array repeats one). Any other array goes as
+// it is, for the method to refuse, and is never walked index by index: its
+// length may be 2^32 - 1 with one element.
 function standIn(whole, arg, made) {
-  if (Array.isArray(arg)) {
+  if (Array.isArray(arg) && Object.keys(arg).length === arg.length &&
+      arg.some((a) => plainMember(a, 'standIn') !== undefined)) {
     const each = new Map();
     return arg.map((a) => {
       if (!each.has(a)) each.set(a, standIn(whole, a, made));
