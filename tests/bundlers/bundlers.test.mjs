@@ -165,7 +165,14 @@ test('a webpack build, no configuration beyond entry and output', async () => {
       output: { path: outDir, clean: true } }, (e, s) => (e ? reject(e) : resolve(s)));
   });
   const { errors, warnings } = stats.toJson({ all: false, errors: true, warnings: true });
-  assert.deepEqual([...errors, ...warnings].map((m) => m.message), []);
+  // webpack's performance hint for assets over 244 KiB is the one message
+  // let through, and only for .wasm: the SIMD and training builds (250 and
+  // 244 KiB) are within the package's own budget of 256 KiB a .wasm
+  // (tests/js/package.test.mjs).
+  const wasmSizeHint = (m) => m.startsWith('asset size limit:') &&
+    [...m.matchAll(/^ {2}(\S+) \(/gm)].every(([, asset]) => asset.endsWith('.wasm'));
+  assert.deepEqual([...errors, ...warnings].map((m) => m.message)
+    .filter((m) => !wasmSizeHint(m)), []);
   fs.copyFileSync(path.join(app, 'webpack.html'), path.join(outDir, 'index.html'));
   checkEmitted('webpack', outDir);
   await serve(outDir, (base) => checkApp('webpack', `${base}index.html`));
