@@ -318,16 +318,7 @@ TEST(TinyModel, LayersAddAttentionAndFeedForwardWithoutNorms) {
   for (size_t l = 0; l < config.num_layers; ++l) {
     const TinyLayerWeights& lw = w.layers[l];
     MultiHeadAttention attention(m, model.kernels(), SharedThreadPool(1));
-    MhaWeights a;
-    a.w_q = lw.w_q;
-    a.w_k = lw.w_k;
-    a.w_v = lw.w_v;
-    a.w_o = lw.w_o;
-    a.b_q = lw.b_q;
-    a.b_k = lw.b_k;
-    a.b_v = lw.b_v;
-    a.b_o = lw.b_o;
-    attention.SetWeights(a);
+    attention.SetWeights(lw.Attention());
     MhaOptions o;
     o.causal = true;
     o.need_weights = true;
@@ -335,7 +326,7 @@ TEST(TinyModel, LayersAddAttentionAndFeedForwardWithoutNorms) {
     EXPECT_EQ(out.attn_weights, r.attn_weights[l]) << "layer " << l;
     for (size_t i = 0; i < x.size(); ++i) x[i] += out.output[i];
     FeedForward ffn(d, config.ffn_dim, config.activation, model.kernels());
-    ffn.SetWeights({lw.w1, lw.b1, lw.w2, lw.b2, {}, {}});
+    ffn.SetWeights(lw.Ffn());
     ffn.Forward(x.data(), rows, ffn_out.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += ffn_out[i];
   }

@@ -253,22 +253,8 @@ void TinyTransformer::SetWeights(const TinyModelWeights& w) {
   std::vector<SublayerWeights> sublayers(layers_.empty() ? 0 : layers_[0].parts_.size());
   for (size_t l = 0; l < c.num_layers; ++l) {
     const TinyLayerWeights& lw = w.layers[l];
-    MhaWeights& a = sublayers[kAttentionSublayer].attention;
-    a.w_q = lw.w_q;
-    a.w_k = lw.w_k;
-    a.w_v = lw.w_v;
-    a.w_o = lw.w_o;
-    a.b_q = lw.b_q;
-    a.b_k = lw.b_k;
-    a.b_v = lw.b_v;
-    a.b_o = lw.b_o;
-    if (f > 0) {
-      FfnWeights& ffn = sublayers[kFfnSublayer].ffn;
-      ffn.w1 = lw.w1;
-      ffn.b1 = lw.b1;
-      ffn.w2 = lw.w2;
-      ffn.b2 = lw.b2;
-    }
+    sublayers[kAttentionSublayer].attention = lw.Attention();
+    if (f > 0) sublayers[kFfnSublayer].ffn = lw.Ffn();
     layers_[l].SetWeights(sublayers);
   }
   unembedding_ = PackWeights(*kernels_, w.unembedding, {}, w.unembedding_bias, d, v,

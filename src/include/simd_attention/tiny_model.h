@@ -64,6 +64,21 @@ struct TinyLayerWeights {
   std::vector<float> w_q, w_k, w_v, w_o;  // [d_model, d_model]
   std::vector<float> b_q, b_k, b_v, b_o;  // [d_model]
   std::vector<float> w1, b1, w2, b2;      // [d_model, ffn_dim] ...; empty without an FFN
+
+  // Views of the layer's parts, as its attention and FFN take them.
+  MhaWeights Attention() const {
+    MhaWeights a;
+    a.w_q = w_q;
+    a.w_k = w_k;
+    a.w_v = w_v;
+    a.w_o = w_o;
+    a.b_q = b_q;
+    a.b_k = b_k;
+    a.b_v = b_v;
+    a.b_o = b_o;
+    return a;
+  }
+  FfnWeights Ffn() const { return {w1, b1, w2, b2, {}, {}}; }
 };
 struct TinyModelWeights {
   std::vector<float> embedding;  // [vocab, d_model]
