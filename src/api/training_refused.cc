@@ -36,13 +36,5 @@ void TransformerBlock::TrainableParameters(std::vector<Parameter>&, std::string_
   RefuseTrainingInThisBuild();
 }
 void TransformerBlock::ParametersUpdated() {}
-void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerEncoderLayer::ParametersUpdated() {}
-void TransformerDecoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerDecoderLayer::ParametersUpdated() {}
 
 }  // namespace simd_attention
