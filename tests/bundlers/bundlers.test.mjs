@@ -34,10 +34,15 @@ const DIST = ['simd_attention_nosimd.js', 'simd_attention_nosimd.wasm',
   'simd_attention_simd.wasm', 'simd_attention_simd_threads.js',
   'simd_attention_simd_threads.wasm', 'simd_attention_simd_threads.worker.js',
   'simd_attention_training.js', 'simd_attention_training.wasm'];
+// The attention entry's own builds, which only it names: an app of the
+// main entry emits none.
+const ATTENTION_DIST = ['simd_attention_relaxed_mha.js', 'simd_attention_relaxed_mha.wasm',
+  'simd_attention_simd_mha.js', 'simd_attention_simd_mha.wasm'];
 // The package's bundles for pages without a bundler (web/package.json's
-// "browser" condition): the entry and the files it loads on demand;
-// bundlers take the modules instead ("module"), so none emits these.
-const BUNDLES = ['index.min.js', 'pool-worker.js', 'pool.min.js', 'pretrained.min.js'];
+// "browser" condition): the entries and the files the main one loads on
+// demand; bundlers take the modules instead ("module"), so none emits these.
+const BUNDLES = ['attention.min.js', 'index.min.js', 'pool-worker.js', 'pool.min.js',
+  'pretrained.min.js'];
 // What Chromium loads on these pages, which are not cross-origin isolated:
 // the single-thread relaxed-SIMD build, and nothing of the others.
 const PICKED = ['simd_attention_relaxed.js', 'simd_attention_relaxed.wasm'];
@@ -51,7 +56,7 @@ before(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'simd-attention-bundlers-'));
   app = makeApp(tmp);
   distFiles = packageDistFiles(app);
-  assert.deepEqual([...distFiles.values()].sort(), [...BUNDLES, ...DIST].sort());
+  assert.deepEqual([...distFiles.values()].sort(), [...BUNDLES, ...DIST, ...ATTENTION_DIST].sort());
   browser = await launch();
 });
 
