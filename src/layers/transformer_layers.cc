@@ -48,15 +48,29 @@ constexpr char kNormInput[] = "the LayerNorm input";
 // The block's options of a layer's (EncoderOptions, DecoderOptions).
 template <class LayerOptions>
 BlockOptions ToBlock(const LayerOptions& o) {
-  BlockOptions b{.causal = o.causal,
-                 .causal_alignment = o.causal_alignment,
-                 .key_padding_mask = o.key_padding_mask,
-                 .self_attention = o.self_attention,
-                 .training = o.training};
+  std::span<const uint8_t> memory_key_padding_mask;
   if constexpr (requires { o.memory_key_padding_mask; }) {
-    b.memory_key_padding_mask = o.memory_key_padding_mask;
+    memory_key_padding_mask = o.memory_key_padding_mask;
   }
-  return b;
+  return {.causal = o.causal,
+          .causal_alignment = o.causal_alignment,
+          .key_padding_mask = o.key_padding_mask,
+          .self_attention = o.self_attention,
+          .memory_key_padding_mask = memory_key_padding_mask,
+          .position_offset = 0,
+          .attn_weights = nullptr,
+          .training = o.training};
+}
+
+// A layer's sublayer: its norm's weights, and its mixer's, which `mixer`
+// names the member of.
+template <class MixerWeights>
+SublayerWeights LayerSublayer(const NormWeights& norm, MixerWeights SublayerWeights::*mixer,
+                              const MixerWeights& weights) {
+  SublayerWeights s;
+  s.norm = norm;
+  s.*mixer = weights;
+  return s;
 }
 
 }  // namespace
@@ -198,8 +212,8 @@ size_t BlockLayer::WeightBytes() const { return block_->WeightBytes(); }
 
 void TransformerEncoderLayer::SetWeights(const MhaWeights& attention, const FfnWeights& ffn,
                                          const NormWeights& norm1, const NormWeights& norm2) {
-  const SublayerWeights w[] = {{.norm = norm1, .attention = attention},
-                               {.norm = norm2, .ffn = ffn}};
+  const SublayerWeights w[] = {LayerSublayer(norm1, &SublayerWeights::attention, attention),
+                               LayerSublayer(norm2, &SublayerWeights::ffn, ffn)};
   block_->SetWeights(w);
 }
 
@@ -212,9 +226,9 @@ void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
                                          const MhaWeights& cross_attention,
                                          const FfnWeights& ffn, const NormWeights& norm1,
                                          const NormWeights& norm2, const NormWeights& norm3) {
-  const SublayerWeights w[] = {{.norm = norm1, .attention = self_attention},
-                               {.norm = norm2, .attention = cross_attention},
-                               {.norm = norm3, .ffn = ffn}};
+  const SublayerWeights w[] = {LayerSublayer(norm1, &SublayerWeights::attention, self_attention),
+                               LayerSublayer(norm2, &SublayerWeights::attention, cross_attention),
+                               LayerSublayer(norm3, &SublayerWeights::ffn, ffn)};
   block_->SetWeights(w);
 }
 

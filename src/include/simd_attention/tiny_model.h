@@ -68,7 +68,9 @@ struct TinyLayerWeights {
   // Views of the layer's parts, as its attention and FFN take them.
   MhaWeights Attention() const {
     return {.w_q = w_q, .w_k = w_k, .w_v = w_v, .w_o = w_o,
-            .b_q = b_q, .b_k = b_k, .b_v = b_v, .b_o = b_o};
+            .b_q = b_q, .b_k = b_k, .b_v = b_v, .b_o = b_o,
+            .stored_w_q = {}, .stored_w_k = {}, .stored_w_v = {}, .stored_w_o = {},
+            .q_norm = {}, .k_norm = {}};
   }
   FfnWeights Ffn() const { return {w1, b1, w2, b2, {}, {}}; }
 };
