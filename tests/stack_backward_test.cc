@@ -7,13 +7,13 @@
 // layer's gradients are its block's own; errors.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "block_gradients.h"
 #include "gradient_util.h"
 #include "random_block.h"
 #include "random_mha.h"
@@ -77,29 +77,6 @@ StackCase FindCase(const std::string& name) {
   throw std::runtime_error("no case " + name);
 }
 
-SublayerProblem64 Doubles(const OwnedSublayer& w) {
-  SublayerProblem64 q;
-  q.gamma = ToDouble(w.gamma);
-  q.beta = ToDouble(w.beta);
-  q.out_gamma = ToDouble(w.out_gamma);
-  q.out_beta = ToDouble(w.out_beta);
-  const OwnedWeights& a = w.attention;
-  q.attention = {0, 0, 0, {}, {}, {}, ToDouble(a.w_q), ToDouble(a.w_k), ToDouble(a.w_v),
-                 ToDouble(a.w_o), ToDouble(a.b_q), ToDouble(a.b_k), ToDouble(a.b_v),
-                 ToDouble(a.b_o), ToDouble(w.q_norm), ToDouble(w.k_norm)};
-  q.w1 = ToDouble(w.w1);
-  q.b1 = ToDouble(w.b1);
-  q.w2 = ToDouble(w.w2);
-  q.b2 = ToDouble(w.b2);
-  q.w_gate = ToDouble(w.w_gate);
-  q.b_gate = ToDouble(w.b_gate);
-  q.w_up = ToDouble(w.w_up);
-  q.b_up = ToDouble(w.b_up);
-  q.w_down = ToDouble(w.w_down);
-  q.b_down = ToDouble(w.b_down);
-  return q;
-}
-
 // A stack's weights, input and d_output, in float and double.
 struct Problem {
   StackCase c;
@@ -139,7 +116,7 @@ std::unique_ptr<Problem> MakeProblem(const StackCase& c, uint32_t seed) {
   for (size_t i = 0; i < c.config.num_layers; ++i) {
     p->layers.push_back(RandomBlockWeights(b, true, rng));
     std::vector<SublayerProblem64> layer;
-    for (const OwnedSublayer& w : p->layers.back()) layer.push_back(Doubles(w));
+    for (const OwnedSublayer& w : p->layers.back()) layer.push_back(SublayerDoubles(w));
     p->doubles.layers.push_back(std::move(layer));
   }
   if (c.config.final_norm) {
@@ -193,52 +170,16 @@ StackRun RunStack(const Problem& p, const KernelTable& table, std::shared_ptr<Th
 }
 
 // Every gradient the stack returns with the reference's, by name.
-struct Pair {
-  std::string name;
-  const std::vector<float>* actual;
-  const std::vector<double>* expected;
-};
-
-std::vector<Pair> Pairs(const Problem& p, const StackGradients& g, const StackBackward64& e) {
-  std::vector<Pair> out = {{"d_input", &g.d_input, &e.d_input}};
+std::vector<GradientPair> Pairs(const Problem& p, const StackGradients& g,
+                                const StackBackward64& e) {
+  std::vector<GradientPair> out = {{"d_input", &g.d_input, &e.d_input}};
   if (p.config.final_norm) {
     out.push_back({"final_norm.d_gamma", &g.final_norm.d_gamma, &e.d_final_gamma});
     out.push_back({"final_norm.d_beta", &g.final_norm.d_beta, &e.d_final_beta});
   }
-  const BlockConfig& c = p.config.block;
   for (size_t i = 0; i < p.config.num_layers; ++i) {
-    for (size_t k = 0; k < c.sublayers.size(); ++k) {
-      const SublayerGradients& s = g.layers[i][k];
-      const SublayerBackward64& r = e.layers[i][k];
-      const std::string at =
-          "layers[" + std::to_string(i) + "].sublayers[" + std::to_string(k) + "].";
-      const auto add = [&](const char* name, const std::vector<float>& a,
-                           const std::vector<double>& b) { out.push_back({at + name, &a, &b}); };
-      add("norm.d_gamma", s.norm.d_gamma, r.d_gamma);
-      add("norm.d_beta", s.norm.d_beta, r.d_beta);
-      add("output_norm.d_gamma", s.output_norm.d_gamma, r.d_out_gamma);
-      add("output_norm.d_beta", s.output_norm.d_beta, r.d_out_beta);
-      const MhaGradients& a = s.attention;
-      const MhaBackward64& b = r.attention;
-      add("attention.d_w_q", a.d_w_q, b.d_w_q);
-      add("attention.d_w_k", a.d_w_k, b.d_w_k);
-      add("attention.d_w_v", a.d_w_v, b.d_w_v);
-      add("attention.d_w_o", a.d_w_o, b.d_w_o);
-      add("attention.d_b_q", a.d_b_q, b.d_b_q);
-      add("attention.d_b_o", a.d_b_o, b.d_b_o);
-      if (c.qk_norm.enabled) {
-        add("attention.d_q_norm", a.d_q_norm, b.d_q_norm);
-        add("attention.d_k_norm", a.d_k_norm, b.d_k_norm);
-      }
-      add("ffn.d_w1", s.ffn.d_w1, r.d_w1);
-      add("ffn.d_b1", s.ffn.d_b1, r.d_b1);
-      add("ffn.d_w2", s.ffn.d_w2, r.d_w2);
-      add("ffn.d_b2", s.ffn.d_b2, r.d_b2);
-      add("gated_ffn.d_w_gate", s.gated_ffn.d_w_gate, r.d_w_gate);
-      add("gated_ffn.d_w_up", s.gated_ffn.d_w_up, r.d_w_up);
-      add("gated_ffn.d_w_down", s.gated_ffn.d_w_down, r.d_w_down);
-      add("gated_ffn.d_b_down", s.gated_ffn.d_b_down, r.d_b_down);
-    }
+    AddSublayerPairs(p.config.block, "layers[" + std::to_string(i) + "].", g.layers[i],
+                     e.layers[i], out);
   }
   return out;
 }
@@ -251,13 +192,13 @@ TEST_P(StackBackwardReference, MatchesFloat64) {
   const StackBackward64 e = Reference(*p);
   ASSERT_EQ(r.gradients.layers.size(), p->config.num_layers);
   double max_abs = 0;
-  for (const Pair& pair : Pairs(*p, r.gradients, e)) {
+  for (const GradientPair& pair : Pairs(*p, r.gradients, e)) {
     max_abs = std::max(max_abs, MaxAbs(*pair.expected));
   }
   const double bound = FloatBound(ChainLength(*p), max_abs);
   EXPECT_TRUE(AllNear(r.output, e.output, bound)) << "output";
   size_t compared = 0;
-  for (const Pair& pair : Pairs(*p, r.gradients, e)) {
+  for (const GradientPair& pair : Pairs(*p, r.gradients, e)) {
     // Both empty where the layer has no such weight (an RMSNorm's beta, a
     // mixer of another kind).
     EXPECT_EQ(pair.actual->size(), pair.expected->size()) << pair.name;
@@ -383,31 +324,14 @@ class StackBackwardErrors : public TableTest {};
 TEST_P(StackBackwardErrors, RefusesWhatItCannotDifferentiate) {
   const auto p = MakeProblem(FindCase("llama_rope_qk_norm_3_layers"), 29);
   TransformerStack stack(p->c.config, table(), SharedThreadPool(1));
-  stack.SetWeights(p->Views(), p->FinalNorm());
-  const char* no_forward = "expected the last forward to be a training one";
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { stack.Backward(p->DOutput()); }, {no_forward}));
   BlockOptions o = p->Options();
-  stack.Forward(p->x.View(), o);
-  const StackGradients first = stack.Backward(p->DOutput());
-  // The records stay: a second Backward gives the same gradients.
-  EXPECT_EQ(stack.Backward(p->DOutput()).d_input, first.d_input);
-  // A wrong shape or a non-finite value names d_output; the records stay.
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { stack.Backward({p->d_output, p->x.tokens, p->x.batch, p->x.features}); },
-      {"d_output", "expected shape"}));
-  std::vector<float> bad = p->d_output;
-  bad[5] = std::nanf("");
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { stack.Backward({bad, p->x.batch, p->x.tokens, p->x.features}); }, {"d_output"}));
-  EXPECT_EQ(stack.Backward(p->DOutput()).d_input, first.d_input);
-  // A forward that is not a training one, or new weights, ends the records.
-  o.training = false;
-  stack.Forward(p->x.View(), o);
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { stack.Backward(p->DOutput()); }, {no_forward}));
-  o.training = true;
-  stack.Forward(p->x.View(), o);
-  stack.SetWeights(p->Views(), p->FinalNorm());
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { stack.Backward(p->DOutput()); }, {no_forward}));
+  ExpectRecordErrors(
+      stack, p->DOutput(),
+      [&](bool training) {
+        o.training = training;
+        stack.Forward(p->x.View(), o);
+      },
+      [&] { stack.SetWeights(p->Views(), p->FinalNorm()); });
 
   // Weights an optimizer could not update.
   StackConfig narrow = p->c.config;
@@ -416,7 +340,8 @@ TEST_P(StackBackwardErrors, RefusesWhatItCannotDifferentiate) {
   bf16.SetWeights(p->Views(), p->FinalNorm());
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { bf16.Forward(p->x.View(), o); },
                                                 {"options.training", "float32", "bfloat16"}));
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { bf16.Backward(p->DOutput()); }, {no_forward}));
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { bf16.Backward(p->DOutput()); },
+                                           {"expected the last forward to be a training one"}));
   // Still usable for inference.
   o.training = false;
   EXPECT_EQ(bf16.Forward(p->x.View(), o).size(), p->x.data.size());

@@ -40,13 +40,17 @@ TransformerStack::TransformerStack(const StackConfig& config, const KernelTable&
   }
 }
 
+TransformerStack::TransformerStack(TransformerStack&&) noexcept = default;
+TransformerStack& TransformerStack::operator=(TransformerStack&&) noexcept = default;
+TransformerStack::~TransformerStack() = default;
+
 void TransformerStack::SetWeights(std::span<const std::vector<SublayerWeights>> layers,
                                   const NormWeights& final_norm) {
   const BlockConfig& b = config_.block;
   CheckEqual("layers.length", layers.size(), config_.num_layers, ConfigName(b.names->num_layers));
-  std::shared_ptr<BlockNorm> norm;
+  std::unique_ptr<BlockNorm> norm;
   if (config_.final_norm) {
-    norm = std::make_shared<BlockNorm>(b.norm, b.d_model, float(b.eps), *kernels_, pool_);
+    norm = std::make_unique<BlockNorm>(b.norm, b.d_model, float(b.eps), *kernels_, pool_);
     norm->SetWeights(b.names->final_norm, final_norm.gamma, final_norm.beta);
   } else if (!final_norm.gamma.empty() || !final_norm.beta.empty()) {
     ThrowInvalidArgument({b.names->final_norm, ": ", ConfigName(b.names->final_norm),
@@ -56,13 +60,12 @@ void TransformerStack::SetWeights(std::span<const std::vector<SublayerWeights>> 
   std::vector<TransformerBlock> fresh;
   fresh.reserve(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
-    TransformerBlock block(config_.block, *kernels_, pool_);
+    TransformerBlock& block = fresh.emplace_back(config_.block, *kernels_, pool_);
     try {
       block.SetWeights(layers[i]);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("layers[" + std::to_string(i) + "]." + e.what());
     }
-    fresh.push_back(std::move(block));
   }
   layers_ = std::move(fresh);
   final_norm_ = std::move(norm);

@@ -247,9 +247,10 @@ const WASM_BUDGETS = {
   'dist/simd_attention_nosimd.wasm': 247600, // 245,866
   'dist/simd_attention_simd_threads.wasm': 244800, // 243,066
   'dist/simd_attention_relaxed_threads.wasm': 244400, // 242,669
-  // The layers run as blocks, whose backward it holds; TransformerBlock is
-  // bound there too (its training forward, backward and optimizer steps).
-  'dist/simd_attention_training.wasm': 251900, // 250,208
+  // The layers run as blocks, whose backward it holds; TransformerBlock and
+  // TransformerStack are bound there too (their training forward, backward
+  // and optimizer steps; the stack's, 9.6 kB, without its forwardIncremental).
+  'dist/simd_attention_training.wasm': 261500, // 259,774
 };
 test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));

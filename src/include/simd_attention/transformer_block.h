@@ -310,6 +310,9 @@ class TransformerStack : public Trainable {
   // Every layer on these kernels and this pool (null: config.block.threads').
   TransformerStack(const StackConfig& config, const KernelTable& kernels,
                    std::shared_ptr<ThreadPool> pool);
+  TransformerStack(TransformerStack&&) noexcept;
+  TransformerStack& operator=(TransformerStack&&) noexcept;
+  ~TransformerStack() override;
   // layers[i]: layer i's sublayer weights; final_norm when config.final_norm.
   void SetWeights(std::span<const std::vector<SublayerWeights>> layers,
                   const NormWeights& final_norm = {});
@@ -358,7 +361,7 @@ class TransformerStack : public Trainable {
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<TransformerBlock> layers_;
-  std::shared_ptr<BlockNorm> final_norm_;  // with its weights, once set
+  std::unique_ptr<BlockNorm> final_norm_;  // with its weights, once set
   // The last training forward's record (training_only.h).
   TrainingOnly<Record> record_;
 };
