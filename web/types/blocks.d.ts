@@ -220,7 +220,7 @@ export interface TransformerStack {
    * Error without one since the weights last changed.
    */
   backward(dOutput: Tensor): TransformerStackGradients;
-  /** One KVCache per layer, in order (not in the training build). */
+  /** One KVCache per layer, in order (not in the training build: an Error). */
   createKVCaches(options: KVCacheOptions): KVCache[];
   /** New tokens through every layer; a failed step leaves every cache as it was. */
   forwardIncremental(x: Tensor, caches: KVCache[], options?: SelfAttentionOptions): Tensor;
