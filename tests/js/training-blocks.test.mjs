@@ -8,7 +8,7 @@ import { blockIo, hfCases, maxRealRowDiff, modelConfig, modelTensors }
   from './support/hf-models.mjs';
 import { randomFloats } from './support/layers.mjs';
 import { createAttentionModule, track } from './support/modules.mjs';
-import { D, dot, expectCentralDifferences, HEAD_DIM, LLAMA_BLOCK as config,
+import { D, expectCentralDifferences, fitLosses, HEAD_DIM, LLAMA_BLOCK as config,
   llamaBlockWeights as randomWeights } from './support/training-llama.mjs';
 
 const sa = await createAttentionModule({ training: true });
@@ -66,14 +66,7 @@ describe('the Llama block of ../shared/hf-models', () => {
     // The target: Hugging Face's output, scaled; loss = mean squared error.
     const target = blockIo(name).tensor('y').data.map((v) => 0.5 * v);
     const adam = track(new sa.Adam({ lr: 1e-3 }));
-    const losses = [];
-    for (let step = 0; step < 20; step++) {
-      const y = block.forward(x, { ...built.forwardOptions, training: true });
-      const diff = y.data.map((v, i) => v - target[i]);
-      losses.push(dot(diff, diff) / diff.length);
-      block.backward({ data: diff.map((v) => (2 * v) / diff.length), shape: y.shape });
-      adam.step(block);
-    }
+    const losses = fitLosses(block, adam, x, built.forwardOptions, target, 20);
     for (let i = 1; i < losses.length; i++) expect(losses[i]).toBeLessThan(losses[i - 1]);
     // From 1.5e-4 to about 4e-6.
     expect(losses[losses.length - 1]).toBeLessThan(losses[0] / 20);

@@ -8,7 +8,7 @@ import { expectError } from './support/errors.mjs';
 import { blockIo, modelConfig, modelTensors } from './support/hf-models.mjs';
 import { randomFloats } from './support/layers.mjs';
 import { createAttentionModule, track } from './support/modules.mjs';
-import { D, dot, expectCentralDifferences, F, LLAMA_BLOCK, llamaBlockWeights }
+import { D, expectCentralDifferences, F, fitLosses, LLAMA_BLOCK, llamaBlockWeights }
   from './support/training-llama.mjs';
 
 const sa = await createAttentionModule({ training: true });
@@ -145,14 +145,7 @@ describe('the Llama model of ../shared/hf-models as a stack (no prefix)', () => 
     // loss = mean squared error.
     const target = stack.forward(x, built.forwardOptions).data.map((v) => 0.5 * v);
     const adam = track(new sa.Adam({ lr: 1e-2 }));
-    const losses = [];
-    for (let step = 0; step < 20; step++) {
-      const y = stack.forward(x, { ...built.forwardOptions, training: true });
-      const diff = y.data.map((v, i) => v - target[i]);
-      losses.push(dot(diff, diff) / diff.length);
-      stack.backward({ data: diff.map((v) => (2 * v) / diff.length), shape: y.shape });
-      adam.step(stack);
-    }
+    const losses = fitLosses(stack, adam, x, built.forwardOptions, target, 20);
     for (let i = 1; i < losses.length; i++) expect(losses[i]).toBeLessThan(losses[i - 1]);
     // From 0.25 to about 0.1.
     expect(losses[losses.length - 1]).toBeLessThan(losses[0] / 2);

@@ -1,7 +1,7 @@
 // What the training build's block and stack tests share: a small Llama
-// block (Llama 3 with Qwen3's QK-norm) and its random weights, and their
+// block (Llama 3 with Qwen3's QK-norm) and its random weights, their
 // gradients checked against central differences of the object's own
-// forward.
+// forward, and a fit by an optimizer.
 import { randomFloats } from './layers.mjs';
 
 // 6-feature heads (a tail past the vectors), grouped heads.
@@ -64,4 +64,21 @@ export function expectCentralDifferences(object, weights, x, options, dOutput, p
     }
     expect([name, worst < 2e-3]).toEqual([name, true]);
   }
+}
+
+/**
+ * `steps` steps of `optimizer` fitting `object` (a block or stack) at x to
+ * `target` by the mean squared error, forward with `options`; the loss
+ * before each step.
+ */
+export function fitLosses(object, optimizer, x, options, target, steps) {
+  const losses = [];
+  for (let step = 0; step < steps; step++) {
+    const y = object.forward(x, { ...options, training: true });
+    const diff = y.data.map((v, i) => v - target[i]);
+    losses.push(dot(diff, diff) / diff.length);
+    object.backward({ data: diff.map((v) => (2 * v) / diff.length), shape: y.shape });
+    optimizer.step(object);
+  }
+  return losses;
 }
