@@ -83,12 +83,13 @@ test('the tarball ships only what is needed', () => {
 // blocks in the training build (its .wasm 247 kB, +16 kB) and the q4 kernels
 // (6-11 kB of each .wasm): 916,607 packed, 2,452,707 unpacked; then the
 // attention entry, its bundle and its two builds (159 kB of .wasm and 27 kB
-// of glue each): 1,071,338 packed, 2,871,311 unpacked. The budgets are that
-// plus about 1%.
+// of glue each): 1,071,338 packed, 2,871,311 unpacked; then the training
+// build's TransformerStack (its .wasm +9.6 kB): 1,082,615 packed, 2,880,197
+// unpacked. The budgets are that plus about 1%.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  expect(packed.size).toBeLessThanOrEqual(1082000);
-  expect(packed.unpackedSize).toBeLessThanOrEqual(2900000);
+  expect(packed.size).toBeLessThanOrEqual(1093000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(2909000);
 });
 
 // What a page without a bundler downloads by default, in brotli (quality
