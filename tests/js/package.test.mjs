@@ -295,7 +295,7 @@ const WASM_BUDGETS = {
   // The layers run as blocks, whose backward it holds; TransformerBlock and
   // TransformerStack are bound there too (their training forward, backward
   // and optimizer steps; the stack's, 9.6 kB, without its forwardIncremental).
-  'dist/simd_attention_training.wasm': 261500, // 259,767
+  'dist/simd_attention_training.wasm': 261500, // 259,807
 };
 test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
