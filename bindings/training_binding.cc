@@ -76,26 +76,34 @@ val MhaBackward(MhaBinding& binding, const val& d_output) {
   });
 }
 
-val EncoderBackward(EncoderLayerBinding& binding, const val& d_output) {
+// A layer's, block's or stack's backward: d_output read, the object's
+// Backward run (it checks d_output against the training forward's output),
+// and {dInput, ...} with the rest of its gradients written by
+// `fill(object, gradients, js)`.
+template <class Binding, class Fill>
+val BackwardToJs(Binding& binding, const val& d_output, const Fill& fill) {
   return Guard([&] {
     const Input d(d_output);
-    EncoderGradients g = binding.Checked().Backward(d.tensor);
+    auto& object = binding.Checked();
+    auto g = object.Backward(d.tensor);
     val js = val::object();
     SetGradient(js, "dInput", g.d_input);
-    js.set("attention", AttentionWeightGradients(g.attention));
-    js.set("ffn", FfnWeightGradients(g.ffn));
-    js.set("norm1", NormWeightGradients(g.norm1));
-    js.set("norm2", NormWeightGradients(g.norm2));
+    fill(object, g, js);
     return js;
   });
 }
 
+val EncoderBackward(EncoderLayerBinding& binding, const val& d_output) {
+  return BackwardToJs(binding, d_output, [](auto&, EncoderGradients& g, val& js) {
+    js.set("attention", AttentionWeightGradients(g.attention));
+    js.set("ffn", FfnWeightGradients(g.ffn));
+    js.set("norm1", NormWeightGradients(g.norm1));
+    js.set("norm2", NormWeightGradients(g.norm2));
+  });
+}
+
 val DecoderBackward(DecoderLayerBinding& binding, const val& d_output) {
-  return Guard([&] {
-    const Input d(d_output);
-    DecoderGradients g = binding.Checked().Backward(d.tensor);
-    val js = val::object();
-    SetGradient(js, "dInput", g.d_input);
+  return BackwardToJs(binding, d_output, [](auto&, DecoderGradients& g, val& js) {
     SetGradient(js, "dMemory", g.d_memory);
     js.set("selfAttention", AttentionWeightGradients(g.self_attention));
     js.set("crossAttention", AttentionWeightGradients(g.cross_attention));
@@ -103,7 +111,6 @@ val DecoderBackward(DecoderLayerBinding& binding, const val& d_output) {
     js.set("norm1", NormWeightGradients(g.norm1));
     js.set("norm2", NormWeightGradients(g.norm2));
     js.set("norm3", NormWeightGradients(g.norm3));
-    return js;
   });
 }
 
@@ -139,27 +146,17 @@ val SublayerGradientsToJs(const BlockConfig& block, std::vector<SublayerGradient
 
 // {dInput, dMemory?, sublayers}
 val BlockBackward(BlockBinding& binding, const val& d_output) {
-  return Guard([&] {
-    const Input d(d_output);
-    TransformerBlock& block = binding.Checked();
-    BlockGradients g = block.Backward(d.tensor);
-    val js = val::object();
-    SetGradient(js, "dInput", g.d_input);
+  return BackwardToJs(binding, d_output, [](TransformerBlock& block, BlockGradients& g, val& js) {
     if (!g.d_memory.empty()) SetGradient(js, "dMemory", g.d_memory);
     js.set("sublayers", SublayerGradientsToJs(block.config(), g.sublayers));
-    return js;
   });
 }
 
 // {dInput, layers: [{sublayers}], finalNorm?}: grouped as setWeights'
 // weights.
 val StackBackward(StackBinding& binding, const val& d_output) {
-  return Guard([&] {
-    const Input d(d_output);
-    TransformerStack& stack = binding.Checked();
-    StackGradients g = stack.Backward(d.tensor);
-    val js = val::object();
-    SetGradient(js, "dInput", g.d_input);
+  return BackwardToJs(binding, d_output, [](TransformerStack& stack, StackGradients& g,
+                                            val& js) {
     val layers = val::array();
     for (std::vector<SublayerGradients>& layer : g.layers) {
       val entry = val::object();
@@ -168,7 +165,6 @@ val StackBackward(StackBinding& binding, const val& d_output) {
     }
     js.set("layers", layers);
     if (stack.config().final_norm) js.set("finalNorm", NormWeightGradients(g.final_norm));
-    return js;
   });
 }
 

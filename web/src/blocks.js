@@ -129,8 +129,9 @@ const shaped = (t, data, dModel) => ({ data,
 
 // What TransformerBlock and TransformerStack share on the wasm-object base:
 // a `Binding` made from the config, read with the fields `more(config)`
-// adds (OPTION_KEYS[`${kind}Config`] its keys).
-function makeBlockBase(wasm, reclaimer, defaultBackend, kind, Binding, more) {
+// adds (OPTION_KEYS[`${kind}Config`] its keys), and training through the
+// training glue's `backward` and optimizer `step` functions.
+function makeBlockBase(wasm, reclaimer, defaultBackend, kind, Binding, more, training) {
   return class BlockBase extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
     constructor(config) {
       const resolved = readBlockConfig(kind, config, defaultBackend, OPTION_KEYS[`${kind}Config`]);
@@ -138,13 +139,30 @@ function makeBlockBase(wasm, reclaimer, defaultBackend, kind, Binding, more) {
       super(new Binding({ ...resolved, ...more(config) }),
         resolved.eps === undefined ? {} : { eps: resolved.eps });
     }
+
+    // The gradients of the last forward, a training one, given dOutput.
+    backward(dOutput) {
+      const where = `${kind}.backward`;
+      const raw = super[READY](where);
+      const { dModel } = this.config;
+      return runBackward(wasm, where, training.backward, raw, dOutput, (g, tensor) => ({
+        ...g,
+        dInput: tensor(g.dInput, dModel),
+        ...(g.dMemory ? { dMemory: tensor(g.dMemory, dModel) } : {}),
+      }));
+    }
+
+    [TRAINABLE](where) {
+      return { raw: super[READY](where), step: training.step };
+    }
   };
 }
 
 // The TransformerBlock class of one module (wasm instance).
 export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
   const kind = 'TransformerBlock';
-  const Base = makeBlockBase(wasm, reclaimer, defaultBackend, kind, wasm.BlockBinding, () => ({}));
+  const Base = makeBlockBase(wasm, reclaimer, defaultBackend, kind, wasm.BlockBinding, () => ({}),
+    { backward: 'blockBackward', step: 'stepBlock' });
   class TransformerBlock extends Base {
     setWeights(weights) {
       const where = `${kind}.setWeights`;
@@ -163,22 +181,6 @@ export function makeTransformerBlock(wasm, reclaimer, defaultBackend, kv) {
       const o = readBlockForwardOptions(where, hasMemory ? maybeOptions : memoryOrOptions,
         OPTION_KEYS.BlockTrainingForwardOptions);
       return shaped(t, unwrap(wasm, where, raw.forward(t, memory, o)), this.config.dModel);
-    }
-
-    // The gradients of the last forward, a training one, given dOutput.
-    backward(dOutput) {
-      const where = `${kind}.backward`;
-      const raw = super[READY](where);
-      const { dModel } = this.config;
-      return runBackward(wasm, where, 'blockBackward', raw, dOutput, (g, tensor) => ({
-        ...g,
-        dInput: tensor(g.dInput, dModel),
-        ...(g.dMemory ? { dMemory: tensor(g.dMemory, dModel) } : {}),
-      }));
-    }
-
-    [TRAINABLE](where) {
-      return { raw: super[READY](where), step: 'stepBlock' };
     }
 
     createKVCache(options) {
@@ -226,7 +228,7 @@ export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
       finalNorm: optionalBoolean(kind, 'config.finalNorm', config.finalNorm, false),
       layerWindows: windows,
     };
-  });
+  }, { backward: 'stackBackward', step: 'stepStack' });
   class TransformerStack extends Base {
 
     // { layers: [{ sublayers }], finalNorm?: { gamma, beta? } }
@@ -252,21 +254,6 @@ export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
       const t = readTensor(where, 'x', x);
       const o = readBlockForwardOptions(where, options, OPTION_KEYS.StackTrainingForwardOptions);
       return shaped(t, unwrap(wasm, where, raw.forward(t, o)), this.config.dModel);
-    }
-
-    // The gradients of the last forward, a training one, given dOutput.
-    backward(dOutput) {
-      const where = `${kind}.backward`;
-      const raw = super[READY](where);
-      const { dModel } = this.config;
-      return runBackward(wasm, where, 'stackBackward', raw, dOutput, (g, tensor) => ({
-        ...g,
-        dInput: tensor(g.dInput, dModel),
-      }));
-    }
-
-    [TRAINABLE](where) {
-      return { raw: super[READY](where), step: 'stepStack' };
     }
 
     // One KVCache per layer, in order.
