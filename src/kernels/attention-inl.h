@@ -23,8 +23,8 @@
 // computed before.
 //
 // A float16 or bfloat16 KV cache (kv_type) is read in place by a block of
-// few queries (decoding): its dot products and P V loop widen each vector
-// of keys and values in registers. Widening is exact, so the scores are the
+// few queries (decoding) on the SIMD layers: its dot products and P V loop
+// widen each vector of keys and values in registers. Widening is exact, so the scores are the
 // float cache's sums; P V adds the same products in another order. A block
 // of many queries widens each key block into the scratch for the GEMM.
 //
@@ -39,6 +39,11 @@ struct Attention {
   static constexpr size_t kBq = kAttentionQueryBlock;
   static constexpr size_t kBk = kAttentionKeyBlock;
   static_assert(kBq % G::kPanel == 0, "query block = whole GEMM panels");
+  // Where vectors are SIMD registers. Layers without (the non-SIMD build's
+  // emulated lanes and one lane) widen a 16-bit cache into the scratch for
+  // dot products too: a second copy of the loops per table there would
+  // outgrow that .wasm's budget, for no registers to widen in.
+  static constexpr bool kNarrowInPlace = Ops::kVectorISA;
 
   static size_t ScratchFloats(size_t dk, size_t dv) {
     return AttentionScratchFloats(dk, dv);
@@ -94,7 +99,7 @@ struct Attention {
     }
     const auto* k = static_cast<const uint16_t*>(a.k) + k0 * a.ldk;
     const auto* v = static_cast<const uint16_t*>(a.v) + k0 * a.ldv;
-    if (b.narrow) {
+    if (kNarrowInPlace && b.narrow) {
       b.kn = k;
       b.vn = v;
       b.ldkb = a.ldk;
@@ -170,7 +175,7 @@ struct Attention {
                                        bool write = false) {
     SetKeyBlock(a, b, k0, nk);
     if (b.by_dots) {
-      if (b.narrow) {
+      if (kNarrowInPlace && b.narrow) {
         ScoresByDots(a, b, b.kn, nk);
       } else {
         ScoresByDots(a, b, b.kb, nk);
@@ -243,7 +248,7 @@ struct Attention {
       }
     }
     // O[i][:] += sum_j P[i][j] V[j][:], P read transposed out of S^T.
-    if (b.narrow) return ValuesTimes16(a, b, nk);
+    if (kNarrowInPlace && b.narrow) return ValuesTimes16(a, b, nk);
     const size_t vecs = a.dv / kL;
     for (size_t i0 = 0; i0 < b.nq; i0 += G::kRows) {
       const size_t rows = std::min(G::kRows, b.nq - i0);
@@ -324,7 +329,7 @@ struct Attention {
     for (b.q0 = 0; b.q0 < a.tq; b.q0 += kBq) {
       b.nq = std::min(kBq, a.tq - b.q0);
       b.by_dots = DotsCheaper(b.nq, a.dk);
-      b.narrow = b.by_dots && HeldType(a.kv_type) != WeightType::kF32;
+      b.narrow = kNarrowInPlace && b.by_dots && HeldType(a.kv_type) != WeightType::kF32;
       const size_t width = b.by_dots ? kL : G::kPanel;
       b.cols = (b.nq + width - 1) / width * width;
       VisibleKeys(a, b.q0, b.nq, b.key_begin, b.key_end);
