@@ -1,6 +1,5 @@
 // Embind classes behind TransformerEncoderLayer and TransformerDecoderLayer
-// of web/index.js, and the module functions positionalEncoding and
-// layerNorm. As in mha_binding.cc, JS has checked types; shapes and values
+// of web/index.js. As in mha_binding.cc, JS has checked types; shapes and values
 // are checked by the C++ API, whose messages use the JS names.
 #include "layer_binding.h"
 
@@ -16,7 +15,6 @@
 #include "register_class.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
-#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -135,38 +133,11 @@ val DecoderLayerBinding::precomputeMemory(PrecomputedBinding& into, const val& m
   });
 }
 
-namespace {
-
-val PositionalEncodingJs(size_t t, size_t d_model) {
-  return Guard([&] { return ToFloat32Array(PositionalEncoding(t, d_model, JsArgNames())); });
-}
-
-// x {data, batch, tokens, features}; options {gamma, beta, eps, backend}.
-val LayerNormJs(const val& x, const val& options) {
-  return Guard([&] {
-    const Input in(x);
-    const std::vector<float> gamma = CopyFloats(options["gamma"]);
-    const std::vector<float> beta = CopyFloats(options["beta"]);
-    const KernelTable& kernels = BestKernels(ParseBackend(options["backend"].as<std::string>()));
-    return ToFloat32Array(LayerNormForward(in.tensor, NormWeights{gamma, beta},
-                                           options["eps"].as<double>(), kernels, JsArgNames()));
-  });
-}
-
-}  // namespace
-
 EMSCRIPTEN_BINDINGS(simd_attention_layers) {
   RegisterConfiguredClass<EncoderLayerBinding>("EncoderLayerBinding");
   auto decoder = RegisterConfiguredClass<DecoderLayerBinding>("DecoderLayerBinding")
-                     .function("createKVCache", &DecoderLayerBinding::createKVCache)
                      .function("precomputeMemory", &DecoderLayerBinding::precomputeMemory);
-  // As MultiHeadAttention's (mha_binding.cc).
-  if constexpr (!kTrainingModule) {
-    decoder.function("forwardPrecomputed", &DecoderLayerBinding::forwardPrecomputed)
-        .function("forwardIncremental", &DecoderLayerBinding::forwardIncremental);
-  }
-  emscripten::function("positionalEncoding", &PositionalEncodingJs);
-  emscripten::function("layerNorm", &LayerNormJs);
+  RegisterDecoding(decoder);
 }
 
 }  // namespace simd_attention::bindings

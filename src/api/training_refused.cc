@@ -23,6 +23,9 @@ void MultiHeadAttention::RefuseTraining(const char*) { RefuseTrainingInThisBuild
 TransformerBlock::Record& TransformerBlock::StartRecord(size_t, size_t) {
   RefuseTrainingInThisBuild();
 }
+TransformerStack::Record& TransformerStack::StartRecord(size_t, size_t) {
+  RefuseTrainingInThisBuild();
+}
 
 // No training forward ever kept anything.
 void MultiHeadAttention::ReleaseTraining() {}
@@ -36,13 +39,9 @@ void TransformerBlock::TrainableParameters(std::vector<Parameter>&, std::string_
   RefuseTrainingInThisBuild();
 }
 void TransformerBlock::ParametersUpdated() {}
-void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
+void TransformerStack::TrainableParameters(std::vector<Parameter>&, std::string_view) {
   RefuseTrainingInThisBuild();
 }
-void TransformerEncoderLayer::ParametersUpdated() {}
-void TransformerDecoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerDecoderLayer::ParametersUpdated() {}
+void TransformerStack::ParametersUpdated() {}
 
 }  // namespace simd_attention

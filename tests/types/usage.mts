@@ -20,12 +20,14 @@ import createDefault, {
   type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
   type URLLike, type BytesByCacheType, type BytesByWeightType, type HalfBits, type Int8Weights,
   type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
-  type ScoresStageName,
+  type ScoresStageName, type AttentionEntryOptions, type AttentionOnlyModule,
 } from '../../web/index.js';
+import createAttentionOnlyDefault, { createAttentionModule as createAttentionOnly }
+  from '../../web/attention.js';
 import {
   type AdamOptions, type AttentionWeightGradients, type BlockNormGradients,
   type FeedForwardGradients, type GatedFeedForwardGradients, type SublayerGradients,
-  type TransformerBlockGradients,
+  type TransformerBlockGradients, type TransformerStackGradients,
   type LayerNormGradients, type MultiHeadAttentionGradients, type Optimizer,
   type OptimizerConstructor, type SGDOptions, type Trainable,
   type TransformerDecoderLayerGradients, type TransformerEncoderLayerGradients,
@@ -48,13 +50,15 @@ import {
   type PretrainedDecoderLayer, type PretrainedEncoderLayer, type PretrainedModule,
   type PooledPretrainedModule, type PretrainedBlock, type PretrainedStack,
 } from '../../web/index.js';
+import type { ResolvedAttentionFields } from '../../web/index.js';
 import {
   type BlockForwardOptions, type BlockNormWeights, type BlockTrainingForwardOptions,
   type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
   type NormPlacementName, type PooledPlacedObject, type PooledTransformerBlock,
   type PooledTransformerStack, type QkNormConfig,
   type ResolvedActivationName, type ResolvedTransformerBlockConfig,
-  type ResolvedTransformerStackConfig, type StackForwardOptions, type SublayerConfig,
+  type ResolvedTransformerStackConfig, type StackForwardOptions,
+  type StackTrainingForwardOptions, type SublayerConfig,
   type SublayerWeights, type TransformerBlock, type TransformerBlockConfig,
   type TransformerBlockConstructor, type TransformerBlockWeights, type TransformerStack,
   type TransformerStackConfig, type TransformerStackConstructor, type TransformerStackWeights,
@@ -72,6 +76,17 @@ const moduleOptions: AttentionModuleOptions = {
 const create: typeof createAttentionModule = createDefault;
 void create({ wasmPath: '/opt/simd-attention/dist' });
 const sa: AttentionModule = await createAttentionModule(moduleOptions);
+// The attention entry: the same options but training, a module with attention alone.
+const entryOptions: AttentionEntryOptions = { backend, threads: 1, wasmPath };
+const createLean: typeof createAttentionOnly = createAttentionOnlyDefault;
+const lean: AttentionOnlyModule = await createLean(entryOptions);
+const everyModuleIsOne: AttentionOnlyModule = sa;
+void everyModuleIsOne;
+// @ts-expect-error the attention entry has no training build
+void createAttentionOnly({ training: true });
+// @ts-expect-error its module has no layers
+void lean.TransformerBlock;
+void new lean.MultiHeadAttention({ dModel: 8, numHeads: 2 });
 const build: BuildName = sa.build;
 const moduleFacts: [string, boolean, string[], string] = [sa.backend, sa.simd, sa.backends,
   sa.kernels];
@@ -296,6 +311,14 @@ const blockGradientParts: unknown[] = [blockGradients.dInput, blockGradients.dMe
   blockNormGradients.dGamma, blockNormGradients.dBeta, gatedGradients?.dWGate,
   gatedGradients?.dWUp, gatedGradients?.dWDown, gatedGradients?.dBGate, gatedGradients?.dBUp,
   gatedGradients?.dBDown];
+const trainStack: TransformerStack = new trainer.TransformerStack({ dModel: 8, numHeads: 2,
+  norm: 'rms_norm', sublayers: [{ mixer: 'self_attention' }, { mixer: 'gated_ffn' }],
+  numLayers: 2, finalNorm: true });
+const stackTraining: StackTrainingForwardOptions = { causal: true, training: true };
+trainStack.forward(x, stackTraining);
+const stackGradients: TransformerStackGradients = trainStack.backward(x);
+const stackGradientParts: unknown[] = [stackGradients.dInput,
+  stackGradients.layers[1].sublayers[0].attention, stackGradients.finalNorm?.dGamma];
 const sgdOptions: SGDOptions = { lr: 0.1, momentum: 0.9, weightDecay: 1e-4, nesterov: true };
 const adamOptions: AdamOptions = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8,
   weightDecay: 0.01, decoupledWeightDecay: true };
@@ -306,7 +329,8 @@ const sgdLr: number = new SGD().options.lr;
 const adamOptionsUsed: Required<AdamOptions> = new trainer.Adam().options;
 const adamBetas: [number, number] = [adamOptionsUsed.beta1, adamOptionsUsed.beta2];
 void [sgdLr, adamBetas];
-for (const target of [trainable, trainEncoder, trainDecoder, trainBlock] as Trainable[]) {
+for (const target of [trainable, trainEncoder, trainDecoder, trainBlock,
+  trainStack] as Trainable[]) {
   adam.step(target);
 }
 sgd.step(trainable);
@@ -341,7 +365,7 @@ sgd.dispose();
 adam[Symbol.dispose]();
 trainer.dispose();
 void [gradientArrays, inputGradients, layerGradients, decoderGradientParts, blockGradientParts,
-  optimizerFacts];
+  stackGradientParts, optimizerFacts];
 // @ts-expect-error: an optimizer steps a trainable object, not a tensor
 adam.step(x);
 // @ts-expect-error: Adam's betas are two options
@@ -546,6 +570,9 @@ const Block: TransformerBlockConstructor = sa.TransformerBlock;
 const block: TransformerBlock = new Block(blockConfig);
 const blockResolved: ResolvedTransformerBlockConfig = block.config;
 const resolvedActivation: ResolvedActivationName = blockResolved.activation;
+// What every object holding attentions reports alike.
+const attentionFields: ResolvedAttentionFields[] = [resolved, encoder.config, blockResolved];
+void attentionFields;
 void [blockResolved.dModel, blockResolved.numHeads, blockResolved.numKvHeads,
   blockResolved.headDim, blockResolved.ffnDim, blockResolved.norm, blockResolved.eps,
   blockResolved.rope, blockResolved.qkNorm, blockResolved.sublayers, blockResolved.weights,

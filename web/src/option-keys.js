@@ -40,6 +40,7 @@ export const DECODER_WEIGHT_GROUPS = {
 
 export const OPTION_KEYS = {
   AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath', 'training'],
+  AttentionEntryOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath'],
   MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDim', 'headDimV',
     'numKvHeads', 'rope', 'qkNorm', 'bias', 'backend', 'threads', 'weights', 'cacheType'],
   RopeConfig: ['style', 'base', 'rotaryDim'],
@@ -82,6 +83,8 @@ export const OPTION_KEYS = {
   BlockTrainingForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask',
     'positionOffset', ...SELF_ATTENTION_OPTIONS, 'training'],
   StackForwardOptions: ['causal', 'keyPaddingMask', 'positionOffset', ...SELF_ATTENTION_OPTIONS],
+  StackTrainingForwardOptions: ['causal', 'keyPaddingMask', 'positionOffset',
+    ...SELF_ATTENTION_OPTIONS, 'training'],
   PyTorchTransformerEncoderLayerState: torchLayerState(['self_attn'], ['norm1', 'norm2']),
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
     ['norm1', 'norm2', 'norm3']),

@@ -1,14 +1,15 @@
 // Transformer blocks as lists of sublayers, and stacks of them.
 
 import type {
-  CausalAlignmentName, MultiHeadAttentionWeights, NormKindName, QkNormConfig, RopeConfig,
+  CausalAlignmentName, MultiHeadAttentionWeights, NormKindName, QkNormConfig,
+  ResolvedAttentionFields, RopeConfig,
 } from './attention.js';
 import type { KVCache, KVCacheOptions } from './caches.js';
 import type {
   ActivationName, FeedForwardWeights, ResolvedActivationName, SelfAttentionOptions,
 } from './layers.js';
 import type { CacheTypeName, Tensor, WeightMatrix, WeightTypeName } from './tensors.js';
-import type { TransformerBlockGradients } from './training.js';
+import type { TransformerBlockGradients, TransformerStackGradients } from './training.js';
 
 /** What a sublayer computes. */
 export type MixerName = 'self_attention' | 'cross_attention' | 'ffn' | 'gated_ffn';
@@ -67,22 +68,13 @@ export interface TransformerBlockConfig {
 }
 
 /** A block config with every default filled in. */
-export interface ResolvedTransformerBlockConfig {
-  dModel: number;
-  numHeads: number;
-  numKvHeads: number;
-  headDim: number;
+export interface ResolvedTransformerBlockConfig extends ResolvedAttentionFields {
   ffnDim: number;
   activation: ResolvedActivationName;
   norm: NormKindName;
   eps: number;
-  rope?: Required<RopeConfig>;
   qkNorm?: Required<QkNormConfig>;
   sublayers: Required<SublayerConfig>[];
-  weights: WeightTypeName;
-  cacheType: CacheTypeName;
-  backend: string;
-  threads: number;
 }
 
 /** A norm's scale (`[dModel]`) and, for `'layer_norm'` only, its shift. */
@@ -129,6 +121,14 @@ export interface StackForwardOptions extends SelfAttentionOptions {
   keyPaddingMask?: Uint8Array;
   /** Rotary position of the first token. Default 0. */
   positionOffset?: number;
+}
+
+export interface StackTrainingForwardOptions extends StackForwardOptions {
+  /**
+   * Keep what `backward` needs: each layer's record and the final norm's
+   * input (training build; float32 weights). Default false.
+   */
+  training?: boolean;
 }
 
 export interface BlockForwardOptions extends StackForwardOptions {
@@ -205,8 +205,14 @@ export interface TransformerStack {
   readonly kernels: string;
   readonly disposed: boolean;
   setWeights(weights: TransformerStackWeights): void;
-  forward(x: Tensor, options?: StackForwardOptions): Tensor;
-  /** One KVCache per layer, in order. */
+  forward(x: Tensor, options?: StackTrainingForwardOptions): Tensor;
+  /**
+   * The gradients of the last forward, a training one, given `dOutput`:
+   * back through the final norm and the layers in reverse (training build).
+   * Error without one since the weights last changed.
+   */
+  backward(dOutput: Tensor): TransformerStackGradients;
+  /** One KVCache per layer, in order (not in the training build: an Error). */
   createKVCaches(options: KVCacheOptions): KVCache[];
   /** New tokens through every layer; a failed step leaves every cache as it was. */
   forwardIncremental(x: Tensor, caches: KVCache[], options?: SelfAttentionOptions): Tensor;
