@@ -6,7 +6,9 @@
 // as it was.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
 #include <random>
 #include <stdexcept>
@@ -17,7 +19,9 @@
 #include "golden.h"
 #include "incremental_util.h"
 #include "random_mha.h"
+#include "reference/sdpa_reference.h"
 #include "simd_attention/multi_head_attention.h"
+#include "simd_attention/weight_type.h"
 #include "test_util.h"
 
 namespace simd_attention::testing {
@@ -131,6 +135,91 @@ TEST_P(KVCacheGolden, ChunkedIncrementalEqualsFullCausalForward) {
   ASSERT_EQ(x.batch, 1u);
   EXPECT_TRUE(AllNear(concatenated, full.output, kTol));
   EXPECT_TRUE(AllNear(concatenated, case_.Tensor("output").f32, case_.tolerance));
+}
+
+// ---------------------------------------------------------------------------
+// Every type a cache holds, against the float64 reference on the keys and
+// values it holds (need_intermediates: the query projection and the cache's
+// rows, widened exactly, so the reference sees what the kernel read). A
+// decoding step's dot products read a 16-bit cache's rows in registers; a
+// chunk of many queries widens them into the kernel's scratch for its GEMM.
+//
+// The bound, float32's worst case (u = 2^-24) per query of a head, with dk
+// its width, nk the keys it sees and S = max_j sum_d |scale q_d k_jd|:
+//   |z - z_ref| <= max |v| u (2 (dk + 2) S + 3 nk + 16).
+// Each score errs by at most (dk + 2) u S (the scaled query and the scale
+// rounded, a dot product of dk terms), which moves the softmax's weights by
+// at most twice that in total, so the output by twice that times max |v|;
+// the sums of p_j and of p_j v_j (products rounded too where there is no
+// fused multiply-add) err by at most (nk + 1) u of sum p_j |v_j| each, the
+// rescales between key blocks by u each (nk / 64 + 1 of them); exp's 1.6e-7
+// relative error and the final division add less than 16u.
+
+class NarrowCacheReference : public TableTest {};
+
+// The largest |error| / bound of each head and query of a step.
+double WorstErrorOverBound(const MhaResult& r, const MhaConfig& config, size_t batch,
+                           size_t tq) {
+  const size_t heads = config.num_heads, dk = config.d_model / heads, dv = dk;
+  const size_t tk = r.k.size() / (batch * heads * dk);
+  SdpaOptions o;
+  o.causal = CausalAlignment::kBottomRight;
+  const HeadsTensor q{r.q, batch, heads, tq, dk}, k{r.k, batch, heads, tk, dk},
+      v{r.v, batch, heads, tk, dv};
+  const SdpaResult want = ReferenceScaledDotProductAttention(q, k, v, o);
+  const double scale = 1.0 / std::sqrt(double(dk)), u = 0x1p-24;
+  double worst = 0;
+  for (size_t bh = 0; bh < batch * heads; ++bh) {
+    for (size_t i = 0; i < tq; ++i) {
+      const size_t nk = tk - tq + i + 1;
+      double s = 0, max_v = 0;
+      for (size_t j = 0; j < nk; ++j) {
+        double dot = 0;
+        for (size_t d = 0; d < dk; ++d) {
+          dot += std::fabs(scale * r.q[(bh * tq + i) * dk + d] * r.k[(bh * tk + j) * dk + d]);
+        }
+        s = std::max(s, dot);
+        for (size_t d = 0; d < dv; ++d) {
+          max_v = std::max(max_v, double(std::fabs(r.v[(bh * tk + j) * dv + d])));
+        }
+      }
+      const double bound = max_v * u * (2 * (dk + 2) * s + 3 * nk + 16);
+      for (size_t d = 0; d < dv; ++d) {
+        const size_t at = (bh * tq + i) * dv + d;
+        worst = std::max(worst, std::fabs(double(r.head_output[at]) - want.output[at]) / bound);
+      }
+    }
+  }
+  return worst;
+}
+
+TEST_P(NarrowCacheReference, StepsStayWithinFloat32sBoundOfTheHeldRows) {
+  // Head width 40: whole vectors of 4 and 8 lanes, padded on 16; over 150
+  // keys, so full key blocks and a tail that is not a multiple of four.
+  constexpr size_t kBatch = 2, kPrompt = 150, kDModel = 80, kHeads = 2;
+  for (const WeightTypeTraits& t : kWeightTypes) {
+    if (!t.in_caches) continue;
+    SCOPED_TRACE(t.name);
+    std::mt19937 rng(41);
+    MhaConfig config = Resolve(MhaConfig{.d_model = kDModel, .num_heads = kHeads});
+    config.cache_type = t.value;
+    const OwnedWeights w = RandomWeights(config, rng);
+    MultiHeadAttention mha(config, table());
+    mha.SetWeights(w.View());
+    KVCache cache = mha.CreateKVCache(kBatch, kPrompt + 4);
+    MhaOptions o;
+    o.need_intermediates = true;
+    std::printf("%s cache, largest |error| / bound per step:", t.name);
+    for (const size_t n : {kPrompt, size_t{1}, size_t{3}}) {
+      const OwnedTensor x = RandomTensor(kBatch, n, kDModel, rng);
+      const MhaResult r = mha.ForwardIncremental(x.View(), cache, o);
+      const double worst = WorstErrorOverBound(r, mha.config(), kBatch, n);
+      std::printf(" %zu tokens %.3g", n, worst);
+      EXPECT_LE(worst, 1.0) << n << " tokens";
+      EXPECT_GT(worst, 0.0) << n << " tokens";  // float32 differed from float64: it was compared
+    }
+    std::printf("\n");
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -655,6 +744,7 @@ TEST_P(KVCacheErrors, IncrementalBeforeSetWeights) {
   EXPECT_EQ(cache.length(), 0u);
 }
 
+INSTANTIATE_ON_EVERY_TABLE(NarrowCacheReference);
 INSTANTIATE_ON_EVERY_TABLE(KVCacheGolden);
 INSTANTIATE_ON_EVERY_TABLE(KVCacheRandom);
 INSTANTIATE_ON_EVERY_TABLE(PrecomputedKVTest);

@@ -148,23 +148,29 @@ TEST_P(Threads, IntegerWeightsAreBitIdentical) {
   }
 }
 
+// Every type a cache holds: a 16-bit cache's rows are read in registers by
+// a decoding step's dot products, widened for the prompt's GEMM.
 TEST_P(Threads, IncrementalDecodingIsBitIdentical) {
-  std::mt19937 rng(23);
-  const MhaConfig config{.d_model = 48, .num_heads = 6};
-  const testing::OwnedWeights w = testing::RandomWeights(testing::Resolve(config), rng);
-  const testing::OwnedTensor prompt = testing::RandomTensor(2, 40, 48, rng);
-  const testing::OwnedTensor step = testing::RandomTensor(2, 1, 48, rng);
-  ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
-    MultiHeadAttention mha(config, table(), std::move(pool));
-    mha.SetWeights(w.View());
-    KVCache cache = mha.CreateKVCache(2, 48);
-    std::vector<float> out = mha.ForwardIncremental(prompt.View(), cache).output;
-    for (int i = 0; i < 5; ++i) {
-      const std::vector<float> o = mha.ForwardIncremental(step.View(), cache).output;
-      out.insert(out.end(), o.begin(), o.end());
-    }
-    return out;
-  });
+  for (const WeightTypeTraits& t : kWeightTypes) {
+    if (!t.in_caches) continue;
+    SCOPED_TRACE(t.name);
+    std::mt19937 rng(23);
+    const MhaConfig config{.d_model = 48, .num_heads = 6, .cache_type = t.value};
+    const testing::OwnedWeights w = testing::RandomWeights(testing::Resolve(config), rng);
+    const testing::OwnedTensor prompt = testing::RandomTensor(2, 40, 48, rng);
+    const testing::OwnedTensor step = testing::RandomTensor(2, 1, 48, rng);
+    ExpectSameOnEveryPool([&](std::shared_ptr<ThreadPool> pool) {
+      MultiHeadAttention mha(config, table(), std::move(pool));
+      mha.SetWeights(w.View());
+      KVCache cache = mha.CreateKVCache(2, 48);
+      std::vector<float> out = mha.ForwardIncremental(prompt.View(), cache).output;
+      for (int i = 0; i < 5; ++i) {
+        const std::vector<float> o = mha.ForwardIncremental(step.View(), cache).output;
+        out.insert(out.end(), o.begin(), o.end());
+      }
+      return out;
+    });
+  }
 }
 
 TEST_P(Threads, LayersAreBitIdentical) {

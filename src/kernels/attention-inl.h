@@ -22,6 +22,12 @@
 // probabilities. Unscaled blocks multiply their p_j by 1: exactly what they
 // computed before.
 //
+// A float16 or bfloat16 KV cache (kv_type) is read in place by a block of
+// few queries (decoding) on the SIMD layers: its dot products and P V loop
+// widen each vector of keys and values in registers. Widening is exact, so the scores are the
+// float cache's sums; P V adds the same products in another order. A block
+// of many queries widens each key block into the scratch for the GEMM.
+//
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file.
 
@@ -33,6 +39,11 @@ struct Attention {
   static constexpr size_t kBq = kAttentionQueryBlock;
   static constexpr size_t kBk = kAttentionKeyBlock;
   static_assert(kBq % G::kPanel == 0, "query block = whole GEMM panels");
+  // Where vectors are SIMD registers. Layers without (the non-SIMD build's
+  // emulated lanes and one lane) widen a 16-bit cache into the scratch for
+  // dot products too: a second copy of the loops per table there would
+  // outgrow that .wasm's budget, for no registers to widen in.
+  static constexpr bool kNarrowInPlace = Ops::kVectorISA;
 
   static size_t ScratchFloats(size_t dk, size_t dv) {
     return AttentionScratchFloats(dk, dv);
@@ -52,12 +63,17 @@ struct Attention {
     float* m;         // [cols] running max
     float* l;         // [cols] running sum
     float* alpha;     // [cols] rescale of O for the current key block
-    // The current key block's keys and values, float rows: a.k and a.v
-    // themselves, or the block widened into kw, vw.
+    // The current key block's keys and values: float rows (a.k and a.v
+    // themselves, or the block widened into kw, vw), or with `narrow` the
+    // cache's 16-bit rows in place, widened in registers as they are read.
+    bool narrow;
     const float* kb;
+    const uint16_t* kn;
     size_t ldkb;
     const float* vb;
+    const uint16_t* vn;
     size_t ldvb;
+    const Bits16Form* form;  // how `narrow` rows widen
     float* kw;        // [kBk][dk]
     float* vw;        // [kBk][dv]
     float p_scale;    // 1, or 2^-k: the probabilities scaled (see the top)
@@ -69,9 +85,10 @@ struct Attention {
     for (size_t r = 0; r < rows; ++r) G::WidenN(s + r * ld, width, dst + r * width);
   }
 
-  // Points the block at keys and values [k0, k0 + nk): in place for float,
-  // else widened into the scratch (one pass over the narrow rows, which the
-  // GEMM and the dot products then read from L1).
+  // Points the block at keys and values [k0, k0 + nk): in place for float
+  // and for the 16-bit rows that dot products read, else widened into the
+  // scratch (one pass over the narrow rows, which the GEMM then reads from
+  // L1: its tiles read each key once per panel of queries).
   static void SetKeyBlock(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
     if (HeldType(a.kv_type) == WeightType::kF32) {
       b.kb = static_cast<const float*>(a.k) + k0 * a.ldk;
@@ -82,6 +99,13 @@ struct Attention {
     }
     const auto* k = static_cast<const uint16_t*>(a.k) + k0 * a.ldk;
     const auto* v = static_cast<const uint16_t*>(a.v) + k0 * a.ldv;
+    if (kNarrowInPlace && b.narrow) {
+      b.kn = k;
+      b.vn = v;
+      b.ldkb = a.ldk;
+      b.ldvb = a.ldv;
+      return;
+    }
     if (a.kv_type == WeightType::kF16) {
       WidenRows<F16Bits>(k, a.ldk, nk, a.dk, b.kw);
       WidenRows<F16Bits>(v, a.ldv, nk, a.dv, b.vw);
@@ -105,36 +129,33 @@ struct Attention {
     return nq * (dk / kL + reduce) < (G::kPanel / kL) * dk;
   }
 
-  // S^T[j][i] = q_i . k_j for the block's queries, four keys at a time.
-  static void ScoresByDots(const AttentionArgs& a, const Block& b, size_t nk) {
+  // A vector of a key or value row: loaded, or widened in registers.
+  static V Row(const float* p, const Bits16Form&) { return Ops::Load(p); }
+  static V Row(const uint16_t* p, const Bits16Form& form) { return Ops::Widen(p, form); }
+
+  // S^T[j][i] = q_i . k_j for the block's queries from float or 16-bit keys
+  // (T), four keys at a time: the query's loads shared, four chains. A last
+  // group of fewer keys reads the block's last key again in place of the
+  // missing ones and keeps only its own sums: no second loop for the tail
+  // (every SIMD .wasm carries each copy once per kernel table).
+  template <class T>
+  static void ScoresByDots(const AttentionArgs& a, const Block& b, const T* keys, size_t nk) {
+    const Bits16Form& form = *b.form;
     for (size_t i = 0; i < b.nq; ++i) {
       const float* q = b.qt + i * a.dk;
-      size_t j = 0;
-      for (; j + 4 <= nk; j += 4) {
-        const float* k = b.kb + j * b.ldkb;
-        V s0 = Ops::Zero(), s1 = Ops::Zero(), s2 = Ops::Zero(), s3 = Ops::Zero();
+      for (size_t j = 0; j < nk; j += 4) {
+        const T* k[4];
+        for (size_t u = 0; u < 4; ++u) k[u] = keys + std::min(j + u, nk - 1) * b.ldkb;
+        V s[4] = {Ops::Zero(), Ops::Zero(), Ops::Zero(), Ops::Zero()};
         for (size_t d = 0; d < a.dk; d += kL) {
           const V qv = Ops::Load(q + d);
-          s0 = Ops::MulAdd(qv, Ops::Load(k + d), s0);
-          s1 = Ops::MulAdd(qv, Ops::Load(k + b.ldkb + d), s1);
-          s2 = Ops::MulAdd(qv, Ops::Load(k + 2 * b.ldkb + d), s2);
-          s3 = Ops::MulAdd(qv, Ops::Load(k + 3 * b.ldkb + d), s3);
+          for (size_t u = 0; u < 4; ++u) s[u] = Ops::MulAdd(qv, Row(k[u] + d, form), s[u]);
         }
-        b.st[j * b.cols + i] = Ops::ReduceSum(s0);
-        b.st[(j + 1) * b.cols + i] = Ops::ReduceSum(s1);
-        b.st[(j + 2) * b.cols + i] = Ops::ReduceSum(s2);
-        b.st[(j + 3) * b.cols + i] = Ops::ReduceSum(s3);
-      }
-      for (; j < nk; ++j) {
-        const float* k = b.kb + j * b.ldkb;
-        V s = Ops::Zero();
-        for (size_t d = 0; d < a.dk; d += kL) {
-          s = Ops::MulAdd(Ops::Load(q + d), Ops::Load(k + d), s);
+        for (size_t u = 0; u < 4 && j + u < nk; ++u) {
+          b.st[(j + u) * b.cols + i] = Ops::ReduceSum(s[u]);
         }
-        b.st[j * b.cols + i] = Ops::ReduceSum(s);
       }
     }
-    for (size_t j = 0; j < nk; ++j) FillN(b.st + j * b.cols + b.nq, b.cols - b.nq, 0.0f);
   }
 
   // c * tanh(S / c) over the tile, in place.
@@ -154,7 +175,12 @@ struct Attention {
                                        bool write = false) {
     SetKeyBlock(a, b, k0, nk);
     if (b.by_dots) {
-      ScoresByDots(a, b, nk);
+      if (kNarrowInPlace && b.narrow) {
+        ScoresByDots(a, b, b.kn, nk);
+      } else {
+        ScoresByDots(a, b, b.kb, nk);
+      }
+      for (size_t j = 0; j < nk; ++j) FillN(b.st + j * b.cols + b.nq, b.cols - b.nq, 0.0f);
     } else {
       G::Multiply({b.kb, b.ldkb, nk, a.dk, b.qt, a.dk, 0, b.cols, nullptr, b.st, b.cols});
     }
@@ -163,6 +189,30 @@ struct Attention {
     if (write) WriteScores(a, ScoresStage::kCapped, b.q0, b.nq, k0, nk, b.st, b.cols);
     MaskScores(a, b.q0, b.nq, k0, nk, b.st, b.cols);
     if (write) WriteScores(a, ScoresStage::kMasked, b.q0, b.nq, k0, nk, b.st, b.cols);
+  }
+
+  // O[i][:] += sum_j P[i][j] V[j][:] from 16-bit values widened in
+  // registers (a dot-product block reads each value once per query, so
+  // widening the block into the scratch first cost a store and a load per
+  // vector): a vector of O at a time, the even and odd keys in two chains.
+  // An odd last key pairs with itself times 0, which adds exactly 0 (the
+  // cache's values are finite).
+  static void ValuesTimes16(const AttentionArgs& a, const Block& b, size_t nk) {
+    const Bits16Form& form = *b.form;
+    for (size_t i = 0; i < b.nq; ++i) {
+      const float* p = b.st + i;
+      for (size_t d = 0; d < a.dv; d += kL) {
+        V o0 = Ops::Load(b.o + i * a.dv + d), o1 = Ops::Zero();
+        for (size_t j = 0; j < nk; j += 2) {
+          const bool pair = j + 1 < nk;
+          const uint16_t* v = b.vn + j * b.ldvb + d;
+          o0 = Ops::MulAdd(Ops::Set(p[j * b.cols]), Ops::Widen(v, form), o0);
+          o1 = Ops::MulAdd(Ops::Set(pair ? p[(j + 1) * b.cols] : 0.0f),
+                           Ops::Widen(pair ? v + b.ldvb : v, form), o1);
+        }
+        Ops::Store(Ops::Add(o0, o1), b.o + i * a.dv + d);
+      }
+    }
   }
 
   // Folds one key block into m, l and O.
@@ -198,6 +248,7 @@ struct Attention {
       }
     }
     // O[i][:] += sum_j P[i][j] V[j][:], P read transposed out of S^T.
+    if (kNarrowInPlace && b.narrow) return ValuesTimes16(a, b, nk);
     const size_t vecs = a.dv / kL;
     for (size_t i0 = 0; i0 < b.nq; i0 += G::kRows) {
       const size_t rows = std::min(G::kRows, b.nq - i0);
@@ -274,9 +325,11 @@ struct Attention {
     b.alpha = b.l + kBq;
     b.kw = b.alpha + kBq;
     b.vw = b.kw + kBk * a.dk;
+    b.form = a.kv_type == WeightType::kF16 ? &kF16Form : &kBF16Form;
     for (b.q0 = 0; b.q0 < a.tq; b.q0 += kBq) {
       b.nq = std::min(kBq, a.tq - b.q0);
       b.by_dots = DotsCheaper(b.nq, a.dk);
+      b.narrow = kNarrowInPlace && b.by_dots && HeldType(a.kv_type) != WeightType::kF32;
       const size_t width = b.by_dots ? kL : G::kPanel;
       b.cols = (b.nq + width - 1) / width * width;
       VisibleKeys(a, b.q0, b.nq, b.key_begin, b.key_end);

@@ -35,8 +35,9 @@ struct AttentionArgs {
   const float* q;
   size_t ldq;
   // Keys and values of kv_type elements (float, or F16Bits / BF16Bits of
-  // gemm.h for a narrow KV cache, widened a key block at a time into the
-  // scratch), row strides in elements.
+  // gemm.h for a narrow KV cache: read in registers by the dot products of
+  // few queries, widened a key block at a time into the scratch for the
+  // GEMM of many), row strides in elements.
   const void* k;
   size_t ldk;
   const void* v;

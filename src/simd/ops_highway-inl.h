@@ -5,6 +5,8 @@
 //   V                      vector of kLanes floats
 //   kLanes, kRegisters     lanes and architectural vector registers; the
 //                          kernels derive their register tiles from these
+//   kVectorISA             whether V is a SIMD register (false: one lane,
+//                          or lanes emulated in scalar code)
 //   Zero Set Load Store    unaligned loads/stores of whole vectors
 //   Add Sub Mul Div Max    element-wise
 //   MulAdd(a, b, c)        a * b + c, fused if the ISA can
@@ -55,6 +57,8 @@ struct HighwayOps {
 #else
   static constexpr size_t kRegisters = 16;  // xmm/ymm0-15; wasm: V8 on x86
 #endif
+
+  static constexpr bool kVectorISA = HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR;
 
   static V Zero() { return hwy::HWY_NAMESPACE::Zero(D()); }
   static V Set(float x) { return hwy::HWY_NAMESPACE::Set(D(), x); }

@@ -23,6 +23,7 @@ struct ScalarOps : OperatorArithmetic<float> {
   static constexpr size_t kLanes = 1;
   // Accumulators the compiler can keep in registers (x86-64: 16 xmm).
   static constexpr size_t kRegisters = 16;
+  static constexpr bool kVectorISA = false;
 
   static V Zero() { return 0.0f; }
   static V Set(float x) { return x; }

@@ -11,6 +11,7 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   static constexpr size_t kLanes = V::size;
   static constexpr size_t kRegisters =
       std::is_base_of_v<xsimd::avx512f, Arch> ? 32 : 16;
+  static constexpr bool kVectorISA = true;
 
   static V Zero() { return V(0.0f); }
   static V Set(float x) { return V(x); }
