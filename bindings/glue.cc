@@ -184,9 +184,13 @@ JsMatrix::JsMatrix(const val& js) {
   if (Given(js["scales"])) {
     bytes = CopyBytes(js["values"]);
     scales = CopyFloats(js["scales"]);
+    form = Form::kInt8;
   } else if (Given(js["bits"])) {
     bytes = CopyBytes(js["bits"]);
-    bits = true;
+    form = Form::kBits;
+  } else if (Given(js["q4"])) {
+    bytes = CopyBytes(js["q4"]);
+    form = Form::kQ4;
   } else {
     floats = CopyFloats(js);
   }

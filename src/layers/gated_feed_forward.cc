@@ -32,8 +32,8 @@ void GatedFeedForward::SetWeights(const GatedFfnWeights& w) {
       ReadWeight("gated_ffn.w_down", w.w_down, w.stored_w_down, weights_, f, d, config_name);
   if (gate.scales.empty() != up.scales.empty()) {
     throw std::invalid_argument(
-        "gated_ffn.w_gate, gated_ffn.w_up: expected both as stored int8 (values and scales) or "
-        "both as float32, got one of each");
+        "gated_ffn.w_gate, gated_ffn.w_up: expected both in the storage type (int8 values and "
+        "scales, q4 blocks) or both as float32, got one of each");
   }
   const std::vector<float> b_gate = BiasOrZeros("gated_ffn.b_gate", w.b_gate, f);
   const std::vector<float> b_up = BiasOrZeros("gated_ffn.b_up", w.b_up, f);
@@ -45,10 +45,11 @@ void GatedFeedForward::SetWeights(const GatedFfnWeights& w) {
     std::copy_n(gate.values.data() + r * f, f, both.data() + r * 2 * f);
     std::copy_n(up.values.data() + r * f, f, both.data() + r * 2 * f + f);
   }
+  // Given scales side by side alike: int8's one row, q4's a row per block.
   std::vector<float> scales;
-  if (!gate.scales.empty()) {
-    scales = gate.scales;
-    scales.insert(scales.end(), up.scales.begin(), up.scales.end());
+  for (size_t r = 0; r < gate.scales.size() / f; ++r) {
+    scales.insert(scales.end(), gate.scales.begin() + r * f, gate.scales.begin() + (r + 1) * f);
+    scales.insert(scales.end(), up.scales.begin() + r * f, up.scales.begin() + (r + 1) * f);
   }
   std::vector<float> bias = b_gate;
   bias.insert(bias.end(), b_up.begin(), b_up.end());

@@ -25,7 +25,7 @@ const SHIPPED = [
   'dist/simd_attention_simd.js', 'dist/simd_attention_simd.wasm',
   'dist/simd_attention_simd_threads.js', 'dist/simd_attention_simd_threads.wasm',
   'dist/simd_attention_simd_threads.worker.js', 'dist/simd_attention_training.js',
-  'dist/simd_attention_training.wasm', 'index.d.ts', 'index.js',
+  'dist/simd_attention_training.wasm', 'index.d.ts', 'index.js', 'quantized-weights.d.ts',
   'LICENSE', 'package.json',
   ...fs.readdirSync(path.join(webDir, 'src')).filter((f) => f.endsWith('.js')).map((f) => `src/${f}`),
   ...fs.readdirSync(path.join(webDir, 'types')).filter((f) => f.endsWith('.d.ts'))
