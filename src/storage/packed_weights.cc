@@ -8,7 +8,6 @@
 #include "kernels/q4_packing.h"
 #include "kernels/weight_packing.h"
 #include "training/training_module.h"
-#include "checks/checked_size.h"
 #include "checks/validate.h"
 
 namespace simd_attention {
@@ -24,15 +23,17 @@ namespace {
 // each weight's q - 8 [rows, cols] and the blocks' scales [rows / 32, cols].
 WeightValues ReadQ4Blocks(const char* what, std::span<const uint8_t> q4, size_t rows,
                           size_t cols) {
+  static_assert(kQ4BlockRows == 32, "the messages name GGUF q4_0's block");
   if (rows % kQ4BlockRows != 0) {
     ThrowInvalidArgument({what, ": q4 blocks run along its ", std::to_string(rows),
-                          " rows, which must be a multiple of ", std::to_string(kQ4BlockRows),
-                          " (GGUF q4_0's block)"});
+                          " rows, which must be a multiple of 32 (GGUF q4_0's block)"});
   }
   const size_t blocks = rows / kQ4BlockRows, block_bytes = Q4BlockBytes(1);
-  CheckLength(Cat({what, ".q4 (bytes: ", std::to_string(block_bytes), " per block of ",
-                   std::to_string(kQ4BlockRows), " rows of a column)"}),
-              q4.size(), {cols, blocks, block_bytes});
+  CheckLength(Cat({what, ".q4 (18 bytes per block of 32 rows of a column)"}), q4.size(),
+              {cols, blocks, block_bytes});
+  // The scales in the blocks' order, checked as any weights are: element
+  // i is block i, at byte 18 i.
+  std::vector<float> scales(cols * blocks);
   WeightValues out;
   out.values.resize(rows * cols);
   out.scales.resize(blocks * cols);
@@ -40,16 +41,8 @@ WeightValues ReadQ4Blocks(const char* what, std::span<const uint8_t> q4, size_t 
     for (size_t b = 0; b < blocks; ++b) {
       const uint8_t* block = q4.data() + (c * blocks + b) * block_bytes;
       const uint16_t bits = static_cast<uint16_t>(block[0] | block[1] << 8);
-      float d;
-      WidenBits(&bits, 1, WeightType::kF16, &d);
-      if (!std::isfinite(d)) {
-        ThrowInvalidArgument({what, ".q4: the scale of column ", std::to_string(c), "'s block ",
-                              std::to_string(b), " (rows ", std::to_string(b * kQ4BlockRows),
-                              " to ", std::to_string(b * kQ4BlockRows + kQ4BlockRows - 1),
-                              ", bytes from ", std::to_string((c * blocks + b) * block_bytes),
-                              ") must be a finite float16, got ", NumberString(d)});
-      }
-      out.scales[b * cols + c] = d;
+      WidenBits(&bits, 1, WeightType::kF16, &scales[c * blocks + b]);
+      out.scales[b * cols + c] = scales[c * blocks + b];
       for (size_t j = 0; j < kQ4BlockPairs; ++j) {
         const uint8_t byte = block[2 + j];
         const size_t row = b * kQ4BlockRows + j;
@@ -58,6 +51,7 @@ WeightValues ReadQ4Blocks(const char* what, std::span<const uint8_t> q4, size_t 
       }
     }
   }
+  CheckFinite(Cat({what, ".q4 block scales"}), scales);
   return out;
 }
 
