@@ -196,6 +196,19 @@ JsMatrix::JsMatrix(const val& js) {
   }
 }
 
+StoredMatrix JsMatrix::stored() const {
+  StoredMatrix s;
+  if (form == Form::kBits) {
+    s.bits = {reinterpret_cast<const uint16_t*>(bytes.data()), bytes.size() / 2};
+  } else if (form == Form::kQ4) {
+    s.q4 = bytes;
+  } else if (form == Form::kInt8) {
+    s.values = {reinterpret_cast<const int8_t*>(bytes.data()), bytes.size()};
+    s.scales = scales;
+  }
+  return s;
+}
+
 JsMhaWeights::JsMhaWeights(const val& js)
     : w_q(js["wQ"]), w_k(js["wK"]), w_v(js["wV"]), w_o(js["wO"]),
       b_q(CopyFloatsIfGiven(js, "bQ")), b_k(CopyFloatsIfGiven(js, "bK")),

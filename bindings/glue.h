@@ -396,18 +396,7 @@ struct JsMatrix {
   std::vector<uint8_t> bytes;
   Form form = Form::kFloats;
   explicit JsMatrix(const val& js);
-  StoredMatrix stored() const {
-    StoredMatrix s;
-    if (form == Form::kBits) {
-      s.bits = {reinterpret_cast<const uint16_t*>(bytes.data()), bytes.size() / 2};
-    } else if (form == Form::kQ4) {
-      s.q4 = bytes;
-    } else if (form == Form::kInt8) {
-      s.values = {reinterpret_cast<const int8_t*>(bytes.data()), bytes.size()};
-      s.scales = scales;
-    }
-    return s;
-  }
+  StoredMatrix stored() const;
 };
 
 // One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?,

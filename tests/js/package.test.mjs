@@ -78,11 +78,13 @@ test('the tarball ships only what is needed', () => {
 // pool's split blocks and stacks: 898,056 packed, 2,386,703 unpacked; then
 // blocks in the training build (its .wasm 247 kB, +16 kB) and the q4 kernels
 // (6-11 kB of each .wasm): 916,607 packed, 2,452,707 unpacked. The budgets
-// are that plus about 1%.
+// are that plus about 1%. With q4 weights loadable from files (the
+// quantized-weights entry, its declarations, about 1 kB of each .wasm):
+// 926,463 packed, 2,477,140 unpacked; the budgets that plus about 0.5%.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  expect(packed.size).toBeLessThanOrEqual(926000);
-  expect(packed.unpackedSize).toBeLessThanOrEqual(2477000);
+  expect(packed.size).toBeLessThanOrEqual(931000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(2490000);
 });
 
 // What a page without a bundler downloads by default, in brotli (quality
