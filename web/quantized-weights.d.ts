@@ -46,7 +46,11 @@ export interface MatMulNBitsWeights {
  */
 export function matMulNBitsQ4Weights(weights: MatMulNBitsWeights): Q4Weights;
 
-/** The float32 weights `[rows, cols]` that q4 blocks hold; a 'q4' object quantizes them back into the same blocks. */
+/**
+ * The float32 weights `[rows, cols]` that q4 blocks hold; a `'q4'` object
+ * quantizes them back into the same blocks. A RangeError for rows not a
+ * positive multiple of 32 or bytes other than the shape's.
+ */
 export function dequantizeQ4(q4: Uint8Array, rows: number, cols: number): Float32Array;
 
 export const Q4_BLOCK_ROWS: 32;

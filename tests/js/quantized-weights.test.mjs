@@ -173,6 +173,11 @@ test('what q4 cannot hold exactly is refused, naming the value', () => {
   expect(dequantizeQ4(matMulNBitsQ4Weights(exact).q4, 64, 2)[0])
     .toBe(((node.B[0] & 15) - 8) * 0.125);
 
+  expectError(() => dequantizeQ4(new Uint8Array(71), 64, 2), RangeError,
+    'dequantizeQ4: q4: expected 72 bytes for [64, 2], got 71');
+  expectError(() => dequantizeQ4(new Uint8Array(72), 48, 2), RangeError,
+    'dequantizeQ4: rows: expected a positive multiple of 32, got 48');
+
   const info = { name: 'blk.0.attn_q.weight', shape: [64n, 2n], dtype: GGML_Q4_0 };
   const bytes = new Uint8Array(2 * 2 * 18);
   expect(ggufQ4Weights(info, bytes).q4).toBe(bytes);

@@ -123,6 +123,20 @@ export function matMulNBitsQ4Weights({ B, scales, zeroPoints, K, N, bits = 4, bl
 // w = (q - 8) * d. Given to a 'q4' object as float32, they are quantized
 // back into the same blocks.
 export function dequantizeQ4(q4, rows, cols) {
+  const where = 'dequantizeQ4';
+  if (!(q4 instanceof Uint8Array)) throw new TypeError(`${where}: q4: expected a Uint8Array`);
+  if (!Number.isInteger(rows) || rows <= 0 || rows % Q4_BLOCK_ROWS !== 0) {
+    throw new RangeError(`${where}: rows: expected a positive multiple of ${Q4_BLOCK_ROWS}, ` +
+      `got ${rows}`);
+  }
+  if (!Number.isInteger(cols) || cols <= 0) {
+    throw new RangeError(`${where}: cols: expected a positive integer, got ${cols}`);
+  }
+  const bytes = rows / Q4_BLOCK_ROWS * cols * Q4_BLOCK_BYTES;
+  if (q4.length !== bytes) {
+    throw new RangeError(`${where}: q4: expected ${bytes} bytes for [${rows}, ${cols}], ` +
+      `got ${q4.length}`);
+  }
   const out = new Float32Array(rows * cols);
   const view = new DataView(q4.buffer, q4.byteOffset, q4.byteLength);
   const blocks = rows / Q4_BLOCK_ROWS;
