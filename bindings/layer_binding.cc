@@ -1,6 +1,5 @@
 // Embind classes behind TransformerEncoderLayer and TransformerDecoderLayer
-// of web/index.js, and the module functions positionalEncoding and
-// layerNorm. As in mha_binding.cc, JS has checked types; shapes and values
+// of web/index.js. As in mha_binding.cc, JS has checked types; shapes and values
 // are checked by the C++ API, whose messages use the JS names.
 #include "layer_binding.h"
 
@@ -135,26 +134,6 @@ val DecoderLayerBinding::precomputeMemory(PrecomputedBinding& into, const val& m
   });
 }
 
-namespace {
-
-val PositionalEncodingJs(size_t t, size_t d_model) {
-  return Guard([&] { return ToFloat32Array(PositionalEncoding(t, d_model, JsArgNames())); });
-}
-
-// x {data, batch, tokens, features}; options {gamma, beta, eps, backend}.
-val LayerNormJs(const val& x, const val& options) {
-  return Guard([&] {
-    const Input in(x);
-    const std::vector<float> gamma = CopyFloats(options["gamma"]);
-    const std::vector<float> beta = CopyFloats(options["beta"]);
-    const KernelTable& kernels = BestKernels(ParseBackend(options["backend"].as<std::string>()));
-    return ToFloat32Array(LayerNormForward(in.tensor, NormWeights{gamma, beta},
-                                           options["eps"].as<double>(), kernels, JsArgNames()));
-  });
-}
-
-}  // namespace
-
 EMSCRIPTEN_BINDINGS(simd_attention_layers) {
   RegisterConfiguredClass<EncoderLayerBinding>("EncoderLayerBinding");
   auto decoder = RegisterConfiguredClass<DecoderLayerBinding>("DecoderLayerBinding")
@@ -165,8 +144,6 @@ EMSCRIPTEN_BINDINGS(simd_attention_layers) {
     decoder.function("forwardPrecomputed", &DecoderLayerBinding::forwardPrecomputed)
         .function("forwardIncremental", &DecoderLayerBinding::forwardIncremental);
   }
-  emscripten::function("positionalEncoding", &PositionalEncodingJs);
-  emscripten::function("layerNorm", &LayerNormJs);
 }
 
 }  // namespace simd_attention::bindings

@@ -34,7 +34,7 @@ build_wasm() {  # $1 = build dir, $2 = ON/OFF for wasm-simd128, $3 = ON/OFF for 
   # npm test needs the tests and the package's module, not the wasm benchmarks.
   local targets=(all)
   if [ -n "${target:-}" ]; then targets=("$target")
-  elif [ "${SA_BUILD_FOR:-}" = test ]; then targets=(sa_tests sa_js_module); fi
+  elif [ "${SA_BUILD_FOR:-}" = test ]; then targets=(sa_tests sa_js_modules); fi
   cmake --build "$1" -j"$jobs" --target "${targets[@]}"
 }
 # The plain SIMD build's module carries highway and xsimd; the relaxed-SIMD
@@ -83,7 +83,9 @@ package_web() {
               wasm-training:simd_attention_training; do
     name=${tree#*:}
     for f in "build/${tree%%:*}/bindings/$name".{js,wasm} \
-             $([[ $name == *_threads ]] && echo "build/${tree%%:*}/bindings/$name.worker.js"); do
+             $([[ $name == *_threads ]] && echo "build/${tree%%:*}/bindings/$name.worker.js") \
+             $([[ $name == *_simd || $name == *_relaxed ]] &&
+               echo "build/${tree%%:*}/bindings/${name}_mha".{js,wasm}); do
       [ -f "$f" ] || { echo "build: $f missing (build the ${tree%%:*} tree first)" >&2; exit 1; }
       cp "$f" "$dist/"
     done

@@ -10,6 +10,8 @@
 //                           pool.fromPretrained)
 //   dist/pool.min.js        web/src/pool*.js (createAttentionPool)
 //   dist/pool-worker.js     web/src/pool-worker.js, the worker of createAttentionPool
+//   dist/attention.min.js   web/attention.js, the attention entry, and the
+//                           modules of web/src/ it imports
 //
 // All sit in dist/ because the modules name the files they load relative to
 // themselves, and those names resolve the same from dist/: the glue and .wasm
@@ -237,6 +239,10 @@ export async function makeBundles() {
     outfile: path.join(WEB, 'dist', ENTRY),
     outdir: undefined,
     plugins: [onDemand()] }));
+  // The attention entry: a file of its own, sharing nothing with the main
+  // entry (a page loads one of them).
+  add('attention.min.js', await esbuild.build({ ...common,
+    entryPoints: [{ in: 'attention.js', out: 'attention.min' }], plugins: [onDemand()] }));
   add('pool-worker.js', await esbuild.build({ ...common,
     entryPoints: [{ in: 'src/pool-worker.js', out: 'pool-worker' }] }));
   return bundles;

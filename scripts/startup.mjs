@@ -3,6 +3,11 @@
 // measured over cold runs (medians, and every run):
 //
 //   node scripts/startup.mjs [--runs N] [--only node,chromium,vite] [--modules]
+//                            [--entry main|attention]
+//
+// --entry attention measures the attention entry ('simd-attention/attention':
+// web/attention.js, dist/attention.min.js and the builds that bind attention
+// alone) instead of the main one.
 //
 // - node: a fresh `node` process (no flags, as a user runs it) imports
 //   web/index.js and awaits createAttentionModule() with default options;
@@ -38,6 +43,16 @@ const option = (name, fallback) => {
 };
 const RUNS = Number(option('runs', 5));
 const ONLY = option('only', 'node,chromium,vite').split(',');
+const ENTRIES = {
+  main: { source: 'index.js', bundle: 'index.min.js', specifier: 'simd-attention',
+    build: 'simd_attention_relaxed' },
+  attention: { source: 'attention.js', bundle: 'attention.min.js',
+    specifier: 'simd-attention/attention', build: 'simd_attention_relaxed_mha' },
+};
+const ENTRY = ENTRIES[option('entry', 'main')];
+if (ENTRY === undefined) {
+  throw new Error(`--entry: expected main or attention, got ${JSON.stringify(option('entry'))}`);
+}
 
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -54,7 +69,7 @@ function report(label, runs) {
 }
 
 function nodeStartup() {
-  const entry = pathToFileURL(path.join(ROOT, 'web', 'index.js')).href;
+  const entry = pathToFileURL(path.join(ROOT, 'web', ENTRY.source)).href;
   const script = `
 const t0 = performance.now();
 const { createAttentionModule } = await import(${JSON.stringify(entry)});
@@ -74,9 +89,9 @@ sa.dispose();`;
 }
 
 // The page: the entry through an import map, one module, one forward.
-const PAGE = `<!doctype html>
+const PAGE = () => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
-<script type="importmap">{ "imports": { "simd-attention": "/web/dist/index.min.js" } }</script>
+<script type="importmap">{ "imports": { "simd-attention": "/web/dist/${ENTRY.bundle}" } }</script>
 </head><body><script type="module">
 const t0 = performance.now();
 const { createAttentionModule } = await import('simd-attention');
@@ -111,7 +126,7 @@ async function chromiumStartup() {
         page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
         const url = new URL('/web/startup.html', servers[kind].url).href;
         await page.route(url, (route) => route.fulfill({
-          contentType: 'text/html; charset=utf-8', body: PAGE,
+          contentType: 'text/html; charset=utf-8', body: PAGE(),
           headers: kind === 'isolated' ? { 'Cross-Origin-Opener-Policy': 'same-origin',
             'Cross-Origin-Embedder-Policy': 'require-corp' } : {},
         }));
@@ -136,7 +151,7 @@ async function chromiumStartup() {
 
 // A page that uses only MultiHeadAttention, built by Vite against the
 // installed tarball.
-const VITE_MAIN = `import { createAttentionModule } from 'simd-attention';
+const VITE_MAIN = () => `import { createAttentionModule } from '${ENTRY.specifier}';
 const sa = await createAttentionModule();
 const mha = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, bias: false });
 mha.setWeights({ wQ: new Float32Array(64), wK: new Float32Array(64), wV: new Float32Array(64),
@@ -160,7 +175,7 @@ async function vitePage() {
       type: 'module' }));
     fs.writeFileSync(path.join(app, 'index.html'), '<!doctype html><html><body>' +
       '<script type="module" src="./main.js"></script></body></html>');
-    fs.writeFileSync(path.join(app, 'main.js'), VITE_MAIN);
+    fs.writeFileSync(path.join(app, 'main.js'), VITE_MAIN());
     run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock',
       path.join(tmp, packed.filename)], app);
     const built = await build({ root: app, logLevel: 'error', build: { outDir: 'out', target: 'es2022' } });
@@ -181,7 +196,7 @@ async function vitePage() {
     const assets = fs.readdirSync(path.join(out, 'assets'));
     const loaded = [...[...html.matchAll(/(?:src|href)="\/(assets\/[^"]+\.js)"/g)].map((m) => m[1]),
       ...['js', 'wasm'].map((ext) => `assets/${assets.find((f) =>
-        new RegExp(`^simd_attention_relaxed-[\\w-]+\\.${ext}$`).test(f))}`)];
+        new RegExp(`^${ENTRY.build}-[\\w-]+\\.${ext}$`).test(f))}`)];
     let total = 0;
     for (const f of loaded) {
       const bytes = fs.readFileSync(path.join(out, f));

@@ -72,6 +72,13 @@ std::vector<BlockCase> Cases() {
     o.scale = 0.25;
     cases.push_back({"gemma2", c, false, true, o});
   }
+  {  // Nemotron: LayerNorm1P ((1 + w) LayerNorms) before attention with
+     // partial RoPE and before the FFN.
+    BlockConfig c = Base(4, 2, NormKind::kLayerNorm1p, Activation::kRelu,
+                         {{M::kSelfAttention, P::kPre}, {M::kFeedForward, P::kPre}});
+    c.rope = {RopeStyle::kHalf, 10000.0, 4};
+    cases.push_back({"nemotron_layer_norm_1p", c, false, true, {}});
+  }
   {  // GPT-J: attention and MLP side by side, interleaved partial RoPE.
     BlockConfig c = Base(4, 4, NormKind::kLayerNorm, Activation::kGeluTanh,
                          {{M::kSelfAttention, P::kPre}, {M::kFeedForward, P::kPre, true}});

@@ -5,7 +5,9 @@
 // Function. On a page that is not cross-origin isolated (the single-thread
 // build) and on one that is (a threaded build and its workers), the entry
 // loads through an import map, the module starts, a forward runs and a
-// refused call throws its message, with no policy violation.
+// refused call throws its message, with no policy violation; the same for
+// the attention entry (dist/attention.min.js), which on the plain page
+// fetches the build that binds attention alone.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isolationSession } from './launch.mjs';
@@ -14,10 +16,10 @@ const session = isolationSession();
 
 const NONCE = 'simd-attention-csp-test';
 const POLICY = `default-src 'self'; script-src 'self' 'nonce-${NONCE}' 'wasm-unsafe-eval'`;
-const PAGE = `<!doctype html>
+const pageOf = (bundle) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
 <script type="importmap" nonce="${NONCE}">
-{ "imports": { "simd-attention": "/web/dist/index.min.js" } }
+{ "imports": { "simd-attention": "/web/dist/${bundle}" } }
 </script></head><body><script type="module" nonce="${NONCE}">
 const violations = [];
 document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
@@ -43,12 +45,16 @@ try {
 }
 </script></body></html>`;
 
-async function run(server, isolated) {
+async function run(server, isolated, bundle) {
   const context = await session.browser.newContext();
   const page = await context.newPage();
+  const wasm = [];
+  page.on('request', (r) => {
+    if (r.url().endsWith('.wasm')) wasm.push(r.url().split('/').pop());
+  });
   const url = new URL('/web/csp.html', server.url).href;
   await page.route(url, (route) => route.fulfill({
-    contentType: 'text/html; charset=utf-8', body: PAGE,
+    contentType: 'text/html; charset=utf-8', body: pageOf(bundle),
     headers: { 'Content-Security-Policy': POLICY, ...(isolated ? {
       'Cross-Origin-Opener-Policy': 'same-origin',
       'Cross-Origin-Embedder-Policy': 'require-corp' } : {}) },
@@ -57,15 +63,21 @@ async function run(server, isolated) {
   const result = await page.waitForFunction(() => window.result, null, { timeout: 60_000 })
     .then((h) => h.jsonValue());
   await context.close();
-  return result;
+  return { ...result, wasm };
 }
 
-for (const [kind, isolated, threads] of [['a plain page', false, 1],
-  ['a cross-origin-isolated page', true, 2]]) {
+for (const [kind, isolated, threads, bundle, wasm] of [
+  ['a plain page', false, 1, 'index.min.js', 'simd_attention_relaxed.wasm'],
+  ['a cross-origin-isolated page', true, 2, 'index.min.js', 'simd_attention_relaxed_threads.wasm'],
+  ['a plain page of the attention entry', false, 1, 'attention.min.js',
+    'simd_attention_relaxed_mha.wasm'],
+  ['a cross-origin-isolated page of the attention entry', true, 2, 'attention.min.js',
+    'simd_attention_relaxed_threads.wasm'],
+]) {
   test(`${kind} whose policy allows no eval runs the package`, async () => {
-    const result = await run(isolated ? session.isolated : session.notIsolated, isolated);
+    const result = await run(isolated ? session.isolated : session.notIsolated, isolated, bundle);
     assert.deepEqual(result, {
-      build: 'relaxed-simd', threads, shape: [3, 8], finite: true,
+      build: 'relaxed-simd', threads, shape: [3, 8], finite: true, wasm: [wasm],
       refused: result.refused?.startsWith('MultiHeadAttention.forward: ') ? result.refused : 'a ' +
         `MultiHeadAttention.forward error, got ${JSON.stringify(result.refused)}`,
       violations: [],

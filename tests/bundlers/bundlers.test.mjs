@@ -1,6 +1,6 @@
 // The package in the apps users build: tests/bundlers/app/ (a page and a
-// module worker, each running a forward, and the page's attention pool)
-// against the packed tarball, served by Vite's dev server (its dependency
+// module worker, each running a forward, and the page's attention pool; a
+// page of the attention entry) against the packed tarball, served by Vite's dev server (its dependency
 // optimizer taking the package, and kept off it), built by Vite and by
 // webpack with no configuration, and as a plain page with an import map,
 // each opened in Chromium. Each gives PyTorch's output for the golden case
@@ -34,10 +34,15 @@ const DIST = ['simd_attention_nosimd.js', 'simd_attention_nosimd.wasm',
   'simd_attention_simd.wasm', 'simd_attention_simd_threads.js',
   'simd_attention_simd_threads.wasm', 'simd_attention_simd_threads.worker.js',
   'simd_attention_training.js', 'simd_attention_training.wasm'];
+// The attention entry's own builds, which only it names: an app of the
+// main entry emits none.
+const ATTENTION_DIST = ['simd_attention_relaxed_mha.js', 'simd_attention_relaxed_mha.wasm',
+  'simd_attention_simd_mha.js', 'simd_attention_simd_mha.wasm'];
 // The package's bundles for pages without a bundler (web/package.json's
-// "browser" condition): the entry and the files it loads on demand;
-// bundlers take the modules instead ("module"), so none emits these.
-const BUNDLES = ['index.min.js', 'pool-worker.js', 'pool.min.js', 'pretrained.min.js'];
+// "browser" condition): the entries and the files the main one loads on
+// demand; bundlers take the modules instead ("module"), so none emits these.
+const BUNDLES = ['attention.min.js', 'index.min.js', 'pool-worker.js', 'pool.min.js',
+  'pretrained.min.js'];
 // What Chromium loads on these pages, which are not cross-origin isolated:
 // the single-thread relaxed-SIMD build, and nothing of the others.
 const PICKED = ['simd_attention_relaxed.js', 'simd_attention_relaxed.wasm'];
@@ -51,7 +56,7 @@ before(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'simd-attention-bundlers-'));
   app = makeApp(tmp);
   distFiles = packageDistFiles(app);
-  assert.deepEqual([...distFiles.values()].sort(), [...BUNDLES, ...DIST].sort());
+  assert.deepEqual([...distFiles.values()].sort(), [...BUNDLES, ...DIST, ...ATTENTION_DIST].sort());
   browser = await launch();
 });
 
@@ -74,16 +79,21 @@ function assertGolden(where, result) {
 // (unless `worker` is false) in the app's worker; checks each and what was
 // fetched of dist/: the picked build, after `entry` (the bundles a page
 // without a bundler imports).
-async function checkApp(label, url, { worker = true, entry = [] } = {}) {
+// `pool`: whether the page has the pool; `picked`: the build's files it
+// fetches.
+async function checkApp(label, url,
+  { worker = true, pool = true, entry = [], picked = PICKED } = {}) {
   const { page, problems, fetched } = await openApp(browser, url, distFiles);
   try {
     assertGolden(`${label}, page`, await page.evaluate((c) => window.forwardOnPage(c), input));
-    assertGolden(`${label}, pool`, await page.evaluate((c) => window.forwardInPool(c), input));
+    if (pool) {
+      assertGolden(`${label}, pool`, await page.evaluate((c) => window.forwardInPool(c), input));
+    }
     if (worker) {
       assertGolden(`${label}, worker`,
         await page.evaluate((c) => window.forwardInWorker(c), input));
     }
-    assert.deepEqual(await fetched(), [...entry, ...PICKED].sort(), `${label}: package files fetched`);
+    assert.deepEqual(await fetched(), [...entry, ...picked].sort(), `${label}: package files fetched`);
     assert.deepEqual(problems, [], label);
   } finally {
     await page.close();
@@ -93,10 +103,10 @@ async function checkApp(label, url, { worker = true, entry = [] } = {}) {
 // Each dist/ file once (the wasm byte for byte, the glue perhaps minified),
 // no other wasm; prints the bytes. `inlined`: files the bundler put into the
 // code as data: URLs instead.
-function checkEmitted(label, outDir, inlined = []) {
+function checkEmitted(label, outDir, inlined = [], expected = DIST) {
   const files = emittedFiles(outDir, distFiles);
   const copies = files.filter((f) => f.copyOf !== undefined).map((f) => f.copyOf).sort();
-  assert.deepEqual(copies, DIST.filter((f) => !inlined.includes(f)),
+  assert.deepEqual(copies, expected.filter((f) => !inlined.includes(f)).sort(),
     `${label}: copies of the package's dist/`);
   const otherWasm = files.filter((f) => f.copyOf === undefined && f.file.endsWith('.wasm'));
   assert.deepEqual(otherWasm, [], `${label}: wasm files that are not the package's`);
@@ -153,6 +163,27 @@ test('a Vite build, no configuration', async () => {
     build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
   try {
     await checkApp('Vite build', server.resolvedUrls.local[0]);
+  } finally {
+    await server.close();
+  }
+});
+
+// A page of the attention entry: its bundle names the builds that bind
+// attention alone and the main builds it falls back to; Chromium fetches
+// only the first.
+test('a Vite build of a page of the attention entry, no configuration', async () => {
+  const outDir = path.join(tmp, 'vite-attention-dist');
+  await viteBuild({ root: app, configFile: false, logLevel: 'silent',
+    build: { outDir, emptyOutDir: true,
+      rollupOptions: { input: path.join(app, 'attention.html') } } });
+  checkEmitted('Vite build, attention entry', outDir, DIST.filter((f) => f.endsWith('.worker.js')),
+    [...DIST, ...ATTENTION_DIST]);
+  const server = await preview({ root: app, configFile: false, logLevel: 'silent',
+    build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
+  try {
+    await checkApp('Vite build, attention entry', `${server.resolvedUrls.local[0]}attention.html`,
+      { worker: false, pool: false,
+        picked: ['simd_attention_relaxed_mha.js', 'simd_attention_relaxed_mha.wasm'] });
   } finally {
     await server.close();
   }

@@ -238,10 +238,28 @@ test('a LayerNorm given without its shift adds zeros (LayerNorm(bias=False))', (
   expect(without.forward(x).data).toEqual(zeros.forward(x).data);
 });
 
+// Nemotron's LayerNorm1P: the stored scale is gamma - 1.
+test.each(matrix)("norm 'layer_norm_1p' is a LayerNorm scaling by 1 + gamma (%s, %s)",
+  (_, backend, sa) => {
+    const w = (s, n) => randomFloats(n, s, 0.3);
+    const make = (norm) => track(new sa.TransformerBlock({ dModel: D, numHeads: HEADS, ffnDim: F,
+      activation: 'relu', norm, backend, sublayers: [{ mixer: 'ffn', norm: 'pre' }] }));
+    const ffn = { w1: w(3, D * F), w2: w(4, F * D) };
+    const stored = w(1, D);
+    const beta = w(2, D);
+    const onePlus = make('layer_norm_1p');
+    onePlus.setWeights({ sublayers: [{ norm: { gamma: stored, beta }, ffn }] });
+    const plain = make('layer_norm');
+    plain.setWeights({ sublayers: [{ norm: { gamma: stored.map((v) => 1 + v), beta }, ffn }] });
+    const x = input(3);
+    expect(onePlus.forward(x).data).toEqual(plain.forward(x).data);
+    expect(onePlus.info().norm).toBe('layer_norm_1p');
+  });
+
 test('module.choices: the names C++ takes, in the order its messages list them', () => {
   const { choices } = builds.simd;
   expect(choices.activation).toEqual(['relu', 'gelu', 'gelu_erf', 'gelu_tanh', 'silu', 'swish']);
-  expect(choices.norm).toEqual(['layer_norm', 'rms_norm', 'gemma_rms_norm']);
+  expect(choices.norm).toEqual(['layer_norm', 'rms_norm', 'gemma_rms_norm', 'layer_norm_1p']);
   expect(choices.mixer).toEqual(['self_attention', 'cross_attention', 'ffn', 'gated_ffn']);
   expect(choices.normPlacement).toEqual(['pre', 'post', 'sandwich', 'none']);
   expect(Object.isFrozen(choices) && Object.isFrozen(choices.activation)).toBe(true);
@@ -257,7 +275,7 @@ describe('errors name the field, the expected and the given value', () => {
       "TransformerBlock: config.sublayers[0].norm: expected 'pre', 'post', 'sandwich' or 'none', " +
       "got 'before'"],
     [{ norm: 'rmsnorm' }, RangeError, "TransformerBlock: config.norm: expected 'layer_norm', " +
-      "'rms_norm' or 'gemma_rms_norm', got 'rmsnorm'"],
+      "'rms_norm', 'gemma_rms_norm' or 'layer_norm_1p', got 'rmsnorm'"],
     [{ activation: 'mish' }, RangeError, "TransformerBlock: config.activation: expected 'relu', " +
       "'gelu' (or 'gelu_erf'), 'gelu_tanh' or 'silu' (or 'swish'), got 'mish'"],
     [{ sublayers: 'ffn' }, TypeError, 'TransformerBlock: config.sublayers: expected an array of ' +

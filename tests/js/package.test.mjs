@@ -14,18 +14,23 @@ import { writeSafetensors } from './support/safetensors-writer.mjs';
 import { makeBundles, ON_DEMAND } from '../../scripts/bundle_web.mjs';
 
 // index.js imports every module of src/, so all of them ship; so do the
-// bundles scripts/bundle_web.mjs makes of them for pages without a bundler.
-const BUNDLES = ['index.min.js', 'pool-worker.js', 'pool.min.js', 'pretrained.min.js'];
+// bundles scripts/bundle_web.mjs makes of them for pages without a bundler,
+// and the attention entry (attention.js) with its builds (*_mha).
+const BUNDLES = ['attention.min.js', 'index.min.js', 'pool-worker.js', 'pool.min.js',
+  'pretrained.min.js'];
 const SHIPPED = [
   'README.md', ...BUNDLES.map((f) => `dist/${f}`),
   'dist/simd_attention_nosimd.js', 'dist/simd_attention_nosimd.wasm',
   'dist/simd_attention_relaxed.js', 'dist/simd_attention_relaxed.wasm',
+  'dist/simd_attention_relaxed_mha.js', 'dist/simd_attention_relaxed_mha.wasm',
   'dist/simd_attention_relaxed_threads.js', 'dist/simd_attention_relaxed_threads.wasm',
   'dist/simd_attention_relaxed_threads.worker.js',
   'dist/simd_attention_simd.js', 'dist/simd_attention_simd.wasm',
+  'dist/simd_attention_simd_mha.js', 'dist/simd_attention_simd_mha.wasm',
   'dist/simd_attention_simd_threads.js', 'dist/simd_attention_simd_threads.wasm',
   'dist/simd_attention_simd_threads.worker.js', 'dist/simd_attention_training.js',
-  'dist/simd_attention_training.wasm', 'index.d.ts', 'index.js', 'quantized-weights.d.ts',
+  'dist/simd_attention_training.wasm', 'index.d.ts', 'index.js', 'attention.d.ts', 'attention.js',
+  'quantized-weights.d.ts',
   'LICENSE', 'package.json',
   ...fs.readdirSync(path.join(webDir, 'src')).filter((f) => f.endsWith('.js')).map((f) => `src/${f}`),
   ...fs.readdirSync(path.join(webDir, 'types')).filter((f) => f.endsWith('.d.ts'))
@@ -77,14 +82,15 @@ test('the tarball ships only what is needed', () => {
 // threaded 43 kB; the entry 83 kB, the pool's worker 100 kB); with the
 // pool's split blocks and stacks: 898,056 packed, 2,386,703 unpacked; then
 // blocks in the training build (its .wasm 247 kB, +16 kB) and the q4 kernels
-// (6-11 kB of each .wasm): 916,607 packed, 2,452,707 unpacked. The budgets
-// are that plus about 1%. With q4 weights loadable from files (the
-// quantized-weights entry, its declarations, about 1 kB of each .wasm):
-// 926,463 packed, 2,477,140 unpacked; the budgets that plus about 0.5%.
+// (6-11 kB of each .wasm): 916,607 packed, 2,452,707 unpacked; then the
+// attention entry, its bundle and its two builds (159 kB of .wasm and 27 kB
+// of glue each): 1,071,338 packed, 2,871,311 unpacked. The budgets are that
+// plus about 1%. q4 weights loadable from files (the quantized-weights entry,
+// its declarations, about 1 kB of each .wasm) took about 3 kB packed of it.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  expect(packed.size).toBeLessThanOrEqual(931000);
-  expect(packed.unpackedSize).toBeLessThanOrEqual(2490000);
+  expect(packed.size).toBeLessThanOrEqual(1082000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(2900000);
 });
 
 // What a page without a bundler downloads by default, in brotli (quality
@@ -143,6 +149,28 @@ test("a page's default download stays within its brotli budget", () => {
   expect(total).toBeLessThanOrEqual(111500);
 });
 
+// The same for a page that runs attention alone through the attention entry
+// (simd-attention/attention): its bundle and the relaxed-SIMD build that
+// binds attention alone. The goal, 80 kB, is its budget.
+test("a page of the attention entry downloads at most 80 kB brotli", () => {
+  const installed = path.join(app, 'node_modules', 'simd-attention');
+  const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));
+  const entry = manifest.exports['./attention'].browser;
+  expect(entry).toBe('./dist/attention.min.js');
+  const code = fs.readFileSync(path.join(installed, entry), 'utf8');
+  expect(code.match(/\bimport\b(?!\s*\(|\.meta\b)/g)).toBeNull();
+  let total = 0;
+  for (const file of [entry, 'dist/simd_attention_relaxed_mha.js',
+    'dist/simd_attention_relaxed_mha.wasm']) {
+    const bytes = fs.readFileSync(path.join(installed, file));
+    const brotli = zlib.brotliCompressSync(bytes).length;
+    console.log(`${file}: ${bytes.length} bytes, ${brotli} brotli`);
+    total += brotli;
+  }
+  console.log(`attention entry page: ${total} bytes brotli`);
+  expect(total).toBeLessThanOrEqual(80000);
+});
+
 // The bundles ship as esbuild makes them of the modules now, not of an
 // older state of them (the package step, scripts/build.sh package, makes
 // them; a module changed since needs that step again).
@@ -150,7 +178,8 @@ test('the shipped bundles are those of the current modules', async () => {
   const installed = path.join(app, 'node_modules', 'simd-attention');
   const bundles = await makeBundles();
   expect(Object.keys(bundles).sort()).toEqual([...BUNDLES].sort());
-  const entryOf = { 'index.min.js': 'index.js', 'pool-worker.js': 'src/pool-worker.js',
+  const entryOf = { 'index.min.js': 'index.js', 'attention.min.js': 'attention.js',
+    'pool-worker.js': 'src/pool-worker.js',
     ...Object.fromEntries(Object.entries(ON_DEMAND).map(([module, file]) => [file, module])) };
   for (const [file, { code, inputs }] of Object.entries(bundles)) {
     expect(inputs).toContain(entryOf[file]);
@@ -191,9 +220,11 @@ test('the browser entry and its pool worker run a golden case', () => {
 import fs from 'node:fs';
 import path from 'node:path';
 import { createAttentionModule, createAttentionPool, parseSafetensors } from 'simd-attention';
+import { createAttentionModule as createAttentionOnly } from 'simd-attention/attention';
 
 ${GOLDEN_MHA_CASE}
-const report = { entry: path.relative(process.cwd(), new URL(import.meta.resolve('simd-attention')).pathname),
+const where = (name) => path.relative(process.cwd(), new URL(import.meta.resolve(name)).pathname);
+const report = { entry: where('simd-attention'), attentionEntry: where('simd-attention/attention'),
   tolerance: spec.tolerance.abs, runs: [] };
 const hf = (f) => fs.readFileSync(path.join(process.argv[4], f));
 const hfArgs = [JSON.parse(hf('llama_attention_config.json')),
@@ -209,6 +240,12 @@ for (const options of [{ threads: 1 }, { simd: false }]) {
   report.runs.push({ where: sa.build, diff: diff(mha.forward(...args, { causal: Boolean(c.causal) }).output.data) });
   sa.dispose();
 }
+const lean = await createAttentionOnly({ threads: 1 });
+const leanMha = new lean.MultiHeadAttention(config);
+leanMha.setWeights(weights);
+report.runs.push({ where: 'attention entry ' + lean.build,
+  diff: diff(leanMha.forward(...args, { causal: Boolean(c.causal) }).output.data) });
+lean.dispose();
 const sa = await createAttentionModule({ threads: 1 });
 const built = await sa.fromPretrained(...hfArgs);
 report.hf = [hfDiff(built.module.forward(x, x, x, built.forwardOptions).output.data)];
@@ -227,7 +264,10 @@ console.log(JSON.stringify(report));
   const report = JSON.parse(run('bash', [node, '--conditions=browser', 'bundle.mjs', goldenDir, name,
     modelsDir], app));
   expect(report.entry).toBe(path.join('node_modules', 'simd-attention', 'dist', 'index.min.js'));
-  expect(report.runs.map((r) => r.where)).toEqual(['relaxed-simd', 'nosimd', 'pool of 2']);
+  expect(report.attentionEntry)
+    .toBe(path.join('node_modules', 'simd-attention', 'dist', 'attention.min.js'));
+  expect(report.runs.map((r) => r.where))
+    .toEqual(['relaxed-simd', 'nosimd', 'attention entry relaxed-simd', 'pool of 2']);
   for (const r of report.runs) expect([r.where, r.diff <= report.tolerance]).toEqual([r.where, true]);
   // transformers' output, within the tolerance of tests/js/pretrained.test.mjs.
   expect(report.hf.map((d) => d < 1e-5)).toEqual([true, true]);
@@ -246,6 +286,10 @@ console.log(JSON.stringify(report));
 const WASM_BUDGETS = {
   'dist/simd_attention_simd.wasm': 258200, // 256,417
   'dist/simd_attention_relaxed.wasm': 225200, // 223,676
+  // The attention entry's: MultiHeadAttention, attention(), the caches and
+  // the module functions alone, highway alone.
+  'dist/simd_attention_simd_mha.wasm': 160300, // 159,231
+  'dist/simd_attention_relaxed_mha.wasm': 159900, // 158,836
   'dist/simd_attention_nosimd.wasm': 247600, // 245,866
   'dist/simd_attention_simd_threads.wasm': 244800, // 243,066
   'dist/simd_attention_relaxed_threads.wasm': 244400, // 242,669

@@ -21,8 +21,10 @@ import createDefault, {
   type URLLike, type BytesByCacheType, type BytesByWeightType, type HalfBits, type Int8Weights,
   type Q4Weights,
   type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
-  type ScoresStageName,
+  type ScoresStageName, type AttentionEntryOptions, type AttentionOnlyModule,
 } from '../../web/index.js';
+import createAttentionOnlyDefault, { createAttentionModule as createAttentionOnly }
+  from '../../web/attention.js';
 import {
   dequantizeQ4, ggufQ4Weights, matMulNBitsQ4Weights, Q4_BLOCK_BYTES, Q4_BLOCK_ROWS,
   type GgufTensorInfo, type MatMulNBitsWeights,
@@ -77,6 +79,17 @@ const moduleOptions: AttentionModuleOptions = {
 const create: typeof createAttentionModule = createDefault;
 void create({ wasmPath: '/opt/simd-attention/dist' });
 const sa: AttentionModule = await createAttentionModule(moduleOptions);
+// The attention entry: the same options but training, a module with attention alone.
+const entryOptions: AttentionEntryOptions = { backend, threads: 1, wasmPath };
+const createLean: typeof createAttentionOnly = createAttentionOnlyDefault;
+const lean: AttentionOnlyModule = await createLean(entryOptions);
+const everyModuleIsOne: AttentionOnlyModule = sa;
+void everyModuleIsOne;
+// @ts-expect-error the attention entry has no training build
+void createAttentionOnly({ training: true });
+// @ts-expect-error its module has no layers
+void lean.TransformerBlock;
+void new lean.MultiHeadAttention({ dModel: 8, numHeads: 2 });
 const build: BuildName = sa.build;
 const moduleFacts: [string, boolean, string[], string] = [sa.backend, sa.simd, sa.backends,
   sa.kernels];

@@ -263,13 +263,24 @@ function pickTrainingBuild(where, forceSimd, forceRelaxed, engine) {
   return 'training';
 }
 
+// Which variant of `build` to load: the threaded one when `threads` > 1,
+// else the entry's own (`entryBuilds`: { build: variant }, those of the
+// attention entry, src/attention-builds.js) where it has one for `build`
+// and the backend is highway (the one backend those carry), else `build`.
+function variantOf(build, threads, entryBuilds, backend) {
+  if (threads > 1) return BUILDS[build].threaded;
+  const own = (backend ?? 'highway') === 'highway' ? entryBuilds?.[build] : undefined;
+  return own ?? BUILDS[build];
+}
+
 // Loads `build` (a key of BUILDS) with its .wasm from options.wasmPath or
-// dist/, the threaded variant when `threads` > 1; resolves to { wasm,
-// workers } as soon as the main instance is ready: wasm is the emcc module,
-// i.e. the Embind glue, and workers (threaded variant only) the
-// prepareWorkers() handle of its workers, which start and load after.
-export async function loadBuild(where, build, wasmPath, threads = 1) {
-  const variant = threads > 1 ? BUILDS[build].threaded : BUILDS[build];
+// dist/, the variant variantOf() picks; resolves to { wasm, workers } as
+// soon as the main instance is ready: wasm is the emcc module, i.e. the
+// Embind glue, and workers (threaded variant only) the prepareWorkers()
+// handle of its workers, which start and load after.
+export async function loadBuild(where, build, wasmPath, threads = 1,
+  { entryBuilds, backend } = {}) {
+  const variant = variantOf(build, threads, entryBuilds, backend);
   const file = `${variant.file}.wasm`;
   // The .wasm compiles while the glue loads, not after it.
   const compiling = handedOver.has(file) ? Promise.resolve(handedOver.get(file))

@@ -40,6 +40,7 @@ export const DECODER_WEIGHT_GROUPS = {
 
 export const OPTION_KEYS = {
   AttentionModuleOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath', 'training'],
+  AttentionEntryOptions: ['backend', 'simd', 'relaxedSimd', 'threads', 'wasmPath'],
   MultiHeadAttentionConfig: ['dModel', 'numHeads', 'kDim', 'vDim', 'headDim', 'headDimV',
     'numKvHeads', 'rope', 'qkNorm', 'bias', 'backend', 'threads', 'weights', 'cacheType'],
   RopeConfig: ['style', 'base', 'rotaryDim'],

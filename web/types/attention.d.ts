@@ -7,8 +7,11 @@ import type {
 } from './tensors.js';
 import type { MultiHeadAttentionGradients } from './training.js';
 
-/** A norm's kind: LayerNorm, RMSNorm, or RMSNorm in Gemma's `x * (1 + weight)` form. */
-export type NormKindName = 'layer_norm' | 'rms_norm' | 'gemma_rms_norm';
+/**
+ * A norm's kind: LayerNorm, RMSNorm, RMSNorm in Gemma's `x * (1 + weight)` form, or
+ * LayerNorm in that form (Nemotron's LayerNorm1P).
+ */
+export type NormKindName = 'layer_norm' | 'rms_norm' | 'gemma_rms_norm' | 'layer_norm_1p';
 
 /** `MultiHeadAttentionConfig.qkNorm`. */
 export interface QkNormConfig {

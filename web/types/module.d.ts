@@ -177,7 +177,20 @@ export interface BytesByCacheType {
   bf16: number;
 }
 
-export interface AttentionModule {
+/**
+ * The options of the attention entry's `createAttentionModule`
+ * (`simd-attention/attention`): the main entry's but `training`.
+ */
+export interface AttentionEntryOptions extends Omit<AttentionModuleOptions, 'training'> {}
+
+/**
+ * What every module has: the module of the attention entry
+ * (`simd-attention/attention`), for a page that runs attention alone. It
+ * loads a build that binds only this (about a third smaller) where one fits
+ * its options: one thread, WebAssembly SIMD, the highway backend; elsewhere
+ * the main entry's build.
+ */
+export interface AttentionOnlyModule {
   /** Default backend of new MultiHeadAttention objects. */
   readonly backend: string;
   /** Which build this module runs on. */
@@ -221,26 +234,6 @@ export interface AttentionModule {
   dispose(): void;
   /** Multi-head attention running on this module's wasm instance. */
   readonly MultiHeadAttention: MultiHeadAttentionConstructor;
-  /** `torch.nn.TransformerEncoderLayer` (dropout 0, batch-first). */
-  readonly TransformerEncoderLayer: TransformerEncoderLayerConstructor;
-  /** `torch.nn.TransformerDecoderLayer` (dropout 0, batch-first), with incremental decoding. */
-  readonly TransformerDecoderLayer: TransformerDecoderLayerConstructor;
-  /** A block as a list of sublayers (not in the training build: it throws there). */
-  readonly TransformerBlock: TransformerBlockConstructor;
-  /** N blocks with a KV cache per layer (not in the training build). */
-  readonly TransformerStack: TransformerStackConstructor;
-  /**
-   * One layer or attention of a Hugging Face model (`options.prefix`) as
-   * this module's object: configured from `config` (the parsed
-   * `config.json`), its weights loaded from `file` (`loadCheckpoint` in the
-   * model's layout), with the forward options the model runs it with. What
-   * the objects cannot compute (RMSNorm, gated MLPs, QK-norm, scaled RoPE,
-   * a whole model) is an Error naming the model type, the part and the
-   * config field (a rejection); see the README's table. Async: the
-   * package's browser bundle loads this code when it is first called.
-   */
-  fromPretrained(config: HuggingFaceConfig, file: CheckpointTensors,
-    options?: FromPretrainedOptions): Promise<PretrainedModule>;
   /**
    * Sinusoidal positional encoding `[t, dModel]`:
    * `PE[p, 2i] = sin(p / 10000^(2i/dModel))`, `PE[p, 2i+1] = cos(p / 10000^(2i/dModel))`.
@@ -276,6 +269,30 @@ export interface AttentionModule {
   ): AttentionResultFor<A, S>;
   /** Heap statistics, e.g. to watch for leaks. */
   memoryStats(): MemoryStats;
+}
+
+/** The main entry's module: every class of the package, on builds that bind them all. */
+export interface AttentionModule extends AttentionOnlyModule {
+  /** `torch.nn.TransformerEncoderLayer` (dropout 0, batch-first). */
+  readonly TransformerEncoderLayer: TransformerEncoderLayerConstructor;
+  /** `torch.nn.TransformerDecoderLayer` (dropout 0, batch-first), with incremental decoding. */
+  readonly TransformerDecoderLayer: TransformerDecoderLayerConstructor;
+  /** A block as a list of sublayers (not in the training build: it throws there). */
+  readonly TransformerBlock: TransformerBlockConstructor;
+  /** N blocks with a KV cache per layer (not in the training build). */
+  readonly TransformerStack: TransformerStackConstructor;
+  /**
+   * One layer or attention of a Hugging Face model (`options.prefix`) as
+   * this module's object: configured from `config` (the parsed
+   * `config.json`), its weights loaded from `file` (`loadCheckpoint` in the
+   * model's layout), with the forward options the model runs it with. What
+   * the objects cannot compute (RMSNorm, gated MLPs, QK-norm, scaled RoPE,
+   * a whole model) is an Error naming the model type, the part and the
+   * config field (a rejection); see the README's table. Async: the
+   * package's browser bundle loads this code when it is first called.
+   */
+  fromPretrained(config: HuggingFaceConfig, file: CheckpointTensors,
+    options?: FromPretrainedOptions): Promise<PretrainedModule>;
   /** `torch.optim.SGD`; constructing one needs the training build. */
   readonly SGD: OptimizerConstructor<SGDOptions>;
   /** `torch.optim.Adam` (AdamW with `decoupledWeightDecay`); needs the training build. */

@@ -1,20 +1,5 @@
-// One forward of a golden case with the package, on the page or in a worker:
-// the case arrives as plain arrays (structured-clone and JSON friendly).
+// One forward of a golden case with the package, on the page or in a worker.
 import { createAttentionModule } from 'simd-attention';
+import { forwardWith } from './forward-with.js';
 
-const f32 = (values) => Float32Array.from(values);
-const tensor = (t) => t && { data: f32(t.data), shape: t.shape };
-
-export async function forward({ config, weights, query, key, value, options }) {
-  const sa = await createAttentionModule();
-  const mha = new sa.MultiHeadAttention(config);
-  try {
-    mha.setWeights(Object.fromEntries(Object.entries(weights).map(([k, v]) => [k, f32(v)])));
-    const r = mha.forward(tensor(query), tensor(key), tensor(value),
-      { ...options, returnAttnWeights: true });
-    return { build: sa.build, output: Array.from(r.output.data),
-      attnWeights: Array.from(r.attnWeights.data) };
-  } finally {
-    mha.dispose();
-  }
-}
+export const forward = (golden) => forwardWith(createAttentionModule, golden);
