@@ -85,12 +85,13 @@ test('the tarball ships only what is needed', () => {
 // (6-11 kB of each .wasm): 916,607 packed, 2,452,707 unpacked; then the
 // attention entry, its bundle and its two builds (159 kB of .wasm and 27 kB
 // of glue each): 1,071,338 packed, 2,871,311 unpacked. The budgets are that
-// plus about 1%. q4 weights loadable from files (the quantized-weights entry,
-// its declarations, about 1 kB of each .wasm) took about 3 kB packed of it.
+// plus about 1%. Then q4 weights loadable from files (the quantized-weights
+// entry, its declarations, 1-2 kB of each .wasm): 1,082,442 packed,
+// 2,901,384 unpacked; the budgets that plus about 0.4%.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  expect(packed.size).toBeLessThanOrEqual(1082000);
-  expect(packed.unpackedSize).toBeLessThanOrEqual(2900000);
+  expect(packed.size).toBeLessThanOrEqual(1086000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(2912000);
 });
 
 // What a page without a bundler downloads by default, in brotli (quality
@@ -288,8 +289,10 @@ const WASM_BUDGETS = {
   'dist/simd_attention_relaxed.wasm': 225200, // 223,676
   // The attention entry's: MultiHeadAttention, attention(), the caches and
   // the module functions alone, highway alone.
-  'dist/simd_attention_simd_mha.wasm': 160300, // 159,231
-  'dist/simd_attention_relaxed_mha.wasm': 159900, // 158,836
+  // q4 weights given as their blocks (reading and checking them, packing
+  // them as they are) added about 2 kB to each: 161,288 and 160,891.
+  'dist/simd_attention_simd_mha.wasm': 162400, // 161,288
+  'dist/simd_attention_relaxed_mha.wasm': 162000, // 160,891
   'dist/simd_attention_nosimd.wasm': 247600, // 245,866
   'dist/simd_attention_simd_threads.wasm': 244800, // 243,066
   'dist/simd_attention_relaxed_threads.wasm': 244400, // 242,669
