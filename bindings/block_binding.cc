@@ -133,18 +133,18 @@ struct JsSublayerWeights {
   }
 };
 
-// A layer's sublayers' weights (JS: {sublayers: [...]}), copied.
-struct JsBlockWeights {
-  std::vector<std::unique_ptr<JsSublayerWeights>> owned;
-  std::vector<SublayerWeights> views;
-  explicit JsBlockWeights(const val& js) {
-    const val list = js["sublayers"];
-    for (size_t i = 0; i < list["length"].as<size_t>(); ++i) {
-      owned.push_back(std::make_unique<JsSublayerWeights>(list[i]));
-      views.push_back(owned.back()->weights);
-    }
+// A layer's sublayers' weights (JS: {sublayers: [...]}), copied into
+// `owned` (one list for every layer of a stack); their views.
+std::vector<SublayerWeights> BlockWeightsFromJs(
+    const val& js, std::vector<std::unique_ptr<JsSublayerWeights>>& owned) {
+  const val list = js["sublayers"];
+  std::vector<SublayerWeights> views(list["length"].as<size_t>());
+  for (size_t i = 0; i < views.size(); ++i) {
+    owned.push_back(std::make_unique<JsSublayerWeights>(list[i]));
+    views[i] = owned.back()->weights;
   }
-};
+  return views;
+}
 
 }  // namespace
 
@@ -158,8 +158,8 @@ val BlockBinding::info() {
 val BlockBinding::setWeights(const val& w) {
   return Guard([&] {
     TransformerBlock& b = Checked();
-    const JsBlockWeights weights(w);
-    b.SetWeights(weights.views);
+    std::vector<std::unique_ptr<JsSublayerWeights>> owned;
+    b.SetWeights(BlockWeightsFromJs(w, owned));
     weight_bytes_.Set(b.config().weights, b.WeightBytes());
   });
 }
@@ -189,102 +189,90 @@ val BlockBinding::forwardIncremental(const val& x, KVCacheBinding& cache, const 
   });
 }
 
-class StackBinding : public Owned<TransformerStack> {
- public:
-  explicit StackBinding(const val& config)
-      : Owned("TransformerStack", &StackConfigFromJs, config) {}
+StackBinding::StackBinding(const val& config)
+    : Owned("TransformerStack", &StackConfigFromJs, config) {}
 
-  val info() {
-    return Guard([&] {
-      TransformerStack& s = Checked();
-      val v = BlockInfo(s.config().block);
-      const InfoFields fields(v, s.config().block.head_dim);
-      fields("numLayers", s.config().num_layers);
-      fields("finalNorm", s.config().final_norm);
-      if (!s.config().layer_windows.empty()) {
-        val windows = val::array();
-        for (const auto& w : s.config().layer_windows) {
-          val pair = val::array();
-          pair.call<void>("push", double(w[0]));
-          pair.call<void>("push", double(w[1]));
-          windows.call<void>("push", pair);
-        }
-        v.set("layerWindows", windows);
+val StackBinding::info() {
+  return Guard([&] {
+    TransformerStack& s = Checked();
+    val v = BlockInfo(s.config().block);
+    const InfoFields fields(v, s.config().block.head_dim);
+    fields("numLayers", s.config().num_layers);
+    fields("finalNorm", s.config().final_norm);
+    if (!s.config().layer_windows.empty()) {
+      val windows = val::array();
+      for (const auto& w : s.config().layer_windows) {
+        val pair = val::array();
+        pair.call<void>("push", double(w[0]));
+        pair.call<void>("push", double(w[1]));
+        windows.call<void>("push", pair);
       }
-      return v;
-    });
-  }
+      v.set("layerWindows", windows);
+    }
+    return v;
+  });
+}
 
-  // {layers: [{sublayers}], finalNorm?: {gamma, beta?}}
-  val setWeights(const val& w) {
-    return Guard([&] {
-      TransformerStack& s = Checked();
-      const val layers = w["layers"];
-      std::vector<std::unique_ptr<JsBlockWeights>> owned;
-      std::vector<std::vector<SublayerWeights>> views;
-      for (size_t i = 0; i < layers["length"].as<size_t>(); ++i) {
-        owned.push_back(std::make_unique<JsBlockWeights>(layers[i]));
-        views.push_back(owned.back()->views);
-      }
-      std::vector<float> gamma, beta;
-      if (Given(w["finalNorm"])) {
-        gamma = CopyFloatsIfGiven(w["finalNorm"], "gamma");
-        beta = CopyFloatsIfGiven(w["finalNorm"], "beta");
-      }
-      s.SetWeights(views, NormWeights{gamma, beta});
-      weight_bytes_.Set(s.config().block.weights, s.WeightBytes());
-    });
-  }
+val StackBinding::setWeights(const val& w) {
+  return Guard([&] {
+    TransformerStack& s = Checked();
+    const val layers = w["layers"];
+    std::vector<std::unique_ptr<JsSublayerWeights>> owned;
+    std::vector<std::vector<SublayerWeights>> views(layers["length"].as<size_t>());
+    for (size_t i = 0; i < views.size(); ++i) views[i] = BlockWeightsFromJs(layers[i], owned);
+    std::vector<float> gamma, beta;
+    if (Given(w["finalNorm"])) {
+      gamma = CopyFloatsIfGiven(w["finalNorm"], "gamma");
+      beta = CopyFloatsIfGiven(w["finalNorm"], "beta");
+    }
+    s.SetWeights(views, NormWeights{gamma, beta});
+    weight_bytes_.Set(s.config().block.weights, s.WeightBytes());
+  });
+}
 
-  val forward(const val& x, const val& options) {
-    return Guard([&] {
-      const Input in(x);
-      const JsForwardOptions<BlockOptions> o(options);
-      return ToFloat32Array(Checked().Forward(in.tensor, o.options));
-    });
-  }
+val StackBinding::forward(const val& x, const val& options) {
+  return Guard([&] {
+    const Input in(x);
+    const JsForwardOptions<BlockOptions> o(options);
+    return ToFloat32Array(Checked().Forward(in.tensor, o.options));
+  });
+}
 
-  // into: a JS array of numLayers empty KVCacheBinding, filled in order.
-  val createKVCaches(const val& into, size_t batch, size_t max_length) {
-    return Guard([&] {
-      std::vector<KVCache> caches = Checked().CreateKVCaches(batch, max_length);
-      for (size_t i = 0; i < caches.size(); ++i) {
-        KVCacheBinding* b = into[i].as<KVCacheBinding*>(emscripten::allow_raw_pointers());
-        b->cache.emplace(std::move(caches[i]));
-        b->Count();
-      }
-    });
-  }
+val StackBinding::createKVCaches(const val& into, size_t batch, size_t max_length) {
+  return Guard([&] {
+    std::vector<KVCache> caches = Checked().CreateKVCaches(batch, max_length);
+    for (size_t i = 0; i < caches.size(); ++i) {
+      KVCacheBinding* b = into[i].as<KVCacheBinding*>(emscripten::allow_raw_pointers());
+      b->cache.emplace(std::move(caches[i]));
+      b->Count();
+    }
+  });
+}
 
-  // caches: a JS array of KVCacheBinding, one per layer.
-  val forwardIncremental(const val& x, const val& caches, const val& options) {
-    return Guard([&] {
-      TransformerStack& s = Checked();
-      std::vector<KVCache*> each;
-      for (size_t i = 0; i < caches["length"].as<size_t>(); ++i) {
-        each.push_back(&caches[i].as<KVCacheBinding*>(emscripten::allow_raw_pointers())->Checked());
-      }
-      const Input in(x);
-      const JsForwardOptions<SelfAttentionOptions> o(options);
-      return ToFloat32Array(s.ForwardIncremental(in.tensor, std::span<KVCache* const>(each),
-                                                 o.options));
-    });
-  }
-
- private:
-  HeldBytes weight_bytes_{Held::kWeights};
-};
+val StackBinding::forwardIncremental(const val& x, const val& caches, const val& options) {
+  return Guard([&] {
+    TransformerStack& s = Checked();
+    std::vector<KVCache*> each;
+    for (size_t i = 0; i < caches["length"].as<size_t>(); ++i) {
+      each.push_back(&caches[i].as<KVCacheBinding*>(emscripten::allow_raw_pointers())->Checked());
+    }
+    const Input in(x);
+    const JsForwardOptions<SelfAttentionOptions> o(options);
+    return ToFloat32Array(s.ForwardIncremental(in.tensor, std::span<KVCache* const>(each),
+                                               o.options));
+  });
+}
 
 EMSCRIPTEN_BINDINGS(simd_attention_blocks) {
   RegisterConfiguredClass<BlockBinding>("BlockBinding")
       .function("createKVCache", &BlockBinding::createKVCache)
       .function("forwardIncremental", &BlockBinding::forwardIncremental);
-  // The training module trains a block alone: it has no stack (whose
-  // forwards are all inference) to bind.
+  auto stack = RegisterConfiguredClass<StackBinding>("StackBinding");
+  stack.function("createKVCaches", &StackBinding::createKVCaches);
+  // The training module makes no KV caches (createKVCaches refuses there),
+  // so no call reaches a stack's forwardIncremental.
   if constexpr (!kTrainingModule) {
-    RegisterConfiguredClass<StackBinding>("StackBinding")
-        .function("createKVCaches", &StackBinding::createKVCaches)
-        .function("forwardIncremental", &StackBinding::forwardIncremental);
+    stack.function("forwardIncremental", &StackBinding::forwardIncremental);
   }
 }
 

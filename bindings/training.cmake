@@ -1,7 +1,7 @@
 # The training build (SA_WASM_TRAINING): simd_attention_training, the SIMD
 # build with the backward passes, the optimizers (training_binding.cc), the
-# tiny model (tiny_model_binding.cc) and TransformerBlock (block_binding.cc,
-# without its KV caches and TransformerStack) bound, loaded by
+# tiny model (tiny_model_binding.cc), TransformerBlock and TransformerStack
+# (block_binding.cc, without their KV caches) bound, loaded by
 # createAttentionModule({ training: true }). It links simd_attention, the
 # library with the training code (the inference modules link
 # simd_attention_inference; see src/training/training_hooks.h). Highway only, as

@@ -1,6 +1,6 @@
 // The training module's glue (bindings/training.cmake; TinyTransformer's is
 // tiny_model_binding.cc): the backward passes of MultiHeadAttention, the
-// layers and TransformerBlock, and the optimizers, as functions of
+// layers, TransformerBlock and TransformerStack, and the optimizers, as functions of
 // the bindings they act on (Embind registers a class's members once, in its
 // own file; these exist in the training module only). As everywhere in
 // bindings/, JS has checked types, and the C++ API checks shapes and values.
@@ -107,8 +107,37 @@ val DecoderBackward(DecoderLayerBinding& binding, const val& d_output) {
   });
 }
 
-// {dInput, dMemory?, sublayers: [{norm, outputNorm?, attention? | ffn? |
-// gatedFfn?}]}: named as setWeights' groups, each sublayer's mixer's alone.
+// [{norm, outputNorm?, attention? | ffn? | gatedFfn?}]: a block's
+// sublayers' gradients named as setWeights' groups, each sublayer's mixer's
+// alone.
+val SublayerGradientsToJs(const BlockConfig& block, std::vector<SublayerGradients>& g) {
+  val sublayers = val::array();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Sublayer& config = block.sublayers[i];
+    SublayerGradients& s = g[i];
+    val entry = val::object();
+    entry.set("norm", NormWeightGradients(s.norm));
+    if (config.norm == NormPlacement::kSandwich) {
+      entry.set("outputNorm", NormWeightGradients(s.output_norm));
+    }
+    switch (config.mixer) {
+      case MixerKind::kSelfAttention:
+      case MixerKind::kCrossAttention:
+        entry.set("attention", AttentionWeightGradients(s.attention));
+        break;
+      case MixerKind::kFeedForward:
+        entry.set("ffn", FfnWeightGradients(s.ffn));
+        break;
+      case MixerKind::kGatedFeedForward:
+        entry.set("gatedFfn", GatedFfnWeightGradients(s.gated_ffn));
+        break;
+    }
+    sublayers.call<void>("push", entry);
+  }
+  return sublayers;
+}
+
+// {dInput, dMemory?, sublayers}
 val BlockBackward(BlockBinding& binding, const val& d_output) {
   return Guard([&] {
     const Input d(d_output);
@@ -117,30 +146,28 @@ val BlockBackward(BlockBinding& binding, const val& d_output) {
     val js = val::object();
     SetGradient(js, "dInput", g.d_input);
     if (!g.d_memory.empty()) SetGradient(js, "dMemory", g.d_memory);
-    val sublayers = val::array();
-    for (size_t i = 0; i < g.sublayers.size(); ++i) {
-      const Sublayer& config = block.config().sublayers[i];
-      SublayerGradients& s = g.sublayers[i];
+    js.set("sublayers", SublayerGradientsToJs(block.config(), g.sublayers));
+    return js;
+  });
+}
+
+// {dInput, layers: [{sublayers}], finalNorm?}: grouped as setWeights'
+// weights.
+val StackBackward(StackBinding& binding, const val& d_output) {
+  return Guard([&] {
+    const Input d(d_output);
+    TransformerStack& stack = binding.Checked();
+    StackGradients g = stack.Backward(d.tensor);
+    val js = val::object();
+    SetGradient(js, "dInput", g.d_input);
+    val layers = val::array();
+    for (std::vector<SublayerGradients>& layer : g.layers) {
       val entry = val::object();
-      entry.set("norm", NormWeightGradients(s.norm));
-      if (config.norm == NormPlacement::kSandwich) {
-        entry.set("outputNorm", NormWeightGradients(s.output_norm));
-      }
-      switch (config.mixer) {
-        case MixerKind::kSelfAttention:
-        case MixerKind::kCrossAttention:
-          entry.set("attention", AttentionWeightGradients(s.attention));
-          break;
-        case MixerKind::kFeedForward:
-          entry.set("ffn", FfnWeightGradients(s.ffn));
-          break;
-        case MixerKind::kGatedFeedForward:
-          entry.set("gatedFfn", GatedFfnWeightGradients(s.gated_ffn));
-          break;
-      }
-      sublayers.call<void>("push", entry);
+      entry.set("sublayers", SublayerGradientsToJs(stack.config().block, layer));
+      layers.call<void>("push", entry);
     }
-    js.set("sublayers", sublayers);
+    js.set("layers", layers);
+    if (stack.config().final_norm) js.set("finalNorm", NormWeightGradients(g.final_norm));
     return js;
   });
 }
@@ -222,6 +249,7 @@ EMSCRIPTEN_BINDINGS(simd_attention_training) {
   emscripten::function("encoderBackward", &EncoderBackward);
   emscripten::function("decoderBackward", &DecoderBackward);
   emscripten::function("blockBackward", &BlockBackward);
+  emscripten::function("stackBackward", &StackBackward);
   emscripten::class_<OptimizerBinding>("OptimizerBinding")
       .constructor<const std::string&, const val&>()
       .function("takeError", &TakeError<OptimizerBinding>)
@@ -230,6 +258,7 @@ EMSCRIPTEN_BINDINGS(simd_attention_training) {
       .function("stepEncoder", &OptimizerBinding::Step<EncoderLayerBinding>)
       .function("stepDecoder", &OptimizerBinding::Step<DecoderLayerBinding>)
       .function("stepBlock", &OptimizerBinding::Step<BlockBinding>)
+      .function("stepStack", &OptimizerBinding::Step<StackBinding>)
       .function("stepTinyModel", &OptimizerBinding::Step<TinyModelBinding>);
 }
 

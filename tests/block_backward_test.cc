@@ -7,13 +7,13 @@
 // equal its block's; errors.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "block_gradients.h"
 #include "gradient_util.h"
 #include "random_block.h"
 #include "random_mha.h"
@@ -139,28 +139,7 @@ std::unique_ptr<Problem> MakeProblem(const BackwardCase& c, uint32_t seed) {
   std::mt19937 rng(seed);
   const size_t d = c.config.d_model;
   p->weights = RandomBlockWeights(p->config, true, rng);
-  for (const OwnedSublayer& w : p->weights) {
-    SublayerProblem64 q;
-    q.gamma = ToDouble(w.gamma);
-    q.beta = ToDouble(w.beta);
-    q.out_gamma = ToDouble(w.out_gamma);
-    q.out_beta = ToDouble(w.out_beta);
-    const OwnedWeights& a = w.attention;
-    q.attention = {0, 0, 0, {}, {}, {}, ToDouble(a.w_q), ToDouble(a.w_k), ToDouble(a.w_v),
-                   ToDouble(a.w_o), ToDouble(a.b_q), ToDouble(a.b_k), ToDouble(a.b_v),
-                   ToDouble(a.b_o), ToDouble(w.q_norm), ToDouble(w.k_norm)};
-    q.w1 = ToDouble(w.w1);
-    q.b1 = ToDouble(w.b1);
-    q.w2 = ToDouble(w.w2);
-    q.b2 = ToDouble(w.b2);
-    q.w_gate = ToDouble(w.w_gate);
-    q.b_gate = ToDouble(w.b_gate);
-    q.w_up = ToDouble(w.w_up);
-    q.b_up = ToDouble(w.b_up);
-    q.w_down = ToDouble(w.w_down);
-    q.b_down = ToDouble(w.b_down);
-    p->doubles.sublayers.push_back(std::move(q));
-  }
+  for (const OwnedSublayer& w : p->weights) p->doubles.sublayers.push_back(SublayerDoubles(w));
   p->x = RandomTensor(c.batch, c.tokens, d, rng);
   if (c.memory_tokens != 0) p->memory = RandomTensor(c.batch, c.memory_tokens, d, rng);
   if (c.padding) {
@@ -220,66 +199,11 @@ BlockRun RunBlock(const Problem& p, const KernelTable& table, std::shared_ptr<Th
 }
 
 // Every gradient the block returns with the reference's, by name.
-struct Pair {
-  std::string name;
-  const std::vector<float>* actual;
-  const std::vector<double>* expected;
-};
-
-std::vector<Pair> Pairs(const Problem& p, const BlockGradients& g, const BlockBackward64& e) {
-  std::vector<Pair> out = {{"d_input", &g.d_input, &e.d_input}};
+std::vector<GradientPair> Pairs(const Problem& p, const BlockGradients& g,
+                                const BlockBackward64& e) {
+  std::vector<GradientPair> out = {{"d_input", &g.d_input, &e.d_input}};
   if (p.c.memory_tokens != 0) out.push_back({"d_memory", &g.d_memory, &e.d_memory});
-  for (size_t k = 0; k < p.config.sublayers.size(); ++k) {
-    const SublayerGradients& s = g.sublayers[k];
-    const SublayerBackward64& r = e.sublayers[k];
-    const std::string at = "sublayers[" + std::to_string(k) + "].";
-    const auto add = [&](const char* name, const std::vector<float>& a,
-                         const std::vector<double>& b) { out.push_back({at + name, &a, &b}); };
-    if (HasNorm(p.config.sublayers[k].norm)) {
-      add("norm.d_gamma", s.norm.d_gamma, r.d_gamma);
-      add("norm.d_beta", s.norm.d_beta, r.d_beta);
-    } else {  // the block computes none: nothing to compare
-      EXPECT_TRUE(s.norm.d_gamma.empty() && s.norm.d_beta.empty()) << at << "norm";
-    }
-    if (p.config.sublayers[k].norm == P::kSandwich) {
-      add("output_norm.d_gamma", s.output_norm.d_gamma, r.d_out_gamma);
-      add("output_norm.d_beta", s.output_norm.d_beta, r.d_out_beta);
-    }
-    switch (p.config.sublayers[k].mixer) {
-      case M::kSelfAttention:
-      case M::kCrossAttention: {
-        const MhaGradients& a = s.attention;
-        const MhaBackward64& b = r.attention;
-        add("attention.d_w_q", a.d_w_q, b.d_w_q);
-        add("attention.d_w_k", a.d_w_k, b.d_w_k);
-        add("attention.d_w_v", a.d_w_v, b.d_w_v);
-        add("attention.d_w_o", a.d_w_o, b.d_w_o);
-        add("attention.d_b_q", a.d_b_q, b.d_b_q);
-        add("attention.d_b_k", a.d_b_k, b.d_b_k);
-        add("attention.d_b_v", a.d_b_v, b.d_b_v);
-        add("attention.d_b_o", a.d_b_o, b.d_b_o);
-        if (p.config.qk_norm.enabled) {
-          add("attention.d_q_norm", a.d_q_norm, b.d_q_norm);
-          add("attention.d_k_norm", a.d_k_norm, b.d_k_norm);
-        }
-        break;
-      }
-      case M::kFeedForward:
-        add("ffn.d_w1", s.ffn.d_w1, r.d_w1);
-        add("ffn.d_b1", s.ffn.d_b1, r.d_b1);
-        add("ffn.d_w2", s.ffn.d_w2, r.d_w2);
-        add("ffn.d_b2", s.ffn.d_b2, r.d_b2);
-        break;
-      case M::kGatedFeedForward:
-        add("gated_ffn.d_w_gate", s.gated_ffn.d_w_gate, r.d_w_gate);
-        add("gated_ffn.d_b_gate", s.gated_ffn.d_b_gate, r.d_b_gate);
-        add("gated_ffn.d_w_up", s.gated_ffn.d_w_up, r.d_w_up);
-        add("gated_ffn.d_b_up", s.gated_ffn.d_b_up, r.d_b_up);
-        add("gated_ffn.d_w_down", s.gated_ffn.d_w_down, r.d_w_down);
-        add("gated_ffn.d_b_down", s.gated_ffn.d_b_down, r.d_b_down);
-        break;
-    }
-  }
+  AddSublayerPairs(p.config, "", g.sublayers, e.sublayers, out);
   return out;
 }
 
@@ -290,12 +214,12 @@ TEST_P(BlockBackwardReference, MatchesFloat64) {
   const BlockRun r = RunBlock(*p, table(), SharedThreadPool(1));
   const BlockBackward64 e = Reference(*p);
   double max_abs = 0;
-  for (const Pair& pair : Pairs(*p, r.gradients, e)) {
+  for (const GradientPair& pair : Pairs(*p, r.gradients, e)) {
     max_abs = std::max(max_abs, MaxAbs(*pair.expected));
   }
   const double bound = FloatBound(ChainLength(*p), max_abs);
   EXPECT_TRUE(AllNear(r.output, e.output, bound)) << "output";
-  for (const Pair& pair : Pairs(*p, r.gradients, e)) {
+  for (const GradientPair& pair : Pairs(*p, r.gradients, e)) {
     EXPECT_FALSE(pair.expected->empty() && pair.name.find("d_beta") == std::string::npos)
         << pair.name;
     EXPECT_TRUE(AllNear(*pair.actual, *pair.expected, bound)) << pair.name;
@@ -443,31 +367,14 @@ class BlockBackwardErrors : public TableTest {};
 TEST_P(BlockBackwardErrors, RefusesWhatItCannotDifferentiate) {
   const auto p = MakeProblem(FindCase("llama_rms_swiglu"), 29);
   TransformerBlock block(p->c.config, table(), SharedThreadPool(1));
-  block.SetWeights(p->Views());
-  const char* no_forward = "expected the last forward to be a training one";
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
   BlockOptions o = p->Options();
-  block.Forward(p->x.View(), o);
-  const BlockGradients first = block.Backward(p->DOutput());
-  // The record stays: a second Backward gives the same gradients.
-  EXPECT_EQ(block.Backward(p->DOutput()).d_input, first.d_input);
-  // A wrong shape or a non-finite value names d_output; the record stays.
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { block.Backward({p->d_output, p->x.tokens, p->x.batch, p->x.features}); },
-      {"d_output", "expected shape"}));
-  std::vector<float> bad = p->d_output;
-  bad[5] = std::nanf("");
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { block.Backward({bad, p->x.batch, p->x.tokens, p->x.features}); }, {"d_output"}));
-  EXPECT_EQ(block.Backward(p->DOutput()).d_input, first.d_input);
-  // A forward that is not a training one, or new weights, ends the record.
-  o.training = false;
-  block.Forward(p->x.View(), o);
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
-  o.training = true;
-  block.Forward(p->x.View(), o);
-  block.SetWeights(p->Views());
-  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { block.Backward(p->DOutput()); }, {no_forward}));
+  ExpectRecordErrors(
+      block, p->DOutput(),
+      [&](bool training) {
+        o.training = training;
+        block.Forward(p->x.View(), o);
+      },
+      [&] { block.SetWeights(p->Views()); });
 
   // Weights an optimizer could not update.
   BlockConfig narrow = p->c.config;

@@ -85,5 +85,37 @@ TEST(InferenceLibrary, BlockRunsAndRefusesTraining) {
   EXPECT_EQ(block.Forward({x, 1, 3, kD}), y);
 }
 
+TEST(InferenceLibrary, StackRunsAndRefusesTraining) {
+  StackConfig c;
+  c.block.d_model = kD;
+  c.block.num_heads = 2;
+  c.block.ffn_dim = 4;
+  c.block.sublayers = {{MixerKind::kFeedForward, NormPlacement::kNone}};
+  c.num_layers = 2;
+  TransformerStack stack(c);
+  const std::vector<float> w1(kD * 4, 0.5f), w2(4 * kD, -0.125f);
+  SublayerWeights s;
+  s.ffn.w1 = w1;
+  s.ffn.w2 = w2;
+  const std::vector<std::vector<SublayerWeights>> layers(2, std::vector<SublayerWeights>{s});
+  stack.SetWeights(layers);
+  const std::vector<float> x(3 * kD, 1.0f);
+  // Layer 0: relu(8 * 0.5) = 4 per hidden unit, 4 * 4 * -0.125 = -2: 1 - 2 = -1;
+  // layer 1: relu(-4) = 0, so -1 stays.
+  const std::vector<float> y = stack.Forward({x, 1, 3, kD});
+  for (float v : y) EXPECT_FLOAT_EQ(v, -1.0f);
+
+  BlockOptions training;
+  training.training = true;
+  EXPECT_NE(InvalidArgumentOf([&] { stack.Forward({x, 1, 3, kD}, training); }).find(kRefusal),
+            std::string::npos);
+  std::vector<Parameter> parameters;
+  EXPECT_NE(InvalidArgumentOf([&] { stack.TrainableParameters(parameters, ""); })
+                .find(kRefusal),
+            std::string::npos);
+  // Still usable.
+  EXPECT_EQ(stack.Forward({x, 1, 3, kD}), y);
+}
+
 }  // namespace
 }  // namespace simd_attention

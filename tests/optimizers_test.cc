@@ -673,5 +673,102 @@ TEST(OptimizerErrors, BlockParametersNamedAsSetWeightsNamesThem) {
       [&] { adam.Step(block); }, {"expected a backward since the weights last changed"}));
 }
 
+// ---------------------------------------------------------------------------
+// Step(TransformerStack): every layer's parameters and the final norm's.
+
+StackConfig SmallLlamaStack(size_t layers) {
+  using M = MixerKind;
+  using P = NormPlacement;
+  StackConfig c;
+  c.block = SmallBlock(NormKind::kRmsNorm, Activation::kSilu,
+                       {{M::kSelfAttention, P::kPre}, {M::kGatedFeedForward, P::kPre}});
+  c.block.rope = {RopeStyle::kHalf, 10000.0, 4};  // of heads of 5
+  c.block.qk_norm = {true, NormKind::kRmsNorm, 1e-6};
+  c.num_layers = layers;
+  c.final_norm = true;
+  return c;
+}
+
+// Layer i's weights and the final norm's, each of stack `c`.
+struct StackWeights {
+  std::vector<std::vector<OwnedSublayer>> layers;
+  std::vector<float> final_gamma;
+
+  StackWeights(const StackConfig& c, std::mt19937& rng)
+      : final_gamma(Around(c.block.d_model, 1.0f, rng)) {
+    for (size_t i = 0; i < c.num_layers; ++i) {
+      layers.push_back(RandomBlockWeights(c.block, false, rng));
+    }
+  }
+  void SetOn(TransformerStack& stack) const {
+    std::vector<std::vector<SublayerWeights>> views;
+    for (const auto& layer : layers) views.push_back(Views(layer));
+    stack.SetWeights(views, {final_gamma, {}});
+  }
+};
+
+TEST(TrainingLoop, LlamaStackLossFalls) {
+  std::mt19937 rng(32);
+  const StackConfig config = SmallLlamaStack(3);
+  TransformerStack stack(config);
+  StackWeights(stack.config(), rng).SetOn(stack);
+  const OwnedTensor x = RandomTensor(2, 8, 20, rng), target = RandomTensor(2, 8, 20, rng);
+  Adam adam({.lr = 0.01});
+  BlockOptions o;
+  o.causal = true;
+  o.training = true;
+  ExpectLossFalls("stack_loss", stack, adam, 60, x, target.data, 0.5,
+                  [&] { return stack.Forward(x.View(), o); });
+}
+
+TEST(OptimizerErrors, StackParametersNamedAsSetWeightsNamesThem) {
+  std::mt19937 rng(9);
+  TransformerStack stack(SmallLlamaStack(2));
+  const StackWeights w(stack.config(), rng);
+  w.SetOn(stack);
+  const OwnedTensor x = RandomTensor(1, 3, 20, rng);
+  const std::vector<float> d(x.data.size(), 0.5f);
+  Adam adam({.lr = 0.01});
+  EXPECT_TRUE(ThrowsWith<std::logic_error>(
+      [&] { adam.Step(stack); }, {"expected a backward since the weights last changed"}));
+  BlockOptions o;
+  o.training = true;
+  stack.Forward(x.View(), o);
+  stack.Backward({d, 1, 3, 20});
+  // Each layer's under its index, as SetWeights' messages name them, then
+  // the final norm's.
+  std::vector<Parameter> parameters;
+  stack.TrainableParameters(parameters, "");
+  std::vector<std::string> names;
+  for (const Parameter& p : parameters) names.push_back(p.name);
+  // Per layer: the attention's 4 matrices and 4 biases (zeros, trained), its
+  // QK-norm scales and norm, the gated FFN's 4 and its norm.
+  ASSERT_EQ(names.size(), 2 * 16 + 1);
+  EXPECT_EQ(names[0], "layers[0].sublayers[0] (self_attention): w_q");
+  EXPECT_EQ(names[8], "layers[0].sublayers[0] (self_attention): q_norm");
+  EXPECT_EQ(names[16], "layers[1].sublayers[0] (self_attention): w_q");
+  EXPECT_EQ(names[31], "layers[1].sublayers[1] (gated_ffn): norm.gamma");
+  EXPECT_EQ(names[32], "final_norm.gamma");
+  // An lr past float32 makes every update overflow: the first is named.
+  Adam huge({.lr = 3.5e38});
+  EXPECT_TRUE(ThrowsWith<std::range_error>(
+      [&] { huge.Step(stack); },
+      {"layers[0].sublayers[0] (self_attention): w_q: Adam step refused"}));
+  // A step moves every layer's weights and the final norm's.
+  const auto values = [&](size_t i) {
+    return std::vector<float>(parameters[i].value, parameters[i].value + parameters[i].size);
+  };
+  std::vector<std::vector<float>> before;
+  for (size_t i = 0; i < parameters.size(); ++i) before.push_back(values(i));
+  adam.Step(stack);
+  for (size_t i : {0, 8, 14, 16, 30, 32}) EXPECT_NE(values(i), before[i]) << names[i];
+  // The record went with the old weights; new weights drop the gradients.
+  EXPECT_TRUE(ThrowsWith<std::logic_error>([&] { stack.Backward({d, 1, 3, 20}); },
+                                           {"expected the last forward to be a training one"}));
+  w.SetOn(stack);
+  EXPECT_TRUE(ThrowsWith<std::logic_error>(
+      [&] { adam.Step(stack); }, {"expected a backward since the weights last changed"}));
+}
+
 }  // namespace
 }  // namespace simd_attention::testing

@@ -23,6 +23,9 @@ void MultiHeadAttention::RefuseTraining(const char*) { RefuseTrainingInThisBuild
 TransformerBlock::Record& TransformerBlock::StartRecord(size_t, size_t) {
   RefuseTrainingInThisBuild();
 }
+TransformerStack::Record& TransformerStack::StartRecord(size_t, size_t) {
+  RefuseTrainingInThisBuild();
+}
 
 // No training forward ever kept anything.
 void MultiHeadAttention::ReleaseTraining() {}
@@ -36,6 +39,10 @@ void TransformerBlock::TrainableParameters(std::vector<Parameter>&, std::string_
   RefuseTrainingInThisBuild();
 }
 void TransformerBlock::ParametersUpdated() {}
+void TransformerStack::TrainableParameters(std::vector<Parameter>&, std::string_view) {
+  RefuseTrainingInThisBuild();
+}
+void TransformerStack::ParametersUpdated() {}
 void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
   RefuseTrainingInThisBuild();
 }

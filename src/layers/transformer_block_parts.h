@@ -1,7 +1,8 @@
 // TransformerBlock's private parts, shared by its forward
 // (transformer_block.cc) and its backward
 // (training/transformer_block_backward.cc): a sublayer's objects, and what
-// a training forward records of each sublayer for the backward.
+// a training forward records of each sublayer for the backward; and what
+// TransformerStack's training forward records beside its layers' own.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +43,15 @@ struct TransformerBlock::Record {
   bool has_gradients = false;  // a complete Backward since then
   size_t batch = 0, tokens = 0;
   std::vector<SublayerRecord> sublayers;
+};
+
+// A stack's training forward: each layer keeps its own record, so the
+// stack keeps only what its final norm took.
+struct TransformerStack::Record {
+  bool ready = false;          // a training forward since the weights last changed
+  bool has_gradients = false;  // a complete Backward since then
+  size_t batch = 0, tokens = 0;
+  std::vector<float> final_norm_input;  // config.final_norm: the last layer's output
 };
 
 }  // namespace simd_attention

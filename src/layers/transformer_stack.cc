@@ -3,7 +3,10 @@
 
 #include "checks/validate.h"
 #include "layers/norms.h"
+#include "layers/transformer_block_parts.h"
 #include "simd_attention/transformer_block.h"
+#include "training/training_hooks.h"
+#include "training/training_module.h"
 
 namespace simd_attention {
 namespace {
@@ -20,24 +23,34 @@ StackConfig Resolve(const StackConfig& c) {
 
 }  // namespace
 
-TransformerStack::TransformerStack(const StackConfig& config) : config_(Resolve(config)) {
+TransformerStack::TransformerStack(const StackConfig& config)
+    : TransformerStack(config, BestKernels(config.block.backend), nullptr) {}
+
+TransformerStack::TransformerStack(const StackConfig& config, const KernelTable& kernels,
+                                   std::shared_ptr<ThreadPool> pool)
+    : config_(Resolve(config)),
+      kernels_(&kernels),
+      // One pool for every layer, as a block makes its own.
+      pool_(pool != nullptr ? std::move(pool) : SharedThreadPool(config.block.threads)) {
   layers_.reserve(config_.num_layers);
-  // One pool for every layer: the first layer's.
-  layers_.emplace_back(config_.block);
+  layers_.emplace_back(config_.block, kernels, pool_);
   config_.block = layers_[0].config();
-  const KernelTable& kernels = BestKernels(config_.block.backend);
-  std::shared_ptr<ThreadPool> pool = SharedThreadPool(config_.block.threads);
-  for (size_t i = 1; i < config_.num_layers; ++i) layers_.emplace_back(config_.block, kernels, pool);
+  for (size_t i = 1; i < config_.num_layers; ++i) {
+    layers_.emplace_back(config_.block, kernels, pool_);
+  }
 }
+
+TransformerStack::TransformerStack(TransformerStack&&) noexcept = default;
+TransformerStack& TransformerStack::operator=(TransformerStack&&) noexcept = default;
+TransformerStack::~TransformerStack() = default;
 
 void TransformerStack::SetWeights(std::span<const std::vector<SublayerWeights>> layers,
                                   const NormWeights& final_norm) {
   const BlockConfig& b = config_.block;
   CheckEqual("layers.length", layers.size(), config_.num_layers, ConfigName(b.names->num_layers));
-  std::shared_ptr<BlockNorm> norm;
+  std::unique_ptr<BlockNorm> norm;
   if (config_.final_norm) {
-    norm = std::make_shared<BlockNorm>(b.norm, b.d_model, float(b.eps),
-                                       BestKernels(b.backend), SharedThreadPool(b.threads));
+    norm = std::make_unique<BlockNorm>(b.norm, b.d_model, float(b.eps), *kernels_, pool_);
     norm->SetWeights(b.names->final_norm, final_norm.gamma, final_norm.beta);
   } else if (!final_norm.gamma.empty() || !final_norm.beta.empty()) {
     ThrowInvalidArgument({b.names->final_norm, ": ", ConfigName(b.names->final_norm),
@@ -47,16 +60,16 @@ void TransformerStack::SetWeights(std::span<const std::vector<SublayerWeights>> 
   std::vector<TransformerBlock> fresh;
   fresh.reserve(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
-    TransformerBlock block(config_.block, BestKernels(b.backend), SharedThreadPool(b.threads));
+    TransformerBlock& block = fresh.emplace_back(config_.block, *kernels_, pool_);
     try {
       block.SetWeights(layers[i]);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("layers[" + std::to_string(i) + "]." + e.what());
     }
-    fresh.push_back(std::move(block));
   }
   layers_ = std::move(fresh);
   final_norm_ = std::move(norm);
+  DropTraining(record_);  // it belonged to the old weights
 }
 
 SelfAttentionOptions TransformerStack::LayerOptions(size_t i,
@@ -81,17 +94,27 @@ void TransformerStack::CheckReady() const {
 
 std::vector<float> TransformerStack::Forward(const Tensor3& x, const BlockOptions& options) {
   CheckReady();
+  const bool training = TrainingRequested(options.training);
+  if (Record* kept = TrainingKept(record_)) kept->ready = false;  // what Backward reads
+  Record* record = training ? &StartRecord(x.batch, x.tokens) : nullptr;
   std::vector<float> h(x.data.begin(), x.data.end());
   for (size_t i = 0; i < layers_.size(); ++i) {
     BlockOptions o = options;
     o.self_attention = LayerOptions(i, options.self_attention);
+    o.training = training;
     h = layers_[i].Forward(Tensor3{h, x.batch, x.tokens, x.features}, o);
+  }
+  if (record != nullptr) {
+    if (final_norm_ != nullptr) record->final_norm_input = h;
+    record->ready = true;
   }
   FinalNorm(h);
   return h;
 }
 
 std::vector<KVCache> TransformerStack::CreateKVCaches(size_t batch, size_t max_length) const {
+  // The training module makes no cache (so the rest folds away there).
+  if constexpr (kTrainingModule) RefuseInTrainingModule("KV caches");
   std::vector<KVCache> caches;
   caches.reserve(layers_.size());
   for (const TransformerBlock& layer : layers_) {
@@ -111,7 +134,9 @@ std::vector<float> TransformerStack::ForwardIncremental(const Tensor3& x,
 std::vector<float> TransformerStack::ForwardIncremental(const Tensor3& x,
                                                         std::span<KVCache* const> caches,
                                                         const SelfAttentionOptions& options) {
+  if constexpr (kTrainingModule) RefuseInTrainingModule("KV caches");
   CheckReady();
+  if (Record* kept = TrainingKept(record_)) kept->ready = false;
   CheckEqual("caches.length", caches.size(), layers_.size(),
              ConfigName(config_.block.names->num_layers));
   for (size_t i = 0; i < caches.size(); ++i) {

@@ -259,4 +259,33 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
   return r;
 }
 
+StackBackward64 ReferenceStackBackward(const StackConfig& config, const MhaConfig& attention,
+                                       const StackProblem64& p, const MhaOptions& self_options,
+                                       std::span<const double> d_output) {
+  const BlockConfig& c = config.block;
+  const size_t n = p.layers.size();
+  // Each layer's forward from the one before it, keeping its input.
+  std::vector<BlockProblem64> layers(n);
+  std::vector<MhaOptions> options(n, self_options);
+  Vec h = p.x;
+  for (size_t i = 0; i < n; ++i) {
+    if (!config.layer_windows.empty()) options[i].window = config.layer_windows[i];
+    layers[i] = {p.batch, p.tokens, 0, h, {}, p.layers[i]};
+    h = ReferenceBlockBackward(c, attention, layers[i], options[i], {}, {}).output;
+  }
+  StackBackward64 r;
+  r.output = config.final_norm ? Norm(c, h, p.final_gamma, p.final_beta) : h;
+  if (d_output.empty()) return r;
+  Vec g(d_output.begin(), d_output.end());
+  if (config.final_norm) g = NormBackward(c, h, p.final_gamma, g, r.d_final_gamma, r.d_final_beta);
+  r.layers.resize(n);
+  for (size_t i = n; i-- > 0;) {
+    BlockBackward64 b = ReferenceBlockBackward(c, attention, layers[i], options[i], {}, g);
+    r.layers[i] = std::move(b.sublayers);
+    g = std::move(b.d_input);
+  }
+  r.d_input = std::move(g);
+  return r;
+}
+
 }  // namespace simd_attention

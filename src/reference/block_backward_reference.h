@@ -1,7 +1,8 @@
 // TransformerBlock's forward and backward written plainly in double on top
 // of ReferenceMhaBackward: every norm kind and placement, sublayers side by
-// side, the FFN and the gated FFN by their definitions. The oracle of the
-// block backward tests; central differences check it in turn.
+// side, the FFN and the gated FFN by their definitions; TransformerStack's
+// as its layers' in turn and its final norm. The oracle of the block and
+// stack backward tests; central differences check it in turn.
 #pragma once
 
 #include <cstddef>
@@ -50,6 +51,29 @@ struct BlockBackward64 {
 BlockBackward64 ReferenceBlockBackward(const BlockConfig& config, const MhaConfig& attention,
                                        const BlockProblem64& p, const MhaOptions& self_options,
                                        const MhaOptions& cross_options,
+                                       std::span<const double> d_output);
+
+// A stack's problem: its input, each layer's sublayers and the final norm's
+// gamma and beta (config.final_norm).
+struct StackProblem64 {
+  size_t batch = 0, tokens = 0;
+  std::vector<double> x;
+  std::vector<std::vector<SublayerProblem64>> layers;
+  std::vector<double> final_gamma, final_beta;
+};
+
+struct StackBackward64 {
+  std::vector<double> output, d_input;
+  std::vector<std::vector<SublayerBackward64>> layers;
+  std::vector<double> d_final_gamma, d_final_beta;
+};
+
+// `config` resolved (TransformerStack::config()); `attention` and
+// `self_options` as ReferenceBlockBackward's, each layer's window from
+// config.layer_windows where given. An empty d_output computes the output
+// alone.
+StackBackward64 ReferenceStackBackward(const StackConfig& config, const MhaConfig& attention,
+                                       const StackProblem64& p, const MhaOptions& self_options,
                                        std::span<const double> d_output);
 
 }  // namespace simd_attention

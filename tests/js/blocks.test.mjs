@@ -253,7 +253,7 @@ test.each(matrix)("norm 'layer_norm_1p' is a LayerNorm scaling by 1 + gamma (%s,
     plain.setWeights({ sublayers: [{ norm: { gamma: stored.map((v) => 1 + v), beta }, ffn }] });
     const x = input(3);
     expect(onePlus.forward(x).data).toEqual(plain.forward(x).data);
-    expect(onePlus.info().norm).toBe('layer_norm_1p');
+    expect(onePlus.config.norm).toBe('layer_norm_1p');
   });
 
 test('module.choices: the names C++ takes, in the order its messages list them', () => {

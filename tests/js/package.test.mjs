@@ -84,14 +84,15 @@ test('the tarball ships only what is needed', () => {
 // blocks in the training build (its .wasm 247 kB, +16 kB) and the q4 kernels
 // (6-11 kB of each .wasm): 916,607 packed, 2,452,707 unpacked; then the
 // attention entry, its bundle and its two builds (159 kB of .wasm and 27 kB
-// of glue each): 1,071,338 packed, 2,871,311 unpacked. The budgets are that
-// plus about 1%. Then q4 weights loadable from files (the quantized-weights
-// entry, its declarations, 1-2 kB of each .wasm): 1,082,442 packed,
-// 2,901,384 unpacked; the budgets that plus about 0.4%.
+// of glue each): 1,071,338 packed, 2,871,311 unpacked; then the training
+// build's TransformerStack (its .wasm +9.6 kB): 1,082,615 packed, 2,880,197
+// unpacked. The budgets are that plus about 1%. q4 weights loadable from
+// files (the quantized-weights entry, its declarations, 1-2 kB of each
+// .wasm) add about 11 kB packed, 30 kB unpacked.
 test('the tarball stays within its size budget', () => {
   console.log(`npm pack: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
-  expect(packed.size).toBeLessThanOrEqual(1086000);
-  expect(packed.unpackedSize).toBeLessThanOrEqual(2912000);
+  expect(packed.size).toBeLessThanOrEqual(1100000);
+  expect(packed.unpackedSize).toBeLessThanOrEqual(2940000);
 });
 
 // What a page without a bundler downloads by default, in brotli (quality
@@ -296,9 +297,10 @@ const WASM_BUDGETS = {
   'dist/simd_attention_nosimd.wasm': 247600, // 245,866
   'dist/simd_attention_simd_threads.wasm': 244800, // 243,066
   'dist/simd_attention_relaxed_threads.wasm': 244400, // 242,669
-  // The layers run as blocks, whose backward it holds; TransformerBlock is
-  // bound there too (its training forward, backward and optimizer steps).
-  'dist/simd_attention_training.wasm': 251900, // 250,208
+  // The layers run as blocks, whose backward it holds; TransformerBlock and
+  // TransformerStack are bound there too (their training forward, backward
+  // and optimizer steps; the stack's, 9.6 kB, without its forwardIncremental).
+  'dist/simd_attention_training.wasm': 261500, // 259,807
 };
 test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));

@@ -314,8 +314,8 @@ describe('errors', () => {
       .toMatch(/^Adam: options: unknown key 'betas'/);
     const adam = track(new sa.Adam());
     expectError(() => adam.step(x), TypeError, 'Adam.step: target: expected a ' +
-      'MultiHeadAttention, TransformerEncoderLayer, TransformerDecoderLayer, TransformerBlock or ' +
-      'TinyTransformer, got an object (Object)');
+      'MultiHeadAttention, TransformerEncoderLayer, TransformerDecoderLayer, TransformerBlock, ' +
+      'TransformerStack or TinyTransformer, got an object (Object)');
     const fresh = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
     fresh.setWeights(smallWeights());
     expectError(() => adam.step(fresh), Error, 'Adam.step: expected a backward since the ' +
@@ -382,6 +382,19 @@ describe('errors', () => {
         'TransformerBlock.forward: options.training: expected false in a build without ' +
         'training, got true (in JavaScript: createAttentionModule({ training: true }))');
       expect(block.forward(x).data.every(Number.isFinite)).toBe(true);
+      // A stack's likewise, and its backward names the build that has it.
+      const stack = track(new module.TransformerStack({ dModel: D, numHeads: 2,
+        norm: 'rms_norm', sublayers: [{ mixer: 'self_attention' }], numLayers: 2 }));
+      const layer = { sublayers: [{ norm: { gamma: new Float32Array(D).fill(1) },
+        attention: smallWeights() }] };
+      stack.setWeights({ layers: [layer, layer] });
+      expectError(() => stack.forward(x, { training: true }), RangeError,
+        'TransformerStack.forward: options.training: expected false in a build without ' +
+        'training, got true (in JavaScript: createAttentionModule({ training: true }))');
+      expectError(() => stack.backward(dOutput), Error, 'TransformerStack.backward: needs the ' +
+        `training build: createAttentionModule({ training: true }) (this module is the ${
+          module.build} build)`);
+      expect(stack.forward(x).data.every(Number.isFinite)).toBe(true);
     });
 
   test('createAttentionModule refuses training with another build or threads', async () => {

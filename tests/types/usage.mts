@@ -32,7 +32,7 @@ import {
 import {
   type AdamOptions, type AttentionWeightGradients, type BlockNormGradients,
   type FeedForwardGradients, type GatedFeedForwardGradients, type SublayerGradients,
-  type TransformerBlockGradients,
+  type TransformerBlockGradients, type TransformerStackGradients,
   type LayerNormGradients, type MultiHeadAttentionGradients, type Optimizer,
   type OptimizerConstructor, type SGDOptions, type Trainable,
   type TransformerDecoderLayerGradients, type TransformerEncoderLayerGradients,
@@ -61,7 +61,8 @@ import {
   type NormPlacementName, type PooledPlacedObject, type PooledTransformerBlock,
   type PooledTransformerStack, type QkNormConfig,
   type ResolvedActivationName, type ResolvedTransformerBlockConfig,
-  type ResolvedTransformerStackConfig, type StackForwardOptions, type SublayerConfig,
+  type ResolvedTransformerStackConfig, type StackForwardOptions,
+  type StackTrainingForwardOptions, type SublayerConfig,
   type SublayerWeights, type TransformerBlock, type TransformerBlockConfig,
   type TransformerBlockConstructor, type TransformerBlockWeights, type TransformerStack,
   type TransformerStackConfig, type TransformerStackConstructor, type TransformerStackWeights,
@@ -324,6 +325,14 @@ const blockGradientParts: unknown[] = [blockGradients.dInput, blockGradients.dMe
   blockNormGradients.dGamma, blockNormGradients.dBeta, gatedGradients?.dWGate,
   gatedGradients?.dWUp, gatedGradients?.dWDown, gatedGradients?.dBGate, gatedGradients?.dBUp,
   gatedGradients?.dBDown];
+const trainStack: TransformerStack = new trainer.TransformerStack({ dModel: 8, numHeads: 2,
+  norm: 'rms_norm', sublayers: [{ mixer: 'self_attention' }, { mixer: 'gated_ffn' }],
+  numLayers: 2, finalNorm: true });
+const stackTraining: StackTrainingForwardOptions = { causal: true, training: true };
+trainStack.forward(x, stackTraining);
+const stackGradients: TransformerStackGradients = trainStack.backward(x);
+const stackGradientParts: unknown[] = [stackGradients.dInput,
+  stackGradients.layers[1].sublayers[0].attention, stackGradients.finalNorm?.dGamma];
 const sgdOptions: SGDOptions = { lr: 0.1, momentum: 0.9, weightDecay: 1e-4, nesterov: true };
 const adamOptions: AdamOptions = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8,
   weightDecay: 0.01, decoupledWeightDecay: true };
@@ -334,7 +343,8 @@ const sgdLr: number = new SGD().options.lr;
 const adamOptionsUsed: Required<AdamOptions> = new trainer.Adam().options;
 const adamBetas: [number, number] = [adamOptionsUsed.beta1, adamOptionsUsed.beta2];
 void [sgdLr, adamBetas];
-for (const target of [trainable, trainEncoder, trainDecoder, trainBlock] as Trainable[]) {
+for (const target of [trainable, trainEncoder, trainDecoder, trainBlock,
+  trainStack] as Trainable[]) {
   adam.step(target);
 }
 sgd.step(trainable);
@@ -369,7 +379,7 @@ sgd.dispose();
 adam[Symbol.dispose]();
 trainer.dispose();
 void [gradientArrays, inputGradients, layerGradients, decoderGradientParts, blockGradientParts,
-  optimizerFacts];
+  stackGradientParts, optimizerFacts];
 // @ts-expect-error: an optimizer steps a trainable object, not a tensor
 adam.step(x);
 // @ts-expect-error: Adam's betas are two options

@@ -1,6 +1,7 @@
 // TransformerBlock (a layer as an ordered list of sublayers: Llama's,
 // Gemma 2's, GPT-J's, an encoder's or a decoder's) and TransformerStack (N
-// blocks with a KV cache per layer) on the shared wasm-object base. JS
+// blocks with a KV cache per layer), each trained in the training build,
+// on the shared wasm-object base. JS
 // checks types; the names of mixers, norms and activations and every value
 // are C++'s to judge (bindings/block_binding.cc).
 import { checkObject, describe, float32, glueMatrix, optionalBoolean, optionalMask, optionalSize,
@@ -126,21 +127,12 @@ export function readIncrementalOptions(where, options) {
 const shaped = (t, data, dModel) => ({ data,
   shape: t.rank === 3 ? [t.batch, t.tokens, dModel] : [t.tokens, dModel] });
 
-// A module without the stack's glue (the training build) refuses it by
-// name.
-function refuseWithout(Binding, kind) {
-  if (Binding !== undefined) return;
-  throw new Error(`${kind}: not in this module's build (the training build, ` +
-    `createAttentionModule({ training: true }), has no ${kind}); use the default build`);
-}
-
 // What TransformerBlock and TransformerStack share on the wasm-object base:
 // a `Binding` made from the config, read with the fields `more(config)`
 // adds (OPTION_KEYS[`${kind}Config`] its keys).
 function makeBlockBase(wasm, reclaimer, defaultBackend, kind, Binding, more) {
   return class BlockBase extends makeWasmObjectBase(wasm, reclaimer, kind, 'setWeights()') {
     constructor(config) {
-      refuseWithout(Binding, kind);
       const resolved = readBlockConfig(kind, config, defaultBackend, OPTION_KEYS[`${kind}Config`]);
       // eps as given (C++ holds it as a float32).
       super(new Binding({ ...resolved, ...more(config) }),
@@ -258,8 +250,23 @@ export function makeTransformerStack(wasm, reclaimer, defaultBackend, kv) {
       const where = `${kind}.forward`;
       const raw = super[READY](where);
       const t = readTensor(where, 'x', x);
-      const o = readBlockForwardOptions(where, options, OPTION_KEYS.StackForwardOptions);
+      const o = readBlockForwardOptions(where, options, OPTION_KEYS.StackTrainingForwardOptions);
       return shaped(t, unwrap(wasm, where, raw.forward(t, o)), this.config.dModel);
+    }
+
+    // The gradients of the last forward, a training one, given dOutput.
+    backward(dOutput) {
+      const where = `${kind}.backward`;
+      const raw = super[READY](where);
+      const { dModel } = this.config;
+      return runBackward(wasm, where, 'stackBackward', raw, dOutput, (g, tensor) => ({
+        ...g,
+        dInput: tensor(g.dInput, dModel),
+      }));
+    }
+
+    [TRAINABLE](where) {
+      return { raw: super[READY](where), step: 'stepStack' };
     }
 
     // One KVCache per layer, in order.

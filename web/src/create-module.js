@@ -56,7 +56,7 @@ export async function createModule(options, entry) {
   const { threads, threadsUnavailable, running } = await pickThreads(where, options.threads,
     build !== 'nosimd', options.backend, training);
   const { wasm, workers } = await loadBuild(where, build, options.wasmPath, running,
-    { entryBuilds: entry.builds, backend: options.backend });
+    entry.builds, options.backend);
   // Ends a threaded build's workers: its pthreads first, so that none is cut
   // off mid-task; those still loading start none.
   const endThreads = () => {

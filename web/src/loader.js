@@ -278,8 +278,8 @@ function variantOf(build, threads, entryBuilds, backend) {
 // soon as the main instance is ready: wasm is the emcc module, i.e. the
 // Embind glue, and workers (threaded variant only) the prepareWorkers()
 // handle of its workers, which start and load after.
-export async function loadBuild(where, build, wasmPath, threads = 1,
-  { entryBuilds, backend } = {}) {
+export async function loadBuild(where, build, wasmPath, threads = 1, entryBuilds = undefined,
+  backend = undefined) {
   const variant = variantOf(build, threads, entryBuilds, backend);
   const file = `${variant.file}.wasm`;
   // The .wasm compiles while the glue loads, not after it.

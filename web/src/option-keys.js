@@ -84,6 +84,8 @@ export const OPTION_KEYS = {
   BlockTrainingForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask',
     'positionOffset', ...SELF_ATTENTION_OPTIONS, 'training'],
   StackForwardOptions: ['causal', 'keyPaddingMask', 'positionOffset', ...SELF_ATTENTION_OPTIONS],
+  StackTrainingForwardOptions: ['causal', 'keyPaddingMask', 'positionOffset',
+    ...SELF_ATTENTION_OPTIONS, 'training'],
   PyTorchTransformerEncoderLayerState: torchLayerState(['self_attn'], ['norm1', 'norm2']),
   PyTorchTransformerDecoderLayerState: torchLayerState(['self_attn', 'multihead_attn'],
     ['norm1', 'norm2', 'norm3']),

@@ -119,8 +119,8 @@ export function makeOptimizers(wasm, reclaimer) {
           'disposed during the call; create a new one');
         if (target === null || typeof target !== 'object' || !(TRAINABLE in target)) {
           throw new TypeError(`${where}: target: expected a MultiHeadAttention, ` +
-            'TransformerEncoderLayer, TransformerDecoderLayer, TransformerBlock or ' +
-            `TinyTransformer, got ${describe(target)}`);
+            'TransformerEncoderLayer, TransformerDecoderLayer, TransformerBlock, ' +
+            `TransformerStack or TinyTransformer, got ${describe(target)}`);
         }
         const owner = ownerOf(target);
         if (owner !== undefined && owner.wasm !== wasm) {

@@ -8,7 +8,7 @@ import type {
   ActivationName, FeedForwardWeights, ResolvedActivationName, SelfAttentionOptions,
 } from './layers.js';
 import type { CacheTypeName, Tensor, WeightMatrix, WeightTypeName } from './tensors.js';
-import type { TransformerBlockGradients } from './training.js';
+import type { TransformerBlockGradients, TransformerStackGradients } from './training.js';
 
 /** What a sublayer computes. */
 export type MixerName = 'self_attention' | 'cross_attention' | 'ffn' | 'gated_ffn';
@@ -131,6 +131,14 @@ export interface StackForwardOptions extends SelfAttentionOptions {
   positionOffset?: number;
 }
 
+export interface StackTrainingForwardOptions extends StackForwardOptions {
+  /**
+   * Keep what `backward` needs: each layer's record and the final norm's
+   * input (training build; float32 weights). Default false.
+   */
+  training?: boolean;
+}
+
 export interface BlockForwardOptions extends StackForwardOptions {
   /** `[batch, memoryTokens]` of the memory, for cross-attention sublayers. */
   memoryKeyPaddingMask?: Uint8Array;
@@ -205,8 +213,14 @@ export interface TransformerStack {
   readonly kernels: string;
   readonly disposed: boolean;
   setWeights(weights: TransformerStackWeights): void;
-  forward(x: Tensor, options?: StackForwardOptions): Tensor;
-  /** One KVCache per layer, in order. */
+  forward(x: Tensor, options?: StackTrainingForwardOptions): Tensor;
+  /**
+   * The gradients of the last forward, a training one, given `dOutput`:
+   * back through the final norm and the layers in reverse (training build).
+   * Error without one since the weights last changed.
+   */
+  backward(dOutput: Tensor): TransformerStackGradients;
+  /** One KVCache per layer, in order (not in the training build: an Error). */
   createKVCaches(options: KVCacheOptions): KVCache[];
   /** New tokens through every layer; a failed step leaves every cache as it was. */
   forwardIncremental(x: Tensor, caches: KVCache[], options?: SelfAttentionOptions): Tensor;

@@ -277,9 +277,9 @@ export interface AttentionModule extends AttentionOnlyModule {
   readonly TransformerEncoderLayer: TransformerEncoderLayerConstructor;
   /** `torch.nn.TransformerDecoderLayer` (dropout 0, batch-first), with incremental decoding. */
   readonly TransformerDecoderLayer: TransformerDecoderLayerConstructor;
-  /** A block as a list of sublayers (not in the training build: it throws there). */
+  /** A block as a list of sublayers (the training build trains it, without its cache). */
   readonly TransformerBlock: TransformerBlockConstructor;
-  /** N blocks with a KV cache per layer (not in the training build). */
+  /** N blocks with a KV cache per layer (the training build trains it, without the caches). */
   readonly TransformerStack: TransformerStackConstructor;
   /**
    * One layer or attention of a Hugging Face model (`options.prefix`) as

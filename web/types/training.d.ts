@@ -1,7 +1,7 @@
 // Training: gradients and optimizers.
 
 import type { MultiHeadAttention } from './attention.js';
-import type { TransformerBlock } from './blocks.js';
+import type { TransformerBlock, TransformerStack } from './blocks.js';
 import type { TransformerDecoderLayer, TransformerEncoderLayer } from './layers.js';
 import type { Tensor } from './tensors.js';
 import type { TinyTransformer } from './tiny-model.js';
@@ -104,9 +104,18 @@ export interface TransformerBlockGradients {
   sublayers: SublayerGradients[];
 }
 
+/** `TransformerStack.backward(dOutput)`: grouped as `setWeights` takes the weights. */
+export interface TransformerStackGradients {
+  dInput: Tensor;
+  /** One entry per layer, in order. */
+  layers: { sublayers: SublayerGradients[] }[];
+  /** With `config.finalNorm`: the final norm's (`dBeta` for a LayerNorm). */
+  finalNorm?: BlockNormGradients;
+}
+
 /** What an optimizer updates: an object of the same module with a backward since its weights changed. */
 export type Trainable = MultiHeadAttention | TransformerEncoderLayer | TransformerDecoderLayer |
-  TransformerBlock | TinyTransformer;
+  TransformerBlock | TransformerStack | TinyTransformer;
 
 /** `torch.optim.SGD`'s options (dampening 0). */
 export interface SGDOptions {

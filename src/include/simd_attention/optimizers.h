@@ -1,8 +1,8 @@
 // Optimizers that update a Trainable object's weights in place from its
 // last Backward's gradients (trainable.h: a MultiHeadAttention, a
-// TransformerBlock, a layer, a TinyTransformer): one fused SIMD pass per
-// parameter over the packed weights the object computes with, so a
-// training step re-packs nothing from the caller. The rules are
+// TransformerBlock or TransformerStack, a layer, a TinyTransformer): one
+// fused SIMD pass per parameter over the packed weights the object computes
+// with, so a training step re-packs nothing from the caller. The rules are
 // torch.optim's: SGD (dampening 0), Adam and AdamW.
 #pragma once
 

@@ -1,9 +1,9 @@
 // What the optimizers (optimizers.h) update: an object that lists its
 // parameters, each a value it computes with and its last Backward's
 // gradient in the same layout, so that one fused pass updates it in place.
-// MultiHeadAttention, TransformerBlock, the encoder and decoder layers and
-// TinyTransformer are Trainable; an object made of others lists theirs
-// under its own names.
+// MultiHeadAttention, TransformerBlock, TransformerStack, the encoder and
+// decoder layers and TinyTransformer are Trainable; an object made of
+// others lists theirs under its own names.
 #pragma once
 
 #include <cstddef>

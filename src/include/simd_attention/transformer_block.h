@@ -5,7 +5,7 @@
 // gated FFN] with RMSNorm; Gemma 2 norms before and after both; GPT-J runs
 // its attention and MLP side by side from one input; a post-LN encoder
 // layer is [post-norm self-attention, post-norm FFN]. TransformerStack is N
-// blocks with one KV cache per layer.
+// blocks with one KV cache per layer, trained as its blocks are.
 #pragma once
 
 #include <array>
@@ -21,6 +21,7 @@
 #include "simd_attention/norm_kind.h"
 #include "simd_attention/trainable.h"
 #include "simd_attention/traits_table.h"
+#include "simd_attention/training_only.h"
 #include "simd_attention/transformer_layers.h"
 
 namespace simd_attention {
@@ -296,13 +297,43 @@ struct StackConfig {
   bool final_norm = false;
 };
 
-class TransformerStack {
+// A stack's gradients, grouped as SetWeights takes its weights.
+struct StackGradients {
+  std::vector<float> d_input;                          // [B, T, d_model]
+  std::vector<std::vector<SublayerGradients>> layers;  // layers[i]: layer i's, per sublayer
+  NormGradients final_norm;                            // config.final_norm; else empty
+};
+
+class TransformerStack : public Trainable {
  public:
   explicit TransformerStack(const StackConfig& config);
+  // Every layer on these kernels and this pool (null: config.block.threads').
+  TransformerStack(const StackConfig& config, const KernelTable& kernels,
+                   std::shared_ptr<ThreadPool> pool);
+  TransformerStack(TransformerStack&&) noexcept;
+  TransformerStack& operator=(TransformerStack&&) noexcept;
+  ~TransformerStack() override;
   // layers[i]: layer i's sublayer weights; final_norm when config.final_norm.
   void SetWeights(std::span<const std::vector<SublayerWeights>> layers,
                   const NormWeights& final_norm = {});
+  // options.training: each layer keeps its own record (as
+  // TransformerBlock's training forward) and the stack the final norm's
+  // input, until the next forward, SetWeights or optimizer step.
   std::vector<float> Forward(const Tensor3& x, const BlockOptions& options = {});
+  // The gradients of the last forward, a training one, given d_output
+  // [B, T, d_model]: back through the final norm and the layers in
+  // reverse, each from its own record. Errors as TransformerBlock's
+  // Backward; the records stay.
+  StackGradients Backward(const Tensor3& d_output);
+  // The same into `gradients`, reused: its vectors keep their storage.
+  void Backward(const Tensor3& d_output, StackGradients& gradients);
+  // Trainable: every layer's parameters, named as SetWeights' messages name
+  // them ("layers[1].sublayers[0] (self_attention): w_q"), then the final
+  // norm's ("final_norm.gamma").
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+  const KernelTable& kernels() const override { return *kernels_; }
+  ThreadPool& pool() const override { return *pool_; }
   // One cache per layer.
   std::vector<KVCache> CreateKVCaches(size_t batch, size_t max_length) const;
   // n new tokens through every layer, each with its own cache. On any error
@@ -317,14 +348,22 @@ class TransformerStack {
   size_t WeightBytes() const;
 
  private:
+  struct Record;
+  // A training forward's record, sized for x [batch, tokens] (the layers
+  // start theirs).
+  Record& StartRecord(size_t batch, size_t tokens);
   // The call's options for layer i (its own window where it has one).
   SelfAttentionOptions LayerOptions(size_t i, const SelfAttentionOptions& given) const;
   void FinalNorm(std::vector<float>& h) const;
   void CheckReady() const;
 
   StackConfig config_;
+  const KernelTable* kernels_;
+  std::shared_ptr<ThreadPool> pool_;
   std::vector<TransformerBlock> layers_;
-  std::shared_ptr<BlockNorm> final_norm_;  // with its weights, once set
+  std::unique_ptr<BlockNorm> final_norm_;  // with its weights, once set
+  // The last training forward's record (training_only.h).
+  TrainingOnly<Record> record_;
 };
 
 }  // namespace simd_attention
