@@ -15,14 +15,14 @@
 // SA_BENCH_WEB_DIR=copy of web/) and the peers (npm ci --prefix bench).
 import os from 'node:os';
 import { WORKLOADS, makeData } from '../../../web/bench-kit/workloads.js';
-import { interleave, maxAbsDiff, summarize } from '../../../web/bench-kit/timing.js';
+import { maxAbsDiff } from '../../../web/bench-kit/timing.js';
 import { createOurs, loadPackage, variantName } from '../../../web/bench-kit/ours.js';
 import { dequantizeQ4 } from '../../../web/src/quantized-weights.js';
 import { createOrtWeb } from '../peers/ortweb.js';
 import { q4Weights } from '../q4.js';
-import { PRODUCTS, checkStored } from '../storage.js';
-
-const TOLERANCE = 1e-3;
+import { PRODUCTS } from '../storage.js';
+import { checkEntries, oursFloat32Column, printLoadAverage, timeAndTabulate }
+  from './stored_rows.js';
 
 function parseArgs(argv) {
   const a = { workloads: ['D1'], budget: 40 };
@@ -68,42 +68,13 @@ for (const name of args.workloads) {
   entries.push({ peer: await createOrtWeb(data, 'contrib') });
   entries.push({ peer: await createOrtWeb(data, 'nbits4'), weights: 'q4',
     products: PRODUCTS.ortInt8 });
-  const reference = await entries[0].peer.run();
-  for (const e of entries) {
-    e.name ??= e.peer.name;
-    const out = await e.peer.run();
-    if (!e.weights) {
-      e.maxAbsDiff = maxAbsDiff(out, reference);
-      if (!(e.maxAbsDiff <= TOLERANCE)) e.error = `output differs from ours in float32 by ${e.maxAbsDiff}`;
-    } else if (!e.error) {
-      Object.assign(e, checkStored(e.name, 'q4', e.products, out, reference));
-    }
-    if (e.error) console.error(`${name} ${e.name}: ${e.error}`);
-  }
-  const timed = entries.filter((x) => !x.error);
-  const { samples } = await interleave(timed.map((e) => ({ name: e.name, run: () => e.peer.run() })), {
-    warmupMs: 300, warmupCalls: 3, slotMs: 100, budgetMs: args.budget * 1000, minRounds: 5,
-    maxRounds: 60,
-  }, { log: (s) => console.error(`${name}: ${s}`) });
-  const median = (e) => summarize(samples.get(e.name)).median;
-  const least = (e) => Math.min(...samples.get(e.name));
-  const oursF32 = (build) => entries.find((e) => e.ours && e.build === build && !e.weights);
-  const ortQ4 = entries.find((e) => !e.ours && e.weights);
-  const ortF32 = entries.find((e) => !e.ours && !e.weights);
-  const ratio = (a, b, f) => (b && !b.error ? `${(f(b) / f(a)).toFixed(2)}x` : '');
-  console.log(`\n| ${name} | median ms | least ms | vs ours f32 (same build) | ` +
-    'vs ort-web q4 MatMulNBits | vs ort-web fp32 | max abs diff from the reference |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
-  for (const e of entries) {
-    if (e.error) {
-      console.log(`| ${e.name} | ${e.error} ||||||`);
-      continue;
-    }
-    const both = (b) => (b ? `${ratio(e, b, median)} (${ratio(e, b, least)})` : '');
-    console.log(`| ${e.name} | ${median(e).toFixed(3)} | ${least(e).toFixed(3)} | ` +
-      `${e.ours && e.weights ? both(oursF32(e.build)) : ''} | ${both(ortQ4)} | ${both(ortF32)} | ` +
-      `${e.maxAbsDiff.toExponential(1)} |`);
-  }
+  await checkEntries(name, entries, await entries[0].peer.run());
+  await timeAndTabulate(name, entries, args.budget, [
+    oursFloat32Column(entries),
+    { title: 'vs ort-web q4 MatMulNBits',
+      against: () => entries.find((e) => !e.ours && e.weights) },
+    { title: 'vs ort-web fp32', against: () => entries.find((e) => !e.ours && !e.weights) },
+  ], 3);
   for (const e of entries) await e.peer.dispose();
 }
-console.log(`\nload average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}; ratios by medians (by the least)`);
+printLoadAverage();
