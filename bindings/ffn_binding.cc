@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "glue.h"
+#include "register_class.h"
 #include "held_bytes.h"
 #include "layers/gated_feed_forward.h"
 #include "layer_binding.h"
@@ -96,14 +97,10 @@ val Forward(Binding& binding, const val& x) {
 }
 
 EMSCRIPTEN_BINDINGS(simd_attention_ffn) {
-  emscripten::class_<GatedFfnBinding>("GatedFfnBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<GatedFfnBinding>)
+  RegisterOwnedClass<GatedFfnBinding>("GatedFfnBinding")
       .function("setWeights", &GatedFfnBinding::setWeights)
       .function("forward", &Forward<GatedFfnBinding>);
-  emscripten::class_<FfnBinding>("FfnBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<FfnBinding>)
+  RegisterOwnedClass<FfnBinding>("FfnBinding")
       .function("setWeights", &FfnBinding::setWeights)
       .function("forward", &Forward<FfnBinding>);
 }

@@ -27,6 +27,7 @@
 
 #include "simd_attention/activation.h"
 #include "simd_attention/backend.h"
+#include "simd_attention/config_fields.h"
 #include "js_arg_names.h"
 #include "simd_attention/multi_head_attention.h"
 
@@ -180,7 +181,6 @@ const char* WeightTypeName(WeightType type);
 // says; otherwise the field keeps its C++ default. One out-of-line reader
 // per type, so each field costs a call. A WeightType field is
 // config.cacheType's set of names when `key` is kCacheTypeKey.
-inline constexpr char kCacheTypeKey[] = "cacheType";
 void ReadField(const val& js, const char* key, size_t& field);
 void ReadField(const val& js, const char* key, double& field);
 void ReadField(const val& js, const char* key, bool& field);
@@ -247,31 +247,12 @@ class InfoFields {
   size_t head_dim_;
 };
 
-// Every field of the configs of the objects holding attentions (MhaConfig,
-// LayerConfig, BlockConfig) with its JS key, named once: each config visits
-// those it has, in this order (the shared ones first).
+// The fields of the configs of the objects holding attentions (MhaConfig,
+// LayerConfig, BlockConfig), as simd_attention/config_fields.h lists them.
 template <class Config, class Visit>
   requires requires(Config& c) { c.cache_type; }
 void VisitFields(Config& c, const Visit& visit) {
-  visit("dModel", c.d_model);
-  visit("numHeads", c.num_heads);
-  visit("numKvHeads", c.num_kv_heads);
-  visit("rope", c.rope);
-  visit("backend", c.backend);
-  visit("threads", c.threads);
-  visit("weights", c.weights);
-  visit(kCacheTypeKey, c.cache_type);
-  if constexpr (requires { c.kdim; }) visit("kDim", c.kdim);
-  if constexpr (requires { c.vdim; }) visit("vDim", c.vdim);
-  if constexpr (requires { c.head_dim; }) visit("headDim", c.head_dim);
-  if constexpr (requires { c.head_dim_v; }) visit("headDimV", c.head_dim_v);
-  if constexpr (requires { c.ffn_dim; }) visit("ffnDim", c.ffn_dim);
-  if constexpr (requires { c.norm_first; }) visit("normFirst", c.norm_first);
-  if constexpr (requires { c.activation; }) visit("activation", c.activation);
-  if constexpr (requires { c.norm; }) visit("norm", c.norm);
-  if constexpr (requires { c.eps; }) visit("eps", c.eps);
-  if constexpr (requires { c.qk_norm; }) visit("qkNorm", c.qk_norm);
-  if constexpr (requires { c.bias; }) visit("bias", c.bias);
+  VisitConfigFields(visit, c);
 }
 
 // A config from JS: the keys JS gave, the others at the C++ struct's

@@ -15,7 +15,6 @@
 #include "register_class.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_layers.h"
-#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -137,13 +136,8 @@ val DecoderLayerBinding::precomputeMemory(PrecomputedBinding& into, const val& m
 EMSCRIPTEN_BINDINGS(simd_attention_layers) {
   RegisterConfiguredClass<EncoderLayerBinding>("EncoderLayerBinding");
   auto decoder = RegisterConfiguredClass<DecoderLayerBinding>("DecoderLayerBinding")
-                     .function("createKVCache", &DecoderLayerBinding::createKVCache)
                      .function("precomputeMemory", &DecoderLayerBinding::precomputeMemory);
-  // As MultiHeadAttention's (mha_binding.cc).
-  if constexpr (!kTrainingModule) {
-    decoder.function("forwardPrecomputed", &DecoderLayerBinding::forwardPrecomputed)
-        .function("forwardIncremental", &DecoderLayerBinding::forwardIncremental);
-  }
+  RegisterDecoding(decoder);
 }
 
 }  // namespace simd_attention::bindings

@@ -17,7 +17,6 @@
 #include "register_class.h"
 #include "simd_attention/multi_head_attention.h"
 #include "simd_attention/pytorch_weights.h"
-#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 
@@ -144,14 +143,8 @@ void MhaBinding::CountWeights() {
 EMSCRIPTEN_BINDINGS(simd_attention_mha) {
   auto mha = RegisterConfiguredClass<MhaBinding>("MhaBinding")
                  .function("setWeightsFromPyTorch", &MhaBinding::setWeightsFromPyTorch)
-                 .function("precomputeKeyValue", &MhaBinding::precomputeKeyValue)
-                 .function("createKVCache", &MhaBinding::createKVCache);
-  // What takes precomputed keys and values or a KV cache, neither of which
-  // the training module makes (training_module.h), is not bound there.
-  if constexpr (!kTrainingModule) {
-    mha.function("forwardPrecomputed", &MhaBinding::forwardPrecomputed)
-        .function("forwardIncremental", &MhaBinding::forwardIncremental);
-  }
+                 .function("precomputeKeyValue", &MhaBinding::precomputeKeyValue);
+  RegisterDecoding(mha);
 }
 
 }  // namespace simd_attention::bindings

@@ -14,6 +14,7 @@
 
 #include "checks/validate.h"
 #include "glue.h"
+#include "register_class.h"
 #include "js_arg_names.h"
 #include "layers/norms.h"
 #include "layers/residual.h"
@@ -126,9 +127,7 @@ class SublayerNormBinding : public Owned<BlockNorm> {
 };
 
 EMSCRIPTEN_BINDINGS(simd_attention_sublayer_norm) {
-  emscripten::class_<SublayerNormBinding>("SublayerNormBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<SublayerNormBinding>)
+  RegisterOwnedClass<SublayerNormBinding>("SublayerNormBinding")
       .function("setWeights", &SublayerNormBinding::setWeights)
       .function("normsInput", &SublayerNormBinding::normsInput)
       .function("input", &SublayerNormBinding::input)

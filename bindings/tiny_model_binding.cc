@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "js_arg_names.h"
+#include "register_class.h"
 #include "simd_attention/activation.h"
 
 namespace simd_attention::bindings {
@@ -141,15 +142,10 @@ val TinyModelBinding::gradients() const {
 }
 
 EMSCRIPTEN_BINDINGS(simd_attention_tiny_model) {
-  emscripten::class_<TinyModelBinding>("TinyModelBinding")
-      .constructor<const val&>()
-      .function("takeError", &TakeError<TinyModelBinding>)
-      .function("info", &TinyModelBinding::info)
-      .function("forward", &TinyModelBinding::forward)
+  RegisterConfiguredClass<TinyModelBinding>("TinyModelBinding")
       .function("backward", &TinyModelBinding::backward)
       .function("reset", &TinyModelBinding::reset)
       .function("weights", &TinyModelBinding::weights)
-      .function("setWeights", &TinyModelBinding::setWeights)
       .function("gradients", &TinyModelBinding::gradients);
 }
 

@@ -489,6 +489,16 @@ TEST_P(LayerWeightTypes, RefusedWeightsNameThemselvesAndLeaveTheObjectAsItWas) {
                         .w_o = w.values[3]};
   mha.SetWeights(good);
   const std::vector<float> before = mha.Forward(t, t, t, {}).output;
+  // `attention` refuses W_Q given as `stored` alone, with `message`.
+  const auto refuses_stored_w_q = [&](MultiHeadAttention& attention, const StoredMatrix& stored,
+                                      std::initializer_list<std::string_view> message) {
+    return ThrowsWith<std::invalid_argument>(
+        [&] {
+          attention.SetWeights(
+              {.w_k = good.w_k, .w_v = good.w_v, .w_o = good.w_o, .stored_w_q = stored});
+        },
+        message);
+  };
 
   std::vector<float> huge = w.values[2];
   huge[5] = 70000;
@@ -507,12 +517,8 @@ TEST_P(LayerWeightTypes, RefusedWeightsNameThemselvesAndLeaveTheObjectAsItWas) {
       {"w_k: element 3 is +Infinity"}));
   const std::vector<int8_t> values(16 * 16, 1);
   const std::vector<float> scales(16, 0.5f);
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] {
-        mha.SetWeights({.w_k = good.w_k, .w_v = good.w_v, .w_o = good.w_o,
-                        .stored_w_q = {.values = values, .scales = scales}});
-      },
-      {"w_q: int8 values given, but config.weights is float16"}));
+  EXPECT_TRUE(refuses_stored_w_q(mha, {.values = values, .scales = scales},
+                                 {"w_q: int8 values given, but config.weights is float16"}));
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] {
         MhaWeights both = good;
@@ -531,18 +537,10 @@ TEST_P(LayerWeightTypes, RefusedWeightsNameThemselvesAndLeaveTheObjectAsItWas) {
   MhaConfig q4_config = w.config;
   q4_config.weights = WeightType::kQ4;
   MultiHeadAttention q4(q4_config, table());
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] {
-        q4.SetWeights({.w_k = good.w_k, .w_v = good.w_v, .w_o = good.w_o,
-                       .stored_w_q = {.values = values, .scales = scales}});
-      },
-      {"w_q: int8 values given, but config.weights is q4"}));
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] {
-        q4.SetWeights({.w_k = good.w_k, .w_v = good.w_v, .w_o = good.w_o,
-                       .stored_w_q = {.bits = w.bits[0]}});
-      },
-      {"w_q: 16-bit weights given, but config.weights is q4"}));
+  EXPECT_TRUE(refuses_stored_w_q(q4, {.values = values, .scales = scales},
+                                 {"w_q: int8 values given, but config.weights is q4"}));
+  EXPECT_TRUE(refuses_stored_w_q(q4, {.bits = w.bits[0]},
+                                 {"w_q: 16-bit weights given, but config.weights is q4"}));
   huge[5] = 6e5f;
   bad.w_v = huge;
   EXPECT_TRUE(ThrowsWith<std::range_error>([&] { q4.SetWeights(bad); },
@@ -552,12 +550,8 @@ TEST_P(LayerWeightTypes, RefusedWeightsNameThemselvesAndLeaveTheObjectAsItWas) {
   MhaConfig int8 = w.config;
   int8.weights = WeightType::kInt8;
   MultiHeadAttention q(int8, table());
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] {
-        q.SetWeights({.w_k = good.w_k, .w_v = good.w_v, .w_o = good.w_o,
-                      .stored_w_q = {.values = values, .scales = std::span(scales).first(15)}});
-      },
-      {"w_q.scales", "16", "15"}));
+  EXPECT_TRUE(refuses_stored_w_q(q, {.values = values, .scales = std::span(scales).first(15)},
+                                 {"w_q.scales", "16", "15"}));
 }
 
 TEST_P(LayerWeightTypes, NarrowCachesRefuseWhatTheyCannotHold) {

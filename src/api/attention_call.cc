@@ -175,7 +175,7 @@ double AttentionCall::HeadNs(size_t d) const {
   return 4.0 * double(tq_) * keys * double(d) / 40.0 + keys * 2.0 * double(d) * 4.0 / 20.0;
 }
 
-void AttentionCall::Set(AttentionArgs& a, size_t b, size_t h, size_t q0) const {
+void AttentionCall::Set(AttentionArgs& a, size_t b, size_t h, size_t q0, size_t q1) const {
   // The causal mask and the window bound keys relative to one diagonal,
   // i' = i (+ Tk - Tq bottom-right, or + the item's query offset): the
   // kernel's causal bound is the window's right edge (0 when causal), its
@@ -189,6 +189,8 @@ void AttentionCall::Set(AttentionArgs& a, size_t b, size_t h, size_t q0) const {
       : causal_ == CausalAlignment::kBottomRight
           ? static_cast<ptrdiff_t>(tk_) - static_cast<ptrdiff_t>(tq_)
           : 0;
+  a.tq = q1 - q0;
+  a.tk = tk_;
   a.scale = scale_;
   a.softcap = softcap_;
   a.causal = causal || right_ >= 0;

@@ -90,9 +90,9 @@ class AttentionCall {
   // keys d FLOPs at ~40 GFLOP/s and its keys' and values' 2 keys d floats at
   // ~20 GB/s, keys the most any query sees.
   double HeadNs(size_t d) const;
-  // Sets the bounds, masks, scale and softcap of the kernel's work item for
-  // batch item b, head h and queries from q0.
-  void Set(AttentionArgs& a, size_t b, size_t h, size_t q0) const;
+  // Sets the queries and keys (tq, tk), bounds, masks, scale and softcap of
+  // the kernel's work item for batch item b, head h and queries [q0, q1).
+  void Set(AttentionArgs& a, size_t b, size_t h, size_t q0, size_t q1) const;
 
  private:
   size_t tq_, tk_, head_dim_;

@@ -18,6 +18,7 @@
 #include "layers/partial_outputs.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
+#include "threading/runs_on.h"
 #include "training/training_hooks.h"
 #include "training/training_module.h"
 #include "checks/validate.h"
@@ -36,8 +37,7 @@ size_t RoundUp(size_t x, size_t multiple) {
 }
 
 MhaConfig Resolve(MhaConfig c) {
-  if (c.names == nullptr) c.names = &CppArgNames();
-  const ArgNames& n = *c.names;
+  const ArgNames& n = ResolveNames(c);
   CheckPositive(ConfigName(n.d_model), c.d_model);
   CheckPositive(ConfigName(n.num_heads), c.num_heads);
   if (c.head_dim == 0 && c.d_model % c.num_heads != 0) {
@@ -159,16 +159,10 @@ double JudgeProjection(const ComputedScan& scan, std::span<const float> values,
 MultiHeadAttention::MultiHeadAttention(const MhaConfig& config)
     : MultiHeadAttention(config, BestKernels(config.backend)) {}
 
-MultiHeadAttention::MultiHeadAttention(const MhaConfig& config,
-                                       const KernelTable& kernels)
-    : MultiHeadAttention(config, kernels, nullptr) {}
-
 MultiHeadAttention::MultiHeadAttention(const MhaConfig& config, const KernelTable& kernels,
                                        std::shared_ptr<ThreadPool> pool)
     : config_(Resolve(config)), kernels_(&kernels), pool_(std::move(pool)) {
-  if (pool_ == nullptr) pool_ = SharedThreadPool(config_.threads);
-  config_.threads = pool_->threads();
-  config_.backend = kernels.backend;
+  pool_ = RunsOn(config_, kernels, std::move(pool_));
   layout_.heads = config_.num_kv_heads;
   layout_.dk = head_dim();
   layout_.dk_pad = RoundUp(layout_.dk, kernels.lanes);
@@ -614,11 +608,9 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     a.v = static_cast<const char*>(kv.v) + (b * kv.rows_per_batch * ld_v + kvh * dv) * bytes;
     a.ldv = ld_v;
     a.kv_type = kv.type;
-    a.tq = q1 - q0;
-    a.tk = tk;
     a.dk = dk;
     a.dv = dv;
-    call.Set(a, b, h, q0);
+    call.Set(a, b, h, q0, q1);
     a.z = z + (b * tq + q0) * ld_z + h * dv;
     a.ldz = ld_z;
     const size_t probs_at = ((b * heads + h) * tq + q0) * tk;

@@ -42,8 +42,7 @@ std::span<const float> Required(const Entry& v, const char* name, const char* wh
 
 // kdim, vdim and head_dim_v as MultiHeadAttention resolves them.
 MhaConfig Resolve(MhaConfig c) {
-  if (c.names == nullptr) c.names = &CppArgNames();
-  const ArgNames& n = *c.names;
+  const ArgNames& n = ResolveNames(c);
   if (c.d_model == 0 || c.num_heads == 0 || c.d_model % c.num_heads != 0) {
     ThrowInvalidArgument({"config: ", n.d_model, " (", std::to_string(c.d_model),
                           ") must be a positive multiple of ", n.num_heads, " (",

@@ -12,6 +12,7 @@
 #include "kernels/attention.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
+#include "threading/runs_on.h"
 #include "checks/validate.h"
 
 namespace simd_attention {
@@ -75,11 +76,9 @@ ScaledDotProductAttention::ScaledDotProductAttention(const SdpaConfig& config,
                                                      const KernelTable& kernels,
                                                      std::shared_ptr<ThreadPool> pool)
     : config_(config), kernels_(&kernels), pool_(std::move(pool)) {
-  if (config_.names == nullptr) config_.names = &CppArgNames();
+  ResolveNames(config_);
   if (config_.threads == 0) config_.threads = ThreadPool::DefaultThreads();
-  if (pool_ == nullptr) pool_ = SharedThreadPool(config_.threads);
-  config_.threads = pool_->threads();
-  config_.backend = kernels.backend;
+  pool_ = RunsOn(config_, kernels, std::move(pool_));
 }
 
 SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsTensor& k,
@@ -113,12 +112,7 @@ SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsT
   const AttentionCall call(n, CallOptionsOf(o, o.causal), batch, heads, tq, tk, d);
   call.CheckScoreRange(MaxAbs(q.data), MaxAbs(k.data), "q and k are too large in magnitude");
 
-  SdpaResult r;
-  r.batch = batch;
-  r.heads = heads;
-  r.tq = tq;
-  r.tk = tk;
-  r.head_dim_v = dv;
+  SdpaResult r{.batch = batch, .heads = heads, .tq = tq, .tk = tk, .head_dim_v = dv};
   r.output.resize(CheckedCount(
       "output", {{"batch", batch}, {"heads", heads}, {"query tokens", tq}, {"head_dim_v", dv}}));
   const std::initializer_list<Dim> probs_dims = {
@@ -195,11 +189,9 @@ SdpaResult ScaledDotProductAttention::Forward(const HeadsTensor& q, const HeadsT
     a.ldk = kh.ld;
     a.v = vh.Head(b, g);
     a.ldv = vh.ld;
-    a.tq = q1 - q0;
-    a.tk = tk;
     a.dk = dk_pad;
     a.dv = dv_pad;
-    call.Set(a, b, h, q0);
+    call.Set(a, b, h, q0, q1);
     a.z = z_head(b, h) + q0 * ldz;
     a.ldz = ldz;
     const size_t probs_at = ((b * heads + h) * tq + q0) * tk;

@@ -43,13 +43,5 @@ void TransformerStack::TrainableParameters(std::vector<Parameter>&, std::string_
   RefuseTrainingInThisBuild();
 }
 void TransformerStack::ParametersUpdated() {}
-void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerEncoderLayer::ParametersUpdated() {}
-void TransformerDecoderLayer::TrainableParameters(std::vector<Parameter>&, std::string_view) {
-  RefuseTrainingInThisBuild();
-}
-void TransformerDecoderLayer::ParametersUpdated() {}
 
 }  // namespace simd_attention

@@ -13,8 +13,9 @@ HWY_BEFORE_NAMESPACE();
 namespace simd_attention {
 namespace HWY_NAMESPACE {
 
+// Row tails of the elementwise kernels, and what the backend's layer shares.
+#include "simd/ops_scalar-inl.h"
 #include "simd/ops_highway-inl.h"
-#include "simd/ops_scalar-inl.h"  // row tails of the elementwise kernels
 #include "kernels/copy-inl.h"
 #include "kernels/exp-inl.h"
 #include "kernels/gemm-inl.h"

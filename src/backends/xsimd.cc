@@ -38,8 +38,9 @@
 namespace simd_attention {
 namespace SA_CONCAT(xsimd_, SA_XSIMD_ISA) {
 
+// Row tails of the elementwise kernels, and what the backend's layer shares.
+#include "simd/ops_scalar-inl.h"
 #include "simd/ops_xsimd-inl.h"
-#include "simd/ops_scalar-inl.h"  // row tails of the elementwise kernels
 #include "kernels/copy-inl.h"
 #include "kernels/exp-inl.h"
 #include "kernels/gemm-inl.h"

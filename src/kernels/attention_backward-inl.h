@@ -20,12 +20,11 @@
 
 template <class Ops>
 struct AttentionBackward {
-  using V = typename Ops::V;
-  using G = Gemm<Ops>;
-  static constexpr size_t kL = Ops::kLanes;
-  static constexpr size_t kBq = kAttentionQueryBlock;
-  static constexpr size_t kBk = kAttentionKeyBlock;
-  static_assert(kBq % G::kPanel == 0, "query block = whole GEMM panels");
+  // The forward's vector layer, GEMM and blocks, whose tiles it walks.
+  using Forward = Attention<Ops>;
+  using V = typename Forward::V;
+  using G = typename Forward::G;
+  static constexpr size_t kL = Forward::kL, kBq = Forward::kBq, kBk = Forward::kBk;
 
   static size_t ScratchFloats(size_t dk, size_t dv) {
     return AttentionBackwardScratchFloats(dk, dv);

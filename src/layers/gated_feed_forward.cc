@@ -30,12 +30,7 @@ std::vector<float> SideBySide(std::span<const float> a, std::span<const float> b
 GatedFeedForward::GatedFeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                                    const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,
                                    WeightType weights)
-    : d_model_(d_model),
-      ffn_dim_(ffn_dim),
-      activation_(activation),
-      kernels_(&kernels),
-      pool_(std::move(pool)),
-      weights_(weights) {}
+    : FfnMixerShape(d_model, ffn_dim, activation, kernels, std::move(pool), weights) {}
 
 void GatedFeedForward::SetWeights(const GatedFfnWeights& w) {
   const size_t d = d_model_, f = ffn_dim_;

@@ -12,10 +12,11 @@
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/training_only.h"
 #include "simd_attention/transformer_block.h"
+#include "simd_attention/transformer_layers.h"
 
 namespace simd_attention {
 
-class GatedFeedForward {
+class GatedFeedForward : private FfnMixerShape {
  public:
   GatedFeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                    const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,
@@ -37,11 +38,6 @@ class GatedFeedForward {
   size_t WeightBytes() const { return gate_up_.WeightBytes() + down_.WeightBytes(); }
 
  private:
-  size_t d_model_, ffn_dim_;
-  Activation activation_;
-  const KernelTable* kernels_;
-  std::shared_ptr<ThreadPool> pool_;
-  WeightType weights_;
   PackedMatrix gate_up_, down_;
   std::vector<float> gate_up_out_, hidden_;  // [rows, 2 * ffn_dim], [rows, ffn_dim]; grow
   // Training, made by the first Backward (training_only.h): [W_gate |

@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "simd_attention/config_fields.h"
+
 #include "checks/checked_size.h"
 #include "checks/validate.h"
 #include "dispatch/dispatch.h"
@@ -15,8 +17,7 @@ namespace simd_attention {
 namespace {
 
 BlockConfig Resolve(BlockConfig c) {
-  if (c.names == nullptr) c.names = &CppArgNames();
-  const ArgNames& n = *c.names;
+  const ArgNames& n = ResolveNames(c);
   CheckPositive(ConfigName(n.d_model), c.d_model);
   CheckPositive(ConfigName(n.num_heads), c.num_heads);
   CheckEps(ConfigName(n.eps), c.eps);
@@ -47,19 +48,11 @@ BlockConfig Resolve(BlockConfig c) {
 
 MhaConfig AttentionConfig(const BlockConfig& c, MixerKind mixer) {
   MhaConfig m;
-  m.d_model = c.d_model;
-  m.num_heads = c.num_heads;
-  m.num_kv_heads = c.num_kv_heads;
-  m.head_dim = c.head_dim;
-  m.backend = c.backend;
-  m.threads = c.threads;
-  m.weights = c.weights;
-  m.cache_type = c.cache_type;
-  m.names = c.names;
+  CopySharedFields(c, m);
   // The memory has no positions relative to the block's tokens.
-  if (mixer == MixerKind::kSelfAttention) {
-    m.rope = c.rope;
-    m.qk_norm = c.qk_norm;
+  if (mixer != MixerKind::kSelfAttention) {
+    m.rope = {};
+    m.qk_norm = {};
   }
   return m;
 }

@@ -9,6 +9,7 @@
 #include "dispatch/dispatch.h"
 #include "storage/packed_weights.h"
 #include "layers/residual.h"
+#include "simd_attention/config_fields.h"
 #include "simd_attention/thread_pool.h"
 #include "simd_attention/transformer_block.h"
 #include "threading/parallel.h"
@@ -21,8 +22,7 @@ namespace {
 // The config's own checks (the block checks d_model and num_heads), and
 // its names resolved. Runs before any part is built from it.
 LayerConfig Resolve(LayerConfig c) {
-  if (c.names == nullptr) c.names = &CppArgNames();
-  const ArgNames& n = *c.names;
+  const ArgNames& n = ResolveNames(c);
   CheckPositive(ConfigName(n.ffn_dim), c.ffn_dim);
   CheckEps(ConfigName(n.eps), c.eps);
   CheckedCount("ffn.w1", {{n.d_model, c.d_model}, {n.ffn_dim, c.ffn_dim}});
@@ -33,19 +33,8 @@ LayerConfig Resolve(LayerConfig c) {
 // messages as the layers have always named their parts.
 BlockConfig LayerBlock(const LayerConfig& c, std::initializer_list<MixerKind> mixers) {
   BlockConfig b;
-  b.d_model = c.d_model;
-  b.num_heads = c.num_heads;
-  b.num_kv_heads = c.num_kv_heads;
-  b.ffn_dim = c.ffn_dim;
-  b.activation = c.activation;
+  CopySharedFields(c, b);
   b.norm = NormKind::kLayerNorm;
-  b.eps = c.eps;
-  b.rope = c.rope;
-  b.backend = c.backend;
-  b.threads = c.threads;
-  b.weights = c.weights;
-  b.cache_type = c.cache_type;
-  b.names = c.names;
   for (MixerKind m : mixers) {
     b.sublayers.push_back({m, c.norm_first ? NormPlacement::kPre : NormPlacement::kPost});
   }
@@ -56,25 +45,32 @@ BlockConfig LayerBlock(const LayerConfig& c, std::initializer_list<MixerKind> mi
 // the residual sum.
 constexpr char kNormInput[] = "the LayerNorm input";
 
-BlockOptions ToBlock(const EncoderOptions& o) {
-  BlockOptions b;
-  b.causal = o.causal;
-  b.causal_alignment = o.causal_alignment;
-  b.key_padding_mask = o.key_padding_mask;
-  b.self_attention = o.self_attention;
-  b.training = o.training;
-  return b;
+// The block's options of a layer's (EncoderOptions, DecoderOptions).
+template <class LayerOptions>
+BlockOptions ToBlock(const LayerOptions& o) {
+  std::span<const uint8_t> memory_key_padding_mask;
+  if constexpr (requires { o.memory_key_padding_mask; }) {
+    memory_key_padding_mask = o.memory_key_padding_mask;
+  }
+  return {.causal = o.causal,
+          .causal_alignment = o.causal_alignment,
+          .key_padding_mask = o.key_padding_mask,
+          .self_attention = o.self_attention,
+          .memory_key_padding_mask = memory_key_padding_mask,
+          .position_offset = 0,
+          .attn_weights = nullptr,
+          .training = o.training};
 }
 
-BlockOptions ToBlock(const DecoderOptions& o) {
-  BlockOptions b;
-  b.causal = o.causal;
-  b.causal_alignment = o.causal_alignment;
-  b.key_padding_mask = o.key_padding_mask;
-  b.memory_key_padding_mask = o.memory_key_padding_mask;
-  b.self_attention = o.self_attention;
-  b.training = o.training;
-  return b;
+// A layer's sublayer: its norm's weights, and its mixer's, which `mixer`
+// names the member of.
+template <class MixerWeights>
+SublayerWeights LayerSublayer(const NormWeights& norm, MixerWeights SublayerWeights::*mixer,
+                              const MixerWeights& weights) {
+  SublayerWeights s;
+  s.norm = norm;
+  s.*mixer = weights;
+  return s;
 }
 
 }  // namespace
@@ -82,12 +78,7 @@ BlockOptions ToBlock(const DecoderOptions& o) {
 FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                          const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,
                          WeightType weights)
-    : d_model_(d_model),
-      ffn_dim_(ffn_dim),
-      activation_(activation),
-      kernels_(&kernels),
-      pool_(std::move(pool)),
-      weights_(weights) {}
+    : FfnMixerShape(d_model, ffn_dim, activation, kernels, std::move(pool), weights) {}
 
 FeedForward::FeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                          const KernelTable& kernels)
@@ -179,36 +170,50 @@ std::vector<float> LayerNormForward(const Tensor3& x, const NormWeights& w,
   return out;
 }
 
-TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config)
-    : TransformerEncoderLayer(config, BestKernels(config.backend)) {}
+BlockLayer::BlockLayer(const LayerConfig& config, Form form)
+    : BlockLayer(config, form, BestKernels(config.backend), nullptr) {}
 
-TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
-                                                 const KernelTable& kernels)
-    : TransformerEncoderLayer(config, kernels, nullptr) {}
+BlockLayer::BlockLayer(const LayerConfig& config, Form form, const KernelTable& kernels,
+                       std::shared_ptr<ThreadPool> pool)
+    : config_(Resolve(config)) {
+  const ArgNames& n = *config_.names;
+  block_.reset(
+      form == Form::kEncoder
+          ? new TransformerBlock(
+                LayerBlock(config_, {MixerKind::kSelfAttention, MixerKind::kFeedForward}),
+                kernels, std::move(pool),
+                {{"the self-attention sublayer", "attention.", "norm1", {}, kNormInput,
+                  kNormInput},
+                 {"the feed-forward sublayer", "", "norm2", {}, kNormInput, kNormInput}},
+                true)
+          : new TransformerBlock(
+                LayerBlock(config_, {MixerKind::kSelfAttention, MixerKind::kCrossAttention,
+                                     MixerKind::kFeedForward}),
+                kernels, std::move(pool),
+                {{"the self-attention sublayer", Cat({n.self_attention, "."}), "norm1", {},
+                  kNormInput, kNormInput},
+                 {"the cross-attention sublayer", Cat({n.cross_attention, "."}), "norm2", {},
+                  kNormInput, kNormInput},
+                 {"the feed-forward sublayer", "", "norm3", {}, kNormInput, kNormInput}},
+                true));
+}
+BlockLayer::BlockLayer(BlockLayer&&) noexcept = default;
+BlockLayer& BlockLayer::operator=(BlockLayer&&) noexcept = default;
+BlockLayer::~BlockLayer() = default;
 
-TransformerEncoderLayer::TransformerEncoderLayer(const LayerConfig& config,
-                                                 const KernelTable& kernels,
-                                                 std::shared_ptr<ThreadPool> pool)
-    : config_(Resolve(config)),
-      block_(new TransformerBlock(
-          LayerBlock(config_, {MixerKind::kSelfAttention, MixerKind::kFeedForward}), kernels,
-          std::move(pool),
-          {{"the self-attention sublayer", "attention.", "norm1", {}, kNormInput, kNormInput},
-           {"the feed-forward sublayer", "", "norm2", {}, kNormInput, kNormInput}},
-          true)) {}
-
-TransformerEncoderLayer::TransformerEncoderLayer(TransformerEncoderLayer&&) noexcept = default;
-TransformerEncoderLayer& TransformerEncoderLayer::operator=(TransformerEncoderLayer&&) noexcept =
-    default;
-TransformerEncoderLayer::~TransformerEncoderLayer() = default;
+// The block's own: its stand-ins refuse in a build without training.
+void BlockLayer::TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) {
+  block_->TrainableParameters(out, prefix);
+}
+void BlockLayer::ParametersUpdated() { block_->ParametersUpdated(); }
+const KernelTable& BlockLayer::kernels() const { return block_->kernels(); }
+ThreadPool& BlockLayer::pool() const { return block_->pool(); }
+size_t BlockLayer::WeightBytes() const { return block_->WeightBytes(); }
 
 void TransformerEncoderLayer::SetWeights(const MhaWeights& attention, const FfnWeights& ffn,
                                          const NormWeights& norm1, const NormWeights& norm2) {
-  SublayerWeights w[2];
-  w[0].attention = attention;
-  w[0].norm = norm1;
-  w[1].ffn = ffn;
-  w[1].norm = norm2;
+  const SublayerWeights w[] = {LayerSublayer(norm1, &SublayerWeights::attention, attention),
+                               LayerSublayer(norm2, &SublayerWeights::ffn, ffn)};
   block_->SetWeights(w);
 }
 
@@ -217,48 +222,13 @@ std::vector<float> TransformerEncoderLayer::Forward(const Tensor3& x,
   return block_->Forward(x, ToBlock(options));
 }
 
-const KernelTable& TransformerEncoderLayer::kernels() const { return block_->kernels(); }
-ThreadPool& TransformerEncoderLayer::pool() const { return block_->pool(); }
-size_t TransformerEncoderLayer::WeightBytes() const { return block_->WeightBytes(); }
-
-TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config)
-    : TransformerDecoderLayer(config, BestKernels(config.backend)) {}
-
-TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
-                                                 const KernelTable& kernels)
-    : TransformerDecoderLayer(config, kernels, nullptr) {}
-
-TransformerDecoderLayer::TransformerDecoderLayer(const LayerConfig& config,
-                                                 const KernelTable& kernels,
-                                                 std::shared_ptr<ThreadPool> pool)
-    : config_(Resolve(config)),
-      block_(new TransformerBlock(
-          LayerBlock(config_, {MixerKind::kSelfAttention, MixerKind::kCrossAttention,
-                               MixerKind::kFeedForward}),
-          kernels, std::move(pool),
-          {{"the self-attention sublayer", Cat({config_.names->self_attention, "."}), "norm1",
-            {}, kNormInput, kNormInput},
-           {"the cross-attention sublayer", Cat({config_.names->cross_attention, "."}), "norm2",
-            {}, kNormInput, kNormInput},
-           {"the feed-forward sublayer", "", "norm3", {}, kNormInput, kNormInput}},
-          true)) {}
-
-TransformerDecoderLayer::TransformerDecoderLayer(TransformerDecoderLayer&&) noexcept = default;
-TransformerDecoderLayer& TransformerDecoderLayer::operator=(TransformerDecoderLayer&&) noexcept =
-    default;
-TransformerDecoderLayer::~TransformerDecoderLayer() = default;
-
 void TransformerDecoderLayer::SetWeights(const MhaWeights& self_attention,
                                          const MhaWeights& cross_attention,
                                          const FfnWeights& ffn, const NormWeights& norm1,
                                          const NormWeights& norm2, const NormWeights& norm3) {
-  SublayerWeights w[3];
-  w[0].attention = self_attention;
-  w[0].norm = norm1;
-  w[1].attention = cross_attention;
-  w[1].norm = norm2;
-  w[2].ffn = ffn;
-  w[2].norm = norm3;
+  const SublayerWeights w[] = {LayerSublayer(norm1, &SublayerWeights::attention, self_attention),
+                               LayerSublayer(norm2, &SublayerWeights::attention, cross_attention),
+                               LayerSublayer(norm3, &SublayerWeights::ffn, ffn)};
   block_->SetWeights(w);
 }
 
@@ -296,9 +266,6 @@ std::vector<float> TransformerDecoderLayer::ForwardIncremental(
   return block_->ForwardIncremental(x, cache, self_attention, &memory);
 }
 
-const KernelTable& TransformerDecoderLayer::kernels() const { return block_->kernels(); }
-ThreadPool& TransformerDecoderLayer::pool() const { return block_->pool(); }
-size_t TransformerDecoderLayer::WeightBytes() const { return block_->WeightBytes(); }
 MultiHeadAttention& TransformerDecoderLayer::self_attention() { return block_->attention(0); }
 MultiHeadAttention& TransformerDecoderLayer::cross_attention() { return block_->attention(1); }
 

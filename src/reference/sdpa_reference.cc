@@ -35,12 +35,7 @@ SdpaResult ReferenceScaledDotProductAttention(const HeadsTensor& q, const HeadsT
   const size_t d = q.head_dim, dv = v.head_dim;
   const double scale = o.scale ? *o.scale : 1.0 / std::sqrt(double(d));
   const double neg_inf = -std::numeric_limits<double>::infinity();
-  SdpaResult r;
-  r.batch = B;
-  r.heads = H;
-  r.tq = Tq;
-  r.tk = Tk;
-  r.head_dim_v = dv;
+  SdpaResult r{.batch = B, .heads = H, .tq = Tq, .tk = Tk, .head_dim_v = dv};
   r.output.assign(B * H * Tq * dv, 0.0f);
   r.attn_weights.assign(B * H * Tq * Tk, 0.0f);
   r.scores.assign(B * H * Tq * Tk, 0.0f);

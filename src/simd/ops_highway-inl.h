@@ -40,7 +40,8 @@
 // C++, so one algorithm serves every backend.
 //
 // Textual part of the per-target namespace hwy::HWY_NAMESPACE-style block of
-// src/backends/highway.cc: include only from there, after hwy/highway.h.
+// src/backends/highway.cc: include only from there, after hwy/highway.h and
+// ops_scalar-inl.h.
 
 struct HighwayOps {
   using D = hwy::HWY_NAMESPACE::ScalableTag<float>;
@@ -106,18 +107,13 @@ struct HighwayOps {
     hwy::HWY_NAMESPACE::StoreU(hwy::HWY_NAMESPACE::DemoteTo(d16, v), d16, p);
   }
 #if HWY_TARGET == HWY_SCALAR
-  // One lane holds no pair of int16.
-  struct VP {
-    int32_t lo, hi;
-  };
-  static VP LoadPairs(const int8_t* w) { return {w[0], w[1]}; }
+  // One lane holds no pair of int16: the scalar layer's pairs.
+  using VP = ScalarOps::VP;
+  static VP LoadPairs(const int8_t* w) { return ScalarOps::LoadPairs(w); }
   static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
-    *low = {(w[0] & 15) - 8, (w[1] & 15) - 8};
-    *high = {(w[0] >> 4) - 8, (w[1] >> 4) - 8};
+    ScalarOps::LoadNibblePairs(w, low, high);
   }
-  static VP SetPair(int32_t pair) {
-    return {static_cast<int16_t>(pair & 0xffff), static_cast<int16_t>(pair >> 16)};
-  }
+  static VP SetPair(int32_t pair) { return ScalarOps::SetPair(pair); }
   static VI MulAddPairs(VP w, VP a, VI acc) {
     return hwy::HWY_NAMESPACE::Add(acc, hwy::HWY_NAMESPACE::Set(DI(), w.lo * a.lo + w.hi * a.hi));
   }

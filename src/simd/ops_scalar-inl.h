@@ -5,9 +5,20 @@
 // meets.
 //
 // Textual part of a per-target namespace: include only from a backend's
-// instantiation file, after kernels/kernels_prelude.h.
+// instantiation file, after kernels/kernels_prelude.h and before the
+// backend's own layer, which may take OperatorArithmetic and the scalar
+// pairs from here.
 
-struct ScalarOps {
+// Add, Sub, Mul and Div of a layer whose vector type has the operators.
+template <class V>
+struct OperatorArithmetic {
+  static V Add(V a, V b) { return a + b; }
+  static V Sub(V a, V b) { return a - b; }
+  static V Mul(V a, V b) { return a * b; }
+  static V Div(V a, V b) { return a / b; }
+};
+
+struct ScalarOps : OperatorArithmetic<float> {
   using V = float;
   static constexpr size_t kLanes = 1;
   // Accumulators the compiler can keep in registers (x86-64: 16 xmm).
@@ -45,10 +56,6 @@ struct ScalarOps {
     return {static_cast<int16_t>(pair & 0xffff), static_cast<int16_t>(pair >> 16)};
   }
   static VI MulAddPairs(VP w, VP a, VI acc) { return acc + w.lo * a.lo + w.hi * a.hi; }
-  static V Add(V a, V b) { return a + b; }
-  static V Sub(V a, V b) { return a - b; }
-  static V Mul(V a, V b) { return a * b; }
-  static V Div(V a, V b) { return a / b; }
   static V Abs(V a) { return std::fabs(a); }
   static V CopySign(V m, V s) { return std::copysign(m, s); }
   static V Sqrt(V a) { return std::sqrt(a); }

@@ -3,10 +3,10 @@
 // ops_highway-inl.h, which documents it.
 //
 // Textual part of a per-target namespace: include only from
-// src/backends/xsimd.cc, after <xsimd/xsimd.hpp>.
+// src/backends/xsimd.cc, after <xsimd/xsimd.hpp> and ops_scalar-inl.h.
 
 template <class Arch>
-struct XsimdOps {
+struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   using V = xsimd::batch<float, Arch>;
   static constexpr size_t kLanes = V::size;
   static constexpr size_t kRegisters =
@@ -103,10 +103,6 @@ struct XsimdOps {
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packs_epi32(v, v));
   }
 #endif
-  static V Add(V a, V b) { return a + b; }
-  static V Sub(V a, V b) { return a - b; }
-  static V Mul(V a, V b) { return a * b; }
-  static V Div(V a, V b) { return a / b; }
   static V Abs(V a) { return xsimd::abs(a); }
   static V CopySign(V m, V s) { return xsimd::copysign(m, s); }
   static V Sqrt(V a) { return xsimd::sqrt(a); }

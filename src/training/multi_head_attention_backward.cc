@@ -276,11 +276,9 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
         f.ldk = ld_k;
         f.v = v + b * tk * ld_v + kvh * dv;
         f.ldv = ld_v;
-        f.tq = tq;
-        f.tk = tk;
         f.dk = dk;
         f.dv = dv;
-        call.Set(f, b, h, 0);
+        call.Set(f, b, h, 0, tq);
         f.z = const_cast<float*>(z) + b * tq * ld_z + h * dv;
         f.ldz = ld_z;
         a.softmax_stats = t.softmax_stats.data() + (b * heads + h) * tq * 2;

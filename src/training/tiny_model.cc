@@ -17,6 +17,7 @@
 #include "layers/transformer_block_parts.h"
 #include "simd_attention/thread_pool.h"
 #include "threading/parallel.h"
+#include "threading/runs_on.h"
 #include "training/tiny_model_parts.h"
 #include "checks/validate.h"
 
@@ -163,15 +164,10 @@ void CheckWeight(std::string_view name, const std::vector<float>& w,
 TinyTransformer::TinyTransformer(const TinyModelConfig& config)
     : TinyTransformer(config, BestKernels(config.backend.value_or(Backend::kHighway))) {}
 
-TinyTransformer::TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels)
-    : TinyTransformer(config, kernels, nullptr) {}
-
 TinyTransformer::TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels,
                                  std::shared_ptr<ThreadPool> pool)
     : config_(Resolve(config)), kernels_(&kernels), pool_(std::move(pool)) {
-  if (pool_ == nullptr) pool_ = SharedThreadPool(config_.threads);
-  config_.threads = pool_->threads();
-  config_.backend = kernels.backend;
+  pool_ = RunsOn(config_, kernels, std::move(pool_));
   positions_ = PositionalEncoding(config_.max_tokens, config_.d_model);
   // The sublayers' residual sums named in messages as the model has always
   // named them; no norms to name; parameters named by TrainableParameters'

@@ -107,13 +107,6 @@ void TransformerEncoderLayer::Backward(const Tensor3& d_output, EncoderGradients
   });
 }
 
-void TransformerEncoderLayer::TrainableParameters(std::vector<Parameter>& out,
-                                                  std::string_view prefix) {
-  block_->TrainableParameters(out, prefix);
-}
-
-void TransformerEncoderLayer::ParametersUpdated() { block_->ParametersUpdated(); }
-
 DecoderGradients TransformerDecoderLayer::Backward(const Tensor3& d_output) {
   DecoderGradients g;
   Backward(d_output, g);
@@ -134,12 +127,5 @@ void TransformerDecoderLayer::Backward(const Tensor3& d_output, DecoderGradients
     std::swap(g.norm3, b.sublayers[2].norm);
   });
 }
-
-void TransformerDecoderLayer::TrainableParameters(std::vector<Parameter>& out,
-                                                  std::string_view prefix) {
-  block_->TrainableParameters(out, prefix);
-}
-
-void TransformerDecoderLayer::ParametersUpdated() { block_->ParametersUpdated(); }
 
 }  // namespace simd_attention

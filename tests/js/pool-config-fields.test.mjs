@@ -171,13 +171,12 @@ describe.each(sizes)('pool of %i workers', (workers) => {
     });
 });
 
-// A field added to both config lists (as one added to C++, the glue and
-// option-keys.js would be) reaches the split layer's attentions as given,
-// and its FFN and norms in the config its synchronous layer resolved: the
-// layer's parts made with the workers' messages recorded (worker 0's check
-// of an attention's config answered as a 2-head attention's).
-test('a field added to the lists reaches every part of a split layer', async () => {
-  const sent = []; // the messages to the workers
+// A pool context of two workers that records the messages sent to them,
+// worker 0's check of an attention's config answered as a 2-head
+// attention's; made(kind, op) gives the configs of the parts of that kind
+// made (or checked).
+function recordingContext() {
+  const sent = [];
   const workers = {
     count: 2,
     check: () => {},
@@ -189,22 +188,37 @@ test('a field added to the lists reaches every part of a split layer', async () 
     }),
   };
   let ref = 0;
-  const context = { workers, newRef: () => ++ref };
+  return {
+    context: { workers, newRef: () => ++ref },
+    made: (kind, op = 'new') => sent.filter((m) => m.op === op && m.kind === kind)
+      .map((m) => m.config),
+  };
+}
+
+// Runs create() with 'probe' added to the option key lists named, as a
+// field added to the C++ config and the glue would be.
+async function withProbeKey(lists, create) {
+  for (const list of lists) OPTION_KEYS[list].push('probe');
+  try {
+    await create();
+  } finally {
+    for (const list of lists) OPTION_KEYS[list].pop();
+  }
+}
+
+// A field added to both config lists (as one added to C++, the glue and
+// option-keys.js would be) reaches the split layer's attentions as given,
+// and its FFN and norms in the config its synchronous layer resolved, as
+// the messages to its workers show.
+test('a field added to the lists reaches every part of a split layer', async () => {
+  const { context, made } = recordingContext();
   const given = { dModel: 8, numHeads: 2, ffnDim: 6, rope: { style: 'half' }, probe: 'given' };
   const resolved = { dModel: 8, numHeads: 2, headDim: 4, numKvHeads: 2, ffnDim: 6,
     normFirst: false, activation: 'relu', eps: 1e-5, weights: 'f32', cacheType: 'f32',
     backend: 'highway', threads: 1, probe: 'resolved' };
-  OPTION_KEYS.MultiHeadAttentionConfig.push('probe');
-  OPTION_KEYS.TransformerLayerConfig.push('probe');
-  try {
-    await createSplitLayer(context, 'TransformerDecoderLayer', given,
-      { config: resolved, kernels: '' });
-  } finally {
-    OPTION_KEYS.MultiHeadAttentionConfig.pop();
-    OPTION_KEYS.TransformerLayerConfig.pop();
-  }
-  const made = (kind, op = 'new') => sent.filter((m) => m.op === op && m.kind === kind)
-    .map((m) => m.config);
+  await withProbeKey(['MultiHeadAttentionConfig', 'TransformerLayerConfig'],
+    () => createSplitLayer(context, 'TransformerDecoderLayer', given,
+      { config: resolved, kernels: '' }));
   const { ffnDim, ...layerOnly } = given;
   const { rope, ...cross } = layerOnly;
   expect(made('MultiHeadAttention', 'check')).toEqual([layerOnly, cross]);
@@ -228,19 +242,7 @@ test('a field added to the lists reaches every part of a split layer', async () 
 // cross-attention's without the rotary positions and QK-norm, as C++'s), and
 // the FFN and gated FFN in the config the synchronous block resolved.
 test('a field added to the lists reaches every part of a split block', async () => {
-  const sent = [];
-  const workers = {
-    count: 2,
-    check: () => {},
-    all: async (list, message) => list.map((_, i) => {
-      const m = message(i);
-      sent.push(m);
-      return m.op === 'check'
-        ? { config: { numHeads: 2, numKvHeads: 2, headDim: 4, headDimV: 4 }, kernels: '' } : {};
-    }),
-  };
-  let ref = 0;
-  const context = { workers, newRef: () => ++ref };
+  const { context, made } = recordingContext();
   const sublayers = [{ mixer: 'self_attention', norm: 'pre', parallel: false },
     { mixer: 'cross_attention', norm: 'sandwich', parallel: false },
     { mixer: 'gated_ffn', norm: 'pre', parallel: false }];
@@ -249,16 +251,8 @@ test('a field added to the lists reaches every part of a split block', async () 
   const resolved = { dModel: 8, numHeads: 2, headDim: 4, numKvHeads: 2, ffnDim: 6,
     activation: 'silu', norm: 'rms_norm', eps: 1e-6, weights: 'f32', cacheType: 'f32',
     backend: 'highway', threads: 1, sublayers, probe: 'resolved' };
-  OPTION_KEYS.MultiHeadAttentionConfig.push('probe');
-  OPTION_KEYS.TransformerBlockConfig.push('probe');
-  try {
-    await createSplitBlock(context, given, { config: resolved, kernels: '' });
-  } finally {
-    OPTION_KEYS.MultiHeadAttentionConfig.pop();
-    OPTION_KEYS.TransformerBlockConfig.pop();
-  }
-  const made = (kind, op = 'new') => sent.filter((m) => m.op === op && m.kind === kind)
-    .map((m) => m.config);
+  await withProbeKey(['MultiHeadAttentionConfig', 'TransformerBlockConfig'],
+    () => createSplitBlock(context, given, { config: resolved, kernels: '' }));
   const { ffnDim, sublayers: _, ...self } = given;
   const { rope, qkNorm, ...cross } = self;
   expect(made('MultiHeadAttention', 'check')).toEqual([self, cross]);

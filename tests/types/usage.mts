@@ -55,6 +55,7 @@ import {
   type PretrainedDecoderLayer, type PretrainedEncoderLayer, type PretrainedModule,
   type PooledPretrainedModule, type PretrainedBlock, type PretrainedStack,
 } from '../../web/index.js';
+import type { ResolvedAttentionFields } from '../../web/index.js';
 import {
   type BlockForwardOptions, type BlockNormWeights, type BlockTrainingForwardOptions,
   type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
@@ -584,6 +585,9 @@ const Block: TransformerBlockConstructor = sa.TransformerBlock;
 const block: TransformerBlock = new Block(blockConfig);
 const blockResolved: ResolvedTransformerBlockConfig = block.config;
 const resolvedActivation: ResolvedActivationName = blockResolved.activation;
+// What every object holding attentions reports alike.
+const attentionFields: ResolvedAttentionFields[] = [resolved, encoder.config, blockResolved];
+void attentionFields;
 void [blockResolved.dModel, blockResolved.numHeads, blockResolved.numKvHeads,
   blockResolved.headDim, blockResolved.ffnDim, blockResolved.norm, blockResolved.eps,
   blockResolved.rope, blockResolved.qkNorm, blockResolved.sublayers, blockResolved.weights,

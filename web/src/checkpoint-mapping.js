@@ -93,6 +93,12 @@ const linear = (to, from) => [copy(`${to}.weight`, `${from}.weight`), copy(`${to
 const gpt2Linear = (to, from) =>
   [conv1d(`${to}.weight`, `${from}.weight`), copy(`${to}.bias`, `${from}.bias`)];
 const attention = (layout, to, at) => (has) => ATTENTION_LAYOUTS[layout](to, at, has);
+// An encoder layer whose checkpoint holds its self-attention after `at` and
+// its norm1, linear1, linear2 and norm2 under the names given (its linears
+// read by `fc`: GPT-2's are Conv1Ds).
+const encoder = (layout, at, [norm1, linear1, linear2, norm2], fc = linear) => [
+  attention(layout, 'self_attn.', at), ...linear('norm1', norm1), ...fc('linear1', linear1),
+  ...fc('linear2', linear2), ...linear('norm2', norm2)];
 
 // Each object's layouts: a list of attention blocks (functions of has) and
 // entries. The activation, norm placement and eps are the config's: BERT,
@@ -103,27 +109,19 @@ const LAYOUTS = {
   TransformerEncoderLayer: {
     pytorch: [attention('pytorch', 'self_attn.', 'self_attn.'), ...linear('linear1', 'linear1'),
       ...linear('linear2', 'linear2'), ...linear('norm1', 'norm1'), ...linear('norm2', 'norm2')],
-    separate: [attention('separate', 'self_attn.', 'self_attn.'),
-      ...linear('norm1', 'self_attn_layer_norm'), ...linear('linear1', 'fc1'),
-      ...linear('linear2', 'fc2'), ...linear('norm2', 'final_layer_norm')],
-    bert: [attention('bert', 'self_attn.', 'attention.'),
-      ...linear('norm1', 'attention.output.LayerNorm'), ...linear('linear1', 'intermediate.dense'),
-      ...linear('linear2', 'output.dense'), ...linear('norm2', 'output.LayerNorm')],
-    fused: [attention('fused', 'self_attn.', 'attn.'), ...linear('norm1', 'norm1'),
-      ...linear('linear1', 'mlp.fc1'), ...linear('linear2', 'mlp.fc2'), ...linear('norm2', 'norm2')],
-    gpt2: [attention('gpt2', 'self_attn.', 'attn.'), ...linear('norm1', 'ln_1'),
-      ...gpt2Linear('linear1', 'mlp.c_fc'), ...gpt2Linear('linear2', 'mlp.c_proj'),
-      ...linear('norm2', 'ln_2')],
-    distilbert: [attention('distilbert', 'self_attn.', 'attention.'),
-      ...linear('norm1', 'sa_layer_norm'), ...linear('linear1', 'ffn.lin1'),
-      ...linear('linear2', 'ffn.lin2'), ...linear('norm2', 'output_layer_norm')],
-    vit: [attention('vit', 'self_attn.', 'attention.'), ...linear('norm1', 'layernorm_before'),
-      ...linear('linear1', 'intermediate.dense'), ...linear('linear2', 'output.dense'),
-      ...linear('norm2', 'layernorm_after')],
+    separate: encoder('separate', 'self_attn.',
+      ['self_attn_layer_norm', 'fc1', 'fc2', 'final_layer_norm']),
+    bert: encoder('bert', 'attention.',
+      ['attention.output.LayerNorm', 'intermediate.dense', 'output.dense', 'output.LayerNorm']),
+    fused: encoder('fused', 'attn.', ['norm1', 'mlp.fc1', 'mlp.fc2', 'norm2']),
+    gpt2: encoder('gpt2', 'attn.', ['ln_1', 'mlp.c_fc', 'mlp.c_proj', 'ln_2'], gpt2Linear),
+    distilbert: encoder('distilbert', 'attention.',
+      ['sa_layer_norm', 'ffn.lin1', 'ffn.lin2', 'output_layer_norm']),
+    vit: encoder('vit', 'attention.',
+      ['layernorm_before', 'intermediate.dense', 'output.dense', 'layernorm_after']),
     // The sequential form (use_parallel_residual: false).
-    gpt_neox: [attention('gpt_neox', 'self_attn.', 'attention.'),
-      ...linear('norm1', 'input_layernorm'), ...linear('linear1', 'mlp.dense_h_to_4h'),
-      ...linear('linear2', 'mlp.dense_4h_to_h'), ...linear('norm2', 'post_attention_layernorm')],
+    gpt_neox: encoder('gpt_neox', 'attention.',
+      ['input_layernorm', 'mlp.dense_h_to_4h', 'mlp.dense_4h_to_h', 'post_attention_layernorm']),
   },
   TransformerDecoderLayer: {
     pytorch: [attention('pytorch', 'self_attn.', 'self_attn.'),

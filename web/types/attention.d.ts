@@ -99,23 +99,30 @@ export interface RopeConfig {
   rotaryDim?: number;
 }
 
-/** A config with every default filled in. */
-export interface ResolvedMultiHeadAttentionConfig {
+/**
+ * What every object holding attentions reports of its resolved config (the
+ * fields C++'s config field list gives each of them, and its heads' width).
+ */
+export interface ResolvedAttentionFields {
   dModel: number;
   numHeads: number;
-  kDim: number;
-  vDim: number;
+  numKvHeads: number;
   /** d_k (default dModel / numHeads). */
   headDim: number;
-  headDimV: number;
-  numKvHeads: number;
   rope?: Required<RopeConfig>;
-  qkNorm?: Required<QkNormConfig>;
-  bias: boolean;
   backend: string;
   threads: number;
   weights: WeightTypeName;
   cacheType: CacheTypeName;
+}
+
+/** A config with every default filled in. */
+export interface ResolvedMultiHeadAttentionConfig extends ResolvedAttentionFields {
+  kDim: number;
+  vDim: number;
+  headDimV: number;
+  qkNorm?: Required<QkNormConfig>;
+  bias: boolean;
 }
 
 /**

@@ -1,7 +1,8 @@
 // Transformer blocks as lists of sublayers, and stacks of them.
 
 import type {
-  CausalAlignmentName, MultiHeadAttentionWeights, NormKindName, QkNormConfig, RopeConfig,
+  CausalAlignmentName, MultiHeadAttentionWeights, NormKindName, QkNormConfig,
+  ResolvedAttentionFields, RopeConfig,
 } from './attention.js';
 import type { KVCache, KVCacheOptions } from './caches.js';
 import type {
@@ -67,22 +68,13 @@ export interface TransformerBlockConfig {
 }
 
 /** A block config with every default filled in. */
-export interface ResolvedTransformerBlockConfig {
-  dModel: number;
-  numHeads: number;
-  numKvHeads: number;
-  headDim: number;
+export interface ResolvedTransformerBlockConfig extends ResolvedAttentionFields {
   ffnDim: number;
   activation: ResolvedActivationName;
   norm: NormKindName;
   eps: number;
-  rope?: Required<RopeConfig>;
   qkNorm?: Required<QkNormConfig>;
   sublayers: Required<SublayerConfig>[];
-  weights: WeightTypeName;
-  cacheType: CacheTypeName;
-  backend: string;
-  threads: number;
 }
 
 /** A norm's scale (`[dModel]`) and, for `'layer_norm'` only, its shift. */

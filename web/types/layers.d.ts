@@ -1,6 +1,6 @@
 // Transformer layers: encoder and decoder, their configs and weights.
 
-import type { CausalAlignmentName, RopeConfig } from './attention.js';
+import type { CausalAlignmentName, ResolvedAttentionFields, RopeConfig } from './attention.js';
 import type { KVCache, KVCacheOptions, PrecomputeOptions, PrecomputedKeyValue } from './caches.js';
 import type {
   PyTorchTransformerDecoderLayerState, PyTorchTransformerEncoderLayerState,
@@ -65,22 +65,12 @@ export interface TransformerLayerConfig {
 }
 
 /** A layer config with every default filled in. */
-export interface ResolvedTransformerLayerConfig {
-  dModel: number;
-  numHeads: number;
-  /** dModel / numHeads. */
-  headDim: number;
+export interface ResolvedTransformerLayerConfig extends ResolvedAttentionFields {
   ffnDim: number;
   normFirst: boolean;
   /** `'relu'`, `'gelu'` (also for `'gelu_erf'`), `'gelu_tanh'` or `'silu'` (also for `'swish'`). */
   activation: ResolvedActivationName;
   eps: number;
-  backend: string;
-  threads: number;
-  numKvHeads: number;
-  rope?: Required<RopeConfig>;
-  weights: WeightTypeName;
-  cacheType: CacheTypeName;
 }
 
 /**

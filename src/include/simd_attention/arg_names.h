@@ -82,4 +82,12 @@ struct ArgNames {
 // w_q, key_padding_mask, config.d_model ...: the C++ API's names.
 const ArgNames& CppArgNames();
 
+// The names of a config's messages (any struct with a `names` field): its
+// own, or CppArgNames(), which it then holds, where it gives none.
+template <class Config>
+const ArgNames& ResolveNames(Config& c) {
+  if (c.names == nullptr) c.names = &CppArgNames();
+  return *c.names;
+}
+
 }  // namespace simd_attention

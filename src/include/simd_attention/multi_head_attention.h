@@ -200,12 +200,12 @@ class MultiHeadAttention : public Trainable {
   // Throws std::invalid_argument for an invalid config (message names it).
   explicit MultiHeadAttention(const MhaConfig& config);
   // Runs on the given kernels (one target of one backend) instead of the
-  // backend's best; for tests and benchmarks that compare targets.
-  MultiHeadAttention(const MhaConfig& config, const KernelTable& kernels);
-  // On the given pool (config.threads is then pool->threads()), e.g. one
-  // pool an application shares between its own work and these objects.
+  // backend's best, for tests and benchmarks that compare targets; and on
+  // the given pool if not null (config.threads is then pool->threads()),
+  // e.g. one pool an application shares between its own work and these
+  // objects.
   MultiHeadAttention(const MhaConfig& config, const KernelTable& kernels,
-                     std::shared_ptr<ThreadPool> pool);
+                     std::shared_ptr<ThreadPool> pool = nullptr);
 
   // Copies and packs the weights; throws std::invalid_argument on a wrong
   // length or a non-finite value.

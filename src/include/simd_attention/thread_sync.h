@@ -36,12 +36,17 @@ namespace simd_attention::thread_sync {
 
 #if defined(__EMSCRIPTEN_PTHREADS__)
 
-// A mutex for std::lock_guard.
-class Mutex {
+// A pthread object's owner, which cannot be copied (the object cannot).
+class PthreadOwner {
  public:
-  Mutex() = default;
-  Mutex(const Mutex&) = delete;
-  Mutex& operator=(const Mutex&) = delete;
+  PthreadOwner() = default;
+  PthreadOwner(const PthreadOwner&) = delete;
+  PthreadOwner& operator=(const PthreadOwner&) = delete;
+};
+
+// A mutex for std::lock_guard.
+class Mutex : PthreadOwner {
+ public:
   ~Mutex() { pthread_mutex_destroy(&mutex_); }
   void lock() { pthread_mutex_lock(&mutex_); }
   void unlock() { pthread_mutex_unlock(&mutex_); }
@@ -51,11 +56,8 @@ class Mutex {
   pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
 };
 
-class CondVar {
+class CondVar : PthreadOwner {
  public:
-  CondVar() = default;
-  CondVar(const CondVar&) = delete;
-  CondVar& operator=(const CondVar&) = delete;
   ~CondVar() { pthread_cond_destroy(&cond_); }
   // With `mutex` locked by the caller: sleeps until done().
   template <class Done>

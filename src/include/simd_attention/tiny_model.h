@@ -67,16 +67,10 @@ struct TinyLayerWeights {
 
   // Views of the layer's parts, as its attention and FFN take them.
   MhaWeights Attention() const {
-    MhaWeights a;
-    a.w_q = w_q;
-    a.w_k = w_k;
-    a.w_v = w_v;
-    a.w_o = w_o;
-    a.b_q = b_q;
-    a.b_k = b_k;
-    a.b_v = b_v;
-    a.b_o = b_o;
-    return a;
+    return {.w_q = w_q, .w_k = w_k, .w_v = w_v, .w_o = w_o,
+            .b_q = b_q, .b_k = b_k, .b_v = b_v, .b_o = b_o,
+            .stored_w_q = {}, .stored_w_k = {}, .stored_w_v = {}, .stored_w_o = {},
+            .q_norm = {}, .k_norm = {}};
   }
   FfnWeights Ffn() const { return {w1, b1, w2, b2, {}, {}}; }
 };
@@ -94,11 +88,10 @@ class TinyTransformer : public Trainable {
   // not fit. The weights start as Reset(config.seed) sets them.
   explicit TinyTransformer(const TinyModelConfig& config);
   // On the given kernels (one target of one backend), for tests and
-  // benchmarks that compare targets; config.backend is then ignored.
-  TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels);
-  // On the given pool (config.threads is then pool->threads()).
+  // benchmarks that compare targets; config.backend is then ignored. On the
+  // given pool if not null (config.threads is then pool->threads()).
   TinyTransformer(const TinyModelConfig& config, const KernelTable& kernels,
-                  std::shared_ptr<ThreadPool> pool);
+                  std::shared_ptr<ThreadPool> pool = nullptr);
   ~TinyTransformer();
   TinyTransformer(const TinyTransformer&) = delete;
   TinyTransformer& operator=(const TinyTransformer&) = delete;

@@ -255,6 +255,7 @@ class TransformerBlock : public Trainable {
     const char* norm_sum;      // the residual sum a post norm takes
     const char* ffn = "ffn.";  // its FFN's parameters' prefix, after `mixer`
   };
+  friend class BlockLayer;
   friend class TransformerEncoderLayer;
   friend class TransformerDecoderLayer;
   friend class TinyTransformer;

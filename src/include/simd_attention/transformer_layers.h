@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "simd_attention/activation.h"
@@ -76,8 +77,28 @@ struct FfnRecord {
   std::vector<float> hidden;          // [rows, ffn_dim]: what W2 (W_down) took
 };
 
+// What a feed-forward mixer (FeedForward, GatedFeedForward) is made of:
+// its widths, activation, kernels, pool and how its matrices are held.
+class FfnMixerShape {
+ protected:
+  FfnMixerShape(size_t d_model, size_t ffn_dim, Activation activation,
+                const KernelTable& kernels, std::shared_ptr<ThreadPool> pool, WeightType weights)
+      : d_model_(d_model),
+        ffn_dim_(ffn_dim),
+        activation_(activation),
+        kernels_(&kernels),
+        pool_(std::move(pool)),
+        weights_(weights) {}
+
+  size_t d_model_, ffn_dim_;
+  Activation activation_;
+  const KernelTable* kernels_;
+  std::shared_ptr<ThreadPool> pool_;
+  WeightType weights_;
+};
+
 // act(x W1 + b1) W2 + b2 on rows of width d_model.
-class FeedForward {
+class FeedForward : private FfnMixerShape {
  public:
   // On the given pool, or on the calling thread alone.
   // W1 and W2 held as `weights` (see WeightType).
@@ -105,11 +126,6 @@ class FeedForward {
   void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix);
   void WeightsUpdated();
 
-  size_t d_model_, ffn_dim_;
-  Activation activation_;
-  const KernelTable* kernels_;
-  std::shared_ptr<ThreadPool> pool_;
-  WeightType weights_;
   PackedMatrix w1_, w2_;  // with b1, b2
   std::vector<float> hidden_;             // [rows, ffn_dim]; grows
   // Training: W1^T and W2^T packed by the first Backward after the weights
@@ -194,18 +210,58 @@ struct EncoderGradients {
 
 class TransformerBlock;
 
-// The block [self-attention, FFN] (transformer_block.h), each sublayer
-// with its LayerNorm after its residual sum (post-LN) or before it (pre-LN).
-class TransformerEncoderLayer : public Trainable {
+// What the encoder and decoder layers share: their config, and the block of
+// LayerNorm sublayers (transformer_block.h) each is an instance of, which
+// they run, train and report on.
+class BlockLayer : public Trainable {
  public:
-  explicit TransformerEncoderLayer(const LayerConfig& config);
-  TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels);
-  // On the given pool (config.threads is then ignored).
-  TransformerEncoderLayer(const LayerConfig& config, const KernelTable& kernels,
-                          std::shared_ptr<ThreadPool> pool);
-  TransformerEncoderLayer(TransformerEncoderLayer&&) noexcept;
-  TransformerEncoderLayer& operator=(TransformerEncoderLayer&&) noexcept;
-  ~TransformerEncoderLayer() override;
+  // The layers' blocks: [self-attention, FFN] and [self-attention,
+  // cross-attention, FFN], their parts named as the layers name them.
+  enum class Form { kEncoder, kDecoder };
+
+  BlockLayer(BlockLayer&&) noexcept;
+  BlockLayer& operator=(BlockLayer&&) noexcept;
+  ~BlockLayer() override;
+  // Trainable: its parts' parameters, named as SetWeights names them
+  // ("attention.w_q", "ffn.w1", "norm1.gamma"; the decoder's
+  // "self_attention.w_q", "cross_attention.w_q", ...).
+  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
+  void ParametersUpdated() override;
+  const KernelTable& kernels() const override;
+  ThreadPool& pool() const override;
+
+  // The config with threads and names resolved.
+  const LayerConfig& config() const { return config_; }
+  // Bytes of the weight matrices as held (config.weights), biases apart.
+  size_t WeightBytes() const;
+
+ protected:
+  // On the config's backend's best kernels and the shared pool of its
+  // threads, or on the kernels and (if not null) pool given.
+  BlockLayer(const LayerConfig& config, Form form);
+  BlockLayer(const LayerConfig& config, Form form, const KernelTable& kernels,
+             std::shared_ptr<ThreadPool> pool);
+
+  LayerConfig config_;
+  std::unique_ptr<TransformerBlock> block_;
+};
+
+// The constructors of the layer of form kForm.
+template <BlockLayer::Form kForm>
+class BlockLayerOf : public BlockLayer {
+ public:
+  explicit BlockLayerOf(const LayerConfig& config) : BlockLayer(config, kForm) {}
+  // On the given pool if not null (config.threads is then ignored).
+  BlockLayerOf(const LayerConfig& config, const KernelTable& kernels,
+               std::shared_ptr<ThreadPool> pool = nullptr)
+      : BlockLayer(config, kForm, kernels, std::move(pool)) {}
+};
+
+// The block [self-attention, FFN], each sublayer with its LayerNorm after
+// its residual sum (post-LN) or before it (pre-LN).
+class TransformerEncoderLayer : public BlockLayerOf<BlockLayer::Form::kEncoder> {
+ public:
+  using BlockLayerOf::BlockLayerOf;
   void SetWeights(const MhaWeights& attention, const FfnWeights& ffn,
                   const NormWeights& norm1, const NormWeights& norm2);
   // [B, T, d_model] -> [B, T, d_model].
@@ -218,21 +274,6 @@ class TransformerEncoderLayer : public Trainable {
   EncoderGradients Backward(const Tensor3& d_output);
   // The same into `gradients`, reused: its vectors keep their storage.
   void Backward(const Tensor3& d_output, EncoderGradients& gradients);
-  // Trainable: its parts' parameters, named as SetWeights names them
-  // ("attention.w_q", "ffn.w1", "norm1.gamma").
-  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
-  void ParametersUpdated() override;
-  const KernelTable& kernels() const override;
-  ThreadPool& pool() const override;
-
-  // The config with threads and names resolved.
-  const LayerConfig& config() const { return config_; }
-  // Bytes of the weight matrices as held (config.weights), biases apart.
-  size_t WeightBytes() const;
-
- private:
-  LayerConfig config_;
-  std::unique_ptr<TransformerBlock> block_;
 };
 
 struct DecoderOptions {
@@ -258,15 +299,9 @@ struct DecoderGradients {
 
 // The block [self-attention, cross-attention, FFN], LayerNorms as the
 // encoder's.
-class TransformerDecoderLayer : public Trainable {
+class TransformerDecoderLayer : public BlockLayerOf<BlockLayer::Form::kDecoder> {
  public:
-  explicit TransformerDecoderLayer(const LayerConfig& config);
-  TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels);
-  TransformerDecoderLayer(const LayerConfig& config, const KernelTable& kernels,
-                          std::shared_ptr<ThreadPool> pool);
-  TransformerDecoderLayer(TransformerDecoderLayer&&) noexcept;
-  TransformerDecoderLayer& operator=(TransformerDecoderLayer&&) noexcept;
-  ~TransformerDecoderLayer() override;
+  using BlockLayerOf::BlockLayerOf;
   void SetWeights(const MhaWeights& self_attention,
                   const MhaWeights& cross_attention, const FfnWeights& ffn,
                   const NormWeights& norm1, const NormWeights& norm2,
@@ -293,20 +328,8 @@ class TransformerDecoderLayer : public Trainable {
   // As TransformerEncoderLayer::Backward, with the memory's gradient too.
   DecoderGradients Backward(const Tensor3& d_output);
   void Backward(const Tensor3& d_output, DecoderGradients& gradients);
-  // As the encoder's ("self_attention.w_q", "cross_attention.w_q", ...).
-  void TrainableParameters(std::vector<Parameter>& out, std::string_view prefix) override;
-  void ParametersUpdated() override;
-  const KernelTable& kernels() const override;
-  ThreadPool& pool() const override;
-
-  const LayerConfig& config() const { return config_; }  // as the encoder's
-  size_t WeightBytes() const;                            // as the encoder's
   MultiHeadAttention& self_attention();
   MultiHeadAttention& cross_attention();
-
- private:
-  LayerConfig config_;
-  std::unique_ptr<TransformerBlock> block_;
 };
 
 // Sinusoidal positional encoding [t, d_model]: PE[p, 2i] = sin(p / 10000^(2i/d)),
