@@ -300,7 +300,9 @@ const WASM_BUDGETS = {
   // The layers run as blocks, whose backward it holds; TransformerBlock and
   // TransformerStack are bound there too (their training forward, backward
   // and optimizer steps; the stack's, 9.6 kB, without its forwardIncremental).
-  'dist/simd_attention_training.wasm': 261500, // 259,807
+  // With q4 blocks' reading (the glue's form, the checks): 261,630, within
+  // 514 bytes of the 256 KiB allowance.
+  'dist/simd_attention_training.wasm': 262100, // 261,630
 };
 test('every .wasm of the package stays within its budget', () => {
   const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
