@@ -184,12 +184,29 @@ JsMatrix::JsMatrix(const val& js) {
   if (Given(js["scales"])) {
     bytes = CopyBytes(js["values"]);
     scales = CopyFloats(js["scales"]);
+    form = Form::kInt8;
   } else if (Given(js["bits"])) {
     bytes = CopyBytes(js["bits"]);
-    bits = true;
+    form = Form::kBits;
+  } else if (Given(js["q4"])) {
+    bytes = CopyBytes(js["q4"]);
+    form = Form::kQ4;
   } else {
     floats = CopyFloats(js);
   }
+}
+
+StoredMatrix JsMatrix::stored() const {
+  StoredMatrix s;
+  if (form == Form::kBits) {
+    s.bits = {reinterpret_cast<const uint16_t*>(bytes.data()), bytes.size() / 2};
+  } else if (form == Form::kQ4) {
+    s.q4 = bytes;
+  } else if (form == Form::kInt8) {
+    s.values = {reinterpret_cast<const int8_t*>(bytes.data()), bytes.size()};
+    s.scales = scales;
+  }
+  return s;
 }
 
 JsMhaWeights::JsMhaWeights(const val& js)

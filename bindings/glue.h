@@ -366,19 +366,18 @@ JsForwardOptions<Options>::JsForwardOptions(const val& js) : attention(js) {
 }
 
 // One weight matrix from JS (glueMatrix in web/src/arguments.js): a
-// Float32Array, {bits: Uint8Array} (float16/bfloat16 bits as bytes) or
-// {values: Uint8Array (int8 as bytes), scales: Float32Array}; copied, the
-// stored forms as bytes (one copy routine for both). Whether the form fits
-// config.weights is the C++ API's to judge (StoredMatrix).
+// Float32Array, {bits: Uint8Array} (float16/bfloat16 bits as bytes),
+// {values: Uint8Array (int8 as bytes), scales: Float32Array} or {q4:
+// Uint8Array} (GGUF q4_0 blocks); copied, the stored forms as bytes (one
+// copy routine for all). Whether the form fits config.weights is the C++
+// API's to judge (StoredMatrix).
 struct JsMatrix {
+  enum class Form { kFloats, kBits, kInt8, kQ4 };
   std::vector<float> floats, scales;
   std::vector<uint8_t> bytes;
-  bool bits = false;
+  Form form = Form::kFloats;
   explicit JsMatrix(const val& js);
-  StoredMatrix stored() const {
-    if (bits) return {{reinterpret_cast<const uint16_t*>(bytes.data()), bytes.size() / 2}};
-    return {{}, {reinterpret_cast<const int8_t*>(bytes.data()), bytes.size()}, scales};
-  }
+  StoredMatrix stored() const;
 };
 
 // One attention's weights from JS ({wQ, wK, wV, wO, bQ?, bK?, bV?, bO?,

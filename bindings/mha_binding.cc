@@ -56,7 +56,7 @@ val MhaBinding::setWeightsFromPyTorch(const val& state) {
       const val v = state[keys[i]];
       if (!Given(v)) continue;
       JsMatrix m(v);
-      bits[i] = m.bits;
+      bits[i] = m.form == JsMatrix::Form::kBits;
       const std::span<const uint16_t> b = m.stored().bits;
       copies[i] = std::move(m.floats);
       if (bits[i]) copies[i].resize(b.size());

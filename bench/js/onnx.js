@@ -24,8 +24,12 @@
 //              the default zero point 128, the column's scale in each of its
 //              K blocks), accuracy_level 4: the activations quantized to
 //              int8 per block, integer dot products
+// or with 4-bit projections (`form` 'nbits4'; `w.q4` holds each matrix as
+// our q4 blocks, bench/js/q4.js): MatMulNBits with bits = 4, blocks of 32,
+// the blocks' scales and the default zero point 8, accuracy_level 4
 
 import { floatToHalf } from '../../tests/js/support/safetensors-writer.mjs';
+import { matMulNBits4 } from './q4.js';
 
 // --- protobuf wire format -------------------------------------------------
 class Writer {
@@ -228,6 +232,16 @@ function projector(g, w, kind) {
         g.int8Init(`w${m}_zero`, [d], new Int8Array(d))]);
       const scale = g.op('Mul', [xScale, g.floatInit(`w${m}_scale`, [d], scales)]);
       return bias(g.op('Mul', [g.op('Cast', [product], { to: { i: FLOAT } }), scale]), m);
+    };
+  }
+  if (kind === 'nbits4') {
+    return (x, m) => {
+      const { B, scales } = matMulNBits4(w.q4[`w${m}`].q4, d, d);
+      const y = g.op('MatMulNBits', [x, g.int8Init(`w${m}`, [d, d / 32, 16], B, UINT8),
+        g.floatInit(`w${m}_scale`, [d, d / 32], scales)],
+      { K: { i: d }, N: { i: d }, bits: { i: 4 }, block_size: { i: 32 }, accuracy_level: { i: 4 } },
+      { domain: 'com.microsoft' });
+      return bias(y, m);
     };
   }
   // MatMulNBits: B [N, K / block, block] of uint8, scales [N, K / block];

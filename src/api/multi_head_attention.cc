@@ -181,9 +181,11 @@ PackedMatrix MultiHeadAttention::PackProjection(const char* name, std::span<cons
     return x.empty() ? std::vector<float>{}
                      : PadHeadColumns(what, x, x_rows, heads, head_in, head_out);
   };
+  // Given scales: int8's one row, q4's a row per block of rows.
+  const size_t scale_rows = read.scales.size() / (heads * head_in);
   return PackWeights(*kernels_, pad("padded weights", read.values, rows),
-                     pad("padded scales", read.scales, 1), pad("padded bias", b, 1), rows,
-                     heads * head_out, config_.weights);
+                     pad("padded scales", read.scales, scale_rows), pad("padded bias", b, 1),
+                     rows, heads * head_out, config_.weights);
 }
 
 void MultiHeadAttention::SetWeights(const MhaWeights& w) {
@@ -234,6 +236,13 @@ void MultiHeadAttention::SetWeights(const MhaWeights& w) {
   const WeightValues wo_read = ReadWeight(n.w_o, w.w_o, w.stored_w_o, c.weights, hv, c.d_model,
                                           ConfigName(n.weights));
   const size_t rows_o = c.num_heads * layout_.dv_pad;
+  // Padding rows would move given q4 blocks off whole blocks of W_O's rows.
+  if (!w.stored_w_o.q4.empty() && rows_o != hv) {
+    ThrowInvalidArgument({n.w_o, ".q4: q4 blocks are taken as they are only where the head "
+                          "width of values (", std::to_string(c.head_dim_v), ") is a multiple of "
+                          "this backend's ", std::to_string(kernels_->lanes), " lanes; give W_O "
+                          "as float32 to have it quantized"});
+  }
   std::vector<float> wo(
       CheckedCount("padded output projection", {{"padded rows", rows_o}, {n.d_model, c.d_model}}),
       0.0f);

@@ -16,6 +16,14 @@ size_t NibbleByte(size_t k, size_t c, size_t width) {
   return (k % kQ4BlockPairs) / 2 * 2 * width + 2 * c + k % 2;
 }
 
+// Column c of a panel block: its 32 q (0..15) and its scale d.
+void StoreBlockColumn(const uint8_t* q, float d, size_t c, size_t width, uint8_t* block) {
+  for (size_t k = 0; k < kQ4BlockRows; ++k) {
+    block[NibbleByte(k, c, width)] |= k < kQ4BlockPairs ? q[k] : q[k] << 4;
+  }
+  NarrowPacked(&d, 1, WeightType::kF16, block + kQ4BlockPairs * width + 2 * c);
+}
+
 }  // namespace
 
 void PackQ4(const float* w, size_t rows, size_t cols, size_t width, uint8_t* out) {
@@ -38,14 +46,31 @@ void PackQ4(const float* w, size_t rows, size_t cols, size_t width, uint8_t* out
           }
         }
         const float d = signed_largest / -8, inverse = d != 0 ? 1.0f / d : 0.0f;
+        uint8_t q[kQ4BlockRows];
         for (size_t k = 0; k < kQ4BlockRows; ++k) {
           // floor by truncation, as ggml: x * inverse + 8.5 >= 0 up to rounding.
-          const auto q = static_cast<uint8_t>(
-              std::clamp(static_cast<int>(x[k] * inverse + 8.5f), 0, 15));
-          block[NibbleByte(k, c, width)] |= k < kQ4BlockPairs ? q : q << 4;
+          q[k] = static_cast<uint8_t>(std::clamp(static_cast<int>(x[k] * inverse + 8.5f), 0, 15));
         }
-        NarrowPacked(&d, 1, WeightType::kF16, block + kQ4BlockPairs * width + 2 * c);
+        StoreBlockColumn(q, d, c, width, block);
       }
+    }
+  }
+}
+
+void PackQ4Blocks(const float* q, const float* d, size_t rows, size_t cols, size_t width,
+                  uint8_t* out) {
+  const size_t panels = (cols + width - 1) / width, blocks = Q4Blocks(rows);
+  std::memset(out, 0, panels * Q4PanelBytes(rows, width));
+  // A panel's columns past cols as PackQ4 leaves them: q 8, d 0.
+  for (size_t col = 0; col < panels * width; ++col) {
+    for (size_t b = 0; b < blocks; ++b) {
+      uint8_t nibbles[kQ4BlockRows];
+      for (size_t k = 0; k < kQ4BlockRows; ++k) {
+        nibbles[k] = col < cols ? static_cast<uint8_t>(q[(b * kQ4BlockRows + k) * cols + col] + 8)
+                                : 8;
+      }
+      StoreBlockColumn(nibbles, col < cols ? d[b * cols + col] : 0.0f, col % width, width,
+                       out + (col / width * blocks + b) * Q4BlockBytes(width));
     }
   }
 }

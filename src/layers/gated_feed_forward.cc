@@ -1,5 +1,7 @@
 #include "layers/gated_feed_forward.h"
 
+#include <algorithm>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +12,20 @@
 #include "training/training_hooks.h"
 
 namespace simd_attention {
+
+namespace {
+
+// Rows of a and b, each `cols` wide, side by side: [rows, 2 * cols].
+std::vector<float> SideBySide(std::span<const float> a, std::span<const float> b, size_t cols) {
+  std::vector<float> out(2 * a.size());
+  for (size_t r = 0; r < a.size() / cols; ++r) {
+    std::copy_n(a.data() + r * cols, cols, out.data() + r * 2 * cols);
+    std::copy_n(b.data() + r * cols, cols, out.data() + r * 2 * cols + cols);
+  }
+  return out;
+}
+
+}  // namespace
 
 GatedFeedForward::GatedFeedForward(size_t d_model, size_t ffn_dim, Activation activation,
                                    const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,
@@ -27,26 +43,18 @@ void GatedFeedForward::SetWeights(const GatedFfnWeights& w) {
       ReadWeight("gated_ffn.w_down", w.w_down, w.stored_w_down, weights_, f, d, config_name);
   if (gate.scales.empty() != up.scales.empty()) {
     throw std::invalid_argument(
-        "gated_ffn.w_gate, gated_ffn.w_up: expected both as stored int8 (values and scales) or "
-        "both as float32, got one of each");
+        "gated_ffn.w_gate, gated_ffn.w_up: expected both in the storage type (int8 values and "
+        "scales, q4 blocks) or both as float32, got one of each");
   }
   const std::vector<float> b_gate = BiasOrZeros("gated_ffn.b_gate", w.b_gate, f);
   const std::vector<float> b_up = BiasOrZeros("gated_ffn.b_up", w.b_up, f);
   const std::vector<float> b_down = BiasOrZeros("gated_ffn.b_down", w.b_down, d);
-  // Row r of [W_gate | W_up], and the columns' scales and biases alike.
-  std::vector<float> both(CheckedCount("gated_ffn gate and up", {{"d_model", d}, {"2 * ffn_dim",
-                                                                   2 * f}}));
-  for (size_t r = 0; r < d; ++r) {
-    std::copy_n(gate.values.data() + r * f, f, both.data() + r * 2 * f);
-    std::copy_n(up.values.data() + r * f, f, both.data() + r * 2 * f + f);
-  }
-  std::vector<float> scales;
-  if (!gate.scales.empty()) {
-    scales = gate.scales;
-    scales.insert(scales.end(), up.scales.begin(), up.scales.end());
-  }
-  std::vector<float> bias = b_gate;
-  bias.insert(bias.end(), b_up.begin(), b_up.end());
+  // Row r of [W_gate | W_up], and the columns' given scales (int8's one
+  // row, q4's a row per block), biases alike.
+  CheckedCount("gated_ffn gate and up", {{"d_model", d}, {"2 * ffn_dim", 2 * f}});
+  const std::vector<float> both = SideBySide(gate.values, up.values, f);
+  const std::vector<float> scales = SideBySide(gate.scales, up.scales, f);
+  const std::vector<float> bias = SideBySide(b_gate, b_up, f);
   PackedMatrix gate_up = PackWeights(*kernels_, both, scales, bias, d, 2 * f, weights_);
   down_ = PackWeights(*kernels_, down.values, down.scales, b_down, f, d, weights_);
   gate_up_ = std::move(gate_up);

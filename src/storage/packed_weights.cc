@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/q4_layout.h"
 #include "kernels/q4_packing.h"
 #include "kernels/weight_packing.h"
 #include "training/training_module.h"
@@ -16,6 +17,42 @@ namespace {
                                  std::string_view config_name) {
   ThrowInvalidArgument(
       {what, ": ", given, " given, but ", config_name, " is ", StorageTypeName(type)});
+}
+
+// GGUF q4_0 blocks of the transpose [cols, rows] (StoredMatrix::q4) as
+// each weight's q - 8 [rows, cols] and the blocks' scales [rows / 32, cols].
+WeightValues ReadQ4Blocks(const char* what, std::span<const uint8_t> q4, size_t rows,
+                          size_t cols) {
+  static_assert(kQ4BlockRows == 32, "the messages name GGUF q4_0's block");
+  if (rows % kQ4BlockRows != 0) {
+    ThrowInvalidArgument({what, ": q4 blocks run along its ", std::to_string(rows),
+                          " rows, which must be a multiple of 32 (GGUF q4_0's block)"});
+  }
+  const size_t blocks = rows / kQ4BlockRows, block_bytes = Q4BlockBytes(1);
+  CheckLength(Cat({what, ".q4 (18 bytes per block of 32 rows of a column)"}), q4.size(),
+              {cols, blocks, block_bytes});
+  // The scales in the blocks' order, checked as any weights are: element
+  // i is block i, at byte 18 i.
+  std::vector<float> scales(cols * blocks);
+  WeightValues out;
+  out.values.resize(rows * cols);
+  out.scales.resize(blocks * cols);
+  for (size_t c = 0; c < cols; ++c) {
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* block = q4.data() + (c * blocks + b) * block_bytes;
+      const uint16_t bits = static_cast<uint16_t>(block[0] | block[1] << 8);
+      WidenBits(&bits, 1, WeightType::kF16, &scales[c * blocks + b]);
+      out.scales[b * cols + c] = scales[c * blocks + b];
+      for (size_t j = 0; j < kQ4BlockPairs; ++j) {
+        const uint8_t byte = block[2 + j];
+        const size_t row = b * kQ4BlockRows + j;
+        out.values[row * cols + c] = static_cast<float>((byte & 15) - 8);
+        out.values[(row + kQ4BlockPairs) * cols + c] = static_cast<float>((byte >> 4) - 8);
+      }
+    }
+  }
+  CheckFinite(Cat({what, ".q4 block scales"}), scales);
+  return out;
 }
 
 }  // namespace
@@ -40,6 +77,13 @@ WeightValues ReadWeight(const char* what, std::span<const float> f32, const Stor
   if (!stored.bits.empty() && !sixteen) ThrowWrongForm(what, "16-bit weights", type, config_name);
   if (!stored.values.empty() && form != StorageForm::kScaledInt8) {
     ThrowWrongForm(what, "int8 values", type, config_name);
+  }
+  if (!stored.q4.empty() && form != StorageForm::kQ4Blocks) {
+    ThrowWrongForm(what, "q4 blocks", type, config_name);
+  }
+  if (form == StorageForm::kQ4Blocks) {
+    if (stored.q4.empty()) ThrowWrongForm(what, "int8 scales", type, config_name);
+    return ReadQ4Blocks(what, stored.q4, rows, cols);
   }
   out.values.resize(rows * cols);
   if (sixteen) {
@@ -86,7 +130,11 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
   if (Traits(type).form == StorageForm::kQ4Blocks) {
     const size_t panels = (cols + kernels.panel_width - 1) / kernels.panel_width;
     p.narrow.resize(panels * PanelBytes(type, rows, kernels.panel_width));
-    PackQ4(w.data(), rows, cols, kernels.panel_width, p.narrow.data());
+    if (scales.empty()) {
+      PackQ4(w.data(), rows, cols, kernels.panel_width, p.narrow.data());
+    } else {
+      PackQ4Blocks(w.data(), scales.data(), rows, cols, kernels.panel_width, p.narrow.data());
+    }
     return p;
   }
   std::vector<float> column_scales(scales.begin(), scales.end()), quantized;

@@ -10,6 +10,7 @@ import { expectMatchesGolden, goldenCaseNames, loadGoldenCase, mhaArguments, web
   from './support/golden.mjs';
 import { randomFloats } from './support/layers.mjs';
 import { createAttentionModule, withMha } from './support/modules.mjs';
+import { ggufQ4_0 } from './support/quantized-files.mjs';
 
 const distDir = path.join(webDir, 'dist');
 const made = [];
@@ -30,7 +31,7 @@ const MEMBERS = ['backend', 'build', 'threads', 'threadsUnavailable', 'threadsRe
 const mhaCases = goldenCaseNames('mha').map(loadGoldenCase);
 
 // Every output of `module` on the MHA golden cases, a decode through a KV
-// cache, attention() and the module functions: what the two entries'
+// cache, q4 weights given as blocks, attention() and the module functions: what the two entries'
 // modules must agree on bit for bit.
 function outputs(module) {
   const out = [];
@@ -59,6 +60,12 @@ function outputs(module) {
     } finally {
       cache.dispose();
     }
+  });
+  // q4 weights given as their GGUF q4_0 blocks.
+  withMha(module, { dModel: d, numHeads: 1, bias: false, weights: 'q4' }, (mha) => {
+    const q4 = (seed) => ({ q4: ggufQ4_0(w(seed), d, d).bytes });
+    mha.setWeights({ wQ: q4(6), wK: q4(7), wV: q4(8), wO: q4(9) });
+    out.push(mha.forward({ data: randomFloats(3 * d, 23), shape: [1, 3, d] }).output.data);
   });
   const q = { data: randomFloats(2 * 3 * 5 * 8, 20), shape: [2, 3, 5, 8] };
   const k = { data: randomFloats(2 * 3 * 7 * 8, 21), shape: [2, 3, 7, 8] };

@@ -313,7 +313,8 @@ describe('errors name the field, the expected and the given value', () => {
     expectError(() => block.setWeights({ sublayers: [{ norm: {}, attention: { wQ: [1] } }] }),
       TypeError, 'TransformerBlock.setWeights: weights.sublayers[0].attention.wQ: expected a ' +
       "Float32Array (or, for config.weights 'f16' or 'bf16', a Uint16Array of their bits; for " +
-      "'int8', { values: Int8Array, scales: Float32Array }), got [1]");
+      "'int8', { values: Int8Array, scales: Float32Array }; for 'q4', { q4: Uint8Array }), " +
+      'got [1]');
   });
 
   test('a stack refuses the same cache twice and a wrong count of caches', () => {

@@ -111,7 +111,7 @@ describe('data that is not a Float32Array', () => {
     expectError(() => ready().setWeights({ ...weights(), wK: Array(64).fill(0) }), TypeError,
       "MultiHeadAttention.setWeights: wK: expected a Float32Array (or, for config.weights 'f16' " +
       "or 'bf16', a Uint16Array of their bits; for 'int8', { values: Int8Array, scales: " +
-      'Float32Array }), got Array(64)');
+      "Float32Array }; for 'q4', { q4: Uint8Array }), got Array(64)");
   });
   test('non-finite input values (checked in C++)', () => {
     const q = x(1, 5);

@@ -250,8 +250,8 @@ describe('errors name the argument, the expected and the given', () => {
       `${where}: wK: element 3 is +Infinity`);
     expectError(() => f16.setWeights({ ...weights(), wQ: [1, 2] }), TypeError,
       `${where}: wQ: expected a Float32Array (or, for config.weights 'f16' or 'bf16', a ` +
-      "Uint16Array of their bits; for 'int8', { values: Int8Array, scales: Float32Array }), " +
-      'got [1, 2]');
+      "Uint16Array of their bits; for 'int8', { values: Int8Array, scales: Float32Array }; " +
+      "for 'q4', { q4: Uint8Array }), got [1, 2]");
     expect(f16.forward(x).output.data).toEqual(before);
 
     const f32 = track(new m.MultiHeadAttention({ dModel: 8, numHeads: 2 }));
@@ -273,7 +273,7 @@ describe('errors name the argument, the expected and the given', () => {
       TypeError, `${where}: wQ.scales: expected a Float32Array, got undefined`);
   });
 
-  test('q4 takes float32 only, within its float16 scales\' range; the object stays as it was', () => {
+  test("q4 refuses int8 values, 16-bit bits and floats past its scales' range; it stays", () => {
     const q4 = track(new m.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'q4' }));
     q4.setWeights(weights());
     const before = q4.forward(x).output.data;

@@ -19,11 +19,16 @@ import createDefault, {
   type TransformerEncoderLayer, type TransformerEncoderLayerConstructor,
   type TransformerEncoderLayerWeights, type TransformerLayerBase, type TransformerLayerConfig,
   type URLLike, type BytesByCacheType, type BytesByWeightType, type HalfBits, type Int8Weights,
+  type Q4Weights,
   type TorchMatrix, type WeightMatrix, type WeightTypeName, type CacheTypeName,
   type ScoresStageName, type AttentionEntryOptions, type AttentionOnlyModule,
 } from '../../web/index.js';
 import createAttentionOnlyDefault, { createAttentionModule as createAttentionOnly }
   from '../../web/attention.js';
+import {
+  dequantizeQ4, ggufQ4Weights, matMulNBitsQ4Weights, Q4_BLOCK_BYTES, Q4_BLOCK_ROWS,
+  type GgufTensorInfo, type MatMulNBitsWeights,
+} from '../../web/quantized-weights.js';
 import {
   type AdamOptions, type AttentionWeightGradients, type BlockNormGradients,
   type FeedForwardGradients, type GatedFeedForwardGradients, type SublayerGradients,
@@ -129,6 +134,16 @@ const stored: WeightMatrix[] = [halfBits, int8, f32(64)];
 const narrow = new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'int8' });
 narrow.setWeights({ ...weights, wQ: int8, wK: stored[2] });
 new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'q4' }).setWeights(weights);
+// q4 blocks: a GGUF q4_0 tensor's, or converted from MatMulNBits' initializers.
+const tensorInfo: GgufTensorInfo = { name: 'blk.0.attn_q.weight', shape: [32n, 8n], dtype: 2 };
+const q4: Q4Weights = ggufQ4Weights(tensorInfo, new Uint8Array(8 * Q4_BLOCK_BYTES));
+const nBits: MatMulNBitsWeights = { B: new Uint8Array(8 * 16), scales: new Uint16Array(8), K: 32,
+  N: 8, blockSize: 32, zeroPoints: new Uint8Array(8), bits: 4 };
+const q4Dequantized: Float32Array = dequantizeQ4(matMulNBitsQ4Weights(nBits).q4, Q4_BLOCK_ROWS, 8);
+new sa.MultiHeadAttention({ dModel: 32, numHeads: 1, weights: 'q4' })
+  .setWeights({ ...weights, wQ: q4, wK: q4Dequantized });
+// @ts-expect-error: q4 blocks are bytes
+ggufQ4Weights(tensorInfo, new Int8Array(144));
 const torchBits: TorchMatrix = new Uint16Array(192);
 new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'bf16' })
   .setWeightsFromPyTorch({ in_proj_weight: torchBits, 'out_proj.weight': halfBits });

@@ -86,12 +86,21 @@ export function float32(where, name, v, optional = false) {
 // A weight matrix: a Float32Array, or already in the storage type of an
 // object whose config.weights is 'f16' or 'bf16' (a Uint16Array of their
 // bits; a Float16Array, where the engine has one, is read as its bits) or
-// 'int8' ({ values: Int8Array, scales: Float32Array }). Whether the form
-// fits config.weights, and its lengths and values, are C++'s to judge.
+// 'int8' ({ values: Int8Array, scales: Float32Array }) or 'q4' ({ q4:
+// Uint8Array }, GGUF q4_0 blocks). Whether the form fits config.weights,
+// and its lengths and values, are C++'s to judge.
 export function weightMatrix(where, name, v) {
   const tag = typedArrayTag(v);
   if (tag === 'Float32Array' || tag === 'Uint16Array') return v;
   if (tag === 'Float16Array') return halfBits(v);
+  if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v) && !Array.isArray(v) &&
+      v.q4 !== undefined) {
+    checkObject(where, name, v, OPTION_KEYS.Q4Weights);
+    if (typedArrayTag(v.q4) !== 'Uint8Array') {
+      throw new TypeError(`${where}: ${name}.q4: expected a Uint8Array, got ${describe(v.q4)}`);
+    }
+    return { q4: v.q4 };
+  }
   if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v) && !Array.isArray(v) &&
       (v.values !== undefined || v.scales !== undefined)) {
     checkObject(where, name, v, OPTION_KEYS.Int8Weights);
@@ -103,7 +112,7 @@ export function weightMatrix(where, name, v) {
   }
   throw new TypeError(`${where}: ${name}: expected a Float32Array (or, for config.weights ` +
     `'f16' or 'bf16', a Uint16Array of their bits; for 'int8', { values: Int8Array, ` +
-    `scales: Float32Array }), got ${describe(v)}`);
+    `scales: Float32Array }; for 'q4', { q4: Uint8Array }), got ${describe(v)}`);
 }
 
 // A matrix as the glue copies it (JsMatrix in bindings/glue.h): a
@@ -113,6 +122,7 @@ export function glueMatrix(m) {
   const bytes = (a) => (a.byteLength === 0 ? new Uint8Array(0)
     : new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
   if (m === undefined || typeof m !== 'object' || m.BYTES_PER_ELEMENT === 4) return m;
+  if (m.q4 !== undefined) return { q4: bytes(m.q4) };
   return m.scales !== undefined ? { values: bytes(m.values), scales: m.scales } : { bits: bytes(m) };
 }
 

@@ -47,6 +47,7 @@ export const OPTION_KEYS = {
   QkNormConfig: ['kind', 'eps'],
   MultiHeadAttentionWeights: [...ATTENTION_WEIGHTS, ...QK_NORM_WEIGHTS],
   Int8Weights: ['values', 'scales'],
+  Q4Weights: ['q4'],
   PyTorchMultiheadAttentionState: ['in_proj_weight', 'q_proj_weight', 'k_proj_weight',
     'v_proj_weight', 'in_proj_bias', 'out_proj_weight', 'out_proj.weight', 'out_proj_bias',
     'out_proj.bias'],

@@ -435,10 +435,10 @@ export function fromMessage(value, notes) {
 // The schemas of the pooled methods' arguments
 // ---------------------------------------------------------------------------
 
-const int8 = record(OPTION_KEYS.Int8Weights);
-// Weights whose matrices may be int8 { values, scales }.
+const stored = record([...OPTION_KEYS.Int8Weights, ...OPTION_KEYS.Q4Weights]);
+// Weights whose matrices may be int8 { values, scales } or q4 blocks { q4 }.
 const weights = (keys) => record(keys,
-  Object.fromEntries(keys.filter((k) => WEIGHT_MATRICES.includes(k)).map((k) => [k, int8])));
+  Object.fromEntries(keys.filter((k) => WEIGHT_MATRICES.includes(k)).map((k) => [k, stored])));
 const layerWeights = (groups) => record(Object.keys(groups),
   Object.fromEntries(Object.entries(groups).map(([group, keys]) => [group, weights(keys)])));
 // Options whose masks may be tensors.

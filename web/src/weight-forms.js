@@ -1,11 +1,17 @@
 // Weight matrices in any of the forms setWeights takes (a Float32Array,
-// float16/bfloat16 bits in a Uint16Array, int8 { values, scales }), as the
-// worker pool splits them by heads or hidden units, and its screen of
-// whether the synchronous object would take them.
+// float16/bfloat16 bits in a Uint16Array, int8 { values, scales }, q4
+// blocks { q4 }), as the worker pool splits them by heads or hidden units,
+// and its screen of whether the synchronous object would take them.
+
+import { dequantizeQ4, Q4_BLOCK_BYTES, Q4_BLOCK_ROWS } from './quantized-weights.js';
 
 // Columns [from, to) of a row-major [rows, cols] matrix, in its form (int8:
-// with those columns' scales).
+// with those columns' scales; q4: those columns' blocks).
 export function columns(m, rows, cols, from, to) {
+  if (m.q4 !== undefined) {
+    const perColumn = m.q4.length / cols;
+    return { q4: m.q4.slice(from * perColumn, to * perColumn) };
+  }
   if (m.scales !== undefined) {
     return { values: columns(m.values, rows, cols, from, to), scales: m.scales.slice(from, to) };
   }
@@ -17,8 +23,24 @@ export function columns(m, rows, cols, from, to) {
 }
 
 // Rows [from, to) of a row-major matrix of `cols` columns, in its form
-// (int8: with every column's scale).
+// (int8: with every column's scale; q4: each column's blocks of those rows
+// where they are whole blocks, else their weights as float32, which the
+// worker quantizes in blocks of its own rows, as it does float32 weights).
 export function rowRange(m, cols, from, to) {
+  if (m.q4 !== undefined) {
+    const rows = m.q4.length / cols / Q4_BLOCK_BYTES * Q4_BLOCK_ROWS;
+    if (from % Q4_BLOCK_ROWS !== 0 || to % Q4_BLOCK_ROWS !== 0) {
+      return dequantizeQ4(m.q4, rows, cols).slice(from * cols, to * cols);
+    }
+    const [perColumn, first, count] = [rows / Q4_BLOCK_ROWS, from / Q4_BLOCK_ROWS,
+      (to - from) / Q4_BLOCK_ROWS];
+    const out = new Uint8Array(cols * count * Q4_BLOCK_BYTES);
+    for (let c = 0; c < cols; ++c) {
+      out.set(m.q4.subarray((c * perColumn + first) * Q4_BLOCK_BYTES,
+        (c * perColumn + first + count) * Q4_BLOCK_BYTES), c * count * Q4_BLOCK_BYTES);
+    }
+    return { q4: out };
+  }
   return m.scales !== undefined
     ? { values: m.values.slice(from * cols, to * cols), scales: m.scales.slice() }
     : m.slice(from * cols, to * cols);
@@ -44,6 +66,15 @@ const LARGEST = { f16: 65504, bf16: 3.3895313892515355e38 };
 // splits only weights that pass; others go whole to a synchronous object,
 // whose error names what is wrong (this screen composes no message).
 export function fits(m, [rows, cols], type) {
+  if (m.q4 !== undefined) {
+    if (type !== 'q4' || rows % Q4_BLOCK_ROWS !== 0 ||
+        m.q4.length !== cols * rows / Q4_BLOCK_ROWS * Q4_BLOCK_BYTES) return false;
+    // Each block's float16 scale finite: its exponent bits not all ones.
+    for (let at = 1; at < m.q4.length; at += Q4_BLOCK_BYTES) {
+      if ((m.q4[at] & 0x7c) === 0x7c) return false;
+    }
+    return true;
+  }
   if (m.scales !== undefined) {
     return type === 'int8' && m.values.length === rows * cols && m.scales.length === cols &&
       m.scales.every(Number.isFinite);
@@ -60,6 +91,6 @@ export function fits(m, [rows, cols], type) {
 
 // The buffers of a part's weights, which the message to its worker moves.
 export function buffers(part) {
-  return Object.values(part).flatMap((m) =>
-    (m.scales !== undefined ? [m.values.buffer, m.scales.buffer] : [m.buffer]));
+  return Object.values(part).flatMap((m) => (m.q4 !== undefined ? [m.q4.buffer]
+    : m.scales !== undefined ? [m.values.buffer, m.scales.buffer] : [m.buffer]));
 }

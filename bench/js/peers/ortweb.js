@@ -3,10 +3,12 @@
 // graphs built in memory (bench/js/onnx.js): the com.microsoft
 // MultiHeadAttention contrib op between MatMul/Add projections, the plain
 // MatMul/Softmax graph, and for the storage types the contrib graph with
-// int8 projections (MatMulInteger or MatMulNBits) or in float16.
+// int8 projections (MatMulInteger or MatMulNBits), 4-bit ones (MatMulNBits)
+// or in float16.
 import { pathToFileURL } from 'node:url';
 import { mhaContribModel, plainModel } from '../onnx.js';
 import { int8Weights } from '../int8.js';
+import { q4Weights } from '../q4.js';
 import { once, packageDir } from './loading.js';
 
 // Threads of this process's onnxruntime-web and onnxruntime-node sessions.
@@ -44,6 +46,7 @@ export const GRAPHS = {
   plain: 'plain',
   integer: 'int8 MatMulInteger',
   nbits: 'int8 MatMulNBits',
+  nbits4: 'q4 MatMulNBits',
   fp16: 'fp16 MHA op',
 };
 
@@ -54,6 +57,7 @@ export function buildModel(data, graph) {
   if (graph === 'plain') return plainModel(data);
   if (graph === 'contrib') return mhaContribModel(data);
   if (graph === 'fp16') return mhaContribModel(data, { form: 'fp16' });
+  if (graph === 'nbits4') return mhaContribModel({ ...data, q4: q4Weights(data) }, { form: graph });
   return mhaContribModel({ ...data, int8: int8Weights(data) }, { form: graph });
 }
 

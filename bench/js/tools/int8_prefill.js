@@ -22,13 +22,12 @@
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { WORKLOADS, makeData } from '../../../web/bench-kit/workloads.js';
-import { interleave, maxAbsDiff, summarize } from '../../../web/bench-kit/timing.js';
 import { createOurs, loadPackage, variantName } from '../../../web/bench-kit/ours.js';
 import { createOrtNodeSession } from '../peers/ortnode.js';
 import { createOrtWeb, GRAPHS } from '../peers/ortweb.js';
-import { PRODUCTS, checkStored } from '../storage.js';
-
-const TOLERANCE = 1e-3;
+import { PRODUCTS } from '../storage.js';
+import { checkEntries, oursFloat32Column, printLoadAverage, timeAndTabulate }
+  from './stored_rows.js';
 
 function parseArgs(argv) {
   const a = { workloads: ['S2', 'C1'], budget: 40, native: false };
@@ -77,43 +76,13 @@ for (const name of args.workloads) {
   }
   entries.push({ peer: await peer(data, 'contrib') });
   entries.push({ peer: await peer(data, 'integer'), weights: 'int8', products: PRODUCTS.ortInt8 });
-  const reference = await entries[0].peer.run();
-  for (const e of entries) {
-    e.name ??= e.peer.name;
-    const out = await e.peer.run();
-    if (!e.weights) {
-      e.maxAbsDiff = maxAbsDiff(out, reference);
-      if (!(e.maxAbsDiff <= TOLERANCE)) e.error = `output differs from ours in float32 by ${e.maxAbsDiff}`;
-    } else {
-      Object.assign(e, checkStored(e.name, 'int8', e.products ?? PRODUCTS.weights, out, reference));
-    }
-    if (e.error) console.error(`${name} ${e.name}: ${e.error}`);
-  }
-  const timed = entries.filter((x) => !x.error);
-  const { samples } = await interleave(timed.map((e) => ({ name: e.name, run: () => e.peer.run() })), {
-    warmupMs: 300, warmupCalls: 3, slotMs: 100, budgetMs: args.budget * 1000, minRounds: 5,
-    maxRounds: 60,
-  }, { log: (s) => console.error(`${name}: ${s}`) });
-  const median = (e) => summarize(samples.get(e.name)).median;
-  const least = (e) => Math.min(...samples.get(e.name));
-  const oursF32 = (build) => entries.find((e) => e.ours && e.build === build && !e.weights);
-  const ortInt8 = entries.find((e) => !e.ours && e.weights === 'int8');
-  const ortF32 = entries.find((e) => !e.ours && !e.weights);
+  await checkEntries(name, entries, await entries[0].peer.run());
   const peerName = args.native ? 'ort-node' : 'ort-web';
-  const ratio = (a, b, f) => (b && !b.error ? `${(f(b) / f(a)).toFixed(2)}x` : '');
-  console.log(`\n| ${name} | median ms | least ms | vs ours f32 (same build) | vs ${peerName} int8 | ` +
-    `vs ${peerName} fp32 | max abs diff from the reference |`);
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
-  for (const e of entries) {
-    if (e.error) {
-      console.log(`| ${e.name} | ${e.error} ||||||`);
-      continue;
-    }
-    const both = (b) => (b ? `${ratio(e, b, median)} (${ratio(e, b, least)})` : '');
-    console.log(`| ${e.name} | ${median(e).toFixed(2)} | ${least(e).toFixed(2)} | ` +
-      `${e.ours && e.weights ? both(oursF32(e.build)) : ''} | ${both(ortInt8)} | ${both(ortF32)} | ` +
-      `${e.maxAbsDiff.toExponential(1)} |`);
-  }
+  await timeAndTabulate(name, entries, args.budget, [
+    oursFloat32Column(entries),
+    { title: `vs ${peerName} int8`, against: () => entries.find((e) => !e.ours && e.weights) },
+    { title: `vs ${peerName} fp32`, against: () => entries.find((e) => !e.ours && !e.weights) },
+  ]);
   for (const e of entries) await e.peer.dispose();
 }
-console.log(`\nload average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}; ratios by medians (by the least)`);
+printLoadAverage();

@@ -26,8 +26,8 @@ enum class StorageForm {
   kFloat32,     // as they are
   kBits16,      // 16-bit patterns the kernels widen in registers (bits)
   kScaledInt8,  // int8 values times a float scale per column (values, scales)
-  kQ4Blocks,    // 4-bit values and a float16 scale per block of K (kernels/q4_gemm.h);
-                // only quantized from float32 at packing
+  kQ4Blocks,    // 4-bit values and a float16 scale per block of K (kernels/q4_gemm.h),
+                // quantized from float32 at packing or given as GGUF q4_0 blocks (q4)
 };
 
 // Everything that tells the types apart outside the kernels, one row per
@@ -98,14 +98,23 @@ static_assert(Traits(WeightType::kF32).form == StorageForm::kFloat32 &&
 constexpr size_t WeightBytes(WeightType t) { return Traits(t).bits / 8; }
 
 // A weight matrix [rows, cols] (X @ W layout) given in the object's storage
-// type instead of as float32: a float16 or bfloat16 checkpoint's bits, or an
+// type instead of as float32: a float16 or bfloat16 checkpoint's bits, an
 // int8 checkpoint's values with one float scale per column (w = value *
-// scale). Taken as it is: nothing is rounded again.
+// scale), or q4 blocks as GGUF q4_0 holds them. Taken as it is: nothing is
+// rounded again.
+//
+// q4 holds the GGUF q4_0 tensor of the transpose [cols, rows] (a Linear's
+// [out, in], blocks of 32 along in = our rows): column c's blocks b = 0 ..
+// rows / 32 - 1 at byte (c * rows / 32 + b) * 18, each a little-endian
+// float16 scale d, then 16 bytes whose byte j holds row 32b + j's q in its
+// low nibble and row 32b + j + 16's in its high one (w = (q - 8) * d). rows
+// is a multiple of 32, as GGUF's are.
 struct StoredMatrix {
   std::span<const uint16_t> bits;  // kF16, kBF16: rows * cols
   std::span<const int8_t> values;  // kInt8: rows * cols
   std::span<const float> scales;   // kInt8: cols
-  bool empty() const { return bits.empty() && values.empty() && scales.empty(); }
+  std::span<const uint8_t> q4;     // kQ4: cols * rows / 32 * 18 bytes
+  bool empty() const { return bits.empty() && values.empty() && scales.empty() && q4.empty(); }
 };
 
 // int8 weights [rows, cols] with their column scales, as StoredMatrix views them.
