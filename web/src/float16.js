@@ -1,12 +1,14 @@
 // float16 values from their bits and back, for the q4 blocks' scales
 // (GGUF q4_0 holds them as float16).
+import { float16ToFloat32Bits } from './float16-bits.js';
 
-// The value of float16 `bits` (every float16 is a float32).
+const scratchBits = new Uint32Array(1);
+const scratchFloat = new Float32Array(scratchBits.buffer);
+
+// The value of float16 `bits`.
 export function float16Value(bits) {
-  const exponent = (bits >> 10) & 31, fraction = bits & 1023, sign = bits >> 15 ? -1 : 1;
-  if (exponent === 0) return sign * fraction * 2 ** -24;
-  if (exponent === 31) return fraction ? NaN : sign * Infinity;
-  return sign * (1024 + fraction) * 2 ** (exponent - 25);
+  scratchBits[0] = float16ToFloat32Bits(bits);
+  return scratchFloat[0];
 }
 
 function roundHalfEven(v) {

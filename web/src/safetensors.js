@@ -6,27 +6,13 @@
 // file costs only the tensors a caller reads; F16 and BF16 tensors may stay
 // 16-bit instead (keep16Bit), for objects that hold their weights so.
 import { describe, optionalBoolean, optionsObject } from './arguments.js';
+import { float16ToFloat32Bits } from './float16-bits.js';
 import { OPTION_KEYS } from './option-keys.js';
 import { checkDataLength, headerLength, readHeader } from './safetensors-header.js';
 
 const CONVERTED = ['F32', 'F16', 'BF16'];
 
 const isNode = typeof process === 'object' && process.versions?.node !== undefined;
-
-// IEEE half -> float32 bits, exactly (every half is a float32).
-function halfToFloatBits(h) {
-  const sign = (h & 0x8000) << 16;
-  const exponent = (h >> 10) & 0x1f;
-  const fraction = h & 0x3ff;
-  if (exponent === 0x1f) return sign | 0x7f800000 | (fraction << 13); // inf, NaN
-  if (exponent !== 0) return sign | ((exponent + 112) << 23) | (fraction << 13);
-  if (fraction === 0) return sign; // +-0
-  // Subnormal half: normalise the fraction into a float32 exponent.
-  let e = 113;
-  let f = fraction;
-  while ((f & 0x400) === 0) { f <<= 1; e--; }
-  return sign | (e << 23) | ((f & 0x3ff) << 13);
-}
 
 // One tensor's bytes (`bytes`, a fresh copy) as float32 values.
 function toFloat32(dtype, bytes) {
@@ -42,7 +28,7 @@ export function widen16Bit(dtype, halves) {
     // bfloat16 is the top half of a float32.
     for (let i = 0; i < halves.length; i++) bits[i] = halves[i] << 16;
   } else {
-    for (let i = 0; i < halves.length; i++) bits[i] = halfToFloatBits(halves[i]);
+    for (let i = 0; i < halves.length; i++) bits[i] = float16ToFloat32Bits(halves[i]);
   }
   return out;
 }
