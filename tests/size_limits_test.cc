@@ -11,6 +11,7 @@
 #include "checks/checked_size.h"
 #include "random_mha.h"
 #include "simd_attention/multi_head_attention.h"
+#include "simd_attention/transformer_block.h"
 #include "simd_attention/transformer_layers.h"
 #include "test_util.h"
 #include "checks/validate.h"
@@ -139,6 +140,15 @@ TEST(SizeLimits, SixteenBitCacheCountedInItsOwnElements) {
       [&] { mha.CreateKVCache(size_t{1} << 10, size_t{1} << 30); },
       {"KV cache keys: batch * max_length * padded key row = 1024 * 1073741824 * 512 = ",
        " elements (1 PiB)"}));
+}
+
+TEST(SizeLimits, StackOfMoreLayersThanMemory) {
+  StackConfig c{.block = {.d_model = 8,
+                          .num_heads = 2,
+                          .sublayers = {{.mixer = MixerKind::kSelfAttention}}},
+                .num_layers = SIZE_MAX / 2};
+  EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { TransformerStack stack(c); },
+                                         {"layers: num_layers = "}));
 }
 
 TEST(SizeLimits, DecoderLayerCacheLargerThanMemory) {
