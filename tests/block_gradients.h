@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -60,7 +62,7 @@ inline void AddSublayerPairs(const BlockConfig& c, const std::string& prefix,
     const SublayerGradients& s = g[k];
     const SublayerBackward64& r = e[k];
     const std::string at = prefix + "sublayers[" + std::to_string(k) + "].";
-    const auto add = [&](const char* name, const std::vector<float>& a,
+    const auto add = [&](const std::string& name, const std::vector<float>& a,
                          const std::vector<double>& b) { out.push_back({at + name, &a, &b}); };
     if (HasNorm(c.sublayers[k].norm)) {
       add("norm.d_gamma", s.norm.d_gamma, r.d_gamma);
@@ -75,19 +77,11 @@ inline void AddSublayerPairs(const BlockConfig& c, const std::string& prefix,
     switch (c.sublayers[k].mixer) {
       case MixerKind::kSelfAttention:
       case MixerKind::kCrossAttention: {
-        const MhaGradients& a = s.attention;
-        const MhaBackward64& b = r.attention;
-        add("attention.d_w_q", a.d_w_q, b.d_w_q);
-        add("attention.d_w_k", a.d_w_k, b.d_w_k);
-        add("attention.d_w_v", a.d_w_v, b.d_w_v);
-        add("attention.d_w_o", a.d_w_o, b.d_w_o);
-        add("attention.d_b_q", a.d_b_q, b.d_b_q);
-        add("attention.d_b_k", a.d_b_k, b.d_b_k);
-        add("attention.d_b_v", a.d_b_v, b.d_b_v);
-        add("attention.d_b_o", a.d_b_o, b.d_b_o);
-        if (c.qk_norm.enabled) {
-          add("attention.d_q_norm", a.d_q_norm, b.d_q_norm);
-          add("attention.d_k_norm", a.d_k_norm, b.d_k_norm);
+        // QK-norm's scales where the block has them.
+        const size_t n = c.qk_norm.enabled ? std::size(kMhaParameters64) : kMhaProjections;
+        for (const MhaParameter64& p : std::span(kMhaParameters64).first(n)) {
+          add(std::string("attention.d_") + p.name, s.attention.*p.computed,
+              r.attention.*p.gradient);
         }
         break;
       }
