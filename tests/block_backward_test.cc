@@ -140,12 +140,7 @@ std::unique_ptr<Problem> MakeProblem(const BackwardCase& c, uint32_t seed) {
     }
   }
   p->d_output = RandomVector(c.batch * c.tokens * d, 1.0f, rng);
-  BlockProblem64& q = p->doubles;
-  q.batch = c.batch;
-  q.tokens = c.tokens;
-  q.memory_tokens = c.memory_tokens;
-  q.x = ToDouble(p->x.data);
-  q.memory = ToDouble(p->memory.data);
+  SetDoubleInputs(*p);
   return p;
 }
 
@@ -223,12 +218,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, BlockBackwardReference,
 // The reference itself: central differences of sum(output * d_output) in
 // double against its gradients, for the inputs and a sample of every
 // parameter, on small versions of the cases.
-class BlockReferenceGradients : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(BlockReferenceGradients, MatchFiniteDifferences) {
+TEST_P(ReferenceGradients, MatchFiniteDifferences) {
   const auto p = MakeProblem(SmallCase(FindCase(GetParam()), 3), 5);
-  ExpectReferenceGradients(*p, Reference, [&](const auto& check, BlockProblem64& q,
-                                               const BlockBackward64& e) {
+  ExpectReferenceGradients(*p, Reference, [&](const auto& check, auto& q, const auto& e) {
     if (p->c.memory_tokens != 0) check("memory", q.memory, e.d_memory, 1);
     for (size_t k = 0; k < p->c.config.sublayers.size(); ++k) {
       SublayerProblem64& w = q.sublayers[k];
@@ -257,7 +249,7 @@ TEST_P(BlockReferenceGradients, MatchFiniteDifferences) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, BlockReferenceGradients, ::testing::ValuesIn(CaseNames()),
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGradients, ::testing::ValuesIn(CaseNames()),
                          CaseParamName);
 
 #if SA_HAVE_THREADS  // a wasm build without threads runs one

@@ -101,6 +101,24 @@ Case SmallCase(Case c, size_t tokens) {
   return c;
 }
 
+// The inputs of a problem in double, p.doubles: the shape of its case p.c,
+// its x and, where it has one, its memory.
+template <class Problem>
+void SetDoubleInputs(Problem& p) {
+  auto& q = p.doubles;
+  q.batch = p.c.batch;
+  q.tokens = p.c.tokens;
+  q.x = ToDouble(p.x.data);
+  if constexpr (requires { q.memory; }) {
+    q.memory_tokens = p.c.memory_tokens;
+    q.memory = ToDouble(p.memory.data);
+  }
+}
+
+// The suite of each backward test's check of its float64 reference against
+// central differences, by case name.
+class ReferenceGradients : public ::testing::TestWithParam<std::string> {};
+
 // A float64 reference's gradients of sum(output * d_output) against central
 // differences on the problem `p` (its weights and inputs in double,
 // p.doubles, and its d_output), `reference(p, with_gradients)` computing

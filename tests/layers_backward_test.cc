@@ -96,12 +96,8 @@ std::unique_ptr<OwnedLayer> MakeLayer(const LayerCase& c, uint32_t seed) {
       p->cross_options.key_padding_mask = p->memory_padding;
     }
   }
+  SetDoubleInputs(*p);
   LayerProblem64& q = p->doubles;
-  q.batch = c.batch;
-  q.tokens = c.tokens;
-  q.memory_tokens = c.memory_tokens;
-  q.x = ToDouble(p->x.data);
-  q.memory = ToDouble(p->memory.data);
   for (auto [w, m] : {std::pair{&p->self, &q.self_attention}, {&p->cross, &q.cross_attention}}) {
     *m = {0, 0, 0, {}, {}, {}, ToDouble(w->w_q), ToDouble(w->w_k), ToDouble(w->w_v),
           ToDouble(w->w_o), ToDouble(w->b_q), ToDouble(w->b_k), ToDouble(w->b_v),
@@ -342,12 +338,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, LayerBackwardReference,
 // The reference itself: central differences of sum(output * d_output) in
 // double against its gradients, for the inputs and a sample of every
 // parameter, on small versions of the cases.
-class LayerReferenceGradients : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(LayerReferenceGradients, MatchFiniteDifferences) {
+TEST_P(ReferenceGradients, MatchFiniteDifferences) {
   const auto p = MakeLayer(SmallCase(FindCase(GetParam()), 3), 5);
-  ExpectReferenceGradients(*p, Reference, [&](const auto& check, LayerProblem64& q,
-                                               const LayerBackward64& e) {
+  ExpectReferenceGradients(*p, Reference, [&](const auto& check, auto& q, const auto& e) {
     if (p->decoder()) {
       check("memory", q.memory, e.d_memory, 1);
       check("cross.w_k", q.cross_attention.w_k, e.cross_attention.d_w_k, 7);
@@ -365,7 +358,7 @@ TEST_P(LayerReferenceGradients, MatchFiniteDifferences) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, LayerReferenceGradients, ::testing::ValuesIn(CaseNames()),
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGradients, ::testing::ValuesIn(CaseNames()),
                          CaseParamName);
 
 #if SA_HAVE_THREADS  // a wasm build without threads runs one

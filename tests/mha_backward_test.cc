@@ -461,8 +461,6 @@ TEST(BackwardRecord, HoldsWhatBackwardReads) {
 
 // The reference itself against central differences of its own forward, in
 // double: L = sum(output * d_output), each tensor probed at a few elements.
-class ReferenceGradients : public ::testing::TestWithParam<std::string> {};
-
 TEST_P(ReferenceGradients, MatchFiniteDifferences) {
   for (const Variant& variant : kVariants) {
     if (GetParam() != variant.name) continue;

@@ -120,9 +120,7 @@ std::unique_ptr<Problem> MakeProblem(const StackCase& c, uint32_t seed) {
   p->x = RandomTensor(c.batch, c.tokens, d, rng);
   if (c.padding) p->key_padding = RandomKeyPadding(c.batch, c.tokens, 0.7, rng);
   p->d_output = RandomVector(c.batch * c.tokens * d, 1.0f, rng);
-  p->doubles.batch = c.batch;
-  p->doubles.tokens = c.tokens;
-  p->doubles.x = ToDouble(p->x.data);
+  SetDoubleInputs(*p);
   return p;
 }
 
@@ -205,12 +203,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, StackBackwardReference,
 // The reference itself: central differences of sum(output * d_output) in
 // double against its gradients, for the input, the final norm and a sample
 // of each layer's parameters, on small versions of the cases.
-class StackReferenceGradients : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(StackReferenceGradients, MatchFiniteDifferences) {
+TEST_P(ReferenceGradients, MatchFiniteDifferences) {
   const auto p = MakeProblem(SmallCase(FindCase(GetParam()), 4), 5);
-  ExpectReferenceGradients(*p, Reference, [&](const auto& check, StackProblem64& q,
-                                               const StackBackward64& e) {
+  ExpectReferenceGradients(*p, Reference, [&](const auto& check, auto& q, const auto& e) {
     check("final_gamma", q.final_gamma, e.d_final_gamma, 1);
     check("final_beta", q.final_beta, e.d_final_beta, 1);
     for (size_t i = 0; i < q.layers.size(); ++i) {
@@ -230,7 +225,7 @@ TEST_P(StackReferenceGradients, MatchFiniteDifferences) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, StackReferenceGradients, ::testing::ValuesIn(CaseNames()),
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGradients, ::testing::ValuesIn(CaseNames()),
                          CaseParamName);
 
 class StackBackwardLayers : public TableTest {};
