@@ -44,6 +44,13 @@ constexpr bool Compiled(Backend backend) {
   return false;
 }
 
+// A backend's tables, made at their first use.
+template <std::vector<KernelTable> (*make)()>
+const std::vector<KernelTable>& MadeOnce() {
+  static const std::vector<KernelTable> tables = make();
+  return tables;
+}
+
 }  // namespace
 
 std::vector<Backend> AvailableBackends() {
@@ -57,25 +64,24 @@ std::vector<Backend> AvailableBackends() {
 
 const std::vector<KernelTable>& KernelTables(Backend backend) {
   switch (backend) {
-    case Backend::kHighway: {
-      static const std::vector<KernelTable> tables = HighwayKernelTables();
-      return tables;
-    }
-    case Backend::kXsimd: {
+    case Backend::kHighway:
+      return MadeOnce<HighwayKernelTables>();
+    case Backend::kXsimd:
 #if SIMD_ATTENTION_HAVE_XSIMD
-      static const std::vector<KernelTable> tables = XsimdKernelTables();
-      return tables;
-#else
-      throw std::invalid_argument("backend 'xsimd'" SA_NOT_COMPILED);
+      return MadeOnce<XsimdKernelTables>();
 #endif
-    }
-    case Backend::kScalar: {
+      break;
+    case Backend::kScalar:
 #if SIMD_ATTENTION_HAVE_SCALAR
-      static const std::vector<KernelTable> tables = ScalarKernelTables();
-      return tables;
-#else
-      throw std::invalid_argument("backend 'scalar'" SA_NOT_COMPILED);
+      return MadeOnce<ScalarKernelTables>();
 #endif
+      break;
+  }
+  // A backend this build leaves out, by its name in kBackends, or no
+  // Backend at all.
+  for (const BackendTraits& b : kBackends) {
+    if (b.value == backend) {
+      throw std::invalid_argument("backend '" + std::string(b.name) + "'" SA_NOT_COMPILED);
     }
   }
   throw std::invalid_argument("backend: not one of the Backend enumerators");
