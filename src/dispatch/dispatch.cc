@@ -44,13 +44,6 @@ constexpr bool Compiled(Backend backend) {
   return false;
 }
 
-// A backend's tables, made at their first use.
-template <std::vector<KernelTable> (*make)()>
-const std::vector<KernelTable>& MadeOnce() {
-  static const std::vector<KernelTable> tables = make();
-  return tables;
-}
-
 }  // namespace
 
 std::vector<Backend> AvailableBackends() {
@@ -64,24 +57,25 @@ std::vector<Backend> AvailableBackends() {
 
 const std::vector<KernelTable>& KernelTables(Backend backend) {
   switch (backend) {
-    case Backend::kHighway:
-      return MadeOnce<HighwayKernelTables>();
-    case Backend::kXsimd:
+    case Backend::kHighway: {
+      static const std::vector<KernelTable> tables = HighwayKernelTables();
+      return tables;
+    }
+    case Backend::kXsimd: {
 #if SIMD_ATTENTION_HAVE_XSIMD
-      return MadeOnce<XsimdKernelTables>();
+      static const std::vector<KernelTable> tables = XsimdKernelTables();
+      return tables;
+#else
+      throw std::invalid_argument("backend 'xsimd'" SA_NOT_COMPILED);
 #endif
-      break;
-    case Backend::kScalar:
+    }
+    case Backend::kScalar: {
 #if SIMD_ATTENTION_HAVE_SCALAR
-      return MadeOnce<ScalarKernelTables>();
+      static const std::vector<KernelTable> tables = ScalarKernelTables();
+      return tables;
+#else
+      throw std::invalid_argument("backend 'scalar'" SA_NOT_COMPILED);
 #endif
-      break;
-  }
-  // A backend this build leaves out, by its name in kBackends, or no
-  // Backend at all.
-  for (const BackendTraits& b : kBackends) {
-    if (b.value == backend) {
-      throw std::invalid_argument("backend '" + std::string(b.name) + "'" SA_NOT_COMPILED);
     }
   }
   throw std::invalid_argument("backend: not one of the Backend enumerators");
