@@ -130,6 +130,17 @@ TEST(SizeLimits, KVCacheThatWouldWrap) {
   s.ExpectStillWorks();
 }
 
+TEST(SizeLimits, SixteenBitCacheCountedInItsOwnElements) {
+  // 2^10 sequences x 2^30 tokens x 512 elements of 2 bytes: 1 PiB, half what
+  // the float cache of the same shape would take.
+  MhaConfig c{.d_model = 512, .num_heads = 8, .cache_type = WeightType::kF16};
+  MultiHeadAttention mha(c);
+  EXPECT_TRUE(ThrowsWith<SizeLimitError>(
+      [&] { mha.CreateKVCache(size_t{1} << 10, size_t{1} << 30); },
+      {"KV cache keys: batch * max_length * padded key row = 1024 * 1073741824 * 512 = ",
+       " elements (1 PiB)"}));
+}
+
 TEST(SizeLimits, DecoderLayerCacheLargerThanMemory) {
   // 128 sequences x 65536 tokens x 512 floats: 16 GiB of keys.
   TransformerDecoderLayer layer(LayerConfig{.d_model = 512, .num_heads = 8, .ffn_dim = 16});
