@@ -87,17 +87,6 @@ const float* WeightGradients(ThreadPool& pool, const KernelTable& k,
   return gradients;
 }
 
-void PackGradient(const KernelTable& k, const float* gradients, size_t in, size_t n, bool bias,
-                  std::vector<float>& w, std::vector<float>& b) {
-  w.resize(PackedFloats(k, in, n));
-  k.pack_b(gradients, in, n, w.data());
-  b.clear();
-  if (bias) {
-    b.resize(PackedFloats(k, 1, n));
-    k.pack_b(gradients + in * n, 1, n, b.data());
-  }
-}
-
 void ColumnSums(ThreadPool& pool, const KernelTable& k, const float* x, size_t rows, size_t d,
                 size_t ld, float* out) {
   // Columns in blocks of kElementwiseBlock, so each takes the same vector or

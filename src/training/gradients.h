@@ -39,8 +39,18 @@ const float* WeightGradients(ThreadPool& pool, const KernelTable& k,
 // A gradient [in (+1 bias row), n] as WeightGradients returns it, packed as
 // the weight it belongs to: w [in, n] into panels, the bias row padded to
 // whole panels (bias false: b cleared).
+// Floats: std::vector<float> or AlignedVector<float> (a PackedMatrix's w).
+template <class WFloats, class BFloats>
 void PackGradient(const KernelTable& k, const float* gradients, size_t in, size_t n, bool bias,
-                  std::vector<float>& w, std::vector<float>& b);
+                  WFloats& w, BFloats& b) {
+  w.resize(PackedFloats(k, in, n));
+  k.pack_b(gradients, in, n, w.data());
+  b.clear();
+  if (bias) {
+    b.resize(PackedFloats(k, 1, n));
+    k.pack_b(gradients + in * n, 1, n, b.data());
+  }
+}
 
 // out[c] = sum over rows r of x[r * ld + c] for c < d, each column summed
 // down the rows in order; split by columns, so the result does not depend

@@ -7,6 +7,7 @@
 // Products through the GEMM kernels (W^T packed once per weight change),
 // the activation's derivative through the kernel table, each split so that
 // the result does not depend on the threads.
+#include <span>
 #include <utility>
 
 #include "checks/validate.h"
@@ -86,11 +87,11 @@ void FeedForward::TrainableParameters(std::vector<Parameter>& out, std::string_v
   }
   Training& t = *training_;
   const char* names[] = {"w1", "b1", "w2", "b2"};
-  const std::pair<std::vector<float>*, std::vector<float>*> values[] = {
-      {&w1_.w, &t.d_w1}, {&w1_.bias, &t.d_b1}, {&w2_.w, &t.d_w2}, {&w2_.bias, &t.d_b2}};
+  const std::pair<std::span<float>, std::span<float>> values[] = {
+      {w1_.w, t.d_w1}, {w1_.bias, t.d_b1}, {w2_.w, t.d_w2}, {w2_.bias, t.d_b2}};
   for (size_t i = 0; i < 4; ++i) {
     auto [w, g] = values[i];
-    out.push_back({w->data(), g->data(), w->size(), Cat({prefix, names[i]})});
+    out.push_back({w.data(), g.data(), w.size(), Cat({prefix, names[i]})});
   }
 }
 

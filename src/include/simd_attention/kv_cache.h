@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "simd_attention/aligned_vector.h"
 #include "simd_attention/arg_names.h"
 #include "simd_attention/tensor.h"
 #include "simd_attention/weight_type.h"
@@ -44,8 +45,8 @@ class KVRows {
 
  private:
   WeightType type_ = WeightType::kF32;
-  std::vector<float> f32_;
-  std::vector<uint8_t> narrow_;  // 16-bit elements, as bytes (as PackedMatrix::narrow)
+  AlignedVector<float> f32_;
+  AlignedVector<uint8_t> narrow_;  // 16-bit elements, as bytes (as PackedMatrix::narrow)
 };
 
 class KVCache {

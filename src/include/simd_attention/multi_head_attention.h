@@ -337,7 +337,7 @@ class MultiHeadAttention : public Trainable {
     std::vector<float> softmax_stats;      // [B, H, Tq, 2], the kernel's
     // The forward's Q and Z, and K and V (the padded head layout of its
     // workspaces, rotated and normalized as the attention took them).
-    std::vector<float> projected, projected_kv;
+    AlignedVector<float> projected, projected_kv;  // swapped with the workspaces
     MhaOptions options;                    // spans empty; the masks below
     std::vector<float> attn_mask;
     std::vector<uint8_t> bool_mask, key_padding_mask;
@@ -372,8 +372,8 @@ class MultiHeadAttention : public Trainable {
   // As given, for a kind stored as gamma - 1 (what an optimizer updates;
   // q_norm_ and k_norm_ follow them); else empty.
   std::vector<float> stored_q_norm_, stored_k_norm_;
-  std::vector<float> kv_workspace_;  // K, V projected by Forward; grows
-  std::vector<float> workspace_;     // Q, Z and attention scratch; grows
+  AlignedVector<float> kv_workspace_;  // K, V projected by Forward; grows
+  AlignedVector<float> workspace_;     // Q, Z and attention scratch; grows
   // Rotary angles of positions [0, rope_positions_), kept: a decoder steps
   // through them one token at a time. A call far past them gets its own
   // rows in rope_call_angles_.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "simd_attention/aligned_vector.h"
 #include "simd_attention/weight_type.h"
 
 namespace simd_attention {
@@ -14,8 +15,8 @@ namespace simd_attention {
 struct PackedMatrix {
   WeightType type = WeightType::kF32;
   size_t rows = 0, cols = 0;
-  std::vector<float> w;          // kF32 panels
-  std::vector<uint8_t> narrow;   // the panels in a narrower type, in place of w
+  AlignedVector<float> w;         // kF32 panels
+  AlignedVector<uint8_t> narrow;  // the panels in a narrower type, in place of w
   std::vector<float> scales;     // kInt8: one per column, padded as the bias
   std::vector<float> bias;       // empty = none
 
