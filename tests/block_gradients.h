@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,8 @@ inline SublayerProblem64 SublayerDoubles(const OwnedSublayer& w) {
   q.b_up = ToDouble(w.b_up);
   q.w_down = ToDouble(w.w_down);
   q.b_down = ToDouble(w.b_down);
+  q.router = ToDouble(w.router);
+  for (const OwnedSublayer& e : w.experts) q.experts.push_back(SublayerDoubles(e));
   return q;
 }
 
@@ -48,6 +51,17 @@ struct GradientPair {
   const std::vector<float>* actual;
   const std::vector<double>* expected;
 };
+
+// A gated FFN's gradients with the reference's, named `at` + "d_w_gate" ...
+inline void AddGatedPairs(const std::string& at, const GatedFfnGradients& g,
+                          const SublayerBackward64& r, std::vector<GradientPair>& out) {
+  out.push_back({at + "d_w_gate", &g.d_w_gate, &r.d_w_gate});
+  out.push_back({at + "d_b_gate", &g.d_b_gate, &r.d_b_gate});
+  out.push_back({at + "d_w_up", &g.d_w_up, &r.d_w_up});
+  out.push_back({at + "d_b_up", &g.d_b_up, &r.d_b_up});
+  out.push_back({at + "d_w_down", &g.d_w_down, &r.d_w_down});
+  out.push_back({at + "d_b_down", &g.d_b_down, &r.d_b_down});
+}
 
 // Every gradient of the sublayers of a block of config `c` with the
 // reference's, named `prefix` + "sublayers[k].<name>": the norms' it has
@@ -98,12 +112,15 @@ inline void AddSublayerPairs(const BlockConfig& c, const std::string& prefix,
         add("ffn.d_b2", s.ffn.d_b2, r.d_b2);
         break;
       case MixerKind::kGatedFeedForward:
-        add("gated_ffn.d_w_gate", s.gated_ffn.d_w_gate, r.d_w_gate);
-        add("gated_ffn.d_b_gate", s.gated_ffn.d_b_gate, r.d_b_gate);
-        add("gated_ffn.d_w_up", s.gated_ffn.d_w_up, r.d_w_up);
-        add("gated_ffn.d_b_up", s.gated_ffn.d_b_up, r.d_b_up);
-        add("gated_ffn.d_w_down", s.gated_ffn.d_w_down, r.d_w_down);
-        add("gated_ffn.d_b_down", s.gated_ffn.d_b_down, r.d_b_down);
+        AddGatedPairs(at + "gated_ffn.", s.gated_ffn, r, out);
+        break;
+      case MixerKind::kMixtureOfExperts:
+        add("moe.d_router", s.moe.d_router, r.d_router);
+        EXPECT_EQ(s.moe.experts.size(), r.experts.size()) << at << "moe.experts";
+        for (size_t e = 0; e < std::min(s.moe.experts.size(), r.experts.size()); ++e) {
+          AddGatedPairs(at + "moe.experts[" + std::to_string(e) + "].", s.moe.experts[e],
+                        r.experts[e], out);
+        }
         break;
     }
   }
