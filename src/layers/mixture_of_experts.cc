@@ -63,24 +63,38 @@ void MixtureOfExperts::Route(float* logits, size_t rows, std::vector<uint32_t>& 
       sum += p[e];
     }
     for (size_t e = 0; e < n; ++e) p[e] /= sum;
-    // The k largest, a tie to the lower index (torch.topk's order on CPU),
-    // then in expert order, the order the outputs are summed in.
-    uint32_t* c = chosen.data() + r * k;
+    // The k largest, a tie to the lower index (torch.topk's order on CPU):
+    // each pass takes the largest not yet taken, marking it by its sign;
+    // then listed in expert order, the order the outputs are summed in.
     for (size_t j = 0; j < k; ++j) {
       size_t best = n;
       for (size_t e = 0; e < n; ++e) {
-        if (std::find(c, c + j, uint32_t(e)) != c + j) continue;
-        if (best == n || p[e] > p[best]) best = e;
+        if (!std::signbit(p[e]) && (best == n || p[e] > p[best])) best = e;
       }
-      c[j] = uint32_t(best);
+      p[best] = -p[best];
     }
-    std::sort(c, c + k);
+    uint32_t* c = chosen.data() + r * k;
+    for (size_t e = 0, j = 0; e < n; ++e) {
+      if (std::signbit(p[e])) {
+        p[e] = -p[e];
+        c[j++] = uint32_t(e);
+      }
+    }
     float chosen_sum = 0;
     for (size_t j = 0; j < k; ++j) chosen_sum += p[c[j]];
     for (size_t j = 0; j < k; ++j) {
       weights[r * k + j] = normalize_ ? p[c[j]] / chosen_sum : p[c[j]];
     }
   }
+}
+
+size_t MixtureOfExperts::Members(const uint32_t* chosen, size_t slots, size_t expert,
+                                 size_t* members) {
+  size_t m = 0;
+  for (size_t slot = 0; slot < slots; ++slot) {
+    if (chosen[slot] == expert) members[m++] = slot;
+  }
+  return m;
 }
 
 void MixtureOfExperts::Forward(const float* x, size_t rows, float* out, MoeRecord* record) {
@@ -95,18 +109,14 @@ void MixtureOfExperts::Forward(const float* x, size_t rows, float* out, MoeRecor
     record->chosen = chosen_;
     record->weights = weights_;
     record->experts.resize(n);
-    record->outputs.resize(n);
+    record->outputs.resize(rows * k * d);
   }
   std::fill_n(out, rows * d, 0.0f);
-  std::vector<size_t> members;  // the rows routed to the expert, each its slot r * k + j
+  std::vector<size_t>& members = members_;  // the expert's rows, each as its slot r * k + j
+  members.resize(rows * k);
   for (size_t e = 0; e < n; ++e) {
-    members.clear();
-    for (size_t slot = 0; slot < rows * k; ++slot) {
-      if (chosen_[slot] == e) members.push_back(slot);
-    }
-    if (record != nullptr) record->outputs[e].clear();
-    if (members.empty()) continue;
-    const size_t m = members.size();
+    const size_t m = Members(chosen_.data(), rows * k, e, members.data());
+    if (m == 0) continue;
     rows_in_.resize(m * d);
     rows_out_.resize(m * d);
     for (size_t i = 0; i < m; ++i) {
@@ -114,12 +124,12 @@ void MixtureOfExperts::Forward(const float* x, size_t rows, float* out, MoeRecor
     }
     experts_[e].Forward(rows_in_.data(), m, rows_out_.data(),
                         record != nullptr ? &record->experts[e] : nullptr);
-    if (record != nullptr) record->outputs[e].assign(rows_out_.begin(), rows_out_.end());
     for (size_t i = 0; i < m; ++i) {
       const float w = weights_[members[i]];
       float* o = out + members[i] / k * d;
       const float* y = rows_out_.data() + i * d;
       for (size_t c = 0; c < d; ++c) o[c] += w * y[c];
+      if (record != nullptr) std::copy_n(y, d, record->outputs.data() + members[i] * d);
     }
   }
 }

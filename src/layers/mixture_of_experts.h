@@ -32,7 +32,7 @@ struct MoeRecord {
   std::vector<uint32_t> chosen;      // [rows, k]: each row's experts, in index order
   std::vector<float> weights;        // [rows, k]: their weights
   std::vector<FfnRecord> experts;    // [E]: each expert's forward on its rows
-  std::vector<std::vector<float>> outputs;  // [E][its rows, d_model]: its outputs
+  std::vector<float> outputs;        // [rows, k, d_model]: each chosen expert's output
 };
 
 class MixtureOfExperts {
@@ -64,6 +64,10 @@ class MixtureOfExperts {
   void Route(float* logits, size_t rows, std::vector<uint32_t>& chosen,
              std::vector<float>& weights) const;
 
+  // The slots (row * k + j) of `chosen` [slots] that name `expert` into
+  // `members`, in order; their count.
+  static size_t Members(const uint32_t* chosen, size_t slots, size_t expert, size_t* members);
+
   size_t d_model_, ffn_dim_, num_experts_, top_k_;
   bool normalize_;
   const KernelTable* kernels_;
@@ -73,6 +77,7 @@ class MixtureOfExperts {
   // Workspaces, grown: the logits, the routing, an expert's rows and outputs.
   std::vector<float> logits_, weights_, rows_in_, rows_out_;
   std::vector<uint32_t> chosen_;
+  std::vector<size_t> members_;
   // Training (training_only.h): W_router^T, the router's gradient packed as
   // the router, workspaces.
   struct Training;

@@ -35,18 +35,15 @@ void MixtureOfExperts::Backward(const MoeRecord& r, const float* d_out, size_t r
   std::fill_n(d_x, rows * d, 0.0f);
   Sized(t.d_weights, rows * k);
   g.experts.resize(n);
-  std::vector<size_t> members;  // the expert's slots, in the forward's order
+  std::vector<size_t>& members = members_;  // the expert's slots, in the forward's order
+  members.resize(rows * k);
   for (size_t e = 0; e < n; ++e) {
-    members.clear();
-    for (size_t slot = 0; slot < rows * k; ++slot) {
-      if (r.chosen[slot] == e) members.push_back(slot);
-    }
-    const size_t m = members.size();
+    const size_t m = Members(r.chosen.data(), rows * k, e, members.data());
     Sized(t.d_rows, m * d);
     Sized(t.dx_rows, m * d);
     for (size_t i = 0; i < m; ++i) {
       const float* dy = d_out + members[i] / k * d;
-      const float* y = r.outputs[e].data() + i * d;
+      const float* y = r.outputs.data() + members[i] * d;
       const float w = r.weights[members[i]];
       float dot = 0;
       for (size_t c = 0; c < d; ++c) {
