@@ -90,14 +90,31 @@ val BlockInfo(const BlockConfig& c) {
   return v;
 }
 
+// A gated FFN's weights from JS ({wGate, wUp, wDown, bGate?, bUp?,
+// bDown?}), copied; `weights` views the copies.
+struct JsGatedFfnWeights {
+  JsMatrix gate, up, down;
+  std::vector<float> b_gate, b_up, b_down;
+  GatedFfnWeights weights;
+
+  explicit JsGatedFfnWeights(const val& g)
+      : gate(g["wGate"]),
+        up(g["wUp"]),
+        down(g["wDown"]),
+        b_gate(CopyFloatsIfGiven(g, "bGate")),
+        b_up(CopyFloatsIfGiven(g, "bUp")),
+        b_down(CopyFloatsIfGiven(g, "bDown")),
+        weights{gate.floats, up.floats, down.floats, b_gate, b_up, b_down,
+                gate.stored(), up.stored(), down.stored()} {}
+};
+
 // One sublayer's weights from JS ({norm: {gamma, beta?}, outputNorm?,
 // attention?, ffn?, gatedFfn?}), copied; `weights` views the copies.
 struct JsSublayerWeights {
   std::vector<float> gamma, beta, out_gamma, out_beta;
   std::unique_ptr<JsMhaWeights> attention;
   std::unique_ptr<JsFfnWeights> ffn;
-  std::unique_ptr<JsMatrix> gate, up, down;
-  std::vector<float> b_gate, b_up, b_down;
+  std::unique_ptr<JsGatedFfnWeights> gated_ffn;
   SublayerWeights weights;
 
   explicit JsSublayerWeights(const val& js) {
@@ -120,15 +137,8 @@ struct JsSublayerWeights {
       weights.ffn = ffn->weights();
     }
     if (Given(js["gatedFfn"])) {
-      const val g = js["gatedFfn"];
-      gate = std::make_unique<JsMatrix>(g["wGate"]);
-      up = std::make_unique<JsMatrix>(g["wUp"]);
-      down = std::make_unique<JsMatrix>(g["wDown"]);
-      b_gate = CopyFloatsIfGiven(g, "bGate");
-      b_up = CopyFloatsIfGiven(g, "bUp");
-      b_down = CopyFloatsIfGiven(g, "bDown");
-      weights.gated_ffn = {gate->floats, up->floats, down->floats, b_gate, b_up, b_down,
-                           gate->stored(), up->stored(), down->stored()};
+      gated_ffn = std::make_unique<JsGatedFfnWeights>(js["gatedFfn"]);
+      weights.gated_ffn = gated_ffn->weights;
     }
   }
 };
