@@ -109,12 +109,15 @@ struct JsGatedFfnWeights {
 };
 
 // One sublayer's weights from JS ({norm: {gamma, beta?}, outputNorm?,
-// attention?, ffn?, gatedFfn?}), copied; `weights` views the copies.
+// attention?, ffn?, gatedFfn?, moe?: {router, experts}}), copied; `weights`
+// views the copies.
 struct JsSublayerWeights {
-  std::vector<float> gamma, beta, out_gamma, out_beta;
+  std::vector<float> gamma, beta, out_gamma, out_beta, router;
   std::unique_ptr<JsMhaWeights> attention;
   std::unique_ptr<JsFfnWeights> ffn;
   std::unique_ptr<JsGatedFfnWeights> gated_ffn;
+  std::vector<std::unique_ptr<JsGatedFfnWeights>> experts;
+  std::vector<GatedFfnWeights> expert_views;
   SublayerWeights weights;
 
   explicit JsSublayerWeights(const val& js) {
@@ -139,6 +142,16 @@ struct JsSublayerWeights {
     if (Given(js["gatedFfn"])) {
       gated_ffn = std::make_unique<JsGatedFfnWeights>(js["gatedFfn"]);
       weights.gated_ffn = gated_ffn->weights;
+    }
+    if (Given(js["moe"])) {
+      const val m = js["moe"];
+      router = CopyFloatsIfGiven(m, "router");
+      const val list = m["experts"];
+      for (size_t e = 0; Given(list) && e < list["length"].as<size_t>(); ++e) {
+        experts.push_back(std::make_unique<JsGatedFfnWeights>(list[e]));
+        expert_views.push_back(experts.back()->weights);
+      }
+      weights.moe = {router, expert_views};
     }
   }
 };

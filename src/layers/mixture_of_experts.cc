@@ -12,20 +12,19 @@
 
 namespace simd_attention {
 
-MixtureOfExperts::MixtureOfExperts(size_t d_model, size_t ffn_dim, Activation activation,
-                                   size_t num_experts, size_t top_k, bool normalize,
-                                   const KernelTable& kernels, std::shared_ptr<ThreadPool> pool,
-                                   WeightType weights)
-    : d_model_(d_model),
-      ffn_dim_(ffn_dim),
-      num_experts_(num_experts),
-      top_k_(top_k),
-      normalize_(normalize),
+MixtureOfExperts::MixtureOfExperts(const BlockConfig& c, const KernelTable& kernels,
+                                   std::shared_ptr<ThreadPool> pool)
+    : d_model_(c.d_model),
+      ffn_dim_(c.ffn_dim),
+      num_experts_(c.num_experts),
+      top_k_(c.experts_per_token),
+      normalize_(c.normalize_top_k),
+      names_(c.names),
       kernels_(&kernels),
       pool_(std::move(pool)) {
-  experts_.reserve(num_experts);
-  for (size_t e = 0; e < num_experts; ++e) {
-    experts_.emplace_back(d_model, ffn_dim, activation, kernels, pool_, weights);
+  experts_.reserve(num_experts_);
+  for (size_t e = 0; e < num_experts_; ++e) {
+    experts_.emplace_back(d_model_, ffn_dim_, c.activation, kernels, pool_, c.weights);
   }
 }
 
@@ -34,9 +33,9 @@ MixtureOfExperts::~MixtureOfExperts() = default;
 
 void MixtureOfExperts::SetWeights(const MoeWeights& w) {
   const WeightValues router = ReadWeight("router", w.router, {}, WeightType::kF32, d_model_,
-                                         num_experts_, ConfigName(CppArgNames().weights));
+                                         num_experts_, ConfigName(names_->weights));
   CheckEqual("experts (one gated FFN per expert)", w.experts.size(), num_experts_,
-             ConfigName(CppArgNames().num_experts));
+             ConfigName(names_->num_experts));
   for (size_t e = 0; e < num_experts_; ++e) {
     try {
       experts_[e].SetWeights(w.experts[e]);

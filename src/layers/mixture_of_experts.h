@@ -37,10 +37,10 @@ struct MoeRecord {
 
 class MixtureOfExperts {
  public:
-  // Experts of d_model -> ffn_dim -> d_model, held as `weights`.
-  MixtureOfExperts(size_t d_model, size_t ffn_dim, Activation activation, size_t num_experts,
-                   size_t top_k, bool normalize, const KernelTable& kernels,
-                   std::shared_ptr<ThreadPool> pool, WeightType weights);
+  // The experts of `config` (d_model -> ffn_dim -> d_model, held as its
+  // weights), messages naming its fields as config.names does.
+  MixtureOfExperts(const BlockConfig& config, const KernelTable& kernels,
+                   std::shared_ptr<ThreadPool> pool);
   MixtureOfExperts(MixtureOfExperts&&) noexcept;
   ~MixtureOfExperts();
   // Messages name router and experts[e].gated_ffn.<weight>. Not all or
@@ -70,6 +70,7 @@ class MixtureOfExperts {
 
   size_t d_model_, ffn_dim_, num_experts_, top_k_;
   bool normalize_;
+  const ArgNames* names_;
   const KernelTable* kernels_;
   std::shared_ptr<ThreadPool> pool_;
   PackedMatrix router_;

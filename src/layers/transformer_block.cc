@@ -91,13 +91,6 @@ MhaOptions SelfOptions(const BlockOptions& o, bool training) {
   return self;
 }
 
-std::unique_ptr<MixtureOfExperts> MakeMoe(const BlockConfig& c, const KernelTable& kernels,
-                                          const std::shared_ptr<ThreadPool>& pool) {
-  return std::make_unique<MixtureOfExperts>(c.d_model, c.ffn_dim, c.activation, c.num_experts,
-                                            c.experts_per_token, c.normalize_top_k, kernels,
-                                            pool, c.weights);
-}
-
 std::vector<float> ZerosIfEmpty(std::span<const float> b, size_t n) {
   return b.empty() ? std::vector<float>(n, 0.0f) : std::vector<float>(b.begin(), b.end());
 }
@@ -148,7 +141,7 @@ TransformerBlock::TransformerBlock(const BlockConfig& config, const KernelTable&
                                                             config_.weights);
         break;
       case MixerKind::kMixtureOfExperts:
-        part.moe = MakeMoe(config_, kernels, pool_);
+        part.moe = std::make_unique<MixtureOfExperts>(config_, kernels, pool_);
         break;
     }
     parts_.push_back(std::move(part));
@@ -220,7 +213,7 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
         part.gated_ffn->SetWeights(w.gated_ffn);
       }
       if (old.moe != nullptr) {
-        part.moe = MakeMoe(config_, *kernels_, pool_);
+        part.moe = std::make_unique<MixtureOfExperts>(config_, *kernels_, pool_);
         part.moe->SetWeights(w.moe);
       }
     });
