@@ -1,6 +1,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/powers.h"
 #include "kernels/rope.h"
 
 namespace simd_attention {
@@ -9,7 +10,9 @@ void FillRopeAngles(double base, size_t rotary_dim, bool interleaved, size_t fir
                     size_t positions, float* table) {
   const size_t r = rotary_dim, half = r / 2, row = RopeTableRow(r, interleaved);
   std::vector<double> inv_freq(half);
-  for (size_t i = 0; i < half; ++i) inv_freq[i] = std::pow(base, -2.0 * double(i) / double(r));
+  // base^(-2i / r) = q^i, q the square of the r-th root of 1 / base.
+  const double q = Power(RootOf(1 / base, r), 2);
+  for (size_t i = 0; i < half; ++i) inv_freq[i] = Power(q, i);
   for (size_t t = 0; t < positions; ++t) {
     float* c = table + t * row;
     float* s = c + (interleaved ? r : half);
