@@ -3,6 +3,7 @@
 
 #include "kernels/powers.h"
 #include "kernels/rope.h"
+#include "kernels/sin_cos.h"
 
 namespace simd_attention {
 
@@ -19,7 +20,9 @@ void FillRopeAngles(double base, size_t rotary_dim, bool interleaved, size_t fir
     for (size_t i = 0; i < half; ++i) {
       // In double: positions past 2^24 still get their own angle.
       const double angle = (double(first) + double(t)) * inv_freq[i];
-      const float cos = float(std::cos(angle)), sin = float(std::sin(angle));
+      double sin_angle, cos_angle;
+      SinCos(angle, sin_angle, cos_angle);
+      const float cos = float(cos_angle), sin = float(sin_angle);
       if (interleaved) {
         c[2 * i] = c[2 * i + 1] = cos;
         s[2 * i] = -sin;

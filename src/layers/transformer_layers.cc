@@ -8,6 +8,7 @@
 #include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
 #include "kernels/powers.h"
+#include "kernels/sin_cos.h"
 #include "storage/packed_weights.h"
 #include "layers/residual.h"
 #include "simd_attention/config_fields.h"
@@ -294,7 +295,9 @@ std::vector<float> PositionalEncoding(size_t t, size_t d_model, const ArgNames& 
     for (size_t i = 0; i < d_model; ++i) {
       const double rate = Power(q, i / 2);
       const double angle = double(p) * rate;
-      pe[p * d_model + i] = float(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
+      double sin_angle, cos_angle;
+      SinCos(angle, sin_angle, cos_angle);
+      pe[p * d_model + i] = float(i % 2 == 0 ? sin_angle : cos_angle);
     }
   }
   return pe;
