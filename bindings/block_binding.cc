@@ -287,14 +287,14 @@ val StackBinding::forwardIncremental(const val& x, const val& caches, const val&
 }
 
 EMSCRIPTEN_BINDINGS(simd_attention_blocks) {
-  RegisterConfiguredClass<BlockBinding>("BlockBinding")
-      .function("createKVCache", &BlockBinding::createKVCache)
-      .function("forwardIncremental", &BlockBinding::forwardIncremental);
+  auto block = RegisterConfiguredClass<BlockBinding>("BlockBinding");
+  block.function("createKVCache", &BlockBinding::createKVCache);
   auto stack = RegisterConfiguredClass<StackBinding>("StackBinding");
   stack.function("createKVCaches", &StackBinding::createKVCaches);
-  // The training module makes no KV caches (createKVCaches refuses there),
-  // so no call reaches a stack's forwardIncremental.
+  // The training module makes no KV caches (createKVCache and
+  // createKVCaches refuse there), so no call reaches a forwardIncremental.
   if constexpr (!kTrainingModule) {
+    block.function("forwardIncremental", &BlockBinding::forwardIncremental);
     stack.function("forwardIncremental", &StackBinding::forwardIncremental);
   }
 }
