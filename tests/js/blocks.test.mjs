@@ -260,7 +260,7 @@ test('module.choices: the names C++ takes, in the order its messages list them',
   const { choices } = builds.simd;
   expect(choices.activation).toEqual(['relu', 'gelu', 'gelu_erf', 'gelu_tanh', 'silu', 'swish']);
   expect(choices.norm).toEqual(['layer_norm', 'rms_norm', 'gemma_rms_norm', 'layer_norm_1p']);
-  expect(choices.mixer).toEqual(['self_attention', 'cross_attention', 'ffn', 'gated_ffn']);
+  expect(choices.mixer).toEqual(['self_attention', 'cross_attention', 'ffn', 'gated_ffn', 'moe']);
   expect(choices.normPlacement).toEqual(['pre', 'post', 'sandwich', 'none']);
   expect(Object.isFrozen(choices) && Object.isFrozen(choices.activation)).toBe(true);
 });
@@ -270,7 +270,7 @@ describe('errors name the field, the expected and the given value', () => {
   test.each([
     [{ sublayers: [{ mixer: 'attention' }] }, RangeError,
       "TransformerBlock: config.sublayers[0].mixer: expected 'self_attention', " +
-      "'cross_attention', 'ffn' or 'gated_ffn', got 'attention'"],
+      "'cross_attention', 'ffn', 'gated_ffn' or 'moe', got 'attention'"],
     [{ sublayers: [{ mixer: 'ffn', norm: 'before' }] }, RangeError,
       "TransformerBlock: config.sublayers[0].norm: expected 'pre', 'post', 'sandwich' or 'none', " +
       "got 'before'"],
