@@ -9,7 +9,7 @@
 // and weights, after which the block stays usable.
 import { thrown } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
-import { randomFloats } from './support/layers.mjs';
+import { matmul, randomFloats, referenceRmsNorm } from './support/layers.mjs';
 import { backendMatrix, createAttentionModule, createAttentionPool, loadBuilds, track }
   from './support/modules.mjs';
 import { expectCentralDifferences, fitLosses } from './support/training-llama.mjs';
@@ -35,28 +35,7 @@ function moeWeights(seed, experts = E) {
         wUp: m(D * F, 11 + 3 * e), wDown: m(F * D, 12 + 3 * e) })) } };
 }
 
-const matmul = (x, rows, w, k, n) => {
-  const y = new Float64Array(rows * n);
-  for (let r = 0; r < rows; r++) {
-    for (let j = 0; j < n; j++) {
-      let s = 0;
-      for (let i = 0; i < k; i++) s += x[r * k + i] * w[i * n + j];
-      y[r * n + j] = s;
-    }
-  }
-  return y;
-};
-
-function rmsNorm(x, rows, gamma) {
-  const y = new Float64Array(x.length);
-  for (let r = 0; r < rows; r++) {
-    let s = 0;
-    for (let i = 0; i < D; i++) s += x[r * D + i] ** 2;
-    const inv = 1 / Math.sqrt(s / D + EPS);
-    for (let i = 0; i < D; i++) y[r * D + i] = x[r * D + i] * inv * gamma[i];
-  }
-  return y;
-}
+const rmsNorm = (x, rows, gamma) => referenceRmsNorm(x, rows, D, gamma, EPS);
 
 // x + moe(rmsNorm(x)) in float64, as MixtralSparseMoeBlock defines it.
 function referenceMoeBlock(x, rows, w, k, normalize) {
