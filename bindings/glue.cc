@@ -145,10 +145,11 @@ std::vector<size_t> SizesIfGiven(const char* name, const val& object, const char
 
 }  // namespace
 
-JsAttentionOptions::JsAttentionOptions(const val& js)
-    : attn_mask(CopyFloatsIfGiven(js, "attnMask")),
-      bool_mask(CopyBytesIfGiven(js, "boolMask")),
-      key_padding_mask(CopyBytesIfGiven(js, "keyPaddingMask")) {
+JsAttentionOptions::JsAttentionOptions(const val& js) {
+  if (!Given(js)) return;
+  attn_mask = CopyFloatsIfGiven(js, "attnMask");
+  bool_mask = CopyBytesIfGiven(js, "boolMask");
+  key_padding_mask = CopyBytesIfGiven(js, "keyPaddingMask");
   const ArgNames& n = JsArgNames();
   attn_mask_shape = SizesIfGiven(n.attn_mask_shape, js, "attnMaskShape");
   bool_mask_shape = SizesIfGiven(n.bool_mask_shape, js, "boolMaskShape");

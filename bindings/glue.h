@@ -289,7 +289,8 @@ std::vector<size_t> Sizes(const std::string& name, const val& array);
 // ({scale, softcap, window, attnMask, attnMaskShape, boolMask,
 // boolMaskShape, keyPaddingMask, kvLengths, queryOffset?,
 // returnAttnWeights?, returnScores?, scoresStage?}; types checked), copied;
-// SetOn points an options struct at the copies.
+// SetOn points an options struct at the copies. undefined: none given
+// (each field keeps its C++ default; a decoding step reads no property).
 struct JsAttentionOptions {
   std::vector<float> attn_mask;
   std::vector<size_t> attn_mask_shape;
@@ -330,7 +331,7 @@ struct JsAttentionOptions {
 // SelfAttentionOptions alone (their incremental steps). The fields the
 // struct has are read: causal (a boolean or an alignment's name, where it
 // has an alignment), memoryKeyPaddingMask, returnPerHeadOutput,
-// returnIntermediates, positionOffset, training.
+// returnIntermediates, positionOffset, training; undefined reads none.
 template <class Options>
 struct JsForwardOptions {
   JsAttentionOptions attention;
@@ -348,6 +349,7 @@ JsForwardOptions<Options>::JsForwardOptions(const val& js) : attention(js) {
   } else {
     attention.SetOn(options);
   }
+  if (!Given(js)) return;
   if constexpr (requires { options.causal_alignment; }) {
     ReadCausal(js["causal"], options.causal, options.causal_alignment);
   }

@@ -178,23 +178,24 @@ val StackBackward(StackBinding& binding, const val& d_output) {
   });
 }
 
-// The optimizers' options as JS names them.
-template <class Visit>
-void VisitFields(SgdOptions& o, const Visit& visit) {
+// The optimizers' options as JS names them, in the order options() lists
+// them: the learning rate, each optimizer's own, the weight decay and how
+// it applies.
+template <class Options, class Visit>
+  requires requires(Options& o) { o.lr; o.weight_decay; }
+void VisitFields(Options& o, const Visit& visit) {
   visit("lr", o.lr);
-  visit("momentum", o.momentum);
+  if constexpr (requires { o.momentum; }) visit("momentum", o.momentum);
+  if constexpr (requires { o.beta1; }) {
+    visit("beta1", o.beta1);
+    visit("beta2", o.beta2);
+    visit("eps", o.eps);
+  }
   visit("weightDecay", o.weight_decay);
-  visit("nesterov", o.nesterov);
-}
-
-template <class Visit>
-void VisitFields(AdamOptions& o, const Visit& visit) {
-  visit("lr", o.lr);
-  visit("beta1", o.beta1);
-  visit("beta2", o.beta2);
-  visit("eps", o.eps);
-  visit("weightDecay", o.weight_decay);
-  visit("decoupledWeightDecay", o.decoupled_weight_decay);
+  if constexpr (requires { o.nesterov; }) visit("nesterov", o.nesterov);
+  if constexpr (requires { o.decoupled_weight_decay; }) {
+    visit("decoupledWeightDecay", o.decoupled_weight_decay);
+  }
 }
 
 // The options JS gave over the C++ defaults, and the optimizer made from them.

@@ -191,15 +191,21 @@ function fromEntry(used) {
 const inputsOf = (result) => Object.keys(Object.values(result.metafile.outputs)[0].inputs)
   .filter((input) => fs.existsSync(path.join(WEB, input)));
 
+// Each input's minified bytes in the output: { module: bytes }.
+const bytesOf = (result) => Object.fromEntries(Object.entries(
+  Object.values(result.metafile.outputs)[0].inputs).map(([m, { bytesInOutput }]) => [m, bytesInOutput]));
+
 /**
  * The bundles of web/'s modules as they are now: resolves to
- * { 'index.min.js': { code, inputs }, 'pool.min.js': ..., ... }, inputs
- * being the modules in each (paths relative to web/).
+ * { 'index.min.js': { code, inputs, bytes }, 'pool.min.js': ..., ... },
+ * inputs being the modules in each (paths relative to web/), bytes each
+ * input's minified bytes in the bundle (scripts/page_profile.mjs).
  */
 export async function makeBundles() {
   const bundles = {};
   const add = (file, result) => {
-    bundles[file] = { code: Buffer.from(result.outputFiles[0].contents), inputs: inputsOf(result) };
+    bundles[file] = { code: Buffer.from(result.outputFiles[0].contents), inputs: inputsOf(result),
+      bytes: bytesOf(result) };
   };
   for (const [module, file] of Object.entries(ON_DEMAND)) {
     for (const [name, v] of await namesOf(module)) {

@@ -119,18 +119,9 @@ std::vector<BackwardCase> Cases() {
   };
 }
 
-std::vector<std::string> CaseNames() {
-  std::vector<std::string> names;
-  for (const BackwardCase& c : Cases()) names.push_back(c.name);
-  return names;
-}
+std::vector<std::string> CaseNames() { return CaseNamesOf(Cases()); }
 
-BackwardCase FindCase(const std::string& name) {
-  for (const BackwardCase& c : Cases()) {
-    if (name == c.name) return c;
-  }
-  throw std::runtime_error("no case " + name);
-}
+BackwardCase FindCase(const std::string& name) { return CaseNamed(Cases(), name); }
 
 // A block's weights, inputs and d_output, in float and double.
 struct Problem {
@@ -174,12 +165,7 @@ std::unique_ptr<Problem> MakeProblem(const BackwardCase& c, uint32_t seed) {
     }
   }
   p->d_output = RandomVector(c.batch * c.tokens * d, 1.0f, rng);
-  BlockProblem64& q = p->doubles;
-  q.batch = c.batch;
-  q.tokens = c.tokens;
-  q.memory_tokens = c.memory_tokens;
-  q.x = ToDouble(p->x.data);
-  q.memory = ToDouble(p->memory.data);
+  SetDoubleInputs(*p);
   return p;
 }
 
@@ -257,58 +243,46 @@ INSTANTIATE_TEST_SUITE_P(Cases, BlockBackwardReference,
 // The reference itself: central differences of sum(output * d_output) in
 // double against its gradients, for the inputs and a sample of every
 // parameter, on small versions of the cases.
-class BlockReferenceGradients : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(BlockReferenceGradients, MatchFiniteDifferences) {
-  BackwardCase c = FindCase(GetParam());
-  c.batch = 1;
-  c.tokens = 3;
-  if (c.memory_tokens != 0) c.memory_tokens = 4;
-  auto p = MakeProblem(c, 5);
-  const BlockBackward64 e = Reference(*p);
-  const auto loss = [&] { return Dot(Reference(*p, false).output, p->d_output); };
-  const auto check = [&](const std::string& name, std::vector<double>& values,
-                         const std::vector<double>& gradient, size_t stride) {
-    ExpectCentralDifferences(name, values, gradient, stride, loss);
-  };
-  BlockProblem64& q = p->doubles;
-  check("x", q.x, e.d_input, 1);
-  if (c.memory_tokens != 0) check("memory", q.memory, e.d_memory, 1);
-  for (size_t k = 0; k < c.config.sublayers.size(); ++k) {
-    SublayerProblem64& w = q.sublayers[k];
-    const SublayerBackward64& g = e.sublayers[k];
-    const std::string at = "sublayers[" + std::to_string(k) + "].";
-    check(at + "gamma", w.gamma, g.d_gamma, 3);
-    check(at + "beta", w.beta, g.d_beta, 3);
-    check(at + "out_gamma", w.out_gamma, g.d_out_gamma, 3);
-    check(at + "out_beta", w.out_beta, g.d_out_beta, 3);
-    if (Traits(c.config.sublayers[k].mixer).attention) {
-      check(at + "w_q", w.attention.w_q, g.attention.d_w_q, 7);
-      check(at + "b_o", w.attention.b_o, g.attention.d_b_o, 3);
-      check(at + "q_norm", w.attention.q_norm, g.attention.d_q_norm, 1);
-      check(at + "k_norm", w.attention.k_norm, g.attention.d_k_norm, 1);
+TEST_P(ReferenceGradients, MatchFiniteDifferences) {
+  const auto p = MakeProblem(SmallCase(FindCase(GetParam()), 3), 5);
+  ExpectReferenceGradients(*p, Reference, [&](const auto& check, auto& q, const auto& e) {
+    if (p->c.memory_tokens != 0) check("memory", q.memory, e.d_memory, 1);
+    for (size_t k = 0; k < p->c.config.sublayers.size(); ++k) {
+      SublayerProblem64& w = q.sublayers[k];
+      const SublayerBackward64& g = e.sublayers[k];
+      const std::string at = "sublayers[" + std::to_string(k) + "].";
+      check(at + "gamma", w.gamma, g.d_gamma, 3);
+      check(at + "beta", w.beta, g.d_beta, 3);
+      check(at + "out_gamma", w.out_gamma, g.d_out_gamma, 3);
+      check(at + "out_beta", w.out_beta, g.d_out_beta, 3);
+      if (Traits(p->c.config.sublayers[k].mixer).attention) {
+        check(at + "w_q", w.attention.w_q, g.attention.d_w_q, 7);
+        check(at + "b_o", w.attention.b_o, g.attention.d_b_o, 3);
+        check(at + "q_norm", w.attention.q_norm, g.attention.d_q_norm, 1);
+        check(at + "k_norm", w.attention.k_norm, g.attention.d_k_norm, 1);
+      }
+      check(at + "w1", w.w1, g.d_w1, 11);
+      check(at + "b1", w.b1, g.d_b1, 5);
+      check(at + "w2", w.w2, g.d_w2, 11);
+      check(at + "w_gate", w.w_gate, g.d_w_gate, 11);
+      check(at + "b_gate", w.b_gate, g.d_b_gate, 5);
+      check(at + "w_up", w.w_up, g.d_w_up, 11);
+      check(at + "b_up", w.b_up, g.d_b_up, 5);
+      check(at + "w_down", w.w_down, g.d_w_down, 11);
+      check(at + "b_down", w.b_down, g.d_b_down, 5);
+      check(at + "router", w.router, g.d_router, 3);
+      for (size_t e = 0; e < w.experts.size(); ++e) {
+        const std::string expert = at + "experts[" + std::to_string(e) + "].";
+        check(expert + "w_gate", w.experts[e].w_gate, g.experts[e].d_w_gate, 11);
+        check(expert + "w_up", w.experts[e].w_up, g.experts[e].d_w_up, 11);
+        check(expert + "w_down", w.experts[e].w_down, g.experts[e].d_w_down, 11);
+        check(expert + "b_down", w.experts[e].b_down, g.experts[e].d_b_down, 5);
+      }
     }
-    check(at + "w1", w.w1, g.d_w1, 11);
-    check(at + "b1", w.b1, g.d_b1, 5);
-    check(at + "w2", w.w2, g.d_w2, 11);
-    check(at + "w_gate", w.w_gate, g.d_w_gate, 11);
-    check(at + "b_gate", w.b_gate, g.d_b_gate, 5);
-    check(at + "w_up", w.w_up, g.d_w_up, 11);
-    check(at + "b_up", w.b_up, g.d_b_up, 5);
-    check(at + "w_down", w.w_down, g.d_w_down, 11);
-    check(at + "b_down", w.b_down, g.d_b_down, 5);
-    check(at + "router", w.router, g.d_router, 3);
-    for (size_t e = 0; e < w.experts.size(); ++e) {
-      const std::string expert = at + "experts[" + std::to_string(e) + "].";
-      check(expert + "w_gate", w.experts[e].w_gate, g.experts[e].d_w_gate, 11);
-      check(expert + "w_up", w.experts[e].w_up, g.experts[e].d_w_up, 11);
-      check(expert + "w_down", w.experts[e].w_down, g.experts[e].d_w_down, 11);
-      check(expert + "b_down", w.experts[e].b_down, g.experts[e].d_b_down, 5);
-    }
-  }
+  });
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, BlockReferenceGradients, ::testing::ValuesIn(CaseNames()),
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGradients, ::testing::ValuesIn(CaseNames()),
                          CaseParamName);
 
 #if SA_HAVE_THREADS  // a wasm build without threads runs one

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,15 +54,35 @@ struct GradientPair {
   const std::vector<double>* expected;
 };
 
+// The FFN's and the gated FFN's gradients, as FfnGradients or
+// GatedFfnGradients and SublayerBackward64 name them.
+template <class Gradients>
+struct FfnGradient {
+  const char* name;
+  std::vector<float> Gradients::*computed;
+  std::vector<double> SublayerBackward64::*expected;
+};
+inline constexpr FfnGradient<FfnGradients> kFfnGradients[] = {
+    {"d_w1", &FfnGradients::d_w1, &SublayerBackward64::d_w1},
+    {"d_b1", &FfnGradients::d_b1, &SublayerBackward64::d_b1},
+    {"d_w2", &FfnGradients::d_w2, &SublayerBackward64::d_w2},
+    {"d_b2", &FfnGradients::d_b2, &SublayerBackward64::d_b2},
+};
+inline constexpr FfnGradient<GatedFfnGradients> kGatedFfnGradients[] = {
+    {"d_w_gate", &GatedFfnGradients::d_w_gate, &SublayerBackward64::d_w_gate},
+    {"d_b_gate", &GatedFfnGradients::d_b_gate, &SublayerBackward64::d_b_gate},
+    {"d_w_up", &GatedFfnGradients::d_w_up, &SublayerBackward64::d_w_up},
+    {"d_b_up", &GatedFfnGradients::d_b_up, &SublayerBackward64::d_b_up},
+    {"d_w_down", &GatedFfnGradients::d_w_down, &SublayerBackward64::d_w_down},
+    {"d_b_down", &GatedFfnGradients::d_b_down, &SublayerBackward64::d_b_down},
+};
+
 // A gated FFN's gradients with the reference's, named `at` + "d_w_gate" ...
 inline void AddGatedPairs(const std::string& at, const GatedFfnGradients& g,
                           const SublayerBackward64& r, std::vector<GradientPair>& out) {
-  out.push_back({at + "d_w_gate", &g.d_w_gate, &r.d_w_gate});
-  out.push_back({at + "d_b_gate", &g.d_b_gate, &r.d_b_gate});
-  out.push_back({at + "d_w_up", &g.d_w_up, &r.d_w_up});
-  out.push_back({at + "d_b_up", &g.d_b_up, &r.d_b_up});
-  out.push_back({at + "d_w_down", &g.d_w_down, &r.d_w_down});
-  out.push_back({at + "d_b_down", &g.d_b_down, &r.d_b_down});
+  for (const auto& f : kGatedFfnGradients) {
+    out.push_back({at + f.name, &(g.*f.computed), &(r.*f.expected)});
+  }
 }
 
 // Every gradient of the sublayers of a block of config `c` with the
@@ -74,7 +96,7 @@ inline void AddSublayerPairs(const BlockConfig& c, const std::string& prefix,
     const SublayerGradients& s = g[k];
     const SublayerBackward64& r = e[k];
     const std::string at = prefix + "sublayers[" + std::to_string(k) + "].";
-    const auto add = [&](const char* name, const std::vector<float>& a,
+    const auto add = [&](const std::string& name, const std::vector<float>& a,
                          const std::vector<double>& b) { out.push_back({at + name, &a, &b}); };
     if (HasNorm(c.sublayers[k].norm)) {
       add("norm.d_gamma", s.norm.d_gamma, r.d_gamma);
@@ -89,27 +111,18 @@ inline void AddSublayerPairs(const BlockConfig& c, const std::string& prefix,
     switch (c.sublayers[k].mixer) {
       case MixerKind::kSelfAttention:
       case MixerKind::kCrossAttention: {
-        const MhaGradients& a = s.attention;
-        const MhaBackward64& b = r.attention;
-        add("attention.d_w_q", a.d_w_q, b.d_w_q);
-        add("attention.d_w_k", a.d_w_k, b.d_w_k);
-        add("attention.d_w_v", a.d_w_v, b.d_w_v);
-        add("attention.d_w_o", a.d_w_o, b.d_w_o);
-        add("attention.d_b_q", a.d_b_q, b.d_b_q);
-        add("attention.d_b_k", a.d_b_k, b.d_b_k);
-        add("attention.d_b_v", a.d_b_v, b.d_b_v);
-        add("attention.d_b_o", a.d_b_o, b.d_b_o);
-        if (c.qk_norm.enabled) {
-          add("attention.d_q_norm", a.d_q_norm, b.d_q_norm);
-          add("attention.d_k_norm", a.d_k_norm, b.d_k_norm);
+        // QK-norm's scales where the block has them.
+        const size_t n = c.qk_norm.enabled ? std::size(kMhaParameters64) : kMhaProjections;
+        for (const MhaParameter64& p : std::span(kMhaParameters64).first(n)) {
+          add(std::string("attention.d_") + p.name, s.attention.*p.computed,
+              r.attention.*p.gradient);
         }
         break;
       }
       case MixerKind::kFeedForward:
-        add("ffn.d_w1", s.ffn.d_w1, r.d_w1);
-        add("ffn.d_b1", s.ffn.d_b1, r.d_b1);
-        add("ffn.d_w2", s.ffn.d_w2, r.d_w2);
-        add("ffn.d_b2", s.ffn.d_b2, r.d_b2);
+        for (const auto& f : kFfnGradients) {
+          add(std::string("ffn.") + f.name, s.ffn.*f.computed, r.*f.expected);
+        }
         break;
       case MixerKind::kGatedFeedForward:
         AddGatedPairs(at + "gated_ffn.", s.gated_ffn, r, out);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,72 @@ void ExpectCentralDifferences(const std::string& name, std::vector<double>& valu
     EXPECT_NEAR((up - down) / (2 * h), gradient[i], 1e-6 * std::max(1.0, std::fabs(gradient[i])))
         << name << "[" << i << "]";
   }
+}
+
+// The names of `cases` (each with a `name`), as a parameterized test takes
+// them, and the case of a name.
+template <class Cases>
+std::vector<std::string> CaseNamesOf(const Cases& cases) {
+  std::vector<std::string> names;
+  for (const auto& c : cases) names.push_back(c.name);
+  return names;
+}
+
+template <class Cases>
+auto CaseNamed(const Cases& cases, const std::string& name) {
+  for (const auto& c : cases) {
+    if (name == c.name) return c;
+  }
+  throw std::runtime_error("no case " + name);
+}
+
+// A case made small for central differences: one batch item of `tokens`
+// tokens, and 4 memory tokens where it has a memory.
+template <class Case>
+Case SmallCase(Case c, size_t tokens) {
+  c.batch = 1;
+  c.tokens = tokens;
+  if constexpr (requires { c.memory_tokens; }) {
+    if (c.memory_tokens != 0) c.memory_tokens = 4;
+  }
+  return c;
+}
+
+// The inputs of a problem in double, p.doubles: the shape of its case p.c,
+// its x and, where it has one, its memory.
+template <class Problem>
+void SetDoubleInputs(Problem& p) {
+  auto& q = p.doubles;
+  q.batch = p.c.batch;
+  q.tokens = p.c.tokens;
+  q.x = ToDouble(p.x.data);
+  if constexpr (requires { q.memory; }) {
+    q.memory_tokens = p.c.memory_tokens;
+    q.memory = ToDouble(p.memory.data);
+  }
+}
+
+// The suite of each backward test's check of its float64 reference against
+// central differences, by case name.
+class ReferenceGradients : public ::testing::TestWithParam<std::string> {};
+
+// A float64 reference's gradients of sum(output * d_output) against central
+// differences on the problem `p` (its weights and inputs in double,
+// p.doubles, and its d_output), `reference(p, with_gradients)` computing
+// them: the input's, then what `parameters(check, p.doubles, gradients)`
+// samples of the rest, check(name, values, gradient, stride) as
+// ExpectCentralDifferences.
+template <class Problem, class Reference, class Parameters>
+void ExpectReferenceGradients(Problem& p, const Reference& reference,
+                              const Parameters& parameters) {
+  const auto e = reference(p, true);
+  const auto loss = [&] { return Dot(reference(p, false).output, p.d_output); };
+  const auto check = [&](const std::string& name, std::vector<double>& values,
+                         const std::vector<double>& gradient, size_t stride) {
+    ExpectCentralDifferences(name, values, gradient, stride, loss);
+  };
+  check("x", p.doubles.x, e.d_input, 1);
+  parameters(check, p.doubles, e);
 }
 
 }  // namespace simd_attention::testing

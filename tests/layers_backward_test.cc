@@ -96,12 +96,8 @@ std::unique_ptr<OwnedLayer> MakeLayer(const LayerCase& c, uint32_t seed) {
       p->cross_options.key_padding_mask = p->memory_padding;
     }
   }
+  SetDoubleInputs(*p);
   LayerProblem64& q = p->doubles;
-  q.batch = c.batch;
-  q.tokens = c.tokens;
-  q.memory_tokens = c.memory_tokens;
-  q.x = ToDouble(p->x.data);
-  q.memory = ToDouble(p->memory.data);
   for (auto [w, m] : {std::pair{&p->self, &q.self_attention}, {&p->cross, &q.cross_attention}}) {
     *m = {0, 0, 0, {}, {}, {}, ToDouble(w->w_q), ToDouble(w->w_k), ToDouble(w->w_v),
           ToDouble(w->w_o), ToDouble(w->b_q), ToDouble(w->b_k), ToDouble(w->b_v),
@@ -244,18 +240,9 @@ const LayerCase kCases[] = {
      1, 35, 66, true, false},
 };
 
-std::vector<std::string> CaseNames() {
-  std::vector<std::string> names;
-  for (const LayerCase& c : kCases) names.push_back(c.name);
-  return names;
-}
+std::vector<std::string> CaseNames() { return CaseNamesOf(kCases); }
 
-const LayerCase& FindCase(const std::string& name) {
-  for (const LayerCase& c : kCases) {
-    if (name == c.name) return c;
-  }
-  throw std::runtime_error("no case " + name);
-}
+LayerCase FindCase(const std::string& name) { return CaseNamed(kCases, name); }
 
 // ---------------------------------------------------------------------------
 // The golden case: PyTorch's gradients of sum(output * d_output).
@@ -351,39 +338,27 @@ INSTANTIATE_TEST_SUITE_P(Cases, LayerBackwardReference,
 // The reference itself: central differences of sum(output * d_output) in
 // double against its gradients, for the inputs and a sample of every
 // parameter, on small versions of the cases.
-class LayerReferenceGradients : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(LayerReferenceGradients, MatchFiniteDifferences) {
-  LayerCase c = FindCase(GetParam());
-  c.batch = 1;
-  c.tokens = 3;
-  if (c.memory_tokens != 0) c.memory_tokens = 4;
-  auto p = MakeLayer(c, 5);
-  const LayerBackward64 e = Reference(*p);
-  const auto loss = [&] { return Dot(Reference(*p, false).output, p->d_output); };
-  const auto check = [&](const char* name, std::vector<double>& values,
-                         const std::vector<double>& gradient, size_t stride) {
-    ExpectCentralDifferences(name, values, gradient, stride, loss);
-  };
-  LayerProblem64& q = p->doubles;
-  check("x", q.x, e.d_input, 1);
-  if (p->decoder()) {
-    check("memory", q.memory, e.d_memory, 1);
-    check("cross.w_k", q.cross_attention.w_k, e.cross_attention.d_w_k, 7);
-  }
-  check("self.w_q", q.self_attention.w_q, e.self_attention.d_w_q, 7);
-  check("self.b_o", q.self_attention.b_o, e.self_attention.d_b_o, 3);
-  check("w1", q.w1, e.d_w1, 11);
-  check("b1", q.b1, e.d_b1, 5);
-  check("w2", q.w2, e.d_w2, 11);
-  check("b2", q.b2, e.d_b2, 5);
-  for (size_t i = 0; i < p->sublayers(); ++i) {
-    check("gamma", q.gamma[i], e.d_gamma[i], 3);
-    check("beta", q.beta[i], e.d_beta[i], 3);
-  }
+TEST_P(ReferenceGradients, MatchFiniteDifferences) {
+  const auto p = MakeLayer(SmallCase(FindCase(GetParam()), 3), 5);
+  ExpectReferenceGradients(*p, Reference, [&](const auto& check, auto& q, const auto& e) {
+    if (p->decoder()) {
+      check("memory", q.memory, e.d_memory, 1);
+      check("cross.w_k", q.cross_attention.w_k, e.cross_attention.d_w_k, 7);
+    }
+    check("self.w_q", q.self_attention.w_q, e.self_attention.d_w_q, 7);
+    check("self.b_o", q.self_attention.b_o, e.self_attention.d_b_o, 3);
+    check("w1", q.w1, e.d_w1, 11);
+    check("b1", q.b1, e.d_b1, 5);
+    check("w2", q.w2, e.d_w2, 11);
+    check("b2", q.b2, e.d_b2, 5);
+    for (size_t i = 0; i < p->sublayers(); ++i) {
+      check("gamma", q.gamma[i], e.d_gamma[i], 3);
+      check("beta", q.beta[i], e.d_beta[i], 3);
+    }
+  });
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, LayerReferenceGradients, ::testing::ValuesIn(CaseNames()),
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGradients, ::testing::ValuesIn(CaseNames()),
                          CaseParamName);
 
 #if SA_HAVE_THREADS  // a wasm build without threads runs one

@@ -461,8 +461,6 @@ TEST(BackwardRecord, HoldsWhatBackwardReads) {
 
 // The reference itself against central differences of its own forward, in
 // double: L = sum(output * d_output), each tensor probed at a few elements.
-class ReferenceGradients : public ::testing::TestWithParam<std::string> {};
-
 TEST_P(ReferenceGradients, MatchFiniteDifferences) {
   for (const Variant& variant : kVariants) {
     if (GetParam() != variant.name) continue;
@@ -508,16 +506,7 @@ TEST_P(ReferenceGradients, MatchFiniteDifferences) {
       probe("key", &MhaProblem64::key, g.d_key);
       probe("value", &MhaProblem64::value, g.d_value);
     }
-    probe("w_q", &MhaProblem64::w_q, g.d_w_q);
-    probe("w_k", &MhaProblem64::w_k, g.d_w_k);
-    probe("w_v", &MhaProblem64::w_v, g.d_w_v);
-    probe("w_o", &MhaProblem64::w_o, g.d_w_o);
-    probe("b_q", &MhaProblem64::b_q, g.d_b_q);
-    probe("b_k", &MhaProblem64::b_k, g.d_b_k);
-    probe("b_v", &MhaProblem64::b_v, g.d_b_v);
-    probe("b_o", &MhaProblem64::b_o, g.d_b_o);
-    probe("q_norm", &MhaProblem64::q_norm, g.d_q_norm);
-    probe("k_norm", &MhaProblem64::k_norm, g.d_k_norm);
+    for (const MhaParameter64& w : kMhaParameters64) probe(w.name, w.weight, g.*w.gradient);
   }
 }
 

@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "kernels/gemm.h"  // PanelBytes
@@ -58,6 +60,16 @@ Weights RandomWeights(const MhaConfig& c, std::mt19937& rng) {
           RandomVector(hv, 0.1f, rng),             RandomVector(c.d_model, 0.1f, rng)};
 }
 
+// Whether mha.SetWeights refuses `w` with W_Q given as the q4 blocks `q4`
+// instead, by an std::invalid_argument whose message holds each of `message`.
+bool RefusesQueryBlocks(MultiHeadAttention& mha, const Weights& w, const std::vector<uint8_t>& q4,
+                        std::initializer_list<std::string_view> message) {
+  MhaWeights given = w.view();
+  given.w_q = {};
+  given.stored_w_q.q4 = q4;
+  return ThrowsWith<std::invalid_argument>([&] { mha.SetWeights(given); }, message);
+}
+
 class Q4Blocks : public TableTest {};
 
 TEST_P(Q4Blocks, GivenBlocksForwardAsTheFloatsTheyWereQuantizedFrom) {
@@ -90,33 +102,22 @@ TEST_P(Q4Blocks, RefusedBlocksNameTheArgumentAndLeaveTheObjectAsItWas) {
   MultiHeadAttention mha(c, table());
   mha.SetWeights(w.view());
   const std::vector<float> before = mha.Forward(in).output;
-  const auto refused = [&](const std::vector<uint8_t>& q4,
-                           std::initializer_list<std::string_view> message) {
-    MhaWeights given = w.view();
-    given.w_q = {};
-    given.stored_w_q.q4 = q4;
-    return ThrowsWith<std::invalid_argument>([&] { mha.SetWeights(given); }, message);
-  };
   std::vector<uint8_t> q = GgufQ4_0(w.w_q, 64, 64);
-  EXPECT_TRUE(refused(std::vector<uint8_t>(q.begin(), q.end() - 1),
-                      {"w_q.q4 (18 bytes per block of 32 rows of a column): expected 2304 "
-                       "values for shape [64, 2, 18], got 2303"}));
+  EXPECT_TRUE(RefusesQueryBlocks(mha, w, std::vector<uint8_t>(q.begin(), q.end() - 1),
+                                 {"w_q.q4 (18 bytes per block of 32 rows of a column): expected "
+                                  "2304 values for shape [64, 2, 18], got 2303"}));
   q[18 * 3 + 1] = 0x7c;  // column 1's block 1, block 3 of the bytes: float16 infinity
   q[18 * 3] = 0;
-  EXPECT_TRUE(refused(q, {"w_q.q4 block scales: element 3 is +Infinity"}));
+  EXPECT_TRUE(RefusesQueryBlocks(mha, w, q, {"w_q.q4 block scales: element 3 is +Infinity"}));
   q[18 * 3] = 1;  // NaN
-  EXPECT_TRUE(refused(q, {"w_q.q4 block scales: element 3 is NaN"}));
+  EXPECT_TRUE(RefusesQueryBlocks(mha, w, q, {"w_q.q4 block scales: element 3 is NaN"}));
   EXPECT_EQ(mha.Forward(in).output, before);
 
   MhaConfig f16 = c;
   f16.weights = WeightType::kF16;
   MultiHeadAttention narrow(f16, table());
-  MhaWeights given = w.view();
-  given.w_q = {};
-  given.stored_w_q.q4 = q;
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { narrow.SetWeights(given); },
-      {"w_q: q4 blocks given, but config.weights is float16"}));
+  EXPECT_TRUE(
+      RefusesQueryBlocks(narrow, w, q, {"w_q: q4 blocks given, but config.weights is float16"}));
 }
 
 TEST_P(Q4Blocks, RowsOffWholeBlocksAreRefused) {
@@ -125,12 +126,8 @@ TEST_P(Q4Blocks, RowsOffWholeBlocksAreRefused) {
   c.d_model = 48;
   const Weights w = RandomWeights(c, rng);
   MultiHeadAttention mha(c, table());
-  MhaWeights given = w.view();
-  const std::vector<uint8_t> q(64 * 2 * 18);
-  given.w_q = {};
-  given.stored_w_q.q4 = q;
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { mha.SetWeights(given); },
+  EXPECT_TRUE(RefusesQueryBlocks(
+      mha, w, std::vector<uint8_t>(64 * 2 * 18),
       {"w_q: q4 blocks run along its 48 rows, which must be a multiple of 32"}));
 }
 

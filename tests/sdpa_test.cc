@@ -291,6 +291,14 @@ TEST_P(Sdpa, GroupedQueryEqualsExpandedHeads) {
   ExpectIdentical(p, o, expanded, o);
 }
 
+// SDPA on MultiHeadAttention's projected heads gives the attention's own
+// output, weights and scores (both empty where not asked for).
+void ExpectTheAttentions(const SdpaResult& r, const MhaResult& m) {
+  EXPECT_TRUE(AllNear(r.output, m.head_output, 1e-6));
+  EXPECT_TRUE(AllNear(r.attn_weights, m.attn_weights, 1e-6));
+  EXPECT_TRUE(AllNear(r.scores, m.scores, 1e-6));
+}
+
 // With Hkv = H, the heads are MultiHeadAttention's: its projected q, k, v
 // give its head outputs z_h.
 TEST_P(Sdpa, EqualsMultiHeadAttentionPerHead) {
@@ -313,8 +321,7 @@ TEST_P(Sdpa, EqualsMultiHeadAttentionPerHead) {
   ScaledDotProductAttention sdpa({}, table());
   const SdpaResult r = sdpa.Forward({mr.q, 2, 3, 37, d}, {mr.k, 2, 3, 37, d}, {mr.v, 2, 3, 37, d},
                                     o);
-  EXPECT_TRUE(AllNear(r.output, mr.head_output, 1e-6));
-  EXPECT_TRUE(AllNear(r.attn_weights, mr.attn_weights, 1e-6));
+  ExpectTheAttentions(r, mr);
 
   // ONNX's corners are the same options there: query offsets per item and
   // the scores before the masks.
@@ -325,9 +332,7 @@ TEST_P(Sdpa, EqualsMultiHeadAttentionPerHead) {
   const MhaResult mq = mha.Forward(m.query.View(), m.key.View(), m.value.View(), mo);
   const SdpaResult rq = sdpa.Forward({mr.q, 2, 3, 37, d}, {mr.k, 2, 3, 37, d},
                                      {mr.v, 2, 3, 37, d}, o);
-  EXPECT_TRUE(AllNear(rq.output, mq.head_output, 1e-6));
-  EXPECT_TRUE(AllNear(rq.attn_weights, mq.attn_weights, 1e-6));
-  EXPECT_TRUE(AllNear(rq.scores, mq.scores, 1e-6));
+  ExpectTheAttentions(rq, mq);
 }
 
 // MultiHeadAttention's query offsets, forward and backward: at Tk - Tq the

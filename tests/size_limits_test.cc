@@ -11,6 +11,7 @@
 #include "checks/checked_size.h"
 #include "random_mha.h"
 #include "simd_attention/multi_head_attention.h"
+#include "simd_attention/transformer_block.h"
 #include "simd_attention/transformer_layers.h"
 #include "test_util.h"
 #include "checks/validate.h"
@@ -128,6 +129,26 @@ TEST(SizeLimits, KVCacheThatWouldWrap) {
   EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { s.mha.CreateKVCache(kWrapsSquared, kWrapsSquared); },
                                          {"KV cache keys"}));
   s.ExpectStillWorks();
+}
+
+TEST(SizeLimits, SixteenBitCacheCountedInItsOwnElements) {
+  // 2^10 sequences x 2^30 tokens x 512 elements of 2 bytes: 1 PiB, half what
+  // the float cache of the same shape would take.
+  MhaConfig c{.d_model = 512, .num_heads = 8, .cache_type = WeightType::kF16};
+  MultiHeadAttention mha(c);
+  EXPECT_TRUE(ThrowsWith<SizeLimitError>(
+      [&] { mha.CreateKVCache(size_t{1} << 10, size_t{1} << 30); },
+      {"KV cache keys: batch * max_length * padded key row = 1024 * 1073741824 * 512 = ",
+       " elements (1 PiB)"}));
+}
+
+TEST(SizeLimits, StackOfMoreLayersThanMemory) {
+  StackConfig c{.block = {.d_model = 8,
+                          .num_heads = 2,
+                          .sublayers = {{.mixer = MixerKind::kSelfAttention}}},
+                .num_layers = SIZE_MAX / 2};
+  EXPECT_TRUE(ThrowsWith<SizeLimitError>([&] { TransformerStack stack(c); },
+                                         {"layers: num_layers = "}));
 }
 
 TEST(SizeLimits, DecoderLayerCacheLargerThanMemory) {

@@ -64,18 +64,9 @@ std::vector<StackCase> Cases() {
   };
 }
 
-std::vector<std::string> CaseNames() {
-  std::vector<std::string> names;
-  for (const StackCase& c : Cases()) names.push_back(c.name);
-  return names;
-}
+std::vector<std::string> CaseNames() { return CaseNamesOf(Cases()); }
 
-StackCase FindCase(const std::string& name) {
-  for (const StackCase& c : Cases()) {
-    if (name == c.name) return c;
-  }
-  throw std::runtime_error("no case " + name);
-}
+StackCase FindCase(const std::string& name) { return CaseNamed(Cases(), name); }
 
 // A stack's weights, input and d_output, in float and double.
 struct Problem {
@@ -129,9 +120,7 @@ std::unique_ptr<Problem> MakeProblem(const StackCase& c, uint32_t seed) {
   p->x = RandomTensor(c.batch, c.tokens, d, rng);
   if (c.padding) p->key_padding = RandomKeyPadding(c.batch, c.tokens, 0.7, rng);
   p->d_output = RandomVector(c.batch * c.tokens * d, 1.0f, rng);
-  p->doubles.batch = c.batch;
-  p->doubles.tokens = c.tokens;
-  p->doubles.x = ToDouble(p->x.data);
+  SetDoubleInputs(*p);
   return p;
 }
 
@@ -214,40 +203,29 @@ INSTANTIATE_TEST_SUITE_P(Cases, StackBackwardReference,
 // The reference itself: central differences of sum(output * d_output) in
 // double against its gradients, for the input, the final norm and a sample
 // of each layer's parameters, on small versions of the cases.
-class StackReferenceGradients : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(StackReferenceGradients, MatchFiniteDifferences) {
-  StackCase c = FindCase(GetParam());
-  c.batch = 1;
-  c.tokens = 4;
-  auto p = MakeProblem(c, 5);
-  const StackBackward64 e = Reference(*p);
-  const auto loss = [&] { return Dot(Reference(*p, false).output, p->d_output); };
-  const auto check = [&](const std::string& name, std::vector<double>& values,
-                         const std::vector<double>& gradient, size_t stride) {
-    ExpectCentralDifferences(name, values, gradient, stride, loss);
-  };
-  StackProblem64& q = p->doubles;
-  check("x", q.x, e.d_input, 1);
-  check("final_gamma", q.final_gamma, e.d_final_gamma, 1);
-  check("final_beta", q.final_beta, e.d_final_beta, 1);
-  for (size_t i = 0; i < q.layers.size(); ++i) {
-    for (size_t k = 0; k < q.layers[i].size(); ++k) {
-      SublayerProblem64& w = q.layers[i][k];
-      const SublayerBackward64& g = e.layers[i][k];
-      const std::string at =
-          "layers[" + std::to_string(i) + "].sublayers[" + std::to_string(k) + "].";
-      check(at + "gamma", w.gamma, g.d_gamma, 5);
-      check(at + "out_gamma", w.out_gamma, g.d_out_gamma, 5);
-      check(at + "w_k", w.attention.w_k, g.attention.d_w_k, 13);
-      check(at + "q_norm", w.attention.q_norm, g.attention.d_q_norm, 2);
-      check(at + "w1", w.w1, g.d_w1, 17);
-      check(at + "w_up", w.w_up, g.d_w_up, 17);
+TEST_P(ReferenceGradients, MatchFiniteDifferences) {
+  const auto p = MakeProblem(SmallCase(FindCase(GetParam()), 4), 5);
+  ExpectReferenceGradients(*p, Reference, [&](const auto& check, auto& q, const auto& e) {
+    check("final_gamma", q.final_gamma, e.d_final_gamma, 1);
+    check("final_beta", q.final_beta, e.d_final_beta, 1);
+    for (size_t i = 0; i < q.layers.size(); ++i) {
+      for (size_t k = 0; k < q.layers[i].size(); ++k) {
+        SublayerProblem64& w = q.layers[i][k];
+        const SublayerBackward64& g = e.layers[i][k];
+        const std::string at =
+            "layers[" + std::to_string(i) + "].sublayers[" + std::to_string(k) + "].";
+        check(at + "gamma", w.gamma, g.d_gamma, 5);
+        check(at + "out_gamma", w.out_gamma, g.d_out_gamma, 5);
+        check(at + "w_k", w.attention.w_k, g.attention.d_w_k, 13);
+        check(at + "q_norm", w.attention.q_norm, g.attention.d_q_norm, 2);
+        check(at + "w1", w.w1, g.d_w1, 17);
+        check(at + "w_up", w.w_up, g.d_w_up, 17);
+      }
     }
-  }
+  });
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, StackReferenceGradients, ::testing::ValuesIn(CaseNames()),
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGradients, ::testing::ValuesIn(CaseNames()),
                          CaseParamName);
 
 class StackBackwardLayers : public TableTest {};

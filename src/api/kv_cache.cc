@@ -59,12 +59,18 @@ KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length, Weight
     : layout_(layout), names_(&names), batch_(batch), max_length_(max_length) {
   CheckPositive("batch", batch);
   CheckPositive(names.max_length, max_length);
+  // Counted in the cache's own elements: a 16-bit cache holds twice the
+  // tokens a float one does in the same memory.
+  const size_t bytes = WeightBytes(type);
   const size_t keys = CheckedCount(
       "KV cache keys",
-      {{"batch", batch}, {names.max_length, max_length}, {"padded key row", layout.key_row()}});
-  const size_t values = CheckedCount("KV cache values", {{"batch", batch},
-                                                         {names.max_length, max_length},
-                                                         {"padded value row", layout.value_row()}});
+      {{"batch", batch}, {names.max_length, max_length}, {"padded key row", layout.key_row()}},
+      bytes);
+  const size_t values = CheckedCount("KV cache values",
+                                     {{"batch", batch},
+                                      {names.max_length, max_length},
+                                      {"padded value row", layout.value_row()}},
+                                     bytes);
   k_ = KVRows(type, keys);
   v_ = KVRows(type, values);
 }
@@ -74,10 +80,12 @@ PrecomputedKV::PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens
     : layout_(layout), batch_(batch), tokens_(tokens) {
   k_ = KVRows(type, CheckedCount("precomputed keys",
                                  {{"memory.batch * memory.tokens", batch * tokens},
-                                  {"padded key row", layout.key_row()}}));
+                                  {"padded key row", layout.key_row()}},
+                                 WeightBytes(type)));
   v_ = KVRows(type, CheckedCount("precomputed values",
                                  {{"memory.batch * memory.tokens", batch * tokens},
-                                  {"padded value row", layout.value_row()}}));
+                                  {"padded value row", layout.value_row()}},
+                                 WeightBytes(type)));
 }
 
 void KVCache::CheckRoom(size_t n) const {

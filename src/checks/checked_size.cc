@@ -52,7 +52,8 @@ std::string Joined(std::initializer_list<Dim> dims, bool names) {
                          const std::string& limit) {
   std::string s = std::string(what) + ": " + Joined(dims, true);
   if (dims.size() > 1) s += " = " + Joined(dims, false);
-  s += " = " + ProductString(count) + (element_bytes == 1 ? " bytes" : " floats");
+  s += " = " + ProductString(count) +
+       (element_bytes == 1 ? " bytes" : element_bytes == sizeof(float) ? " floats" : " elements");
   if (!count.overflow && element_bytes != 1) {
     s += " (" + BytesString(double(count.value) * double(element_bytes)) + ")";
   }

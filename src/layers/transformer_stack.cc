@@ -1,6 +1,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "checks/checked_size.h"
 #include "checks/validate.h"
 #include "layers/norms.h"
 #include "layers/transformer_block_parts.h"
@@ -14,6 +15,9 @@ namespace {
 StackConfig Resolve(const StackConfig& c) {
   const ArgNames& n = c.block.names == nullptr ? CppArgNames() : *c.block.names;
   CheckPositive(ConfigName(n.num_layers), c.num_layers);
+  // Refused as a size (SizeLimitError naming it) where the blocks alone
+  // could not exist, rather than by the vector's length check.
+  CheckedCount("layers", {{n.num_layers, c.num_layers}}, sizeof(TransformerBlock));
   if (!c.layer_windows.empty()) {
     CheckEqual(ConfigName(n.layer_windows) + ".length", c.layer_windows.size(), c.num_layers,
                ConfigName(n.num_layers));

@@ -34,6 +34,30 @@ struct MhaBackward64 {
   std::vector<double> d_q_norm, d_k_norm;  // empty without QK-norm
 };
 
+// Each weight of MhaProblem64 with its gradient in MhaBackward64 and in
+// MhaGradients, in MhaGradients' order: what a check of every weight walks.
+// The first kMhaProjections are the projections' weights and biases,
+// QK-norm's scales come after them.
+struct MhaParameter64 {
+  const char* name;
+  std::vector<double> MhaProblem64::*weight;
+  std::vector<double> MhaBackward64::*gradient;
+  std::vector<float> MhaGradients::*computed;
+};
+inline constexpr MhaParameter64 kMhaParameters64[] = {
+    {"w_q", &MhaProblem64::w_q, &MhaBackward64::d_w_q, &MhaGradients::d_w_q},
+    {"w_k", &MhaProblem64::w_k, &MhaBackward64::d_w_k, &MhaGradients::d_w_k},
+    {"w_v", &MhaProblem64::w_v, &MhaBackward64::d_w_v, &MhaGradients::d_w_v},
+    {"w_o", &MhaProblem64::w_o, &MhaBackward64::d_w_o, &MhaGradients::d_w_o},
+    {"b_q", &MhaProblem64::b_q, &MhaBackward64::d_b_q, &MhaGradients::d_b_q},
+    {"b_k", &MhaProblem64::b_k, &MhaBackward64::d_b_k, &MhaGradients::d_b_k},
+    {"b_v", &MhaProblem64::b_v, &MhaBackward64::d_b_v, &MhaGradients::d_b_v},
+    {"b_o", &MhaProblem64::b_o, &MhaBackward64::d_b_o, &MhaGradients::d_b_o},
+    {"q_norm", &MhaProblem64::q_norm, &MhaBackward64::d_q_norm, &MhaGradients::d_q_norm},
+    {"k_norm", &MhaProblem64::k_norm, &MhaBackward64::d_k_norm, &MhaGradients::d_k_norm},
+};
+inline constexpr size_t kMhaProjections = 8;
+
 // The backward of linear_reference.h's Linear64 given dy: dw = x^T dy,
 // db = the column sums of dy (with a bias), dx = dy w^T. Shared with the
 // layer reference.

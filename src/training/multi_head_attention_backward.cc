@@ -270,26 +270,25 @@ void MultiHeadAttention::Backward(const Tensor3& d_output_tensor, MhaGradients& 
       for (size_t h = kvh * group; h < (kvh + 1) * group; ++h) {
         AttentionBackwardArgs a{};
         AttentionArgs& f = a.forward;
-        f.q = q + b * tq * ld_q + h * dk;
-        f.ldq = ld_q;
-        f.k = k + b * tk * ld_k + kvh * dk;
-        f.ldk = ld_k;
-        f.v = v + b * tk * ld_v + kvh * dv;
-        f.ldv = ld_v;
+        // Each gradient is laid out as its tensor: one offset and stride serve both.
+        const size_t at_q = b * tq * ld_q + h * dk, at_z = b * tq * ld_z + h * dv;
+        const size_t at_k = b * tk * ld_k + kvh * dk, at_v = b * tk * ld_v + kvh * dv;
+        f.q = q + at_q;
+        f.k = k + at_k;
+        f.v = v + at_v;
+        f.z = const_cast<float*>(z) + at_z;
+        f.ldq = a.ld_d_q = ld_q;
+        f.ldk = a.ld_d_k = ld_k;
+        f.ldv = a.ld_d_v = ld_v;
+        f.ldz = a.ld_d_out = ld_z;
         f.dk = dk;
         f.dv = dv;
         call.Set(f, b, h, 0, tq);
-        f.z = const_cast<float*>(z) + b * tq * ld_z + h * dv;
-        f.ldz = ld_z;
         a.softmax_stats = t.softmax_stats.data() + (b * heads + h) * tq * 2;
-        a.d_out = dz + b * tq * ld_z + h * dv;
-        a.ld_d_out = ld_z;
-        a.d_q = dq + b * tq * ld_q + h * dk;
-        a.ld_d_q = ld_q;
-        a.d_k = dkey + b * tk * ld_k + kvh * dk;
-        a.ld_d_k = ld_k;
-        a.d_v = dval + b * tk * ld_v + kvh * dv;
-        a.ld_d_v = ld_v;
+        a.d_out = dz + at_z;
+        a.d_q = dq + at_q;
+        a.d_k = dkey + at_k;
+        a.d_v = dval + at_v;
         a.scratch = attention_scratch + thread * scratch;
         training.attention_backward(a);
       }

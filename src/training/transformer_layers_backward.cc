@@ -19,20 +19,31 @@
 namespace simd_attention {
 namespace {
 
-// Runs the block's Backward into the layer's gradients: `lend` swaps each
-// of the layer's vectors with the block's of the same part, before and
-// after, so that a reused one keeps its storage.
+// Runs the block's Backward over `sublayers` sublayers into the layer's
+// gradients: `lend(b)` swaps each of the layer's vectors with the block's
+// gradients `b` of the same part, before and after, so that a reused one
+// keeps its storage.
 template <class Lend>
-void BlockBackward(TransformerBlock& block, const Tensor3& d_output, BlockGradients& b,
+void BlockBackward(TransformerBlock& block, const Tensor3& d_output, size_t sublayers,
                    const Lend& lend) {
-  lend();
+  BlockGradients b;
+  b.sublayers.resize(sublayers);
+  lend(b);
   try {
     block.Backward(d_output, b);
   } catch (...) {
-    lend();
+    lend(b);
     throw;
   }
-  lend();
+  lend(b);
+}
+
+// A layer's Backward returning its gradients, through the one filling them.
+template <class Gradients, class Layer>
+Gradients NewGradients(Layer& layer, const Tensor3& d_output) {
+  Gradients g;
+  layer.Backward(d_output, g);
+  return g;
 }
 
 }  // namespace
@@ -90,15 +101,11 @@ void FeedForward::WeightsUpdated() {
 }
 
 EncoderGradients TransformerEncoderLayer::Backward(const Tensor3& d_output) {
-  EncoderGradients g;
-  Backward(d_output, g);
-  return g;
+  return NewGradients<EncoderGradients>(*this, d_output);
 }
 
 void TransformerEncoderLayer::Backward(const Tensor3& d_output, EncoderGradients& g) {
-  BlockGradients b;
-  b.sublayers.resize(2);
-  BlockBackward(*block_, d_output, b, [&] {
+  BlockBackward(*block_, d_output, 2, [&](BlockGradients& b) {
     std::swap(g.d_input, b.d_input);
     std::swap(g.attention, b.sublayers[0].attention);
     std::swap(g.norm1, b.sublayers[0].norm);
@@ -108,15 +115,11 @@ void TransformerEncoderLayer::Backward(const Tensor3& d_output, EncoderGradients
 }
 
 DecoderGradients TransformerDecoderLayer::Backward(const Tensor3& d_output) {
-  DecoderGradients g;
-  Backward(d_output, g);
-  return g;
+  return NewGradients<DecoderGradients>(*this, d_output);
 }
 
 void TransformerDecoderLayer::Backward(const Tensor3& d_output, DecoderGradients& g) {
-  BlockGradients b;
-  b.sublayers.resize(3);
-  BlockBackward(*block_, d_output, b, [&] {
+  BlockBackward(*block_, d_output, 3, [&](BlockGradients& b) {
     std::swap(g.d_input, b.d_input);
     std::swap(g.d_memory, b.d_memory);
     std::swap(g.self_attention, b.sublayers[0].attention);

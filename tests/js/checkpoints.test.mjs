@@ -145,30 +145,25 @@ function goldenFfn(t) {
 }
 const gpt2Named = (name, l) => ({ [`${name}.weight`]: conv1d(l.w), [`${name}.bias`]: l.b });
 
-const ENCODER_NAMES = {
-  pytorch: (a, f, n) => ({ ...under('self_attn.', ATTENTION_NAMES.pytorch(a)),
-    ...linearNamed('linear1', f.fc1), ...linearNamed('linear2', f.fc2),
-    ...normNamed('norm1', n[1]), ...normNamed('norm2', n[2]) }),
-  separate: (a, f, n) => ({ ...under('self_attn.', ATTENTION_NAMES.separate(a)),
-    ...normNamed('self_attn_layer_norm', n[1]), ...linearNamed('fc1', f.fc1),
-    ...linearNamed('fc2', f.fc2), ...normNamed('final_layer_norm', n[2]) }),
-  bert: (a, f, n) => ({ ...under('attention.', ATTENTION_NAMES.bert(a)),
-    ...normNamed('attention.output.LayerNorm', n[1]), ...linearNamed('intermediate.dense', f.fc1),
-    ...linearNamed('output.dense', f.fc2), ...normNamed('output.LayerNorm', n[2]) }),
-  fused: (a, f, n) => ({ ...under('attn.', ATTENTION_NAMES.fused(a)), ...normNamed('norm1', n[1]),
-    ...linearNamed('mlp.fc1', f.fc1), ...linearNamed('mlp.fc2', f.fc2), ...normNamed('norm2', n[2]) }),
-  gpt2: (a, f, n) => ({ ...under('attn.', ATTENTION_NAMES.gpt2(a)), ...normNamed('ln_1', n[1]),
-    ...gpt2Named('mlp.c_fc', f.fc1), ...gpt2Named('mlp.c_proj', f.fc2), ...normNamed('ln_2', n[2]) }),
-  distilbert: (a, f, n) => ({ ...under('attention.', ATTENTION_NAMES.distilbert(a)),
-    ...normNamed('sa_layer_norm', n[1]), ...linearNamed('ffn.lin1', f.fc1),
-    ...linearNamed('ffn.lin2', f.fc2), ...normNamed('output_layer_norm', n[2]) }),
-  vit: (a, f, n) => ({ ...under('attention.', ATTENTION_NAMES.vit(a)),
-    ...normNamed('layernorm_before', n[1]), ...linearNamed('intermediate.dense', f.fc1),
-    ...linearNamed('output.dense', f.fc2), ...normNamed('layernorm_after', n[2]) }),
-  gpt_neox: (a, f, n) => ({ ...under('attention.', ATTENTION_NAMES.gpt_neox(a)),
-    ...normNamed('input_layernorm', n[1]), ...linearNamed('mlp.dense_h_to_4h', f.fc1),
-    ...linearNamed('mlp.dense_4h_to_h', f.fc2), ...normNamed('post_attention_layernorm', n[2]) }),
-};
+// An encoder layer as a layout names it: its attention under `attention`,
+// then its first norm, its two linears (as `linear` stores them) and its
+// second norm.
+const encoderNamed = (layout, attention, norm1, fc1, fc2, norm2, linear = linearNamed) =>
+  (a, f, n) => ({ ...under(attention, ATTENTION_NAMES[layout](a)), ...normNamed(norm1, n[1]),
+    ...linear(fc1, f.fc1), ...linear(fc2, f.fc2), ...normNamed(norm2, n[2]) });
+const ENCODER_NAMES = Object.fromEntries([
+  ['pytorch', 'self_attn.', 'norm1', 'linear1', 'linear2', 'norm2'],
+  ['separate', 'self_attn.', 'self_attn_layer_norm', 'fc1', 'fc2', 'final_layer_norm'],
+  ['bert', 'attention.', 'attention.output.LayerNorm', 'intermediate.dense', 'output.dense',
+    'output.LayerNorm'],
+  ['fused', 'attn.', 'norm1', 'mlp.fc1', 'mlp.fc2', 'norm2'],
+  ['gpt2', 'attn.', 'ln_1', 'mlp.c_fc', 'mlp.c_proj', 'ln_2', gpt2Named],
+  ['distilbert', 'attention.', 'sa_layer_norm', 'ffn.lin1', 'ffn.lin2', 'output_layer_norm'],
+  ['vit', 'attention.', 'layernorm_before', 'intermediate.dense', 'output.dense',
+    'layernorm_after'],
+  ['gpt_neox', 'attention.', 'input_layernorm', 'mlp.dense_h_to_4h', 'mlp.dense_4h_to_h',
+    'post_attention_layernorm'],
+].map(([layout, ...names]) => [layout, encoderNamed(layout, ...names)]));
 
 const DECODER_NAMES = {
   pytorch: (s, c, f, n) => ({ ...under('self_attn.', ATTENTION_NAMES.pytorch(s)),

@@ -189,6 +189,12 @@ test('what q4 cannot hold exactly is refused, naming the value', () => {
     "ggufQ4Weights: tensor 'blk.0.attn_q.weight': expected ggml type q4_0 (2), got 3");
   expectError(() => ggufQ4Weights(info, bytes.subarray(1)), RangeError,
     "ggufQ4Weights: tensor 'blk.0.attn_q.weight': expected 72 bytes for shape [64, 2], got 71");
+  expectError(() => ggufQ4Weights(null, bytes), TypeError,
+    'ggufQ4Weights: tensor: expected its info ({ name, shape, dtype }), got null');
+  expectError(() => ggufQ4Weights({ shape: [64n, 2n], dtype: GGML_Q4_0 }, [1]), TypeError,
+    "ggufQ4Weights: tensor: data: expected a Uint8Array of the tensor's bytes, got [1]");
+  expectError(() => ggufQ4Weights({ ...info, shape: undefined }, bytes), TypeError,
+    "ggufQ4Weights: tensor 'blk.0.attn_q.weight': shape: expected an array, got undefined");
   expectError(() => ggufQ4Weights({ ...info, shape: [48n, 2n] }, bytes), RangeError,
     "ggufQ4Weights: tensor 'blk.0.attn_q.weight': expected a matrix [in, out] of in a " +
     'multiple of 32, got shape [48, 2]');

@@ -87,6 +87,13 @@ describe.each(Object.keys(builds))('%s build', (build) => {
         `(${bytes}) ${WASM32}`);
     });
 
+  test('a stack of 10^9 layers', () => {
+    const block = { dModel: 32, numHeads: 2, ffnDim: 64, sublayers: [{ mixer: 'self_attention' }] };
+    expectRefused(module, () => new module.TransformerStack({ ...block, numLayers: 1e9 }),
+      new RegExp('^TransformerStack: layers: numLayers = 1000000000 elements ' +
+        `\\(\\d+(\\.\\d+)? GiB\\) ${WASM32}$`));
+  });
+
   test('positionalEncoding(2, 2 ** 31)', () => {
     expectRefused(module, () => module.positionalEncoding(2, 2 ** 31),
       `positionalEncoding: output: t * dModel = 2 * 2147483648 = 4294967296 floats (16 GiB) ${WASM32}`);

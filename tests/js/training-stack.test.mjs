@@ -34,6 +34,16 @@ function postLnLayer(seed) {
   ] };
 }
 
+// Central-difference probes of each layer's weights picked as [sublayer,
+// part, weight], each with its gradient: the backward names it 'd' and the
+// weight's name capitalized (wQ: dWQ, gamma: dGamma).
+function layerProbes(weights, g, picks) {
+  const gradientName = (name) => `d${name[0].toUpperCase()}${name.slice(1)}`;
+  return g.layers.flatMap((layer, i) => picks.map(([k, part, name]) => [
+    `layers[${i}].sublayers[${k}].${part}.${name}`, weights.layers[i].sublayers[k][part][name],
+    layer.sublayers[k][part][gradientName(name)]]));
+}
+
 test('a three-layer Llama stack with RoPE, QK-norm and a final norm: gradients match ' +
   'central differences', () => {
   const stack = track(new sa.TransformerStack(LLAMA));
@@ -55,20 +65,11 @@ test('a three-layer Llama stack with RoPE, QK-norm and a final norm: gradients m
       .toEqual(['dBDown', 'dBGate', 'dBUp', 'dWDown', 'dWGate', 'dWUp']);
   }
   expect(Object.keys(g.finalNorm)).toEqual(['dGamma']);
-  const probes = [['finalNorm.gamma', weights.finalNorm.gamma, g.finalNorm.dGamma]];
-  g.layers.forEach((layer, i) => {
-    const [attention, mlp] = weights.layers[i].sublayers;
-    const [dAttention, dMlp] = layer.sublayers;
-    probes.push(
-      [`layers[${i}].attention.wQ`, attention.attention.wQ, dAttention.attention.dWQ],
-      [`layers[${i}].attention.wV`, attention.attention.wV, dAttention.attention.dWV],
-      [`layers[${i}].attention.kNorm`, attention.attention.kNorm, dAttention.attention.dKNorm],
-      [`layers[${i}].norm.gamma`, attention.norm.gamma, dAttention.norm.dGamma],
-      [`layers[${i}].gatedFfn.wUp`, mlp.gatedFfn.wUp, dMlp.gatedFfn.dWUp],
-      [`layers[${i}].gatedFfn.wDown`, mlp.gatedFfn.wDown, dMlp.gatedFfn.dWDown],
-    );
-  });
-  probes.push(['x', x.data, g.dInput.data]);
+  const probes = [['finalNorm.gamma', weights.finalNorm.gamma, g.finalNorm.dGamma],
+    ...layerProbes(weights, g, [[0, 'attention', 'wQ'], [0, 'attention', 'wV'],
+      [0, 'attention', 'kNorm'], [0, 'norm', 'gamma'], [1, 'gatedFfn', 'wUp'],
+      [1, 'gatedFfn', 'wDown']]),
+    ['x', x.data, g.dInput.data]];
   expectCentralDifferences(stack, weights, x, options, dOutput, probes);
 });
 
@@ -82,19 +83,8 @@ test('a two-layer post-LN stack with padding: gradients match central difference
   stack.forward(x, { ...options, training: true });
   const g = stack.backward({ data: dOutput, shape: [2, 5, D] });
   expect(g.finalNorm).toBeUndefined();
-  const probes = [];
-  g.layers.forEach((layer, i) => {
-    const [attention, ffn] = weights.layers[i].sublayers;
-    const [dAttention, dFfn] = layer.sublayers;
-    probes.push(
-      [`layers[${i}].attention.wK`, attention.attention.wK, dAttention.attention.dWK],
-      [`layers[${i}].attention.bQ`, attention.attention.bQ, dAttention.attention.dBQ],
-      [`layers[${i}].norm.beta`, attention.norm.beta, dAttention.norm.dBeta],
-      [`layers[${i}].ffn.w1`, ffn.ffn.w1, dFfn.ffn.dW1],
-      [`layers[${i}].ffn.norm.gamma`, ffn.norm.gamma, dFfn.norm.dGamma],
-    );
-  });
-  probes.push(['x', x.data, g.dInput.data]);
+  const probes = [...layerProbes(weights, g, [[0, 'attention', 'wK'], [0, 'attention', 'bQ'],
+    [0, 'norm', 'beta'], [1, 'ffn', 'w1'], [1, 'norm', 'gamma']]), ['x', x.data, g.dInput.data]];
   expectCentralDifferences(stack, weights, x, options, dOutput, probes);
 });
 

@@ -4,6 +4,7 @@
 // block), taken as they are: from a GGUF tensor (q4_0) and from the
 // initializers of onnxruntime's MatMulNBits (4 bits). The package entry
 // ('simd-attention/quantized-weights'), apart from the default page's.
+import { describe } from './arguments.js';
 import { float16Bits, float16Value } from './float16.js';
 
 export const Q4_BLOCK_ROWS = 32;
@@ -22,9 +23,18 @@ const GGML_Q8_0 = 8;
 // layout), `data` its bytes. q4_0's blocks are setWeights' own: no byte
 // moves, and the result views `data`.
 export function ggufQ4Weights(tensor, data) {
-  const name = `ggufQ4Weights: tensor '${tensor.name}'`;
+  if (tensor === null || typeof tensor !== 'object') {
+    throw new TypeError('ggufQ4Weights: tensor: expected its info ({ name, shape, dtype }), ' +
+      `got ${describe(tensor)}`);
+  }
+  const name = typeof tensor.name === 'string' ? `ggufQ4Weights: tensor '${tensor.name}'`
+    : 'ggufQ4Weights: tensor';
   if (!(data instanceof Uint8Array)) {
-    throw new TypeError(`${name}: data: expected a Uint8Array of the tensor's bytes`);
+    throw new TypeError(`${name}: data: expected a Uint8Array of the tensor's bytes, ` +
+      `got ${describe(data)}`);
+  }
+  if (!Array.isArray(tensor.shape) && !ArrayBuffer.isView(tensor.shape)) {
+    throw new TypeError(`${name}: shape: expected an array, got ${describe(tensor.shape)}`);
   }
   if (Number(tensor.dtype) === GGML_Q8_0) {
     // int8 weights scale each whole column once; q8_0 scales each block of
