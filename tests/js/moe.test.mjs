@@ -4,10 +4,11 @@
 // top k in expert order, renormalized or not), a Mixtral-like block decoding
 // token by token as its causal forward, its experts in every storage type,
 // its config in info(), the pool's block (whole in one worker) equal to the
-// synchronous one, its gradients in the training build against central
-// differences and an optimizer fitting it, and the errors of its config
-// and weights, after which the block stays usable.
-import { thrown } from './support/errors.mjs';
+// synchronous one and its stack refusing what the synchronous one does, its
+// gradients in the training build against central differences and an
+// optimizer fitting it, and the errors of its config and weights, after
+// which the block stays usable.
+import { rejection, thrown } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
 import { matmul, randomFloats, referenceRmsNorm } from './support/layers.mjs';
 import { backendMatrix, createAttentionModule, createAttentionPool, loadBuilds, track }
@@ -181,6 +182,19 @@ test('the pool runs a moe block whole in one worker, as the synchronous block', 
     const y = await pooled.forward(x, { causal: true });
     expect(maxAbsDiff(y.data, sync.forward(x, { causal: true }).data)).toBe(0);
     await pooled.dispose();
+    // A pooled stack of such blocks refuses what the synchronous one does
+    // (a cache given twice), from its stand-in's zero weights.
+    const stack = await pool.TransformerStack({ ...config, numLayers: 2 });
+    await stack.setWeights({ layers: [weights, weights] });
+    const caches = await stack.createKVCaches({ batch: 1, maxLength: 2 });
+    const syncStack = track(new builds.simd.TransformerStack({ ...config, numLayers: 2 }));
+    syncStack.setWeights({ layers: [weights, weights] });
+    const syncCaches = syncStack.createKVCaches({ batch: 1, maxLength: 2 }).map(track);
+    const step = input(140, 1);
+    const want = thrown(() => syncStack.forwardIncremental(step, [syncCaches[0], syncCaches[0]]));
+    const got = await rejection(stack.forwardIncremental(step, [caches[0], caches[0]]));
+    expect([got.constructor.name, got.message]).toEqual([want.constructor.name, want.message]);
+    await stack.dispose();
   } finally {
     await pool.dispose();
   }
