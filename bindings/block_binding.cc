@@ -90,14 +90,34 @@ val BlockInfo(const BlockConfig& c) {
   return v;
 }
 
+// A gated FFN's weights from JS ({wGate, wUp, wDown, bGate?, bUp?,
+// bDown?}), copied; `weights` views the copies.
+struct JsGatedFfnWeights {
+  JsMatrix gate, up, down;
+  std::vector<float> b_gate, b_up, b_down;
+  GatedFfnWeights weights;
+
+  explicit JsGatedFfnWeights(const val& g)
+      : gate(g["wGate"]),
+        up(g["wUp"]),
+        down(g["wDown"]),
+        b_gate(CopyFloatsIfGiven(g, "bGate")),
+        b_up(CopyFloatsIfGiven(g, "bUp")),
+        b_down(CopyFloatsIfGiven(g, "bDown")),
+        weights{gate.floats, up.floats, down.floats, b_gate, b_up, b_down,
+                gate.stored(), up.stored(), down.stored()} {}
+};
+
 // One sublayer's weights from JS ({norm: {gamma, beta?}, outputNorm?,
-// attention?, ffn?, gatedFfn?}), copied; `weights` views the copies.
+// attention?, ffn?, gatedFfn?, moe?: {router, experts}}), copied; `weights`
+// views the copies.
 struct JsSublayerWeights {
-  std::vector<float> gamma, beta, out_gamma, out_beta;
+  std::vector<float> gamma, beta, out_gamma, out_beta, router;
   std::unique_ptr<JsMhaWeights> attention;
   std::unique_ptr<JsFfnWeights> ffn;
-  std::unique_ptr<JsMatrix> gate, up, down;
-  std::vector<float> b_gate, b_up, b_down;
+  std::unique_ptr<JsGatedFfnWeights> gated_ffn;
+  std::vector<std::unique_ptr<JsGatedFfnWeights>> experts;
+  std::vector<GatedFfnWeights> expert_views;
   SublayerWeights weights;
 
   explicit JsSublayerWeights(const val& js) {
@@ -120,15 +140,18 @@ struct JsSublayerWeights {
       weights.ffn = ffn->weights();
     }
     if (Given(js["gatedFfn"])) {
-      const val g = js["gatedFfn"];
-      gate = std::make_unique<JsMatrix>(g["wGate"]);
-      up = std::make_unique<JsMatrix>(g["wUp"]);
-      down = std::make_unique<JsMatrix>(g["wDown"]);
-      b_gate = CopyFloatsIfGiven(g, "bGate");
-      b_up = CopyFloatsIfGiven(g, "bUp");
-      b_down = CopyFloatsIfGiven(g, "bDown");
-      weights.gated_ffn = {gate->floats, up->floats, down->floats, b_gate, b_up, b_down,
-                           gate->stored(), up->stored(), down->stored()};
+      gated_ffn = std::make_unique<JsGatedFfnWeights>(js["gatedFfn"]);
+      weights.gated_ffn = gated_ffn->weights;
+    }
+    if (Given(js["moe"])) {
+      const val m = js["moe"];
+      router = CopyFloatsIfGiven(m, "router");
+      const val list = m["experts"];
+      for (size_t e = 0; Given(list) && e < list["length"].as<size_t>(); ++e) {
+        experts.push_back(std::make_unique<JsGatedFfnWeights>(list[e]));
+        expert_views.push_back(experts.back()->weights);
+      }
+      weights.moe = {router, expert_views};
     }
   }
 };
@@ -264,14 +287,14 @@ val StackBinding::forwardIncremental(const val& x, const val& caches, const val&
 }
 
 EMSCRIPTEN_BINDINGS(simd_attention_blocks) {
-  RegisterConfiguredClass<BlockBinding>("BlockBinding")
-      .function("createKVCache", &BlockBinding::createKVCache)
-      .function("forwardIncremental", &BlockBinding::forwardIncremental);
+  auto block = RegisterConfiguredClass<BlockBinding>("BlockBinding");
+  block.function("createKVCache", &BlockBinding::createKVCache);
   auto stack = RegisterConfiguredClass<StackBinding>("StackBinding");
   stack.function("createKVCaches", &StackBinding::createKVCaches);
-  // The training module makes no KV caches (createKVCaches refuses there),
-  // so no call reaches a stack's forwardIncremental.
+  // The training module makes no KV caches (createKVCache and
+  // createKVCaches refuse there), so no call reaches a forwardIncremental.
   if constexpr (!kTrainingModule) {
+    block.function("forwardIncremental", &BlockBinding::forwardIncremental);
     stack.function("forwardIncremental", &StackBinding::forwardIncremental);
   }
 }

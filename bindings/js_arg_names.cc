@@ -15,6 +15,8 @@ const ArgNames& JsArgNames() {
       .rope_base = "rope.base",
       .bias = "bias",
       .ffn_dim = "ffnDim",
+      .num_experts = "numExperts",
+      .experts_per_token = "expertsPerToken",
       .eps = "eps",
       .threads = "threads",
       .weights = "weights",

@@ -13,6 +13,8 @@
 #include "js_arg_names.h"
 #include "simd_attention/transformer_layers.h"
 #include "simd_attention/weight_type.h"
+#include "checks/validate.h"
+#include "training/training_module.h"
 
 namespace simd_attention::bindings {
 namespace {
@@ -34,6 +36,8 @@ val LayerNormJs(const val& x, const val& options) {
 }
 
 val QuantizeInt8Js(const val& matrix, size_t rows, size_t cols) {
+  // The training module holds float32 weights alone (training_module.h).
+  if constexpr (kTrainingModule) return Guard([] { RefuseInTrainingModule("int8 weights"); });
   return Guard([&] {
     const std::vector<float> floats = CopyFloats(matrix);
     const Int8Matrix q = QuantizeInt8(floats, rows, cols);

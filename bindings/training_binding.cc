@@ -114,7 +114,7 @@ val DecoderBackward(DecoderLayerBinding& binding, const val& d_output) {
   });
 }
 
-// [{norm, outputNorm?, attention? | ffn? | gatedFfn?}]: a block's
+// [{norm, outputNorm?, attention? | ffn? | gatedFfn? | moe?}]: a block's
 // sublayers' gradients named as setWeights' groups, each sublayer's mixer's
 // alone.
 val SublayerGradientsToJs(const BlockConfig& block, std::vector<SublayerGradients>& g) {
@@ -138,6 +138,16 @@ val SublayerGradientsToJs(const BlockConfig& block, std::vector<SublayerGradient
       case MixerKind::kGatedFeedForward:
         entry.set("gatedFfn", GatedFfnWeightGradients(s.gated_ffn));
         break;
+      case MixerKind::kMixtureOfExperts: {
+        val moe = GradientGroup({{"dRouter", &s.moe.d_router}});
+        val experts = val::array();
+        for (GatedFfnGradients& e : s.moe.experts) {
+          experts.call<void>("push", GatedFfnWeightGradients(e));
+        }
+        moe.set("experts", experts);
+        entry.set("moe", moe);
+        break;
+      }
     }
     sublayers.call<void>("push", entry);
   }

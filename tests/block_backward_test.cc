@@ -1,7 +1,8 @@
 // TransformerBlock's Backward on every kernel table: blocks of every norm
 // kind (LayerNorm, RMSNorm, Gemma's 1 + w), placement (pre, post, sandwich),
 // mixer (self- and cross-attention, FFN, gated FFN with SiLU and both
-// GELUs), rotary positions and QK-norm, and sublayers side by side, against
+// GELUs, mixtures of experts with and without renormalized weights, experts
+// that no token chose), rotary positions and QK-norm, and sublayers side by side, against
 // the float64 block reference (reference/block_backward_reference), which
 // central differences check in turn; 1, 2 and 3 threads bit-identical; the encoder layer's gradients
 // equal its block's; errors.
@@ -40,6 +41,14 @@ struct BackwardCase {
 BlockConfig Rotary(BlockConfig c) {
   c.rope = {RopeStyle::kHalf, 10000.0, 0};
   c.qk_norm = {true, NormKind::kRmsNorm, 1e-6};
+  return c;
+}
+
+// A block's moe sublayers with E experts, each token's top k.
+BlockConfig Moe(BlockConfig c, size_t experts, size_t top_k, bool normalize) {
+  c.num_experts = experts;
+  c.experts_per_token = top_k;
+  c.normalize_top_k = normalize;
   return c;
 }
 
@@ -84,6 +93,22 @@ std::vector<BackwardCase> Cases() {
        MakeBlockConfig(16, 2, 2, 20, NormKind::kLayerNorm, Activation::kGeluTanh,
               {{M::kSelfAttention, P::kNone}, {M::kFeedForward, P::kNone}}),
        2, 7, 0, true, false, {}},
+      {"mixtral_moe",
+       Moe(Rotary(MakeBlockConfig(24, 4, 2, 20, NormKind::kRmsNorm, Activation::kSilu,
+                                  {{M::kSelfAttention, P::kPre},
+                                   {M::kMixtureOfExperts, P::kPre}})),
+           4, 2, true),
+       2, 9, 0, true, false, {}},
+      {"olmoe_unnormalized_top3",
+       Moe(MakeBlockConfig(20, 2, 2, 12, NormKind::kRmsNorm, Activation::kGeluTanh,
+                           {{M::kSelfAttention, P::kPre}, {M::kMixtureOfExperts, P::kSandwich}}),
+           5, 3, false),
+       2, 6, 0, true, false, {}},
+      {"top1_of_8_most_unchosen",  // at most 3 of the 8 experts have a token
+       Moe(MakeBlockConfig(16, 2, 2, 12, NormKind::kLayerNorm, Activation::kSilu,
+                           {{M::kMixtureOfExperts, P::kPre}}),
+           8, 1, false),
+       1, 3, 0, false, false, {}},
       {"three_side_by_side",
        MakeBlockConfig(16, 2, 2, 12, NormKind::kLayerNorm, Activation::kSilu,
               {{M::kSelfAttention, P::kPre},
@@ -245,6 +270,14 @@ TEST_P(ReferenceGradients, MatchFiniteDifferences) {
       check(at + "b_up", w.b_up, g.d_b_up, 5);
       check(at + "w_down", w.w_down, g.d_w_down, 11);
       check(at + "b_down", w.b_down, g.d_b_down, 5);
+      check(at + "router", w.router, g.d_router, 3);
+      for (size_t e = 0; e < w.experts.size(); ++e) {
+        const std::string expert = at + "experts[" + std::to_string(e) + "].";
+        check(expert + "w_gate", w.experts[e].w_gate, g.experts[e].d_w_gate, 11);
+        check(expert + "w_up", w.experts[e].w_up, g.experts[e].d_w_up, 11);
+        check(expert + "w_down", w.experts[e].w_down, g.experts[e].d_w_down, 11);
+        check(expert + "b_down", w.experts[e].b_down, g.experts[e].d_b_down, 5);
+      }
     }
   });
 }
@@ -268,6 +301,12 @@ TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
                           {M::kCrossAttention, P::kPost},
                           {M::kFeedForward, P::kPre}}),
        2, 70, 50, true, true, {}},
+      {"mixtral", Moe(Rotary(MakeBlockConfig(64, 4, 2, 256, NormKind::kRmsNorm,
+                                             Activation::kSilu,
+                                             {{M::kSelfAttention, P::kPre},
+                                              {M::kMixtureOfExperts, P::kPre}})),
+                      4, 2, true),
+       2, 70, 0, true, true, {}},
   };
   for (const BackwardCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -289,6 +328,11 @@ TEST_P(BlockBackwardThreads, BitIdenticalForOneTwoThreeThreads) {
         EXPECT_EQ(b.ffn.d_w1, a.ffn.d_w1) << k;
         EXPECT_EQ(b.gated_ffn.d_w_gate, a.gated_ffn.d_w_gate) << k;
         EXPECT_EQ(b.gated_ffn.d_w_down, a.gated_ffn.d_w_down) << k;
+        EXPECT_EQ(b.moe.d_router, a.moe.d_router) << k;
+        for (size_t e = 0; e < a.moe.experts.size(); ++e) {
+          EXPECT_EQ(b.moe.experts[e].d_w_gate, a.moe.experts[e].d_w_gate) << k << " " << e;
+          EXPECT_EQ(b.moe.experts[e].d_w_down, a.moe.experts[e].d_w_down) << k << " " << e;
+        }
       }
     }
   }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <span>
@@ -41,6 +42,8 @@ inline SublayerProblem64 SublayerDoubles(const OwnedSublayer& w) {
   q.b_up = ToDouble(w.b_up);
   q.w_down = ToDouble(w.w_down);
   q.b_down = ToDouble(w.b_down);
+  q.router = ToDouble(w.router);
+  for (const OwnedSublayer& e : w.experts) q.experts.push_back(SublayerDoubles(e));
   return q;
 }
 
@@ -73,6 +76,14 @@ inline constexpr FfnGradient<GatedFfnGradients> kGatedFfnGradients[] = {
     {"d_w_down", &GatedFfnGradients::d_w_down, &SublayerBackward64::d_w_down},
     {"d_b_down", &GatedFfnGradients::d_b_down, &SublayerBackward64::d_b_down},
 };
+
+// A gated FFN's gradients with the reference's, named `at` + "d_w_gate" ...
+inline void AddGatedPairs(const std::string& at, const GatedFfnGradients& g,
+                          const SublayerBackward64& r, std::vector<GradientPair>& out) {
+  for (const auto& f : kGatedFfnGradients) {
+    out.push_back({at + f.name, &(g.*f.computed), &(r.*f.expected)});
+  }
+}
 
 // Every gradient of the sublayers of a block of config `c` with the
 // reference's, named `prefix` + "sublayers[k].<name>": the norms' it has
@@ -114,8 +125,14 @@ inline void AddSublayerPairs(const BlockConfig& c, const std::string& prefix,
         }
         break;
       case MixerKind::kGatedFeedForward:
-        for (const auto& f : kGatedFfnGradients) {
-          add(std::string("gated_ffn.") + f.name, s.gated_ffn.*f.computed, r.*f.expected);
+        AddGatedPairs(at + "gated_ffn.", s.gated_ffn, r, out);
+        break;
+      case MixerKind::kMixtureOfExperts:
+        add("moe.d_router", s.moe.d_router, r.d_router);
+        EXPECT_EQ(s.moe.experts.size(), r.experts.size()) << at << "moe.experts";
+        for (size_t e = 0; e < std::min(s.moe.experts.size(), r.experts.size()); ++e) {
+          AddGatedPairs(at + "moe.experts[" + std::to_string(e) + "].", s.moe.experts[e],
+                        r.experts[e], out);
         }
         break;
     }

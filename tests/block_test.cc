@@ -5,7 +5,8 @@
 // reference on every kernel table; the encoder layer as an instance of the
 // block; decoding token by token equal to the causal forward, through one
 // block and a stack; the RMSNorm and gated-product kernels; configuration
-// and weight errors.
+// and weight errors; the mixture of experts (Mixtral, OLMoE) on every
+// storage type of its experts and every thread count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -89,6 +90,25 @@ std::vector<BlockCase> Cases() {
     BlockConfig c = Base(4, 4, NormKind::kLayerNorm, Activation::kRelu,
                          {{M::kSelfAttention, P::kNone}, {M::kFeedForward, P::kNone}});
     cases.push_back({"no_norm", c, true, true, {}});
+  }
+  {  // Mixtral: RMSNorm before GQA attention with RoPE and before a sparse
+     // mixture of SwiGLU experts, each token's top 2 of 4 renormalized.
+    BlockConfig c = Base(4, 2, NormKind::kRmsNorm, Activation::kSilu,
+                         {{M::kSelfAttention, P::kPre}, {M::kMixtureOfExperts, P::kPre}});
+    c.rope = {RopeStyle::kHalf, 1e6, 0};
+    c.num_experts = 4;
+    cases.push_back({"mixtral", c, false, true, {}});
+  }
+  {  // OLMoE: QK-norm, the top 3 of 5 experts' probabilities as they are
+     // (norm_topk_prob false).
+    BlockConfig c = Base(4, 4, NormKind::kRmsNorm, Activation::kSilu,
+                         {{M::kSelfAttention, P::kPre}, {M::kMixtureOfExperts, P::kPre}});
+    c.rope = {RopeStyle::kHalf, 10000.0, 0};
+    c.qk_norm = {true, NormKind::kRmsNorm, 1e-6};
+    c.num_experts = 5;
+    c.experts_per_token = 3;
+    c.normalize_top_k = false;
+    cases.push_back({"olmoe", c, false, true, {}});
   }
   {  // BERT: post-LN encoder layer.
     BlockConfig c = Base(4, 4, NormKind::kLayerNorm, Activation::kGeluErf,
@@ -244,6 +264,61 @@ TEST_P(BlockVsReference, StackDecodesAsItsCausalForward) {
   for (const KVCache& c : caches) EXPECT_EQ(c.length(), tokens);
 }
 
+// A Mixtral-like block [pre self-attention, pre moe] (top 2 of 4 experts).
+BlockConfig MoeConfig(size_t ffn_dim) {
+  using M = MixerKind;
+  using P = NormPlacement;
+  BlockConfig c = MakeBlockConfig(32, 4, 2, ffn_dim, NormKind::kRmsNorm, Activation::kSilu,
+                                  {{M::kSelfAttention, P::kPre}, {M::kMixtureOfExperts, P::kPre}});
+  c.rope = {RopeStyle::kHalf, 10000.0, 0};
+  c.num_experts = 4;
+  return c;
+}
+
+// The experts' weights held in each storage type: near the float32
+// reference as the type rounds (q4's blocks of 32 rows: ffn_dim 64), in
+// fewer bytes; the router stays float32.
+TEST_P(BlockVsReference, MixtureOfExpertsInEveryStorageType) {
+  std::mt19937 rng(21);
+  BlockConfig c = MoeConfig(64);
+  const std::vector<OwnedSublayer> owned = RandomBlockWeights(TransformerBlock(c).config(),
+                                                              false, rng);
+  const OwnedTensor x = RandomTensor(2, 5, 32, rng);
+  BlockOptions o;
+  o.causal = true;
+  size_t f32_bytes = 0;
+  for (const WeightTypeTraits& type : kWeightTypes) {
+    SCOPED_TRACE(type.name);
+    c.weights = type.value;
+    TransformerBlock block(c, table(), SharedThreadPool(1));
+    block.SetWeights(Views(owned));
+    const double tol = type.value == WeightType::kF32 ? kBlockTol
+                       : type.value == WeightType::kQ4 ? 0.15 : 0.03;
+    EXPECT_TRUE(AllNear(block.Forward(x.View(), o),
+                        ReferenceBlock(block.config(), Views(owned), x.View(), {}, o), tol));
+    if (type.value == WeightType::kF32) f32_bytes = block.WeightBytes();
+    EXPECT_LE(block.WeightBytes(), f32_bytes);
+  }
+}
+
+// Each row sums its experts in expert order: the same floats on 1 to 3
+// threads, whatever rows each expert gathers.
+TEST_P(BlockVsReference, MixtureOfExpertsIndependentOfThreads) {
+  std::mt19937 rng(23);
+  const BlockConfig c = MoeConfig(48);
+  const std::vector<OwnedSublayer> owned = RandomBlockWeights(TransformerBlock(c).config(),
+                                                              true, rng);
+  const OwnedTensor x = RandomTensor(3, 11, 32, rng);
+  std::vector<float> first;
+  for (const size_t threads : {1u, 2u, 3u}) {
+    TransformerBlock block(c, table(), SharedThreadPool(threads));
+    block.SetWeights(Views(owned));
+    const std::vector<float> y = block.Forward(x.View());
+    if (first.empty()) first = y;
+    EXPECT_EQ(y, first) << threads << " threads";
+  }
+}
+
 class BlockKernels : public TableTest {};
 
 TEST_P(BlockKernels, RmsNormAndGatedProduct) {
@@ -335,6 +410,39 @@ TEST_P(BlockErrors, ConfigAndWeights) {
   w[1].w_down.push_back(0.5f);
   block.SetWeights(Views(w));
   EXPECT_EQ(block.Forward(x.View()).size(), 3u * 32);
+
+  // A mixture of experts: at least one expert, each token's at most all.
+  c.sublayers = {{M::kSelfAttention, P::kPre}, {M::kMixtureOfExperts, P::kPre}};
+  c.num_experts = 0;
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { make(c); },
+                                                {"config.num_experts", "> 0", "got 0"}));
+  c.num_experts = 3;
+  c.experts_per_token = 4;
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { make(c); }, {"config.experts_per_token", "expected 1 to config.num_experts (3)",
+                         "got 4"}));
+  c.experts_per_token = 0;
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { make(c); },
+                                                {"config.experts_per_token", "got 0"}));
+  c.experts_per_token = 2;
+  TransformerBlock moe(c, table(), SharedThreadPool(1));
+  w = RandomBlockWeights(moe.config(), false, rng);
+  w[1].experts.pop_back();
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { moe.SetWeights(Views(w)); },
+      {"sublayers[1] (moe): experts", "expected 3 (config.num_experts), got 2"}));
+  w = RandomBlockWeights(moe.config(), false, rng);
+  w[1].router.pop_back();
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { moe.SetWeights(Views(w)); },
+                                                {"sublayers[1] (moe): router", "96"}));
+  w[1].router.push_back(0.5f);
+  w[1].experts[2].w_up.pop_back();
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { moe.SetWeights(Views(w)); },
+                                                {"sublayers[1] (moe): experts[2].", "w_up"}));
+  EXPECT_THROW(moe.Forward(x.View()), std::logic_error);  // still no weights
+  w[1].experts[2].w_up.push_back(0.5f);
+  moe.SetWeights(Views(w));
+  EXPECT_EQ(moe.Forward(x.View()).size(), 3u * 32);
 
   // A sublayer without a norm ignores norm weights, as one without an
   // output norm ignores those.

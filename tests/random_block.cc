@@ -14,6 +14,9 @@ SublayerWeights OwnedSublayer::View() const {
   w.attention.k_norm = k_norm;
   w.ffn = {w1, b1, w2, b2};
   w.gated_ffn = {w_gate, w_up, w_down, b_gate, b_up, b_down, {}, {}, {}};
+  expert_views.clear();
+  for (const OwnedSublayer& e : experts) expert_views.push_back(e.View().gated_ffn);
+  w.moe = {router, expert_views};
   return w;
 }
 
@@ -73,13 +76,19 @@ std::vector<OwnedSublayer> RandomBlockWeights(const BlockConfig& c, bool biases,
       w.w2 = init(f * d, f);
       w.b2 = init(d, f);
     }
-    if (s.mixer == MixerKind::kGatedFeedForward) {
-      w.w_gate = init(d * f, d);
-      if (biases) w.b_gate = init(f, d);
-      w.w_up = init(d * f, d);
-      if (biases) w.b_up = init(f, d);
-      w.w_down = init(f * d, f);
-      if (biases) w.b_down = init(d, f);
+    const auto gated = [&](OwnedSublayer& g) {
+      g.w_gate = init(d * f, d);
+      if (biases) g.b_gate = init(f, d);
+      g.w_up = init(d * f, d);
+      if (biases) g.b_up = init(f, d);
+      g.w_down = init(f * d, f);
+      if (biases) g.b_down = init(d, f);
+    };
+    if (s.mixer == MixerKind::kGatedFeedForward) gated(w);
+    if (s.mixer == MixerKind::kMixtureOfExperts) {
+      w.router = RandomVector(d * c.num_experts, 2.0f / std::sqrt(float(d)), rng);
+      w.experts.resize(c.num_experts);
+      for (OwnedSublayer& e : w.experts) gated(e);
     }
     out.push_back(std::move(w));
   }

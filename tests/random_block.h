@@ -20,6 +20,9 @@ struct OwnedSublayer {
   std::vector<float> q_norm, k_norm;
   std::vector<float> w1, b1, w2, b2;
   std::vector<float> w_gate, b_gate, w_up, b_up, w_down, b_down;
+  std::vector<float> router;           // moe
+  std::vector<OwnedSublayer> experts;  // moe: each a gated FFN's (w_gate ... b_down)
+  mutable std::vector<GatedFfnWeights> expert_views;  // what View()'s moe.experts views
 
   SublayerWeights View() const;
 };
@@ -41,7 +44,9 @@ MhaConfig BlockAttentionConfig(const BlockConfig& c, bool bias = true);
 // and biases uniform in +-1/sqrt(fan_in); norm scales around 1 (Gemma's
 // stored gamma - 1 around 0) and shifts away from 0, so that a swapped norm
 // shows; QK-norm scales where c.qk_norm is enabled. `biases` false leaves
-// out the attentions' and the gated FFNs' biases (as Llama's).
+// out the attentions' and the gated FFNs' biases (as Llama's). A moe's
+// router is drawn wider (+-2/sqrt(d_model)), so that its choices stand
+// apart.
 std::vector<OwnedSublayer> RandomBlockWeights(const BlockConfig& c, bool biases,
                                               std::mt19937& rng);
 

@@ -15,6 +15,8 @@ const ArgNames& CppArgNames() {
       .rope_base = "rope.base",
       .bias = "bias",
       .ffn_dim = "ffn_dim",
+      .num_experts = "num_experts",
+      .experts_per_token = "experts_per_token",
       .eps = "eps",
       .threads = "threads",
       .weights = "weights",

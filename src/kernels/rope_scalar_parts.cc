@@ -1,7 +1,9 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/powers.h"
 #include "kernels/rope.h"
+#include "kernels/sin_cos.h"
 
 namespace simd_attention {
 
@@ -9,14 +11,18 @@ void FillRopeAngles(double base, size_t rotary_dim, bool interleaved, size_t fir
                     size_t positions, float* table) {
   const size_t r = rotary_dim, half = r / 2, row = RopeTableRow(r, interleaved);
   std::vector<double> inv_freq(half);
-  for (size_t i = 0; i < half; ++i) inv_freq[i] = std::pow(base, -2.0 * double(i) / double(r));
+  // base^(-2i / r) = q^i, q the square of the r-th root of 1 / base.
+  const double q = Power(RootOf(1 / base, r), 2);
+  for (size_t i = 0; i < half; ++i) inv_freq[i] = Power(q, i);
   for (size_t t = 0; t < positions; ++t) {
     float* c = table + t * row;
     float* s = c + (interleaved ? r : half);
     for (size_t i = 0; i < half; ++i) {
       // In double: positions past 2^24 still get their own angle.
       const double angle = (double(first) + double(t)) * inv_freq[i];
-      const float cos = float(std::cos(angle)), sin = float(std::sin(angle));
+      double sin_angle, cos_angle;
+      SinCos(angle, sin_angle, cos_angle);
+      const float cos = float(cos_angle), sin = float(sin_angle);
       if (interleaved) {
         c[2 * i] = c[2 * i + 1] = cos;
         s[2 * i] = -sin;

@@ -24,7 +24,7 @@ BlockConfig Resolve(BlockConfig c) {
   if (c.sublayers.empty()) {
     throw std::invalid_argument("config.sublayers: expected at least one sublayer, got none");
   }
-  bool ffn = false;
+  bool ffn = false, moe = false;
   for (size_t i = 0; i < c.sublayers.size(); ++i) {
     const Sublayer& s = c.sublayers[i];
     const std::string at = "config.sublayers[" + std::to_string(i) + "]";
@@ -38,6 +38,16 @@ BlockConfig Resolve(BlockConfig c) {
                                   "'pre' or 'sandwich' norms, got 'post'");
     }
     ffn = ffn || !Traits(s.mixer).attention;
+    moe = moe || s.mixer == MixerKind::kMixtureOfExperts;
+  }
+  if (moe) {
+    CheckPositive(ConfigName(n.num_experts), c.num_experts);
+    if (c.experts_per_token == 0 || c.experts_per_token > c.num_experts) {
+      throw std::invalid_argument(Cat({ConfigName(n.experts_per_token), ": expected 1 to ",
+                                       ConfigName(n.num_experts), " (",
+                                       std::to_string(c.num_experts), "), got ",
+                                       std::to_string(c.experts_per_token)}));
+    }
   }
   if (ffn) {
     CheckPositive(ConfigName(n.ffn_dim), c.ffn_dim);
@@ -109,7 +119,7 @@ TransformerBlock::TransformerBlock(const BlockConfig& config, const KernelTable&
     }
     Part part{s, std::move(names[i]),
               BlockNorm(config_.norm, config_.d_model, float(config_.eps), kernels, pool_),
-              nullptr, nullptr, nullptr, nullptr};
+              nullptr, nullptr, nullptr, nullptr, nullptr};
     if (Traits(s.norm).output_norm) {
       part.output_norm = std::make_unique<BlockNorm>(config_.norm, config_.d_model,
                                                      float(config_.eps), kernels, pool_);
@@ -129,6 +139,9 @@ TransformerBlock::TransformerBlock(const BlockConfig& config, const KernelTable&
         part.gated_ffn = std::make_unique<GatedFeedForward>(config_.d_model, config_.ffn_dim,
                                                             config_.activation, kernels, pool_,
                                                             config_.weights);
+        break;
+      case MixerKind::kMixtureOfExperts:
+        part.moe = std::make_unique<MixtureOfExperts>(config_, kernels, pool_);
         break;
     }
     parts_.push_back(std::move(part));
@@ -161,7 +174,7 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
     const SublayerWeights& w = weights[i];
     Part part{old.sublayer, old.names,
               BlockNorm(config_.norm, d, float(config_.eps), *kernels_, pool_),
-              nullptr, nullptr, nullptr, nullptr};
+              nullptr, nullptr, nullptr, nullptr, nullptr};
     const PartNames& n = old.names;
     // Biases left empty are zero, unless the layers' form requires them.
     const auto bias = [&](std::span<const float> b, size_t size) {
@@ -198,6 +211,10 @@ void TransformerBlock::SetWeights(std::span<const SublayerWeights> weights) {
         part.gated_ffn = std::make_unique<GatedFeedForward>(
             d, config_.ffn_dim, config_.activation, *kernels_, pool_, config_.weights);
         part.gated_ffn->SetWeights(w.gated_ffn);
+      }
+      if (old.moe != nullptr) {
+        part.moe = std::make_unique<MixtureOfExperts>(config_, *kernels_, pool_);
+        part.moe->SetWeights(w.moe);
       }
     });
     // A sublayer without a norm ignores its norm's weights, as one without
@@ -240,8 +257,10 @@ void TransformerBlock::Run(std::vector<float>& h, size_t batch, size_t tokens,
         out = attend(k, Tensor3{{in, rows * d}, batch, tokens, d});
       } else if (p.ffn != nullptr) {
         p.ffn->Forward(in, rows, out.data(), r != nullptr ? &r->ffn : nullptr);
-      } else {
+      } else if (p.gated_ffn != nullptr) {
         p.gated_ffn->Forward(in, rows, out.data(), r != nullptr ? &r->ffn : nullptr);
+      } else {
+        p.moe->Forward(in, rows, out.data(), r != nullptr ? &r->moe : nullptr);
       }
       if (p.output_norm != nullptr) {
         if (r != nullptr) r->output_norm_input = out;
@@ -409,6 +428,7 @@ size_t TransformerBlock::WeightBytes() const {
     if (p.attention != nullptr) bytes += p.attention->WeightBytes();
     if (p.ffn != nullptr) bytes += p.ffn->WeightBytes();
     if (p.gated_ffn != nullptr) bytes += p.gated_ffn->WeightBytes();
+    if (p.moe != nullptr) bytes += p.moe->WeightBytes();
   }
   return bytes;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "layers/gated_feed_forward.h"
+#include "layers/mixture_of_experts.h"
 #include "layers/norms.h"
 #include "simd_attention/transformer_block.h"
 
@@ -24,6 +25,7 @@ struct TransformerBlock::Part {
   std::unique_ptr<MultiHeadAttention> attention;
   std::unique_ptr<FeedForward> ffn;
   std::unique_ptr<GatedFeedForward> gated_ffn;
+  std::unique_ptr<MixtureOfExperts> moe;
 };
 
 // One sublayer of a training forward, passed from the forward to the
@@ -36,6 +38,7 @@ struct SublayerRecord {
   std::vector<float> norm_input;
   std::vector<float> output_norm_input;  // kSandwich: the mixer's output
   FfnRecord ffn;                         // a feed-forward mixer's
+  MoeRecord moe;                         // a mixture of experts'
 };
 
 struct TransformerBlock::Record {

@@ -7,6 +7,8 @@
 
 #include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
+#include "kernels/powers.h"
+#include "kernels/sin_cos.h"
 #include "storage/packed_weights.h"
 #include "layers/residual.h"
 #include "simd_attention/config_fields.h"
@@ -286,11 +288,16 @@ std::vector<float> PositionalEncoding(size_t t, size_t d_model, const ArgNames& 
   CheckPositive("t", t);
   CheckPositive(names.d_model, d_model);
   std::vector<float> pe(CheckedCount("output", {{"t", t}, {names.d_model, d_model}}));
+  // 10000^(-2j / d_model) for the pair j = i / 2: q^j, q the d_model-th
+  // root of 10000^-2.
+  const double q = RootOf(1e-8, d_model);
   for (size_t p = 0; p < t; ++p) {
     for (size_t i = 0; i < d_model; ++i) {
-      const double rate = std::pow(10000.0, -double(i - i % 2) / double(d_model));
+      const double rate = Power(q, i / 2);
       const double angle = double(p) * rate;
-      pe[p * d_model + i] = float(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
+      double sin_angle, cos_angle;
+      SinCos(angle, sin_angle, cos_angle);
+      pe[p * d_model + i] = float(i % 2 == 0 ? sin_angle : cos_angle);
     }
   }
   return pe;

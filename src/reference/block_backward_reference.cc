@@ -4,6 +4,8 @@
 
 #include "reference/layers_backward_reference.h"
 #include "reference/layers_reference.h"
+#include "reference/linear_reference.h"
+#include "reference/moe_reference.h"
 
 namespace simd_attention {
 namespace {
@@ -116,6 +118,39 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
     gate = Linear64(in, rows, d, w.w_gate, w.b_gate, f);
     up = Linear64(in, rows, d, w.w_up, w.b_up, f);
   };
+  const auto gated = [&](const SublayerProblem64& w, const Vec& in) {
+    Vec gate, up;
+    gated_parts(w, in, gate, up);
+    for (size_t i = 0; i < gate.size(); ++i) {
+      gate[i] = ReferenceActivation(c.activation, gate[i]) * up[i];
+    }
+    return Linear64(gate, rows, f, w.w_down, w.b_down, d);
+  };
+  // dx given dy; the weights' gradients into g.
+  const auto gated_backward = [&](const SublayerProblem64& w, const Vec& in, const Vec& dy,
+                                  SublayerBackward64& g) {
+    Vec gate, up, dx;
+    gated_parts(w, in, gate, up);
+    Vec h(gate.size()), dh;
+    for (size_t i = 0; i < h.size(); ++i) {
+      h[i] = ReferenceActivation(c.activation, gate[i]) * up[i];
+    }
+    LinearBackward64(h, rows, f, w.w_down, !w.b_down.empty(), dy, d, dh, g.d_w_down, g.d_b_down);
+    Vec d_gate(h.size()), d_up(h.size()), dx_up;
+    for (size_t i = 0; i < h.size(); ++i) {
+      d_gate[i] = dh[i] * up[i] * ReferenceActivationDerivative(c.activation, gate[i]);
+      d_up[i] = dh[i] * ReferenceActivation(c.activation, gate[i]);
+    }
+    LinearBackward64(in, rows, d, w.w_gate, !w.b_gate.empty(), d_gate, f, dx, g.d_w_gate,
+                     g.d_b_gate);
+    LinearBackward64(in, rows, d, w.w_up, !w.b_up.empty(), d_up, f, dx_up, g.d_w_up, g.d_b_up);
+    return Add(dx, dx_up);
+  };
+  const size_t experts = c.num_experts, top_k = c.experts_per_token;
+  const auto route = [&](const SublayerProblem64& w, const Vec& in) {
+    return RouteMoe64(Linear64(in, rows, d, w.router, Vec{}, experts), rows, experts, top_k,
+                      c.normalize_top_k);
+  };
   const auto mixer = [&](size_t k, const Vec& in) -> Vec {
     const SublayerProblem64& w = p.sublayers[k];
     switch (c.sublayers[k].mixer) {
@@ -129,13 +164,20 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
         for (double& v : h) v = ReferenceActivation(c.activation, v);
         return Linear64(h, rows, f, w.w2, w.b2, d);
       }
-      case MixerKind::kGatedFeedForward: {
-        Vec gate, up;
-        gated_parts(w, in, gate, up);
-        for (size_t i = 0; i < gate.size(); ++i) {
-          gate[i] = ReferenceActivation(c.activation, gate[i]) * up[i];
+      case MixerKind::kGatedFeedForward:
+        return gated(w, in);
+      case MixerKind::kMixtureOfExperts: {
+        const MoeRouting64 m = route(w, in);
+        Vec out(rows * d, 0.0);
+        for (size_t e = 0; e < experts; ++e) {  // every expert on every row, for brevity
+          const Vec y = gated(w.experts[e], in);
+          for (size_t j = 0; j < rows * top_k; ++j) {
+            const size_t row = j / top_k * d;
+            if (m.chosen[j] != e) continue;
+            for (size_t i = 0; i < d; ++i) out[row + i] += m.weights[j] * y[row + i];
+          }
         }
-        return Linear64(gate, rows, f, w.w_down, w.b_down, d);
+        return out;
       }
     }
     return {};
@@ -167,25 +209,49 @@ BlockBackward64 ReferenceBlockBackward(const BlockConfig& c, const MhaConfig& at
         LinearBackward64(in, rows, d, w.w1, !w.b1.empty(), dh, f, dx, g.d_w1, g.d_b1);
         return dx;
       }
-      case MixerKind::kGatedFeedForward: {
-        Vec gate, up;
-        gated_parts(w, in, gate, up);
-        Vec h(gate.size()), dh;
-        for (size_t i = 0; i < h.size(); ++i) {
-          h[i] = ReferenceActivation(c.activation, gate[i]) * up[i];
+      case MixerKind::kGatedFeedForward:
+        return gated_backward(w, in, dy, g);
+      case MixerKind::kMixtureOfExperts: {
+        const MoeRouting64 m = route(w, in);
+        // Each expert's output gradient (its weight times dy, on the rows
+        // that chose it) and the weights' gradients dy . y_e.
+        Vec dw(rows * top_k, 0.0);
+        dx.assign(rows * d, 0.0);
+        g.experts.resize(experts);
+        for (size_t e = 0; e < experts; ++e) {
+          const Vec y = gated(w.experts[e], in);
+          Vec dy_e(rows * d, 0.0);
+          for (size_t j = 0; j < rows * top_k; ++j) {
+            const size_t row = j / top_k * d;
+            if (m.chosen[j] != e) continue;
+            for (size_t i = 0; i < d; ++i) {
+              dy_e[row + i] = m.weights[j] * dy[row + i];
+              dw[j] += dy[row + i] * y[row + i];
+            }
+          }
+          dx = Add(dx, gated_backward(w.experts[e], in, dy_e, g.experts[e]));
         }
-        LinearBackward64(h, rows, f, w.w_down, !w.b_down.empty(), dy, d, dh, g.d_w_down,
-                         g.d_b_down);
-        Vec d_gate(h.size()), d_up(h.size()), dx_up;
-        for (size_t i = 0; i < h.size(); ++i) {
-          d_gate[i] = dh[i] * up[i] * ReferenceActivationDerivative(c.activation, gate[i]);
-          d_up[i] = dh[i] * ReferenceActivation(c.activation, gate[i]);
+        // Back through the renormalization and the softmax to the logits.
+        Vec dz(rows * experts, 0.0), dx_router, no_bias;
+        for (size_t row = 0; row < rows; ++row) {
+          const double* p = &m.probabilities[row * experts];
+          double chosen = 0, weighted = 0, dot = 0;
+          for (size_t j = row * top_k; j < (row + 1) * top_k; ++j) {
+            chosen += p[m.chosen[j]];
+            weighted += dw[j] * m.weights[j];
+          }
+          for (size_t j = row * top_k; j < (row + 1) * top_k; ++j) {
+            const double dp = c.normalize_top_k ? (dw[j] - weighted) / chosen : dw[j];
+            dz[row * experts + m.chosen[j]] = dp;
+            dot += dp * p[m.chosen[j]];
+          }
+          for (size_t e = 0; e < experts; ++e) {
+            dz[row * experts + e] = p[e] * (dz[row * experts + e] - dot);
+          }
         }
-        LinearBackward64(in, rows, d, w.w_gate, !w.b_gate.empty(), d_gate, f, dx, g.d_w_gate,
-                         g.d_b_gate);
-        LinearBackward64(in, rows, d, w.w_up, !w.b_up.empty(), d_up, f, dx_up, g.d_w_up,
-                         g.d_b_up);
-        return Add(dx, dx_up);
+        LinearBackward64(in, rows, d, w.router, false, dz, experts, dx_router, g.d_router,
+                         no_bias);
+        return Add(dx, dx_router);
       }
     }
     return dx;

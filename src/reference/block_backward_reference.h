@@ -22,6 +22,9 @@ struct SublayerProblem64 {
   MhaProblem64 attention;
   std::vector<double> w1, b1, w2, b2;
   std::vector<double> w_gate, b_gate, w_up, b_up, w_down, b_down;
+  // moe: the router and each expert's gated FFN (its w_gate ... b_down).
+  std::vector<double> router;
+  std::vector<SublayerProblem64> experts;
 };
 
 struct BlockProblem64 {
@@ -36,6 +39,8 @@ struct SublayerBackward64 {
   MhaBackward64 attention;
   std::vector<double> d_w1, d_b1, d_w2, d_b2;
   std::vector<double> d_w_gate, d_b_gate, d_w_up, d_b_up, d_w_down, d_b_down;
+  std::vector<double> d_router;             // moe, the routing as the forward chose it
+  std::vector<SublayerBackward64> experts;  // moe: each expert's d_w_gate ... d_b_down
 };
 
 struct BlockBackward64 {

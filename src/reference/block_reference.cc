@@ -5,6 +5,7 @@
 #include "reference/attention_reference.h"
 #include "reference/layers_reference.h"
 #include "reference/linear_reference.h"
+#include "reference/moe_reference.h"
 
 namespace simd_attention {
 namespace {
@@ -33,6 +34,16 @@ Rows Norm(const BlockConfig& c, const Rows& x, const NormWeights& w) {
 }
 
 std::vector<float> Floats(const Rows& x) { return {x.begin(), x.end()}; }
+
+Rows GatedFfn(const BlockConfig& c, const GatedFfnWeights& w, const Rows& in) {
+  const size_t d = c.d_model, f = c.ffn_dim, rows = in.size() / d;
+  Rows gate = Linear64(in, rows, d, w.w_gate, w.b_gate, f);
+  const Rows up = Linear64(in, rows, d, w.w_up, w.b_up, f);
+  for (size_t i = 0; i < gate.size(); ++i) {
+    gate[i] = ReferenceActivation(c.activation, gate[i]) * up[i];
+  }
+  return Linear64(gate, rows, f, w.w_down, w.b_down, d);
+}
 
 Rows Mixer(const BlockConfig& c, const Sublayer& s, const SublayerWeights& w, const Rows& in,
            const Tensor3& x, const Tensor3& memory, const BlockOptions& o) {
@@ -81,13 +92,22 @@ Rows Mixer(const BlockConfig& c, const Sublayer& s, const SublayerWeights& w, co
       for (double& v : hidden) v = ReferenceActivation(c.activation, v);
       return Linear64(hidden, rows, f, w.ffn.w2, w.ffn.b2, d);
     }
-    case MixerKind::kGatedFeedForward: {
-      Rows gate = Linear64(in, rows, d, w.gated_ffn.w_gate, w.gated_ffn.b_gate, f);
-      const Rows up = Linear64(in, rows, d, w.gated_ffn.w_up, w.gated_ffn.b_up, f);
-      for (size_t i = 0; i < gate.size(); ++i) {
-        gate[i] = ReferenceActivation(c.activation, gate[i]) * up[i];
+    case MixerKind::kGatedFeedForward:
+      return GatedFfn(c, w.gated_ffn, in);
+    case MixerKind::kMixtureOfExperts: {
+      const size_t n = c.num_experts, k = c.experts_per_token;
+      const MoeRouting64 route =
+          RouteMoe64(Linear64(in, rows, d, w.moe.router, Rows{}, n), rows, n, k,
+                     c.normalize_top_k);
+      Rows out(rows * d, 0.0);
+      for (size_t e = 0; e < n; ++e) {  // every expert on every row, for brevity
+        const Rows y = GatedFfn(c, w.moe.experts[e], in);
+        for (size_t j = 0; j < rows * k; ++j) {
+          if (route.chosen[j] != e) continue;
+          for (size_t i = 0; i < d; ++i) out[j / k * d + i] += route.weights[j] * y[j / k * d + i];
+        }
       }
-      return Linear64(gate, rows, f, w.gated_ffn.w_down, w.gated_ffn.b_down, d);
+      return out;
     }
   }
   return {};

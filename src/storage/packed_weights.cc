@@ -72,7 +72,8 @@ WeightValues ReadWeight(const char* what, std::span<const float> f32, const Stor
   if (!f32.empty()) {
     ThrowInvalidArgument({what, ": given both as float32 and in its storage type; give one"});
   }
-  const StorageForm form = Traits(type).form;
+  // (The training module holds float32 alone: its other forms fold away.)
+  const StorageForm form = kTrainingModule ? StorageForm::kFloat32 : Traits(type).form;
   const bool sixteen = form == StorageForm::kBits16;
   if (!stored.bits.empty() && !sixteen) ThrowWrongForm(what, "16-bit weights", type, config_name);
   if (!stored.values.empty() && form != StorageForm::kScaledInt8) {
@@ -118,7 +119,8 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
                          std::span<const float> scales, std::span<const float> bias, size_t rows,
                          size_t cols, WeightType config_type) {
   const WeightType type = HeldType(config_type);
-  const bool int8 = Traits(type).form == StorageForm::kScaledInt8;
+  const StorageForm form = kTrainingModule ? StorageForm::kFloat32 : Traits(type).form;
+  const bool int8 = form == StorageForm::kScaledInt8;
   PackedMatrix p;
   p.type = type;
   p.rows = rows;
@@ -127,7 +129,7 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
     p.bias.resize(PackedFloats(kernels, 1, cols));
     kernels.pack_b(bias.data(), 1, cols, p.bias.data());
   }
-  if (Traits(type).form == StorageForm::kQ4Blocks) {
+  if (form == StorageForm::kQ4Blocks) {
     const size_t panels = (cols + kernels.panel_width - 1) / kernels.panel_width;
     p.narrow.resize(panels * PanelBytes(type, rows, kernels.panel_width));
     if (scales.empty()) {
@@ -160,7 +162,7 @@ PackedMatrix PackWeights(const KernelTable& kernels, std::span<const float> w,
   p.w.resize(PackedFloats(kernels, panel_rows, cols));
   kernels.pack_b(w.data(), panel_rows, cols, p.w.data());
   if (int8) InterleaveRowPairs(p.w.data(), p.w.size(), kernels.panel_width);
-  if (Traits(type).form != StorageForm::kFloat32) {
+  if (form != StorageForm::kFloat32) {
     p.narrow.resize(p.w.size() * WeightBytes(type));
     NarrowPacked(p.w.data(), p.w.size(), type, p.narrow.data());
     p.w = {};

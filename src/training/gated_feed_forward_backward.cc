@@ -7,6 +7,8 @@
 //   dx = [dG | dU] [W_gate | W_up]^T
 // one GEMM each, as the forward's, the fused gate and up matrix included.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "checks/validate.h"
 #include "dispatch/dispatch.h"
@@ -27,6 +29,17 @@ void GatedFeedForward::Backward(const FfnRecord& r, const float* d_out, size_t r
     t.down_t = PackTransposed(k, down_);
   }
   t.has_gradients = false;  // until this one is complete
+  if (rows == 0) {  // nothing to differentiate (a mixture's expert no row chose): zeros
+    const std::vector<float> zeros(std::max((d + 1) * 2 * f, (f + 1) * d), 0.0f);
+    PackGradient(k, zeros.data(), d, 2 * f, true, t.d_gate_up, t.d_gate_up_bias);
+    PackGradient(k, zeros.data(), f, d, true, t.d_down, t.d_down_bias);
+    for (auto [v, n] : {std::pair{&g.d_w_gate, d * f}, {&g.d_w_up, d * f}, {&g.d_w_down, f * d},
+                        {&g.d_b_gate, f}, {&g.d_b_up, f}, {&g.d_b_down, d}}) {
+      v->assign(n, 0.0f);
+    }
+    t.has_gradients = true;
+    return;
+  }
   const float* down = WeightGradients(*pool_, k, t.weight_workspace, r.hidden.data(), rows, f,
                                       true, d_out, d);
   PackGradient(k, down, f, d, true, t.d_down, t.d_down_bias);

@@ -9,6 +9,7 @@
 #include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
 #include "kernels/optimizer.h"
+#include "kernels/powers.h"
 #include "threading/parallel.h"
 #include "checks/validate.h"
 
@@ -26,16 +27,6 @@ void CheckRange(const char* name, double value, double low, bool low_inclusive, 
 }
 
 constexpr double kInf = HUGE_VAL;
-
-// b^n by squaring: what std::pow gives to a few ulps, without its 2 kB of
-// .wasm.
-double Power(double b, size_t n) {
-  double r = 1;
-  for (; n > 0; n >>= 1, b *= b) {
-    if (n & 1) r *= b;
-  }
-  return r;
-}
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include "checks/checked_size.h"
 #include "dispatch/dispatch.h"
+#include "kernels/sin_cos.h"
 #include "training/gradients.h"
 #include "storage/packed_weights.h"
 #include "layers/transformer_block_parts.h"
@@ -54,13 +55,16 @@ class SeededRandom {
   }
   // Uniform in [0, 1), 53 bits.
   double Uniform() { return double(Next() >> 11) * 0x1.0p-53; }
-  // Standard normal by Box-Muller (one of each pair). log and cos in double
-  // may differ by an ulp between C libraries; rounded to float, the weights
-  // agree but for a chance of about 2^-29 per value.
+  // Standard normal by Box-Muller (one of each pair). log in double may
+  // differ by an ulp between C libraries, cos (SinCos) from the C
+  // library's; rounded to float, the weights agree but for a chance of
+  // about 2^-29 per value.
   double Normal() {
     const double u1 = 1.0 - Uniform();  // (0, 1]: log is finite
     const double u2 = Uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+    double sin_angle, cos_angle;
+    SinCos(2.0 * std::numbers::pi * u2, sin_angle, cos_angle);
+    return std::sqrt(-2.0 * std::log(u1)) * cos_angle;
   }
   std::vector<float> UniformVector(size_t n, double bound) {
     std::vector<float> v(n);

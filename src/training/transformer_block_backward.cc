@@ -76,8 +76,10 @@ void TransformerBlock::MixerBackward(size_t k, const std::vector<float>& d,
     AddTo(*pool_, *kernels_, g.d_memory, a.d_value);
   } else if (p.ffn != nullptr) {
     p.ffn->Backward(r.sublayers[k].ffn, d.data(), rows, dx.data(), s.ffn);
-  } else {
+  } else if (p.gated_ffn != nullptr) {
     p.gated_ffn->Backward(r.sublayers[k].ffn, d.data(), rows, dx.data(), s.gated_ffn);
+  } else {
+    p.moe->Backward(r.sublayers[k].moe, d.data(), rows, dx.data(), s.moe);
   }
 }
 
@@ -142,6 +144,7 @@ void TransformerBlock::TrainableParameters(std::vector<Parameter>& out,
     if (p.attention != nullptr) p.attention->TrainableParameters(out, mixer);
     if (p.ffn != nullptr) p.ffn->TrainableParameters(out, mixer + n.ffn);
     if (p.gated_ffn != nullptr) p.gated_ffn->TrainableParameters(out, mixer + "gated_ffn.");
+    if (p.moe != nullptr) p.moe->TrainableParameters(out, mixer);
     if (HasNorm(p.sublayer.norm)) p.norm.TrainableParameters(out, Cat({prefix, n.norm, "."}));
     if (p.output_norm != nullptr) {
       p.output_norm->TrainableParameters(out, Cat({prefix, n.output_norm, "."}));
@@ -156,6 +159,7 @@ void TransformerBlock::ParametersUpdated() {
     if (p.attention != nullptr) p.attention->ParametersUpdated();
     if (p.ffn != nullptr) p.ffn->WeightsUpdated();
     if (p.gated_ffn != nullptr) p.gated_ffn->ParametersUpdated();
+    if (p.moe != nullptr) p.moe->ParametersUpdated();
   }
   if (record_ != nullptr) record_->ready = false;
 }

@@ -8,7 +8,7 @@
 // themselves are pretrained.test.mjs's.
 import { expectError } from './support/errors.mjs';
 import { maxAbsDiff } from './support/golden.mjs';
-import { randomFloats } from './support/layers.mjs';
+import { matmul, randomFloats, referenceRmsNorm } from './support/layers.mjs';
 import { backendMatrix, loadBuilds, track } from './support/modules.mjs';
 
 const builds = await loadBuilds();
@@ -37,28 +37,7 @@ function llamaWeights(seed) {
   ] };
 }
 
-const matmul = (x, rows, w, k, n) => {
-  const y = new Float64Array(rows * n);
-  for (let r = 0; r < rows; r++) {
-    for (let j = 0; j < n; j++) {
-      let s = 0;
-      for (let i = 0; i < k; i++) s += x[r * k + i] * w[i * n + j];
-      y[r * n + j] = s;
-    }
-  }
-  return y;
-};
-
-function rmsNorm(x, rows, gamma) {
-  const y = new Float64Array(x.length);
-  for (let r = 0; r < rows; r++) {
-    let s = 0;
-    for (let i = 0; i < D; i++) s += x[r * D + i] ** 2;
-    const inv = 1 / Math.sqrt(s / D + EPS);
-    for (let i = 0; i < D; i++) y[r * D + i] = x[r * D + i] * inv * gamma[i];
-  }
-  return y;
-}
+const rmsNorm = (x, rows, gamma) => referenceRmsNorm(x, rows, D, gamma, EPS);
 
 // Causal GQA attention with rotate-half RoPE, one batch item, in float64.
 function attention(x, t, w) {
@@ -260,7 +239,7 @@ test('module.choices: the names C++ takes, in the order its messages list them',
   const { choices } = builds.simd;
   expect(choices.activation).toEqual(['relu', 'gelu', 'gelu_erf', 'gelu_tanh', 'silu', 'swish']);
   expect(choices.norm).toEqual(['layer_norm', 'rms_norm', 'gemma_rms_norm', 'layer_norm_1p']);
-  expect(choices.mixer).toEqual(['self_attention', 'cross_attention', 'ffn', 'gated_ffn']);
+  expect(choices.mixer).toEqual(['self_attention', 'cross_attention', 'ffn', 'gated_ffn', 'moe']);
   expect(choices.normPlacement).toEqual(['pre', 'post', 'sandwich', 'none']);
   expect(Object.isFrozen(choices) && Object.isFrozen(choices.activation)).toBe(true);
 });
@@ -270,7 +249,7 @@ describe('errors name the field, the expected and the given value', () => {
   test.each([
     [{ sublayers: [{ mixer: 'attention' }] }, RangeError,
       "TransformerBlock: config.sublayers[0].mixer: expected 'self_attention', " +
-      "'cross_attention', 'ffn' or 'gated_ffn', got 'attention'"],
+      "'cross_attention', 'ffn', 'gated_ffn' or 'moe', got 'attention'"],
     [{ sublayers: [{ mixer: 'ffn', norm: 'before' }] }, RangeError,
       "TransformerBlock: config.sublayers[0].norm: expected 'pre', 'post', 'sandwich' or 'none', " +
       "got 'before'"],

@@ -296,6 +296,8 @@ describe('errors', () => {
     const heads = { data: values(2 * 3 * 4, 3), shape: [1, 2, 3, 4] };
     expectError(() => sa.attention(heads, heads, heads), Error, 'attention: attention() calls ' +
       `are not in the training build ${elsewhere} them)`);
+    expectError(() => sa.quantizeInt8(values(4, 5), 2, 2), Error, 'quantizeInt8: int8 weights ' +
+      `are not in the training build ${elsewhere} them)`);
 
     // What was refused holds nothing; the attention still trains.
     expect(sa.memoryStats().cacheBytes).toEqual({ f32: 0, f16: 0, bf16: 0 });

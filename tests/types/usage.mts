@@ -31,7 +31,8 @@ import {
 } from '../../web/quantized-weights.js';
 import {
   type AdamOptions, type AttentionWeightGradients, type BlockNormGradients,
-  type FeedForwardGradients, type GatedFeedForwardGradients, type SublayerGradients,
+  type FeedForwardGradients, type GatedFeedForwardGradients, type MixtureOfExpertsGradients,
+  type SublayerGradients,
   type TransformerBlockGradients, type TransformerStackGradients,
   type LayerNormGradients, type MultiHeadAttentionGradients, type Optimizer,
   type OptimizerConstructor, type SGDOptions, type Trainable,
@@ -58,7 +59,8 @@ import {
 import type { ResolvedAttentionFields } from '../../web/index.js';
 import {
   type BlockForwardOptions, type BlockNormWeights, type BlockTrainingForwardOptions,
-  type GatedFeedForwardWeights, type MixerName, type ModuleChoices, type NormKindName,
+  type GatedFeedForwardWeights, type MixerName, type MixtureOfExpertsWeights,
+  type ModuleChoices, type NormKindName,
   type NormPlacementName, type PooledPlacedObject, type PooledTransformerBlock,
   type PooledTransformerStack, type QkNormConfig,
   type ResolvedActivationName, type ResolvedTransformerBlockConfig,
@@ -321,11 +323,13 @@ const blockGradients: TransformerBlockGradients = trainBlock.backward(x);
 const sublayerGradients: SublayerGradients = blockGradients.sublayers[0];
 const blockNormGradients: BlockNormGradients = sublayerGradients.norm;
 const gatedGradients: GatedFeedForwardGradients | undefined = sublayerGradients.gatedFfn;
+const moeGradients: MixtureOfExpertsGradients | undefined = sublayerGradients.moe;
+const expertGradients: GatedFeedForwardGradients[] | undefined = moeGradients?.experts;
 const blockGradientParts: unknown[] = [blockGradients.dInput, blockGradients.dMemory,
   sublayerGradients.outputNorm, sublayerGradients.attention, sublayerGradients.ffn,
   blockNormGradients.dGamma, blockNormGradients.dBeta, gatedGradients?.dWGate,
   gatedGradients?.dWUp, gatedGradients?.dWDown, gatedGradients?.dBGate, gatedGradients?.dBUp,
-  gatedGradients?.dBDown];
+  gatedGradients?.dBDown, moeGradients?.dRouter, expertGradients];
 const trainStack: TransformerStack = new trainer.TransformerStack({ dModel: 8, numHeads: 2,
   norm: 'rms_norm', sublayers: [{ mixer: 'self_attention' }, { mixer: 'gated_ffn' }],
   numLayers: 2, finalNorm: true });
@@ -573,14 +577,16 @@ const choiceLists: (readonly string[])[] = [choices.activation, choices.norm, ch
   choices.normPlacement, choices.weights, choices.cacheType, choices.causal,
   choices.returnScores];
 const mixer: MixerName = 'gated_ffn';
+const moeMixer: MixerName = 'moe';
 const placement: NormPlacementName = 'sandwich';
 const normKind: NormKindName = 'rms_norm';
 const qkNorm: QkNormConfig = { kind: 'rms_norm', eps: 1e-6 };
 const sublayerList: SublayerConfig[] = [{ mixer: 'self_attention', norm: 'pre' },
-  { mixer, norm: placement, parallel: false }];
+  { mixer, norm: placement, parallel: false }, { mixer: moeMixer }];
 const blockConfig: TransformerBlockConfig = { dModel: 8, numHeads: 2, numKvHeads: 1, headDim: 4,
-  ffnDim: 16, activation: 'silu', norm: normKind, eps: 1e-6, rope, qkNorm, sublayers: sublayerList,
-  backend: 'highway', threads: 1, weights: 'f32', cacheType: 'f16' };
+  ffnDim: 16, numExperts: 2, expertsPerToken: 1, normalizeTopK: false, activation: 'silu',
+  norm: normKind, eps: 1e-6, rope, qkNorm, sublayers: sublayerList, backend: 'highway',
+  threads: 1, weights: 'f32', cacheType: 'f16' };
 const Block: TransformerBlockConstructor = sa.TransformerBlock;
 const block: TransformerBlock = new Block(blockConfig);
 const blockResolved: ResolvedTransformerBlockConfig = block.config;
@@ -589,7 +595,8 @@ const resolvedActivation: ResolvedActivationName = blockResolved.activation;
 const attentionFields: ResolvedAttentionFields[] = [resolved, encoder.config, blockResolved];
 void attentionFields;
 void [blockResolved.dModel, blockResolved.numHeads, blockResolved.numKvHeads,
-  blockResolved.headDim, blockResolved.ffnDim, blockResolved.norm, blockResolved.eps,
+  blockResolved.headDim, blockResolved.ffnDim, blockResolved.numExperts,
+  blockResolved.expertsPerToken, blockResolved.normalizeTopK, blockResolved.norm, blockResolved.eps,
   blockResolved.rope, blockResolved.qkNorm, blockResolved.sublayers, blockResolved.weights,
   blockResolved.cacheType, blockResolved.backend, blockResolved.threads, block.kernels,
   block.disposed, resolvedActivation, choiceLists];
@@ -598,9 +605,10 @@ const blockAttention: MultiHeadAttentionWeights = { wQ: f32(64), wK: f32(32), wV
   wO: f32(64), bQ: f32(8), bK: f32(4), bV: f32(4), bO: f32(8), qNorm: f32(4), kNorm: f32(4) };
 const gatedFfn: GatedFeedForwardWeights = { wGate: f32(128), wUp: f32(128), wDown: f32(128),
   bGate: f32(16), bUp: f32(16), bDown: f32(8) };
+const moe: MixtureOfExpertsWeights = { router: f32(16), experts: [gatedFfn, gatedFfn] };
 const sublayerWeights: SublayerWeights[] = [{ norm: blockNorm, outputNorm: blockNorm,
   attention: blockAttention }, { norm: blockNorm, outputNorm: blockNorm, gatedFfn,
-  ffn: { w1: f32(128), w2: f32(128) } }];
+  ffn: { w1: f32(128), w2: f32(128) } }, { norm: blockNorm, moe }];
 const blockWeights: TransformerBlockWeights = { sublayers: sublayerWeights };
 block.setWeights(blockWeights);
 const blockOptions: BlockForwardOptions = { causal: true, keyPaddingMask: mask(5),

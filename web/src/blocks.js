@@ -49,6 +49,11 @@ function readBlockConfig(where, config, defaultBackend, keys) {
     numKvHeads: given('numKvHeads', (v) => optionalSize(where, 'config.numKvHeads', v)),
     headDim: given('headDim', (v) => optionalSize(where, 'config.headDim', v)),
     ffnDim: given('ffnDim', (v) => optionalSize(where, 'config.ffnDim', v)),
+    numExperts: given('numExperts', (v) => optionalSize(where, 'config.numExperts', v)),
+    expertsPerToken: given('expertsPerToken',
+      (v) => optionalSize(where, 'config.expertsPerToken', v)),
+    normalizeTopK: given('normalizeTopK',
+      (v) => optionalBoolean(where, 'config.normalizeTopK', v, true)),
     activation: optionalString(where, 'config.activation', config.activation),
     norm: optionalString(where, 'config.norm', config.norm),
     eps: given('eps', (v) => readEps(where, 'config.eps', v)),
@@ -78,7 +83,22 @@ function readGroup(where, name, v, keys, matrices) {
 
 const MATRICES = ['wQ', 'wK', 'wV', 'wO', 'w1', 'w2', 'wGate', 'wUp', 'wDown'];
 
-// { sublayers: [{ norm, outputNorm?, attention?, ffn?, gatedFfn? }] }
+// A mixture of experts' weights: { router, experts: [gated FFN weights] }.
+function readMoe(where, name, v) {
+  if (v === undefined) return undefined;
+  checkObject(where, name, v, OPTION_KEYS.MixtureOfExpertsWeights);
+  if (!Array.isArray(v.experts)) {
+    throw new TypeError(`${where}: ${name}.experts: expected an array (one gated FFN's ` +
+      `weights per expert), got ${describe(v.experts)}`);
+  }
+  return {
+    router: v.router === undefined ? undefined : float32(where, `${name}.router`, v.router),
+    experts: v.experts.map((e, i) => readGroup(where, `${name}.experts[${i}]`, e,
+      OPTION_KEYS.GatedFeedForwardWeights, MATRICES) ?? {}),
+  };
+}
+
+// { sublayers: [{ norm, outputNorm?, attention?, ffn?, gatedFfn?, moe? }] }
 function readBlockWeights(where, name, w) {
   checkObject(where, name, w, OPTION_KEYS.TransformerBlockWeights);
   if (!Array.isArray(w.sublayers)) {
@@ -96,6 +116,7 @@ function readBlockWeights(where, name, w) {
         attention: group('attention', OPTION_KEYS.MultiHeadAttentionWeights),
         ffn: group('ffn', OPTION_KEYS.FeedForwardWeights),
         gatedFfn: group('gatedFfn', OPTION_KEYS.GatedFeedForwardWeights),
+        moe: readMoe(where, `${at}.moe`, s.moe),
       };
     }),
   };

@@ -12,8 +12,9 @@ export const WEIGHT_MATRICES = ['wQ', 'wK', 'wV', 'wO', 'w1', 'w2'];
 // QK-norm's scales, [headDim] each (config.qkNorm).
 const QK_NORM_WEIGHTS = ['qNorm', 'kNorm'];
 // What every block config names (TransformerBlock, TransformerStack).
-const BLOCK_CONFIG = ['dModel', 'numHeads', 'numKvHeads', 'headDim', 'ffnDim', 'activation',
-  'norm', 'eps', 'rope', 'qkNorm', 'sublayers', 'backend', 'threads', 'weights', 'cacheType'];
+const BLOCK_CONFIG = ['dModel', 'numHeads', 'numKvHeads', 'headDim', 'ffnDim', 'numExperts',
+  'expertsPerToken', 'normalizeTopK', 'activation', 'norm', 'eps', 'rope', 'qkNorm', 'sublayers',
+  'backend', 'threads', 'weights', 'cacheType'];
 // A layer's self-attention options besides causal and key padding.
 const SELF_ATTENTION_OPTIONS = ['window', 'scale', 'softcap', 'attnMask', 'boolMask',
   'kvLengths'];
@@ -76,8 +77,9 @@ export const OPTION_KEYS = {
   TransformerStackConfig: [...BLOCK_CONFIG, 'numLayers', 'layerWindows', 'finalNorm'],
   TransformerBlockWeights: ['sublayers'],
   BlockNormWeights: LAYER_NORM_WEIGHTS,
-  SublayerWeights: ['norm', 'outputNorm', 'attention', 'ffn', 'gatedFfn'],
+  SublayerWeights: ['norm', 'outputNorm', 'attention', 'ffn', 'gatedFfn', 'moe'],
   GatedFeedForwardWeights: ['wGate', 'wUp', 'wDown', 'bGate', 'bUp', 'bDown'],
+  MixtureOfExpertsWeights: ['router', 'experts'],
   TransformerStackWeights: ['layers', 'finalNorm'],
   BlockForwardOptions: ['causal', 'keyPaddingMask', 'memoryKeyPaddingMask', 'positionOffset',
     ...SELF_ATTENTION_OPTIONS],

@@ -2,7 +2,8 @@
 // module.choices.mixer, C++'s kMixerKinds): an attention by key/value-head
 // groups, each worker's query heads with them; a feed-forward network by
 // hidden units. A block whose sublayers name a mixer without a row here
-// runs whole in one worker (pool-layer-placement.js).
+// runs whole in one worker (pool-layer-placement.js); such a mixer has its
+// zero weights in WHOLE_MIXER_ZEROS, for the stand-ins.
 //   group: the key of the mixer's weights in the block's sublayer weights
 //   attention: { memory }: an attention, over a memory (cross-attention:
 //     no rotary positions or QK-norm, as C++'s AttentionConfig) or not
@@ -20,6 +21,15 @@ export const MIXER_SPLITS = {
     unitBiases: ['bGate', 'bUp'], rows: ['wDown'], outputBias: 'bDown' } },
 };
 
+// The zero weights of each mixer without a split above (which runs whole),
+// for the stand-ins below: [its group, its weights given the resolved
+// config and zeros(n)].
+const WHOLE_MIXER_ZEROS = {
+  moe: ({ dModel: d, ffnDim: f, numExperts: e }, zeros) => ['moe', { router: zeros(d * e),
+    experts: Array.from({ length: e }, () => ({ wGate: zeros(d * f), wUp: zeros(d * f),
+      wDown: zeros(f * d) })) }],
+};
+
 // Zero weights of a block or a stack of `config` (resolved), every bias
 // given, for worker 0's synchronous stand-in of a split block or a pooled
 // stack; withShift: whether its norm kind has a beta.
@@ -35,6 +45,10 @@ export function zeroBlockWeights(config, withShift) {
   const norm = () => (withShift ? { gamma: zeros(d), beta: zeros(d) } : { gamma: zeros(d) });
   return {
     sublayers: config.sublayers.map(({ mixer }) => {
+      if (MIXER_SPLITS[mixer] === undefined) {
+        const [group, w] = WHOLE_MIXER_ZEROS[mixer](config, zeros);
+        return { norm: norm(), outputNorm: norm(), [group]: w };
+      }
       const { group, attention, ffn } = MIXER_SPLITS[mixer];
       let w;
       if (attention !== undefined) {

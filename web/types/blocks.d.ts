@@ -12,7 +12,7 @@ import type { CacheTypeName, Tensor, WeightMatrix, WeightTypeName } from './tens
 import type { TransformerBlockGradients, TransformerStackGradients } from './training.js';
 
 /** What a sublayer computes. */
-export type MixerName = 'self_attention' | 'cross_attention' | 'ffn' | 'gated_ffn';
+export type MixerName = 'self_attention' | 'cross_attention' | 'ffn' | 'gated_ffn' | 'moe';
 
 /**
  * Where a sublayer's norm sits, h being the residual stream: `'pre'`
@@ -43,8 +43,18 @@ export interface TransformerBlockConfig {
   numKvHeads?: number;
   /** Per-head width. Default dModel / numHeads. */
   headDim?: number;
-  /** Hidden units of the FFN and gated-FFN sublayers (required when there is one). */
+  /** Hidden units of the FFN and gated-FFN sublayers and of each expert (required when there is one). */
   ffnDim?: number;
+  /** Experts of the `'moe'` sublayers (required with one; at least 1). */
+  numExperts?: number;
+  /** The experts each token goes to, its router's top k (1 to numExperts). Default 2 (Mixtral's). */
+  expertsPerToken?: number;
+  /**
+   * Divide the chosen experts' probabilities by their sum, so that each
+   * token's weights sum to 1: Mixtral's; Qwen2-MoE and OLMoE
+   * (`norm_topk_prob: false`) do not. Default true.
+   */
+  normalizeTopK?: boolean;
   /** The FFN's activation, or the gated FFN's gate's (`'silu'`: SwiGLU). Default `'relu'`. */
   activation?: ActivationName;
   /** Every sublayer's norm. Default `'layer_norm'`. */
@@ -70,6 +80,9 @@ export interface TransformerBlockConfig {
 /** A block config with every default filled in. */
 export interface ResolvedTransformerBlockConfig extends ResolvedAttentionFields {
   ffnDim: number;
+  numExperts: number;
+  expertsPerToken: number;
+  normalizeTopK: boolean;
   activation: ResolvedActivationName;
   norm: NormKindName;
   eps: number;
@@ -96,6 +109,18 @@ export interface GatedFeedForwardWeights {
   bDown?: Float32Array;
 }
 
+/**
+ * A sparse mixture of gated-FFN experts (Mixtral's): each token goes to the
+ * `expertsPerToken` experts whose softmax of `x router` is highest, its
+ * output their outputs weighted by those probabilities.
+ */
+export interface MixtureOfExpertsWeights {
+  /** `[dModel, numExperts]`, `X @ W`, no bias; float32 whatever `config.weights`. */
+  router: Float32Array;
+  /** One per expert, each in `config.weights`' type. */
+  experts: GatedFeedForwardWeights[];
+}
+
 /** One sublayer's weights: its norm, and its mixer's (the group of its kind). */
 export interface SublayerWeights {
   /** Omitted (or ignored) for norm `'none'`. */
@@ -107,6 +132,7 @@ export interface SublayerWeights {
   /** Biases optional (zero). */
   ffn?: Partial<FeedForwardWeights> & Pick<FeedForwardWeights, 'w1' | 'w2'>;
   gatedFfn?: GatedFeedForwardWeights;
+  moe?: MixtureOfExpertsWeights;
 }
 
 export interface TransformerBlockWeights {

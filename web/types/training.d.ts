@@ -80,6 +80,12 @@ export interface GatedFeedForwardGradients {
   dBDown: Float32Array;
 }
 
+/** A mixture of experts', the routing as the forward chose it; an expert no token chose: zeros. */
+export interface MixtureOfExpertsGradients {
+  dRouter: Float32Array;
+  experts: GatedFeedForwardGradients[];
+}
+
 /** A block norm's: `dBeta` for a LayerNorm only. */
 export interface BlockNormGradients {
   dGamma: Float32Array;
@@ -93,6 +99,7 @@ export interface SublayerGradients {
   attention?: AttentionWeightGradients;
   ffn?: FeedForwardGradients;
   gatedFfn?: GatedFeedForwardGradients;
+  moe?: MixtureOfExpertsGradients;
 }
 
 /** `TransformerBlock.backward(dOutput)`. */

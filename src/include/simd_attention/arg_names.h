@@ -21,6 +21,8 @@ struct ArgNames {
   const char* rope_base;
   const char* bias;
   const char* ffn_dim;
+  const char* num_experts;
+  const char* experts_per_token;
   const char* eps;
   const char* threads;
   const char* weights;

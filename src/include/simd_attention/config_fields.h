@@ -36,6 +36,11 @@ void VisitConfigFields(const Visit& visit, Config&... c) {
   if constexpr ((requires { c.eps; } && ...)) visit("eps", c.eps...);
   if constexpr ((requires { c.qk_norm; } && ...)) visit("qkNorm", c.qk_norm...);
   if constexpr ((requires { c.bias; } && ...)) visit("bias", c.bias...);
+  if constexpr ((requires { c.num_experts; } && ...)) {
+    visit("numExperts", c.num_experts...);
+    visit("expertsPerToken", c.experts_per_token...);
+    visit("normalizeTopK", c.normalize_top_k...);
+  }
 }
 
 // `to` with every field it shares with `from` and its message names

@@ -1,5 +1,6 @@
 // A transformer block as an ordered list of sublayers: each a mixer
-// (self-attention, cross-attention, an FFN or a gated FFN) with its norm
+// (self-attention, cross-attention, an FFN, a gated FFN or a sparse mixture
+// of gated-FFN experts) with its norm
 // placement, its output added to the residual stream. The blocks of today's
 // models are lists of these: Llama's is [pre-norm self-attention, pre-norm
 // gated FFN] with RMSNorm; Gemma 2 norms before and after both; GPT-J runs
@@ -31,6 +32,7 @@ enum class MixerKind {
   kCrossAttention,  // MultiHeadAttention of the input over a memory
   kFeedForward,     // act(x W1 + b1) W2 + b2
   kGatedFeedForward,  // (act(x W_gate + b_gate) * (x W_up + b_up)) W_down + b_down
+  kMixtureOfExperts,  // sum of the router's top k gated FFN experts, weighted (Mixtral)
 };
 
 struct MixerKindTraits {
@@ -44,6 +46,7 @@ inline constexpr MixerKindTraits kMixerKinds[] = {
     {MixerKind::kCrossAttention, "cross_attention", true},
     {MixerKind::kFeedForward, "ffn", false},
     {MixerKind::kGatedFeedForward, "gated_ffn", false},
+    {MixerKind::kMixtureOfExperts, "moe", false},
 };
 
 constexpr const MixerKindTraits& Traits(MixerKind m) { return RowFor(kMixerKinds, m); }
@@ -94,7 +97,15 @@ struct BlockConfig {
   size_t num_heads = 0;
   size_t num_kv_heads = 0;  // as MhaConfig's; 0 = num_heads
   size_t head_dim = 0;      // as MhaConfig's; 0 = d_model / num_heads
-  size_t ffn_dim = 0;       // hidden units of the FFN or gated FFN sublayers
+  size_t ffn_dim = 0;       // hidden units of the FFN, gated FFN and each expert
+  // The moe sublayers' (MixtralSparseMoeBlock's): each row goes to the
+  // experts_per_token of num_experts experts its router scores highest, its
+  // output their outputs weighted by their softmax probabilities, which
+  // normalize_top_k divides by their sum (Mixtral; Qwen2-MoE and OLMoE's
+  // norm_topk_prob false do not).
+  size_t num_experts = 0;        // E >= 1 with a moe sublayer
+  size_t experts_per_token = 2;  // k in 1..E; Mixtral's 2
+  bool normalize_top_k = true;   // Mixtral's
   Activation activation = Activation::kRelu;  // the FFN's, or the gated FFN's gate's
   NormKind norm = NormKind::kLayerNorm;       // every sublayer's norm
   double eps = 1e-5;                          // a double as LayerConfig::eps
@@ -123,6 +134,21 @@ struct GatedFfnGradients {
   std::vector<float> d_b_gate, d_b_up, d_b_down;
 };
 
+// A mixture of experts' weights: the router W_router [d_model, num_experts]
+// (X @ W layout, no bias; float32 whatever config.weights, as it decides
+// the routing) and one gated FFN per expert, in config.weights.
+struct MoeWeights {
+  std::span<const float> router;
+  std::span<const GatedFfnWeights> experts;  // num_experts
+};
+
+// A mixture of experts' gradients, the routing taken as fixed: its router's
+// and each expert's (an expert that no row chose: zeros).
+struct MoeGradients {
+  std::vector<float> d_router;
+  std::vector<GatedFfnGradients> experts;
+};
+
 // One sublayer's weights: its norm (beta only for LayerNorm), the norm
 // after its mixer for kSandwich, and the weights of its mixer's kind. A
 // bias left empty is zero (Hugging Face checkpoints omit many).
@@ -132,6 +158,7 @@ struct SublayerWeights {
   MhaWeights attention;
   FfnWeights ffn;
   GatedFfnWeights gated_ffn;
+  MoeWeights moe;
 };
 
 // One sublayer's gradients, named like SublayerWeights: its norms' (d_beta
@@ -144,6 +171,7 @@ struct SublayerGradients {
   MhaGradients attention;     // its d_input (self) or d_query (cross) included
   FfnGradients ffn;
   GatedFfnGradients gated_ffn;
+  MoeGradients moe;
 };
 
 struct BlockGradients {

@@ -252,3 +252,18 @@ export function referenceLayerNorm(x, gamma, beta, eps = 1e-5) {
   const rows = x.data.length / d;
   return Float32Array.from(layerNorm(Float64Array.from(x.data), rows, d, { gamma, beta }, eps));
 }
+
+// y [rows, n] = x [rows, k] w [k, n] in float64.
+export const matmul = (x, rows, w, k, n) => linear(x, rows, w, undefined, k, n);
+
+// RMSNorm of `rows` rows of d features in float64: x / rms(x) * gamma.
+export function referenceRmsNorm(x, rows, d, gamma, eps) {
+  const y = new Float64Array(x.length);
+  for (let r = 0; r < rows; r++) {
+    let s = 0;
+    for (let i = 0; i < d; i++) s += x[r * d + i] ** 2;
+    const inv = 1 / Math.sqrt(s / d + eps);
+    for (let i = 0; i < d; i++) y[r * d + i] = x[r * d + i] * inv * gamma[i];
+  }
+  return y;
+}
