@@ -6,14 +6,19 @@
 // reference, at positions from the kept angle table and far past it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "dispatch/dispatch.h"
+#include "kernels/powers.h"
 #include "kernels/rope.h"
+#include "kernels/sin_cos.h"
 #include "random_mha.h"
 #include "reference/attention_reference.h"
 #include "simd_attention/multi_head_attention.h"
@@ -21,6 +26,56 @@
 
 namespace simd_attention {
 namespace {
+
+// The angles' own sin, cos, powers and roots (kernels/sin_cos.h,
+// powers.h, in place of the C library's) against the C library's: the
+// rotary angles and frequencies, the sinusoidal encoding and Adam's bias
+// corrections are computed with them.
+TEST(AngleMath, SinCosIsTheCLibrarysToAFewUlps) {
+  std::mt19937_64 rng(43);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  double worst = 0;
+  for (const double scale : {1.0, 10.0, 1e3, 1e5, 1e6}) {
+    for (int i = 0; i < 20000; ++i) {
+      const double x = scale * unit(rng);
+      double s = 0, c = 0;
+      SinCos(x, s, c);
+      // An ulp of the result's scale (1), plus x's own rounding carried by
+      // the reduction past 2^20 multiples of pi / 2.
+      const double tolerance = 4 * std::numeric_limits<double>::epsilon() *
+                               std::max(1.0, std::fabs(x) / 1e5);
+      worst = std::max({worst, std::fabs(s - std::sin(x)) / tolerance,
+                        std::fabs(c - std::cos(x)) / tolerance});
+      ASSERT_NEAR(s, std::sin(x), tolerance) << x;
+      ASSERT_NEAR(c, std::cos(x), tolerance) << x;
+    }
+  }
+  std::printf("SinCos: worst error %.2f of its tolerance\n", worst);
+  // The float rotary tables round to the same floats.
+  for (int pos = 0; pos < 4096; ++pos) {
+    const double x = pos * 0.0123456789;
+    double s = 0, c = 0;
+    SinCos(x, s, c);
+    ASSERT_EQ(float(s), float(std::sin(x))) << pos;
+    ASSERT_EQ(float(c), float(std::cos(x))) << pos;
+  }
+}
+
+TEST(AngleMath, PowerAndRootOfAreTheCLibrarysPow) {
+  for (const double b : {0.9, 0.999, 1.0, 1.5, 1e-4, 10000.0}) {
+    for (const size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{64}, size_t{1000}}) {
+      const double want = std::pow(b, double(n));
+      if (!std::isfinite(want) || want == 0) continue;
+      EXPECT_NEAR(Power(b, n), want, 1e-13 * want) << b << "^" << n;
+    }
+  }
+  for (const double a : {1e-8, 1e-4, 0.5, 1.0, 2.0, 10000.0, 500000.0}) {
+    for (const size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{32}, size_t{768}}) {
+      const double want = std::pow(a, 1.0 / double(n));
+      EXPECT_NEAR(RootOf(a, n), want, 1e-14 * want) << a << "^(1/" << n << ")";
+    }
+  }
+}
 
 class RopeKernel : public testing::TableTest {};
 
