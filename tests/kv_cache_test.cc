@@ -388,6 +388,22 @@ TEST_P(KVCacheRandom, KeysAndValuesAreTheProjectionsOfTheTokens) {
   EXPECT_TRUE(AllNear(cache.Values(), values, ScaledTolerance(values, kTol)));
 }
 
+TEST_P(KVCacheRandom, HoldsEachHeadsRowsOneAfterAnother) {
+  // A decoding step reads one head's keys and values as one stream: the
+  // cache is head-major, [B, H, max_length, padded head], whatever order
+  // (token-major) its rows come and go in.
+  MultiHeadAttention mha = Make(table());
+  const size_t max_length = kTokens + 3, heads = mha.config().num_kv_heads;
+  KVCache cache = mha.CreateKVCache(kBatch, max_length);
+  const KVStrides k = cache.key_strides(), v = cache.value_strides();
+  const size_t dk_pad = k.row, dv_pad = v.row;
+  EXPECT_GE(dk_pad, kDModel / mha.config().num_heads);
+  EXPECT_EQ(k.head, max_length * dk_pad);
+  EXPECT_EQ(k.batch, heads * max_length * dk_pad);
+  EXPECT_EQ(v.head, max_length * dv_pad);
+  EXPECT_EQ(v.batch, heads * max_length * dv_pad);
+}
+
 TEST_P(KVCacheRandom, ExportedThenAppendedCacheEqualsOriginal) {
   constexpr size_t kPrompt = 7;
   const OwnedTensor next = Tokens(X(), kPrompt, 1);

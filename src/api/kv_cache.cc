@@ -17,9 +17,18 @@ void PadRows(const float* from, size_t n, size_t heads, size_t d, size_t d_pad,
   for (size_t r = 0; r < n * heads; ++r) std::copy_n(from + r * d, d, to + r * d_pad);
 }
 
-void UnpadRows(const float* from, size_t n, size_t heads, size_t d,
-               size_t d_pad, float* to) {
-  for (size_t r = 0; r < n * heads; ++r) std::copy_n(from + r * d_pad, d, to + r * d);
+// n token-major padded rows of every batch item ([B, n, heads * d_pad])
+// into `rows` at token `t0` of each head's rows (strides s), as stored.
+void ScatterRows(const float* from, size_t batch, size_t n, size_t heads, size_t d_pad,
+                 const KVStrides& s, size_t t0, KVRows& rows) {
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t t = 0; t < n; ++t) {
+      for (size_t h = 0; h < heads; ++h) {
+        rows.Store(b * s.batch + h * s.head + (t0 + t) * s.row,
+                   from + ((b * n + t) * heads + h) * d_pad, d_pad);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -108,14 +117,12 @@ void KVCache::Append(std::span<const float> keys, std::span<const float> values,
   CheckStorable("keys", keys, type(), config_name);
   CheckStorable("values", values, type(), config_name);
   CheckRoom(n);
-  // Padded rows of a batch item, then stored in the cache's type.
-  std::vector<float> rows(n * std::max(l.key_row(), l.value_row()), 0.0f);
-  for (size_t b = 0; b < batch_; ++b) {
-    PadRows(keys.data() + b * n * l.heads * l.dk, n, l.heads, l.dk, l.dk_pad, rows.data());
-    k_.Store(key_row(b, length_), rows.data(), n * l.key_row());
-    PadRows(values.data() + b * n * l.heads * l.dv, n, l.heads, l.dv, l.dv_pad, rows.data());
-    v_.Store(value_row(b, length_), rows.data(), n * l.value_row());
-  }
+  // Padded rows, then stored in the cache's type.
+  std::vector<float> padded_keys(batch_ * n * l.key_row(), 0.0f),
+      padded_values(batch_ * n * l.value_row(), 0.0f);
+  PadRows(keys.data(), batch_ * n, l.heads, l.dk, l.dk_pad, padded_keys.data());
+  PadRows(values.data(), batch_ * n, l.heads, l.dv, l.dv_pad, padded_values.data());
+  StoreRows(padded_keys.data(), padded_values.data(), n);
   length_ += n;
   max_abs_key_ = std::max(max_abs_key_, MaxAbs(keys));
 }
@@ -130,16 +137,26 @@ void KVCache::Append(const Tensor3& keys, const Tensor3& values) {
   Append(keys.data, values.data, keys.tokens);
 }
 
+void KVCache::StoreRows(const float* keys, const float* values, size_t n) {
+  const KVLayout& l = layout_;
+  ScatterRows(keys, batch_, n, l.heads, l.dk_pad, key_strides(), length_, k_);
+  ScatterRows(values, batch_, n, l.heads, l.dv_pad, value_strides(), length_, v_);
+}
+
 namespace {
 
-// Rows [0, length) of every batch item of `rows` (padded, max_length rows a
-// batch item) as [B, length, heads * d] floats.
-std::vector<float> Unpadded(const KVRows& rows, size_t batch, size_t max_length, size_t length,
-                            size_t heads, size_t d, size_t d_pad) {
-  std::vector<float> padded(length * heads * d_pad), out(batch * length * heads * d);
+// Rows [0, length) of every head of every batch item of `rows` (strides s)
+// as [B, length, heads * d] floats.
+std::vector<float> Unpadded(const KVRows& rows, const KVStrides& s, size_t batch, size_t length,
+                            size_t heads, size_t d) {
+  std::vector<float> out(batch * length * heads * d);
   for (size_t b = 0; b < batch; ++b) {
-    rows.Load(b * max_length * heads * d_pad, padded.size(), padded.data());
-    UnpadRows(padded.data(), length, heads, d, d_pad, out.data() + b * length * heads * d);
+    for (size_t t = 0; t < length; ++t) {
+      for (size_t h = 0; h < heads; ++h) {
+        rows.Load(b * s.batch + h * s.head + t * s.row, d,
+                  out.data() + ((b * length + t) * heads + h) * d);
+      }
+    }
   }
   return out;
 }
@@ -147,13 +164,11 @@ std::vector<float> Unpadded(const KVRows& rows, size_t batch, size_t max_length,
 }  // namespace
 
 std::vector<float> KVCache::Keys() const {
-  const KVLayout& l = layout_;
-  return Unpadded(k_, batch_, max_length_, length_, l.heads, l.dk, l.dk_pad);
+  return Unpadded(k_, key_strides(), batch_, length_, layout_.heads, layout_.dk);
 }
 
 std::vector<float> KVCache::Values() const {
-  const KVLayout& l = layout_;
-  return Unpadded(v_, batch_, max_length_, length_, l.heads, l.dv, l.dv_pad);
+  return Unpadded(v_, value_strides(), batch_, length_, layout_.heads, layout_.dv);
 }
 
 void KVCache::Truncate(size_t n) {

@@ -124,17 +124,15 @@ std::vector<float> PadHeadColumns(const char* what, std::span<const float> w,
   return out;
 }
 
-// Rows of H heads, each d_pad wide (row t of batch b at
-// src + (b * rows_per_batch + t) * heads * d_pad) -> [B, H, T, d].
+// Rows of H heads where strides `s` put them -> [B, H, T, d].
 std::vector<float> HeadMajor(const char* what, const float* src, size_t batch,
-                             size_t tokens, size_t rows_per_batch, size_t heads,
-                             size_t d, size_t d_pad) {
+                             size_t tokens, size_t heads, size_t d, const KVStrides& s) {
   std::vector<float> out(CheckedCount(
       what, {{"batch", batch}, {"heads", heads}, {"tokens", tokens}, {"head width", d}}));
   for (size_t b = 0; b < batch; ++b) {
     for (size_t h = 0; h < heads; ++h) {
       for (size_t t = 0; t < tokens; ++t) {
-        std::copy_n(src + ((b * rows_per_batch + t) * heads + h) * d_pad, d,
+        std::copy_n(src + b * s.batch + h * s.head + t * s.row, d,
                     out.data() + ((b * heads + h) * tokens + t) * d);
       }
     }
@@ -425,7 +423,10 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query, const Tensor3& key,
   const ProjectedKV kv = ProjectKeysValues(key, value, key_pos0, "key", "value",
                                            WeightType::kF32);
   return Attend(query,
-                KVView{kv.k, kv.v, WeightType::kF32, key.tokens, key.tokens, kv.max_abs_key},
+                KVView{kv.k, kv.v, WeightType::kF32, key.tokens,
+                       TokenMajor(key.tokens, layout_.key_row(), layout_.dk_pad),
+                       TokenMajor(key.tokens, layout_.value_row(), layout_.dv_pad),
+                       kv.max_abs_key},
                 call, options, options.position_offset, std::move(result));
 }
 
@@ -510,7 +511,9 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
   const AttentionCall call = Call(query, kv.tokens(), with_mask);
   MhaResult result = PrepareResult(query, kv.tokens(), with_mask);
   return Attend(query,
-                KVView{kv.k_.at(0), kv.v_.at(0), kv.type(), kv.tokens(), kv.tokens(),
+                KVView{kv.k_.at(0), kv.v_.at(0), kv.type(), kv.tokens(),
+                       TokenMajor(kv.tokens(), layout_.key_row(), layout_.dk_pad),
+                       TokenMajor(kv.tokens(), layout_.value_row(), layout_.dv_pad),
                        kv.max_abs_key_},
                 call, with_mask, options.position_offset, std::move(result));
 }
@@ -546,16 +549,11 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   // length: it never holds a non-finite value, so its keys() and values()
   // can always be appended again, and a step that fails adds nothing.
   const ProjectedKV p = ProjectKeysValues(x, x, cache.length(), "x", "x", cache.type());
-  for (size_t b = 0; b < x.batch; ++b) {
-    cache.k_.Store(cache.key_row(b, cache.length()), p.k + b * x.tokens * layout_.key_row(),
-                   x.tokens * layout_.key_row());
-    cache.v_.Store(cache.value_row(b, cache.length()), p.v + b * x.tokens * layout_.value_row(),
-                   x.tokens * layout_.value_row());
-  }
+  cache.StoreRows(p.k, p.v, x.tokens);
   const double max_abs_key = std::max(cache.max_abs_key_, p.max_abs_key);
   MhaResult r = Attend(x,
                        KVView{cache.k_.at(0), cache.v_.at(0), cache.type(), tk,
-                              cache.max_length(), max_abs_key},
+                              cache.key_strides(), cache.value_strides(), max_abs_key},
                        call, causal, cache.length(), std::move(result));
   // Only a step that succeeded adds its tokens.
   cache.length_ = tk;
@@ -571,8 +569,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
   const size_t batch = query.batch, tq = query.tokens, tk = kv.tk;
   const size_t dk = layout_.dk_pad, dv = layout_.dv_pad;
   // Q and Z rows hold every query head; K and V rows the key/value heads.
-  const size_t ld_q = heads * dk, ld_k = layout_.key_row();
-  const size_t ld_z = heads * dv, ld_v = layout_.value_row();
+  const size_t ld_q = heads * dk, ld_z = heads * dv;
   const size_t scratch = kernels_->attention_scratch_floats(dk, dv);
   const size_t threads = pool_->threads();
   const size_t need = CheckedCount("projected queries and head outputs",
@@ -603,10 +600,10 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     a.q = q + (b * tq + q0) * ld_q + h * dk;
     a.ldq = ld_q;
     const size_t bytes = simd_attention::WeightBytes(kv.type);
-    a.k = static_cast<const char*>(kv.k) + (b * kv.rows_per_batch * ld_k + kvh * dk) * bytes;
-    a.ldk = ld_k;
-    a.v = static_cast<const char*>(kv.v) + (b * kv.rows_per_batch * ld_v + kvh * dv) * bytes;
-    a.ldv = ld_v;
+    a.k = static_cast<const char*>(kv.k) + (b * kv.k_at.batch + kvh * kv.k_at.head) * bytes;
+    a.ldk = kv.k_at.row;
+    a.v = static_cast<const char*>(kv.v) + (b * kv.v_at.batch + kvh * kv.v_at.head) * bytes;
+    a.ldv = kv.v_at.row;
     a.kv_type = kv.type;
     a.dk = dk;
     a.dv = dv;
@@ -623,21 +620,21 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
 
   if (options.need_intermediates) {
     const KVLayout& l = layout_;
-    r.q = HeadMajor("q", q, batch, tq, tq, heads, l.dk, l.dk_pad);
-    // A narrow cache's rows widened first (whole batch items: rows_per_batch).
-    const auto widened = [&](const void* rows, size_t row) {
-      std::vector<float> out(kv.type == WeightType::kF32 ? 0 : batch * kv.rows_per_batch * row);
+    r.q = HeadMajor("q", q, batch, tq, heads, l.dk, TokenMajor(tq, ld_q, dk));
+    // A narrow cache's rows widened first (whole batch items).
+    const auto widened = [&](const void* rows, const KVStrides& at) {
+      std::vector<float> out(kv.type == WeightType::kF32 ? 0 : batch * at.batch);
       if (!out.empty()) {
         WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv.type, out.data());
       }
       return out;
     };
-    const std::vector<float> wide_k = widened(kv.k, ld_k), wide_v = widened(kv.v, ld_v);
+    const std::vector<float> wide_k = widened(kv.k, kv.k_at), wide_v = widened(kv.v, kv.v_at);
     const auto* k = wide_k.empty() ? static_cast<const float*>(kv.k) : wide_k.data();
     const auto* v = wide_v.empty() ? static_cast<const float*>(kv.v) : wide_v.data();
-    r.k = HeadMajor("k", k, batch, tk, kv.rows_per_batch, l.heads, l.dk, l.dk_pad);
-    r.v = HeadMajor("v", v, batch, tk, kv.rows_per_batch, l.heads, l.dv, l.dv_pad);
-    r.head_output = HeadMajor("head output", z, batch, tq, tq, heads, l.dv, l.dv_pad);
+    r.k = HeadMajor("k", k, batch, tk, l.heads, l.dk, kv.k_at);
+    r.v = HeadMajor("v", v, batch, tk, l.heads, l.dv, kv.v_at);
+    r.head_output = HeadMajor("head output", z, batch, tq, heads, l.dv, TokenMajor(tq, ld_z, dv));
   }
 
   // Z's rows are H * d_v padded floats, W_O's packed rows as many.

@@ -26,6 +26,12 @@ struct KVLayout {
   size_t value_row() const { return heads * dv_pad; }
 };
 
+// Where rows of keys or values lie: element i of head h's row t of batch
+// item b at b * batch + h * head + t * row + i.
+struct KVStrides {
+  size_t batch, head, row;
+};
+
 // Rows of projected keys or values as a cache holds them: float32, or
 // float16/bfloat16 (MhaConfig::cache_type), which the attention kernel
 // widens a key block at a time.
@@ -66,6 +72,17 @@ class KVCache {
   // What is cached, [B, length, H*d_k] and [B, length, H*d_v].
   std::vector<float> Keys() const;
   std::vector<float> Values() const;
+  // Head-major: a head's keys (values) of a batch item are max_length
+  // padded rows one after another, which a decoding step's dot products
+  // and P V loop read as one stream.
+  KVStrides key_strides() const {
+    return {layout_.heads * max_length_ * layout_.dk_pad, max_length_ * layout_.dk_pad,
+            layout_.dk_pad};
+  }
+  KVStrides value_strides() const {
+    return {layout_.heads * max_length_ * layout_.dv_pad, max_length_ * layout_.dv_pad,
+            layout_.dv_pad};
+  }
   // Rolls back to the first n tokens (n <= length).
   void Truncate(size_t n);
   void Reset() {
@@ -80,13 +97,12 @@ class KVCache {
   friend class MultiHeadAttention;
   KVCache(const KVLayout& layout, size_t batch, size_t max_length, WeightType type,
           const ArgNames& names);
-  // Element offsets of row t of batch b (padded layout).
-  size_t key_row(size_t b, size_t t) const { return (b * max_length_ + t) * layout_.key_row(); }
-  size_t value_row(size_t b, size_t t) const {
-    return (b * max_length_ + t) * layout_.value_row();
-  }
   // Throws std::length_error unless n more tokens fit.
   void CheckRoom(size_t n) const;
+  // Stores n tokens past the length from padded token-major rows, keys [B,
+  // n, key_row] and values [B, n, value_row] (rounded to the cache's type;
+  // the caller has checked them); the length stays.
+  void StoreRows(const float* keys, const float* values, size_t n);
 
   KVLayout layout_;
   const ArgNames* names_;  // for the messages
@@ -94,7 +110,7 @@ class KVCache {
   // Largest |k| appended since the last Reset (kept, not recomputed, after a
   // Truncate): bounds the attention scores without a pass over the cache.
   double max_abs_key_ = 0;
-  KVRows k_, v_;  // [B, max_length, padded row]
+  KVRows k_, v_;  // [B, H, max_length, padded head] (key_strides, value_strides)
 };
 
 // Cross-attention keys and values of one memory, projected once.

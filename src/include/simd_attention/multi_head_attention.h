@@ -269,16 +269,21 @@ class MultiHeadAttention : public Trainable {
   const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
  private:
-  // Projected keys/values in the padded layout: batch b's row t at
-  // k + (b * rows_per_batch + t) * layout.key_row().
+  // Projected keys/values in the padded layout, where their strides say:
+  // token-major as projected (TokenMajor) or a cache's head-major rows.
   struct KVView {
     const void* k;  // of `type` elements
     const void* v;
     WeightType type;
     size_t tk;
-    size_t rows_per_batch;
+    KVStrides k_at, v_at;
     double max_abs_key;  // largest |k|, bounds the scores (CheckScoreRange)
   };
+  // The strides of token-major padded rows, rows_per_batch rows a batch
+  // item: keys (key_row, dk_pad) or values (value_row, dv_pad).
+  static KVStrides TokenMajor(size_t rows_per_batch, size_t row, size_t head_pad) {
+    return {rows_per_batch * row, head_pad, row};
+  }
 
   // Keys and values of key.batch items (key, value [B, T, *]) projected
   // into kv_workspace_, the keys turned from position key_pos0, checked
