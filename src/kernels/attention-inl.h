@@ -27,6 +27,10 @@
 // widen each vector of keys and values in registers. Widening is exact, so the scores are the
 // float cache's sums; P V adds the same products in another order. A block
 // of many queries widens each key block into the scratch for the GEMM.
+// An int8 cache likewise: its dot products widen the int8 keys in registers
+// and multiply each key's sum by the key's row scale once; P V folds each
+// value row's scale into its p_j; the GEMM and the non-SIMD layers read the
+// rows dequantized into the scratch (q * scale, what KVCache::Keys gives).
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file.
@@ -74,6 +78,10 @@ struct Attention {
     const uint16_t* vn;
     size_t ldvb;
     const Bits16Form* form;  // how `narrow` rows widen
+    const int8_t* kq;  // `narrow` int8 rows in place, and their row scales
+    const int8_t* vq;  // (kv_type kInt8)
+    const float* ks;
+    const float* vs;
     float* kw;        // [kBk][dk]
     float* vw;        // [kBk][dv]
     float p_scale;    // 1, or 2^-k: the probabilities scaled (see the top)
@@ -90,6 +98,7 @@ struct Attention {
   // scratch (one pass over the narrow rows, which the GEMM then reads from
   // L1: its tiles read each key once per panel of queries).
   static void SetKeyBlock(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
+    if (HeldType(a.kv_type) == WeightType::kInt8) return SetInt8KeyBlock(a, b, k0, nk);
     if (HeldType(a.kv_type) == WeightType::kF32) {
       b.kb = static_cast<const float*>(a.k) + k0 * a.ldk;
       b.vb = static_cast<const float*>(a.v) + k0 * a.ldv;
@@ -119,6 +128,40 @@ struct Attention {
     b.ldvb = a.dv;
   }
 
+  // rows x width int8 elements (row stride ld) times their row scales
+  // (stride ld_scales) into dst [rows][width].
+  static void DequantizeRows(const int8_t* src, size_t ld, const float* scales, size_t ld_scales,
+                             size_t rows, size_t width, float* dst) {
+    for (size_t r = 0; r < rows; ++r) {
+      const V scale = Ops::Set(scales[r * ld_scales]);
+      for (size_t d = 0; d < width; d += kL) {
+        Ops::Store(Ops::Mul(Ops::Widen(src + r * ld + d), scale), dst + r * width + d);
+      }
+    }
+  }
+
+  // SetKeyBlock for int8 rows: in place with their scales for the dot
+  // products, else dequantized into the scratch.
+  static void SetInt8KeyBlock(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
+    const auto* k = static_cast<const int8_t*>(a.k) + k0 * a.ldk;
+    const auto* v = static_cast<const int8_t*>(a.v) + k0 * a.ldv;
+    b.ks = a.k_scales + k0 * a.ld_scales;
+    b.vs = a.v_scales + k0 * a.ld_scales;
+    if (kNarrowInPlace && b.narrow) {
+      b.kq = k;
+      b.vq = v;
+      b.ldkb = a.ldk;
+      b.ldvb = a.ldv;
+      return;
+    }
+    DequantizeRows(k, a.ldk, b.ks, a.ld_scales, nk, a.dk, b.kw);
+    DequantizeRows(v, a.ldv, b.vs, a.ld_scales, nk, a.dv, b.vw);
+    b.kb = b.kw;
+    b.vb = b.vw;
+    b.ldkb = a.dk;
+    b.ldvb = a.dv;
+  }
+
   // The GEMM computes S^T a whole panel of queries at a time; with few
   // queries (decoding: one) most of that panel is padding. Per key, the
   // GEMM costs (kPanel / kL) * dk vector FMAs; dot products cost, per
@@ -132,6 +175,7 @@ struct Attention {
   // A vector of a key or value row: loaded, or widened in registers.
   static V Row(const float* p, const Bits16Form&) { return Ops::Load(p); }
   static V Row(const uint16_t* p, const Bits16Form& form) { return Ops::Widen(p, form); }
+  static V Row(const int8_t* p, const Bits16Form&) { return Ops::Widen(p); }
 
   // S^T[j][i] = q_i . k_j for the block's queries from float or 16-bit keys
   // (T), four keys at a time: the query's loads shared, four chains. A last
@@ -158,6 +202,15 @@ struct Attention {
     }
   }
 
+  // ScoresByDots of int8 keys, each key's sums times its row scale.
+  static void ScoresByInt8Dots(const AttentionArgs& a, const Block& b, size_t nk) {
+    ScoresByDots(a, b, b.kq, nk);
+    for (size_t j = 0; j < nk; ++j) {
+      const float scale = b.ks[j * a.ld_scales];
+      for (size_t i = 0; i < b.nq; ++i) b.st[j * b.cols + i] *= scale;
+    }
+  }
+
   // c * tanh(S / c) over the tile, in place.
   static void SoftCap(const Block& b, float cap, size_t nk) {
     const V c = Ops::Set(cap), inv = Ops::Set(1.0f / cap);
@@ -175,7 +228,9 @@ struct Attention {
                                        bool write = false) {
     SetKeyBlock(a, b, k0, nk);
     if (b.by_dots) {
-      if (kNarrowInPlace && b.narrow) {
+      if (kNarrowInPlace && b.narrow && HeldType(a.kv_type) == WeightType::kInt8) {
+        ScoresByInt8Dots(a, b, nk);
+      } else if (kNarrowInPlace && b.narrow) {
         ScoresByDots(a, b, b.kn, nk);
       } else {
         ScoresByDots(a, b, b.kb, nk);
@@ -215,6 +270,26 @@ struct Attention {
     }
   }
 
+  // ValuesTimes16 for int8 values: each p_j times value row j's scale,
+  // then the row widened in registers.
+  static void ValuesTimesInt8(const AttentionArgs& a, const Block& b, size_t nk) {
+    for (size_t i = 0; i < b.nq; ++i) {
+      const float* p = b.st + i;
+      for (size_t d = 0; d < a.dv; d += kL) {
+        V o0 = Ops::Load(b.o + i * a.dv + d), o1 = Ops::Zero();
+        for (size_t j = 0; j < nk; j += 2) {
+          const bool pair = j + 1 < nk;
+          const int8_t* v = b.vq + j * b.ldvb + d;
+          const float* s = b.vs + j * a.ld_scales;
+          o0 = Ops::MulAdd(Ops::Set(p[j * b.cols] * s[0]), Ops::Widen(v), o0);
+          o1 = Ops::MulAdd(Ops::Set(pair ? p[(j + 1) * b.cols] * s[a.ld_scales] : 0.0f),
+                           Ops::Widen(pair ? v + b.ldvb : v), o1);
+        }
+        Ops::Store(Ops::Add(o0, o1), b.o + i * a.dv + d);
+      }
+    }
+  }
+
   // Folds one key block into m, l and O.
   static void Accumulate(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
     Scores(a, b, k0, nk);
@@ -248,6 +323,9 @@ struct Attention {
       }
     }
     // O[i][:] += sum_j P[i][j] V[j][:], P read transposed out of S^T.
+    if (kNarrowInPlace && b.narrow && HeldType(a.kv_type) == WeightType::kInt8) {
+      return ValuesTimesInt8(a, b, nk);
+    }
     if (kNarrowInPlace && b.narrow) return ValuesTimes16(a, b, nk);
     const size_t vecs = a.dv / kL;
     for (size_t i0 = 0; i0 < b.nq; i0 += G::kRows) {

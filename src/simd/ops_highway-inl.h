@@ -20,6 +20,8 @@
 //                          p: float, F16Bits or BF16Bits
 //   Widen(bits, form)      the same from kLanes 16-bit floats of either
 //                          kind, the kind given as data (gemm.h)
+//   Widen(int8s)           the same from kLanes int8 (an int8 KV cache's
+//                          rows, kv_cache.h), exact
 //   VI ZeroI ToFloat       vector of kLanes int32; zero; converted to float
 //   RoundToInt(x)          x rounded to the nearest integer, ties to even
 //                          (as std::nearbyint), for |x| < 2^22
@@ -89,6 +91,10 @@ struct HighwayOps {
   static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
 #endif
   static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
+  static V Widen(const int8_t* p) {
+    const hwy::HWY_NAMESPACE::Rebind<int8_t, DI> d8;
+    return ToFloat(hwy::HWY_NAMESPACE::PromoteTo(DI(), hwy::HWY_NAMESPACE::LoadU(d8, p)));
+  }
   static VI ZeroI() { return hwy::HWY_NAMESPACE::Zero(DI()); }
   static V ToFloat(VI v) { return hwy::HWY_NAMESPACE::ConvertTo(D(), v); }
   // The int8 kernel's quantization (int8_gemm.h). WASM (V8 wraps

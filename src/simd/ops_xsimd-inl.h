@@ -28,6 +28,16 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   using VI = xsimd::batch<int32_t, Arch>;
   static VI ZeroI() { return VI(0); }
   static V ToFloat(VI v) { return xsimd::batch_cast<float>(v); }
+#if defined(__wasm_simd128__)
+  // A 32-bit load and two sign extensions (xsimd's conversion goes through
+  // memory a lane at a time).
+  static V Widen(const int8_t* p) {
+    const v128_t i16 = wasm_i16x8_extend_low_i8x16(wasm_v128_load32_zero(p));
+    return V(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(i16)));
+  }
+#else
+  static V Widen(const int8_t* p) { return ToFloat(VI::load_unaligned(p)); }
+#endif
   // xsimd 13 has no pairwise int16 multiply-add, float-to-int rounding to
   // nearest or int32-to-int16 narrowing: the ISA's own, on the batch's
   // register (one ISA per compilation, see backends/xsimd.cc).
