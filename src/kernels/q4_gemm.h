@@ -6,8 +6,10 @@
 // registers: A is quantized per row to int16 by the int8 kernel's Quantize
 // (the same words, step and rounding), and a register tile of rows x panel
 // columns loads 2 * lanes bytes per K pair, splits them into the low and
-// high nibbles (two K pairs 8 apart), subtracts 8 and multiplies each with
-// the pairwise int16 multiply-add (i32x4.dot_i16x8_s, pmaddwd, vpdpwssd).
+// high nibbles (two K pairs 8 apart) and multiplies each with the pairwise
+// int16 multiply-add (i32x4.dot_i16x8_s, pmaddwd, vpdpwssd). The - 8 of
+// every nibble is taken from the block's sum instead: 8 times the block's
+// sum of the row's words, which leaves the int32 sum of (q - 8) a exactly.
 // No scratch pass: a decoding step reads each weight once, 4.5 bits of it
 // (with the scale) from memory. A block's int32 sums are converted to float
 // and scaled by the block's float16 scales, widened in registers; the row's
@@ -15,7 +17,8 @@
 //   c = (sum_b float(sum of block b) * d_b) * row step + c0.
 // The alternative of dequantizing blocks into an int16 panel with the block
 // scale folded in would round each weight a second time; per-block sums are
-// exact in int32 (32 products of |a| <= 32767 and |q - 8| <= 8).
+// exact in int32 (32 products of |a| <= 32767 and q <= 15, less 8 times 32
+// such |a|).
 //
 // Accuracy contract (tests/q4_gemm_test.cc asserts it on every table), for
 // output (i, j), with step s_i = max_k |a_ik| / 32767, the dequantized

@@ -23,6 +23,7 @@
 //   Widen(int8s)           the same from kLanes int8 (an int8 KV cache's
 //                          rows, kv_cache.h), exact
 //   VI ZeroI ToFloat       vector of kLanes int32; zero; converted to float
+//   SetI(x)                int32 x in every lane
 //   RoundToInt(x)          x rounded to the nearest integer, ties to even
 //                          (as std::nearbyint), for |x| < 2^22
 //   StoreInt16(v, p)       kLanes int32 of v, each within int16, as int16
@@ -31,10 +32,11 @@
 //   LoadPairs(w)           2 * kLanes int8 at w sign-extended to int16:
 //                          pair i is (w[2i], w[2i+1])
 //   LoadNibblePairs(w, low, high)  2 * kLanes bytes at w as two VP: each
-//                          byte's low nibble minus 8 in *low, its high
-//                          nibble minus 8 in *high (q4 weights, q4_layout.h)
+//                          byte's low nibble in *low, its high nibble in
+//                          *high, 0..15 (q4 weights, q4_layout.h)
 //   SetPair(pair)          the two int16 of `pair` (lo in its low half) in
 //                          every pair
+//   SubPairs(a, b)         a - b, int16 by int16
 //   MulAddPairs(w, a, acc) acc + w.lo * a.lo + w.hi * a.hi in int32 lane i
 //                          from pair i: x86 pmaddwd (AVX3_DL vpdpwssd), wasm
 //                          i32x4.dot_i16x8_s
@@ -96,6 +98,7 @@ struct HighwayOps {
     return ToFloat(hwy::HWY_NAMESPACE::PromoteTo(DI(), hwy::HWY_NAMESPACE::LoadU(d8, p)));
   }
   static VI ZeroI() { return hwy::HWY_NAMESPACE::Zero(DI()); }
+  static VI SetI(int32_t x) { return hwy::HWY_NAMESPACE::Set(DI(), x); }
   static V ToFloat(VI v) { return hwy::HWY_NAMESPACE::ConvertTo(D(), v); }
   // The int8 kernel's quantization (int8_gemm.h). WASM (V8 wraps
   // i32x4.trunc_sat_f32x4_s in fix-ups) and the one-lane targets round by
@@ -124,6 +127,7 @@ struct HighwayOps {
     ScalarOps::LoadNibblePairs(w, low, high);
   }
   static VP SetPair(int32_t pair) { return ScalarOps::SetPair(pair); }
+  static VP SubPairs(VP a, VP b) { return ScalarOps::SubPairs(a, b); }
   static VI MulAddPairs(VP w, VP a, VI acc) {
     return hwy::HWY_NAMESPACE::Add(acc, hwy::HWY_NAMESPACE::Set(DI(), w.lo * a.lo + w.hi * a.hi));
   }
@@ -149,14 +153,14 @@ struct HighwayOps {
   }
 #endif
   static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
-    const VP bytes = LoadBytes16(w), eight = hwy::HWY_NAMESPACE::Set(DP(), 8);
-    *low = hwy::HWY_NAMESPACE::Sub(
-        hwy::HWY_NAMESPACE::And(bytes, hwy::HWY_NAMESPACE::Set(DP(), 15)), eight);
-    *high = hwy::HWY_NAMESPACE::Sub(hwy::HWY_NAMESPACE::ShiftRight<4>(bytes), eight);
+    const VP bytes = LoadBytes16(w);
+    *low = hwy::HWY_NAMESPACE::And(bytes, hwy::HWY_NAMESPACE::Set(DP(), 15));
+    *high = hwy::HWY_NAMESPACE::ShiftRight<4>(bytes);
   }
   static VP SetPair(int32_t pair) {
     return hwy::HWY_NAMESPACE::BitCast(DP(), hwy::HWY_NAMESPACE::Set(DI(), pair));
   }
+  static VP SubPairs(VP a, VP b) { return hwy::HWY_NAMESPACE::Sub(a, b); }
 #if HWY_TARGET == HWY_AVX3_DL
   // AVX512-VNNI's vpdpwssd: pmaddwd and the add in one instruction.
   // Highway 1.0.3 has no op for it, and its AVX3_DL target attributes name

@@ -43,6 +43,7 @@ struct ScalarOps : OperatorArithmetic<float> {
   static V Widen(const int8_t* p) { return static_cast<float>(*p); }
   using VI = int32_t;
   static VI ZeroI() { return 0; }
+  static VI SetI(int32_t x) { return x; }
   static V ToFloat(VI v) { return static_cast<float>(v); }
   static VI RoundToInt(V x) { return static_cast<VI>(std::nearbyint(x)); }
   static void StoreInt16(VI v, int16_t* p) { *p = static_cast<int16_t>(v); }
@@ -51,12 +52,13 @@ struct ScalarOps : OperatorArithmetic<float> {
   };
   static VP LoadPairs(const int8_t* w) { return {w[0], w[1]}; }
   static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
-    *low = {(w[0] & 15) - 8, (w[1] & 15) - 8};
-    *high = {(w[0] >> 4) - 8, (w[1] >> 4) - 8};
+    *low = {w[0] & 15, w[1] & 15};
+    *high = {w[0] >> 4, w[1] >> 4};
   }
   static VP SetPair(int32_t pair) {
     return {static_cast<int16_t>(pair & 0xffff), static_cast<int16_t>(pair >> 16)};
   }
+  static VP SubPairs(VP a, VP b) { return {a.lo - b.lo, a.hi - b.hi}; }
   static VI MulAddPairs(VP w, VP a, VI acc) { return acc + w.lo * a.lo + w.hi * a.hi; }
   static V Abs(V a) { return std::fabs(a); }
   static V CopySign(V m, V s) { return std::copysign(m, s); }

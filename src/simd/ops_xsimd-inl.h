@@ -27,6 +27,7 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
   using VI = xsimd::batch<int32_t, Arch>;
   static VI ZeroI() { return VI(0); }
+  static VI SetI(int32_t x) { return VI(x); }
   static V ToFloat(VI v) { return xsimd::batch_cast<float>(v); }
 #if defined(__wasm_simd128__)
   // A 32-bit load and two sign extensions (xsimd's conversion goes through
@@ -45,11 +46,12 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   using VP = v128_t;
   static VP LoadPairs(const int8_t* w) { return wasm_i16x8_load8x8(w); }
   static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
-    const v128_t bytes = wasm_u16x8_load8x8(w), eight = wasm_i16x8_splat(8);
-    *low = wasm_i16x8_sub(wasm_v128_and(bytes, wasm_i16x8_splat(15)), eight);
-    *high = wasm_i16x8_sub(wasm_u16x8_shr(bytes, 4), eight);
+    const v128_t bytes = wasm_u16x8_load8x8(w);
+    *low = wasm_v128_and(bytes, wasm_i16x8_splat(15));
+    *high = wasm_u16x8_shr(bytes, 4);
   }
   static VP SetPair(int32_t pair) { return wasm_i32x4_splat(pair); }
+  static VP SubPairs(VP a, VP b) { return wasm_i16x8_sub(a, b); }
   static VI MulAddPairs(VP w, VP a, VI acc) { return acc + VI(wasm_i32x4_dot_i16x8(w, a)); }
   // The magic-number rounding of ops_highway-inl.h.
   static VI RoundToInt(V x) {
@@ -66,11 +68,11 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
     const __m512i bytes =
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-    const __m512i eight = _mm512_set1_epi16(8);
-    *low = _mm512_sub_epi16(_mm512_and_si512(bytes, _mm512_set1_epi16(15)), eight);
-    *high = _mm512_sub_epi16(_mm512_srli_epi16(bytes, 4), eight);
+    *low = _mm512_and_si512(bytes, _mm512_set1_epi16(15));
+    *high = _mm512_srli_epi16(bytes, 4);
   }
   static VP SetPair(int32_t pair) { return _mm512_set1_epi32(pair); }
+  static VP SubPairs(VP a, VP b) { return _mm512_sub_epi16(a, b); }
   static VI MulAddPairs(VP w, VP a, VI acc) { return acc + VI(_mm512_madd_epi16(w, a)); }
   static VI RoundToInt(V x) { return VI(_mm512_cvtps_epi32(x)); }
   static void StoreInt16(VI v, int16_t* p) {
@@ -84,11 +86,11 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
     const __m256i bytes =
         _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
-    const __m256i eight = _mm256_set1_epi16(8);
-    *low = _mm256_sub_epi16(_mm256_and_si256(bytes, _mm256_set1_epi16(15)), eight);
-    *high = _mm256_sub_epi16(_mm256_srli_epi16(bytes, 4), eight);
+    *low = _mm256_and_si256(bytes, _mm256_set1_epi16(15));
+    *high = _mm256_srli_epi16(bytes, 4);
   }
   static VP SetPair(int32_t pair) { return _mm256_set1_epi32(pair); }
+  static VP SubPairs(VP a, VP b) { return _mm256_sub_epi16(a, b); }
   static VI MulAddPairs(VP w, VP a, VI acc) { return acc + VI(_mm256_madd_epi16(w, a)); }
   static VI RoundToInt(V x) { return VI(_mm256_cvtps_epi32(x)); }
   static void StoreInt16(VI v, int16_t* p) {
@@ -103,11 +105,11 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   }
   static void LoadNibblePairs(const uint8_t* w, VP* low, VP* high) {
     const __m128i bytes = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w)));
-    const __m128i eight = _mm_set1_epi16(8);
-    *low = _mm_sub_epi16(_mm_and_si128(bytes, _mm_set1_epi16(15)), eight);
-    *high = _mm_sub_epi16(_mm_srli_epi16(bytes, 4), eight);
+    *low = _mm_and_si128(bytes, _mm_set1_epi16(15));
+    *high = _mm_srli_epi16(bytes, 4);
   }
   static VP SetPair(int32_t pair) { return _mm_set1_epi32(pair); }
+  static VP SubPairs(VP a, VP b) { return _mm_sub_epi16(a, b); }
   static VI MulAddPairs(VP w, VP a, VI acc) { return acc + VI(_mm_madd_epi16(w, a)); }
   static VI RoundToInt(V x) { return VI(_mm_cvtps_epi32(x)); }
   static void StoreInt16(VI v, int16_t* p) {
