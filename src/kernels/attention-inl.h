@@ -24,9 +24,13 @@
 //
 // A float16 or bfloat16 KV cache (kv_type) is read in place by a block of
 // few queries (decoding) on the SIMD layers: its dot products and P V loop
-// widen each vector of keys and values in registers. Widening is exact, so the scores are the
-// float cache's sums; P V adds the same products in another order. A block
-// of many queries widens each key block into the scratch for the GEMM.
+// widen each vector of keys and values in registers, all but the last step
+// (WidenUnscaled): float16's exponent rebias, times 2^112, is folded into
+// the block's queries (while |q| 2^112 is finite, else the block widens
+// into the scratch) and into each probability. Widening and the powers of
+// 2 are exact, so each product, and each score, is the float cache's. A
+// block of many queries widens each key block into the scratch for the
+// GEMM.
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file.
@@ -131,7 +135,7 @@ struct Attention {
 
   // A vector of a key or value row: loaded, or widened in registers.
   static V Row(const float* p, const Bits16Form&) { return Ops::Load(p); }
-  static V Row(const uint16_t* p, const Bits16Form& form) { return Ops::Widen(p, form); }
+  static V Row(const uint16_t* p, const Bits16Form& form) { return Ops::WidenUnscaled(p, form); }
 
   // S^T[j][i] = q_i . k_j for the block's queries from float or 16-bit keys
   // (T), four keys at a time: the query's loads shared, four chains. A last
@@ -175,12 +179,15 @@ struct Attention {
                                        bool write = false) {
     SetKeyBlock(a, b, k0, nk);
     if (b.by_dots) {
+      // The columns past the queries, [nq, cols), lie in each row's last
+      // vector: zeroed first, a store per key (a fill of them per key was a
+      // call to memset, 6% of a decoding step).
+      for (size_t j = 0; j < nk; ++j) Ops::Store(Ops::Zero(), b.st + (j + 1) * b.cols - kL);
       if (kNarrowInPlace && b.narrow) {
         ScoresByDots(a, b, b.kn, nk);
       } else {
         ScoresByDots(a, b, b.kb, nk);
       }
-      for (size_t j = 0; j < nk; ++j) FillN(b.st + j * b.cols + b.nq, b.cols - b.nq, 0.0f);
     } else {
       G::Multiply({b.kb, b.ldkb, nk, a.dk, b.qt, a.dk, 0, b.cols, nullptr, b.st, b.cols});
     }
@@ -194,23 +201,37 @@ struct Attention {
   // O[i][:] += sum_j P[i][j] V[j][:] from 16-bit values widened in
   // registers (a dot-product block reads each value once per query, so
   // widening the block into the scratch first cost a store and a load per
-  // vector): a vector of O at a time, the even and odd keys in two chains.
-  // An odd last key pairs with itself times 0, which adds exactly 0 (the
-  // cache's values are finite).
-  static void ValuesTimes16(const AttentionArgs& a, const Block& b, size_t nk) {
+  // vector), W vectors of O at a time: each probability, times the form's
+  // scale, is set once per W vectors.
+  template <size_t W>
+  static void ValuesTimes16(const AttentionArgs& a, const Block& b, size_t nk, size_t i,
+                            size_t d) {
     const Bits16Form& form = *b.form;
+    const float* p = b.st + i;
+    float* o = b.o + i * a.dv + d;
+    V acc[W];
+    for (size_t u = 0; u < W; ++u) acc[u] = Ops::Load(o + u * kL);
+    for (size_t j = 0; j < nk; ++j) {
+      const V pj = Ops::Set(p[j * b.cols] * form.scale);
+      const uint16_t* v = b.vn + j * b.ldvb + d;
+      for (size_t u = 0; u < W; ++u) {
+        acc[u] = Ops::MulAdd(pj, Ops::WidenUnscaled(v + u * kL, form), acc[u]);
+      }
+    }
+    for (size_t u = 0; u < W; ++u) Ops::Store(acc[u], o + u * kL);
+  }
+
+  static void ValuesTimes16(const AttentionArgs& a, const Block& b, size_t nk) {
+    constexpr size_t kW = 4;
     for (size_t i = 0; i < b.nq; ++i) {
-      const float* p = b.st + i;
-      for (size_t d = 0; d < a.dv; d += kL) {
-        V o0 = Ops::Load(b.o + i * a.dv + d), o1 = Ops::Zero();
-        for (size_t j = 0; j < nk; j += 2) {
-          const bool pair = j + 1 < nk;
-          const uint16_t* v = b.vn + j * b.ldvb + d;
-          o0 = Ops::MulAdd(Ops::Set(p[j * b.cols]), Ops::Widen(v, form), o0);
-          o1 = Ops::MulAdd(Ops::Set(pair ? p[(j + 1) * b.cols] : 0.0f),
-                           Ops::Widen(pair ? v + b.ldvb : v, form), o1);
+      for (size_t d = 0; d < a.dv;) {
+        if (a.dv - d >= kW * kL) {
+          ValuesTimes16<kW>(a, b, nk, i, d);
+          d += kW * kL;
+        } else {
+          ValuesTimes16<1>(a, b, nk, i, d);
+          d += kL;
         }
-        Ops::Store(Ops::Add(o0, o1), b.o + i * a.dv + d);
       }
     }
   }
@@ -315,6 +336,20 @@ struct Attention {
     }
   }
 
+  // Multiplies the block's queries (rows [nq][dk]) by the 16-bit form's
+  // scale, exactly, unless a product would not be finite (then the block
+  // widens its keys into the scratch: false).
+  static bool FoldScaleIntoQueries(const AttentionArgs& a, Block& b) {
+    const float scale = b.form->scale;
+    if (scale == 1.0f) return true;
+    const size_t n = b.nq * a.dk;
+    float largest = 0.0f;
+    for (size_t e = 0; e < n; ++e) largest = std::max(largest, std::fabs(b.qt[e]));
+    if (!(largest < std::numeric_limits<float>::max() / scale)) return false;
+    for (size_t e = 0; e < n; ++e) b.qt[e] *= scale;
+    return true;
+  }
+
   static void Run(const AttentionArgs& a) {
     Block b;
     b.qt = a.scratch;
@@ -334,6 +369,7 @@ struct Attention {
       b.cols = (b.nq + width - 1) / width * width;
       VisibleKeys(a, b.q0, b.nq, b.key_begin, b.key_end);
       PackScaledQueries(a, b.q0, b.nq, b.cols, b.by_dots ? 0 : G::kPanel, b.qt);
+      if (b.narrow) b.narrow = FoldScaleIntoQueries(a, b);
       // Once more, with scaled probabilities, if O overflowed (one call
       // site: the block's loop is compiled once).
       b.p_scale = 1.0f;
