@@ -24,13 +24,17 @@
 //
 // A float16 or bfloat16 KV cache (kv_type) is read in place by a block of
 // few queries (decoding) on the SIMD layers: its dot products and P V loop
-// widen each vector of keys and values in registers. Widening is exact, so the scores are the
-// float cache's sums; P V adds the same products in another order. A block
-// of many queries widens each key block into the scratch for the GEMM.
-// An int8 cache likewise: its dot products widen the int8 keys in registers
-// and multiply each key's sum by the key's row scale once; P V folds each
-// value row's scale into its p_j; the GEMM and the non-SIMD layers read the
-// rows dequantized into the scratch (q * scale, what KVCache::Keys gives).
+// widen each vector of keys and values in registers, all but the last step
+// (WidenUnscaled): float16's exponent rebias, times 2^112, is folded into
+// the block's queries (while |q| 2^112 is finite, else the block widens
+// into the scratch) and into each probability. Widening and the powers of
+// 2 are exact, so each product, and each score, is the float cache's. A
+// block of many queries widens each key block into the scratch for the
+// GEMM. An int8 cache likewise: its dot products widen the int8 keys in
+// registers and multiply each key's sum by the key's row scale once; P V
+// folds each value row's scale into its p_j; the GEMM and the non-SIMD
+// layers read the rows dequantized into the scratch (q * scale, what
+// KVCache::Keys gives).
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file.
@@ -174,10 +178,10 @@ struct Attention {
 
   // A vector of a key or value row: loaded, or widened in registers.
   static V Row(const float* p, const Bits16Form&) { return Ops::Load(p); }
-  static V Row(const uint16_t* p, const Bits16Form& form) { return Ops::Widen(p, form); }
+  static V Row(const uint16_t* p, const Bits16Form& form) { return Ops::WidenUnscaled(p, form); }
   static V Row(const int8_t* p, const Bits16Form&) { return Ops::Widen(p); }
 
-  // S^T[j][i] = q_i . k_j for the block's queries from float or 16-bit keys
+  // S^T[j][i] = q_i . k_j for the block's queries from float, 16-bit or int8 keys
   // (T), four keys at a time: the query's loads shared, four chains. A last
   // group of fewer keys reads the block's last key again in place of the
   // missing ones and keeps only its own sums: no second loop for the tail
@@ -228,6 +232,10 @@ struct Attention {
                                        bool write = false) {
     SetKeyBlock(a, b, k0, nk);
     if (b.by_dots) {
+      // The columns past the queries, [nq, cols), lie in each row's last
+      // vector: zeroed first, a store per key (a fill of them per key was a
+      // call to memset, 6% of a decoding step).
+      for (size_t j = 0; j < nk; ++j) Ops::Store(Ops::Zero(), b.st + (j + 1) * b.cols - kL);
       if (kNarrowInPlace && b.narrow && HeldType(a.kv_type) == WeightType::kInt8) {
         ScoresByInt8Dots(a, b, nk);
       } else if (kNarrowInPlace && b.narrow) {
@@ -235,7 +243,6 @@ struct Attention {
       } else {
         ScoresByDots(a, b, b.kb, nk);
       }
-      for (size_t j = 0; j < nk; ++j) FillN(b.st + j * b.cols + b.nq, b.cols - b.nq, 0.0f);
     } else {
       G::Multiply({b.kb, b.ldkb, nk, a.dk, b.qt, a.dk, 0, b.cols, nullptr, b.st, b.cols});
     }
@@ -246,46 +253,49 @@ struct Attention {
     if (write) WriteScores(a, ScoresStage::kMasked, b.q0, b.nq, k0, nk, b.st, b.cols);
   }
 
-  // O[i][:] += sum_j P[i][j] V[j][:] from 16-bit values widened in
-  // registers (a dot-product block reads each value once per query, so
-  // widening the block into the scratch first cost a store and a load per
-  // vector): a vector of O at a time, the even and odd keys in two chains.
-  // An odd last key pairs with itself times 0, which adds exactly 0 (the
-  // cache's values are finite).
-  static void ValuesTimes16(const AttentionArgs& a, const Block& b, size_t nk) {
-    const Bits16Form& form = *b.form;
-    for (size_t i = 0; i < b.nq; ++i) {
-      const float* p = b.st + i;
-      for (size_t d = 0; d < a.dv; d += kL) {
-        V o0 = Ops::Load(b.o + i * a.dv + d), o1 = Ops::Zero();
-        for (size_t j = 0; j < nk; j += 2) {
-          const bool pair = j + 1 < nk;
-          const uint16_t* v = b.vn + j * b.ldvb + d;
-          o0 = Ops::MulAdd(Ops::Set(p[j * b.cols]), Ops::Widen(v, form), o0);
-          o1 = Ops::MulAdd(Ops::Set(pair ? p[(j + 1) * b.cols] : 0.0f),
-                           Ops::Widen(pair ? v + b.ldvb : v, form), o1);
-        }
-        Ops::Store(Ops::Add(o0, o1), b.o + i * a.dv + d);
-      }
-    }
+  // The factor of value row j that P V folds into p_j: the 16-bit form's
+  // scale, or the int8 row's own.
+  static float ValueScale(const AttentionArgs&, const Block& b, const uint16_t*, size_t) {
+    return b.form->scale;
+  }
+  static float ValueScale(const AttentionArgs& a, const Block& b, const int8_t*, size_t j) {
+    return b.vs[j * a.ld_scales];
   }
 
-  // ValuesTimes16 for int8 values: each p_j times value row j's scale,
-  // then the row widened in registers.
-  static void ValuesTimesInt8(const AttentionArgs& a, const Block& b, size_t nk) {
+  // O[i][:] += sum_j P[i][j] V[j][:] from 16-bit or int8 values (T) widened
+  // in registers (a dot-product block reads each value once per query, so
+  // widening the block into the scratch first cost a store and a load per
+  // vector), W vectors of O at a time: each probability, times its row's
+  // factor (ValueScale), is set once per W vectors.
+  template <size_t W, class T>
+  static void ValuesTimesNarrow(const AttentionArgs& a, const Block& b, const T* values,
+                                size_t nk, size_t i, size_t d) {
+    const Bits16Form& form = *b.form;
+    const float* p = b.st + i;
+    float* o = b.o + i * a.dv + d;
+    V acc[W];
+    for (size_t u = 0; u < W; ++u) acc[u] = Ops::Load(o + u * kL);
+    for (size_t j = 0; j < nk; ++j) {
+      const V pj = Ops::Set(p[j * b.cols] * ValueScale(a, b, values, j));
+      const T* v = values + j * b.ldvb + d;
+      for (size_t u = 0; u < W; ++u) acc[u] = Ops::MulAdd(pj, Row(v + u * kL, form), acc[u]);
+    }
+    for (size_t u = 0; u < W; ++u) Ops::Store(acc[u], o + u * kL);
+  }
+
+  template <class T>
+  static void ValuesTimesNarrow(const AttentionArgs& a, const Block& b, const T* values,
+                                size_t nk) {
+    constexpr size_t kW = 4;
     for (size_t i = 0; i < b.nq; ++i) {
-      const float* p = b.st + i;
-      for (size_t d = 0; d < a.dv; d += kL) {
-        V o0 = Ops::Load(b.o + i * a.dv + d), o1 = Ops::Zero();
-        for (size_t j = 0; j < nk; j += 2) {
-          const bool pair = j + 1 < nk;
-          const int8_t* v = b.vq + j * b.ldvb + d;
-          const float* s = b.vs + j * a.ld_scales;
-          o0 = Ops::MulAdd(Ops::Set(p[j * b.cols] * s[0]), Ops::Widen(v), o0);
-          o1 = Ops::MulAdd(Ops::Set(pair ? p[(j + 1) * b.cols] * s[a.ld_scales] : 0.0f),
-                           Ops::Widen(pair ? v + b.ldvb : v), o1);
+      for (size_t d = 0; d < a.dv;) {
+        if (a.dv - d >= kW * kL) {
+          ValuesTimesNarrow<kW>(a, b, values, nk, i, d);
+          d += kW * kL;
+        } else {
+          ValuesTimesNarrow<1>(a, b, values, nk, i, d);
+          d += kL;
         }
-        Ops::Store(Ops::Add(o0, o1), b.o + i * a.dv + d);
       }
     }
   }
@@ -324,9 +334,9 @@ struct Attention {
     }
     // O[i][:] += sum_j P[i][j] V[j][:], P read transposed out of S^T.
     if (kNarrowInPlace && b.narrow && HeldType(a.kv_type) == WeightType::kInt8) {
-      return ValuesTimesInt8(a, b, nk);
+      return ValuesTimesNarrow(a, b, b.vq, nk);
     }
-    if (kNarrowInPlace && b.narrow) return ValuesTimes16(a, b, nk);
+    if (kNarrowInPlace && b.narrow) return ValuesTimesNarrow(a, b, b.vn, nk);
     const size_t vecs = a.dv / kL;
     for (size_t i0 = 0; i0 < b.nq; i0 += G::kRows) {
       const size_t rows = std::min(G::kRows, b.nq - i0);
@@ -393,6 +403,20 @@ struct Attention {
     }
   }
 
+  // Multiplies the block's queries (rows [nq][dk]) by the 16-bit form's
+  // scale, exactly, unless a product would not be finite (then the block
+  // widens its keys into the scratch: false).
+  static bool FoldScaleIntoQueries(const AttentionArgs& a, Block& b) {
+    const float scale = b.form->scale;
+    if (scale == 1.0f) return true;
+    const size_t n = b.nq * a.dk;
+    float largest = 0.0f;
+    for (size_t e = 0; e < n; ++e) largest = std::max(largest, std::fabs(b.qt[e]));
+    if (!(largest < std::numeric_limits<float>::max() / scale)) return false;
+    for (size_t e = 0; e < n; ++e) b.qt[e] *= scale;
+    return true;
+  }
+
   static void Run(const AttentionArgs& a) {
     Block b;
     b.qt = a.scratch;
@@ -403,6 +427,7 @@ struct Attention {
     b.alpha = b.l + kBq;
     b.kw = b.alpha + kBq;
     b.vw = b.kw + kBk * a.dk;
+    // int8 rows take bfloat16's form for its scale, 1: nothing to fold.
     b.form = a.kv_type == WeightType::kF16 ? &kF16Form : &kBF16Form;
     for (b.q0 = 0; b.q0 < a.tq; b.q0 += kBq) {
       b.nq = std::min(kBq, a.tq - b.q0);
@@ -412,6 +437,7 @@ struct Attention {
       b.cols = (b.nq + width - 1) / width * width;
       VisibleKeys(a, b.q0, b.nq, b.key_begin, b.key_end);
       PackScaledQueries(a, b.q0, b.nq, b.cols, b.by_dots ? 0 : G::kPanel, b.qt);
+      if (b.narrow) b.narrow = FoldScaleIntoQueries(a, b);
       // Once more, with scaled probabilities, if O overflowed (one call
       // site: the block's loop is compiled once).
       b.p_scale = 1.0f;

@@ -106,16 +106,7 @@ struct Q4Gemm {
     const size_t whole = g.m / kRows * kRows;
     std::unique_ptr<int32_t[]> eights(whole < g.m ? new int32_t[blocks * kRows] : nullptr);
     for (size_t r = whole; r < g.m; ++r) {
-      const int32_t* row_words = q.words + whole * pairs + r % kRows;
-      int32_t* row_eights = eights.get() + r % kRows;
-      for (size_t bl = 0; bl < blocks; ++bl) {
-        int32_t sum = 0;
-        for (size_t p = bl * kQ4BlockPairs; p < (bl + 1) * kQ4BlockPairs; ++p) {
-          const int32_t word = row_words[p * kRows];
-          sum += static_cast<int16_t>(word & 0xffff) + static_cast<int16_t>(word >> 16);
-        }
-        row_eights[bl * kRows] = 8 * sum;
-      }
+      Q4BlockEights(q.words + whole * pairs + r % kRows, kRows, blocks, eights.get() + r % kRows);
     }
     const uint8_t* b = static_cast<const uint8_t*>(g.packed_b) +
                        g.k_begin / kQ4BlockRows * Q4BlockBytes(kPanel);

@@ -47,6 +47,7 @@
 #include <memory>
 
 #include "kernels/gemm.h"
+#include "kernels/q4_activation_sums.h"
 #include "kernels/q4_layout.h"
 
 namespace simd_attention {

@@ -20,8 +20,11 @@
 //                          p: float, F16Bits or BF16Bits
 //   Widen(bits, form)      the same from kLanes 16-bit floats of either
 //                          kind, the kind given as data (gemm.h)
-//   Widen(int8s)           the same from kLanes int8 (an int8 KV cache's
-//                          rows, kv_cache.h), exact
+//   WidenUnscaled(bits, form)  Widen(bits, form) before its last step, the
+//                          multiply by form.scale: exact, for a caller
+//                          that folds the scale into the other factor
+//   Widen(int8s)           a vector of floats from kLanes int8 (an int8 KV
+//                          cache's rows, kv_cache.h), exact
 //   VI ZeroI ToFloat       vector of kLanes int32; zero; converted to float
 //   SetI(x)                int32 x in every lane
 //   RoundToInt(x)          x rounded to the nearest integer, ties to even
@@ -71,13 +74,16 @@ struct HighwayOps {
   using DI = hwy::HWY_NAMESPACE::RebindToSigned<D>;
   using VI = hwy::HWY_NAMESPACE::Vec<DI>;
   static V Widen(const float* p) { return Load(p); }
-  static V Widen(const uint16_t* p, const Bits16Form& form) {
+  static V WidenUnscaled(const uint16_t* p, const Bits16Form& form) {
     const hwy::HWY_NAMESPACE::Rebind<int16_t, DI> d16;
     const VI h = hwy::HWY_NAMESPACE::PromoteTo(
         DI(), hwy::HWY_NAMESPACE::LoadU(d16, reinterpret_cast<const int16_t*>(p)));
     const VI shifted = hwy::HWY_NAMESPACE::Mul(h, hwy::HWY_NAMESPACE::Set(DI(), form.shift_factor));
     const VI bits = hwy::HWY_NAMESPACE::And(shifted, hwy::HWY_NAMESPACE::Set(DI(), form.mask));
-    return Mul(hwy::HWY_NAMESPACE::BitCast(D(), bits), Set(form.scale));
+    return hwy::HWY_NAMESPACE::BitCast(D(), bits);
+  }
+  static V Widen(const uint16_t* p, const Bits16Form& form) {
+    return Mul(WidenUnscaled(p, form), Set(form.scale));
   }
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   // F16C's vcvtph2ps.

@@ -30,13 +30,16 @@ struct ScalarOps : OperatorArithmetic<float> {
   static V Load(const float* p) { return *p; }
   static void Store(V v, float* p) { *p = v; }
   static V Widen(const float* p) { return *p; }
-  static V Widen(const uint16_t* p, const Bits16Form& form) {
+  static V WidenUnscaled(const uint16_t* p, const Bits16Form& form) {
     const auto h = static_cast<uint32_t>(int32_t{static_cast<int16_t>(*p)});  // sign-extended
     const uint32_t bits =
         h * static_cast<uint32_t>(form.shift_factor) & static_cast<uint32_t>(form.mask);
     float f;
     std::memcpy(&f, &bits, 4);
-    return f * form.scale;
+    return f;
+  }
+  static V Widen(const uint16_t* p, const Bits16Form& form) {
+    return WidenUnscaled(p, form) * form.scale;
   }
   static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
   static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }

@@ -18,10 +18,13 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   static V Load(const float* p) { return V::load_unaligned(p); }
   static void Store(V v, float* p) { v.store_unaligned(p); }
   static V Widen(const float* p) { return Load(p); }
-  static V Widen(const uint16_t* p, const Bits16Form& form) {
+  static V WidenUnscaled(const uint16_t* p, const Bits16Form& form) {
     using I = xsimd::batch<int32_t, Arch>;
     const I h = I::load_unaligned(reinterpret_cast<const int16_t*>(p));
-    return xsimd::bitwise_cast<float>((h * I(form.shift_factor)) & I(form.mask)) * V(form.scale);
+    return xsimd::bitwise_cast<float>((h * I(form.shift_factor)) & I(form.mask));
+  }
+  static V Widen(const uint16_t* p, const Bits16Form& form) {
+    return WidenUnscaled(p, form) * V(form.scale);
   }
   static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
   static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }

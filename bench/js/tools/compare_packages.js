@@ -5,9 +5,10 @@
 // package` there).
 //
 //   node --experimental-wasm-relaxed-simd bench/js/tools/compare_packages.js \
-//     BEFORE_WEB_DIR AFTER_WEB_DIR [S2,C1,D1] [budget seconds per workload, 20]
+//     BEFORE_WEB_DIR AFTER_WEB_DIR [S2,C1,D1] [budget seconds per workload, 20] \
+//     [weights[+cache type], e.g. q4 or q4+f16; f32]
 //
-// Per workload and build (relaxed SIMD, SIMD; one thread, float32 weights),
+// Per workload and build (relaxed SIMD, SIMD; one thread, the weights' type),
 // both copies' outputs are compared first (max abs diff), then timed in
 // rounds that alternate them; prints each median and after/before.
 import path from 'node:path';
@@ -15,11 +16,14 @@ import { pathToFileURL } from 'node:url';
 import { interleave, maxAbsDiff, summarize } from '../../../web/bench-kit/timing.js';
 import { makeData, WORKLOADS } from '../../../web/bench-kit/workloads.js';
 
-const [beforeDir, afterDir, list = 'S2,C1,D1', budget = '20'] = process.argv.slice(2);
+const [beforeDir, afterDir, list = 'S2,C1,D1', budget = '20', stored = 'f32'] =
+  process.argv.slice(2);
 if (!beforeDir || !afterDir) {
-  console.error('usage: compare_packages.js BEFORE_WEB_DIR AFTER_WEB_DIR [S2,C1,D1] [seconds]');
+  console.error('usage: compare_packages.js BEFORE_WEB_DIR AFTER_WEB_DIR [S2,C1,D1] [seconds] ' +
+    '[weights[+cache]]');
   process.exit(2);
 }
+const [weights, cacheType] = stored.split('+');
 const load = (dir) => import(pathToFileURL(path.resolve(dir, 'index.js')).href);
 const copies = [['before', await load(beforeDir)], ['after', await load(afterDir)]];
 const BUILDS = [['relaxed', { relaxedSimd: true }], ['simd', { simd: true, relaxedSimd: false }]];
@@ -28,7 +32,7 @@ const BUILDS = [['relaxed', { relaxedSimd: true }], ['simd', { simd: true, relax
 // inputs resident; a decoding step truncates its cache back after each call.
 function setUp(sa, data) {
   const { d, heads, tq, tk, cross, causal, cacheLen } = data;
-  const mha = new sa.MultiHeadAttention({ dModel: d, numHeads: heads });
+  const mha = new sa.MultiHeadAttention({ dModel: d, numHeads: heads, weights, cacheType });
   mha.setWeights({ wQ: data.wq, wK: data.wk, wV: data.wv, wO: data.wo,
     bQ: data.bq, bK: data.bk, bV: data.bv, bO: data.bo });
   if (cacheLen > 0) {
@@ -54,6 +58,7 @@ function setUp(sa, data) {
 
 const opts = { warmupMs: 300, warmupCalls: 3, slotMs: 40, budgetMs: Number(budget) * 1000,
   minRounds: 10, maxRounds: 400 };
+console.log(`weights ${weights}, cache ${cacheType ?? 'f32'}`);
 console.log('| workload | build | before ms | after ms | after / before | max abs diff |');
 console.log('|---|---|---:|---:|---:|---:|');
 for (const name of list.split(',')) {
