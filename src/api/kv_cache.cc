@@ -7,6 +7,7 @@
 #include "checks/checked_size.h"
 #include "kernels/weight_packing.h"
 #include "checks/validate.h"
+#include "training/training_module.h"
 
 namespace simd_attention {
 namespace {
@@ -40,7 +41,7 @@ KVRows::KVRows(WeightType type, size_t elements, size_t row) : type_(type), row_
     narrow_.resize(elements * WeightBytes(type));
   }
   // Scale 1: a row never stored reads as zeros, as the other types' do.
-  if (type == WeightType::kInt8) scales_.assign(elements / row, 1.0f);
+  if (HeldType(type) == WeightType::kInt8) scales_.assign(elements / row, 1.0f);
 }
 
 const void* KVRows::at(size_t element) const {
@@ -51,7 +52,7 @@ const void* KVRows::at(size_t element) const {
 void KVRows::Store(size_t at, const float* values, size_t count) {
   if (type_ == WeightType::kF32) {
     std::copy_n(values, count, f32_.data() + at);
-  } else if (type_ == WeightType::kInt8) {
+  } else if (HeldType(type_) == WeightType::kInt8) {
     auto* q = reinterpret_cast<int8_t*>(narrow_.data()) + at;
     for (size_t r = 0; r < count; r += row_) {
       QuantizeInt8Row(values + r, row_, q + r, scales_.data() + (at + r) / row_);
@@ -64,7 +65,7 @@ void KVRows::Store(size_t at, const float* values, size_t count) {
 void KVRows::Load(size_t at, size_t count, float* out) const {
   if (type_ == WeightType::kF32) {
     std::copy_n(f32_.data() + at, count, out);
-  } else if (type_ == WeightType::kInt8) {
+  } else if (HeldType(type_) == WeightType::kInt8) {
     DequantizeInt8Rows(reinterpret_cast<const int8_t*>(narrow_.data()) + at, scale_at(at), count,
                        row_, out);
   } else {

@@ -632,7 +632,7 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
                              size_t row) {
       std::vector<float> out(kv.type == WeightType::kF32 ? 0 : batch * at.batch);
       if (out.empty()) return out;
-      if (kv.type == WeightType::kInt8) {
+      if (HeldType(kv.type) == WeightType::kInt8) {
         DequantizeInt8Rows(static_cast<const int8_t*>(rows), scales, out.size(), row, out.data());
       } else {
         WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv.type, out.data());

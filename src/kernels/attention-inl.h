@@ -133,8 +133,9 @@ struct Attention {
   }
 
   // rows x width int8 elements (row stride ld) times their row scales
-  // (stride ld_scales) into dst [rows][width].
-  static void DequantizeRows(const int8_t* src, size_t ld, const float* scales, size_t ld_scales,
+  // (stride ld_scales) into dst [rows][width]. Not inlined: one copy serves
+  // keys and values.
+  [[gnu::noinline]] static void DequantizeRows(const int8_t* src, size_t ld, const float* scales, size_t ld_scales,
                              size_t rows, size_t width, float* dst) {
     for (size_t r = 0; r < rows; ++r) {
       const V scale = Ops::Set(scales[r * ld_scales]);
@@ -176,16 +177,23 @@ struct Attention {
     return nq * (dk / kL + reduce) < (G::kPanel / kL) * dk;
   }
 
+  // The factor of key j's sum: 1 (folded away), or the int8 row's scale.
+  static float KeyScale(const AttentionArgs&, const Block&, const void*, size_t) { return 1.0f; }
+  static float KeyScale(const AttentionArgs& a, const Block& b, const int8_t*, size_t j) {
+    return b.ks[j * a.ld_scales];
+  }
+
   // A vector of a key or value row: loaded, or widened in registers.
   static V Row(const float* p, const Bits16Form&) { return Ops::Load(p); }
   static V Row(const uint16_t* p, const Bits16Form& form) { return Ops::WidenUnscaled(p, form); }
   static V Row(const int8_t* p, const Bits16Form&) { return Ops::Widen(p); }
 
-  // S^T[j][i] = q_i . k_j for the block's queries from float, 16-bit or int8 keys
-  // (T), four keys at a time: the query's loads shared, four chains. A last
-  // group of fewer keys reads the block's last key again in place of the
-  // missing ones and keeps only its own sums: no second loop for the tail
-  // (every SIMD .wasm carries each copy once per kernel table).
+  // S^T[j][i] = q_i . k_j for the block's queries from float, 16-bit or
+  // int8 keys (T; int8 sums times their row's scale, KeyScale), four keys at
+  // a time: the query's loads shared, four chains. A last group of fewer
+  // keys reads the block's last key again in place of the missing ones and
+  // keeps only its own sums: no second loop for the tail (every SIMD .wasm
+  // carries each copy once per kernel table).
   template <class T>
   static void ScoresByDots(const AttentionArgs& a, const Block& b, const T* keys, size_t nk) {
     const Bits16Form& form = *b.form;
@@ -200,18 +208,9 @@ struct Attention {
           for (size_t u = 0; u < 4; ++u) s[u] = Ops::MulAdd(qv, Row(k[u] + d, form), s[u]);
         }
         for (size_t u = 0; u < 4 && j + u < nk; ++u) {
-          b.st[(j + u) * b.cols + i] = Ops::ReduceSum(s[u]);
+          b.st[(j + u) * b.cols + i] = Ops::ReduceSum(s[u]) * KeyScale(a, b, keys, j + u);
         }
       }
-    }
-  }
-
-  // ScoresByDots of int8 keys, each key's sums times its row scale.
-  static void ScoresByInt8Dots(const AttentionArgs& a, const Block& b, size_t nk) {
-    ScoresByDots(a, b, b.kq, nk);
-    for (size_t j = 0; j < nk; ++j) {
-      const float scale = b.ks[j * a.ld_scales];
-      for (size_t i = 0; i < b.nq; ++i) b.st[j * b.cols + i] *= scale;
     }
   }
 
@@ -237,7 +236,7 @@ struct Attention {
       // call to memset, 6% of a decoding step).
       for (size_t j = 0; j < nk; ++j) Ops::Store(Ops::Zero(), b.st + (j + 1) * b.cols - kL);
       if (kNarrowInPlace && b.narrow && HeldType(a.kv_type) == WeightType::kInt8) {
-        ScoresByInt8Dots(a, b, nk);
+        ScoresByDots(a, b, b.kq, nk);
       } else if (kNarrowInPlace && b.narrow) {
         ScoresByDots(a, b, b.kn, nk);
       } else {
