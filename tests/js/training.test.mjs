@@ -303,7 +303,7 @@ describe('errors', () => {
       `are not in the training build ${elsewhere} them)`);
 
     // What was refused holds nothing; the attention still trains.
-    expect(sa.memoryStats().cacheBytes).toEqual({ f32: 0, f16: 0, bf16: 0 });
+    expect(sa.memoryStats().cacheBytes).toEqual({ f32: 0, f16: 0, bf16: 0, int8: 0 });
     mha.forward(x, undefined, undefined, { training: true, causal: true });
     expect(mha.backward(dOutput).dInput.shape).toEqual(x.shape);
   });
