@@ -511,6 +511,41 @@ TEST_P(KVCacheRandom, Int8CacheHoldsEachRowWithinItsScale) {
   EXPECT_EQ(held.bytes(), exact.bytes() / 4 + 2 * rows * sizeof(float));
 }
 
+// The largest |error| / bound of the head outputs `got` ([B * H, nq, d],
+// queries q0.. of `want`) against `want`, a float32 run with intermediates
+// over tq queries and tk keys; query i sees keys up to tk - tq + i when
+// causal, else all.
+double Int8ErrorOverBound(const std::vector<float>& got, const MhaResult& want, size_t bh_count,
+                          size_t tq, size_t tk, size_t d, size_t q0, size_t nq, bool causal) {
+  const double scale = 1.0 / std::sqrt(double(d));
+  double worst = 0;
+  for (size_t bh = 0; bh < bh_count; ++bh) {
+    for (size_t i = q0; i < q0 + nq; ++i) {
+      const float* q = want.q.data() + (bh * tq + i) * d;
+      const size_t visible = causal ? tk - tq + i + 1 : tk;
+      double max_score_move = 0, max_v = 0;
+      for (size_t j = 0; j < visible; ++j) {
+        const float* k = want.k.data() + (bh * tk + j) * d;
+        const float* v = want.v.data() + (bh * tk + j) * d;
+        double q1 = 0, kmax = 0;
+        for (size_t e = 0; e < d; ++e) {
+          q1 += std::fabs(q[e]);
+          kmax = std::max(kmax, double(std::fabs(k[e])));
+          max_v = std::max(max_v, double(std::fabs(v[e])));
+        }
+        max_score_move = std::max(max_score_move, scale * q1 * kmax / 254);
+      }
+      const double bound = max_v * (std::expm1(2 * max_score_move) + 1.0 / 254 + 1e-5);
+      for (size_t e = 0; e < d; ++e) {
+        const double err = std::fabs(double(got[(bh * nq + i - q0) * d + e]) -
+                                     want.head_output[(bh * tq + i) * d + e]);
+        worst = std::max(worst, err / bound);
+      }
+    }
+  }
+  return worst;
+}
+
 TEST_P(KVCacheRandom, Int8DecodingStaysWithinItsBoundOfTheCausalForward) {
   MultiHeadAttention f32 = WithCache(problem_, WeightType::kF32, table());
   MultiHeadAttention int8 = WithCache(problem_, WeightType::kInt8, table());
@@ -519,33 +554,13 @@ TEST_P(KVCacheRandom, Int8DecodingStaysWithinItsBoundOfTheCausalForward) {
   const MhaResult full = f32.Forward(X(), o);
   KVCache cache = int8.CreateKVCache(kBatch, kTokens);
   const size_t d = kDModel / kHeads;
-  const double scale = 1.0 / std::sqrt(double(d));
   double worst = 0;
   for (size_t t = 0; t < kTokens; ++t) {
     MhaOptions step_options;
     step_options.need_intermediates = true;
     const MhaResult step = int8.ForwardIncremental(Tokens(X(), t, 1).View(), cache, step_options);
-    for (size_t bh = 0; bh < kBatch * kHeads; ++bh) {
-      const float* q = full.q.data() + (bh * kTokens + t) * d;
-      double max_score_move = 0, max_v = 0;
-      for (size_t j = 0; j <= t; ++j) {
-        const float* k = full.k.data() + (bh * kTokens + j) * d;
-        const float* v = full.v.data() + (bh * kTokens + j) * d;
-        double q1 = 0, kmax = 0;
-        for (size_t i = 0; i < d; ++i) {
-          q1 += std::fabs(q[i]);
-          kmax = std::max(kmax, double(std::fabs(k[i])));
-          max_v = std::max(max_v, double(std::fabs(v[i])));
-        }
-        max_score_move = std::max(max_score_move, scale * q1 * kmax / 254);
-      }
-      const double bound = max_v * (std::expm1(2 * max_score_move) + 1.0 / 254 + 1e-5);
-      for (size_t i = 0; i < d; ++i) {
-        const double err = std::fabs(double(step.head_output[bh * d + i]) -
-                                     full.head_output[(bh * kTokens + t) * d + i]);
-        worst = std::max(worst, err / bound);
-      }
-    }
+    worst = std::max(worst, Int8ErrorOverBound(step.head_output, full, kBatch * kHeads, kTokens,
+                                               kTokens, d, t, 1, true));
   }
   std::printf("int8 cache: largest |error| / bound %.3g\n", worst);
   EXPECT_LE(worst, 1.0);
@@ -625,6 +640,29 @@ TEST_P(PrecomputedKVTest, EqualsDirectCrossAttention) {
   const MhaResult again = mha.Forward(other_query_.View(), kv, plain);
   ExpectResultNear(again, mha.Forward(other_query_.View(), Memory(), Memory(), plain),
                    kTol);
+}
+
+// Precomputed int8 rows are token-major, a scale per head of each token:
+// the attention reads each head's scales that far apart.
+TEST_P(PrecomputedKVTest, Int8StaysWithinItsBoundOfFloat32) {
+  MhaOptions o;
+  o.need_intermediates = true;
+  const auto run = [&](WeightType cache_type) {
+    MhaConfig config = problem_.config;
+    config.cache_type = cache_type;
+    MultiHeadAttention mha(config, table());
+    mha.SetWeights(problem_.weights.View());
+    const PrecomputedKV kv = mha.PrecomputeKeyValue(Memory());
+    EXPECT_EQ(kv.type(), cache_type);
+    return mha.Forward(problem_.query.View(), kv, o);
+  };
+  const MhaResult want = run(WeightType::kF32), got = run(WeightType::kInt8);
+  const size_t heads = problem_.config.num_heads, d = problem_.config.d_model / heads;
+  const double worst =
+      Int8ErrorOverBound(got.head_output, want, kBatch * heads, kTq, kTk, d, 0, kTq, false);
+  std::printf("int8 precomputed: largest |error| / bound %.3g\n", worst);
+  EXPECT_LE(worst, 1.0);
+  EXPECT_GT(worst, 0.0);
 }
 
 TEST_P(PrecomputedKVTest, MaskFromPrecomputeAppliesUnlessOptionsGiveOne) {
