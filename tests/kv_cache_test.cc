@@ -546,6 +546,24 @@ double Int8ErrorOverBound(const std::vector<float>& got, const MhaResult& want, 
   return worst;
 }
 
+TEST_P(KVCacheRandom, Int8CacheRoundsToNearestEven) {
+  // A head's row of largest magnitude 127 has scale 1: each value rounded
+  // to an integer, ties to even; a row of zeros stays zeros.
+  MultiHeadAttention mha = WithCache(problem_, WeightType::kInt8, table());
+  KVCache cache = mha.CreateKVCache(kBatch, 1);
+  const std::vector<float> row = {127, 2.5f, -2.5f, 1.5f, 0.5f, -0.5f, 3.5f, -126.7f};
+  const std::vector<float> held = {127, 2, -2, 2, 0, 0, 4, -127};
+  std::vector<float> keys, values, want;
+  for (size_t r = 0; r < kBatch * kHeads; ++r) {
+    keys.insert(keys.end(), row.begin(), row.end());
+    want.insert(want.end(), held.begin(), held.end());
+  }
+  values.assign(keys.size(), 0.0f);
+  cache.Append(keys, values, 1);
+  EXPECT_EQ(cache.Keys(), want);
+  EXPECT_EQ(cache.Values(), values);
+}
+
 TEST_P(KVCacheRandom, Int8DecodingStaysWithinItsBoundOfTheCausalForward) {
   MultiHeadAttention f32 = WithCache(problem_, WeightType::kF32, table());
   MultiHeadAttention int8 = WithCache(problem_, WeightType::kInt8, table());

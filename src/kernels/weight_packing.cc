@@ -93,8 +93,13 @@ void QuantizeInt8Row(const float* x, size_t count, int8_t* q, float* scale) {
   for (size_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(x[i]));
   *scale = largest > 0 ? std::max(largest / 127.0f, std::numeric_limits<float>::denorm_min())
                        : 1.0f;
+  // Rounded to nearest even by adding and taking away 1.5 * 2^23, which
+  // leaves no fraction bits for |y| < 2^22 (std::nearbyint is a library
+  // call in wasm: 10% of a decoding step's time there).
+  constexpr float kRound = 0x1.8p23f;
   for (size_t i = 0; i < count; ++i) {
-    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] / *scale), -127.0f, 127.0f));
+    const float y = std::clamp(x[i] / *scale, -127.0f, 127.0f);
+    q[i] = static_cast<int8_t>((y + kRound) - kRound);
   }
 }
 
