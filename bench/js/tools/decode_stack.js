@@ -12,7 +12,8 @@
 // within 1e-3, the stored types within their bound (storage.js).
 //
 //   bash scripts/node-wasm.sh bench/js/tools/decode_stack.js [--layers N] [--budget S] [--quick]
-//     [--types f32,f16,bf16,int8,f16+cache,bf16+cache,int8+f16cache] [--builds simd,relaxed]
+//     [--types f32,f16,bf16,int8,f16+cache,bf16+cache,int8+f16cache,q4,q4+f16cache]
+//     [--builds simd,relaxed]
 //
 // Needs the package built (scripts/build.sh wasm wasm-relaxed package, or
 // SA_BENCH_WEB_DIR=copy of web/) and the peers (npm ci --prefix bench).
@@ -40,8 +41,8 @@ function parseArgs(argv) {
   return a;
 }
 
-// Our storage types here: D1's rows of the storage table, and int8 weights
-// with a float16 cache, the fewest bytes per step.
+// Our storage types here: D1's rows of the storage table, and int8 and q4
+// weights with a float16 cache, the fewest bytes per step.
 const TYPES = [
   { label: 'f32' },
   { weights: 'f16', label: 'f16' },
@@ -50,6 +51,8 @@ const TYPES = [
   { weights: 'f16', cacheType: 'f16', label: 'f16+cache' },
   { weights: 'bf16', cacheType: 'bf16', label: 'bf16+cache' },
   { weights: 'int8', cacheType: 'f16', label: 'int8+f16cache' },
+  { weights: 'q4', label: 'q4' },
+  { weights: 'q4', cacheType: 'f16', label: 'q4+f16cache' },
 ];
 
 // Weight and cache bytes a module's objects hold (memoryStats), summed over types.
