@@ -1,6 +1,7 @@
 // Our forward with its weights held as float32, float16, bfloat16, int8 and
 // q4 (MhaConfig::weights), and on D1 also with a float16 or bfloat16 KV cache
-// beside weights of that type, or q4 weights (MhaConfig::cache_type), natively and in wasm
+// beside weights of that type, or a float16 or int8 one beside q4 weights, or
+// an int8 one beside float32 weights (MhaConfig::cache_type), natively and in wasm
 // (node), on the workloads S1, S2, C1 and D1 of
 // web/bench-kit/workloads.json: interleaved rounds (f32, f16, bf16, int8,
 // f32, ...), medians, the speed against float32, the bytes of weights
@@ -43,6 +44,8 @@ constexpr Type kTypes[] = {{WeightType::kF32, WeightType::kF32, "f32"},
                            {WeightType::kInt8, WeightType::kF32, "int8"},
                            {WeightType::kQ4, WeightType::kF32, "q4"},
                            {WeightType::kQ4, WeightType::kF16, "q4+f16cache"},
+                           {WeightType::kQ4, WeightType::kInt8, "q4+int8cache"},
+                           {WeightType::kF32, WeightType::kInt8, "f32+int8cache"},
                            {WeightType::kF16, WeightType::kF16, "f16+cache"},
                            {WeightType::kBF16, WeightType::kBF16, "bf16+cache"}};
 
@@ -82,7 +85,7 @@ int Main(int argc, char** argv) {
 #endif
   std::printf("Weight storage types, %s, %zu thread(s), %d interleaved rounds, medians\n",
               where.c_str(), threads, rounds);
-  std::printf("%-4s %-10s %10s %8s %10s %12s\n", "", "type", "ms", "speed", "weights MB",
+  std::printf("%-4s %-13s %10s %8s %10s %12s\n", "", "type", "ms", "speed", "weights MB",
               "max |diff|");
   for (const char* name : {"S1", "S2", "C1", "D1"}) {
     const Workload* w = nullptr;
@@ -122,7 +125,7 @@ int Main(int argc, char** argv) {
     for (size_t i = 0; i < runners.size(); ++i) {
       const double t = Median(samples[i]);
       const double diff = MaxAbsDiff(outputs[i], outputs[0]);
-      std::printf("%-4s %-10s %10.3f %7.2fx %10.2f %12.3g\n", name, types[i]->name, t * 1e3,
+      std::printf("%-4s %-13s %10.3f %7.2fx %10.2f %12.3g\n", name, types[i]->name, t * 1e3,
                   f32 / t, double(runners[i]->mha->WeightBytes()) / 1e6, diff);
       char row[256];
       std::snprintf(row, sizeof row,

@@ -484,6 +484,154 @@ TEST_P(KVCacheRandom, AppendInSeveralPiecesEqualsOneAppend) {
 }
 
 // ---------------------------------------------------------------------------
+// int8 caches: each head's row of one token quantized on its own
+// (kv_cache.h), so each held value lies within max |row| / 254 of the
+// float it came from. A score then moves by at most D = scale * sum_d
+// |q_d| max |k row| / 254, each softmax weight by a factor within
+// e^(+-2D), so a head's output by at most max |v| (e^(2D) - 1 + 1 / 254)
+// (the weights sum to 1; each value within max |v| / 254), plus float32's
+// rounding.
+
+MultiHeadAttention WithCache(const MhaProblem& p, WeightType cache_type,
+                             const KernelTable& table) {
+  MhaConfig config = p.config;
+  config.cache_type = cache_type;
+  MultiHeadAttention mha(config, table);
+  mha.SetWeights(p.weights.View());
+  return mha;
+}
+
+// Each [B, T, H * d] row of `got` within max |row of want| / 254 of `want`.
+void ExpectWithinRowScale(const std::vector<float>& got, const std::vector<float>& want,
+                          size_t d) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < want.size(); r += d) {
+    double largest = 0;
+    for (size_t i = r; i < r + d; ++i) largest = std::max(largest, double(std::fabs(want[i])));
+    for (size_t i = r; i < r + d; ++i) {
+      ASSERT_LE(std::fabs(double(got[i]) - want[i]), largest / 254 * (1 + 1e-6)) << "element " << i;
+    }
+  }
+}
+
+TEST_P(KVCacheRandom, Int8CacheHoldsEachRowWithinItsScale) {
+  MultiHeadAttention f32 = WithCache(problem_, WeightType::kF32, table());
+  MultiHeadAttention int8 = WithCache(problem_, WeightType::kInt8, table());
+  KVCache exact = f32.CreateKVCache(kBatch, kTokens), held = int8.CreateKVCache(kBatch, kTokens);
+  f32.ForwardIncremental(X(), exact);
+  int8.ForwardIncremental(Tokens(X(), 0, 4).View(), held);
+  int8.ForwardIncremental(Tokens(X(), 4, 6).View(), held);
+  EXPECT_EQ(held.type(), WeightType::kInt8);
+  const size_t d = kDModel / kHeads;
+  ExpectWithinRowScale(held.Keys(), exact.Keys(), d);
+  ExpectWithinRowScale(held.Values(), exact.Values(), d);
+  EXPECT_FALSE(AllNear(held.Keys(), exact.Keys(), 0));  // rounded: the bound was tested
+  // A byte a value plus a float scale per head row of keys and of values.
+  const size_t rows = kBatch * kTokens * kHeads;
+  EXPECT_EQ(held.bytes(), exact.bytes() / 4 + 2 * rows * sizeof(float));
+}
+
+// The largest |error| / bound of the head outputs `got` ([B * H, nq, d],
+// queries q0.. of `want`) against `want`, a float32 run with intermediates
+// over tq queries and tk keys; query i sees keys up to tk - tq + i when
+// causal, else all.
+double Int8ErrorOverBound(const std::vector<float>& got, const MhaResult& want, size_t bh_count,
+                          size_t tq, size_t tk, size_t d, size_t q0, size_t nq, bool causal) {
+  const double scale = 1.0 / std::sqrt(double(d));
+  double worst = 0;
+  for (size_t bh = 0; bh < bh_count; ++bh) {
+    for (size_t i = q0; i < q0 + nq; ++i) {
+      const float* q = want.q.data() + (bh * tq + i) * d;
+      const size_t visible = causal ? tk - tq + i + 1 : tk;
+      double max_score_move = 0, max_v = 0;
+      for (size_t j = 0; j < visible; ++j) {
+        const float* k = want.k.data() + (bh * tk + j) * d;
+        const float* v = want.v.data() + (bh * tk + j) * d;
+        double q1 = 0, kmax = 0;
+        for (size_t e = 0; e < d; ++e) {
+          q1 += std::fabs(q[e]);
+          kmax = std::max(kmax, double(std::fabs(k[e])));
+          max_v = std::max(max_v, double(std::fabs(v[e])));
+        }
+        max_score_move = std::max(max_score_move, scale * q1 * kmax / 254);
+      }
+      const double bound = max_v * (std::expm1(2 * max_score_move) + 1.0 / 254 + 1e-5);
+      for (size_t e = 0; e < d; ++e) {
+        const double err = std::fabs(double(got[(bh * nq + i - q0) * d + e]) -
+                                     want.head_output[(bh * tq + i) * d + e]);
+        worst = std::max(worst, err / bound);
+      }
+    }
+  }
+  return worst;
+}
+
+TEST_P(KVCacheRandom, Int8CacheRoundsToNearestEven) {
+  // A head's row of largest magnitude 127 has scale 1: each value rounded
+  // to an integer, ties to even; a row of zeros stays zeros.
+  MultiHeadAttention mha = WithCache(problem_, WeightType::kInt8, table());
+  KVCache cache = mha.CreateKVCache(kBatch, 1);
+  const std::vector<float> row = {127, 2.5f, -2.5f, 1.5f, 0.5f, -0.5f, 3.5f, -126.7f};
+  const std::vector<float> held = {127, 2, -2, 2, 0, 0, 4, -127};
+  std::vector<float> keys, values, want;
+  for (size_t r = 0; r < kBatch * kHeads; ++r) {
+    keys.insert(keys.end(), row.begin(), row.end());
+    want.insert(want.end(), held.begin(), held.end());
+  }
+  values.assign(keys.size(), 0.0f);
+  cache.Append(keys, values, 1);
+  EXPECT_EQ(cache.Keys(), want);
+  EXPECT_EQ(cache.Values(), values);
+}
+
+TEST_P(KVCacheRandom, Int8DecodingStaysWithinItsBoundOfTheCausalForward) {
+  MultiHeadAttention f32 = WithCache(problem_, WeightType::kF32, table());
+  MultiHeadAttention int8 = WithCache(problem_, WeightType::kInt8, table());
+  MhaOptions o = Causal();
+  o.need_intermediates = true;
+  const MhaResult full = f32.Forward(X(), o);
+  KVCache cache = int8.CreateKVCache(kBatch, kTokens);
+  const size_t d = kDModel / kHeads;
+  double worst = 0;
+  for (size_t t = 0; t < kTokens; ++t) {
+    MhaOptions step_options;
+    step_options.need_intermediates = true;
+    const MhaResult step = int8.ForwardIncremental(Tokens(X(), t, 1).View(), cache, step_options);
+    worst = std::max(worst, Int8ErrorOverBound(step.head_output, full, kBatch * kHeads, kTokens,
+                                               kTokens, d, t, 1, true));
+  }
+  std::printf("int8 cache: largest |error| / bound %.3g\n", worst);
+  EXPECT_LE(worst, 1.0);
+  EXPECT_GT(worst, 0.0);
+}
+
+TEST_P(KVCacheRandom, Int8CacheTruncatedOrRestoredContinuesAsTheOriginal) {
+  MultiHeadAttention mha = WithCache(problem_, WeightType::kInt8, table());
+  KVCache cache = mha.CreateKVCache(kBatch, kTokens);
+  const MhaResult straight = mha.ForwardIncremental(X(), cache);
+  const std::vector<float> keys = cache.Keys(), values = cache.Values();
+  // The rows kept are untouched, the rows after them stored afresh: the
+  // same numbers (the outputs from 4 queries, not 10: to float rounding).
+  cache.Truncate(6);
+  const MhaResult again = mha.ForwardIncremental(Tokens(X(), 6, 4).View(), cache);
+  EXPECT_TRUE(AllNear(again.output, Rows(straight.output, 6, 4), kTol));
+  EXPECT_TRUE(AllNear(cache.Keys(), keys, 0));
+  EXPECT_TRUE(AllNear(cache.Values(), values, 0));
+
+  // Exported rows quantize again to the same integers; a row's scale, from
+  // its largest value exported, may move by a rounding.
+  KVCache copy = mha.CreateKVCache(kBatch, kTokens + 1);
+  copy.Append(TokenRows(keys, kBatch, kTokens, kDModel, 0, 7),
+              TokenRows(values, kBatch, kTokens, kDModel, 0, 7), 7);
+  EXPECT_TRUE(AllNear(copy.Keys(), TokenRows(keys, kBatch, kTokens, kDModel, 0, 7),
+                      ScaledTolerance(keys, 1e-6)));
+  EXPECT_TRUE(AllNear(copy.Values(), TokenRows(values, kBatch, kTokens, kDModel, 0, 7),
+                      ScaledTolerance(values, 1e-6)));
+  const MhaResult next = mha.ForwardIncremental(Tokens(X(), 7, 3).View(), copy);
+  EXPECT_TRUE(AllNear(next.output, Rows(straight.output, 7, 3), kTol));
+}
+
+// ---------------------------------------------------------------------------
 // Precomputed cross-attention keys and values.
 
 class PrecomputedKVTest : public TableTest {
@@ -530,6 +678,29 @@ TEST_P(PrecomputedKVTest, EqualsDirectCrossAttention) {
   const MhaResult again = mha.Forward(other_query_.View(), kv, plain);
   ExpectResultNear(again, mha.Forward(other_query_.View(), Memory(), Memory(), plain),
                    kTol);
+}
+
+// Precomputed int8 rows are token-major, a scale per head of each token:
+// the attention reads each head's scales that far apart.
+TEST_P(PrecomputedKVTest, Int8StaysWithinItsBoundOfFloat32) {
+  MhaOptions o;
+  o.need_intermediates = true;
+  const auto run = [&](WeightType cache_type) {
+    MhaConfig config = problem_.config;
+    config.cache_type = cache_type;
+    MultiHeadAttention mha(config, table());
+    mha.SetWeights(problem_.weights.View());
+    const PrecomputedKV kv = mha.PrecomputeKeyValue(Memory());
+    EXPECT_EQ(kv.type(), cache_type);
+    return mha.Forward(problem_.query.View(), kv, o);
+  };
+  const MhaResult want = run(WeightType::kF32), got = run(WeightType::kInt8);
+  const size_t heads = problem_.config.num_heads, d = problem_.config.d_model / heads;
+  const double worst =
+      Int8ErrorOverBound(got.head_output, want, kBatch * heads, kTq, kTk, d, 0, kTq, false);
+  std::printf("int8 precomputed: largest |error| / bound %.3g\n", worst);
+  EXPECT_LE(worst, 1.0);
+  EXPECT_GT(worst, 0.0);
 }
 
 TEST_P(PrecomputedKVTest, MaskFromPrecomputeAppliesUnlessOptionsGiveOne) {

@@ -142,6 +142,18 @@ TEST(SizeLimits, SixteenBitCacheCountedInItsOwnElements) {
        " elements (1 PiB)"}));
 }
 
+TEST(SizeLimits, Int8CacheCountedInItsOwnElements) {
+  // The same shape in int8: a byte an element (512 TiB), its row scales
+  // counted apart.
+  MhaConfig c{.d_model = 512, .num_heads = 8, .cache_type = WeightType::kInt8};
+  MultiHeadAttention mha(c);
+  EXPECT_TRUE(ThrowsWith<SizeLimitError>(
+      [&] { mha.CreateKVCache(size_t{1} << 10, size_t{1} << 30); },
+      {"KV cache keys: batch * max_length * padded key row = 1024 * 1073741824 * 512 = "
+       "562949953421312 bytes exceeds"}));
+  EXPECT_EQ(mha.CreateKVCache(2, 3).bytes(), 2 * (2 * 3 * 512) + 2 * (2 * 3 * 8) * sizeof(float));
+}
+
 TEST(SizeLimits, StackOfMoreLayersThanMemory) {
   StackConfig c{.block = {.d_model = 8,
                           .num_heads = 2,

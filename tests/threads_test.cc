@@ -148,7 +148,7 @@ TEST_P(Threads, IntegerWeightsAreBitIdentical) {
   }
 }
 
-// Every type a cache holds: a 16-bit cache's rows are read in registers by
+// Every type a cache holds: a 16-bit or int8 cache's rows are read in registers by
 // a decoding step's dot products, widened for the prompt's GEMM.
 TEST_P(Threads, IncrementalDecodingIsBitIdentical) {
   for (const WeightTypeTraits& t : kWeightTypes) {

@@ -263,11 +263,19 @@ TEST_P(WeightTypes, DecodingTokenByTokenMatchesTheFullForward) {
 // A KV cache or precomputed K/V in float16 or bfloat16 rounds each key and
 // value once (u relative); the scores then err by u times their magnitude
 // and the output by about u of its scale, through W_O once more: the bound
-// of three chained products covers it.
+// of three chained products covers it. int8 rounds each by at most 1/254
+// of its row's largest magnitude (kv_cache.h), under its u of 2^-8, so the
+// same bound holds for moderate scores; its bytes are a quarter of float's
+// plus a float scale per key row and value row.
 TEST_P(WeightTypes, NarrowCachesStayWithinTheirRoundoffOfFloat32) {
   const GoldenCase c = LoadGoldenCase(case_name());
   MhaCaseInputs in = MhaInputs(c);
   const bool self = in.query.data.data() == in.key.data.data();
+  // The bytes of a cache of `rows` key rows and as many value rows.
+  const auto bytes_for = [](WeightType type, size_t f32_bytes, size_t rows) {
+    return f32_bytes * Traits(type).bits / 32 + (type == WeightType::kInt8 ? 2 * rows * 4 : 0);
+  };
+  size_t rows = 0;  // key rows of one head held
   const auto run = [&](WeightType cache_type) {
     MhaConfig config = in.config;
     config.cache_type = cache_type;
@@ -284,11 +292,13 @@ TEST_P(WeightTypes, NarrowCachesStayWithinTheirRoundoffOfFloat32) {
       }
       EXPECT_EQ(cache.type(), cache_type);
       bytes = cache.bytes();
+      rows = in.query.batch * in.query.tokens * mha.config().num_kv_heads;
     } else if (!self && mha.config().kdim == mha.config().vdim &&
                in.key.data.data() == in.value.data.data()) {
       const PrecomputedKV kv = mha.PrecomputeKeyValue(in.key);
       out = mha.Forward(in.query, kv, {}).output;
       bytes = kv.bytes();
+      rows = in.key.batch * in.key.tokens * mha.config().num_kv_heads;
     }
     return std::pair{out, bytes};
   };
@@ -298,7 +308,7 @@ TEST_P(WeightTypes, NarrowCachesStayWithinTheirRoundoffOfFloat32) {
     if (!Traits(t.type).in_caches) continue;
     const auto [got, bytes] = run(t.type);
     ExpectWithin(case_name() + " cache", t, got, want, 3);
-    EXPECT_EQ(bytes * 2, f32_bytes);
+    EXPECT_EQ(bytes, bytes_for(t.type, f32_bytes, rows)) << t.name;
   }
 }
 
@@ -334,7 +344,7 @@ TEST(WeightTypeTraits, EachTypeHasOneRowWithItsNamesWidthAndRange) {
   const Expected expected[] = {{WeightType::kF32, "f32", "float32", 32, kFloatMax, true},
                                {WeightType::kF16, "f16", "float16", 16, 65504.0f, true},
                                {WeightType::kBF16, "bf16", "bfloat16", 16, 0x1.fep127f, true},
-                               {WeightType::kInt8, "int8", "int8", 8, kFloatMax, false},
+                               {WeightType::kInt8, "int8", "int8", 8, kFloatMax, true},
                                {WeightType::kQ4, "q4", "q4", 4, 8 * 65504.0f, false}};
   ASSERT_EQ(std::size(kWeightTypes), std::size(expected));
   for (const Expected& e : expected) {
@@ -352,14 +362,10 @@ TEST(WeightTypeTraits, EachTypeHasOneRowWithItsNamesWidthAndRange) {
   EXPECT_EQ(StorableRange(WeightType::kF16), "float16's range (magnitudes up to 65504)");
   EXPECT_EQ(StorableRange(WeightType::kQ4), "q4's range (magnitudes up to 524032)");
   // Only the types a cache may hold are offered for one.
-  MhaConfig c{.d_model = 8, .num_heads = 2, .cache_type = WeightType::kInt8};
+  MhaConfig c{.d_model = 8, .num_heads = 2, .cache_type = WeightType::kQ4};
   EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
       [&] { MultiHeadAttention mha(c); },
-      {"config.cache_type: expected float32, float16 or bfloat16, got int8"}));
-  c.cache_type = WeightType::kQ4;
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
-      [&] { MultiHeadAttention mha(c); },
-      {"config.cache_type: expected float32, float16 or bfloat16, got q4"}));
+      {"config.cache_type: expected float32, float16, bfloat16 or int8, got q4"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, WeightTypes,
@@ -580,10 +586,25 @@ TEST_P(LayerWeightTypes, NarrowCachesRefuseWhatTheyCannotHold) {
   EXPECT_EQ(cache.length(), 1u);
   EXPECT_EQ(cache.Keys(), keys);
 
-  MhaConfig int8 = w.config;
-  int8.cache_type = WeightType::kInt8;
-  EXPECT_TRUE(ThrowsWith<std::invalid_argument>([&] { MultiHeadAttention bad(int8, table()); },
-                                                {"config.cache_type", "int8"}));
+  // int8's row scales carry any finite range; what is not finite is refused
+  // as in the other types, the cache left as it was.
+  MhaConfig int8_config = w.config;
+  int8_config.cache_type = WeightType::kInt8;
+  MultiHeadAttention int8(int8_config, table());
+  int8.SetWeights({.w_q = w.values[0], .w_k = w.values[1], .w_v = w.values[2],
+                   .w_o = w.values[3]});
+  KVCache int8_cache = int8.CreateKVCache(1, 4);
+  int8.ForwardIncremental(Tensor3{huge, 1, 1, 16}, int8_cache, {});
+  int8_cache.Append(big_keys, std::vector<float>(16, 1.0f), 1);
+  const std::vector<float> held = int8_cache.Keys();
+  EXPECT_FLOAT_EQ(held[16 + 3], 1e5f);  // the row's largest: 127 times its scale
+  std::vector<float> nan_keys = big_keys;
+  nan_keys[5] = std::nanf("");
+  EXPECT_TRUE(ThrowsWith<std::invalid_argument>(
+      [&] { int8_cache.Append(nan_keys, std::vector<float>(16, 1.0f), 1); },
+      {"keys: element 5 is NaN"}));
+  EXPECT_EQ(int8_cache.length(), 2u);
+  EXPECT_EQ(int8_cache.Keys(), held);
 }
 
 INSTANTIATE_ON_EVERY_TABLE(LayerWeightTypes);

@@ -7,6 +7,7 @@
 #include "checks/checked_size.h"
 #include "kernels/weight_packing.h"
 #include "checks/validate.h"
+#include "training/training_module.h"
 
 namespace simd_attention {
 namespace {
@@ -33,12 +34,14 @@ void ScatterRows(const float* from, size_t batch, size_t n, size_t heads, size_t
 
 }  // namespace
 
-KVRows::KVRows(WeightType type, size_t elements) : type_(type) {
+KVRows::KVRows(WeightType type, size_t elements, size_t row) : type_(type), row_(row) {
   if (type == WeightType::kF32) {
     f32_.assign(elements, 0.0f);
   } else {
     narrow_.resize(elements * WeightBytes(type));
   }
+  // Scale 1: a row never stored reads as zeros, as the other types' do.
+  if (HeldType(type) == WeightType::kInt8) scales_.assign(elements / row, 1.0f);
 }
 
 const void* KVRows::at(size_t element) const {
@@ -49,6 +52,11 @@ const void* KVRows::at(size_t element) const {
 void KVRows::Store(size_t at, const float* values, size_t count) {
   if (type_ == WeightType::kF32) {
     std::copy_n(values, count, f32_.data() + at);
+  } else if (HeldType(type_) == WeightType::kInt8) {
+    auto* q = reinterpret_cast<int8_t*>(narrow_.data()) + at;
+    for (size_t r = 0; r < count; r += row_) {
+      QuantizeInt8Row(values + r, row_, q + r, scales_.data() + (at + r) / row_);
+    }
   } else {
     NarrowPacked(values, count, type_, narrow_.data() + at * WeightBytes(type_));
   }
@@ -57,6 +65,9 @@ void KVRows::Store(size_t at, const float* values, size_t count) {
 void KVRows::Load(size_t at, size_t count, float* out) const {
   if (type_ == WeightType::kF32) {
     std::copy_n(f32_.data() + at, count, out);
+  } else if (HeldType(type_) == WeightType::kInt8) {
+    DequantizeInt8Rows(reinterpret_cast<const int8_t*>(narrow_.data()) + at, scale_at(at), count,
+                       row_, out);
   } else {
     const auto* bits = reinterpret_cast<const uint16_t*>(narrow_.data() + at * WeightBytes(type_));
     WidenBits(bits, count, type_, out);
@@ -69,7 +80,8 @@ KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length, Weight
   CheckPositive("batch", batch);
   CheckPositive(names.max_length, max_length);
   // Counted in the cache's own elements: a 16-bit cache holds twice the
-  // tokens a float one does in the same memory.
+  // tokens a float one does in the same memory; int8, with its float scale
+  // per row, nearly four times.
   const size_t bytes = WeightBytes(type);
   const size_t keys = CheckedCount(
       "KV cache keys",
@@ -80,21 +92,36 @@ KVCache::KVCache(const KVLayout& layout, size_t batch, size_t max_length, Weight
                                       {names.max_length, max_length},
                                       {"padded value row", layout.value_row()}},
                                      bytes);
-  k_ = KVRows(type, keys);
-  v_ = KVRows(type, values);
+  if (type == WeightType::kInt8) {
+    // Two scales (key and value) per head and token.
+    CheckedCount("KV cache scales", {{"batch", batch},
+                                     {names.max_length, max_length},
+                                     {"2 * heads", 2 * layout.heads}});
+  }
+  k_ = KVRows(type, keys, layout.dk_pad);
+  v_ = KVRows(type, values, layout.dv_pad);
 }
 
 PrecomputedKV::PrecomputedKV(const KVLayout& layout, size_t batch, size_t tokens,
                              WeightType type)
     : layout_(layout), batch_(batch), tokens_(tokens) {
-  k_ = KVRows(type, CheckedCount("precomputed keys",
-                                 {{"memory.batch * memory.tokens", batch * tokens},
-                                  {"padded key row", layout.key_row()}},
-                                 WeightBytes(type)));
-  v_ = KVRows(type, CheckedCount("precomputed values",
-                                 {{"memory.batch * memory.tokens", batch * tokens},
-                                  {"padded value row", layout.value_row()}},
-                                 WeightBytes(type)));
+  if (type == WeightType::kInt8) {
+    CheckedCount("precomputed key and value scales",
+                 {{"memory.batch * memory.tokens", batch * tokens},
+                  {"2 * heads", 2 * layout.heads}});
+  }
+  k_ = KVRows(type,
+              CheckedCount("precomputed keys",
+                           {{"memory.batch * memory.tokens", batch * tokens},
+                            {"padded key row", layout.key_row()}},
+                           WeightBytes(type)),
+              layout.dk_pad);
+  v_ = KVRows(type,
+              CheckedCount("precomputed values",
+                           {{"memory.batch * memory.tokens", batch * tokens},
+                            {"padded value row", layout.value_row()}},
+                           WeightBytes(type)),
+              layout.dv_pad);
 }
 
 void KVCache::CheckRoom(size_t n) const {

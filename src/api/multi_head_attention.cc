@@ -56,7 +56,7 @@ MhaConfig Resolve(MhaConfig c) {
       }
     };
     refuse(n.weights, c.weights, "float16, bfloat16 and int8 weights");
-    refuse(n.cache_type, c.cache_type, "float16 and bfloat16 KV caches");
+    refuse(n.cache_type, c.cache_type, "float16, bfloat16 and int8 KV caches");
   }
   if (c.kdim == 0) c.kdim = c.d_model;
   if (c.vdim == 0) c.vdim = c.d_model;
@@ -514,7 +514,7 @@ MhaResult MultiHeadAttention::Forward(const Tensor3& query,
                 KVView{kv.k_.at(0), kv.v_.at(0), kv.type(), kv.tokens(),
                        TokenMajor(kv.tokens(), layout_.key_row(), layout_.dk_pad),
                        TokenMajor(kv.tokens(), layout_.value_row(), layout_.dv_pad),
-                       kv.max_abs_key_},
+                       kv.max_abs_key_, kv.k_.scale_at(0), kv.v_.scale_at(0)},
                 call, with_mask, options.position_offset, std::move(result));
 }
 
@@ -553,7 +553,8 @@ MhaResult MultiHeadAttention::ForwardIncremental(const Tensor3& x,
   const double max_abs_key = std::max(cache.max_abs_key_, p.max_abs_key);
   MhaResult r = Attend(x,
                        KVView{cache.k_.at(0), cache.v_.at(0), cache.type(), tk,
-                              cache.key_strides(), cache.value_strides(), max_abs_key},
+                              cache.key_strides(), cache.value_strides(), max_abs_key,
+                              cache.k_.scale_at(0), cache.v_.scale_at(0)},
                        call, causal, cache.length(), std::move(result));
   // Only a step that succeeded adds its tokens.
   cache.length_ = tk;
@@ -605,6 +606,11 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     a.v = static_cast<const char*>(kv.v) + (b * kv.v_at.batch + kvh * kv.v_at.head) * bytes;
     a.ldv = kv.v_at.row;
     a.kv_type = kv.type;
+    if (kv.k_scales != nullptr) {  // a scale per padded head row
+      a.k_scales = kv.k_scales + (b * kv.k_at.batch + kvh * kv.k_at.head) / dk;
+      a.v_scales = kv.v_scales + (b * kv.v_at.batch + kvh * kv.v_at.head) / dv;
+      a.ld_scales = kv.k_at.row / dk;
+    }
     a.dk = dk;
     a.dv = dv;
     call.Set(a, b, h, q0, q1);
@@ -622,14 +628,19 @@ MhaResult MultiHeadAttention::Attend(const Tensor3& query, const KVView& kv,
     const KVLayout& l = layout_;
     r.q = HeadMajor("q", q, batch, tq, heads, l.dk, TokenMajor(tq, ld_q, dk));
     // A narrow cache's rows widened first (whole batch items).
-    const auto widened = [&](const void* rows, const KVStrides& at) {
+    const auto widened = [&](const void* rows, const float* scales, const KVStrides& at,
+                             size_t row) {
       std::vector<float> out(kv.type == WeightType::kF32 ? 0 : batch * at.batch);
-      if (!out.empty()) {
+      if (out.empty()) return out;
+      if (HeldType(kv.type) == WeightType::kInt8) {
+        DequantizeInt8Rows(static_cast<const int8_t*>(rows), scales, out.size(), row, out.data());
+      } else {
         WidenBits(static_cast<const uint16_t*>(rows), out.size(), kv.type, out.data());
       }
       return out;
     };
-    const std::vector<float> wide_k = widened(kv.k, kv.k_at), wide_v = widened(kv.v, kv.v_at);
+    const std::vector<float> wide_k = widened(kv.k, kv.k_scales, kv.k_at, dk),
+                             wide_v = widened(kv.v, kv.v_scales, kv.v_at, dv);
     const auto* k = wide_k.empty() ? static_cast<const float*>(kv.k) : wide_k.data();
     const auto* v = wide_v.empty() ? static_cast<const float*>(kv.v) : wide_v.data();
     r.k = HeadMajor("k", k, batch, tk, l.heads, l.dk, kv.k_at);

@@ -30,7 +30,11 @@
 // into the scratch) and into each probability. Widening and the powers of
 // 2 are exact, so each product, and each score, is the float cache's. A
 // block of many queries widens each key block into the scratch for the
-// GEMM.
+// GEMM. An int8 cache likewise: its dot products widen the int8 keys in
+// registers and multiply each key's sum by the key's row scale once; P V
+// folds each value row's scale into its p_j; the GEMM and the non-SIMD
+// layers read the rows dequantized into the scratch (q * scale, what
+// KVCache::Keys gives).
 //
 // Textual part of a per-target namespace: include only from a backend's
 // instantiation file.
@@ -78,6 +82,10 @@ struct Attention {
     const uint16_t* vn;
     size_t ldvb;
     const Bits16Form* form;  // how `narrow` rows widen
+    const int8_t* kq;  // `narrow` int8 rows in place, and their row scales
+    const int8_t* vq;  // (kv_type kInt8)
+    const float* ks;
+    const float* vs;
     float* kw;        // [kBk][dk]
     float* vw;        // [kBk][dv]
     float p_scale;    // 1, or 2^-k: the probabilities scaled (see the top)
@@ -94,6 +102,7 @@ struct Attention {
   // scratch (one pass over the narrow rows, which the GEMM then reads from
   // L1: its tiles read each key once per panel of queries).
   static void SetKeyBlock(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
+    if (HeldType(a.kv_type) == WeightType::kInt8) return SetInt8KeyBlock(a, b, k0, nk);
     if (HeldType(a.kv_type) == WeightType::kF32) {
       b.kb = static_cast<const float*>(a.k) + k0 * a.ldk;
       b.vb = static_cast<const float*>(a.v) + k0 * a.ldv;
@@ -123,6 +132,41 @@ struct Attention {
     b.ldvb = a.dv;
   }
 
+  // rows x width int8 elements (row stride ld) times their row scales
+  // (stride ld_scales) into dst [rows][width]. Not inlined: one copy serves
+  // keys and values.
+  [[gnu::noinline]] static void DequantizeRows(const int8_t* src, size_t ld, const float* scales, size_t ld_scales,
+                             size_t rows, size_t width, float* dst) {
+    for (size_t r = 0; r < rows; ++r) {
+      const V scale = Ops::Set(scales[r * ld_scales]);
+      for (size_t d = 0; d < width; d += kL) {
+        Ops::Store(Ops::Mul(Ops::Widen(src + r * ld + d), scale), dst + r * width + d);
+      }
+    }
+  }
+
+  // SetKeyBlock for int8 rows: in place with their scales for the dot
+  // products, else dequantized into the scratch.
+  static void SetInt8KeyBlock(const AttentionArgs& a, Block& b, size_t k0, size_t nk) {
+    const auto* k = static_cast<const int8_t*>(a.k) + k0 * a.ldk;
+    const auto* v = static_cast<const int8_t*>(a.v) + k0 * a.ldv;
+    b.ks = a.k_scales + k0 * a.ld_scales;
+    b.vs = a.v_scales + k0 * a.ld_scales;
+    if (kNarrowInPlace && b.narrow) {
+      b.kq = k;
+      b.vq = v;
+      b.ldkb = a.ldk;
+      b.ldvb = a.ldv;
+      return;
+    }
+    DequantizeRows(k, a.ldk, b.ks, a.ld_scales, nk, a.dk, b.kw);
+    DequantizeRows(v, a.ldv, b.vs, a.ld_scales, nk, a.dv, b.vw);
+    b.kb = b.kw;
+    b.vb = b.vw;
+    b.ldkb = a.dk;
+    b.ldvb = a.dv;
+  }
+
   // The GEMM computes S^T a whole panel of queries at a time; with few
   // queries (decoding: one) most of that panel is padding. Per key, the
   // GEMM costs (kPanel / kL) * dk vector FMAs; dot products cost, per
@@ -133,15 +177,23 @@ struct Attention {
     return nq * (dk / kL + reduce) < (G::kPanel / kL) * dk;
   }
 
+  // The factor of key j's sum: 1 (folded away), or the int8 row's scale.
+  static float KeyScale(const AttentionArgs&, const Block&, const void*, size_t) { return 1.0f; }
+  static float KeyScale(const AttentionArgs& a, const Block& b, const int8_t*, size_t j) {
+    return b.ks[j * a.ld_scales];
+  }
+
   // A vector of a key or value row: loaded, or widened in registers.
   static V Row(const float* p, const Bits16Form&) { return Ops::Load(p); }
   static V Row(const uint16_t* p, const Bits16Form& form) { return Ops::WidenUnscaled(p, form); }
+  static V Row(const int8_t* p, const Bits16Form&) { return Ops::Widen(p); }
 
-  // S^T[j][i] = q_i . k_j for the block's queries from float or 16-bit keys
-  // (T), four keys at a time: the query's loads shared, four chains. A last
-  // group of fewer keys reads the block's last key again in place of the
-  // missing ones and keeps only its own sums: no second loop for the tail
-  // (every SIMD .wasm carries each copy once per kernel table).
+  // S^T[j][i] = q_i . k_j for the block's queries from float, 16-bit or
+  // int8 keys (T; int8 sums times their row's scale, KeyScale), four keys at
+  // a time: the query's loads shared, four chains. A last group of fewer
+  // keys reads the block's last key again in place of the missing ones and
+  // keeps only its own sums: no second loop for the tail (every SIMD .wasm
+  // carries each copy once per kernel table).
   template <class T>
   static void ScoresByDots(const AttentionArgs& a, const Block& b, const T* keys, size_t nk) {
     const Bits16Form& form = *b.form;
@@ -156,7 +208,7 @@ struct Attention {
           for (size_t u = 0; u < 4; ++u) s[u] = Ops::MulAdd(qv, Row(k[u] + d, form), s[u]);
         }
         for (size_t u = 0; u < 4 && j + u < nk; ++u) {
-          b.st[(j + u) * b.cols + i] = Ops::ReduceSum(s[u]);
+          b.st[(j + u) * b.cols + i] = Ops::ReduceSum(s[u]) * KeyScale(a, b, keys, j + u);
         }
       }
     }
@@ -183,7 +235,9 @@ struct Attention {
       // vector: zeroed first, a store per key (a fill of them per key was a
       // call to memset, 6% of a decoding step).
       for (size_t j = 0; j < nk; ++j) Ops::Store(Ops::Zero(), b.st + (j + 1) * b.cols - kL);
-      if (kNarrowInPlace && b.narrow) {
+      if (kNarrowInPlace && b.narrow && HeldType(a.kv_type) == WeightType::kInt8) {
+        ScoresByDots(a, b, b.kq, nk);
+      } else if (kNarrowInPlace && b.narrow) {
         ScoresByDots(a, b, b.kn, nk);
       } else {
         ScoresByDots(a, b, b.kb, nk);
@@ -198,38 +252,47 @@ struct Attention {
     if (write) WriteScores(a, ScoresStage::kMasked, b.q0, b.nq, k0, nk, b.st, b.cols);
   }
 
-  // O[i][:] += sum_j P[i][j] V[j][:] from 16-bit values widened in
-  // registers (a dot-product block reads each value once per query, so
+  // The factor of value row j that P V folds into p_j: the 16-bit form's
+  // scale, or the int8 row's own.
+  static float ValueScale(const AttentionArgs&, const Block& b, const uint16_t*, size_t) {
+    return b.form->scale;
+  }
+  static float ValueScale(const AttentionArgs& a, const Block& b, const int8_t*, size_t j) {
+    return b.vs[j * a.ld_scales];
+  }
+
+  // O[i][:] += sum_j P[i][j] V[j][:] from 16-bit or int8 values (T) widened
+  // in registers (a dot-product block reads each value once per query, so
   // widening the block into the scratch first cost a store and a load per
-  // vector), W vectors of O at a time: each probability, times the form's
-  // scale, is set once per W vectors.
-  template <size_t W>
-  static void ValuesTimes16(const AttentionArgs& a, const Block& b, size_t nk, size_t i,
-                            size_t d) {
+  // vector), W vectors of O at a time: each probability, times its row's
+  // factor (ValueScale), is set once per W vectors.
+  template <size_t W, class T>
+  static void ValuesTimesNarrow(const AttentionArgs& a, const Block& b, const T* values,
+                                size_t nk, size_t i, size_t d) {
     const Bits16Form& form = *b.form;
     const float* p = b.st + i;
     float* o = b.o + i * a.dv + d;
     V acc[W];
     for (size_t u = 0; u < W; ++u) acc[u] = Ops::Load(o + u * kL);
     for (size_t j = 0; j < nk; ++j) {
-      const V pj = Ops::Set(p[j * b.cols] * form.scale);
-      const uint16_t* v = b.vn + j * b.ldvb + d;
-      for (size_t u = 0; u < W; ++u) {
-        acc[u] = Ops::MulAdd(pj, Ops::WidenUnscaled(v + u * kL, form), acc[u]);
-      }
+      const V pj = Ops::Set(p[j * b.cols] * ValueScale(a, b, values, j));
+      const T* v = values + j * b.ldvb + d;
+      for (size_t u = 0; u < W; ++u) acc[u] = Ops::MulAdd(pj, Row(v + u * kL, form), acc[u]);
     }
     for (size_t u = 0; u < W; ++u) Ops::Store(acc[u], o + u * kL);
   }
 
-  static void ValuesTimes16(const AttentionArgs& a, const Block& b, size_t nk) {
+  template <class T>
+  static void ValuesTimesNarrow(const AttentionArgs& a, const Block& b, const T* values,
+                                size_t nk) {
     constexpr size_t kW = 4;
     for (size_t i = 0; i < b.nq; ++i) {
       for (size_t d = 0; d < a.dv;) {
         if (a.dv - d >= kW * kL) {
-          ValuesTimes16<kW>(a, b, nk, i, d);
+          ValuesTimesNarrow<kW>(a, b, values, nk, i, d);
           d += kW * kL;
         } else {
-          ValuesTimes16<1>(a, b, nk, i, d);
+          ValuesTimesNarrow<1>(a, b, values, nk, i, d);
           d += kL;
         }
       }
@@ -269,7 +332,10 @@ struct Attention {
       }
     }
     // O[i][:] += sum_j P[i][j] V[j][:], P read transposed out of S^T.
-    if (kNarrowInPlace && b.narrow) return ValuesTimes16(a, b, nk);
+    if (kNarrowInPlace && b.narrow && HeldType(a.kv_type) == WeightType::kInt8) {
+      return ValuesTimesNarrow(a, b, b.vq, nk);
+    }
+    if (kNarrowInPlace && b.narrow) return ValuesTimesNarrow(a, b, b.vn, nk);
     const size_t vecs = a.dv / kL;
     for (size_t i0 = 0; i0 < b.nq; i0 += G::kRows) {
       const size_t rows = std::min(G::kRows, b.nq - i0);
@@ -360,6 +426,7 @@ struct Attention {
     b.alpha = b.l + kBq;
     b.kw = b.alpha + kBq;
     b.vw = b.kw + kBk * a.dk;
+    // int8 rows take bfloat16's form for its scale, 1: nothing to fold.
     b.form = a.kv_type == WeightType::kF16 ? &kF16Form : &kBF16Form;
     for (b.q0 = 0; b.q0 < a.tq; b.q0 += kBq) {
       b.nq = std::min(kBq, a.tq - b.q0);

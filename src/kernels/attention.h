@@ -35,9 +35,9 @@ struct AttentionArgs {
   const float* q;
   size_t ldq;
   // Keys and values of kv_type elements (float, or F16Bits / BF16Bits of
-  // gemm.h for a narrow KV cache: read in registers by the dot products of
-  // few queries, widened a key block at a time into the scratch for the
-  // GEMM of many), row strides in elements.
+  // gemm.h or int8 for a narrow KV cache: read in registers by the dot
+  // products of few queries, widened a key block at a time into the scratch
+  // for the GEMM of many), row strides in elements.
   const void* k;
   size_t ldk;
   const void* v;
@@ -95,6 +95,11 @@ struct AttentionArgs {
   float* softmax_stats;
   float* scratch;  // AttentionScratchFloats(...) floats
   WeightType kv_type = WeightType::kF32;
+  // int8 keys and values (kv_type kInt8): row j's scale at k_scales[j *
+  // ld_scales] (v_scales likewise); the row holds k[j][:] * that scale.
+  const float* k_scales = nullptr;
+  const float* v_scales = nullptr;
+  size_t ld_scales = 0;
 };
 
 // The kernel's scalar parts, the same for every vector layer and so compiled

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -85,6 +86,26 @@ void QuantizeColumns(const float* w, size_t k, size_t n, const float* scales, fl
       q[kk * n + j] = std::clamp(std::nearbyint(w[kk * n + j] / scales[j]), -127.0f, 127.0f);
     }
   }
+}
+
+void QuantizeInt8Row(const float* x, size_t count, int8_t* q, float* scale) {
+  float largest = 0;
+  for (size_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(x[i]));
+  *scale = largest > 0 ? std::max(largest / 127.0f, std::numeric_limits<float>::denorm_min())
+                       : 1.0f;
+  // Rounded to nearest even by adding and taking away 1.5 * 2^23, which
+  // leaves no fraction bits for |y| < 2^22 (std::nearbyint is a library
+  // call in wasm: 10% of a decoding step's time there).
+  constexpr float kRound = 0x1.8p23f;
+  for (size_t i = 0; i < count; ++i) {
+    const float y = std::clamp(x[i] / *scale, -127.0f, 127.0f);
+    q[i] = static_cast<int8_t>((y + kRound) - kRound);
+  }
+}
+
+void DequantizeInt8Rows(const int8_t* q, const float* scales, size_t count, size_t row,
+                        float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = float(q[i]) * scales[i / row];
 }
 
 void InterleaveRowPairs(float* packed, size_t count, size_t panel_width) {

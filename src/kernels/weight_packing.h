@@ -29,6 +29,15 @@ void InterleaveRowPairs(float* packed, size_t count, size_t panel_width);
 // float16 or bfloat16 bits to floats (exact).
 void WidenBits(const uint16_t* bits, size_t count, WeightType type, float* out);
 
+// A row of `count` floats (finite) quantized as an int8 KV cache holds it
+// (kv_cache.h): *scale = max |x| / 127, at least the smallest positive
+// float (1 for a row of zeros); q = x / *scale rounded to nearest even.
+void QuantizeInt8Row(const float* x, size_t count, int8_t* q, float* scale);
+// `count` int8 elements from a row's first on, in rows of `row` elements
+// with one scale each, as floats q * scale.
+void DequantizeInt8Rows(const int8_t* q, const float* scales, size_t count, size_t row,
+                        float* out);
+
 void NarrowPacked(const float* packed, size_t count, WeightType type, void* out);
 
 }  // namespace simd_attention

@@ -43,6 +43,7 @@ struct ScalarOps : OperatorArithmetic<float> {
   }
   static V Widen(const F16Bits* p) { return Widen(&p->bits, kF16Form); }
   static V Widen(const BF16Bits* p) { return Widen(&p->bits, kBF16Form); }
+  static V Widen(const int8_t* p) { return static_cast<float>(*p); }
   using VI = int32_t;
   static VI ZeroI() { return 0; }
   static VI SetI(int32_t x) { return x; }

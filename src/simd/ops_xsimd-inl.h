@@ -32,6 +32,18 @@ struct XsimdOps : OperatorArithmetic<xsimd::batch<float, Arch>> {
   static VI ZeroI() { return VI(0); }
   static VI SetI(int32_t x) { return VI(x); }
   static V ToFloat(VI v) { return xsimd::batch_cast<float>(v); }
+#if defined(__wasm_simd128__)
+  // A 32-bit load and two sign extensions (xsimd's conversion goes through
+  // memory a lane at a time), then as ops_highway-inl.h's: each q as the
+  // float bits of 1.5 * 2^23 + q, less 1.5 * 2^23.
+  static V Widen(const int8_t* p) {
+    const v128_t i16 = wasm_i16x8_extend_low_i8x16(wasm_v128_load32_zero(p));
+    const v128_t i32 = wasm_i32x4_extend_low_i16x8(i16);
+    return V(wasm_i32x4_add(i32, wasm_i32x4_splat(0x4B400000))) - V(0x1.8p23f);
+  }
+#else
+  static V Widen(const int8_t* p) { return ToFloat(VI::load_unaligned(p)); }
+#endif
   // xsimd 13 has no pairwise int16 multiply-add, float-to-int rounding to
   // nearest or int32-to-int16 narrowing: the ISA's own, on the batch's
   // register (one ISA per compilation, see backends/xsimd.cc).

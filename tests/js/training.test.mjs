@@ -271,9 +271,12 @@ describe('errors', () => {
     expectError(() => new sa.TransformerEncoderLayer({ dModel: D, numHeads: 2, ffnDim: 16,
       weights: 'int8' }), RangeError, 'TransformerEncoderLayer: config.weights: expected ' +
       `float32 in the training build, got int8 ${elsewhere} float16, bfloat16 and int8 weights)`);
-    expectError(() => new sa.TransformerDecoderLayer({ dModel: D, numHeads: 2, ffnDim: 16,
-      cacheType: 'bf16' }), RangeError, 'TransformerDecoderLayer: config.cacheType: expected ' +
-      `float32 in the training build, got bfloat16 ${elsewhere} float16 and bfloat16 KV caches)`);
+    for (const [cacheType, given] of [['bf16', 'bfloat16'], ['int8', 'int8']]) {
+      expectError(() => new sa.TransformerDecoderLayer({ dModel: D, numHeads: 2, ffnDim: 16,
+        cacheType }), RangeError, 'TransformerDecoderLayer: config.cacheType: expected ' +
+        `float32 in the training build, got ${given} ${elsewhere} float16, bfloat16 and int8 ` +
+        'KV caches)');
+    }
 
     const mha = track(new sa.MultiHeadAttention({ dModel: D, numHeads: 2 }));
     mha.setWeights(smallWeights());
@@ -300,7 +303,7 @@ describe('errors', () => {
       `are not in the training build ${elsewhere} them)`);
 
     // What was refused holds nothing; the attention still trains.
-    expect(sa.memoryStats().cacheBytes).toEqual({ f32: 0, f16: 0, bf16: 0 });
+    expect(sa.memoryStats().cacheBytes).toEqual({ f32: 0, f16: 0, bf16: 0, int8: 0 });
     mha.forward(x, undefined, undefined, { training: true, causal: true });
     expect(mha.backward(dOutput).dInput.shape).toEqual(x.shape);
   });

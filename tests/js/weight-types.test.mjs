@@ -400,7 +400,7 @@ describe('memoryStats() counts the weight bytes held, by type', () => {
     expect(f32).toBeGreaterThanOrEqual((4 * e * e + 2 * e * f) * 4);
     expect(added('bf16', make).bf16).toBe(f32 / 2);
     expect(added('f16', make).f16).toBe(f32 / 2);
-    expect(Object.keys(m.memoryStats().cacheBytes)).toEqual(['f32', 'f16', 'bf16']);
+    expect(Object.keys(m.memoryStats().cacheBytes)).toEqual(['f32', 'f16', 'bf16', 'int8']);
   });
 });
 
@@ -512,10 +512,11 @@ describe('safetensors F16/BF16 round trip with keep16Bit', () => {
 // KV cache storage types (config.cacheType)
 // ---------------------------------------------------------------------------
 
-const CACHE_TYPES = ['f16', 'bf16'];
+// The narrow types a cache holds, as the module lists them.
+const CACHE_TYPES = builds.simd.choices.cacheType.filter((t) => t !== 'f32');
 
 describe.each(matrix)('cacheType, %s build, %s backend', (_, backend, module) => {
-  test('decoding through a float16/bfloat16 cache within 2x3u of float32', () => {
+  test('decoding through a float16/bfloat16/int8 cache within 2x3u of float32', () => {
     for (const c of mhaCases.filter((x) => x.config.self_attention)) {
       const a = mhaArguments(c);
       const [batch, tokens] = a.query.shape;
@@ -543,7 +544,7 @@ describe.each(matrix)('cacheType, %s build, %s backend', (_, backend, module) =>
     }
   });
 
-  test('cross-attention over float16/bfloat16 precomputed keys/values within 2x3u', () => {
+  test('cross-attention over float16/bfloat16/int8 precomputed keys/values within 2x3u', () => {
     for (const c of mhaCases.filter((x) => !x.config.self_attention)) {
       const a = mhaArguments(c);
       const f32 = track(new module.MultiHeadAttention({ ...a.config, backend }));
@@ -565,7 +566,7 @@ describe('cacheType: bytes and errors', () => {
   const m = builds.simd;
   const held = () => m.memoryStats().cacheBytes;
 
-  test('memoryStats().cacheBytes: float16/bfloat16 half of float32, back to 0 when disposed', () => {
+  test('memoryStats().cacheBytes: float16/bfloat16 half of float32, int8 a quarter plus its row scales, back to 0 when disposed', () => {
     const before = held();
     const bytes = {};
     for (const cacheType of ['f32', ...CACHE_TYPES]) {
@@ -580,6 +581,8 @@ describe('cacheType: bytes and errors', () => {
     expect(bytes.f32).toBeGreaterThanOrEqual(2 * 2 * 32 * 64 * 4);
     expect(bytes.f16).toBe(bytes.f32 / 2);
     expect(bytes.bf16).toBe(bytes.f32 / 2);
+    // A float scale per key row and value row: 2 x batch x maxLength x heads.
+    expect(bytes.int8).toBe(bytes.f32 / 4 + 2 * 2 * 32 * 4 * 4);
 
     const layer = track(new m.TransformerDecoderLayer({ dModel: 16, numHeads: 2, ffnDim: 32,
       cacheType: 'bf16' }));
@@ -590,9 +593,9 @@ describe('cacheType: bytes and errors', () => {
   });
 
   test('an unknown cacheType (C++) or one that is not a string (JS)', () => {
-    expectError(() => new m.MultiHeadAttention({ dModel: 8, numHeads: 2, cacheType: 'int8' }),
-      RangeError, "MultiHeadAttention: config.cacheType: expected 'f32', 'f16' or 'bf16', " +
-      "got 'int8'");
+    expectError(() => new m.MultiHeadAttention({ dModel: 8, numHeads: 2, cacheType: 'q4' }),
+      RangeError, "MultiHeadAttention: config.cacheType: expected 'f32', 'f16', 'bf16' or " +
+      "'int8', got 'q4'");
     expectError(() => new m.TransformerDecoderLayer({ dModel: 8, numHeads: 2, ffnDim: 8,
       cacheType: true }), TypeError, "TransformerDecoderLayer: config.cacheType: expected a " +
       "string (a name of module.choices.cacheType), got true");

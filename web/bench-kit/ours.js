@@ -57,11 +57,11 @@ export async function oursVariants() {
 }
 
 // A variant may hold its weights (and KV cache) in a storage type:
-// `weights` 'f16' | 'bf16' | 'int8' and `cacheType` 'f16' | 'bf16' (the
-// package's config options; float32 when absent).
+// `weights` 'f16' | 'bf16' | 'int8' and `cacheType` 'f16' | 'bf16' | 'int8'
+// (the package's config options; float32 when absent), the cache's type named.
 export function variantName({ simd, relaxed, backend, threads = 1, weights, cacheType }) {
   const on = threads > 1 ? `, ${threads} threads` : '';
-  const stored = weights ? `, ${weights} weights${cacheType ? '+cache' : ''}` : '';
+  const stored = weights ? `, ${weights} weights${cacheType ? `+${cacheType} cache` : ''}` : '';
   if (relaxed) return `ours wasm-relaxed ${backend}${on}${stored}`;
   return simd ? `ours wasm-simd ${backend}${on}${stored}` : `ours wasm no-SIMD (${backend})${stored}`;
 }

@@ -175,6 +175,7 @@ export interface BytesByCacheType {
   f32: number;
   f16: number;
   bf16: number;
+  int8: number;
 }
 
 /**

@@ -25,9 +25,11 @@ export type WeightTypeName = 'f32' | 'f16' | 'bf16' | 'int8' | 'q4';
 /**
  * How KV caches and precomputed keys/values hold keys and values: `'f32'`
  * 4 bytes a value, `'f16'` and `'bf16'` 2 (rounded to nearest even as they
- * are stored); the attention kernel widens them a key block at a time.
+ * are stored), `'int8'` 1 plus a float32 scale per head's row of a token
+ * (`max(abs(row)) / 127`, each value within half of it); the attention
+ * kernel widens them in registers or a key block at a time.
  */
-export type CacheTypeName = 'f32' | 'f16' | 'bf16';
+export type CacheTypeName = 'f32' | 'f16' | 'bf16' | 'int8';
 
 /**
  * float16 or bfloat16 values as their bits: a `Uint16Array`, or a

@@ -1,6 +1,6 @@
 // Decoding with 4-bit weights: D1 (or the workloads given) through ours with
-// q4 weights given as their blocks (with a float32 and a float16 cache) and
-// with float32 weights, on the SIMD and relaxed-SIMD builds (highway),
+// q4 weights given as their blocks (with a float32, a float16 and an int8
+// cache) and with float32 weights, on the SIMD and relaxed-SIMD builds (highway),
 // against onnxruntime-web's contrib graph with MatMulNBits 4-bit projections
 // holding the same blocks (bench/js/q4.js) and its float32 contrib graph, one
 // thread, interleaved. Every output is checked first against ours in
@@ -52,7 +52,7 @@ for (const name of args.workloads) {
     const variant = { simd: true, backend: 'highway', ...build };
     entries.push({ peer: await createOurs(data, variant), ours: true, build,
       name: variantName(variant) });
-    for (const cacheType of [undefined, 'f16']) {
+    for (const cacheType of [undefined, 'f16', 'int8']) {
       const q4 = { ...variant, weights: 'q4', cacheType };
       const e = { peer: await createOurs({ ...data, ...blocks }, q4), ours: true, build,
         weights: 'q4', products: PRODUCTS.weights + (cacheType ? PRODUCTS.cache : 0),

@@ -34,25 +34,47 @@ struct KVStrides {
 
 // Rows of projected keys or values as a cache holds them: float32, or
 // float16/bfloat16 (MhaConfig::cache_type), which the attention kernel
-// widens a key block at a time.
+// widens a key block at a time, or int8 with a float scale per row.
+//
+// int8: each row of one head (the d_k keys, or d_v values, of one token and
+// head; `row` elements with its padding) is quantized symmetrically on its
+// own: scale = max |x| / 127 (at least the smallest positive float, so a
+// row of tiny subnormals divides by no 0; 1 for a row of zeros), q =
+// x / scale rounded to nearest even, within [-127, 127]. The row holds
+// q * scale: each element within scale / 2 = max |row| / 254 of the float
+// given (the bound tests/kv_cache_test.cc checks, relative to a float32
+// cache), and zeros stay exact. The kernels read q in registers and apply
+// the scale once per key after its dot product, and fold it into p_j in
+// P V.
 class KVRows {
  public:
   KVRows() = default;
-  KVRows(WeightType type, size_t elements);  // zeros
+  // `elements` zeros, in rows of `row` elements (the scales' unit for int8).
+  KVRows(WeightType type, size_t elements, size_t row);
   WeightType type() const { return type_; }
-  size_t bytes() const { return f32_.size() * sizeof(float) + narrow_.size(); }
+  size_t bytes() const {
+    return f32_.size() * sizeof(float) + narrow_.size() + scales_.size() * sizeof(float);
+  }
   // Element `at`, as the kernels take it (AttentionArgs::k).
   const void* at(size_t element) const;
+  // int8: the scale of the row holding element `at` (a row's first: at a
+  // multiple of `row`); nullptr for the other types.
+  const float* scale_at(size_t element) const {
+    return scales_.empty() ? nullptr : scales_.data() + element / row_;
+  }
   // Stores `count` floats from element `at` on, rounded to the type (the
-  // caller has checked their range: CheckStorable).
+  // caller has checked their range: CheckStorable). int8: whole rows (at
+  // and count multiples of `row`).
   void Store(size_t at, const float* values, size_t count);
-  // Elements [at, at + count) as floats.
+  // Elements [at, at + count) as floats (int8: from a row's first element).
   void Load(size_t at, size_t count, float* out) const;
 
  private:
   WeightType type_ = WeightType::kF32;
+  size_t row_ = 1;
   AlignedVector<float> f32_;
-  AlignedVector<uint8_t> narrow_;  // 16-bit elements, as bytes (as PackedMatrix::narrow)
+  AlignedVector<uint8_t> narrow_;  // 16-bit or int8 elements, as bytes (as PackedMatrix::narrow)
+  AlignedVector<float> scales_;    // int8: one per row
 };
 
 class KVCache {

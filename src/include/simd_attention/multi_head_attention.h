@@ -278,6 +278,10 @@ class MultiHeadAttention : public Trainable {
     size_t tk;
     KVStrides k_at, v_at;
     double max_abs_key;  // largest |k|, bounds the scores (CheckScoreRange)
+    // int8: the scales of the rows at k and v (KVRows::scale_at), one per
+    // head row; else nullptr.
+    const float* k_scales = nullptr;
+    const float* v_scales = nullptr;
   };
   // The strides of token-major padded rows, rows_per_batch rows a batch
   // item: keys (key_row, dk_pad) or values (value_row, dv_pad).

@@ -25,7 +25,8 @@ enum class WeightType {
 enum class StorageForm {
   kFloat32,     // as they are
   kBits16,      // 16-bit patterns the kernels widen in registers (bits)
-  kScaledInt8,  // int8 values times a float scale per column (values, scales)
+  kScaledInt8,  // int8 values times a float scale per column (values, scales);
+                // in a KV cache, per row (kv_cache.h)
   kQ4Blocks,    // 4-bit values and a float16 scale per block of K (kernels/q4_gemm.h),
                 // quantized from float32 at packing or given as GGUF q4_0 blocks (q4)
 };
@@ -50,7 +51,7 @@ inline constexpr WeightTypeTraits kWeightTypes[] = {
     {WeightType::kF32, "f32", "float32", 32, 0x1.fffffep127f, true, StorageForm::kFloat32},
     {WeightType::kF16, "f16", "float16", 16, 65504.0f, true, StorageForm::kBits16},
     {WeightType::kBF16, "bf16", "bfloat16", 16, 0x1.fep127f, true, StorageForm::kBits16},
-    {WeightType::kInt8, "int8", "int8", 8, 0x1.fffffep127f, false, StorageForm::kScaledInt8},
+    {WeightType::kInt8, "int8", "int8", 8, 0x1.fffffep127f, true, StorageForm::kScaledInt8},
     {WeightType::kQ4, "q4", "q4", 4, 8 * 65504.0f, false, StorageForm::kQ4Blocks},
 };
 
@@ -76,8 +77,8 @@ constexpr bool FormsConsistent() {
     if (t.bits != FormBits(t.form)) return false;
     const bool narrows = t.form == StorageForm::kBits16 || t.form == StorageForm::kQ4Blocks;
     if (!narrows && t.largest != 0x1.fffffep127f) return false;
-    // No cache kernels for the integer forms.
-    if ((t.form == StorageForm::kScaledInt8 || t.form == StorageForm::kQ4Blocks) && t.in_caches) {
+    // No cache kernels for q4's blocks.
+    if (t.form == StorageForm::kQ4Blocks && t.in_caches) {
       return false;
     }
   }
