@@ -97,6 +97,20 @@ struct Attention {
     for (size_t r = 0; r < rows; ++r) G::WidenN(s + r * ld, width, dst + r * width);
   }
 
+  // The block's keys and values are the cache's rows where they lie.
+  static void ReadInPlace(const AttentionArgs& a, Block& b) {
+    b.ldkb = a.ldk;
+    b.ldvb = a.ldv;
+  }
+
+  // The block's keys and values are the rows widened into kw and vw.
+  static void ReadFromScratch(const AttentionArgs& a, Block& b) {
+    b.kb = b.kw;
+    b.vb = b.vw;
+    b.ldkb = a.dk;
+    b.ldvb = a.dv;
+  }
+
   // Points the block at keys and values [k0, k0 + nk): in place for float
   // and for the 16-bit rows that dot products read, else widened into the
   // scratch (one pass over the narrow rows, which the GEMM then reads from
@@ -106,18 +120,14 @@ struct Attention {
     if (HeldType(a.kv_type) == WeightType::kF32) {
       b.kb = static_cast<const float*>(a.k) + k0 * a.ldk;
       b.vb = static_cast<const float*>(a.v) + k0 * a.ldv;
-      b.ldkb = a.ldk;
-      b.ldvb = a.ldv;
-      return;
+      return ReadInPlace(a, b);
     }
     const auto* k = static_cast<const uint16_t*>(a.k) + k0 * a.ldk;
     const auto* v = static_cast<const uint16_t*>(a.v) + k0 * a.ldv;
     if (kNarrowInPlace && b.narrow) {
       b.kn = k;
       b.vn = v;
-      b.ldkb = a.ldk;
-      b.ldvb = a.ldv;
-      return;
+      return ReadInPlace(a, b);
     }
     if (a.kv_type == WeightType::kF16) {
       WidenRows<F16Bits>(k, a.ldk, nk, a.dk, b.kw);
@@ -126,17 +136,15 @@ struct Attention {
       WidenRows<BF16Bits>(k, a.ldk, nk, a.dk, b.kw);
       WidenRows<BF16Bits>(v, a.ldv, nk, a.dv, b.vw);
     }
-    b.kb = b.kw;
-    b.vb = b.vw;
-    b.ldkb = a.dk;
-    b.ldvb = a.dv;
+    ReadFromScratch(a, b);
   }
 
   // rows x width int8 elements (row stride ld) times their row scales
   // (stride ld_scales) into dst [rows][width]. Not inlined: one copy serves
   // keys and values.
-  [[gnu::noinline]] static void DequantizeRows(const int8_t* src, size_t ld, const float* scales, size_t ld_scales,
-                             size_t rows, size_t width, float* dst) {
+  [[gnu::noinline]] static void DequantizeRows(const int8_t* src, size_t ld, const float* scales,
+                                               size_t ld_scales, size_t rows, size_t width,
+                                               float* dst) {
     for (size_t r = 0; r < rows; ++r) {
       const V scale = Ops::Set(scales[r * ld_scales]);
       for (size_t d = 0; d < width; d += kL) {
@@ -155,16 +163,11 @@ struct Attention {
     if (kNarrowInPlace && b.narrow) {
       b.kq = k;
       b.vq = v;
-      b.ldkb = a.ldk;
-      b.ldvb = a.ldv;
-      return;
+      return ReadInPlace(a, b);
     }
     DequantizeRows(k, a.ldk, b.ks, a.ld_scales, nk, a.dk, b.kw);
     DequantizeRows(v, a.ldv, b.vs, a.ld_scales, nk, a.dv, b.vw);
-    b.kb = b.kw;
-    b.vb = b.vw;
-    b.ldkb = a.dk;
-    b.ldvb = a.dv;
+    ReadFromScratch(a, b);
   }
 
   // The GEMM computes S^T a whole panel of queries at a time; with few
