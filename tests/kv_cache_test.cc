@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -582,6 +583,24 @@ TEST_P(KVCacheRandom, Int8CacheRoundsToNearestEven) {
   cache.Append(keys, values, 1);
   EXPECT_EQ(cache.Keys(), want);
   EXPECT_EQ(cache.Values(), values);
+}
+
+TEST_P(KVCacheRandom, Int8CacheHoldsRowsNearFloat32sLargestFinite) {
+  // float32's largest / 127 rounds up: 127 times it would be infinite.
+  MultiHeadAttention mha = WithCache(problem_, WeightType::kInt8, table());
+  KVCache cache = mha.CreateKVCache(kBatch, 1);
+  const float top = std::numeric_limits<float>::max();
+  std::vector<float> keys(kBatch * kDModel, 1.0f);
+  keys[0] = top;
+  keys[1] = -top;
+  const std::vector<float> values = keys;
+  cache.Append(keys, values, 1);
+  for (const std::vector<float>& held : {cache.Keys(), cache.Values()}) {
+    for (size_t i = 0; i < held.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(held[i])) << i;
+      EXPECT_LE(std::fabs(held[i] - keys[i]), top / 254) << i;
+    }
+  }
 }
 
 TEST_P(KVCacheRandom, Int8DecodingStaysWithinItsBoundOfTheCausalForward) {

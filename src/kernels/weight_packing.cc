@@ -93,6 +93,11 @@ void QuantizeInt8Row(const float* x, size_t count, int8_t* q, float* scale) {
   for (size_t i = 0; i < count; ++i) largest = std::max(largest, std::fabs(x[i]));
   *scale = largest > 0 ? std::max(largest / 127.0f, std::numeric_limits<float>::denorm_min())
                        : 1.0f;
+  // The largest value held, 127 * scale, stays finite: a scale that rounded
+  // up past FLT_MAX / 127 steps down one ulp (x / scale then clamps to 127).
+  if (!(127.0f * *scale <= std::numeric_limits<float>::max())) {
+    *scale = std::nextafter(*scale, 0.0f);
+  }
   // Rounded to nearest even by adding and taking away 1.5 * 2^23, which
   // leaves no fraction bits for |y| < 2^22 (std::nearbyint is a library
   // call in wasm: 10% of a decoding step's time there).
