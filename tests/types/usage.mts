@@ -104,7 +104,8 @@ const weightBytes: BytesByWeightType = stats.weightBytes;
 const cacheBytes: BytesByCacheType = stats.cacheBytes;
 const bytes: number[] = [stats.heapBytes, stats.maxHeapBytes, stats.allocatedBytes,
   stats.jsHandles, weightBytes.f32, weightBytes.f16, weightBytes.bf16, weightBytes.int8,
-  weightBytes.q4, cacheBytes.f32, cacheBytes.f16, cacheBytes.bf16];
+  weightBytes.q4, cacheBytes.f32, cacheBytes.f16, cacheBytes.bf16,
+  cacheBytes.int8];
 
 // MultiHeadAttention.
 const MHA: MultiHeadAttentionConstructor = sa.MultiHeadAttention;
@@ -510,8 +511,8 @@ void createAttentionModule({ wasmPaht: './dist' });
 sa.build = 'simd';
 // @ts-expect-error: misspelled weight type
 void new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, weights: 'fp16' });
-// @ts-expect-error: caches hold no int8
-void new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, cacheType: 'int8' });
+// @ts-expect-error: caches hold no q4
+void new sa.MultiHeadAttention({ dModel: 8, numHeads: 2, cacheType: 'q4' });
 // @ts-expect-error: misspelled weight type of a layer
 void new sa.TransformerEncoderLayer({ dModel: 8, numHeads: 2, ffnDim: 16, weights: 'float16' });
 // @ts-expect-error: int8 weights need their scales
