@@ -39,7 +39,8 @@ struct KVStrides {
 // int8: each row of one head (the d_k keys, or d_v values, of one token and
 // head; `row` elements with its padding) is quantized symmetrically on its
 // own: scale = max |x| / 127 (at least the smallest positive float, so a
-// row of tiny subnormals divides by no 0; 1 for a row of zeros), q =
+// row of tiny subnormals divides by no 0; one ulp less where 127 times it
+// would overflow, so every value held is finite; 1 for a row of zeros), q =
 // x / scale rounded to nearest even, within [-127, 127]. The row holds
 // q * scale: each element within scale / 2 = max |row| / 254 of the float
 // given (the bound tests/kv_cache_test.cc checks, relative to a float32
