@@ -31,7 +31,8 @@ void WidenBits(const uint16_t* bits, size_t count, WeightType type, float* out);
 
 // A row of `count` floats (finite) quantized as an int8 KV cache holds it
 // (kv_cache.h): *scale = max |x| / 127, at least the smallest positive
-// float (1 for a row of zeros); q = x / *scale rounded to nearest even.
+// float and one ulp less where 127 times it would overflow (1 for a row of
+// zeros); q = x / *scale rounded to nearest even, within [-127, 127].
 void QuantizeInt8Row(const float* x, size_t count, int8_t* q, float* scale);
 // `count` int8 elements from a row's first on, in rows of `row` elements
 // with one scale each, as floats q * scale.
